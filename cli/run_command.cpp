@@ -1,0 +1,209 @@
+// Wires one training run together: options -> workload, device, communicator -> training loop
+// on every rank -> gather, summary and results file on rank 0. Errors end every rank.
+#include "cli/run_command.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "cli/run_options.hpp"
+#include "comm/collective_agreement.hpp"
+#include "comm/communicator_factory.hpp"
+#include "comm/mpi_session.hpp"
+#include "coordinator/run_summary.hpp"
+#include "coordinator/summary_printer.hpp"
+#include "coordinator/timing_gather.hpp"
+#include "core/build_info.hpp"
+#include "core/errors.hpp"
+#include "core/number_format.hpp"
+#include "kernels/cpu_device.hpp"
+#include "kernels/device_factory.hpp"
+#include "results/output_file.hpp"
+#include "results/writer.hpp"
+#include "worker/host_info.hpp"
+#include "worker/parameter_fingerprint.hpp"
+#include "workloads/workload_registry.hpp"
+
+namespace dlscale::cli {
+
+namespace {
+
+constexpr double sgd_momentum = 0.9;           // the benchmark's optimizer, fixed
+constexpr int distinct_batches_per_rank = 8;   // cycled through; made before training
+constexpr auto progress_interval = std::chrono::seconds(5);
+
+void configure_log_level(int rank, const std::string& level) {
+  auto logger = spdlog::default_logger();
+  logger->set_level(spdlog::level::from_str(level));
+  // Only rank 0 narrates; other ranks speak up for warnings and errors.
+  if (rank != 0) logger->set_level(std::max(logger->level(), spdlog::level::warn));
+  spdlog::set_default_logger(logger);
+}
+
+std::string joined_command_line(int argc, char** argv) {
+  std::string line = "dlscale";
+  for (int i = 1; i < argc; ++i) line += fmt::format(" {}", argv[i]);
+  return line;
+}
+
+std::string default_output_name(const std::string& model, int ranks,
+                                std::chrono::system_clock::time_point start) {
+  std::string safe_model;
+  for (char c : model) safe_model += std::isalnum(static_cast<unsigned char>(c)) || c == '-' ? c : '_';
+  return fmt::format("dlscale-{}-{}r-{:%Y%m%dT%H%M%S}.h5", safe_model, ranks,
+                     fmt::gmtime(std::chrono::system_clock::to_time_t(start)));
+}
+
+void print_model_list() {
+  fmt::print("{:<18} {:<6} {:>14} {:>16} {:>10}  {}\n", "model", "family", "parameters",
+             "GFLOP/sample", "CPU batch", "layers");
+  for (const auto& workload : workloads::builtin_workloads())
+    fmt::print("{:<18} {:<6} {:>14} {:>16.4f} {:>10}  {}\n", workload->name(),
+               workload->family(), with_thousands_separators(workload->parameter_count()),
+               workload->training_flops_per_sample() / 1e9, workload->default_batch(),
+               workload->description());
+  fmt::print("\nGFLOP/sample counts one training step (forward + both backward GEMMs, 3x forward).\n"
+             "Any fully connected net: --model fcn:INPUT,HIDDEN,...,CLASSES (sigmoid hidden layers).\n");
+}
+
+// Everything a run needs that can be wrong because of user input, checked on every rank
+// before any work starts.
+struct ValidatedRun {
+  RunOptions options;
+  std::unique_ptr<workloads::Workload> workload;
+  int batch = 0;
+  std::filesystem::path output_path;  // rank 0 only
+};
+
+ValidatedRun validate(int argc, char** argv, const comm::MpiSession& mpi,
+                      std::chrono::system_clock::time_point start) {
+  ValidatedRun run;
+  run.options = parse_run_options(std::vector<std::string>(argv + 1, argv + argc));
+  if (run.options.action != RunOptions::Action::train) return run;
+  run.workload = workloads::make_workload(run.options.model);
+  run.batch = run.options.batch.value_or(run.workload->default_batch());
+  if (run.options.device != "cpu") kernels::make_device(run.options.device, 1);
+  if (run.options.comm != "mpi") comm::make_communicator(run.options.comm, mpi.world());
+  if (mpi.world_rank() == 0) {
+    run.output_path = run.options.output_path.empty()
+                          ? default_output_name(run.workload->name(), mpi.world_size(), start)
+                          : run.options.output_path;
+    results::check_output_path(run.output_path, run.options.overwrite);
+  }
+  return run;
+}
+
+int train_and_report(const ValidatedRun& run, const comm::MpiSession& mpi, int argc, char** argv,
+                     std::chrono::system_clock::time_point start) {
+  const RunOptions& options = run.options;
+  const workloads::Workload& workload = *run.workload;
+  auto device = kernels::make_device(options.device, options.threads);
+  auto communicator = comm::make_communicator(options.comm, mpi.world());
+  const int rank = communicator->rank();
+
+  spdlog::info("{} ({} parameters) on {} rank(s), batch {}/rank, {} + {} iterations",
+               workload.name(), with_thousands_separators(workload.parameter_count()), communicator->size(), run.batch,
+               options.warmup_iterations, options.measured_iterations);
+  auto network = workload.build_network(*device, run.batch);
+  network->initialize(options.seed);
+  kernels::SgdMomentum<float> optimizer(*device, network->parameters().size(),
+                                        float(options.learning_rate), float(sgd_momentum));
+  const worker::DeviceDataset data(*device, workload, run.batch, distinct_batches_per_rank,
+                                   options.seed, rank);
+  communicator->barrier();  // start the clock together
+
+  const worker::TrainingSchedule schedule{options.warmup_iterations, options.measured_iterations};
+  auto last_progress = std::chrono::steady_clock::now();
+  const worker::IterationObserver progress = [&](int iteration, double step_seconds) {
+    const auto now = std::chrono::steady_clock::now();
+    if (rank != 0 || now - last_progress < progress_interval) return;
+    last_progress = now;
+    const int remaining = schedule.total_iterations() - iteration - 1;
+    spdlog::info("iteration {}/{}: step {:.3f} s, about {:.0f} s left", iteration + 1,
+                 schedule.total_iterations(), step_seconds, remaining * step_seconds);
+  };
+  coordinator::RankReport report;
+  report.measurements =
+      worker::train(*network, optimizer, data, *communicator, *device, schedule, progress);
+  report.parameter_fingerprint = worker::parameter_fingerprint(*device, network->parameters());
+  report.host = worker::host_name();
+
+  results::RunConfiguration configuration{
+      workload.name(), workload.family(), workload.description(), workload.parameter_count(),
+      workload.training_flops_per_sample(), run.batch, options.warmup_iterations,
+      options.measured_iterations, options.threads, communicator->backend_name(), device->name(),
+      options.seed, options.learning_rate, sgd_momentum};
+  results::RunEnvironment environment;
+  environment.dlscale_version = build_info::version;
+  environment.git_commit = build_info::git_commit;
+  environment.command_line = joined_command_line(argc, argv);
+  environment.start_time_utc = fmt::format("{:%FT%TZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(start)));
+  environment.mpi_library_version = comm::mpi_library_version();
+  environment.blas = kernels::cpu_blas_description();
+  environment.cpu_model = device->description();
+
+  auto record = coordinator::gather_run(*communicator, report, configuration, environment);
+  // Writing is agreed on, so a refusal on rank 0 (say, the file appeared meanwhile) fails
+  // every rank, not only rank 0.
+  comm::agree_on_success(mpi.world(), [&] {
+    if (!record) return;
+    record->summary = coordinator::summarize(*record);
+    std::fputs(coordinator::format_summary(*record).c_str(), stdout);
+    results::write_run(*record, run.output_path, options.overwrite);
+    fmt::print("results         {}\n", run.output_path.string());
+    std::fflush(stdout);
+  });
+  if (record && !record->summary.parameters_identical) {
+    spdlog::error("parameters differ between ranks after training: data-parallel replicas diverged");
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_command(int argc, char** argv) {
+  const auto start = std::chrono::system_clock::now();
+  comm::MpiSession mpi(argc, argv);
+  const int rank = mpi.world_rank();
+  auto logger = spdlog::stderr_color_mt("dlscale");
+  logger->set_pattern(rank == 0 ? "dlscale: %^%l%$: %v"
+                                : fmt::format("dlscale[rank {}]: %^%l%$: %v", rank));
+  spdlog::set_default_logger(logger);
+  configure_log_level(rank, "info");
+  try {
+    ValidatedRun run;
+    comm::agree_on_success(mpi.world(), [&] { run = validate(argc, argv, mpi, start); });
+    configure_log_level(rank, run.options.log_level);
+    switch (run.options.action) {
+      case RunOptions::Action::show_help:
+        if (rank == 0) fmt::print("{}", run_help_text());
+        return 0;
+      case RunOptions::Action::show_version:
+        if (rank == 0) fmt::print("dlscale {} (git {})\n", build_info::version, build_info::git_commit);
+        return 0;
+      case RunOptions::Action::list_models:
+        if (rank == 0) print_model_list();
+        return 0;
+      case RunOptions::Action::train:
+        return train_and_report(run, mpi, argc, argv, start);
+    }
+  } catch (const UserError& error) {
+    // Agreed errors reach every rank; rank 0 speaks for all of them.
+    if (rank == 0) spdlog::error("{}", error.what());
+    return 2;
+  } catch (const std::exception& error) {
+    // A failure on one rank alone: the others may be inside a collective, so end the job.
+    spdlog::error("{}", error.what());
+    if (mpi.world_size() > 1) mpi.abort_job(1);
+    return 1;
+  }
+  return 1;
+}
+
+}  // namespace dlscale::cli

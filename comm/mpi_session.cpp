@@ -1,0 +1,37 @@
+// MPI initialisation and teardown for the dlscale process.
+#include "comm/mpi_session.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "comm/mpi_check.hpp"
+
+namespace dlscale::comm {
+
+MpiSession::MpiSession(int& argc, char**& argv) {
+  int provided = 0;
+  // Only the main thread calls MPI; compute threads (OpenMP, BLAS) never do.
+  DLSCALE_MPI_CHECK(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided));
+  DLSCALE_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  DLSCALE_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_));
+  DLSCALE_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size_));
+}
+
+MpiSession::~MpiSession() { MPI_Finalize(); }
+
+void MpiSession::abort_job(int exit_code) const {
+  MPI_Abort(MPI_COMM_WORLD, exit_code);
+  std::_Exit(exit_code);
+}
+
+std::string mpi_library_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING];
+  int length = 0;
+  DLSCALE_MPI_CHECK(MPI_Get_library_version(text, &length));
+  std::string version(text, static_cast<std::size_t>(length));
+  std::replace(version.begin(), version.end(), '\n', ' ');
+  while (!version.empty() && (version.back() == ' ' || version.back() == '\0')) version.pop_back();
+  return version;
+}
+
+}  // namespace dlscale::comm

@@ -1,0 +1,34 @@
+// Owns MPI's lifetime for one process: initialises it, makes errors return instead of abort (so
+// they reach our error handling), and finalises it. Also the place that knows how to abort a job.
+#pragma once
+
+#include <string>
+
+#include <mpi.h>
+
+namespace dlscale::comm {
+
+class MpiSession {
+ public:
+  MpiSession(int& argc, char**& argv);
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+
+  MPI_Comm world() const { return MPI_COMM_WORLD; }
+  int world_rank() const { return world_rank_; }
+  int world_size() const { return world_size_; }
+
+  // Ends every rank of the job at once: used when one rank fails alone, where the others
+  // would otherwise wait forever in the next collective.
+  [[noreturn]] void abort_job(int exit_code) const;
+
+ private:
+  int world_rank_ = 0;
+  int world_size_ = 1;
+};
+
+// MPI_Get_library_version, on one line.
+std::string mpi_library_version();
+
+}  // namespace dlscale::comm

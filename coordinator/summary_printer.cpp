@@ -1,0 +1,70 @@
+// Terminal formatting of a run's summary.
+#include "coordinator/summary_printer.hpp"
+
+#include <algorithm>
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "core/number_format.hpp"
+
+namespace dlscale::coordinator {
+
+std::string format_summary(const results::RunRecord& record) {
+  const auto& config = record.configuration;
+  const auto& environment = record.environment;
+  const auto& summary = record.summary;
+  std::string out;
+  auto line = std::back_inserter(out);
+
+  fmt::format_to(line, "dlscale {} | {} ({}, {} parameters) | {} rank{} on {} host{} | {} x{} threads\n",
+                 environment.dlscale_version, config.model, config.model_family,
+                 with_thousands_separators(config.parameter_count), record.ranks, record.ranks == 1 ? "" : "s",
+                 environment.node_count, environment.node_count == 1 ? "" : "s", config.device,
+                 config.threads_per_rank);
+  fmt::format_to(line, "batch {}/rank, {} measured iterations after {} warm-up, comm {}\n\n",
+                 config.batch_per_rank, config.measured_iterations, config.warmup_iterations,
+                 config.comm_backend);
+
+  fmt::format_to(line, "{:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "phase (ms)",
+                 "median", "mean", "p5", "p95", "min", "max");
+  for (std::size_t p = 0; p < phase_count; ++p) {
+    const auto& s = summary.phase_statistics[p];
+    fmt::format_to(line, "{:<10} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f}\n",
+                   phase_names[p], s.median * 1e3, s.mean * 1e3, s.p5 * 1e3, s.p95 * 1e3,
+                   s.min * 1e3, s.max * 1e3);
+  }
+
+  const auto slowest =
+      std::min_element(summary.gflops_per_rank.begin(), summary.gflops_per_rank.end());
+  double mean_gflops = 0;
+  for (double g : summary.gflops_per_rank) mean_gflops += g;
+  mean_gflops /= double(summary.gflops_per_rank.size());
+  std::vector<double> imbalance = summary.load_imbalance_seconds;
+  std::sort(imbalance.begin(), imbalance.end());
+
+  fmt::format_to(line, "\nthroughput      {:.1f} samples/s (job)\n",
+                 summary.throughput_samples_per_second);
+  fmt::format_to(line, "compute         {:.2f} GFLOP/s per rank (mean; slowest rank {} at {:.2f})\n",
+                 mean_gflops, std::distance(summary.gflops_per_rank.begin(), slowest), *slowest);
+  fmt::format_to(line, "communication   {:.1f}% of step time; allreduce {:.1f} MB in {:.3f} ms: "
+                       "algbw {:.2f} GB/s, busbw {:.2f} GB/s\n",
+                 summary.communication_fraction * 100, summary.allreduce_bytes / 1e6,
+                 summary.allreduce_seconds * 1e3, summary.allreduce_algbw_gbps,
+                 summary.allreduce_busbw_gbps);
+  fmt::format_to(line, "load imbalance  {:.3f} ms median, {:.3f} ms max (max - min compute across ranks)\n",
+                 imbalance[imbalance.size() / 2] * 1e3, imbalance.back() * 1e3);
+  const std::size_t last_iteration = std::size_t(record.iterations - 1) * record.ranks;
+  double first_loss = 0, last_loss = 0;
+  for (int r = 0; r < record.ranks; ++r) {
+    first_loss += record.loss[r];
+    last_loss += record.loss[last_iteration + r];
+  }
+  fmt::format_to(line, "loss            {:.4f} -> {:.4f} (mean over ranks, first -> last iteration)\n",
+                 first_loss / record.ranks, last_loss / record.ranks);
+  fmt::format_to(line, "parameters      {} on all {} ranks after the last step\n",
+                 summary.parameters_identical ? "bit-identical" : "DIFFERENT", record.ranks);
+  return out;
+}
+
+}  // namespace dlscale::coordinator

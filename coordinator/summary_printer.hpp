@@ -1,0 +1,13 @@
+// The compact terminal summary rank 0 prints at the end of a run. It only formats; every number
+// comes from RunSummary.
+#pragma once
+
+#include <string>
+
+#include "results/run_record.hpp"
+
+namespace dlscale::coordinator {
+
+std::string format_summary(const results::RunRecord& record);
+
+}  // namespace dlscale::coordinator

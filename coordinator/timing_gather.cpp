@@ -1,0 +1,47 @@
+// Gathering is done once, after training, so it never disturbs the measured iterations.
+#include "coordinator/timing_gather.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace dlscale::coordinator {
+
+std::optional<results::RunRecord> gather_run(comm::Communicator& communicator,
+                                             const RankReport& report,
+                                             const results::RunConfiguration& configuration,
+                                             const results::RunEnvironment& environment) {
+  const std::vector<double> seconds = communicator.gather_to_root(report.measurements.phase_seconds);
+  const std::vector<double> losses = communicator.gather_to_root(report.measurements.loss);
+  const auto fingerprints = communicator.gather_to_root(
+      static_cast<unsigned long long>(report.parameter_fingerprint));
+  const std::vector<std::string> hosts = communicator.gather_strings_to_root(report.host);
+  if (communicator.rank() != 0) return std::nullopt;
+
+  results::RunRecord record;
+  record.configuration = configuration;
+  record.environment = environment;
+  record.environment.rank_hosts = hosts;
+  std::map<std::string, int> ranks_on_host;
+  for (const auto& host : hosts) ++ranks_on_host[host];
+  record.environment.node_count = int(ranks_on_host.size());
+  for (const auto& [host, count] : ranks_on_host)
+    record.environment.ranks_per_node = std::max(record.environment.ranks_per_node, count);
+  record.ranks = communicator.size();
+  record.iterations = int(report.measurements.loss.size());
+  record.phase_seconds.resize(seconds.size());
+  record.loss.resize(losses.size());
+  const auto ranks = std::size_t(record.ranks);
+  const auto iterations = std::size_t(record.iterations);
+  // Gathered rank-major; stored iteration-major.
+  for (std::size_t r = 0; r < ranks; ++r)
+    for (std::size_t i = 0; i < iterations; ++i) {
+      record.loss[i * ranks + r] = losses[r * iterations + i];
+      for (std::size_t p = 0; p < phase_count; ++p)
+        record.phase_seconds[(i * ranks + r) * phase_count + p] =
+            seconds[(r * iterations + i) * phase_count + p];
+    }
+  record.parameter_fingerprints.assign(fingerprints.begin(), fingerprints.end());
+  return record;
+}
+
+}  // namespace dlscale::coordinator

@@ -1,0 +1,26 @@
+// The two kinds of failure dlscale distinguishes: a user's mistake (bad option, file or model
+// spec), reported as one line with a usage exit code, and a failed library call, which names the
+// library, the call, and where it was made.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace dlscale {
+
+// A problem with what the user asked for. main() prints its message as one line and exits 2.
+class UserError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A library call that failed (MPI, HDF5, oneDNN, CUDA, NCCL). Each library has one checked-call
+// macro that throws this with the call's text and the library's own error string.
+class LibraryError : public std::runtime_error {
+ public:
+  LibraryError(std::string_view library, std::string_view call, std::string_view file, int line,
+               std::string_view message);
+};
+
+}  // namespace dlscale

@@ -1,0 +1,40 @@
+// The CPU device: host memory, OpenBLAS for GEMM, OpenMP loops for the element-wise kernels.
+#pragma once
+
+#include <memory>
+
+#include "kernels/device.hpp"
+
+namespace dlscale::kernels {
+
+class CpuDevice final : public Device {
+ public:
+  // Sets the thread count of both OpenBLAS and OpenMP for this process.
+  explicit CpuDevice(int compute_threads);
+  ~CpuDevice() override;
+
+  std::string name() const override { return "cpu"; }
+  std::string description() const override;
+  int compute_threads() const override { return compute_threads_; }
+
+  void* allocate(std::size_t bytes) override;
+  void deallocate(void* pointer) noexcept override;
+  void copy_to_device(void* device_destination, const void* host_source,
+                      std::size_t bytes) override;
+  void copy_to_host(void* host_destination, const void* device_source,
+                    std::size_t bytes) override;
+  void synchronize() override {}  // CPU kernels return when their work is done.
+
+  MathOps<float>& math_float() override;
+  MathOps<double>& math_double() override;
+
+ private:
+  int compute_threads_;
+  std::unique_ptr<MathOps<float>> math_float_;
+  std::unique_ptr<MathOps<double>> math_double_;
+};
+
+// The BLAS library this build calls, as it describes itself.
+std::string cpu_blas_description();
+
+}  // namespace dlscale::kernels

@@ -1,0 +1,74 @@
+// The Device seam: a device owns memory, streams and the math kernels. Layers, the optimizer and
+// the training loop reach the hardware only through this interface, so a CUDA device slots in by
+// implementing it (its math calls cuBLAS/cuDNN on its own stream; synchronize() waits for them).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+namespace dlscale::kernels {
+
+enum class Transpose { no, yes };
+
+// The math a training step needs, for one scalar type. Training runs in float; the gradient
+// checks run the very same layers in double. All pointers are device memory, row-major.
+template <typename T>
+class MathOps {
+ public:
+  virtual ~MathOps() = default;
+
+  // c[m x n] = alpha * op(a) * op(b) + beta * c.
+  virtual void gemm(Transpose transpose_a, Transpose transpose_b, int m, int n, int k, T alpha,
+                    const T* a, int lda, const T* b, int ldb, T beta, T* c, int ldc) = 0;
+  // y[r][c] += bias[c] for every row r.
+  virtual void add_row_bias(int rows, int cols, const T* bias, T* y) = 0;
+  // sums[c] = sum over r of dy[r][c].
+  virtual void column_sums(int rows, int cols, const T* dy, T* sums) = 0;
+
+  virtual void sigmoid_forward(std::size_t count, const T* x, T* y) = 0;
+  // dx = dy * y * (1 - y), from the forward output y.
+  virtual void sigmoid_backward(std::size_t count, const T* y, const T* dy, T* dx) = 0;
+
+  // Mean softmax cross-entropy of `rows` samples, returned to the host. Also writes
+  // dlogits = (softmax(logits) - onehot(labels)) / rows, the gradient of that mean.
+  virtual double softmax_cross_entropy(int rows, int classes, const T* logits,
+                                       const std::int32_t* labels, T* dlogits) = 0;
+
+  // Heavy-ball SGD as PyTorch defines it, with the gradient scaled first (1/ranks averages an
+  // allreduced sum): v = momentum * v + scale * g; p -= learning_rate * v.
+  virtual void sgd_momentum_update(std::size_t count, T learning_rate, T momentum,
+                                   T gradient_scale, const T* gradient, T* velocity,
+                                   T* parameters) = 0;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+
+  virtual std::string name() const = 0;         // "cpu", later "cuda"
+  virtual std::string description() const = 0;  // the hardware model
+  virtual int compute_threads() const = 0;
+
+  virtual void* allocate(std::size_t bytes) = 0;
+  virtual void deallocate(void* pointer) noexcept = 0;
+  virtual void copy_to_device(void* device_destination, const void* host_source,
+                              std::size_t bytes) = 0;
+  virtual void copy_to_host(void* host_destination, const void* device_source,
+                            std::size_t bytes) = 0;
+
+  // Waits until all queued work is done; the training loop calls it before reading a clock.
+  virtual void synchronize() = 0;
+
+  virtual MathOps<float>& math_float() = 0;
+  virtual MathOps<double>& math_double() = 0;
+
+  template <typename T>
+  MathOps<T>& math() {
+    if constexpr (std::is_same_v<T, float>) return math_float();
+    else return math_double();
+  }
+};
+
+}  // namespace dlscale::kernels

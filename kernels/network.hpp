@@ -1,0 +1,104 @@
+// A feed-forward stack of layers ending in softmax cross-entropy. All parameters sit in one flat
+// device buffer and all gradients in another, in layer order, so data-parallel training reduces
+// the gradients with one allreduce (or, later, with buckets that are slices of it).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include "kernels/device_array.hpp"
+#include "kernels/layer.hpp"
+
+namespace dlscale::kernels {
+
+template <typename T>
+class Network {
+ public:
+  Network(Device& device, std::vector<std::unique_ptr<Layer<T>>> layers, int max_batch)
+      : device_(device), math_(device.template math<T>()), layers_(std::move(layers)),
+        max_batch_(max_batch) {
+    if (layers_.empty()) throw std::invalid_argument("a network needs at least one layer");
+    std::size_t parameter_total = 0;
+    std::size_t widest = 0;
+    for (const auto& layer : layers_) {
+      parameter_total += layer->parameter_count();
+      widest = std::max({widest, layer->input_size(), layer->output_size()});
+    }
+    parameters_ = DeviceArray<T>(device, parameter_total);
+    gradients_ = DeviceArray<T>(device, parameter_total);
+    std::size_t offset = 0;
+    for (auto& layer : layers_) {
+      layer->bind(parameters_.data() + offset, gradients_.data() + offset);
+      offset += layer->parameter_count();
+      outputs_.emplace_back(device, std::size_t(max_batch) * layer->output_size());
+    }
+    loss_gradient_ = DeviceArray<T>(device, std::size_t(max_batch) * classes());
+    for (auto& buffer : backward_buffers_) buffer = DeviceArray<T>(device, max_batch * widest);
+  }
+
+  // Every rank calls this with the same seed and so starts from identical weights.
+  void initialize(std::uint64_t seed) {
+    std::vector<T> host(parameters_.size());
+    std::size_t offset = 0;
+    for (std::size_t i = 0; i < layers_.size(); ++i) {
+      const std::size_t count = layers_[i]->parameter_count();
+      layers_[i]->initialize(std::span<T>(host).subspan(offset, count), seed, i);
+      offset += count;
+    }
+    parameters_.copy_from_host(host);
+  }
+
+  // Runs every layer and the loss; returns the mean loss over the batch and keeps its gradient.
+  double forward_loss(int batch, const T* inputs, const std::int32_t* labels) {
+    check_batch(batch);
+    const T* x = inputs;
+    for (std::size_t i = 0; i < layers_.size(); ++i) {
+      layers_[i]->forward(math_, batch, x, outputs_[i].data());
+      x = outputs_[i].data();
+    }
+    return math_.softmax_cross_entropy(batch, classes(), x, labels, loss_gradient_.data());
+  }
+
+  // Back-propagates the loss kept by the last forward_loss() into gradients().
+  void backward(int batch, const T* inputs) {
+    check_batch(batch);
+    const T* output_gradient = loss_gradient_.data();
+    for (std::size_t i = layers_.size(); i-- > 0;) {
+      const T* x = i == 0 ? inputs : outputs_[i - 1].data();
+      T* input_gradient = i == 0 ? nullptr : backward_buffers_[i % 2].data();
+      layers_[i]->backward(math_, batch, x, outputs_[i].data(), output_gradient, input_gradient);
+      output_gradient = input_gradient;
+    }
+  }
+
+  std::span<T> parameters() { return parameters_.span(); }
+  std::span<const T> parameters() const { return parameters_.span(); }
+  std::span<T> gradients() { return gradients_.span(); }
+  std::span<const T> gradients() const { return gradients_.span(); }
+  const std::vector<std::unique_ptr<Layer<T>>>& layers() const { return layers_; }
+
+  std::size_t input_size() const { return layers_.front()->input_size(); }
+  int classes() const { return int(layers_.back()->output_size()); }
+  int max_batch() const { return max_batch_; }
+
+ private:
+  void check_batch(int batch) const {
+    if (batch < 1 || batch > max_batch_)
+      throw std::invalid_argument("batch outside the range this network was built for");
+  }
+
+  Device& device_;
+  MathOps<T>& math_;
+  std::vector<std::unique_ptr<Layer<T>>> layers_;
+  int max_batch_;
+  DeviceArray<T> parameters_;
+  DeviceArray<T> gradients_;
+  std::vector<DeviceArray<T>> outputs_;  // one per layer: what backward needs from forward
+  DeviceArray<T> loss_gradient_;
+  DeviceArray<T> backward_buffers_[2];  // input gradients, alternating layer by layer
+};
+
+}  // namespace dlscale::kernels

@@ -1,0 +1,33 @@
+// SGD with momentum, the optimizer of every dlscale workload. It owns the velocity buffer.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "kernels/device_array.hpp"
+
+namespace dlscale::kernels {
+
+template <typename T>
+class SgdMomentum {
+ public:
+  SgdMomentum(Device& device, std::size_t parameter_count, T learning_rate, T momentum)
+      : math_(device.template math<T>()), velocity_(device, parameter_count),
+        learning_rate_(learning_rate), momentum_(momentum) {
+    velocity_.copy_from_host(std::vector<T>(parameter_count, T(0)));
+  }
+
+  // gradient_scale turns an allreduced sum into the mean over ranks (1 / ranks).
+  void step(std::span<T> parameters, std::span<const T> gradients, T gradient_scale) {
+    math_.sgd_momentum_update(parameters.size(), learning_rate_, momentum_, gradient_scale,
+                              gradients.data(), velocity_.data(), parameters.data());
+  }
+
+ private:
+  MathOps<T>& math_;
+  DeviceArray<T> velocity_;
+  T learning_rate_;
+  T momentum_;
+};
+
+}  // namespace dlscale::kernels

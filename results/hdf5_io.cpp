@@ -1,0 +1,185 @@
+// HDF5 C API calls for typed attributes and datasets; every call is checked.
+#include "results/hdf5_io.hpp"
+
+#include <cstdlib>
+
+namespace dlscale::results::hdf5 {
+
+namespace {
+
+Hdf5Handle string_type() {
+  Hdf5Handle type(DLSCALE_H5_CHECK(H5Tcopy(H5T_C_S1)), H5Tclose);
+  DLSCALE_H5_CHECK(H5Tset_size(type, H5T_VARIABLE));
+  DLSCALE_H5_CHECK(H5Tset_cset(type, H5T_CSET_UTF8));
+  return type;
+}
+
+Hdf5Handle scalar_space() { return {DLSCALE_H5_CHECK(H5Screate(H5S_SCALAR)), H5Sclose}; }
+
+Hdf5Handle simple_space(const std::vector<hsize_t>& shape) {
+  return {DLSCALE_H5_CHECK(H5Screate_simple(int(shape.size()), shape.data(), nullptr)), H5Sclose};
+}
+
+std::vector<const char*> c_strings(const std::vector<std::string>& values) {
+  std::vector<const char*> pointers;
+  for (const auto& value : values) pointers.push_back(value.c_str());
+  return pointers;
+}
+
+// Reads `count` variable-length strings through `read` (H5Aread or H5Dread) and frees HDF5's copy.
+template <typename Read>
+std::vector<std::string> read_strings(hid_t space, std::size_t count, Read read) {
+  const Hdf5Handle type = string_type();
+  std::vector<char*> pointers(count, nullptr);
+  read(type.get(), pointers.data());
+  std::vector<std::string> values;
+  for (char* pointer : pointers) values.emplace_back(pointer != nullptr ? pointer : "");
+  DLSCALE_H5_CHECK(H5Dvlen_reclaim(type, space, H5P_DEFAULT, pointers.data()));
+  return values;
+}
+
+std::size_t element_count(hid_t space) {
+  return std::size_t(DLSCALE_H5_CHECK(H5Sget_simple_extent_npoints(space)));
+}
+
+Hdf5Handle write_attribute_raw(hid_t object, const char* name, hid_t type, hid_t space,
+                               const void* data) {
+  Hdf5Handle attribute(
+      DLSCALE_H5_CHECK(H5Acreate2(object, name, type, space, H5P_DEFAULT, H5P_DEFAULT)), H5Aclose);
+  DLSCALE_H5_CHECK(H5Awrite(attribute, type, data));
+  return attribute;
+}
+
+Hdf5Handle open_attribute(hid_t object, const char* name) {
+  return {DLSCALE_H5_CHECK(H5Aopen(object, name, H5P_DEFAULT)), H5Aclose};
+}
+
+template <typename T>
+T read_scalar_attribute(hid_t object, const char* name, hid_t memory_type) {
+  const Hdf5Handle attribute = open_attribute(object, name);
+  T value{};
+  DLSCALE_H5_CHECK(H5Aread(attribute, memory_type, &value));
+  return value;
+}
+
+Hdf5Handle write_numeric_dataset(hid_t parent, const char* name, hid_t file_type,
+                                 hid_t memory_type, const void* data,
+                                 const std::vector<hsize_t>& shape) {
+  const Hdf5Handle space = simple_space(shape);
+  Hdf5Handle dataset(DLSCALE_H5_CHECK(H5Dcreate2(parent, name, file_type, space, H5P_DEFAULT,
+                                                 H5P_DEFAULT, H5P_DEFAULT)),
+                     H5Dclose);
+  DLSCALE_H5_CHECK(H5Dwrite(dataset, memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
+  return dataset;
+}
+
+template <typename T>
+std::vector<T> read_numeric_dataset(hid_t parent, const char* name, hid_t memory_type) {
+  const Hdf5Handle dataset = open_dataset(parent, name);
+  const Hdf5Handle space(DLSCALE_H5_CHECK(H5Dget_space(dataset)), H5Sclose);
+  std::vector<T> values(element_count(space));
+  DLSCALE_H5_CHECK(H5Dread(dataset, memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
+  return values;
+}
+
+}  // namespace
+
+Hdf5Handle create_group(hid_t parent, const char* name) {
+  return {DLSCALE_H5_CHECK(H5Gcreate2(parent, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
+          H5Gclose};
+}
+
+Hdf5Handle open_group(hid_t parent, const char* name) {
+  return {DLSCALE_H5_CHECK(H5Gopen2(parent, name, H5P_DEFAULT)), H5Gclose};
+}
+
+Hdf5Handle open_dataset(hid_t parent, const char* name) {
+  return {DLSCALE_H5_CHECK(H5Dopen2(parent, name, H5P_DEFAULT)), H5Dclose};
+}
+
+void write_attribute(hid_t object, const char* name, const std::string& value) {
+  const char* pointer = value.c_str();
+  write_attribute_raw(object, name, string_type(), scalar_space(), &pointer);
+}
+
+void write_attribute(hid_t object, const char* name, const std::vector<std::string>& values) {
+  const auto pointers = c_strings(values);
+  write_attribute_raw(object, name, string_type(), simple_space({values.size()}), pointers.data());
+}
+
+void write_attribute(hid_t object, const char* name, double value) {
+  write_attribute_raw(object, name, H5T_IEEE_F64LE, scalar_space(), &value);
+}
+
+void write_attribute(hid_t object, const char* name, long long value) {
+  write_attribute_raw(object, name, H5T_STD_I64LE, scalar_space(), &value);
+}
+
+std::string read_string_attribute(hid_t object, const char* name) {
+  const auto values = read_string_list_attribute(object, name);
+  return values.empty() ? std::string() : values.front();
+}
+
+std::vector<std::string> read_string_list_attribute(hid_t object, const char* name) {
+  const Hdf5Handle attribute = open_attribute(object, name);
+  const Hdf5Handle space(DLSCALE_H5_CHECK(H5Aget_space(attribute)), H5Sclose);
+  return read_strings(space, element_count(space), [&](hid_t type, char** buffer) {
+    DLSCALE_H5_CHECK(H5Aread(attribute, type, buffer));
+  });
+}
+
+double read_double_attribute(hid_t object, const char* name) {
+  return read_scalar_attribute<double>(object, name, H5T_NATIVE_DOUBLE);
+}
+
+long long read_integer_attribute(hid_t object, const char* name) {
+  return read_scalar_attribute<long long>(object, name, H5T_NATIVE_LLONG);
+}
+
+Hdf5Handle write_dataset(hid_t parent, const char* name, std::span<const double> values,
+                         const std::vector<hsize_t>& shape) {
+  return write_numeric_dataset(parent, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, values.data(),
+                               shape);
+}
+
+Hdf5Handle write_dataset(hid_t parent, const char* name, std::span<const std::uint64_t> values,
+                         const std::vector<hsize_t>& shape) {
+  return write_numeric_dataset(parent, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, values.data(),
+                               shape);
+}
+
+Hdf5Handle write_dataset(hid_t parent, const char* name, const std::vector<std::string>& values) {
+  const Hdf5Handle type = string_type();
+  const Hdf5Handle space = simple_space({values.size()});
+  Hdf5Handle dataset(DLSCALE_H5_CHECK(H5Dcreate2(parent, name, type, space, H5P_DEFAULT,
+                                                 H5P_DEFAULT, H5P_DEFAULT)),
+                     H5Dclose);
+  const auto pointers = c_strings(values);
+  DLSCALE_H5_CHECK(H5Dwrite(dataset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, pointers.data()));
+  return dataset;
+}
+
+std::vector<hsize_t> dataset_shape(hid_t dataset) {
+  const Hdf5Handle space(DLSCALE_H5_CHECK(H5Dget_space(dataset)), H5Sclose);
+  std::vector<hsize_t> shape(DLSCALE_H5_CHECK(H5Sget_simple_extent_ndims(space)));
+  DLSCALE_H5_CHECK(H5Sget_simple_extent_dims(space, shape.data(), nullptr));
+  return shape;
+}
+
+std::vector<double> read_double_dataset(hid_t parent, const char* name) {
+  return read_numeric_dataset<double>(parent, name, H5T_NATIVE_DOUBLE);
+}
+
+std::vector<std::uint64_t> read_uint64_dataset(hid_t parent, const char* name) {
+  return read_numeric_dataset<std::uint64_t>(parent, name, H5T_NATIVE_UINT64);
+}
+
+std::vector<std::string> read_string_dataset(hid_t parent, const char* name) {
+  const Hdf5Handle dataset = open_dataset(parent, name);
+  const Hdf5Handle space(DLSCALE_H5_CHECK(H5Dget_space(dataset)), H5Sclose);
+  return read_strings(space, element_count(space), [&](hid_t type, char** buffer) {
+    DLSCALE_H5_CHECK(H5Dread(dataset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer));
+  });
+}
+
+}  // namespace dlscale::results::hdf5

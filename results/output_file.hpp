@@ -1,0 +1,21 @@
+// Results files are never clobbered and never half-written: the file is built under a temporary
+// name in the same directory and renamed into place only when complete.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+
+namespace dlscale::results {
+
+// Checked before training starts, so a bad path costs the user seconds, not a run. Throws
+// UserError if the file exists (and overwrite is false) or its directory is missing or not
+// writable.
+void check_output_path(const std::filesystem::path& path, bool overwrite);
+
+// Calls write(temporary_path), then moves the temporary file to `path`. Without overwrite the
+// move refuses to replace a file that appeared meanwhile. The temporary file is removed if
+// anything fails.
+void write_atomically(const std::filesystem::path& path, bool overwrite,
+                      const std::function<void(const std::filesystem::path&)>& write);
+
+}  // namespace dlscale::results

@@ -1,0 +1,81 @@
+// Everything one run produces, in memory: configuration, environment, raw per-rank timings and
+// losses, and the coordinator's summary. The writer stores exactly this; the reader restores it.
+// docs/results-format.md describes each field as it appears in the HDF5 file.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/phases.hpp"
+
+namespace dlscale::results {
+
+struct RunConfiguration {
+  std::string model;
+  std::string model_family;
+  std::string model_description;
+  std::uint64_t parameter_count = 0;
+  double training_flops_per_sample = 0;
+  int batch_per_rank = 0;
+  int warmup_iterations = 0;
+  int measured_iterations = 0;
+  int threads_per_rank = 0;
+  std::string comm_backend;
+  std::string device;
+  std::uint64_t seed = 0;
+  double learning_rate = 0;
+  double momentum = 0;
+};
+
+struct RunEnvironment {
+  std::string dlscale_version;
+  std::string git_commit;
+  std::string command_line;
+  std::string start_time_utc;  // ISO 8601
+  std::string mpi_library_version;
+  std::string blas;
+  std::string cpu_model;
+  std::vector<std::string> rank_hosts;  // host name of each rank, in rank order
+  int node_count = 0;                   // distinct hosts
+  int ranks_per_node = 0;               // the most ranks on any one host
+};
+
+// The statistics reported for each phase, in this order.
+inline constexpr std::array<const char*, 6> statistic_names = {"median", "mean", "p5",
+                                                               "p95",    "min",  "max"};
+
+struct PhaseStatistics {
+  double median = 0, mean = 0, p5 = 0, p95 = 0, min = 0, max = 0;
+};
+
+struct RunSummary {
+  std::array<PhaseStatistics, phase_count> phase_statistics{};  // seconds, measured iterations
+  double throughput_samples_per_second = 0;                    // whole job
+  double communication_fraction = 0;  // allreduce time / step time, all ranks
+  double allreduce_bytes = 0;         // gradient bytes reduced per step
+  double allreduce_seconds = 0;       // median over iterations of the fastest rank's allreduce
+  double allreduce_algbw_gbps = 0;
+  double allreduce_busbw_gbps = 0;
+  std::vector<double> gflops_per_rank;         // achieved, from each rank's median step
+  std::vector<double> load_imbalance_seconds;  // per measured iteration: max - min compute
+  bool parameters_identical = false;           // every rank's final parameter fingerprint equal
+};
+
+struct RunRecord {
+  RunConfiguration configuration;
+  RunEnvironment environment;
+  int iterations = 0;  // warm-up included
+  int ranks = 0;
+  std::vector<double> phase_seconds;  // [iteration][rank][phase]
+  std::vector<double> loss;           // [iteration][rank]
+  std::vector<std::uint64_t> parameter_fingerprints;  // [rank]
+  RunSummary summary;
+
+  double seconds(int iteration, int rank, Phase phase) const {
+    return phase_seconds[(std::size_t(iteration) * ranks + rank) * phase_count + index_of(phase)];
+  }
+};
+
+}  // namespace dlscale::results

@@ -1,0 +1,62 @@
+// The names in a dlscale results file, defined once for the writer, the reader and the schema
+// test. docs/results-format.md documents each one; bump schema_version when the layout changes.
+#pragma once
+
+namespace dlscale::results::schema {
+
+inline constexpr long long version = 1;
+
+// Root attributes.
+inline constexpr const char* schema_version = "schema_version";
+inline constexpr const char* dlscale_version = "dlscale_version";
+inline constexpr const char* git_commit = "git_commit";
+inline constexpr const char* command_line = "command_line";
+inline constexpr const char* start_time_utc = "start_time_utc";
+inline constexpr const char* mpi_library_version = "mpi_library_version";
+inline constexpr const char* blas = "blas";
+inline constexpr const char* cpu_model = "cpu_model";
+inline constexpr const char* world_size = "world_size";
+inline constexpr const char* node_count = "node_count";
+inline constexpr const char* ranks_per_node = "ranks_per_node";
+inline constexpr const char* model = "model";
+inline constexpr const char* model_family = "model_family";
+inline constexpr const char* model_description = "model_description";
+inline constexpr const char* parameter_count = "parameter_count";
+inline constexpr const char* training_flops_per_sample = "training_flops_per_sample";
+inline constexpr const char* batch_per_rank = "batch_per_rank";
+inline constexpr const char* warmup_iterations = "warmup_iterations";
+inline constexpr const char* measured_iterations = "measured_iterations";
+inline constexpr const char* threads_per_rank = "threads_per_rank";
+inline constexpr const char* comm_backend = "comm_backend";
+inline constexpr const char* device = "device";
+inline constexpr const char* seed = "seed";
+inline constexpr const char* learning_rate = "learning_rate";
+inline constexpr const char* momentum = "momentum";
+
+// Raw data.
+inline constexpr const char* timings = "timings";  // [iteration, rank, phase] seconds
+inline constexpr const char* loss = "loss";        // [iteration, rank]
+inline constexpr const char* ranks_group = "ranks";
+inline constexpr const char* host = "host";                                    // [rank]
+inline constexpr const char* parameter_fingerprint = "parameter_fingerprint";  // [rank]
+
+// Attributes on datasets.
+inline constexpr const char* units = "units";
+inline constexpr const char* dimensions = "dimensions";
+inline constexpr const char* phases = "phases";
+inline constexpr const char* statistics = "statistics";
+
+// Summary group.
+inline constexpr const char* summary_group = "summary";
+inline constexpr const char* phase_statistics = "phase_statistics";  // [phase, statistic]
+inline constexpr const char* gflops_per_rank = "gflops_per_rank";    // [rank]
+inline constexpr const char* load_imbalance_seconds = "load_imbalance_seconds";  // [iteration]
+inline constexpr const char* throughput_samples_per_second = "throughput_samples_per_second";
+inline constexpr const char* communication_fraction = "communication_fraction";
+inline constexpr const char* allreduce_bytes = "allreduce_bytes";
+inline constexpr const char* allreduce_seconds = "allreduce_seconds";
+inline constexpr const char* allreduce_algbw_gbps = "allreduce_algbw_gbps";
+inline constexpr const char* allreduce_busbw_gbps = "allreduce_busbw_gbps";
+inline constexpr const char* parameters_identical = "parameters_identical";
+
+}  // namespace dlscale::results::schema

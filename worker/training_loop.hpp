@@ -1,0 +1,38 @@
+// What every rank does: the data-parallel training loop and its per-phase timings.
+//   forward (with the loss) -> backward -> allreduce of all gradients -> SGD update
+// Each phase is timed with the device synchronised; the loop knows nothing of which device or
+// communicator it runs on.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "core/phases.hpp"
+#include "kernels/network.hpp"
+#include "kernels/sgd_momentum.hpp"
+#include "worker/device_dataset.hpp"
+
+namespace dlscale::worker {
+
+struct TrainingSchedule {
+  int warmup_iterations = 0;
+  int measured_iterations = 1;
+  int total_iterations() const { return warmup_iterations + measured_iterations; }
+};
+
+// One rank's raw measurements, warm-up included.
+struct RankMeasurements {
+  std::vector<double> phase_seconds;  // [iteration][phase], phase_count per iteration
+  std::vector<double> loss;           // this rank's mean batch loss, per iteration
+};
+
+// Called after every iteration with (iteration, step seconds); used for progress reporting.
+using IterationObserver = std::function<void(int iteration, double step_seconds)>;
+
+RankMeasurements train(kernels::Network<float>& network, kernels::SgdMomentum<float>& optimizer,
+                       const DeviceDataset& data, comm::Communicator& communicator,
+                       kernels::Device& device, const TrainingSchedule& schedule,
+                       const IterationObserver& observer = {});
+
+}  // namespace dlscale::worker

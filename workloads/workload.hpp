@@ -1,0 +1,42 @@
+// The Workload seam: a workload builds its network, makes its synthetic data, and counts its
+// parameters and FLOPs. A new workload is one new class registered in workload_registry.cpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/network.hpp"
+
+namespace dlscale::workloads {
+
+// One mini-batch in host memory: inputs [batch x input_size] and one class label per sample.
+struct HostBatch {
+  std::vector<float> inputs;
+  std::vector<std::int32_t> labels;
+};
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+
+  virtual std::string name() const = 0;         // as given to --model
+  virtual std::string family() const = 0;       // "FCN", "CNN", "RNN"
+  virtual std::string description() const = 0;  // the layer structure in a few words
+  virtual std::size_t parameter_count() const = 0;
+  // FLOPs of one training step per sample: forward, input gradient and weight gradient (3x the
+  // forward FLOPs, as ../shared/workloads.md counts them).
+  virtual double training_flops_per_sample() const = 0;
+  virtual int default_batch() const = 0;  // the per-rank CPU batch of the reference study
+
+  virtual std::unique_ptr<kernels::Network<float>> build_network(kernels::Device& device,
+                                                                 int batch) const = 0;
+
+  // Synthetic, learnable data: labels come from a fixed random teacher that depends on `seed`
+  // only, inputs from (seed, rank, batch_index). Deterministic, and never timed.
+  virtual HostBatch make_batch(int batch, std::uint64_t seed, int rank, int batch_index) const = 0;
+};
+
+}  // namespace dlscale::workloads

@@ -1,0 +1,35 @@
+// Built-in workloads, with the shapes and CPU batch sizes of ../shared/workloads.md.
+#include "workloads/workload_registry.hpp"
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+#include "workloads/fcn_workload.hpp"
+
+namespace dlscale::workloads {
+
+std::vector<std::unique_ptr<Workload>> builtin_workloads() {
+  std::vector<std::unique_ptr<Workload>> all;
+  all.push_back(std::make_unique<FcnWorkload>(
+      "fcn-s", std::vector<int>{26752, 2048, 2048, 2048, 2048, 26752}, 64));
+  all.push_back(
+      std::make_unique<FcnWorkload>("fcn-r", std::vector<int>{784, 2048, 4096, 1024, 10}, 1024));
+  return all;
+}
+
+std::unique_ptr<Workload> make_workload(const std::string& name_or_spec) {
+  constexpr std::string_view fcn_prefix = "fcn:";
+  if (name_or_spec.starts_with(fcn_prefix))
+    return parse_fcn_spec(name_or_spec.substr(fcn_prefix.size()));
+  std::string known;
+  for (auto& workload : builtin_workloads()) {
+    if (workload->name() == name_or_spec) return std::move(workload);
+    known += (known.empty() ? "" : ", ") + workload->name();
+  }
+  throw UserError(fmt::format(
+      "--model: unknown model '{}' (built-in: {}; or fcn:INPUT,HIDDEN,...,CLASSES; see "
+      "--list-models)",
+      name_or_spec, known));
+}
+
+}  // namespace dlscale::workloads
