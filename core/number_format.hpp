@@ -7,10 +7,13 @@
 namespace dlscale {
 
 inline std::string with_thousands_separators(std::uint64_t value) {
-  std::string digits = std::to_string(value);
-  for (int position = int(digits.size()) - 3; position > 0; position -= 3)
-    digits.insert(std::size_t(position), ",");
-  return digits;
+  const std::string digits = std::to_string(value);
+  std::string grouped;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) grouped += ',';
+    grouped += digits[i];
+  }
+  return grouped;
 }
 
 }  // namespace dlscale
