@@ -12,15 +12,18 @@ namespace dlscale::worker {
 
 class DeviceDataset {
  public:
+  // This rank's share of the workload's synthetic data.
   DeviceDataset(kernels::Device& device, const workloads::Workload& workload, int batch,
-                int distinct_batches, std::uint64_t seed, int rank) : batch_(batch) {
-    for (int index = 0; index < distinct_batches; ++index) {
-      const workloads::HostBatch host = workload.make_batch(batch, seed, rank, index);
-      inputs_.emplace_back(device, host.inputs.size());
-      inputs_.back().copy_from_host(host.inputs);
-      labels_.emplace_back(device, host.labels.size());
-      labels_.back().copy_from_host(host.labels);
-    }
+                int distinct_batches, std::uint64_t seed, int rank)
+      : batch_(batch) {
+    for (int index = 0; index < distinct_batches; ++index)
+      add(device, workload.make_batch(batch, seed, rank, index));
+  }
+
+  // Batches given explicitly, all of the same size.
+  DeviceDataset(kernels::Device& device, const std::vector<workloads::HostBatch>& batches)
+      : batch_(int(batches.front().labels.size())) {
+    for (const auto& batch : batches) add(device, batch);
   }
 
   int batch() const { return batch_; }
@@ -28,6 +31,13 @@ class DeviceDataset {
   const std::int32_t* labels(int iteration) const { return labels_[slot(iteration)].data(); }
 
  private:
+  void add(kernels::Device& device, const workloads::HostBatch& host) {
+    inputs_.emplace_back(device, host.inputs.size());
+    inputs_.back().copy_from_host(host.inputs);
+    labels_.emplace_back(device, host.labels.size());
+    labels_.back().copy_from_host(host.labels);
+  }
+
   std::size_t slot(int iteration) const { return std::size_t(iteration) % inputs_.size(); }
 
   int batch_;

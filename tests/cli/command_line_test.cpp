@@ -1,0 +1,138 @@
+// dlscale as a user runs it, under mpirun: a bad option, model spec, file or output path gives one
+// error line naming the problem and a non-zero exit on every rank within seconds; a good run
+// writes its results file, and an existing file is never clobbered.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int ranks = 2;
+constexpr double seconds_allowed = 30;
+
+struct Outcome {
+  std::vector<int> rank_exit_codes;
+  std::vector<std::string> error_lines;  // lines dlscale itself wrote to stderr
+  std::string stdout_text;
+  double seconds = 0;
+};
+
+std::string read_file(const fs::path& path) {
+  std::ifstream file(path);
+  return {std::istreambuf_iterator<char>(file), {}};
+}
+
+class CommandLine : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    directory_ = fs::temp_directory_path() / ("dlscale_cli_test_" + std::to_string(getpid()));
+    fs::create_directories(directory_);
+    // Open MPI refuses to run as root (as CI does) and to oversubscribe cores unless told.
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  }
+  void TearDown() override { fs::remove_all(directory_); }
+
+  // Runs `mpirun -np 2 dlscale ARGUMENTS`, each rank inside a shell that records its exit code
+  // (so mpirun never cuts a rank short), with a hard timeout so a hang fails instead of waiting.
+  Outcome run_dlscale(const std::string& arguments) {
+    for (int r = 0; r < ranks; ++r) fs::remove(directory_ / ("exit." + std::to_string(r)));
+    std::ostringstream command;
+    command << "cd " << directory_ << " && timeout 60 " << DLSCALE_MPIEXEC << " -np " << ranks
+            << " " << DLSCALE_MPIEXEC_PREFLAGS << " sh -c '\"$0\" \"$@\"; echo $? > "
+            << directory_.string() << "/exit.${OMPI_COMM_WORLD_RANK:-0}' " << DLSCALE_EXECUTABLE
+            << " " << arguments << " > stdout.txt 2> stderr.txt";
+    const auto start = std::chrono::steady_clock::now();
+    const int status = std::system(command.str().c_str());
+    Outcome outcome;
+    outcome.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_NE(WEXITSTATUS(status), 124) << "timed out: " << arguments;
+    for (int r = 0; r < ranks; ++r) {
+      const fs::path code = directory_ / ("exit." + std::to_string(r));
+      outcome.rank_exit_codes.push_back(fs::exists(code) ? std::stoi(read_file(code)) : -1);
+    }
+    std::istringstream errors(read_file(directory_ / "stderr.txt"));
+    for (std::string line; std::getline(errors, line);)
+      if (line.rfind("dlscale", 0) == 0 && line.find(": error: ") != std::string::npos)
+        outcome.error_lines.push_back(line);
+    outcome.stdout_text = read_file(directory_ / "stdout.txt");
+    return outcome;
+  }
+
+  void expect_refused(const std::string& arguments, const std::string& named) {
+    const Outcome outcome = run_dlscale(arguments);
+    for (int r = 0; r < ranks; ++r)
+      EXPECT_GT(outcome.rank_exit_codes[r], 0) << "rank " << r << " for: " << arguments;
+    ASSERT_EQ(outcome.error_lines.size(), 1u) << "for: " << arguments;
+    EXPECT_NE(outcome.error_lines[0].find(named), std::string::npos)
+        << "'" << outcome.error_lines[0] << "' does not name " << named;
+    EXPECT_LT(outcome.seconds, seconds_allowed) << arguments;
+  }
+
+  fs::path directory_;
+};
+
+TEST_F(CommandLine, UnknownModelIsRefused) { expect_refused("--model nonsense", "nonsense"); }
+
+TEST_F(CommandLine, ZeroOrNegativeNumbersAreRefused) {
+  expect_refused("--batch 0", "--batch");
+  expect_refused("--iters -4", "--iters");
+  expect_refused("--threads 0", "--threads");
+}
+
+TEST_F(CommandLine, MalformedFcnSpecIsRefused) {
+  expect_refused("--model fcn:784,,10", "fcn:784,,10");
+  expect_refused("--model fcn:784", "fcn:784");
+}
+
+TEST_F(CommandLine, UnknownOptionAndUnreadableConfigAreRefused) {
+  expect_refused("--frobnicate", "--frobnicate");
+  expect_refused("--config /nonexistent/run.cfg", "/nonexistent/run.cfg");
+}
+
+TEST_F(CommandLine, UnwritableOutputPathIsRefused) {
+  expect_refused("--model fcn:8,4 --out /nonexistent-dir/r.h5", "/nonexistent-dir");
+  expect_refused("--model fcn:8,4 --out /proc/r.h5", "/proc");
+}
+
+TEST_F(CommandLine, ExistingOutputFileIsRefusedAndKept) {
+  std::ofstream(directory_ / "taken.h5") << "earlier results";
+  expect_refused("--model fcn:8,4 --out taken.h5", "--overwrite");
+  EXPECT_EQ(read_file(directory_ / "taken.h5"), "earlier results");
+}
+
+TEST_F(CommandLine, GoodRunWritesResultsAndReportsIdenticalParameters) {
+  const Outcome outcome = run_dlscale("--model fcn:16,8,4 --batch 4 --iters 3 --out good.h5");
+  for (int r = 0; r < ranks; ++r) EXPECT_EQ(outcome.rank_exit_codes[r], 0) << "rank " << r;
+  EXPECT_TRUE(outcome.error_lines.empty());
+  EXPECT_TRUE(fs::exists(directory_ / "good.h5"));
+  EXPECT_NE(outcome.stdout_text.find("bit-identical on all 2 ranks"), std::string::npos)
+      << outcome.stdout_text;
+  for (const auto& entry : fs::directory_iterator(directory_))
+    EXPECT_EQ(entry.path().filename().string().find(".partial"), std::string::npos)
+        << "left behind: " << entry.path();
+}
+
+TEST_F(CommandLine, OverwriteReplacesAnEarlierResultsFile) {
+  std::ofstream(directory_ / "again.h5") << "earlier results";
+  const Outcome outcome =
+      run_dlscale("--model fcn:16,8,4 --batch 4 --iters 2 --out again.h5 --overwrite");
+  EXPECT_EQ(outcome.rank_exit_codes[0], 0);
+  EXPECT_NE(read_file(directory_ / "again.h5"), "earlier results");
+}
+
+TEST_F(CommandLine, ListModelsShowsTheReferenceParameterCounts) {
+  const Outcome outcome = run_dlscale("--list-models");
+  EXPECT_NE(outcome.stdout_text.find("122,194,048"), std::string::npos) << outcome.stdout_text;
+  EXPECT_NE(outcome.stdout_text.find("14,205,962"), std::string::npos) << outcome.stdout_text;
+}
+
+}  // namespace

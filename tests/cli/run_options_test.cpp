@@ -1,0 +1,86 @@
+// Option parsing: defaults, range checks, the config file, and one-line errors naming the option.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "cli/run_options.hpp"
+#include "core/errors.hpp"
+
+namespace dlscale::cli {
+namespace {
+
+std::string error_of(const std::vector<std::string>& arguments) {
+  try {
+    parse_run_options(arguments);
+  } catch (const UserError& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
+TEST(RunOptions, DefaultsTrainFcnRWithTheWorkloadBatch) {
+  const RunOptions options = parse_run_options({});
+  EXPECT_EQ(options.action, RunOptions::Action::train);
+  EXPECT_EQ(options.model, "fcn-r");
+  EXPECT_FALSE(options.batch.has_value());
+  EXPECT_EQ(options.threads, 1);
+}
+
+TEST(RunOptions, ReadsLongAndShortOptions) {
+  const RunOptions options =
+      parse_run_options({"--model", "fcn-s", "-b", "32", "--iters=7", "--warmup", "0", "-o", "x.h5"});
+  EXPECT_EQ(options.model, "fcn-s");
+  EXPECT_EQ(options.batch, 32);
+  EXPECT_EQ(options.measured_iterations, 7);
+  EXPECT_EQ(options.warmup_iterations, 0);
+  EXPECT_EQ(options.output_path, "x.h5");
+}
+
+TEST(RunOptions, ZeroAndNegativeNumbersNameTheOption) {
+  EXPECT_EQ(error_of({"--batch", "0"}), "--batch must be a positive integer, got 0");
+  EXPECT_EQ(error_of({"--batch", "-3"}), "--batch must be a positive integer, got -3");
+  EXPECT_EQ(error_of({"--iters", "0"}), "--iters must be a positive integer, got 0");
+  EXPECT_EQ(error_of({"--threads", "-1"}), "--threads must be a positive integer, got -1");
+  EXPECT_EQ(error_of({"--warmup", "-1"}), "--warmup must be zero or a positive integer, got -1");
+  EXPECT_NE(error_of({"--lr", "0"}).find("--lr"), std::string::npos);
+}
+
+TEST(RunOptions, NonNumbersAndUnknownOptionsAreOneLineErrors) {
+  const std::string not_a_number = error_of({"--batch", "many"});
+  EXPECT_NE(not_a_number.find("--batch"), std::string::npos) << not_a_number;
+  const std::string unknown = error_of({"--frobnicate"});
+  EXPECT_NE(unknown.find("--frobnicate"), std::string::npos) << unknown;
+  EXPECT_EQ(unknown.find('\n'), std::string::npos);
+}
+
+TEST(RunOptions, ConfigFileSetsKeysAndTheCommandLineWins) {
+  const auto path = std::filesystem::temp_directory_path() / "dlscale_run_options_test.cfg";
+  std::ofstream(path) << "model = fcn-s\nbatch = 16\niters = 4\n";
+  const RunOptions options = parse_run_options({"--config", path.string(), "--batch", "8"});
+  std::filesystem::remove(path);
+  EXPECT_EQ(options.model, "fcn-s");
+  EXPECT_EQ(options.measured_iterations, 4);
+  EXPECT_EQ(options.batch, 8);
+}
+
+TEST(RunOptions, MissingOrBadConfigFileNamesIt) {
+  EXPECT_EQ(error_of({"--config", "/nonexistent/dlscale.cfg"}),
+            "--config: cannot read '/nonexistent/dlscale.cfg'");
+  const auto path = std::filesystem::temp_directory_path() / "dlscale_bad_config_test.cfg";
+  std::ofstream(path) << "colour = blue\n";
+  const std::string error = error_of({"--config", path.string()});
+  std::filesystem::remove(path);
+  EXPECT_NE(error.find("colour"), std::string::npos) << error;
+}
+
+TEST(RunOptions, HelpListsEveryOptionGroup) {
+  const std::string help = run_help_text();
+  for (const char* option : {"--model", "--batch", "--iters", "--warmup", "--threads", "--comm",
+                             "--device", "--seed", "--out", "--overwrite", "--config",
+                             "--list-models", "--version"})
+    EXPECT_NE(help.find(option), std::string::npos) << option;
+}
+
+}  // namespace
+}  // namespace dlscale::cli

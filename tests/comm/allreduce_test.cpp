@@ -1,0 +1,74 @@
+// The MPI communicator at any rank count: allreduce sums exactly on integer-valued floats (no
+// rounding is possible), and the gathers deliver every rank's values in rank order.
+#include <gtest/gtest.h>
+
+#include <mpi.h>
+
+#include <numeric>
+
+#include "comm/collective_agreement.hpp"
+#include "comm/mpi_communicator.hpp"
+#include "core/errors.hpp"
+
+namespace dlscale::comm {
+namespace {
+
+// Rank r contributes (i % 1000) * (r + 1): the exact sum is (i % 1000) * n(n+1)/2, far below
+// 2^24, so every partial sum is an integer that float represents exactly.
+void expect_exact_allreduce(std::size_t count) {
+  MpiCommunicator communicator(MPI_COMM_WORLD);
+  const int n = communicator.size();
+  std::vector<float> values(count);
+  for (std::size_t i = 0; i < count; ++i) values[i] = float((i % 1000) * (communicator.rank() + 1));
+  communicator.allreduce_sum(values);
+  std::size_t mismatches = 0;
+  for (std::size_t i = 0; i < count; ++i)
+    mismatches += values[i] != float((i % 1000) * (n * (n + 1) / 2));
+  EXPECT_EQ(mismatches, 0u) << "of " << count << " values on rank " << communicator.rank();
+}
+
+TEST(MpiAllreduce, SumIsExactForOneValue) { expect_exact_allreduce(1); }
+
+TEST(MpiAllreduce, SumIsExactForAnOddSizedLargeBuffer) { expect_exact_allreduce(3'000'017); }
+
+TEST(MpiAllreduce, EmptyBufferIsANoOp) { expect_exact_allreduce(0); }
+
+TEST(MpiGather, RootReceivesEveryRanksValuesInOrder) {
+  MpiCommunicator communicator(MPI_COMM_WORLD);
+  const double mine[2] = {double(communicator.rank()), 10.0 * communicator.rank()};
+  const auto gathered = communicator.gather_to_root(mine);
+  const auto strings = communicator.gather_strings_to_root(
+      std::string(std::size_t(communicator.rank()), 'x'));  // rank 0 sends an empty string
+  if (communicator.rank() != 0) {
+    EXPECT_TRUE(gathered.empty());
+    return;
+  }
+  ASSERT_EQ(gathered.size(), 2u * communicator.size());
+  ASSERT_EQ(strings.size(), std::size_t(communicator.size()));
+  for (int r = 0; r < communicator.size(); ++r) {
+    EXPECT_EQ(gathered[2 * r], r);
+    EXPECT_EQ(gathered[2 * r + 1], 10.0 * r);
+    EXPECT_EQ(strings[r], std::string(std::size_t(r), 'x'));
+  }
+}
+
+TEST(CollectiveAgreement, AFailureOnTheLastRankFailsEveryRankWithItsMessage) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  try {
+    agree_on_success(MPI_COMM_WORLD, [&] {
+      if (rank == size - 1) throw UserError("disk on the last rank is full");
+    });
+    FAIL() << "no error reached rank " << rank;
+  } catch (const UserError& error) {
+    EXPECT_STREQ(error.what(), "disk on the last rank is full");
+  }
+}
+
+TEST(CollectiveAgreement, SuccessEverywhereRaisesNothing) {
+  EXPECT_NO_THROW(agree_on_success(MPI_COMM_WORLD, [] {}));
+}
+
+}  // namespace
+}  // namespace dlscale::comm

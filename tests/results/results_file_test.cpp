@@ -1,0 +1,141 @@
+// The results file: a full round trip through HDF5, and the promise never to clobber an existing
+// file or leave a half-written one under the final name.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/errors.hpp"
+#include "results/output_file.hpp"
+#include "results/reader.hpp"
+#include "results/writer.hpp"
+
+namespace dlscale::results {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ResultsFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    directory_ = fs::temp_directory_path() / ("dlscale_results_test_" + std::to_string(getpid()));
+    fs::create_directories(directory_);
+  }
+  void TearDown() override { fs::remove_all(directory_); }
+
+  static RunRecord sample_record() {
+    RunRecord record;
+    record.configuration = {"fcn:4,3,2", "FCN", "4-3-2, sigmoid", 23, 138.0, 8, 1, 2, 2, "mpi",
+                            "cpu", 99, 0.05, 0.9};
+    record.environment = {"0.1.0", "abc123", "dlscale --model fcn:4,3,2", "2026-11-22T12:00:00Z",
+                          "Open MPI v4.1.4", "OpenBLAS", "Test CPU", {"node-a", "node-b"}, 2, 1};
+    record.ranks = 2;
+    record.iterations = 3;
+    for (int i = 0; i < 3 * 2 * int(phase_count); ++i) record.phase_seconds.push_back(0.001 * i);
+    record.loss = {1.5, 1.4, 1.2, 1.1, 0.9, 0.8};
+    record.parameter_fingerprints = {0xfedcba9876543210ULL, 0xfedcba9876543210ULL};
+    record.summary.phase_statistics[2] = {1, 2, 3, 4, 5, 6};
+    record.summary.throughput_samples_per_second = 1234.5;
+    record.summary.communication_fraction = 0.25;
+    record.summary.allreduce_bytes = 92;
+    record.summary.allreduce_seconds = 0.002;
+    record.summary.allreduce_algbw_gbps = 0.046;
+    record.summary.allreduce_busbw_gbps = 0.046;
+    record.summary.gflops_per_rank = {1.5, 1.25};
+    record.summary.load_imbalance_seconds = {0.001, 0.002};
+    record.summary.parameters_identical = true;
+    return record;
+  }
+
+  fs::path directory_;
+};
+
+TEST_F(ResultsFile, RoundTripRestoresEveryField) {
+  const RunRecord written = sample_record();
+  const fs::path path = directory_ / "run.h5";
+  write_run(written, path, false);
+  const RunRecord read = read_run(path);
+
+  EXPECT_EQ(read.configuration.model, written.configuration.model);
+  EXPECT_EQ(read.configuration.model_description, written.configuration.model_description);
+  EXPECT_EQ(read.configuration.parameter_count, written.configuration.parameter_count);
+  EXPECT_EQ(read.configuration.training_flops_per_sample,
+            written.configuration.training_flops_per_sample);
+  EXPECT_EQ(read.configuration.batch_per_rank, written.configuration.batch_per_rank);
+  EXPECT_EQ(read.configuration.warmup_iterations, written.configuration.warmup_iterations);
+  EXPECT_EQ(read.configuration.measured_iterations, written.configuration.measured_iterations);
+  EXPECT_EQ(read.configuration.threads_per_rank, written.configuration.threads_per_rank);
+  EXPECT_EQ(read.configuration.comm_backend, written.configuration.comm_backend);
+  EXPECT_EQ(read.configuration.device, written.configuration.device);
+  EXPECT_EQ(read.configuration.seed, written.configuration.seed);
+  EXPECT_EQ(read.configuration.learning_rate, written.configuration.learning_rate);
+  EXPECT_EQ(read.configuration.momentum, written.configuration.momentum);
+  EXPECT_EQ(read.environment.git_commit, written.environment.git_commit);
+  EXPECT_EQ(read.environment.command_line, written.environment.command_line);
+  EXPECT_EQ(read.environment.start_time_utc, written.environment.start_time_utc);
+  EXPECT_EQ(read.environment.mpi_library_version, written.environment.mpi_library_version);
+  EXPECT_EQ(read.environment.cpu_model, written.environment.cpu_model);
+  EXPECT_EQ(read.environment.rank_hosts, written.environment.rank_hosts);
+  EXPECT_EQ(read.environment.node_count, 2);
+  EXPECT_EQ(read.environment.ranks_per_node, 1);
+  EXPECT_EQ(read.ranks, 2);
+  EXPECT_EQ(read.iterations, 3);
+  EXPECT_EQ(read.phase_seconds, written.phase_seconds);
+  EXPECT_EQ(read.loss, written.loss);
+  EXPECT_EQ(read.parameter_fingerprints, written.parameter_fingerprints);
+  EXPECT_EQ(read.summary.phase_statistics[2].p95, 4);
+  EXPECT_EQ(read.summary.throughput_samples_per_second, 1234.5);
+  EXPECT_EQ(read.summary.communication_fraction, 0.25);
+  EXPECT_EQ(read.summary.allreduce_busbw_gbps, 0.046);
+  EXPECT_EQ(read.summary.gflops_per_rank, written.summary.gflops_per_rank);
+  EXPECT_EQ(read.summary.load_imbalance_seconds, written.summary.load_imbalance_seconds);
+  EXPECT_TRUE(read.summary.parameters_identical);
+}
+
+TEST_F(ResultsFile, ExistingFileIsNeverClobberedWithoutOverwrite) {
+  const fs::path path = directory_ / "precious.h5";
+  std::ofstream(path) << "keep me";
+  EXPECT_THROW(check_output_path(path, false), UserError);
+  EXPECT_THROW(write_run(sample_record(), path, false), UserError);
+  std::ifstream file(path);
+  const std::string contents((std::istreambuf_iterator<char>(file)), {});
+  EXPECT_EQ(contents, "keep me");
+}
+
+TEST_F(ResultsFile, OverwriteReplacesAnExistingFile) {
+  const fs::path path = directory_ / "replace.h5";
+  std::ofstream(path) << "old";
+  EXPECT_NO_THROW(check_output_path(path, true));
+  write_run(sample_record(), path, true);
+  EXPECT_EQ(read_run(path).loss, sample_record().loss);
+}
+
+TEST_F(ResultsFile, MissingOrUnwritableDirectoryIsRefused) {
+  EXPECT_THROW(check_output_path(directory_ / "missing" / "run.h5", false), UserError);
+  EXPECT_THROW(check_output_path("/proc/dlscale_test.h5", false), UserError);
+  EXPECT_THROW(check_output_path(directory_, false), UserError);  // a directory, not a file
+}
+
+TEST_F(ResultsFile, FailedWriteLeavesNothingBehind) {
+  const fs::path path = directory_ / "failed.h5";
+  EXPECT_THROW(write_atomically(path, false,
+                                [](const fs::path& temporary) {
+                                  std::ofstream(temporary) << "half";
+                                  throw std::runtime_error("disk full");
+                                }),
+               std::runtime_error);
+  EXPECT_FALSE(fs::exists(path));
+  EXPECT_TRUE(fs::is_empty(directory_)) << "temporary file left behind";
+}
+
+TEST_F(ResultsFile, ReadingANonResultsFileIsAUserError) {
+  const fs::path path = directory_ / "not.h5";
+  std::ofstream(path) << "plain text";
+  EXPECT_THROW(read_run(path), UserError);
+  EXPECT_THROW(read_run(directory_ / "absent.h5"), UserError);
+}
+
+}  // namespace
+}  // namespace dlscale::results

@@ -1,0 +1,67 @@
+// Workload shapes, sizes, spec parsing and synthetic data, against ../shared/workloads.md.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "core/errors.hpp"
+#include "workloads/fcn_workload.hpp"
+#include "workloads/workload_registry.hpp"
+
+namespace dlscale::workloads {
+namespace {
+
+TEST(Workloads, ParameterCountsMatchTheReferenceTable) {
+  EXPECT_EQ(make_workload("fcn-s")->parameter_count(), 122'194'048u);
+  EXPECT_EQ(make_workload("fcn-r")->parameter_count(), 14'205'962u);
+}
+
+TEST(Workloads, ReferenceCpuBatchSizes) {
+  EXPECT_EQ(make_workload("fcn-s")->default_batch(), 64);
+  EXPECT_EQ(make_workload("fcn-r")->default_batch(), 1024);
+}
+
+TEST(Workloads, TrainingFlopsAreSixPerWeightPerSample) {
+  const auto workload = make_workload("fcn:10,20,3");
+  EXPECT_DOUBLE_EQ(workload->training_flops_per_sample(), 6.0 * (10 * 20 + 20 * 3));
+  EXPECT_EQ(workload->parameter_count(), 10u * 20 + 20 + 20 * 3 + 3);
+}
+
+TEST(Workloads, UserSpecBuildsSigmoidBetweenDenseLayers) {
+  const auto workload = parse_fcn_spec("8,4,2");
+  const auto layers = workload->make_layers<float>();
+  ASSERT_EQ(layers.size(), 3u);
+  EXPECT_EQ(layers[0]->kind(), "dense");
+  EXPECT_EQ(layers[1]->kind(), "sigmoid");
+  EXPECT_EQ(layers[2]->kind(), "dense");
+}
+
+TEST(Workloads, UnknownModelIsAUserError) {
+  EXPECT_THROW(make_workload("nonsense"), UserError);
+}
+
+TEST(Workloads, MalformedSpecsAreUserErrors) {
+  for (const char* spec : {"fcn:", "fcn:784", "fcn:784,,10", "fcn:784,abc,10", "fcn:784,10,",
+                           "fcn:-5,10", "fcn:0,10", "fcn:784,1", "fcn:784,99999999999,10"})
+    EXPECT_THROW(make_workload(spec), UserError) << spec;
+}
+
+TEST(SyntheticData, IsDeterministicAndDiffersByRank) {
+  const auto workload = make_workload("fcn:16,8,4");
+  const auto first = workload->make_batch(32, 5, 0, 0);
+  EXPECT_EQ(first.inputs, workload->make_batch(32, 5, 0, 0).inputs);
+  EXPECT_EQ(first.labels, workload->make_batch(32, 5, 0, 0).labels);
+  EXPECT_NE(first.inputs, workload->make_batch(32, 5, 1, 0).inputs);
+  EXPECT_NE(first.inputs, workload->make_batch(32, 5, 0, 1).inputs);
+}
+
+TEST(SyntheticData, LabelsCoverSeveralClassesInRange) {
+  const auto workload = make_workload("fcn:16,8,4");
+  const auto batch = workload->make_batch(256, 5, 0, 0);
+  std::set<int> classes(batch.labels.begin(), batch.labels.end());
+  EXPECT_GE(classes.size(), 3u);
+  EXPECT_GE(*classes.begin(), 0);
+  EXPECT_LT(*classes.rbegin(), 4);
+}
+
+}  // namespace
+}  // namespace dlscale::workloads
