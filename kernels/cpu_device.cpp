@@ -12,9 +12,7 @@
 #include <fstream>
 #include <new>
 
-#include <fmt/format.h>
 
-#include "core/errors.hpp"
 
 namespace dlscale::kernels {
 
@@ -162,7 +160,7 @@ MathOps<float>& CpuDevice::math_float() { return *math_float_; }
 MathOps<double>& CpuDevice::math_double() { return *math_double_; }
 
 std::string cpu_blas_description() {
-  return fmt::format("OpenBLAS {}", openblas_get_config());
+  return openblas_get_config();  // "OpenBLAS 0.3.21 DYNAMIC_ARCH ..."
 }
 
 }  // namespace dlscale::kernels

@@ -63,6 +63,8 @@ void write_raw_data(hid_t file, const RunRecord& record) {
   const Hdf5Handle loss = write_dataset(file, schema::loss, record.loss, {iterations, ranks});
   write_attribute(loss, schema::units, std::string("nats (mean softmax cross-entropy)"));
   write_attribute(loss, schema::dimensions, std::vector<std::string>{"iteration", "rank"});
+  write_attribute(loss, schema::warmup_iterations,
+                  (long long)record.configuration.warmup_iterations);
 
   const Hdf5Handle ranks_group = create_group(file, schema::ranks_group);
   write_dataset(ranks_group, schema::host, record.environment.rank_hosts);
@@ -82,6 +84,7 @@ void write_summary(hid_t file, const RunRecord& record) {
       write_dataset(group, schema::phase_statistics, table,
                     {hsize_t(phase_count), hsize_t(statistic_names.size())});
   write_attribute(statistics, schema::units, std::string("seconds"));
+  write_attribute(statistics, schema::dimensions, std::vector<std::string>{"phase", "statistic"});
   write_attribute(statistics, schema::phases, phase_name_list());
   write_attribute(statistics, schema::statistics,
                   std::vector<std::string>(statistic_names.begin(), statistic_names.end()));
@@ -89,10 +92,13 @@ void write_summary(hid_t file, const RunRecord& record) {
   const Hdf5Handle gflops = write_dataset(group, schema::gflops_per_rank, summary.gflops_per_rank,
                                           {summary.gflops_per_rank.size()});
   write_attribute(gflops, schema::units, std::string("GFLOP/s"));
+  write_attribute(gflops, schema::dimensions, std::vector<std::string>{"rank"});
   const Hdf5Handle imbalance =
       write_dataset(group, schema::load_imbalance_seconds, summary.load_imbalance_seconds,
                     {summary.load_imbalance_seconds.size()});
   write_attribute(imbalance, schema::units, std::string("seconds"));
+  // Entry k is iteration warmup_iterations + k: only measured iterations have a value.
+  write_attribute(imbalance, schema::dimensions, std::vector<std::string>{"measured iteration"});
 
   write_attribute(group, schema::throughput_samples_per_second,
                   summary.throughput_samples_per_second);

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages dlscale needs to build, run and test, and only those missing.
+# Nothing calls apt-get when everything is present (a normal user on a prepared cluster), or on a
+# system without dpkg, where CMake's find_package reports anything missing instead.
+set -euo pipefail
+
+packages=(
+  cmake g++ make git pkg-config
+  libopenmpi-dev openmpi-bin
+  libhdf5-dev hdf5-tools
+  libboost-program-options-dev
+  libspdlog-dev libfmt-dev
+  libopenblas-dev
+  libgtest-dev
+  python3 python3-h5py python3-numpy python3-pandas
+)
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+  echo "install-dependencies: no dpkg here; assuming the libraries are installed (CMake will say if not)"
+  exit 0
+fi
+
+missing=()
+for package in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$package")
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-dependencies: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-dependencies: installing ${missing[*]}"
+if [[ $(id -u) -eq 0 ]]; then
+  as_root=()
+elif command -v sudo >/dev/null 2>&1; then
+  as_root=(sudo)
+else
+  echo "install-dependencies: error: missing packages (${missing[*]}) and no root or sudo to install them" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${as_root[@]}" apt-get update -qq
+"${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
