@@ -34,8 +34,7 @@ class Workload {
   virtual std::unique_ptr<kernels::Network<float>> build_network(kernels::Device& device,
                                                                  int batch) const = 0;
 
-  // Synthetic, learnable data: labels come from a fixed random teacher that depends on `seed`
-  // only, inputs from (seed, rank, batch_index). Deterministic, and never timed.
+  // Synthetic, learnable data, a pure function of (seed, rank, batch_index); never timed.
   virtual HostBatch make_batch(int batch, std::uint64_t seed, int rank, int batch_index) const = 0;
 };
 
