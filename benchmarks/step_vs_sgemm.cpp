@@ -367,7 +367,7 @@ void print_report(const std::vector<ThreadResult>& results, const Options& optio
   fmt::print("- command: `{}`\n", command_line);
   fmt::print("- dlscale {} (git {}); CPU: {}; BLAS: {}\n", build_info::version,
              build_info::git_commit, cpu_model, kernels::cpu_blas_description());
-  fmt::print("- MPI: {}, {} rank (singleton)\n", comm::mpi_library_version(), 1);
+  fmt::print("- MPI: {}, 1 rank (singleton)\n", comm::mpi_library_version());
   fmt::print("- sgemm: {0}x{0}x{0} float through the CPU device's gemm, {1} runs before and {1} after the "
              "workloads at each thread count; the sgemm column is the median of those {2} runs\n",
              options.sgemm_size, options.sgemm_repeats, 2 * options.sgemm_repeats);
@@ -398,7 +398,7 @@ void print_report(const std::vector<ThreadResult>& results, const Options& optio
     for (const auto& c : thread_result.cases) {
       std::string cells;
       for (double seconds : c.phase_seconds)
-        cells += fmt::format(" {:.4f} ({}) |", seconds, percent(seconds / c.step_seconds, 0));
+        cells += fmt::format(" {:.3g} ({}) |", seconds, percent(seconds / c.step_seconds, 0));
       const double backward_flops = c.executed_flops_per_step - c.forward_flops_per_step;
       fmt::print("| {} | {} |{} {:.1f} | {:.1f} | {:.3f} -> {:.3f} |\n", c.model, c.threads, cells,
                  c.forward_flops_per_step / c.phase_seconds[0] / 1e9,

@@ -87,8 +87,8 @@ ValidatedRun validate(int argc, char** argv, const comm::MpiSession& mpi,
   if (run.options.action != RunOptions::Action::train) return run;
   run.workload = workloads::make_workload(run.options.model);
   run.batch = run.options.batch.value_or(run.workload->default_batch());
-  if (run.options.device != "cpu") kernels::make_device(run.options.device, 1);
-  if (run.options.comm != "mpi") comm::make_communicator(run.options.comm, mpi.world());
+  kernels::check_device_name(run.options.device);
+  comm::check_backend_name(run.options.comm);
   if (mpi.world_rank() == 0) {
     run.output_path = run.options.output_path.empty()
                           ? default_output_name(run.workload->name(), mpi.world_size(), start)

@@ -1,6 +1,8 @@
 // Backend registry for gradient communication.
 #include "comm/communicator_factory.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -11,10 +13,16 @@ namespace dlscale::comm {
 
 std::vector<std::string> communicator_backends() { return {"mpi"}; }
 
+void check_backend_name(const std::string& backend) {
+  const auto backends = communicator_backends();
+  if (std::find(backends.begin(), backends.end(), backend) == backends.end())
+    throw UserError(fmt::format("--comm: unknown backend '{}' (available: {})", backend,
+                                fmt::join(backends, ", ")));
+}
+
 std::unique_ptr<Communicator> make_communicator(const std::string& backend, MPI_Comm parent) {
-  if (backend == "mpi") return std::make_unique<MpiCommunicator>(parent);
-  throw UserError(fmt::format("--comm: unknown backend '{}' (available: {})", backend,
-                              fmt::join(communicator_backends(), ", ")));
+  check_backend_name(backend);
+  return std::make_unique<MpiCommunicator>(parent);
 }
 
 }  // namespace dlscale::comm

@@ -12,6 +12,8 @@
 #include <fstream>
 #include <new>
 
+#include <spdlog/spdlog.h>
+
 
 
 namespace dlscale::kernels {
@@ -130,6 +132,10 @@ CpuDevice::CpuDevice(int compute_threads)
       math_double_(std::make_unique<CpuMath<double>>()) {
   openblas_set_num_threads(compute_threads);
   omp_set_num_threads(compute_threads);
+  constexpr int openblas_uses_openmp = 2;  // openblas_get_parallel(): 0 serial, 1 pthreads, 2 OpenMP
+  if (compute_threads > 1 && openblas_get_parallel() != openblas_uses_openmp)
+    spdlog::warn("this OpenBLAS is not the OpenMP build; its threads and the element-wise "
+                 "kernels' OpenMP threads will compete (install libopenblas-openmp-dev)");
 }
 
 CpuDevice::~CpuDevice() = default;

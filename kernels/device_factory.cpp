@@ -1,6 +1,8 @@
 // Device registry.
 #include "kernels/device_factory.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -11,10 +13,16 @@ namespace dlscale::kernels {
 
 std::vector<std::string> device_names() { return {"cpu"}; }
 
+void check_device_name(const std::string& name) {
+  const auto names = device_names();
+  if (std::find(names.begin(), names.end(), name) == names.end())
+    throw UserError(fmt::format("--device: unknown device '{}' (available: {})", name,
+                                fmt::join(names, ", ")));
+}
+
 std::unique_ptr<Device> make_device(const std::string& name, int compute_threads) {
-  if (name == "cpu") return std::make_unique<CpuDevice>(compute_threads);
-  throw UserError(fmt::format("--device: unknown device '{}' (available: {})", name,
-                              fmt::join(device_names(), ", ")));
+  check_device_name(name);
+  return std::make_unique<CpuDevice>(compute_threads);
 }
 
 }  // namespace dlscale::kernels

@@ -10,7 +10,7 @@ packages=(
   libhdf5-dev hdf5-tools
   libboost-program-options-dev
   libspdlog-dev libfmt-dev
-  libopenblas-dev
+  libopenblas-openmp-dev
   libgtest-dev
   python3 python3-h5py python3-numpy python3-pandas
 )

@@ -98,6 +98,11 @@ TEST_F(CommandLine, UnknownOptionAndUnreadableConfigAreRefused) {
   expect_refused("--config /nonexistent/run.cfg", "/nonexistent/run.cfg");
 }
 
+TEST_F(CommandLine, UnavailableDeviceOrBackendIsRefused) {
+  expect_refused("--device tpu", "--device");
+  expect_refused("--comm carrier-pigeon", "--comm");
+}
+
 TEST_F(CommandLine, UnwritableOutputPathIsRefused) {
   expect_refused("--model fcn:8,4 --out /nonexistent-dir/r.h5", "/nonexistent-dir");
   expect_refused("--model fcn:8,4 --out /proc/r.h5", "/proc");
