@@ -17,6 +17,7 @@
 
 #include "comm/communicator_factory.hpp"
 #include "comm/mpi_session.hpp"
+#include "coordinator/statistics.hpp"
 #include "core/build_info.hpp"
 #include "core/errors.hpp"
 #include "core/phases.hpp"
@@ -35,6 +36,7 @@ using namespace dlscale;
 namespace po = boost::program_options;
 using Clock = std::chrono::steady_clock;
 using kernels::Transpose;
+using coordinator::median;
 
 constexpr float learning_rate = 0.01f;  // dlscale run's defaults
 constexpr float sgd_momentum = 0.9f;
@@ -64,12 +66,6 @@ struct Options {
 
 double seconds_since(Clock::time_point begin) {
   return std::chrono::duration<double>(Clock::now() - begin).count();
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 std::vector<int> parse_thread_list(const std::string& text) {
