@@ -92,9 +92,8 @@ void check_values(RunOptions& options, const RawNumbers& raw, const po::variable
     throw UserError(fmt::format("--lr must be in (0, 10], got {}", options.learning_rate));
   if (options.output_path.empty() && values.count("out"))
     throw UserError("--out must not be empty");
-  static const char* const levels[] = {"trace", "debug", "info", "warn", "error"};
-  if (std::find(std::begin(levels), std::end(levels), options.log_level) == std::end(levels))
-    throw UserError(fmt::format("--log-level: unknown level '{}'", options.log_level));
+  require_choice("--log-level", "level", options.log_level,
+                 {"trace", "debug", "info", "warn", "error"});
 }
 
 }  // namespace

@@ -1,11 +1,6 @@
 // Backend registry for gradient communication.
 #include "comm/communicator_factory.hpp"
 
-#include <algorithm>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
 #include "comm/mpi_communicator.hpp"
 #include "core/errors.hpp"
 
@@ -14,10 +9,7 @@ namespace dlscale::comm {
 std::vector<std::string> communicator_backends() { return {"mpi"}; }
 
 void check_backend_name(const std::string& backend) {
-  const auto backends = communicator_backends();
-  if (std::find(backends.begin(), backends.end(), backend) == backends.end())
-    throw UserError(fmt::format("--comm: unknown backend '{}' (available: {})", backend,
-                                fmt::join(backends, ", ")));
+  require_choice("--comm", "backend", backend, communicator_backends());
 }
 
 std::unique_ptr<Communicator> make_communicator(const std::string& backend, MPI_Comm parent) {

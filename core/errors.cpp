@@ -1,7 +1,10 @@
 // Formats library-call failures the same way for every library.
 #include "core/errors.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace dlscale {
 
@@ -9,5 +12,12 @@ LibraryError::LibraryError(std::string_view library, std::string_view call, std:
                            int line, std::string_view message)
     : std::runtime_error(
           fmt::format("{} call failed at {}:{}: {}: {}", library, file, line, call, message)) {}
+
+void require_choice(std::string_view option, std::string_view what, const std::string& value,
+                    const std::vector<std::string>& choices) {
+  if (std::find(choices.begin(), choices.end(), value) != choices.end()) return;
+  throw UserError(fmt::format("{}: unknown {} '{}' (available: {})", option, what, value,
+                              fmt::join(choices, ", ")));
+}
 
 }  // namespace dlscale

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dlscale {
 
@@ -22,5 +23,9 @@ class LibraryError : public std::runtime_error {
   LibraryError(std::string_view library, std::string_view call, std::string_view file, int line,
                std::string_view message);
 };
+
+// Throws UserError "OPTION: unknown WHAT 'VALUE' (available: A, B)" unless value is a choice.
+void require_choice(std::string_view option, std::string_view what, const std::string& value,
+                    const std::vector<std::string>& choices);
 
 }  // namespace dlscale

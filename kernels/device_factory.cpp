@@ -1,11 +1,6 @@
 // Device registry.
 #include "kernels/device_factory.hpp"
 
-#include <algorithm>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
 #include "core/errors.hpp"
 #include "kernels/cpu_device.hpp"
 
@@ -14,10 +9,7 @@ namespace dlscale::kernels {
 std::vector<std::string> device_names() { return {"cpu"}; }
 
 void check_device_name(const std::string& name) {
-  const auto names = device_names();
-  if (std::find(names.begin(), names.end(), name) == names.end())
-    throw UserError(fmt::format("--device: unknown device '{}' (available: {})", name,
-                                fmt::join(names, ", ")));
+  require_choice("--device", "device", name, device_names());
 }
 
 std::unique_ptr<Device> make_device(const std::string& name, int compute_threads) {
