@@ -26,6 +26,7 @@
 #include "results/output_file.hpp"
 #include "results/writer.hpp"
 #include "worker/host_info.hpp"
+#include "worker/memory_plan.hpp"
 #include "worker/parameter_fingerprint.hpp"
 #include "workloads/workload_registry.hpp"
 
@@ -80,13 +81,15 @@ struct ValidatedRun {
   std::filesystem::path output_path;  // rank 0 only
 };
 
-ValidatedRun validate(int argc, char** argv, const comm::MpiSession& mpi,
+ValidatedRun validate(int argc, char** argv, const comm::MpiSession& mpi, int ranks_on_host,
                       std::chrono::system_clock::time_point start) {
   ValidatedRun run;
   run.options = parse_run_options(std::vector<std::string>(argv + 1, argv + argc));
   if (run.options.action != RunOptions::Action::train) return run;
   run.workload = workloads::make_workload(run.options.model);
   run.batch = run.options.batch.value_or(run.workload->default_batch());
+  worker::check_memory_fits(*run.workload, run.batch, distinct_batches_per_rank, ranks_on_host,
+                            worker::available_memory_bytes());
   kernels::check_device_name(run.options.device);
   comm::check_backend_name(run.options.comm);
   if (mpi.world_rank() == 0) {
@@ -132,6 +135,7 @@ int train_and_report(const ValidatedRun& run, const comm::MpiSession& mpi, int a
       worker::train(*network, optimizer, data, *communicator, *device, schedule, progress);
   report.parameter_fingerprint = worker::parameter_fingerprint(*device, network->parameters());
   report.host = worker::host_name();
+  report.peak_resident_bytes = worker::peak_resident_bytes();
 
   results::RunConfiguration configuration{
       workload.name(), workload.family(), workload.description(), workload.parameter_count(),
@@ -177,8 +181,11 @@ int run_command(int argc, char** argv) {
   spdlog::set_default_logger(logger);
   configure_log_level(rank, "info");
   try {
+    // Collective, so it runs before the agreed validation, which must not contain collectives.
+    const int ranks_on_host = comm::ranks_on_this_host(mpi.world());
     ValidatedRun run;
-    comm::agree_on_success(mpi.world(), [&] { run = validate(argc, argv, mpi, start); });
+    comm::agree_on_success(mpi.world(),
+                           [&] { run = validate(argc, argv, mpi, ranks_on_host, start); });
     configure_log_level(rank, run.options.log_level);
     switch (run.options.action) {
       case RunOptions::Action::show_help:

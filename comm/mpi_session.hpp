@@ -28,6 +28,9 @@ class MpiSession {
   int world_size_ = 1;
 };
 
+// How many ranks of `comm` share this rank's host memory (MPI_COMM_TYPE_SHARED). Collective.
+int ranks_on_this_host(MPI_Comm comm);
+
 // MPI_Get_library_version, on one line.
 std::string mpi_library_version();
 

@@ -62,6 +62,11 @@ std::string format_summary(const results::RunRecord& record) {
   }
   fmt::format_to(line, "loss            {:.4f} -> {:.4f} (mean over ranks, first -> last iteration)\n",
                  first_loss / record.ranks, last_loss / record.ranks);
+  const auto peak_memory =
+      std::max_element(record.peak_resident_bytes.begin(), record.peak_resident_bytes.end());
+  fmt::format_to(line, "memory          {} peak resident set (largest: rank {})\n",
+                 format_bytes(*peak_memory),
+                 std::distance(record.peak_resident_bytes.begin(), peak_memory));
   fmt::format_to(line, "parameters      {} on all {} ranks after the last step\n",
                  summary.parameters_identical ? "bit-identical" : "DIFFERENT", record.ranks);
   return out;

@@ -14,6 +14,8 @@ std::optional<results::RunRecord> gather_run(comm::Communicator& communicator,
   const std::vector<double> losses = communicator.gather_to_root(report.measurements.loss);
   const auto fingerprints = communicator.gather_to_root(
       static_cast<unsigned long long>(report.parameter_fingerprint));
+  const auto peak_resident_bytes =
+      communicator.gather_to_root(static_cast<unsigned long long>(report.peak_resident_bytes));
   const std::vector<std::string> hosts = communicator.gather_strings_to_root(report.host);
   if (communicator.rank() != 0) return std::nullopt;
 
@@ -41,6 +43,7 @@ std::optional<results::RunRecord> gather_run(comm::Communicator& communicator,
             seconds[(r * iterations + i) * phase_count + p];
     }
   record.parameter_fingerprints.assign(fingerprints.begin(), fingerprints.end());
+  record.peak_resident_bytes.assign(peak_resident_bytes.begin(), peak_resident_bytes.end());
   return record;
 }
 

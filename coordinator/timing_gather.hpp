@@ -16,6 +16,7 @@ struct RankReport {
   worker::RankMeasurements measurements;
   std::uint64_t parameter_fingerprint = 0;
   std::string host;
+  std::uint64_t peak_resident_bytes = 0;
 };
 
 // Collective: every rank calls it. Rank 0 gets the assembled record (summary not yet computed);

@@ -1,8 +1,11 @@
-// Large counts printed the way the reference tables print them: 14,205,962.
+// Numbers printed for people: counts as the reference tables print them (14,205,962), bytes in
+// binary units.
 #pragma once
 
 #include <cstdint>
 #include <string>
+
+#include <fmt/format.h>
 
 namespace dlscale {
 
@@ -14,6 +17,18 @@ inline std::string with_thousands_separators(std::uint64_t value) {
     grouped += digits[i];
   }
   return grouped;
+}
+
+// Bytes in binary units with one decimal: "512.0 MiB", "93.4 GiB".
+inline std::string format_bytes(std::uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = double(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) {
+    value /= 1024;
+    ++unit;
+  }
+  return fmt::format("{:.1f} {}", value, units[unit]);
 }
 
 }  // namespace dlscale

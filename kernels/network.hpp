@@ -36,7 +36,32 @@ class Network {
       outputs_.emplace_back(device, std::size_t(max_batch) * layer->output_size());
     }
     loss_gradient_ = DeviceArray<T>(device, std::size_t(max_batch) * classes());
-    for (auto& buffer : backward_buffers_) buffer = DeviceArray<T>(device, max_batch * widest);
+    for (auto& buffer : backward_buffers_)
+      buffer = DeviceArray<T>(device, std::size_t(max_batch) * widest);
+  }
+
+  // Device bytes a network of these layers allocates for batches of up to max_batch samples,
+  // known before allocating anything: the memory check refuses runs that would not fit.
+  static std::size_t device_bytes(const std::vector<std::unique_ptr<Layer<T>>>& layers,
+                                  int max_batch) {
+    std::size_t parameters = 0, widest = 0, outputs = 0;
+    for (const auto& layer : layers) {
+      parameters += layer->parameter_count();
+      widest = std::max({widest, layer->input_size(), layer->output_size()});
+      outputs += layer->output_size();
+    }
+    const std::size_t values = 2 * parameters                                   // weights, gradients
+                               + std::size_t(max_batch) * outputs                // layer outputs
+                               + std::size_t(max_batch) * layers.back()->output_size()  // loss gradient
+                               + 2 * std::size_t(max_batch) * widest;            // backward buffers
+    return values * sizeof(T);
+  }
+
+  std::size_t allocated_bytes() const {
+    std::size_t values = parameters_.size() + gradients_.size() + loss_gradient_.size() +
+                         backward_buffers_[0].size() + backward_buffers_[1].size();
+    for (const auto& output : outputs_) values += output.size();
+    return values * sizeof(T);
   }
 
   // Every rank calls this with the same seed and so starts from identical weights.

@@ -49,6 +49,7 @@ void read_raw_data(hid_t file, RunRecord& record) {
   const Hdf5Handle ranks_group = open_group(file, schema::ranks_group);
   record.environment.rank_hosts = read_string_dataset(ranks_group, schema::host);
   record.parameter_fingerprints = read_uint64_dataset(ranks_group, schema::parameter_fingerprint);
+  record.peak_resident_bytes = read_uint64_dataset(ranks_group, schema::peak_resident_bytes);
 }
 
 void read_summary(hid_t file, RunRecord& record) {

@@ -71,6 +71,7 @@ struct RunRecord {
   std::vector<double> phase_seconds;  // [iteration][rank][phase]
   std::vector<double> loss;           // [iteration][rank]
   std::vector<std::uint64_t> parameter_fingerprints;  // [rank]
+  std::vector<std::uint64_t> peak_resident_bytes;     // [rank], at the end of training
   RunSummary summary;
 
   double seconds(int iteration, int rank, Phase phase) const {

@@ -39,6 +39,7 @@ inline constexpr const char* loss = "loss";        // [iteration, rank]
 inline constexpr const char* ranks_group = "ranks";
 inline constexpr const char* host = "host";                                    // [rank]
 inline constexpr const char* parameter_fingerprint = "parameter_fingerprint";  // [rank]
+inline constexpr const char* peak_resident_bytes = "peak_resident_bytes";      // [rank]
 
 // Attributes on datasets.
 inline constexpr const char* units = "units";

@@ -70,6 +70,9 @@ void write_raw_data(hid_t file, const RunRecord& record) {
   write_dataset(ranks_group, schema::host, record.environment.rank_hosts);
   write_dataset(ranks_group, schema::parameter_fingerprint, record.parameter_fingerprints,
                 {ranks});
+  const Hdf5Handle peak_memory =
+      write_dataset(ranks_group, schema::peak_resident_bytes, record.peak_resident_bytes, {ranks});
+  write_attribute(peak_memory, schema::units, std::string("bytes"));
 }
 
 void write_summary(hid_t file, const RunRecord& record) {

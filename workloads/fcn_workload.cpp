@@ -35,6 +35,10 @@ double FcnWorkload::training_flops_per_sample() const {
   return 3 * forward;
 }
 
+std::size_t FcnWorkload::network_device_bytes(int batch) const {
+  return kernels::Network<float>::device_bytes(make_layers<float>(), batch);
+}
+
 std::unique_ptr<kernels::Network<float>> FcnWorkload::build_network(kernels::Device& device,
                                                                     int batch) const {
   return std::make_unique<kernels::Network<float>>(device, make_layers<float>(), batch);

@@ -19,6 +19,8 @@ class FcnWorkload final : public Workload {
   std::size_t parameter_count() const override;
   double training_flops_per_sample() const override;
   int default_batch() const override { return default_batch_; }
+  std::size_t input_size() const override { return std::size_t(layer_sizes_.front()); }
+  std::size_t network_device_bytes(int batch) const override;
 
   std::unique_ptr<kernels::Network<float>> build_network(kernels::Device& device,
                                                          int batch) const override;

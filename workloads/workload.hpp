@@ -30,6 +30,10 @@ class Workload {
   // forward FLOPs, as ../shared/workloads.md counts them).
   virtual double training_flops_per_sample() const = 0;
   virtual int default_batch() const = 0;  // the per-rank CPU batch of the reference study
+  virtual std::size_t input_size() const = 0;  // input values per sample
+
+  // Device bytes the network allocates for this batch (weights, gradients, activations).
+  virtual std::size_t network_device_bytes(int batch) const = 0;
 
   virtual std::unique_ptr<kernels::Network<float>> build_network(kernels::Device& device,
                                                                  int batch) const = 0;

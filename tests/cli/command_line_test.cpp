@@ -103,6 +103,10 @@ TEST_F(CommandLine, UnavailableDeviceOrBackendIsRefused) {
   expect_refused("--comm carrier-pigeon", "--comm");
 }
 
+TEST_F(CommandLine, BatchTooLargeForMemoryIsRefusedBeforeTraining) {
+  expect_refused("--model fcn-s --batch 1000000", "--batch 1000000");
+}
+
 TEST_F(CommandLine, UnwritableOutputPathIsRefused) {
   expect_refused("--model fcn:8,4 --out /nonexistent-dir/r.h5", "/nonexistent-dir");
   expect_refused("--model fcn:8,4 --out /proc/r.h5", "/proc");

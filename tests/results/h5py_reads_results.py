@@ -87,6 +87,8 @@ def check_raw_data(f, iterations, ranks):
     host = dataset(f, "ranks/host", h5py.string_dtype(), (ranks,))
     expect(all(host.asstr()[()]), "/ranks/host has an empty host name")
     dataset(f, "ranks/parameter_fingerprint", np.uint64, (ranks,))
+    peak_memory = dataset(f, "ranks/peak_resident_bytes", np.uint64, (ranks,))
+    expect((peak_memory[()] > 0).all(), "ranks/peak_resident_bytes has a zero entry")
 
 
 def check_summary(f, ranks, measured):

@@ -36,6 +36,7 @@ class ResultsFile : public ::testing::Test {
     for (int i = 0; i < 3 * 2 * int(phase_count); ++i) record.phase_seconds.push_back(0.001 * i);
     record.loss = {1.5, 1.4, 1.2, 1.1, 0.9, 0.8};
     record.parameter_fingerprints = {0xfedcba9876543210ULL, 0xfedcba9876543210ULL};
+    record.peak_resident_bytes = {1ULL << 33, 123456789};
     record.summary.phase_statistics[2] = {1, 2, 3, 4, 5, 6};
     record.summary.throughput_samples_per_second = 1234.5;
     record.summary.communication_fraction = 0.25;
@@ -85,6 +86,7 @@ TEST_F(ResultsFile, RoundTripRestoresEveryField) {
   EXPECT_EQ(read.phase_seconds, written.phase_seconds);
   EXPECT_EQ(read.loss, written.loss);
   EXPECT_EQ(read.parameter_fingerprints, written.parameter_fingerprints);
+  EXPECT_EQ(read.peak_resident_bytes, written.peak_resident_bytes);
   EXPECT_EQ(read.summary.phase_statistics[2].p95, 4);
   EXPECT_EQ(read.summary.throughput_samples_per_second, 1234.5);
   EXPECT_EQ(read.summary.communication_fraction, 0.25);

@@ -1,0 +1,31 @@
+// The per-rank memory estimate and the check against what the host has free.
+#include "worker/memory_plan.hpp"
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+#include "core/number_format.hpp"
+
+namespace dlscale::worker {
+
+std::uint64_t estimate_training_bytes(const workloads::Workload& workload, int batch,
+                                      int distinct_batches) {
+  const std::uint64_t velocity = workload.parameter_count() * sizeof(float);
+  const std::uint64_t data = std::uint64_t(distinct_batches) * std::uint64_t(batch) *
+                             (workload.input_size() * sizeof(float) + sizeof(std::int32_t));
+  return workload.network_device_bytes(batch) + velocity + data;
+}
+
+void check_memory_fits(const workloads::Workload& workload, int batch, int distinct_batches,
+                       int ranks_on_host, std::uint64_t available_bytes) {
+  const std::uint64_t per_rank = estimate_training_bytes(workload, batch, distinct_batches);
+  const std::uint64_t host_total = per_rank * std::uint64_t(ranks_on_host);
+  if (double(host_total) <= 0.9 * double(available_bytes)) return;
+  throw UserError(fmt::format(
+      "--batch {}: {} needs about {} per rank ({} for the {} rank(s) on this host), but {} is "
+      "available; use a smaller --batch or fewer ranks per host",
+      batch, workload.name(), format_bytes(per_rank), format_bytes(host_total), ranks_on_host,
+      format_bytes(available_bytes)));
+}
+
+}  // namespace dlscale::worker

@@ -1,0 +1,20 @@
+// How much memory one rank's training needs, known before anything is allocated, so a model and
+// batch that cannot fit are refused with an estimate instead of ending in an out-of-memory kill.
+#pragma once
+
+#include <cstdint>
+
+#include "workloads/workload.hpp"
+
+namespace dlscale::worker {
+
+// Network (weights, gradients, activations) + optimizer velocity + this rank's synthetic batches.
+std::uint64_t estimate_training_bytes(const workloads::Workload& workload, int batch,
+                                      int distinct_batches);
+
+// Refuses (UserError naming --batch and the model) when ranks_on_host ranks of this size would
+// not fit in available_bytes, keeping a tenth of it for MPI, libraries and the OS.
+void check_memory_fits(const workloads::Workload& workload, int batch, int distinct_batches,
+                       int ranks_on_host, std::uint64_t available_bytes);
+
+}  // namespace dlscale::worker
