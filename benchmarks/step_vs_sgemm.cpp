@@ -198,6 +198,12 @@ class ProfiledMath final : public kernels::MathOps<float> {
   void column_sums(int rows, int cols, const float* dy, float* sums) override {
     timed("column_sums", 0, [&] { math_.column_sums(rows, cols, dy, sums); });
   }
+  void relu_forward(std::size_t count, const float* x, float* y) override {
+    timed("relu_forward", 0, [&] { math_.relu_forward(count, x, y); });
+  }
+  void relu_backward(std::size_t count, const float* y, const float* dy, float* dx) override {
+    timed("relu_backward", 0, [&] { math_.relu_backward(count, y, dy, dx); });
+  }
   void sigmoid_forward(std::size_t count, const float* x, float* y) override {
     timed("sigmoid_forward", 0, [&] { math_.sigmoid_forward(count, x, y); });
   }
@@ -254,6 +260,15 @@ class ProfiledDevice final : public kernels::Device {
     device_.copy_to_host(destination, source, bytes);
   }
   void synchronize() override { device_.synchronize(); }
+  // Image kernels are not profiled: the benchmark's workloads are fully connected.
+  std::unique_ptr<kernels::ConvolutionKernel> make_convolution(
+      const kernels::ConvolutionGeometry& geometry) override {
+    return device_.make_convolution(geometry);
+  }
+  std::unique_ptr<kernels::PoolingKernel> make_pooling(
+      const kernels::PoolingGeometry& geometry) override {
+    return device_.make_pooling(geometry);
+  }
   kernels::MathOps<float>& math_float() override { return math_; }
   kernels::MathOps<double>& math_double() override { return device_.math_double(); }
 

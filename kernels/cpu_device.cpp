@@ -14,6 +14,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "kernels/dnnl_check.hpp"
+#include "kernels/dnnl_image_kernels.hpp"
+
 
 
 namespace dlscale::kernels {
@@ -66,6 +69,16 @@ class CpuMath final : public MathOps<T> {
         for (int c = begin; c < end; ++c) sums[c] += row[c];
       }
     }
+  }
+
+  void relu_forward(std::size_t count, const T* x, T* y) override {
+#pragma omp parallel for simd if (count > parallel_threshold)
+    for (std::size_t i = 0; i < count; ++i) y[i] = x[i] > T(0) ? x[i] : T(0);
+  }
+
+  void relu_backward(std::size_t count, const T* y, const T* dy, T* dx) override {
+#pragma omp parallel for simd if (count > parallel_threshold)
+    for (std::size_t i = 0; i < count; ++i) dx[i] = y[i] > T(0) ? dy[i] : T(0);
   }
 
   void sigmoid_forward(std::size_t count, const T* x, T* y) override {
@@ -128,6 +141,8 @@ std::string read_cpu_model() {
 
 CpuDevice::CpuDevice(int compute_threads)
     : compute_threads_(compute_threads),
+      dnnl_engine_(DLSCALE_DNNL_CHECK(dnnl::engine(dnnl::engine::kind::cpu, 0))),
+      dnnl_stream_(DLSCALE_DNNL_CHECK(dnnl::stream(dnnl_engine_))),
       math_float_(std::make_unique<CpuMath<float>>()),
       math_double_(std::make_unique<CpuMath<double>>()) {
   openblas_set_num_threads(compute_threads);
@@ -160,6 +175,15 @@ void CpuDevice::copy_to_device(void* device_destination, const void* host_source
 void CpuDevice::copy_to_host(void* host_destination, const void* device_source,
                              std::size_t bytes) {
   std::memcpy(host_destination, device_source, bytes);
+}
+
+std::unique_ptr<ConvolutionKernel> CpuDevice::make_convolution(
+    const ConvolutionGeometry& geometry) {
+  return make_dnnl_convolution(dnnl_engine_, dnnl_stream_, geometry);
+}
+
+std::unique_ptr<PoolingKernel> CpuDevice::make_pooling(const PoolingGeometry& geometry) {
+  return make_dnnl_pooling(dnnl_engine_, dnnl_stream_, geometry);
 }
 
 MathOps<float>& CpuDevice::math_float() { return *math_float_; }

@@ -1,7 +1,10 @@
-// The CPU device: host memory, OpenBLAS for GEMM, OpenMP loops for the element-wise kernels.
+// The CPU device: host memory, OpenBLAS for GEMM, oneDNN for convolution and pooling, OpenMP
+// loops for the element-wise kernels.
 #pragma once
 
 #include <memory>
+
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include "kernels/device.hpp"
 
@@ -25,11 +28,17 @@ class CpuDevice final : public Device {
                     std::size_t bytes) override;
   void synchronize() override {}  // CPU kernels return when their work is done.
 
+  std::unique_ptr<ConvolutionKernel> make_convolution(
+      const ConvolutionGeometry& geometry) override;
+  std::unique_ptr<PoolingKernel> make_pooling(const PoolingGeometry& geometry) override;
+
   MathOps<float>& math_float() override;
   MathOps<double>& math_double() override;
 
  private:
   int compute_threads_;
+  dnnl::engine dnnl_engine_;
+  dnnl::stream dnnl_stream_;
   std::unique_ptr<MathOps<float>> math_float_;
   std::unique_ptr<MathOps<double>> math_double_;
 };

@@ -5,8 +5,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <type_traits>
+
+#include "kernels/image_kernels.hpp"
 
 namespace dlscale::kernels {
 
@@ -26,6 +29,10 @@ class MathOps {
   virtual void add_row_bias(int rows, int cols, const T* bias, T* y) = 0;
   // sums[c] = sum over r of dy[r][c].
   virtual void column_sums(int rows, int cols, const T* dy, T* sums) = 0;
+
+  virtual void relu_forward(std::size_t count, const T* x, T* y) = 0;
+  // dx = dy where the forward output y is positive, else 0.
+  virtual void relu_backward(std::size_t count, const T* y, const T* dy, T* dx) = 0;
 
   virtual void sigmoid_forward(std::size_t count, const T* x, T* y) = 0;
   // dx = dy * y * (1 - y), from the forward output y.
@@ -60,6 +67,11 @@ class Device {
 
   // Waits until all queued work is done; the training loop calls it before reading a clock.
   virtual void synchronize() = 0;
+
+  // Image layers, float only; each layer makes its own kernel.
+  virtual std::unique_ptr<ConvolutionKernel> make_convolution(
+      const ConvolutionGeometry& geometry) = 0;
+  virtual std::unique_ptr<PoolingKernel> make_pooling(const PoolingGeometry& geometry) = 0;
 
   virtual MathOps<float>& math_float() = 0;
   virtual MathOps<double>& math_double() = 0;

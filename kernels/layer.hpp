@@ -12,6 +12,13 @@
 
 namespace dlscale::kernels {
 
+// What memory planning needs to know of a layer, without building it.
+struct LayerShape {
+  std::size_t input_size = 0;   // values per sample
+  std::size_t output_size = 0;  // values per sample
+  std::size_t parameter_count = 0;
+};
+
 template <typename T>
 class Layer {
  public:
@@ -21,6 +28,7 @@ class Layer {
   virtual std::size_t input_size() const = 0;   // values per sample
   virtual std::size_t output_size() const = 0;  // values per sample
   virtual std::size_t parameter_count() const { return 0; }
+  LayerShape shape() const { return {input_size(), output_size(), parameter_count()}; }
   // Multiply-adds counted as 2 FLOPs, per sample, forward only.
   virtual double forward_flops_per_sample() const { return 0; }
 

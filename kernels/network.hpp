@@ -42,17 +42,16 @@ class Network {
 
   // Device bytes a network of these layers allocates for batches of up to max_batch samples,
   // known before allocating anything: the memory check refuses runs that would not fit.
-  static std::size_t device_bytes(const std::vector<std::unique_ptr<Layer<T>>>& layers,
-                                  int max_batch) {
+  static std::size_t device_bytes(const std::vector<LayerShape>& layers, int max_batch) {
     std::size_t parameters = 0, widest = 0, outputs = 0;
     for (const auto& layer : layers) {
-      parameters += layer->parameter_count();
-      widest = std::max({widest, layer->input_size(), layer->output_size()});
-      outputs += layer->output_size();
+      parameters += layer.parameter_count;
+      widest = std::max({widest, layer.input_size, layer.output_size});
+      outputs += layer.output_size;
     }
     const std::size_t values = 2 * parameters                                   // weights, gradients
                                + std::size_t(max_batch) * outputs                // layer outputs
-                               + std::size_t(max_batch) * layers.back()->output_size()  // loss gradient
+                               + std::size_t(max_batch) * layers.back().output_size  // loss gradient
                                + 2 * std::size_t(max_batch) * widest;            // backward buffers
     return values * sizeof(T);
   }

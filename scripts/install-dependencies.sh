@@ -11,6 +11,7 @@ packages=(
   libboost-program-options-dev
   libspdlog-dev libfmt-dev
   libopenblas-openmp-dev
+  libdnnl-dev ocl-icd-opencl-dev   # Debian's oneDNN CMake config asks for OpenCL
   libgtest-dev
   python3 python3-h5py python3-numpy python3-pandas
 )

@@ -36,7 +36,9 @@ double FcnWorkload::training_flops_per_sample() const {
 }
 
 std::size_t FcnWorkload::network_device_bytes(int batch) const {
-  return kernels::Network<float>::device_bytes(make_layers<float>(), batch);
+  std::vector<kernels::LayerShape> shapes;
+  for (const auto& layer : make_layers<float>()) shapes.push_back(layer->shape());
+  return kernels::Network<float>::device_bytes(shapes, batch);
 }
 
 std::unique_ptr<kernels::Network<float>> FcnWorkload::build_network(kernels::Device& device,

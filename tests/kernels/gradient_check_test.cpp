@@ -3,58 +3,21 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <functional>
 #include <vector>
 
-#include "core/random.hpp"
 #include "kernels/cpu_device.hpp"
 #include "kernels/dense_layer.hpp"
 #include "kernels/network.hpp"
 #include "kernels/sgd_momentum.hpp"
+#include "kernels/relu_layer.hpp"
 #include "kernels/sigmoid_layer.hpp"
+#include "tests/kernels/finite_differences.hpp"
 #include "workloads/fcn_workload.hpp"
 
 namespace dlscale::kernels {
 namespace {
 
-constexpr double step_size = 1e-6;
-constexpr double tolerance = 1e-7;
-
-std::vector<double> random_values(std::size_t count, std::uint64_t stream) {
-  const CounterRandom random(1234, stream);
-  std::vector<double> values(count);
-  for (std::size_t i = 0; i < count; ++i) values[i] = random.normal(i);
-  return values;
-}
-
-// Central differences of `loss` with respect to every entry of `x` (changed and restored).
-std::vector<double> numerical_gradient(std::vector<double>& x, const std::function<double()>& loss) {
-  std::vector<double> gradient(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const double saved = x[i];
-    x[i] = saved + step_size;
-    const double above = loss();
-    x[i] = saved - step_size;
-    const double below = loss();
-    x[i] = saved;
-    gradient[i] = (above - below) / (2 * step_size);
-  }
-  return gradient;
-}
-
-void expect_gradients_match(const std::vector<double>& analytic,
-                            const std::vector<double>& numerical, const char* what) {
-  ASSERT_EQ(analytic.size(), numerical.size()) << what;
-  for (std::size_t i = 0; i < analytic.size(); ++i)
-    EXPECT_NEAR(analytic[i], numerical[i], tolerance * (1 + std::abs(numerical[i])))
-        << what << " differs at index " << i;
-}
-
-double dot(const std::vector<double>& a, const std::vector<double>& b) {
-  double sum = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) sum += a[i] * b[i];
-  return sum;
-}
+using namespace dlscale::testing;
 
 // Checks a layer through the scalar loss L = sum(y * weights), whose output gradient is `weights`.
 // The CPU device's memory is host memory, so host vectors serve as device buffers here.
@@ -90,6 +53,11 @@ TEST(GradientCheck, DenseLayerMatchesFiniteDifferences) {
 TEST(GradientCheck, SigmoidLayerMatchesFiniteDifferences) {
   SigmoidLayer<double> layer(6);
   check_layer(layer, 4);
+}
+
+TEST(GradientCheck, ReluLayerMatchesFiniteDifferences) {
+  ReluLayer<double> layer(6);
+  check_layer(layer, 4);  // normal inputs are never within a finite-difference step of 0
 }
 
 TEST(GradientCheck, SoftmaxCrossEntropyMatchesFiniteDifferences) {

@@ -10,22 +10,23 @@
 #include "kernels/cpu_device.hpp"
 #include "worker/training_loop.hpp"
 #include "workloads/fcn_workload.hpp"
+#include "workloads/workload_registry.hpp"
 
 namespace dlscale::worker {
 namespace {
 
-TEST(Convergence, LossFallsOnTeacherLabelledData) {
-  const auto workload = workloads::parse_fcn_spec("32,64,5");
+// Mean over ranks of the loss of the first and of the last 8 iterations (one pass over the data).
+std::pair<double, double> first_and_last_loss(const workloads::Workload& workload, int batch,
+                                              float learning_rate, int iterations) {
   comm::MpiCommunicator communicator(MPI_COMM_WORLD);
   kernels::CpuDevice device(1);
-  const DeviceDataset data(device, *workload, 32, 8, 3, communicator.rank());
-  auto network = workload->build_network(device, data.batch());
+  const DeviceDataset data(device, workload, batch, 8, 3, communicator.rank());
+  auto network = workload.build_network(device, data.batch());
   network->initialize(3);
-  kernels::SgdMomentum<float> optimizer(device, network->parameters().size(), 0.1f, 0.9f);
+  kernels::SgdMomentum<float> optimizer(device, network->parameters().size(), learning_rate, 0.9f);
   const RankMeasurements measured =
-      train(*network, optimizer, data, communicator, device, TrainingSchedule{0, 300});
+      train(*network, optimizer, data, communicator, device, TrainingSchedule{0, iterations});
 
-  // Mean over ranks of the first and the last 8 iterations (one pass over the 8 batches).
   const auto mean_of = [](auto begin, auto end) {
     return std::accumulate(begin, end, 0.0) / double(std::distance(begin, end));
   };
@@ -33,7 +34,18 @@ TEST(Convergence, LossFallsOnTeacherLabelledData) {
                            mean_of(measured.loss.end() - 8, measured.loss.end())};
   double global[2];
   MPI_Allreduce(local, global, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-  const double first = global[0] / communicator.size(), last = global[1] / communicator.size();
+  return {global[0] / communicator.size(), global[1] / communicator.size()};
+}
+
+TEST(Convergence, FcnLossFallsOnPrototypeData) {
+  const auto workload = workloads::parse_fcn_spec("32,64,5");
+  const auto [first, last] = first_and_last_loss(*workload, 32, 0.1f, 300);
+  EXPECT_LT(last, 0.5 * first) << "loss went from " << first << " to " << last;
+}
+
+TEST(Convergence, CnnLossFallsOnPrototypeImages) {
+  const auto workload = workloads::make_workload("alexnet-r");
+  const auto [first, last] = first_and_last_loss(*workload, 16, 0.01f, 80);
   EXPECT_LT(last, 0.5 * first) << "loss went from " << first << " to " << last;
 }
 

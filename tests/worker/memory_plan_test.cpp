@@ -19,6 +19,13 @@ TEST(MemoryPlan, NetworkEstimateEqualsWhatItAllocates) {
   EXPECT_EQ(workload->network_device_bytes(16), network->allocated_bytes());
 }
 
+TEST(MemoryPlan, CnnEstimateEqualsWhatItAllocates) {
+  kernels::CpuDevice device(1);
+  const auto workload = workloads::make_workload("alexnet-r");
+  const auto network = workload->build_network(device, 8);
+  EXPECT_EQ(workload->network_device_bytes(8), network->allocated_bytes());
+}
+
 TEST(MemoryPlan, EstimateGrowsWithTheBatch) {
   const auto workload = workloads::make_workload("fcn-r");
   EXPECT_LT(estimate_training_bytes(*workload, 64, 8), estimate_training_bytes(*workload, 1024, 8));

@@ -13,11 +13,24 @@ namespace {
 TEST(Workloads, ParameterCountsMatchTheReferenceTable) {
   EXPECT_EQ(make_workload("fcn-s")->parameter_count(), 122'194'048u);
   EXPECT_EQ(make_workload("fcn-r")->parameter_count(), 14'205'962u);
+  EXPECT_EQ(make_workload("alexnet-r")->parameter_count(), 85'098u);
+  EXPECT_EQ(make_workload("alexnet-s")->parameter_count(), 61'100'840u);
+  EXPECT_EQ(make_workload("vgg-16")->parameter_count(), 138'357'544u);
+}
+
+TEST(Workloads, ConvolutionFlopsFollowTheReferenceFormula) {
+  // alexnet-r: 6 * Hout * Wout * Cout * Cin * K * K per convolution, 6 * in * out for the fc.
+  const double expected = 6.0 * (32 * 32 * 32 * 3 * 25 + 15 * 15 * 32 * 32 * 25 +
+                                 7 * 7 * 64 * 32 * 25 + 576 * 10);
+  EXPECT_DOUBLE_EQ(make_workload("alexnet-r")->training_flops_per_sample(), expected);
 }
 
 TEST(Workloads, ReferenceCpuBatchSizes) {
   EXPECT_EQ(make_workload("fcn-s")->default_batch(), 64);
   EXPECT_EQ(make_workload("fcn-r")->default_batch(), 1024);
+  EXPECT_EQ(make_workload("alexnet-r")->default_batch(), 1024);
+  EXPECT_EQ(make_workload("alexnet-s")->default_batch(), 16);
+  EXPECT_EQ(make_workload("vgg-16")->default_batch(), 16);
 }
 
 TEST(Workloads, TrainingFlopsAreSixPerWeightPerSample) {

@@ -1,0 +1,193 @@
+// oneDNN convolution and pooling. Primitives are created on the first call for a batch size and
+// reused after that, so a training step pays for execution only. Tensors are in the plain layouts
+// of image_kernels.hpp (nchw, oihw/goihw), which every oneDNN CPU implementation accepts.
+#include "kernels/dnnl_image_kernels.hpp"
+
+#include <map>
+
+#include "kernels/dnnl_check.hpp"
+
+namespace dlscale::kernels {
+
+namespace {
+
+using dnnl::algorithm;
+using dnnl::memory;
+using dnnl::prop_kind;
+using tag = memory::format_tag;
+constexpr auto f32 = memory::data_type::f32;
+
+memory::desc image_desc(int batch, const ImageShape& shape) {
+  return memory::desc({batch, shape.channels, shape.height, shape.width}, f32, tag::nchw);
+}
+
+memory wrap(const memory::desc& desc, const dnnl::engine& engine, const float* data) {
+  return memory(desc, engine, const_cast<float*>(data));
+}
+
+class DnnlConvolution final : public ConvolutionKernel {
+ public:
+  DnnlConvolution(const dnnl::engine& engine, const dnnl::stream& stream,
+                  const ConvolutionGeometry& geometry)
+      : engine_(engine), stream_(stream), geometry_(geometry) {
+    const auto& g = geometry_;
+    const int group_in = g.input.channels / g.groups, group_out = g.output_channels / g.groups;
+    weights_desc_ = g.groups == 1
+                        ? memory::desc({g.output_channels, g.input.channels, g.kernel, g.kernel},
+                                       f32, tag::oihw)
+                        : memory::desc({g.groups, group_out, group_in, g.kernel, g.kernel}, f32,
+                                       tag::goihw);
+    bias_desc_ = memory::desc({g.output_channels}, f32, tag::x);
+  }
+
+  void forward(int batch, const float* x, const float* weights, const float* bias,
+               float* y) override {
+    auto& p = primitives_for(batch);
+    DLSCALE_DNNL_CHECK(p.forward.execute(
+        stream_, {{DNNL_ARG_SRC, wrap(p.input_desc, engine_, x)},
+                  {DNNL_ARG_WEIGHTS, wrap(weights_desc_, engine_, weights)},
+                  {DNNL_ARG_BIAS, wrap(bias_desc_, engine_, bias)},
+                  {DNNL_ARG_DST, wrap(p.output_desc, engine_, y)}}));
+    stream_.wait();
+  }
+
+  void backward(int batch, const float* x, const float* weights, const float* output_gradient,
+                float* input_gradient, float* weight_gradient, float* bias_gradient) override {
+    auto& p = primitives_for(batch);
+    DLSCALE_DNNL_CHECK(p.backward_weights.execute(
+        stream_, {{DNNL_ARG_SRC, wrap(p.input_desc, engine_, x)},
+                  {DNNL_ARG_DIFF_DST, wrap(p.output_desc, engine_, output_gradient)},
+                  {DNNL_ARG_DIFF_WEIGHTS, wrap(weights_desc_, engine_, weight_gradient)},
+                  {DNNL_ARG_DIFF_BIAS, wrap(bias_desc_, engine_, bias_gradient)}}));
+    if (input_gradient != nullptr)
+      DLSCALE_DNNL_CHECK(p.backward_data.execute(
+          stream_, {{DNNL_ARG_DIFF_DST, wrap(p.output_desc, engine_, output_gradient)},
+                    {DNNL_ARG_WEIGHTS, wrap(weights_desc_, engine_, weights)},
+                    {DNNL_ARG_DIFF_SRC, wrap(p.input_desc, engine_, input_gradient)}}));
+    stream_.wait();
+  }
+
+ private:
+  struct Primitives {
+    memory::desc input_desc, output_desc;
+    dnnl::convolution_forward forward;
+    dnnl::convolution_backward_data backward_data;
+    dnnl::convolution_backward_weights backward_weights;
+  };
+
+  Primitives& primitives_for(int batch) {
+    if (const auto found = primitives_.find(batch); found != primitives_.end()) return found->second;
+    const auto& g = geometry_;
+    Primitives p;
+    p.input_desc = image_desc(batch, g.input);
+    p.output_desc = image_desc(batch, g.output());
+    const memory::dims strides = {g.stride, g.stride}, padding = {g.padding, g.padding};
+    const auto forward_pd = DLSCALE_DNNL_CHECK(dnnl::convolution_forward::primitive_desc(
+        dnnl::convolution_forward::desc(prop_kind::forward_training,
+                                        algorithm::convolution_direct, p.input_desc,
+                                        weights_desc_, bias_desc_, p.output_desc, strides,
+                                        padding, padding),
+        engine_));
+    const auto data_pd = DLSCALE_DNNL_CHECK(dnnl::convolution_backward_data::primitive_desc(
+        dnnl::convolution_backward_data::desc(algorithm::convolution_direct, p.input_desc,
+                                              weights_desc_, p.output_desc, strides, padding,
+                                              padding),
+        engine_, forward_pd));
+    const auto weights_pd = DLSCALE_DNNL_CHECK(dnnl::convolution_backward_weights::primitive_desc(
+        dnnl::convolution_backward_weights::desc(algorithm::convolution_direct, p.input_desc,
+                                                 weights_desc_, bias_desc_, p.output_desc,
+                                                 strides, padding, padding),
+        engine_, forward_pd));
+    p.forward = dnnl::convolution_forward(forward_pd);
+    p.backward_data = dnnl::convolution_backward_data(data_pd);
+    p.backward_weights = dnnl::convolution_backward_weights(weights_pd);
+    return primitives_.emplace(batch, std::move(p)).first->second;
+  }
+
+  dnnl::engine engine_;
+  dnnl::stream stream_;
+  ConvolutionGeometry geometry_;
+  memory::desc weights_desc_, bias_desc_;
+  std::map<int, Primitives> primitives_;
+};
+
+class DnnlPooling final : public PoolingKernel {
+ public:
+  DnnlPooling(const dnnl::engine& engine, const dnnl::stream& stream,
+              const PoolingGeometry& geometry)
+      : engine_(engine), stream_(stream), geometry_(geometry) {}
+
+  void forward(int batch, const float* x, float* y) override {
+    auto& p = primitives_for(batch);
+    std::unordered_map<int, memory> arguments = {{DNNL_ARG_SRC, wrap(p.input_desc, engine_, x)},
+                                                 {DNNL_ARG_DST, wrap(p.output_desc, engine_, y)}};
+    if (p.workspace) arguments.emplace(DNNL_ARG_WORKSPACE, p.workspace);
+    DLSCALE_DNNL_CHECK(p.forward.execute(stream_, arguments));
+    stream_.wait();
+  }
+
+  void backward(int batch, const float* output_gradient, float* input_gradient) override {
+    auto& p = primitives_for(batch);
+    std::unordered_map<int, memory> arguments = {
+        {DNNL_ARG_DIFF_DST, wrap(p.output_desc, engine_, output_gradient)},
+        {DNNL_ARG_DIFF_SRC, wrap(p.input_desc, engine_, input_gradient)}};
+    if (p.workspace) arguments.emplace(DNNL_ARG_WORKSPACE, p.workspace);
+    DLSCALE_DNNL_CHECK(p.backward.execute(stream_, arguments));
+    stream_.wait();
+  }
+
+ private:
+  struct Primitives {
+    memory::desc input_desc, output_desc;
+    dnnl::pooling_forward forward;
+    dnnl::pooling_backward backward;
+    memory workspace;  // max positions, written by forward, read by backward
+  };
+
+  Primitives& primitives_for(int batch) {
+    if (const auto found = primitives_.find(batch); found != primitives_.end()) return found->second;
+    const auto& g = geometry_;
+    Primitives p;
+    p.input_desc = image_desc(batch, g.input);
+    p.output_desc = image_desc(batch, g.output());
+    // Average pooling counts padding in the divisor, as PyTorch's default does.
+    const algorithm kind = g.kind == PoolingKind::max ? algorithm::pooling_max
+                                                      : algorithm::pooling_avg_include_padding;
+    const memory::dims strides = {g.stride, g.stride}, kernel = {g.kernel, g.kernel},
+                       padding = {g.padding, g.padding};
+    const auto forward_pd = DLSCALE_DNNL_CHECK(dnnl::pooling_forward::primitive_desc(
+        dnnl::pooling_forward::desc(prop_kind::forward_training, kind, p.input_desc,
+                                    p.output_desc, strides, kernel, padding, padding),
+        engine_));
+    const auto backward_pd = DLSCALE_DNNL_CHECK(dnnl::pooling_backward::primitive_desc(
+        dnnl::pooling_backward::desc(kind, p.input_desc, p.output_desc, strides, kernel, padding,
+                                     padding),
+        engine_, forward_pd));
+    p.forward = dnnl::pooling_forward(forward_pd);
+    p.backward = dnnl::pooling_backward(backward_pd);
+    if (forward_pd.workspace_desc().get_size() > 0)
+      p.workspace = memory(forward_pd.workspace_desc(), engine_);
+    return primitives_.emplace(batch, std::move(p)).first->second;
+  }
+
+  dnnl::engine engine_;
+  dnnl::stream stream_;
+  PoolingGeometry geometry_;
+  std::map<int, Primitives> primitives_;
+};
+
+}  // namespace
+
+std::unique_ptr<ConvolutionKernel> make_dnnl_convolution(const dnnl::engine& engine,
+                                                         const dnnl::stream& stream,
+                                                         const ConvolutionGeometry& geometry) {
+  return std::make_unique<DnnlConvolution>(engine, stream, geometry);
+}
+
+std::unique_ptr<PoolingKernel> make_dnnl_pooling(const dnnl::engine& engine,
+                                                 const dnnl::stream& stream,
+                                                 const PoolingGeometry& geometry) {
+  return std::make_unique<DnnlPooling>(engine, stream, geometry);
+}
+
+}  // namespace dlscale::kernels

@@ -1,0 +1,20 @@
+// Convolution and pooling kernels for the CPU device, built on oneDNN primitives.
+#pragma once
+
+#include <memory>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "kernels/image_kernels.hpp"
+
+namespace dlscale::kernels {
+
+std::unique_ptr<ConvolutionKernel> make_dnnl_convolution(const dnnl::engine& engine,
+                                                         const dnnl::stream& stream,
+                                                         const ConvolutionGeometry& geometry);
+
+std::unique_ptr<PoolingKernel> make_dnnl_pooling(const dnnl::engine& engine,
+                                                 const dnnl::stream& stream,
+                                                 const PoolingGeometry& geometry);
+
+}  // namespace dlscale::kernels

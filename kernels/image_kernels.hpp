@@ -1,0 +1,73 @@
+// The image-layer part of the Device seam: convolution and pooling, forward and backward, in
+// float. A kernel is made once per layer for its geometry, keeps whatever it needs between
+// forward and backward (max-pooling indices, primitives), and is then run every step. The CPU
+// device implements them with oneDNN; a CUDA device would with cuDNN.
+// Activations are NCHW, convolution weights OIHW (groups: G x O/G x I/G x H x W), row-major.
+#pragma once
+
+#include <cstddef>
+
+namespace dlscale::kernels {
+
+struct ImageShape {
+  int channels = 0, height = 0, width = 0;
+  std::size_t size() const { return std::size_t(channels) * height * width; }
+};
+
+struct ConvolutionGeometry {
+  ImageShape input;
+  int output_channels = 0;
+  int kernel = 1;  // square kernels: every workload in the zoo uses them
+  int stride = 1;
+  int padding = 0;
+  int groups = 1;
+
+  ImageShape output() const {
+    const auto out = [&](int size) { return (size + 2 * padding - kernel) / stride + 1; };
+    return {output_channels, out(input.height), out(input.width)};
+  }
+  std::size_t weight_count() const {
+    return std::size_t(output_channels) * (input.channels / groups) * kernel * kernel;
+  }
+  // Multiply-adds x 2 per sample, forward: 2 * Hout * Wout * Cout * Cin/groups * K * K.
+  double forward_flops_per_sample() const {
+    const ImageShape out = output();
+    return 2.0 * out.height * out.width * weight_count();
+  }
+};
+
+enum class PoolingKind { max, average };
+
+struct PoolingGeometry {
+  ImageShape input;
+  PoolingKind kind = PoolingKind::max;
+  int kernel = 2;
+  int stride = 2;
+  int padding = 0;
+
+  ImageShape output() const {
+    const auto out = [&](int size) { return (size + 2 * padding - kernel) / stride + 1; };
+    return {input.channels, out(input.height), out(input.width)};
+  }
+};
+
+class ConvolutionKernel {
+ public:
+  virtual ~ConvolutionKernel() = default;
+  virtual void forward(int batch, const float* x, const float* weights, const float* bias,
+                       float* y) = 0;
+  // Writes weight and bias gradients, and the input gradient unless input_gradient is null.
+  virtual void backward(int batch, const float* x, const float* weights,
+                        const float* output_gradient, float* input_gradient,
+                        float* weight_gradient, float* bias_gradient) = 0;
+};
+
+class PoolingKernel {
+ public:
+  virtual ~PoolingKernel() = default;
+  virtual void forward(int batch, const float* x, float* y) = 0;
+  // Uses what the last forward() kept (max positions).
+  virtual void backward(int batch, const float* output_gradient, float* input_gradient) = 0;
+};
+
+}  // namespace dlscale::kernels

@@ -1,0 +1,135 @@
+// Plain-loop reference convolution and pooling in double precision: test oracles only. They are
+// checked against finite differences, and the device's kernels (oneDNN) are checked against them.
+#pragma once
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "kernels/image_kernels.hpp"
+
+namespace dlscale::reference {
+
+using kernels::ConvolutionGeometry;
+using kernels::PoolingGeometry;
+
+// Visits every (sample, output channel, output row, output column, input channel, kernel row,
+// kernel column) whose input position lies inside the image, with the flat indices involved.
+template <typename Visit>
+void for_each_convolution_term(const ConvolutionGeometry& g, int batch, Visit visit) {
+  const auto out = g.output();
+  const int in_per_group = g.input.channels / g.groups;
+  const int out_per_group = g.output_channels / g.groups;
+  for (int n = 0; n < batch; ++n)
+    for (int o = 0; o < g.output_channels; ++o)
+      for (int i = 0; i < out.height; ++i)
+        for (int j = 0; j < out.width; ++j)
+          for (int c = 0; c < in_per_group; ++c)
+            for (int ki = 0; ki < g.kernel; ++ki)
+              for (int kj = 0; kj < g.kernel; ++kj) {
+                const int row = i * g.stride - g.padding + ki, col = j * g.stride - g.padding + kj;
+                if (row < 0 || row >= g.input.height || col < 0 || col >= g.input.width) continue;
+                const int channel = (o / out_per_group) * in_per_group + c;
+                const std::size_t x_index =
+                    ((std::size_t(n) * g.input.channels + channel) * g.input.height + row) *
+                        g.input.width + col;
+                const std::size_t w_index =
+                    ((std::size_t(o) * in_per_group + c) * g.kernel + ki) * g.kernel + kj;
+                const std::size_t y_index =
+                    ((std::size_t(n) * g.output_channels + o) * out.height + i) * out.width + j;
+                visit(x_index, w_index, y_index);
+              }
+}
+
+inline std::vector<double> convolution_forward(const ConvolutionGeometry& g, int batch,
+                                               const std::vector<double>& x,
+                                               const std::vector<double>& weights,
+                                               const std::vector<double>& bias) {
+  const auto out = g.output();
+  std::vector<double> y(std::size_t(batch) * out.size());
+  for (std::size_t index = 0; index < y.size(); ++index)
+    y[index] = bias[(index / (std::size_t(out.height) * out.width)) % g.output_channels];
+  for_each_convolution_term(g, batch, [&](std::size_t xi, std::size_t wi, std::size_t yi) {
+    y[yi] += weights[wi] * x[xi];
+  });
+  return y;
+}
+
+struct ConvolutionGradients {
+  std::vector<double> input, weights, bias;
+};
+
+inline ConvolutionGradients convolution_backward(const ConvolutionGeometry& g, int batch,
+                                                 const std::vector<double>& x,
+                                                 const std::vector<double>& weights,
+                                                 const std::vector<double>& dy) {
+  const auto out = g.output();
+  ConvolutionGradients grads{std::vector<double>(x.size()), std::vector<double>(weights.size()),
+                             std::vector<double>(g.output_channels)};
+  for (std::size_t index = 0; index < dy.size(); ++index)
+    grads.bias[(index / (std::size_t(out.height) * out.width)) % g.output_channels] += dy[index];
+  for_each_convolution_term(g, batch, [&](std::size_t xi, std::size_t wi, std::size_t yi) {
+    grads.input[xi] += weights[wi] * dy[yi];
+    grads.weights[wi] += x[xi] * dy[yi];
+  });
+  return grads;
+}
+
+// Calls visit(output index, input indices of its window inside the image, window area).
+template <typename Visit>
+void for_each_pooling_window(const PoolingGeometry& g, int batch, Visit visit) {
+  const auto out = g.output();
+  for (int n = 0; n < batch; ++n)
+    for (int c = 0; c < g.input.channels; ++c)
+      for (int i = 0; i < out.height; ++i)
+        for (int j = 0; j < out.width; ++j) {
+          std::vector<std::size_t> window;
+          for (int ki = 0; ki < g.kernel; ++ki)
+            for (int kj = 0; kj < g.kernel; ++kj) {
+              const int row = i * g.stride - g.padding + ki, col = j * g.stride - g.padding + kj;
+              if (row < 0 || row >= g.input.height || col < 0 || col >= g.input.width) continue;
+              window.push_back(((std::size_t(n) * g.input.channels + c) * g.input.height + row) *
+                                   g.input.width + col);
+            }
+          visit(((std::size_t(n) * g.input.channels + c) * out.height + i) * out.width + j,
+                window);
+        }
+}
+
+// Max pooling picks the first largest value; average pooling divides by the whole window,
+// padding included (PyTorch's default).
+inline std::vector<double> pooling_forward(const PoolingGeometry& g, int batch,
+                                           const std::vector<double>& x) {
+  std::vector<double> y(std::size_t(batch) * g.output().size());
+  for_each_pooling_window(g, batch, [&](std::size_t yi, const std::vector<std::size_t>& window) {
+    if (g.kind == kernels::PoolingKind::max) {
+      double best = -std::numeric_limits<double>::infinity();
+      for (std::size_t xi : window) best = std::max(best, x[xi]);
+      y[yi] = best;
+    } else {
+      double sum = 0;
+      for (std::size_t xi : window) sum += x[xi];
+      y[yi] = sum / (g.kernel * g.kernel);
+    }
+  });
+  return y;
+}
+
+inline std::vector<double> pooling_backward(const PoolingGeometry& g, int batch,
+                                            const std::vector<double>& x,
+                                            const std::vector<double>& dy) {
+  std::vector<double> dx(x.size());
+  for_each_pooling_window(g, batch, [&](std::size_t yi, const std::vector<std::size_t>& window) {
+    if (g.kind == kernels::PoolingKind::max) {
+      std::size_t best = window.front();
+      for (std::size_t xi : window)
+        if (x[xi] > x[best]) best = xi;
+      dx[best] += dy[yi];
+    } else {
+      for (std::size_t xi : window) dx[xi] += dy[yi] / (g.kernel * g.kernel);
+    }
+  });
+  return dx;
+}
+
+}  // namespace dlscale::reference
