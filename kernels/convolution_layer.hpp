@@ -21,16 +21,16 @@ class ConvolutionLayer final : public Layer<float> {
   std::string kind() const override { return "convolution"; }
   std::size_t input_size() const override { return geometry_.input.size(); }
   std::size_t output_size() const override { return geometry_.output().size(); }
-  std::size_t parameter_count() const override {
-    return geometry_.weight_count() + geometry_.output_channels;
-  }
+  std::size_t parameter_count() const override { return geometry_.parameter_count(); }
   double forward_flops_per_sample() const override { return geometry_.forward_flops_per_sample(); }
 
   void bind(float* parameters, float* gradients) override {
     weights_ = parameters;
-    bias_ = parameters + geometry_.weight_count();
     weight_gradient_ = gradients;
-    bias_gradient_ = gradients + geometry_.weight_count();
+    if (geometry_.bias) {
+      bias_ = parameters + geometry_.weight_count();
+      bias_gradient_ = gradients + geometry_.weight_count();
+    }
   }
 
   void initialize(std::span<float> host_parameters, std::uint64_t seed,

@@ -37,28 +37,32 @@ class DnnlConvolution final : public ConvolutionKernel {
                                        f32, tag::oihw)
                         : memory::desc({g.groups, group_out, group_in, g.kernel, g.kernel}, f32,
                                        tag::goihw);
-    bias_desc_ = memory::desc({g.output_channels}, f32, tag::x);
+    // A zero-size bias descriptor tells oneDNN there is no bias.
+    if (g.bias) bias_desc_ = memory::desc({g.output_channels}, f32, tag::x);
   }
 
   void forward(int batch, const float* x, const float* weights, const float* bias,
                float* y) override {
     auto& p = primitives_for(batch);
-    DLSCALE_DNNL_CHECK(p.forward.execute(
-        stream_, {{DNNL_ARG_SRC, wrap(p.input_desc, engine_, x)},
-                  {DNNL_ARG_WEIGHTS, wrap(weights_desc_, engine_, weights)},
-                  {DNNL_ARG_BIAS, wrap(bias_desc_, engine_, bias)},
-                  {DNNL_ARG_DST, wrap(p.output_desc, engine_, y)}}));
+    std::unordered_map<int, memory> arguments = {
+        {DNNL_ARG_SRC, wrap(p.input_desc, engine_, x)},
+        {DNNL_ARG_WEIGHTS, wrap(weights_desc_, engine_, weights)},
+        {DNNL_ARG_DST, wrap(p.output_desc, engine_, y)}};
+    if (geometry_.bias) arguments.emplace(DNNL_ARG_BIAS, wrap(bias_desc_, engine_, bias));
+    DLSCALE_DNNL_CHECK(p.forward.execute(stream_, arguments));
     stream_.wait();
   }
 
   void backward(int batch, const float* x, const float* weights, const float* output_gradient,
                 float* input_gradient, float* weight_gradient, float* bias_gradient) override {
     auto& p = primitives_for(batch);
-    DLSCALE_DNNL_CHECK(p.backward_weights.execute(
-        stream_, {{DNNL_ARG_SRC, wrap(p.input_desc, engine_, x)},
-                  {DNNL_ARG_DIFF_DST, wrap(p.output_desc, engine_, output_gradient)},
-                  {DNNL_ARG_DIFF_WEIGHTS, wrap(weights_desc_, engine_, weight_gradient)},
-                  {DNNL_ARG_DIFF_BIAS, wrap(bias_desc_, engine_, bias_gradient)}}));
+    std::unordered_map<int, memory> arguments = {
+        {DNNL_ARG_SRC, wrap(p.input_desc, engine_, x)},
+        {DNNL_ARG_DIFF_DST, wrap(p.output_desc, engine_, output_gradient)},
+        {DNNL_ARG_DIFF_WEIGHTS, wrap(weights_desc_, engine_, weight_gradient)}};
+    if (geometry_.bias)
+      arguments.emplace(DNNL_ARG_DIFF_BIAS, wrap(bias_desc_, engine_, bias_gradient));
+    DLSCALE_DNNL_CHECK(p.backward_weights.execute(stream_, arguments));
     if (input_gradient != nullptr)
       DLSCALE_DNNL_CHECK(p.backward_data.execute(
           stream_, {{DNNL_ARG_DIFF_DST, wrap(p.output_desc, engine_, output_gradient)},

@@ -21,6 +21,7 @@ struct ConvolutionGeometry {
   int stride = 1;
   int padding = 0;
   int groups = 1;
+  bool bias = true;  // false where batch norm follows and would cancel it
 
   ImageShape output() const {
     const auto out = [&](int size) { return (size + 2 * padding - kernel) / stride + 1; };
@@ -29,6 +30,7 @@ struct ConvolutionGeometry {
   std::size_t weight_count() const {
     return std::size_t(output_channels) * (input.channels / groups) * kernel * kernel;
   }
+  std::size_t parameter_count() const { return weight_count() + (bias ? output_channels : 0); }
   // Multiply-adds x 2 per sample, forward: 2 * Hout * Wout * Cout * Cin/groups * K * K.
   double forward_flops_per_sample() const {
     const ImageShape out = output();
@@ -54,6 +56,7 @@ struct PoolingGeometry {
 class ConvolutionKernel {
  public:
   virtual ~ConvolutionKernel() = default;
+  // bias and bias_gradient are ignored (may be null) when the geometry has no bias.
   virtual void forward(int batch, const float* x, const float* weights, const float* bias,
                        float* y) = 0;
   // Writes weight and bias gradients, and the input gradient unless input_gradient is null.

@@ -20,9 +20,7 @@ struct Overloaded : Handlers... {
 
 std::size_t planned_parameters(const PlannedLayer& layer) {
   return std::visit(Overloaded{
-                        [](const kernels::ConvolutionGeometry& g) {
-                          return g.weight_count() + std::size_t(g.output_channels);
-                        },
+                        [](const kernels::ConvolutionGeometry& g) { return g.parameter_count(); },
                         [](const PlannedDense& d) {
                           return std::size_t(d.inputs) * d.outputs + std::size_t(d.outputs);
                         },

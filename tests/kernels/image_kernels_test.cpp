@@ -28,7 +28,8 @@ const std::vector<ConvolutionGeometry> convolution_cases = {
     {{2, 5, 5}, 3, 5, 1, 2, 1},   // 5x5 with padding 2
     {{4, 6, 6}, 6, 3, 1, 1, 2},   // 2 groups
     {{6, 5, 5}, 6, 3, 2, 1, 6},   // depthwise, stride 2
-    {{3, 9, 9}, 4, 1, 1, 0, 1}};  // 1x1
+    {{3, 9, 9}, 4, 1, 1, 0, 1},   // 1x1
+    {{4, 6, 6}, 8, 1, 2, 0, 1, false}};  // 1x1 stride 2 without bias, as before batch norm
 
 const std::vector<PoolingGeometry> pooling_cases = {
     {{3, 6, 6}, PoolingKind::max, 2, 2, 0},
@@ -45,7 +46,7 @@ TEST_P(ConvolutionCase, ReferenceMatchesFiniteDifferences) {
   const ConvolutionGeometry g = GetParam();
   std::vector<double> x = random_values(batch * g.input.size(), 1);
   std::vector<double> weights = random_values(g.weight_count(), 2);
-  std::vector<double> bias = random_values(g.output_channels, 3);
+  std::vector<double> bias = random_values(g.bias ? g.output_channels : 0, 3);
   const std::vector<double> output_weights = random_values(batch * g.output().size(), 4);
   const auto loss = [&] {
     return dot(reference::convolution_forward(g, batch, x, weights, bias), output_weights);
@@ -61,7 +62,7 @@ TEST_P(ConvolutionCase, OneDnnMatchesReference) {
   // Inputs rounded to float first, so both sides compute on the same values.
   const auto x = to_double(to_float(random_values(batch * g.input.size(), 1)));
   const auto weights = to_double(to_float(random_values(g.weight_count(), 2)));
-  const auto bias = to_double(to_float(random_values(g.output_channels, 3)));
+  const auto bias = to_double(to_float(random_values(g.bias ? g.output_channels : 0, 3)));
   const auto dy = to_double(to_float(random_values(batch * g.output().size(), 4)));
 
   CpuDevice device(1);

@@ -47,8 +47,9 @@ inline std::vector<double> convolution_forward(const ConvolutionGeometry& g, int
                                                const std::vector<double>& bias) {
   const auto out = g.output();
   std::vector<double> y(std::size_t(batch) * out.size());
-  for (std::size_t index = 0; index < y.size(); ++index)
-    y[index] = bias[(index / (std::size_t(out.height) * out.width)) % g.output_channels];
+  if (g.bias)
+    for (std::size_t index = 0; index < y.size(); ++index)
+      y[index] = bias[(index / (std::size_t(out.height) * out.width)) % g.output_channels];
   for_each_convolution_term(g, batch, [&](std::size_t xi, std::size_t wi, std::size_t yi) {
     y[yi] += weights[wi] * x[xi];
   });
@@ -65,9 +66,10 @@ inline ConvolutionGradients convolution_backward(const ConvolutionGeometry& g, i
                                                  const std::vector<double>& dy) {
   const auto out = g.output();
   ConvolutionGradients grads{std::vector<double>(x.size()), std::vector<double>(weights.size()),
-                             std::vector<double>(g.output_channels)};
-  for (std::size_t index = 0; index < dy.size(); ++index)
-    grads.bias[(index / (std::size_t(out.height) * out.width)) % g.output_channels] += dy[index];
+                             std::vector<double>(g.bias ? g.output_channels : 0)};
+  if (g.bias)
+    for (std::size_t index = 0; index < dy.size(); ++index)
+      grads.bias[(index / (std::size_t(out.height) * out.width)) % g.output_channels] += dy[index];
   for_each_convolution_term(g, batch, [&](std::size_t xi, std::size_t wi, std::size_t yi) {
     grads.input[xi] += weights[wi] * dy[yi];
     grads.weights[wi] += x[xi] * dy[yi];
