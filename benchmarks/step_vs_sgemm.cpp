@@ -269,6 +269,10 @@ class ProfiledDevice final : public kernels::Device {
       const kernels::PoolingGeometry& geometry) override {
     return device_.make_pooling(geometry);
   }
+  std::unique_ptr<kernels::BatchNormKernel> make_batch_norm(
+      const kernels::ImageShape& shape) override {
+    return device_.make_batch_norm(shape);
+  }
   kernels::MathOps<float>& math_float() override { return math_; }
   kernels::MathOps<double>& math_double() override { return device_.math_double(); }
 

@@ -186,6 +186,10 @@ std::unique_ptr<PoolingKernel> CpuDevice::make_pooling(const PoolingGeometry& ge
   return make_dnnl_pooling(dnnl_engine_, dnnl_stream_, geometry);
 }
 
+std::unique_ptr<BatchNormKernel> CpuDevice::make_batch_norm(const ImageShape& shape) {
+  return make_dnnl_batch_norm(dnnl_engine_, dnnl_stream_, shape);
+}
+
 MathOps<float>& CpuDevice::math_float() { return *math_float_; }
 MathOps<double>& CpuDevice::math_double() { return *math_double_; }
 

@@ -31,6 +31,7 @@ class CpuDevice final : public Device {
   std::unique_ptr<ConvolutionKernel> make_convolution(
       const ConvolutionGeometry& geometry) override;
   std::unique_ptr<PoolingKernel> make_pooling(const PoolingGeometry& geometry) override;
+  std::unique_ptr<BatchNormKernel> make_batch_norm(const ImageShape& shape) override;
 
   MathOps<float>& math_float() override;
   MathOps<double>& math_double() override;

@@ -1,9 +1,10 @@
-// oneDNN convolution and pooling. Primitives are created on the first call for a batch size and
+// oneDNN convolution, pooling and batch normalization. Primitives are created on the first call for a batch size and
 // reused after that, so a training step pays for execution only. Tensors are in the plain layouts
 // of image_kernels.hpp (nchw, oihw/goihw), which every oneDNN CPU implementation accepts.
 #include "kernels/dnnl_image_kernels.hpp"
 
 #include <map>
+#include <vector>
 
 #include "kernels/dnnl_check.hpp"
 
@@ -180,7 +181,91 @@ class DnnlPooling final : public PoolingKernel {
   std::map<int, Primitives> primitives_;
 };
 
+class DnnlBatchNorm final : public BatchNormKernel {
+ public:
+  DnnlBatchNorm(const dnnl::engine& engine, const dnnl::stream& stream, const ImageShape& shape)
+      : engine_(engine), stream_(stream), shape_(shape),
+        channel_desc_({shape.channels}, f32, tag::x) {}
+
+  void forward(int batch, const float* x, const float* scale, const float* shift,
+               float* y) override {
+    auto& p = primitives_for(batch);
+    DLSCALE_DNNL_CHECK(p.forward.execute(
+        stream_, {{DNNL_ARG_SRC, wrap(p.data_desc, engine_, x)},
+                  {DNNL_ARG_SCALE, wrap(channel_desc_, engine_, scale)},
+                  {DNNL_ARG_SHIFT, wrap(channel_desc_, engine_, shift)},
+                  {DNNL_ARG_MEAN, p.mean},
+                  {DNNL_ARG_VARIANCE, p.variance},
+                  {DNNL_ARG_DST, wrap(p.data_desc, engine_, y)}}));
+    stream_.wait();
+  }
+
+  void backward(int batch, const float* x, const float* scale, const float* shift,
+                const float* output_gradient, float* input_gradient, float* scale_gradient,
+                float* shift_gradient) override {
+    auto& p = primitives_for(batch);
+    // oneDNN always produces the input gradient; a first layer discards it into scratch.
+    float* data_gradient = input_gradient;
+    if (data_gradient == nullptr) {
+      p.discarded_gradient.resize(std::size_t(batch) * shape_.size());
+      data_gradient = p.discarded_gradient.data();
+    }
+    DLSCALE_DNNL_CHECK(p.backward.execute(
+        stream_, {{DNNL_ARG_SRC, wrap(p.data_desc, engine_, x)},
+                  {DNNL_ARG_MEAN, p.mean},
+                  {DNNL_ARG_VARIANCE, p.variance},
+                  {DNNL_ARG_DIFF_DST, wrap(p.data_desc, engine_, output_gradient)},
+                  {DNNL_ARG_SCALE, wrap(channel_desc_, engine_, scale)},
+                  {DNNL_ARG_SHIFT, wrap(channel_desc_, engine_, shift)},  // oneDNN 2.6 asks
+                  {DNNL_ARG_DIFF_SRC, wrap(p.data_desc, engine_, data_gradient)},
+                  {DNNL_ARG_DIFF_SCALE, wrap(channel_desc_, engine_, scale_gradient)},
+                  {DNNL_ARG_DIFF_SHIFT, wrap(channel_desc_, engine_, shift_gradient)}}));
+    stream_.wait();
+  }
+
+ private:
+  struct Primitives {
+    memory::desc data_desc;
+    dnnl::batch_normalization_forward forward;
+    dnnl::batch_normalization_backward backward;
+    memory mean, variance;  // this batch's statistics, from forward to backward
+    std::vector<float> discarded_gradient;
+  };
+
+  Primitives& primitives_for(int batch) {
+    if (const auto found = primitives_.find(batch); found != primitives_.end()) return found->second;
+    Primitives p;
+    p.data_desc = image_desc(batch, shape_);
+    const auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+    const auto forward_pd = DLSCALE_DNNL_CHECK(dnnl::batch_normalization_forward::primitive_desc(
+        dnnl::batch_normalization_forward::desc(prop_kind::forward_training, p.data_desc,
+                                                epsilon, flags),
+        engine_));
+    const auto backward_pd = DLSCALE_DNNL_CHECK(dnnl::batch_normalization_backward::primitive_desc(
+        dnnl::batch_normalization_backward::desc(prop_kind::backward, p.data_desc, p.data_desc,
+                                                 epsilon, flags),
+        engine_, forward_pd));
+    p.forward = dnnl::batch_normalization_forward(forward_pd);
+    p.backward = dnnl::batch_normalization_backward(backward_pd);
+    p.mean = memory(forward_pd.mean_desc(), engine_);
+    p.variance = memory(forward_pd.variance_desc(), engine_);
+    return primitives_.emplace(batch, std::move(p)).first->second;
+  }
+
+  dnnl::engine engine_;
+  dnnl::stream stream_;
+  ImageShape shape_;
+  memory::desc channel_desc_;
+  std::map<int, Primitives> primitives_;
+};
+
 }  // namespace
+
+std::unique_ptr<BatchNormKernel> make_dnnl_batch_norm(const dnnl::engine& engine,
+                                                      const dnnl::stream& stream,
+                                                      const ImageShape& shape) {
+  return std::make_unique<DnnlBatchNorm>(engine, stream, shape);
+}
 
 std::unique_ptr<ConvolutionKernel> make_dnnl_convolution(const dnnl::engine& engine,
                                                          const dnnl::stream& stream,

@@ -1,4 +1,4 @@
-// Convolution and pooling kernels for the CPU device, built on oneDNN primitives.
+// Convolution, pooling and batch-norm kernels for the CPU device, built on oneDNN primitives.
 #pragma once
 
 #include <memory>
@@ -16,5 +16,9 @@ std::unique_ptr<ConvolutionKernel> make_dnnl_convolution(const dnnl::engine& eng
 std::unique_ptr<PoolingKernel> make_dnnl_pooling(const dnnl::engine& engine,
                                                  const dnnl::stream& stream,
                                                  const PoolingGeometry& geometry);
+
+std::unique_ptr<BatchNormKernel> make_dnnl_batch_norm(const dnnl::engine& engine,
+                                                      const dnnl::stream& stream,
+                                                      const ImageShape& shape);
 
 }  // namespace dlscale::kernels

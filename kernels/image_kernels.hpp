@@ -53,6 +53,21 @@ struct PoolingGeometry {
   }
 };
 
+// Batch normalization in training mode (Ioffe & Szegedy 2015): each channel is normalised with the
+// mean and variance of this batch over (batch, height, width), then y = scale * x_hat + shift.
+// epsilon = 1e-5 as in PyTorch. Running averages for inference are not kept: dlscale only trains.
+class BatchNormKernel {
+ public:
+  static constexpr float epsilon = 1e-5f;
+  virtual ~BatchNormKernel() = default;
+  virtual void forward(int batch, const float* x, const float* scale, const float* shift,
+                       float* y) = 0;
+  // Uses the statistics of the last forward(); input_gradient may be null.
+  virtual void backward(int batch, const float* x, const float* scale, const float* shift,
+                        const float* output_gradient, float* input_gradient,
+                        float* scale_gradient, float* shift_gradient) = 0;
+};
+
 class ConvolutionKernel {
  public:
   virtual ~ConvolutionKernel() = default;

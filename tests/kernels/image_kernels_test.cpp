@@ -1,4 +1,4 @@
-// Convolution and pooling: the double-precision reference oracles against finite differences,
+// Convolution, pooling and batch norm: the double-precision reference oracles against finite differences,
 // then the CPU device's oneDNN kernels (float) against the oracles, forward and backward, over
 // strides, padding, groups (depthwise included) and both pooling kinds.
 #include <gtest/gtest.h>
@@ -102,6 +102,43 @@ TEST_P(PoolingCase, OneDnnMatchesReference) {
   expect_near_all(to_double(y), reference::pooling_forward(g, batch, x), float_tolerance, "output");
   expect_near_all(to_double(dx), reference::pooling_backward(g, batch, x, dy), float_tolerance,
                   "input gradient");
+}
+
+TEST(BatchNorm, ReferenceMatchesFiniteDifferences) {
+  const ImageShape shape{3, 4, 5};
+  std::vector<double> x = random_values(batch * shape.size(), 7);
+  std::vector<double> scale = random_values(shape.channels, 8);
+  std::vector<double> shift = random_values(shape.channels, 9);
+  const std::vector<double> output_weights = random_values(x.size(), 10);
+  const auto loss = [&] {
+    return dot(reference::batch_norm(shape, batch, x, scale, shift, output_weights).output,
+               output_weights);
+  };
+  const auto analytic = reference::batch_norm(shape, batch, x, scale, shift, output_weights);
+  // The normalisation divides by a standard deviation, so allow a little more rounding.
+  expect_near_all(analytic.input_gradient, numerical_gradient(x, loss), 1e-6, "input gradient");
+  expect_near_all(analytic.scale_gradient, numerical_gradient(scale, loss), 1e-6, "scale gradient");
+  expect_near_all(analytic.shift_gradient, numerical_gradient(shift, loss), 1e-6, "shift gradient");
+}
+
+TEST(BatchNorm, OneDnnMatchesReference) {
+  const ImageShape shape{8, 5, 5};
+  const auto x = to_double(to_float(random_values(batch * shape.size(), 7)));
+  const auto scale = to_double(to_float(random_values(shape.channels, 8)));
+  const auto shift = to_double(to_float(random_values(shape.channels, 9)));
+  const auto dy = to_double(to_float(random_values(x.size(), 10)));
+  CpuDevice device(1);
+  auto kernel = device.make_batch_norm(shape);
+  std::vector<float> y(x.size()), dx(x.size()), dscale(shape.channels), dshift(shape.channels);
+  kernel->forward(batch, to_float(x).data(), to_float(scale).data(), to_float(shift).data(),
+                  y.data());
+  kernel->backward(batch, to_float(x).data(), to_float(scale).data(), to_float(shift).data(),
+                   to_float(dy).data(), dx.data(), dscale.data(), dshift.data());
+  const auto expected = reference::batch_norm(shape, batch, x, scale, shift, dy);
+  expect_near_all(to_double(y), expected.output, 1e-4, "output");
+  expect_near_all(to_double(dx), expected.input_gradient, 1e-4, "input gradient");
+  expect_near_all(to_double(dscale), expected.scale_gradient, 1e-4, "scale gradient");
+  expect_near_all(to_double(dshift), expected.shift_gradient, 1e-4, "shift gradient");
 }
 
 INSTANTIATE_TEST_SUITE_P(Geometries, ConvolutionCase, ::testing::ValuesIn(convolution_cases));

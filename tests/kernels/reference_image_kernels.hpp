@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <vector>
 
@@ -132,6 +133,51 @@ inline std::vector<double> pooling_backward(const PoolingGeometry& g, int batch,
     }
   });
   return dx;
+}
+
+// Batch norm in training mode over (batch, height, width) of each channel, biased variance.
+struct BatchNormResult {
+  std::vector<double> output, input_gradient, scale_gradient, shift_gradient;
+};
+
+inline BatchNormResult batch_norm(const kernels::ImageShape& shape, int batch,
+                                  const std::vector<double>& x, const std::vector<double>& scale,
+                                  const std::vector<double>& shift,
+                                  const std::vector<double>& dy) {
+  const double epsilon = kernels::BatchNormKernel::epsilon;
+  const std::size_t plane = std::size_t(shape.height) * shape.width;
+  const double count = double(batch) * double(plane);
+  BatchNormResult r{std::vector<double>(x.size()), std::vector<double>(x.size()),
+                    std::vector<double>(shape.channels), std::vector<double>(shape.channels)};
+  for (int c = 0; c < shape.channels; ++c) {
+    const auto index = [&](int n, std::size_t p) {
+      return (std::size_t(n) * shape.channels + c) * plane + p;
+    };
+    double mean = 0, variance = 0;
+    for (int n = 0; n < batch; ++n)
+      for (std::size_t p = 0; p < plane; ++p) mean += x[index(n, p)] / count;
+    for (int n = 0; n < batch; ++n)
+      for (std::size_t p = 0; p < plane; ++p)
+        variance += (x[index(n, p)] - mean) * (x[index(n, p)] - mean) / count;
+    const double inverse_std = 1 / std::sqrt(variance + epsilon);
+    double dy_mean = 0, dy_xhat_mean = 0;
+    for (int n = 0; n < batch; ++n)
+      for (std::size_t p = 0; p < plane; ++p) {
+        const double xhat = (x[index(n, p)] - mean) * inverse_std;
+        r.output[index(n, p)] = scale[c] * xhat + shift[c];
+        r.shift_gradient[c] += dy[index(n, p)];
+        r.scale_gradient[c] += dy[index(n, p)] * xhat;
+        dy_mean += dy[index(n, p)] / count;
+        dy_xhat_mean += dy[index(n, p)] * xhat / count;
+      }
+    for (int n = 0; n < batch; ++n)
+      for (std::size_t p = 0; p < plane; ++p) {
+        const double xhat = (x[index(n, p)] - mean) * inverse_std;
+        r.input_gradient[index(n, p)] =
+            scale[c] * inverse_std * (dy[index(n, p)] - dy_mean - xhat * dy_xhat_mean);
+      }
+  }
+  return r;
 }
 
 }  // namespace dlscale::reference
