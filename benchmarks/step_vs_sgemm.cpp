@@ -198,11 +198,15 @@ class ProfiledMath final : public kernels::MathOps<float> {
   void column_sums(int rows, int cols, const float* dy, float* sums) override {
     timed("column_sums", 0, [&] { math_.column_sums(rows, cols, dy, sums); });
   }
-  void relu_forward(std::size_t count, const float* x, float* y) override {
-    timed("relu_forward", 0, [&] { math_.relu_forward(count, x, y); });
+  void relu_forward(std::size_t count, float ceiling, const float* x, float* y) override {
+    timed("relu_forward", 0, [&] { math_.relu_forward(count, ceiling, x, y); });
   }
-  void relu_backward(std::size_t count, const float* y, const float* dy, float* dx) override {
-    timed("relu_backward", 0, [&] { math_.relu_backward(count, y, dy, dx); });
+  void relu_backward(std::size_t count, float ceiling, const float* y, const float* dy,
+                     float* dx) override {
+    timed("relu_backward", 0, [&] { math_.relu_backward(count, ceiling, y, dy, dx); });
+  }
+  void add(std::size_t count, const float* a, const float* b, float* y) override {
+    timed("add", 0, [&] { math_.add(count, a, b, y); });
   }
   void sigmoid_forward(std::size_t count, const float* x, float* y) override {
     timed("sigmoid_forward", 0, [&] { math_.sigmoid_forward(count, x, y); });

@@ -71,14 +71,19 @@ class CpuMath final : public MathOps<T> {
     }
   }
 
-  void relu_forward(std::size_t count, const T* x, T* y) override {
+  void relu_forward(std::size_t count, T ceiling, const T* x, T* y) override {
 #pragma omp parallel for simd if (count > parallel_threshold)
-    for (std::size_t i = 0; i < count; ++i) y[i] = x[i] > T(0) ? x[i] : T(0);
+    for (std::size_t i = 0; i < count; ++i) y[i] = std::min(std::max(x[i], T(0)), ceiling);
   }
 
-  void relu_backward(std::size_t count, const T* y, const T* dy, T* dx) override {
+  void relu_backward(std::size_t count, T ceiling, const T* y, const T* dy, T* dx) override {
 #pragma omp parallel for simd if (count > parallel_threshold)
-    for (std::size_t i = 0; i < count; ++i) dx[i] = y[i] > T(0) ? dy[i] : T(0);
+    for (std::size_t i = 0; i < count; ++i) dx[i] = y[i] > T(0) && y[i] < ceiling ? dy[i] : T(0);
+  }
+
+  void add(std::size_t count, const T* a, const T* b, T* y) override {
+#pragma omp parallel for simd if (count > parallel_threshold)
+    for (std::size_t i = 0; i < count; ++i) y[i] = a[i] + b[i];
   }
 
   void sigmoid_forward(std::size_t count, const T* x, T* y) override {

@@ -30,9 +30,12 @@ class MathOps {
   // sums[c] = sum over r of dy[r][c].
   virtual void column_sums(int rows, int cols, const T* dy, T* sums) = 0;
 
-  virtual void relu_forward(std::size_t count, const T* x, T* y) = 0;
-  // dx = dy where the forward output y is positive, else 0.
-  virtual void relu_backward(std::size_t count, const T* y, const T* dy, T* dx) = 0;
+  // y = min(max(x, 0), ceiling): ReLU with an infinite ceiling, ReLU6 with 6. In place is fine.
+  virtual void relu_forward(std::size_t count, T ceiling, const T* x, T* y) = 0;
+  // dx = dy where the forward output y is strictly between 0 and the ceiling, else 0.
+  virtual void relu_backward(std::size_t count, T ceiling, const T* y, const T* dy, T* dx) = 0;
+  // y = a + b, element-wise. y may be a or b.
+  virtual void add(std::size_t count, const T* a, const T* b, T* y) = 0;
 
   virtual void sigmoid_forward(std::size_t count, const T* x, T* y) = 0;
   // dx = dy * y * (1 - y), from the forward output y.

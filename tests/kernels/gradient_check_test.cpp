@@ -21,13 +21,14 @@ using namespace dlscale::testing;
 
 // Checks a layer through the scalar loss L = sum(y * weights), whose output gradient is `weights`.
 // The CPU device's memory is host memory, so host vectors serve as device buffers here.
-void check_layer(Layer<double>& layer, int batch) {
+void check_layer(Layer<double>& layer, int batch, double input_scale = 1.0) {
   CpuDevice device(1);
   auto& math = device.math<double>();
   std::vector<double> parameters = random_values(layer.parameter_count(), 1);
   std::vector<double> parameter_gradient(layer.parameter_count());
   layer.bind(parameters.data(), parameter_gradient.data());
   std::vector<double> x = random_values(batch * layer.input_size(), 2);
+  for (double& value : x) value *= input_scale;
   const std::vector<double> output_weights = random_values(batch * layer.output_size(), 3);
   std::vector<double> y(output_weights.size());
 
@@ -58,6 +59,11 @@ TEST(GradientCheck, SigmoidLayerMatchesFiniteDifferences) {
 TEST(GradientCheck, ReluLayerMatchesFiniteDifferences) {
   ReluLayer<double> layer(6);
   check_layer(layer, 4);  // normal inputs are never within a finite-difference step of 0
+}
+
+TEST(GradientCheck, Relu6LayerMatchesFiniteDifferences) {
+  ReluLayer<double> layer(40, 6.0);
+  check_layer(layer, 4, 8.0);  // inputs ~ N(0, 64), so some pass the ceiling of 6
 }
 
 TEST(GradientCheck, SoftmaxCrossEntropyMatchesFiniteDifferences) {
