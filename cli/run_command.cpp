@@ -68,7 +68,8 @@ void print_model_list() {
                workload->family(), with_thousands_separators(workload->parameter_count()),
                workload->training_flops_per_sample() / 1e9, workload->default_batch(),
                workload->description());
-  fmt::print("\nGFLOP/sample counts one training step (forward + both backward GEMMs, 3x forward).\n"
+  fmt::print("\nGFLOP/sample counts one training step: 3x the forward FLOPs (forward, input and\n"
+             "weight gradients), the convention of the reference benchmark study.\n"
              "Any fully connected net: --model fcn:INPUT,HIDDEN,...,CLASSES (sigmoid hidden layers).\n");
 }
 

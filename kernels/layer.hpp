@@ -17,6 +17,7 @@ struct LayerShape {
   std::size_t input_size = 0;   // values per sample
   std::size_t output_size = 0;  // values per sample
   std::size_t parameter_count = 0;
+  std::size_t internal_values = 0;  // per sample, allocated by the layer itself
 };
 
 template <typename T>
@@ -28,7 +29,12 @@ class Layer {
   virtual std::size_t input_size() const = 0;   // values per sample
   virtual std::size_t output_size() const = 0;  // values per sample
   virtual std::size_t parameter_count() const { return 0; }
-  LayerShape shape() const { return {input_size(), output_size(), parameter_count()}; }
+  // Values per sample of device memory the layer allocates for itself (a composite layer's
+  // inner activations); counted by the memory plan.
+  virtual std::size_t internal_values_per_sample() const { return 0; }
+  LayerShape shape() const {
+    return {input_size(), output_size(), parameter_count(), internal_values_per_sample()};
+  }
   // Multiply-adds counted as 2 FLOPs, per sample, forward only.
   virtual double forward_flops_per_sample() const { return 0; }
 

@@ -47,10 +47,10 @@ class Network {
     for (const auto& layer : layers) {
       parameters += layer.parameter_count;
       widest = std::max({widest, layer.input_size, layer.output_size});
-      outputs += layer.output_size;
+      outputs += layer.output_size + layer.internal_values;
     }
     const std::size_t values = 2 * parameters                                   // weights, gradients
-                               + std::size_t(max_batch) * outputs                // layer outputs
+                               + std::size_t(max_batch) * outputs  // outputs, inner activations
                                + std::size_t(max_batch) * layers.back().output_size  // loss gradient
                                + 2 * std::size_t(max_batch) * widest;            // backward buffers
     return values * sizeof(T);
@@ -60,6 +60,7 @@ class Network {
     std::size_t values = parameters_.size() + gradients_.size() + loss_gradient_.size() +
                          backward_buffers_[0].size() + backward_buffers_[1].size();
     for (const auto& output : outputs_) values += output.size();
+    for (const auto& layer : layers_) values += std::size_t(max_batch_) * layer->internal_values_per_sample();
     return values * sizeof(T);
   }
 

@@ -10,6 +10,7 @@
 #include "kernels/network.hpp"
 #include "kernels/sgd_momentum.hpp"
 #include "kernels/relu_layer.hpp"
+#include "kernels/residual_block.hpp"
 #include "kernels/sigmoid_layer.hpp"
 #include "tests/kernels/finite_differences.hpp"
 #include "workloads/fcn_workload.hpp"
@@ -64,6 +65,26 @@ TEST(GradientCheck, ReluLayerMatchesFiniteDifferences) {
 TEST(GradientCheck, Relu6LayerMatchesFiniteDifferences) {
   ReluLayer<double> layer(40, 6.0);
   check_layer(layer, 4, 8.0);  // inputs ~ N(0, 64), so some pass the ceiling of 6
+}
+
+TEST(GradientCheck, ResidualBlockWithIdentityShortcutMatchesFiniteDifferences) {
+  CpuDevice device(1);
+  ResidualBlock<double>::Layers branch;
+  branch.push_back(std::make_unique<DenseLayer<double>>(5, 5));
+  branch.push_back(std::make_unique<SigmoidLayer<double>>(5));
+  branch.push_back(std::make_unique<DenseLayer<double>>(5, 5));
+  ResidualBlock<double> block(device, std::move(branch), {}, true, 3);
+  check_layer(block, 3);
+}
+
+TEST(GradientCheck, ResidualBlockWithProjectionShortcutMatchesFiniteDifferences) {
+  CpuDevice device(1);
+  ResidualBlock<double>::Layers branch, shortcut;
+  branch.push_back(std::make_unique<DenseLayer<double>>(6, 4));
+  branch.push_back(std::make_unique<SigmoidLayer<double>>(4));
+  shortcut.push_back(std::make_unique<DenseLayer<double>>(6, 4));
+  ResidualBlock<double> block(device, std::move(branch), std::move(shortcut), false, 3);
+  check_layer(block, 3);
 }
 
 TEST(GradientCheck, SoftmaxCrossEntropyMatchesFiniteDifferences) {

@@ -21,9 +21,11 @@ TEST(MemoryPlan, NetworkEstimateEqualsWhatItAllocates) {
 
 TEST(MemoryPlan, CnnEstimateEqualsWhatItAllocates) {
   kernels::CpuDevice device(1);
-  const auto workload = workloads::make_workload("alexnet-r");
-  const auto network = workload->build_network(device, 8);
-  EXPECT_EQ(workload->network_device_bytes(8), network->allocated_bytes());
+  for (const char* name : {"alexnet-r", "resnet-56"}) {  // resnet-56: residual blocks' own buffers
+    const auto workload = workloads::make_workload(name);
+    const auto network = workload->build_network(device, 8);
+    EXPECT_EQ(workload->network_device_bytes(8), network->allocated_bytes()) << name;
+  }
 }
 
 TEST(MemoryPlan, EstimateGrowsWithTheBatch) {

@@ -16,6 +16,9 @@ TEST(Workloads, ParameterCountsMatchTheReferenceTable) {
   EXPECT_EQ(make_workload("alexnet-r")->parameter_count(), 85'098u);
   EXPECT_EQ(make_workload("alexnet-s")->parameter_count(), 61'100'840u);
   EXPECT_EQ(make_workload("vgg-16")->parameter_count(), 138'357'544u);
+  EXPECT_EQ(make_workload("resnet-56")->parameter_count(), 855'770u);
+  EXPECT_EQ(make_workload("resnet-50")->parameter_count(), 25'557'032u);
+  EXPECT_EQ(make_workload("mobilenet-v2")->parameter_count(), 3'504'872u);
 }
 
 TEST(Workloads, ConvolutionFlopsFollowTheReferenceFormula) {
@@ -31,6 +34,9 @@ TEST(Workloads, ReferenceCpuBatchSizes) {
   EXPECT_EQ(make_workload("alexnet-r")->default_batch(), 1024);
   EXPECT_EQ(make_workload("alexnet-s")->default_batch(), 16);
   EXPECT_EQ(make_workload("vgg-16")->default_batch(), 16);
+  EXPECT_EQ(make_workload("resnet-56")->default_batch(), 128);
+  EXPECT_EQ(make_workload("resnet-50")->default_batch(), 16);
+  EXPECT_EQ(make_workload("mobilenet-v2")->default_batch(), 16);
 }
 
 TEST(Workloads, TrainingFlopsAreSixPerWeightPerSample) {

@@ -1,0 +1,187 @@
+// Counting and building planned layers.
+#include "workloads/network_plan.hpp"
+
+#include <stdexcept>
+#include <string>
+
+#include "kernels/batch_norm_layer.hpp"
+#include "kernels/convolution_layer.hpp"
+#include "kernels/dense_layer.hpp"
+#include "kernels/pooling_layer.hpp"
+#include "kernels/relu_layer.hpp"
+#include "kernels/residual_block.hpp"
+
+namespace dlscale::workloads {
+
+namespace {
+
+template <class... Handlers>
+struct Overloaded : Handlers... {
+  using Handlers::operator()...;
+};
+
+using Residual = std::shared_ptr<const PlannedResidual>;
+
+std::vector<kernels::LayerShape> shapes_of(const std::vector<PlannedLayer>& layers) {
+  std::vector<kernels::LayerShape> shapes;
+  for (const auto& layer : layers) shapes.push_back(shape_of(layer));
+  return shapes;
+}
+
+}  // namespace
+
+kernels::LayerShape shape_of(const PlannedLayer& layer) {
+  return std::visit(
+      Overloaded{
+          [](const kernels::ConvolutionGeometry& g) {
+            return kernels::LayerShape{g.input.size(), g.output().size(), g.parameter_count()};
+          },
+          [](const kernels::PoolingGeometry& g) {
+            return kernels::LayerShape{g.input.size(), g.output().size()};
+          },
+          [](const PlannedBatchNorm& b) {
+            return kernels::LayerShape{b.shape.size(), b.shape.size(),
+                                       2 * std::size_t(b.shape.channels)};
+          },
+          [](const PlannedRelu& r) { return kernels::LayerShape{r.size, r.size}; },
+          [](const PlannedDense& d) {
+            return kernels::LayerShape{std::size_t(d.inputs), std::size_t(d.outputs),
+                                       std::size_t(d.inputs) * d.outputs + d.outputs};
+          },
+          [](const Residual& r) {
+            const auto branch = shapes_of(r->branch), shortcut = shapes_of(r->shortcut);
+            std::size_t parameters = 0;
+            for (const auto* path : {&branch, &shortcut})
+              for (const auto& shape : *path) parameters += shape.parameter_count;
+            return kernels::LayerShape{branch.front().input_size, branch.back().output_size,
+                                       parameters,
+                                       kernels::ResidualBlock<float>::internal_values(branch, shortcut)};
+          },
+      },
+      layer);
+}
+
+double forward_flops_of(const PlannedLayer& layer) {
+  return std::visit(Overloaded{
+                        [](const kernels::ConvolutionGeometry& g) {
+                          return g.forward_flops_per_sample();
+                        },
+                        [](const PlannedDense& d) { return 2.0 * d.inputs * d.outputs; },
+                        [](const Residual& r) {
+                          double flops = 0;
+                          for (const auto* path : {&r->branch, &r->shortcut})
+                            for (const auto& inner : *path) flops += forward_flops_of(inner);
+                          return flops;
+                        },
+                        [](const auto&) { return 0.0; },
+                    },
+                    layer);
+}
+
+std::unique_ptr<kernels::Layer<float>> build_layer(kernels::Device& device,
+                                                   const PlannedLayer& layer, int max_batch) {
+  using LayerPointer = std::unique_ptr<kernels::Layer<float>>;
+  return std::visit(
+      Overloaded{
+          [&](const kernels::ConvolutionGeometry& g) -> LayerPointer {
+            return std::make_unique<kernels::ConvolutionLayer>(device, g);
+          },
+          [&](const kernels::PoolingGeometry& g) -> LayerPointer {
+            return std::make_unique<kernels::PoolingLayer>(device, g);
+          },
+          [&](const PlannedBatchNorm& b) -> LayerPointer {
+            return std::make_unique<kernels::BatchNormLayer>(device, b.shape);
+          },
+          [](const PlannedRelu& r) -> LayerPointer {
+            return std::make_unique<kernels::ReluLayer<float>>(r.size, r.ceiling);
+          },
+          [](const PlannedDense& d) -> LayerPointer {
+            return std::make_unique<kernels::DenseLayer<float>>(d.inputs, d.outputs);
+          },
+          [&](const Residual& r) -> LayerPointer {
+            kernels::ResidualBlock<float>::Layers branch, shortcut;
+            for (const auto& inner : r->branch) branch.push_back(build_layer(device, inner, max_batch));
+            for (const auto& inner : r->shortcut)
+              shortcut.push_back(build_layer(device, inner, max_batch));
+            return std::make_unique<kernels::ResidualBlock<float>>(device, std::move(branch),
+                                                            std::move(shortcut), r->relu_after,
+                                                            max_batch);
+          },
+      },
+      layer);
+}
+
+void PlanBuilder::require_image(const char* layer) const {
+  if (flattened_ > 0)
+    throw std::invalid_argument(std::string(layer) + " after a dense layer");
+}
+
+PlanBuilder& PlanBuilder::convolution(int output_channels, int kernel, int stride, int padding,
+                                      int groups, bool bias) {
+  require_image("convolution");
+  const kernels::ConvolutionGeometry g{image_, output_channels, kernel, stride, padding, groups,
+                                       bias};
+  if (image_.channels % groups != 0 || output_channels % groups != 0 || g.output().height < 1 ||
+      g.output().width < 1)
+    throw std::invalid_argument("convolution does not fit its input");
+  layers_.push_back(g);
+  image_ = g.output();
+  return *this;
+}
+
+PlanBuilder& PlanBuilder::batch_norm() {
+  require_image("batch norm");
+  layers_.push_back(PlannedBatchNorm{image_});
+  return *this;
+}
+
+PlanBuilder& PlanBuilder::relu(float ceiling) {
+  layers_.push_back(PlannedRelu{size(), ceiling});
+  return *this;
+}
+
+PlanBuilder& PlanBuilder::add_pooling(const kernels::PoolingGeometry& g) {
+  require_image("pooling");
+  if (g.output().height < 1 || g.output().width < 1)
+    throw std::invalid_argument("pooling does not fit its input");
+  layers_.push_back(g);
+  image_ = g.output();
+  return *this;
+}
+
+PlanBuilder& PlanBuilder::max_pool(int kernel, int stride, int padding) {
+  return add_pooling({image_, kernels::PoolingKind::max, kernel, stride, padding});
+}
+
+PlanBuilder& PlanBuilder::global_average_pool() {
+  if (image_.height != image_.width)
+    throw std::invalid_argument("global average pooling of a non-square image");
+  return add_pooling({image_, kernels::PoolingKind::average, image_.height, 1, 0});
+}
+
+PlanBuilder& PlanBuilder::dense(int outputs) {
+  layers_.push_back(PlannedDense{int(size()), outputs});
+  flattened_ = outputs;
+  return *this;
+}
+
+PlanBuilder& PlanBuilder::residual(const std::function<void(PlanBuilder&)>& branch,
+                                   const std::function<void(PlanBuilder&)>& shortcut,
+                                   bool relu_after) {
+  require_image("residual block");
+  PlanBuilder branch_builder(image_);
+  branch(branch_builder);
+  PlanBuilder shortcut_builder(image_);
+  if (shortcut) shortcut(shortcut_builder);
+  const auto& branch_out = branch_builder.image();
+  const auto& shortcut_out = shortcut_builder.image();
+  if (branch_builder.layers().empty() || branch_out.channels != shortcut_out.channels ||
+      branch_out.height != shortcut_out.height || branch_out.width != shortcut_out.width)
+    throw std::invalid_argument("residual paths end in different shapes");
+  layers_.push_back(std::make_shared<const PlannedResidual>(
+      PlannedResidual{branch_builder.layers(), shortcut_builder.layers(), relu_after}));
+  image_ = branch_out;
+  return *this;
+}
+
+}  // namespace dlscale::workloads
