@@ -214,6 +214,16 @@ class ProfiledMath final : public kernels::MathOps<float> {
   void sigmoid_backward(std::size_t count, const float* y, const float* dy, float* dx) override {
     timed("sigmoid_backward", 0, [&] { math_.sigmoid_backward(count, y, dy, dx); });
   }
+  void embedding_forward(int rows, int width, const float* ids, const float* table,
+                         float* y) override {
+    timed("embedding_forward", 0, [&] { math_.embedding_forward(rows, width, ids, table, y); });
+  }
+  void embedding_backward(int rows, int width, int vocabulary, const float* ids, const float* dy,
+                          float* table_gradient) override {
+    timed("embedding_backward", 0, [&] {
+      math_.embedding_backward(rows, width, vocabulary, ids, dy, table_gradient);
+    });
+  }
   double softmax_cross_entropy(int rows, int classes, const float* logits,
                                const std::int32_t* labels, float* dlogits) override {
     double loss = 0;
@@ -276,6 +286,9 @@ class ProfiledDevice final : public kernels::Device {
   std::unique_ptr<kernels::BatchNormKernel> make_batch_norm(
       const kernels::ImageShape& shape) override {
     return device_.make_batch_norm(shape);
+  }
+  std::unique_ptr<kernels::LstmKernel> make_lstm(const kernels::LstmGeometry& geometry) override {
+    return device_.make_lstm(geometry);
   }
   kernels::MathOps<float>& math_float() override { return math_; }
   kernels::MathOps<double>& math_double() override { return device_.math_double(); }

@@ -16,6 +16,7 @@
 
 #include "kernels/dnnl_check.hpp"
 #include "kernels/dnnl_image_kernels.hpp"
+#include "kernels/dnnl_lstm_kernel.hpp"
 
 
 
@@ -94,6 +95,24 @@ class CpuMath final : public MathOps<T> {
   void sigmoid_backward(std::size_t count, const T* y, const T* dy, T* dx) override {
 #pragma omp parallel for simd if (count > parallel_threshold)
     for (std::size_t i = 0; i < count; ++i) dx[i] = dy[i] * y[i] * (T(1) - y[i]);
+  }
+
+  void embedding_forward(int rows, int width, const T* ids, const T* table, T* y) override {
+#pragma omp parallel for if (std::size_t(rows) * width > parallel_threshold)
+    for (int r = 0; r < rows; ++r)
+      std::copy_n(table + std::size_t(ids[r]) * width, width, y + std::size_t(r) * width);
+  }
+
+  void embedding_backward(int rows, int width, int vocabulary, const T* ids, const T* dy,
+                          T* table_gradient) override {
+    std::fill_n(table_gradient, std::size_t(vocabulary) * width, T(0));
+    // Serial: two rows may hit the same token, and the rows are few next to the GEMMs.
+    for (int r = 0; r < rows; ++r) {
+      T* row = table_gradient + std::size_t(ids[r]) * width;
+      const T* gradient = dy + std::size_t(r) * width;
+#pragma omp simd
+      for (int c = 0; c < width; ++c) row[c] += gradient[c];
+    }
   }
 
   double softmax_cross_entropy(int rows, int classes, const T* logits,
@@ -193,6 +212,10 @@ std::unique_ptr<PoolingKernel> CpuDevice::make_pooling(const PoolingGeometry& ge
 
 std::unique_ptr<BatchNormKernel> CpuDevice::make_batch_norm(const ImageShape& shape) {
   return make_dnnl_batch_norm(dnnl_engine_, dnnl_stream_, shape);
+}
+
+std::unique_ptr<LstmKernel> CpuDevice::make_lstm(const LstmGeometry& geometry) {
+  return make_dnnl_lstm(dnnl_engine_, dnnl_stream_, geometry);
 }
 
 MathOps<float>& CpuDevice::math_float() { return *math_float_; }

@@ -32,6 +32,7 @@ class CpuDevice final : public Device {
       const ConvolutionGeometry& geometry) override;
   std::unique_ptr<PoolingKernel> make_pooling(const PoolingGeometry& geometry) override;
   std::unique_ptr<BatchNormKernel> make_batch_norm(const ImageShape& shape) override;
+  std::unique_ptr<LstmKernel> make_lstm(const LstmGeometry& geometry) override;
 
   MathOps<float>& math_float() override;
   MathOps<double>& math_double() override;

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "kernels/image_kernels.hpp"
+#include "kernels/sequence_kernels.hpp"
 
 namespace dlscale::kernels {
 
@@ -40,6 +41,12 @@ class MathOps {
   virtual void sigmoid_forward(std::size_t count, const T* x, T* y) = 0;
   // dx = dy * y * (1 - y), from the forward output y.
   virtual void sigmoid_backward(std::size_t count, const T* y, const T* dy, T* dx) = 0;
+
+  // Embedding lookup: y[r] = table[ids[r]] for `rows` token ids (stored as T, exact below 2^24).
+  virtual void embedding_forward(int rows, int width, const T* ids, const T* table, T* y) = 0;
+  // table_gradient = 0, then table_gradient[ids[r]] += dy[r] for every row.
+  virtual void embedding_backward(int rows, int width, int vocabulary, const T* ids, const T* dy,
+                                  T* table_gradient) = 0;
 
   // Mean softmax cross-entropy of `rows` samples, returned to the host. Also writes
   // dlogits = (softmax(logits) - onehot(labels)) / rows, the gradient of that mean.
@@ -76,6 +83,7 @@ class Device {
       const ConvolutionGeometry& geometry) = 0;
   virtual std::unique_ptr<PoolingKernel> make_pooling(const PoolingGeometry& geometry) = 0;
   virtual std::unique_ptr<BatchNormKernel> make_batch_norm(const ImageShape& shape) = 0;
+  virtual std::unique_ptr<LstmKernel> make_lstm(const LstmGeometry& geometry) = 0;
 
   virtual MathOps<float>& math_float() = 0;
   virtual MathOps<double>& math_double() = 0;

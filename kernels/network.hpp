@@ -1,4 +1,5 @@
-// A feed-forward stack of layers ending in softmax cross-entropy. All parameters sit in one flat
+// A feed-forward stack of layers ending in softmax cross-entropy (over every prediction of a
+// sample: one for a classifier, one per step for a language model). All parameters sit in one flat
 // device buffer and all gradients in another, in layer order, so data-parallel training reduces
 // the gradients with one allreduce (or, later, with buckets that are slices of it).
 #pragma once
@@ -17,10 +18,15 @@ namespace dlscale::kernels {
 template <typename T>
 class Network {
  public:
-  Network(Device& device, std::vector<std::unique_ptr<Layer<T>>> layers, int max_batch)
+  // classes: the width of one prediction; 0 means the last layer's whole output.
+  Network(Device& device, std::vector<std::unique_ptr<Layer<T>>> layers, int max_batch,
+          int classes = 0)
       : device_(device), math_(device.template math<T>()), layers_(std::move(layers)),
-        max_batch_(max_batch) {
+        max_batch_(max_batch),
+        classes_(classes > 0 ? classes : int(layers_.empty() ? 0 : layers_.back()->output_size())) {
     if (layers_.empty()) throw std::invalid_argument("a network needs at least one layer");
+    if (layers_.back()->output_size() % classes_ != 0)
+      throw std::invalid_argument("the last layer's output is not a whole number of predictions");
     std::size_t parameter_total = 0;
     std::size_t widest = 0;
     for (const auto& layer : layers_) {
@@ -35,7 +41,7 @@ class Network {
       offset += layer->parameter_count();
       outputs_.emplace_back(device, std::size_t(max_batch) * layer->output_size());
     }
-    loss_gradient_ = DeviceArray<T>(device, std::size_t(max_batch) * classes());
+    loss_gradient_ = DeviceArray<T>(device, std::size_t(max_batch) * layers_.back()->output_size());
     for (auto& buffer : backward_buffers_)
       buffer = DeviceArray<T>(device, std::size_t(max_batch) * widest);
   }
@@ -76,7 +82,8 @@ class Network {
     parameters_.copy_from_host(host);
   }
 
-  // Runs every layer and the loss; returns the mean loss over the batch and keeps its gradient.
+  // Runs every layer and the loss; returns the mean loss over all predictions of the batch and
+  // keeps its gradient. labels: one per prediction.
   double forward_loss(int batch, const T* inputs, const std::int32_t* labels) {
     check_batch(batch);
     const T* x = inputs;
@@ -84,7 +91,8 @@ class Network {
       layers_[i]->forward(math_, batch, x, outputs_[i].data());
       x = outputs_[i].data();
     }
-    return math_.softmax_cross_entropy(batch, classes(), x, labels, loss_gradient_.data());
+    return math_.softmax_cross_entropy(batch * predictions_per_sample(), classes_, x, labels,
+                                       loss_gradient_.data());
   }
 
   // Back-propagates the loss kept by the last forward_loss() into gradients().
@@ -106,7 +114,8 @@ class Network {
   const std::vector<std::unique_ptr<Layer<T>>>& layers() const { return layers_; }
 
   std::size_t input_size() const { return layers_.front()->input_size(); }
-  int classes() const { return int(layers_.back()->output_size()); }
+  int classes() const { return classes_; }
+  int predictions_per_sample() const { return int(layers_.back()->output_size()) / classes_; }
   int max_batch() const { return max_batch_; }
 
  private:
@@ -119,6 +128,7 @@ class Network {
   MathOps<T>& math_;
   std::vector<std::unique_ptr<Layer<T>>> layers_;
   int max_batch_;
+  int classes_;
   DeviceArray<T> parameters_;
   DeviceArray<T> gradients_;
   std::vector<DeviceArray<T>> outputs_;  // one per layer: what backward needs from forward

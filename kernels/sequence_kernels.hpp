@@ -1,0 +1,40 @@
+// The recurrent part of the Device seam: one LSTM layer over a whole sequence, forward and full
+// backpropagation through time, in float. The CPU device implements it with oneDNN.
+// Gates follow PyTorch and oneDNN: i, f, g (cell candidate), o, with one bias per gate:
+//   i = s(W_xi x + W_hi h + b_i)   f = s(W_xf x + W_hf h + b_f)   g = tanh(W_xg x + W_hg h + b_g)
+//   o = s(W_xo x + W_ho h + b_o)   c' = f * c + i * g             h' = o * tanh(c')
+#pragma once
+
+#include <cstddef>
+
+namespace dlscale::kernels {
+
+struct LstmGeometry {
+  int steps = 1;
+  int inputs = 0;
+  int hidden = 0;
+
+  // Parameters, in this order: W_x [inputs x 4 x hidden], W_h [hidden x 4 x hidden], b [4 x hidden].
+  std::size_t input_weight_count() const { return std::size_t(inputs) * 4 * hidden; }
+  std::size_t recurrent_weight_count() const { return std::size_t(hidden) * 4 * hidden; }
+  std::size_t parameter_count() const {
+    return input_weight_count() + recurrent_weight_count() + 4 * std::size_t(hidden);
+  }
+  // 2 * 4h * (x + h) per step, forward (../shared/workloads.md counts 6x for training).
+  double forward_flops_per_sample() const {
+    return 2.0 * steps * 4.0 * hidden * (double(inputs) + hidden);
+  }
+};
+
+class LstmKernel {
+ public:
+  virtual ~LstmKernel() = default;
+  // x [batch x steps x inputs] -> y [batch x steps x hidden], starting from zero state.
+  virtual void forward(int batch, const float* x, const float* parameters, float* y) = 0;
+  // Overwrites parameter_gradient; writes the input gradient unless it is null.
+  virtual void backward(int batch, const float* x, const float* parameters, const float* y,
+                        const float* output_gradient, float* input_gradient,
+                        float* parameter_gradient) = 0;
+};
+
+}  // namespace dlscale::kernels
