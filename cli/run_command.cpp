@@ -70,7 +70,8 @@ void print_model_list() {
                workload->description());
   fmt::print("\nGFLOP/sample counts one training step: 3x the forward FLOPs (forward, input and\n"
              "weight gradients), the convention of the reference benchmark study.\n"
-             "Any fully connected net: --model fcn:INPUT,HIDDEN,...,CLASSES (sigmoid hidden layers).\n");
+             "Any fully connected net: --model fcn:INPUT,HIDDEN,...,CLASSES (sigmoid hidden layers).\n"
+             "Any LSTM language model: --model lstm:SEQ,HIDDEN,LAYERS,VOCAB.\n");
 }
 
 // Everything a run needs that can be wrong because of user input, checked on every rank

@@ -27,8 +27,9 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
   po::options_description workload("Workload");
   workload.add_options()
       ("model,m", po::value(&options.model)->default_value(defaults.model),
-       "built-in model (see --list-models) or a fully connected net given as "
-       "fcn:INPUT,HIDDEN,...,CLASSES, e.g. fcn:784,2048,10")
+       "built-in model (see --list-models), a fully connected net "
+       "fcn:INPUT,HIDDEN,...,CLASSES (e.g. fcn:784,2048,10) or an LSTM language model "
+       "lstm:SEQ,HIDDEN,LAYERS,VOCAB (e.g. lstm:32,512,2,10000)")
       ("batch,b", po::value(&raw.batch),
        "samples per rank per step (default: the model's reference CPU batch)")
       ("iters,n", po::value(&raw.iterations)->default_value(defaults.measured_iterations),

@@ -1,13 +1,10 @@
 // FCN workloads: dense layers with sigmoid between them, trained on prototype-plus-noise data.
 #include "workloads/fcn_workload.hpp"
 
-#include <algorithm>
-#include <charconv>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "core/errors.hpp"
+#include "workloads/model_spec.hpp"
 #include "workloads/synthetic_classification.hpp"
 
 namespace dlscale::workloads {
@@ -52,29 +49,13 @@ HostBatch FcnWorkload::make_batch(int batch, std::uint64_t seed, int rank, int b
 }
 
 std::unique_ptr<FcnWorkload> parse_fcn_spec(const std::string& spec) {
-  const auto malformed = [&](std::string_view why) {
-    return UserError(fmt::format(
-        "--model: malformed FCN spec 'fcn:{}': {} (expected fcn:INPUT,HIDDEN,...,CLASSES, e.g. "
-        "fcn:784,2048,10)",
-        spec, why));
-  };
-  std::vector<int> sizes;
-  std::size_t start = 0;
-  while (start <= spec.size()) {
-    const std::size_t comma = std::min(spec.find(',', start), spec.size());
-    const std::string_view field(spec.data() + start, comma - start);
-    int size = 0;
-    const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), size);
-    if (field.empty() || error != std::errc() || end != field.data() + field.size())
-      throw malformed(fmt::format("'{}' is not a whole number", field));
-    if (size < 1 || size > largest_layer)
-      throw malformed(fmt::format("layer size {} is outside 1..{}", size, largest_layer));
-    sizes.push_back(size);
-    start = comma + 1;
-  }
-  if (sizes.size() < 2) throw malformed("it needs at least an input and an output size");
-  if (sizes.back() < 2) throw malformed("it needs at least 2 classes");
-  return std::make_unique<FcnWorkload>("fcn:" + spec, std::move(sizes), 64);
+  const std::string full_spec = "fcn:" + spec;
+  constexpr std::string_view usage = "fcn:INPUT,HIDDEN,...,CLASSES, e.g. fcn:784,2048,10";
+  std::vector<int> sizes = parse_spec_sizes(spec, full_spec, usage, largest_layer);
+  if (sizes.size() < 2)
+    throw_malformed_spec(full_spec, "it needs at least an input and an output size", usage);
+  if (sizes.back() < 2) throw_malformed_spec(full_spec, "it needs at least 2 classes", usage);
+  return std::make_unique<FcnWorkload>(full_spec, std::move(sizes), 64);
 }
 
 }  // namespace dlscale::workloads

@@ -6,6 +6,7 @@
 #include "core/errors.hpp"
 #include "workloads/cnn_zoo.hpp"
 #include "workloads/fcn_workload.hpp"
+#include "workloads/lstm_workload.hpp"
 
 namespace dlscale::workloads {
 
@@ -16,21 +17,27 @@ std::vector<std::unique_ptr<Workload>> builtin_workloads() {
   all.push_back(
       std::make_unique<FcnWorkload>("fcn-r", std::vector<int>{784, 2048, 4096, 1024, 10}, 1024));
   for (auto& workload : convolutional_workloads()) all.push_back(std::move(workload));
+  // 2-layer word-level language models of the reference study: vocabulary 10000, 512 wide.
+  for (const int steps : {32, 64})
+    all.push_back(std::make_unique<LstmWorkload>(fmt::format("lstm-{}", steps), steps, 512, 2,
+                                                 10000, 128));
   return all;
 }
 
 std::unique_ptr<Workload> make_workload(const std::string& name_or_spec) {
-  constexpr std::string_view fcn_prefix = "fcn:";
+  constexpr std::string_view fcn_prefix = "fcn:", lstm_prefix = "lstm:";
   if (name_or_spec.starts_with(fcn_prefix))
     return parse_fcn_spec(name_or_spec.substr(fcn_prefix.size()));
+  if (name_or_spec.starts_with(lstm_prefix))
+    return parse_lstm_spec(name_or_spec.substr(lstm_prefix.size()));
   std::string known;
   for (auto& workload : builtin_workloads()) {
     if (workload->name() == name_or_spec) return std::move(workload);
     known += (known.empty() ? "" : ", ") + workload->name();
   }
   throw UserError(fmt::format(
-      "--model: unknown model '{}' (built-in: {}; or fcn:INPUT,HIDDEN,...,CLASSES; see "
-      "--list-models)",
+      "--model: unknown model '{}' (built-in: {}; or fcn:INPUT,HIDDEN,...,CLASSES or "
+      "lstm:SEQ,HIDDEN,LAYERS,VOCAB; see --list-models)",
       name_or_spec, known));
 }
 

@@ -7,6 +7,7 @@
 
 #include "kernels/cpu_device.hpp"
 #include "kernels/dense_layer.hpp"
+#include "kernels/embedding_layer.hpp"
 #include "kernels/network.hpp"
 #include "kernels/sgd_momentum.hpp"
 #include "kernels/relu_layer.hpp"
@@ -50,6 +51,30 @@ void check_layer(Layer<double>& layer, int batch, double input_scale = 1.0) {
 TEST(GradientCheck, DenseLayerMatchesFiniteDifferences) {
   DenseLayer<double> layer(7, 5);
   check_layer(layer, 3);
+}
+
+TEST(GradientCheck, DenseLayerOverTimeStepsMatchesFiniteDifferences) {
+  DenseLayer<double> layer(4, 3, 5);
+  check_layer(layer, 2);
+}
+
+TEST(GradientCheck, EmbeddingLayerMatchesFiniteDifferences) {
+  CpuDevice device(1);
+  EmbeddingLayer<double> layer(7, 3, 4);  // vocabulary 7, width 3, 4 steps
+  std::vector<double> table = random_values(layer.parameter_count(), 1);
+  std::vector<double> table_gradient(table.size());
+  layer.bind(table.data(), table_gradient.data());
+  const std::vector<double> ids = {0, 3, 3, 6, 2, 2, 2, 5};  // 2 samples; repeats accumulate
+  const std::vector<double> output_weights = random_values(2 * layer.output_size(), 3);
+  std::vector<double> y(output_weights.size());
+  const auto loss = [&] {
+    layer.forward(device.math<double>(), 2, ids.data(), y.data());
+    return dot(y, output_weights);
+  };
+  loss();
+  layer.backward(device.math<double>(), 2, ids.data(), y.data(), output_weights.data(), nullptr);
+  const std::vector<double> analytic = table_gradient;
+  expect_gradients_match(analytic, numerical_gradient(table, loss), "table gradient");
 }
 
 TEST(GradientCheck, SigmoidLayerMatchesFiniteDifferences) {

@@ -43,6 +43,12 @@ TEST(Convergence, FcnLossFallsOnPrototypeData) {
   EXPECT_LT(last, 0.5 * first) << "loss went from " << first << " to " << last;
 }
 
+TEST(Convergence, LstmLossFallsOnMarkovSequences) {
+  const auto workload = workloads::make_workload("lstm:12,32,2,40");
+  const auto [first, last] = first_and_last_loss(*workload, 16, 0.5f, 150);
+  EXPECT_LT(last, 0.5 * first) << "loss went from " << first << " to " << last;
+}
+
 TEST(Convergence, CnnLossFallsOnPrototypeImages) {
   const auto workload = workloads::make_workload("alexnet-r");
   const auto [first, last] = first_and_last_loss(*workload, 16, 0.01f, 80);

@@ -19,9 +19,9 @@ TEST(MemoryPlan, NetworkEstimateEqualsWhatItAllocates) {
   EXPECT_EQ(workload->network_device_bytes(16), network->allocated_bytes());
 }
 
-TEST(MemoryPlan, CnnEstimateEqualsWhatItAllocates) {
+TEST(MemoryPlan, CnnAndLstmEstimatesEqualWhatTheyAllocate) {
   kernels::CpuDevice device(1);
-  for (const char* name : {"alexnet-r", "resnet-56"}) {  // resnet-56: residual blocks' own buffers
+  for (const char* name : {"alexnet-r", "resnet-56", "lstm:6,8,2,20"}) {  // resnet: blocks' buffers
     const auto workload = workloads::make_workload(name);
     const auto network = workload->build_network(device, 8);
     EXPECT_EQ(workload->network_device_bytes(8), network->allocated_bytes()) << name;

@@ -19,6 +19,27 @@ TEST(Workloads, ParameterCountsMatchTheReferenceTable) {
   EXPECT_EQ(make_workload("resnet-56")->parameter_count(), 855'770u);
   EXPECT_EQ(make_workload("resnet-50")->parameter_count(), 25'557'032u);
   EXPECT_EQ(make_workload("mobilenet-v2")->parameter_count(), 3'504'872u);
+  EXPECT_EQ(make_workload("lstm-32")->parameter_count(), 14'448'400u);  // one bias per gate
+  EXPECT_EQ(make_workload("lstm-64")->parameter_count(), 14'448'400u);
+}
+
+TEST(Workloads, LstmFlopsFollowTheReferenceFormula) {
+  // Per step: 6 * 4h * (x + h) per LSTM layer, 6 * h * vocabulary for the output layer.
+  const double expected = 32 * (2 * 6.0 * 4 * 512 * (512 + 512) + 6.0 * 512 * 10000);
+  EXPECT_DOUBLE_EQ(make_workload("lstm-32")->training_flops_per_sample(), expected);
+}
+
+TEST(Workloads, UserLstmSpecIsParsed) {
+  const auto workload = make_workload("lstm:8,16,3,50");
+  EXPECT_EQ(workload->family(), "RNN");
+  EXPECT_EQ(workload->input_size(), 8u);
+  EXPECT_EQ(workload->parameter_count(), 50u * 16 + 3 * (4 * 16 * 32 + 4 * 16) + 16 * 50 + 50);
+}
+
+TEST(Workloads, MalformedLstmSpecsAreUserErrors) {
+  for (const char* spec : {"lstm:", "lstm:32,512,2", "lstm:32,512,2,10000,7", "lstm:32,0,2,100",
+                           "lstm:32,512,x,100", "lstm:32,512,2,1"})
+    EXPECT_THROW(make_workload(spec), UserError) << spec;
 }
 
 TEST(Workloads, ConvolutionFlopsFollowTheReferenceFormula) {
@@ -37,6 +58,17 @@ TEST(Workloads, ReferenceCpuBatchSizes) {
   EXPECT_EQ(make_workload("resnet-56")->default_batch(), 128);
   EXPECT_EQ(make_workload("resnet-50")->default_batch(), 16);
   EXPECT_EQ(make_workload("mobilenet-v2")->default_batch(), 16);
+  EXPECT_EQ(make_workload("lstm-32")->default_batch(), 128);
+}
+
+TEST(SyntheticData, MarkovLabelsAreTheNextInputToken) {
+  const auto workload = make_workload("lstm:6,8,1,30");
+  const auto batch = workload->make_batch(4, 9, 0, 0);
+  ASSERT_EQ(batch.inputs.size(), 24u);
+  ASSERT_EQ(batch.labels.size(), 24u);
+  for (int b = 0; b < 4; ++b)
+    for (int t = 0; t + 1 < 6; ++t)
+      EXPECT_EQ(batch.labels[b * 6 + t], int(batch.inputs[b * 6 + t + 1]));
 }
 
 TEST(Workloads, TrainingFlopsAreSixPerWeightPerSample) {

@@ -1,0 +1,17 @@
+// Learnable synthetic token sequences from a fixed random Markov chain: every token has four
+// successors, chosen by the seed alone (so all ranks share the chain), followed with probabilities
+// 0.5, 0.25, 0.15 and 0.1. A language model can learn the chain, so its loss falls from ln(V)
+// towards the chain's entropy (about 1.2 nats).
+#pragma once
+
+#include <cstdint>
+
+#include "workloads/workload.hpp"
+
+namespace dlscale::workloads {
+
+// inputs: [batch x steps] token ids (as floats); labels: [batch x steps], each the next token.
+HostBatch make_markov_batch(int batch, int steps, int vocabulary, std::uint64_t seed, int rank,
+                            int batch_index);
+
+}  // namespace dlscale::workloads
