@@ -47,15 +47,15 @@ constexpr int clock_reads_per_step = 5;
 constexpr std::array<Phase, 4> step_phases = {Phase::forward, Phase::backward, Phase::allreduce,
                                               Phase::update};
 
-// The cases: fcn-r at its reference CPU batch 1024, fcn-s at 64.
+// One model at its reference CPU batch (fcn-r 1024, fcn-s 64, ...).
 struct WorkloadCase {
   std::string model;
   int batch;
 };
-const std::vector<WorkloadCase> workload_cases = {{"fcn-r", 1024}, {"fcn-s", 64}};
 
 struct Options {
   std::vector<int> threads{1, 2};
+  std::vector<WorkloadCase> cases;
   int measured_iterations = 8;
   int warmup_iterations = 2;
   int profile_iterations = 2;
@@ -92,13 +92,16 @@ std::vector<int> parse_thread_list(const std::string& text) {
 std::optional<Options> parse_options(int argc, char** argv) {
   Options options;
   std::string threads = "1,2";
+  std::string models = "fcn-r,fcn-s";
   po::options_description description(
-      "dlscale-bench-step: training-step GFLOP/s of fcn-r (batch 1024) and fcn-s (batch 64)\n"
+      "dlscale-bench-step: training-step GFLOP/s of each model at its reference CPU batch\n"
       "beside one large sgemm, measured in the same run. Run it without mpirun.\nOptions");
   description.add_options()
       ("help,h", "show this help")
       ("threads,t", po::value(&threads)->default_value(threads),
        "comma-separated compute thread counts (OpenBLAS and OpenMP)")
+      ("models,m", po::value(&models)->default_value(models),
+       "comma-separated models (dlscale --list-models), each at its reference CPU batch")
       ("iters,n", po::value(&options.measured_iterations)->default_value(options.measured_iterations),
        "measured training iterations per case")
       ("warmup,w", po::value(&options.warmup_iterations)->default_value(options.warmup_iterations),
@@ -125,6 +128,12 @@ std::optional<Options> parse_options(int argc, char** argv) {
     return std::nullopt;
   }
   options.threads = parse_thread_list(threads);
+  for (std::size_t start = 0; start <= models.size();) {
+    const std::size_t comma = std::min(models.find(',', start), models.size());
+    const auto workload = workloads::make_workload(models.substr(start, comma - start));
+    options.cases.push_back({workload->name(), workload->default_batch()});
+    start = comma + 1;
+  }
   if (options.measured_iterations < 1) throw UserError("--iters must be at least 1");
   if (options.warmup_iterations < 0) throw UserError("--warmup must not be negative");
   if (options.profile_iterations < 0) throw UserError("--profile-iters must not be negative");
@@ -507,7 +516,7 @@ int run(const Options& options, const comm::MpiSession& mpi, const std::string& 
     fmt::print(stderr, "threads {}: sgemm {}^3 x {}\n", threads, options.sgemm_size, options.sgemm_repeats);
     result.sgemm_before = sgemm_gflops_runs(*device, options.sgemm_size, options.sgemm_repeats);
     result.lap_seconds = lap_seconds(*device, options.timer_calls);
-    for (const auto& spec : workload_cases) {
+    for (const auto& spec : options.cases) {
       fmt::print(stderr, "threads {}: {} batch {}\n", threads, spec.model, spec.batch);
       result.cases.push_back(run_case(spec, *device, *communicator, options));
     }
