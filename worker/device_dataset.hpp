@@ -20,9 +20,10 @@ class DeviceDataset {
       add(device, workload.make_batch(batch, seed, rank, index));
   }
 
-  // Batches given explicitly, all of the same size.
-  DeviceDataset(kernels::Device& device, const std::vector<workloads::HostBatch>& batches)
-      : batch_(int(batches.front().labels.size())) {
+  // Batches given explicitly, each of `batch` samples.
+  DeviceDataset(kernels::Device& device, int batch,
+                const std::vector<workloads::HostBatch>& batches)
+      : batch_(batch) {
     for (const auto& batch : batches) add(device, batch);
   }
 

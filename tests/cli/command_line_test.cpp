@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "workloads/workload_registry.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -45,7 +47,7 @@ class CommandLine : public ::testing::Test {
   Outcome run_dlscale(const std::string& arguments) {
     for (int r = 0; r < ranks; ++r) fs::remove(directory_ / ("exit." + std::to_string(r)));
     std::ostringstream command;
-    command << "cd " << directory_ << " && timeout 60 " << DLSCALE_MPIEXEC << " -np " << ranks
+    command << "cd " << directory_ << " && timeout 300 " << DLSCALE_MPIEXEC << " -np " << ranks
             << " " << DLSCALE_MPIEXEC_PREFLAGS << " sh -c '\"$0\" \"$@\"; echo $? > "
             << directory_.string() << "/exit.${OMPI_COMM_WORLD_RANK:-0}' " << DLSCALE_EXECUTABLE
             << " " << arguments << " > stdout.txt 2> stderr.txt";
@@ -136,6 +138,23 @@ TEST_F(CommandLine, OverwriteReplacesAnEarlierResultsFile) {
       run_dlscale("--model fcn:16,8,4 --batch 4 --iters 2 --out again.h5 --overwrite");
   EXPECT_EQ(outcome.rank_exit_codes[0], 0);
   EXPECT_NE(read_file(directory_ / "again.h5"), "earlier results");
+}
+
+TEST_F(CommandLine, EveryBuiltinModelTrainsOnTwoRanksWithIdenticalParameters) {
+  for (const auto& workload : dlscale::workloads::builtin_workloads()) {
+    const std::string name = workload->name();
+    const Outcome outcome =
+        run_dlscale("--model " + name + " --batch 4 --iters 3 --warmup 1 --out " + name + ".h5");
+    for (int r = 0; r < ranks; ++r)
+      EXPECT_EQ(outcome.rank_exit_codes[r], 0) << name << " on rank " << r;
+    EXPECT_TRUE(fs::exists(directory_ / (name + ".h5"))) << name;
+    EXPECT_NE(outcome.stdout_text.find("bit-identical on all 2 ranks"), std::string::npos)
+        << name << ":\n" << outcome.stdout_text;
+  }
+}
+
+TEST_F(CommandLine, ModelTooLargeForMemoryIsRefusedAtOnce) {
+  expect_refused("--model vgg-16 --batch 100000", "available");
 }
 
 TEST_F(CommandLine, ListModelsShowsTheReferenceParameterCounts) {

@@ -27,9 +27,9 @@ struct Trained {
 };
 
 Trained train_on(const workloads::FcnWorkload& workload, comm::Communicator& communicator,
-                 const std::vector<workloads::HostBatch>& batches) {
+                 int batch, const std::vector<workloads::HostBatch>& batches) {
   kernels::CpuDevice device(1);
-  const DeviceDataset data(device, batches);
+  const DeviceDataset data(device, batch, batches);
   auto network = workload.build_network(device, data.batch());
   network->initialize(seed);
   kernels::SgdMomentum<float> optimizer(device, network->parameters().size(), learning_rate, 0.9f);
@@ -48,7 +48,8 @@ std::vector<workloads::HostBatch> batches_of(const workloads::FcnWorkload& workl
 TEST(DataParallel, EveryRankEndsWithBitIdenticalParameters) {
   const auto workload = workloads::parse_fcn_spec("12,10,8,4");
   comm::MpiCommunicator communicator(MPI_COMM_WORLD);
-  const Trained trained = train_on(*workload, communicator, batches_of(*workload, communicator.rank()));
+  const Trained trained =
+      train_on(*workload, communicator, batch_per_rank, batches_of(*workload, communicator.rank()));
   kernels::CpuDevice device(1);
   const auto fingerprints =
       communicator.gather_to_root((unsigned long long)parameter_fingerprint(device, trained.parameters));
@@ -60,7 +61,7 @@ TEST(DataParallel, EqualsOneProcessOnTheConcatenatedBatch) {
   const auto workload = workloads::parse_fcn_spec("12,10,8,4");
   comm::MpiCommunicator communicator(MPI_COMM_WORLD);
   const Trained parallel =
-      train_on(*workload, communicator, batches_of(*workload, communicator.rank()));
+      train_on(*workload, communicator, batch_per_rank, batches_of(*workload, communicator.rank()));
   if (communicator.rank() != 0) return;
 
   // One process, one rank's worth of communicator, every rank's samples in each step.
@@ -76,7 +77,8 @@ TEST(DataParallel, EqualsOneProcessOnTheConcatenatedBatch) {
     }
   }
   comm::MpiCommunicator alone(MPI_COMM_SELF);
-  const Trained serial = train_on(*workload, alone, concatenated);
+  const Trained serial =
+      train_on(*workload, alone, batch_per_rank * communicator.size(), concatenated);
 
   ASSERT_EQ(parallel.parameters.size(), serial.parameters.size());
   double largest_difference = 0;
