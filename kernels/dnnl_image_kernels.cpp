@@ -3,10 +3,10 @@
 // of image_kernels.hpp (nchw, oihw/goihw), which every oneDNN CPU implementation accepts.
 #include "kernels/dnnl_image_kernels.hpp"
 
-#include <map>
 #include <vector>
 
 #include "kernels/dnnl_check.hpp"
+#include "kernels/dnnl_support.hpp"
 
 namespace dlscale::kernels {
 
@@ -20,10 +20,6 @@ constexpr auto f32 = memory::data_type::f32;
 
 memory::desc image_desc(int batch, const ImageShape& shape) {
   return memory::desc({batch, shape.channels, shape.height, shape.width}, f32, tag::nchw);
-}
-
-memory wrap(const memory::desc& desc, const dnnl::engine& engine, const float* data) {
-  return memory(desc, engine, const_cast<float*>(data));
 }
 
 class DnnlConvolution final : public ConvolutionKernel {
@@ -81,7 +77,10 @@ class DnnlConvolution final : public ConvolutionKernel {
   };
 
   Primitives& primitives_for(int batch) {
-    if (const auto found = primitives_.find(batch); found != primitives_.end()) return found->second;
+    return primitives_.get(batch, [&](int b) { return build(b); });
+  }
+
+  Primitives build(int batch) {
     const auto& g = geometry_;
     Primitives p;
     p.input_desc = image_desc(batch, g.input);
@@ -106,14 +105,14 @@ class DnnlConvolution final : public ConvolutionKernel {
     p.forward = dnnl::convolution_forward(forward_pd);
     p.backward_data = dnnl::convolution_backward_data(data_pd);
     p.backward_weights = dnnl::convolution_backward_weights(weights_pd);
-    return primitives_.emplace(batch, std::move(p)).first->second;
+    return p;
   }
 
   dnnl::engine engine_;
   dnnl::stream stream_;
   ConvolutionGeometry geometry_;
   memory::desc weights_desc_, bias_desc_;
-  std::map<int, Primitives> primitives_;
+  PrimitivesPerBatch<Primitives> primitives_;
 };
 
 class DnnlPooling final : public PoolingKernel {
@@ -150,7 +149,10 @@ class DnnlPooling final : public PoolingKernel {
   };
 
   Primitives& primitives_for(int batch) {
-    if (const auto found = primitives_.find(batch); found != primitives_.end()) return found->second;
+    return primitives_.get(batch, [&](int b) { return build(b); });
+  }
+
+  Primitives build(int batch) {
     const auto& g = geometry_;
     Primitives p;
     p.input_desc = image_desc(batch, g.input);
@@ -172,13 +174,13 @@ class DnnlPooling final : public PoolingKernel {
     p.backward = dnnl::pooling_backward(backward_pd);
     if (forward_pd.workspace_desc().get_size() > 0)
       p.workspace = memory(forward_pd.workspace_desc(), engine_);
-    return primitives_.emplace(batch, std::move(p)).first->second;
+    return p;
   }
 
   dnnl::engine engine_;
   dnnl::stream stream_;
   PoolingGeometry geometry_;
-  std::map<int, Primitives> primitives_;
+  PrimitivesPerBatch<Primitives> primitives_;
 };
 
 class DnnlBatchNorm final : public BatchNormKernel {
@@ -233,7 +235,10 @@ class DnnlBatchNorm final : public BatchNormKernel {
   };
 
   Primitives& primitives_for(int batch) {
-    if (const auto found = primitives_.find(batch); found != primitives_.end()) return found->second;
+    return primitives_.get(batch, [&](int b) { return build(b); });
+  }
+
+  Primitives build(int batch) {
     Primitives p;
     p.data_desc = image_desc(batch, shape_);
     const auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
@@ -249,14 +254,14 @@ class DnnlBatchNorm final : public BatchNormKernel {
     p.backward = dnnl::batch_normalization_backward(backward_pd);
     p.mean = memory(forward_pd.mean_desc(), engine_);
     p.variance = memory(forward_pd.variance_desc(), engine_);
-    return primitives_.emplace(batch, std::move(p)).first->second;
+    return p;
   }
 
   dnnl::engine engine_;
   dnnl::stream stream_;
   ImageShape shape_;
   memory::desc channel_desc_;
-  std::map<int, Primitives> primitives_;
+  PrimitivesPerBatch<Primitives> primitives_;
 };
 
 }  // namespace

@@ -6,10 +6,10 @@
 #include "kernels/dnnl_lstm_kernel.hpp"
 
 #include <cstring>
-#include <map>
 #include <vector>
 
 #include "kernels/dnnl_check.hpp"
+#include "kernels/dnnl_support.hpp"
 
 namespace dlscale::kernels {
 
@@ -19,10 +19,6 @@ using dnnl::memory;
 using tag = memory::format_tag;
 constexpr auto f32 = memory::data_type::f32;
 constexpr auto left_to_right = dnnl::rnn_direction::unidirectional_left2right;
-
-memory wrap(const memory::desc& desc, const dnnl::engine& engine, const float* data) {
-  return memory(desc, engine, const_cast<float*>(data));
-}
 
 void zero(memory& buffer) {
   std::memset(buffer.get_data_handle(), 0, buffer.get_desc().get_size());
@@ -114,7 +110,10 @@ class DnnlLstm final : public LstmKernel {
   }
 
   Primitives& primitives_for(int batch) {
-    if (const auto found = primitives_.find(batch); found != primitives_.end()) return found->second;
+    return primitives_.get(batch, [&](int b) { return build(b); });
+  }
+
+  Primitives build(int batch) {
     const auto& g = geometry_;
     Primitives p;
     // Batch-major (ntc) sequences: each sample's steps are contiguous, as the Network lays out.
@@ -143,14 +142,14 @@ class DnnlLstm final : public LstmKernel {
     p.input_weights_gradient = memory(backward_pd.diff_weights_layer_desc(), engine_);
     p.recurrent_weights_gradient = memory(backward_pd.diff_weights_iter_desc(), engine_);
     p.bias_gradient = memory(backward_pd.diff_bias_desc(), engine_);
-    return primitives_.emplace(batch, std::move(p)).first->second;
+    return p;
   }
 
   dnnl::engine engine_;
   dnnl::stream stream_;
   LstmGeometry geometry_;
   memory::desc input_weights_desc_, recurrent_weights_desc_, bias_desc_;
-  std::map<int, Primitives> primitives_;
+  PrimitivesPerBatch<Primitives> primitives_;
 };
 
 }  // namespace
