@@ -1,0 +1,233 @@
+#!/usr/bin/python3
+# PyTorch CPU reference for dlscale-bench-step: builds each dlscale workload in PyTorch with the
+# same layer shapes, trains it on random data at its reference CPU batch (SGD momentum 0.9) and
+# prints the median training-step time per thread count as a Markdown table.
+import argparse
+import ctypes
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+from torch import nn
+
+BATCH = {"fcn-s": 64, "fcn-r": 1024, "alexnet-r": 1024, "alexnet-s": 16, "vgg-16": 16,
+         "resnet-56": 128, "resnet-50": 16, "mobilenet-v2": 16, "lstm-32": 128, "lstm-64": 128}
+
+
+def fcn(sizes):
+    layers = []
+    for i in range(len(sizes) - 1):
+        layers.append(nn.Linear(sizes[i], sizes[i + 1]))
+        if i + 2 < len(sizes):
+            layers.append(nn.Sigmoid())
+    return nn.Sequential(*layers)
+
+
+def alexnet_r():
+    layers, channels = [], 3
+    for out in (32, 32, 64):
+        layers += [nn.Conv2d(channels, out, 5, padding=2), nn.ReLU(), nn.MaxPool2d(3, 2)]
+        channels = out
+    return nn.Sequential(*layers, nn.Flatten(), nn.Linear(576, 10))
+
+
+def alexnet_s():  # torchvision AlexNet without dropout and without the adaptive pool
+    return nn.Sequential(
+        nn.Conv2d(3, 64, 11, 4, 2), nn.ReLU(), nn.MaxPool2d(3, 2),
+        nn.Conv2d(64, 192, 5, padding=2), nn.ReLU(), nn.MaxPool2d(3, 2),
+        nn.Conv2d(192, 384, 3, padding=1), nn.ReLU(),
+        nn.Conv2d(384, 256, 3, padding=1), nn.ReLU(),
+        nn.Conv2d(256, 256, 3, padding=1), nn.ReLU(), nn.MaxPool2d(3, 2), nn.Flatten(),
+        nn.Linear(9216, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 1000))
+
+
+def vgg_16():  # configuration D, no dropout; 0 marks a 2x2 max pool
+    layers, channels = [], 3
+    for out in (64, 64, 0, 128, 128, 0, 256, 256, 256, 0, 512, 512, 512, 0, 512, 512, 512, 0):
+        if out == 0:
+            layers.append(nn.MaxPool2d(2, 2))
+        else:
+            layers += [nn.Conv2d(channels, out, 3, padding=1), nn.ReLU()]
+            channels = out
+    return nn.Sequential(*layers, nn.Flatten(), nn.Linear(25088, 4096), nn.ReLU(),
+                         nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 1000))
+
+
+def conv_bn(cin, cout, kernel, stride=1, groups=1, act=None):
+    layers = [nn.Conv2d(cin, cout, kernel, stride, kernel // 2, groups=groups, bias=False),
+              nn.BatchNorm2d(cout)]
+    return nn.Sequential(*layers, act) if act is not None else nn.Sequential(*layers)
+
+
+class Residual(nn.Module):
+    """body(x) + shortcut(x); projection shortcut (1x1 conv + BN) where the shape changes."""
+
+    def __init__(self, body, cin, cout, stride, relu_after):
+        super().__init__()
+        self.body = body
+        self.shortcut = conv_bn(cin, cout, 1, stride) if stride != 1 or cin != cout else None
+        self.relu = nn.ReLU() if relu_after else nn.Identity()
+
+    def forward(self, x):
+        return self.relu(self.body(x) + (x if self.shortcut is None else self.shortcut(x)))
+
+
+def resnet_56():
+    layers, channels = [conv_bn(3, 16, 3, act=nn.ReLU())], 16
+    for width in (16, 32, 64):
+        for block in range(9):
+            stride = 2 if block == 0 and width != 16 else 1
+            body = nn.Sequential(conv_bn(channels, width, 3, stride, act=nn.ReLU()),
+                                 conv_bn(width, width, 3))
+            layers.append(Residual(body, channels, width, stride, True))
+            channels = width
+    return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
+
+
+def resnet_50():  # v1: the stride on the first 1x1 convolution of a stage
+    layers = [conv_bn(3, 64, 7, 2, act=nn.ReLU()), nn.MaxPool2d(3, 2, 1)]
+    channels = 64
+    for width, blocks in ((64, 3), (128, 4), (256, 6), (512, 3)):
+        for block in range(blocks):
+            stride = 2 if block == 0 and width != 64 else 1
+            body = nn.Sequential(conv_bn(channels, width, 1, stride, act=nn.ReLU()),
+                                 conv_bn(width, width, 3, act=nn.ReLU()),
+                                 conv_bn(width, 4 * width, 1))
+            layers.append(Residual(body, channels, 4 * width, stride, True))
+            channels = 4 * width
+    return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2048, 1000))
+
+
+def mobilenet_v2():  # x1.0, torchvision layout without dropout
+    layers, channels = [conv_bn(3, 32, 3, 2, act=nn.ReLU6())], 32
+    for expansion, out, blocks, first_stride in ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2),
+                                                 (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
+                                                 (6, 320, 1, 1)):
+        for block in range(blocks):
+            stride, hidden = (first_stride if block == 0 else 1), channels * expansion
+            body = [conv_bn(channels, hidden, 1, act=nn.ReLU6())] if expansion != 1 else []
+            body += [conv_bn(hidden, hidden, 3, stride, groups=hidden, act=nn.ReLU6()),
+                     conv_bn(hidden, out, 1)]
+            body = nn.Sequential(*body)
+            layers.append(Residual(body, channels, out, 1, False)
+                          if stride == 1 and channels == out else body)
+            channels = out
+    return nn.Sequential(*layers, conv_bn(320, 1280, 1, act=nn.ReLU6()), nn.AdaptiveAvgPool2d(1),
+                         nn.Flatten(), nn.Linear(1280, 1000))
+
+
+class LstmLm(nn.Module):
+    """Embedding 512, 2-layer LSTM 512, a 512->10000 linear at every step (input: steps x batch)."""
+
+    def __init__(self, vocabulary=10000, hidden=512, layers=2):
+        super().__init__()
+        self.embedding = nn.Embedding(vocabulary, hidden)
+        self.lstm = nn.LSTM(hidden, hidden, layers)
+        self.output = nn.Linear(hidden, vocabulary)
+
+    def forward(self, tokens):
+        hidden, _ = self.lstm(self.embedding(tokens))
+        return self.output(hidden).flatten(0, 1)
+
+
+def build(name):
+    """Returns (network, random input, random labels, parameters torch has beyond dlscale)."""
+    batch = BATCH[name]
+    if name.startswith("lstm-"):
+        steps = int(name.split("-")[1])
+        # torch's LSTM has two bias vectors per gate (b_ih and b_hh), dlscale one: 4 x 512 x 2.
+        return (LstmLm(), torch.randint(0, 10000, (steps, batch)),
+                torch.randint(0, 10000, (steps * batch,)), 4 * 512 * 2)
+    builders = {"fcn-s": lambda: fcn([26752, 2048, 2048, 2048, 2048, 26752]),
+                "fcn-r": lambda: fcn([784, 2048, 4096, 1024, 10]),
+                "alexnet-r": alexnet_r, "alexnet-s": alexnet_s, "vgg-16": vgg_16,
+                "resnet-56": resnet_56, "resnet-50": resnet_50, "mobilenet-v2": mobilenet_v2}
+    network = builders[name]()
+    if name.startswith("fcn-"):
+        inputs = torch.randn(batch, network[0].in_features)
+    else:
+        inputs = torch.randn(batch, 3, *((32, 32) if name in ("alexnet-r", "resnet-56")
+                                         else (224, 224)))
+    classes = [m for m in network.modules() if isinstance(m, nn.Linear)][-1].out_features
+    return network, inputs, torch.randint(0, classes, (batch,)), 0
+
+
+def dlscale_parameter_counts(dlscale):
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    listing = subprocess.run([dlscale, "--list-models"], check=True, capture_output=True,
+                             text=True, env=env).stdout
+    rows = (line.split() for line in listing.splitlines())
+    return {f[0]: int(f[2].replace(",", "")) for f in rows if len(f) > 2 and f[0] in BATCH}
+
+
+def set_blas_threads(threads):
+    # Debian's torch calls OpenBLAS through libblas.so.3, which ignores torch.set_num_threads.
+    try:
+        ctypes.CDLL("libblas.so.3").openblas_set_num_threads(threads)
+    except (OSError, AttributeError):
+        pass
+
+
+def median_step(network, inputs, labels, threads, iters, warmup):
+    torch.set_num_threads(threads)
+    set_blas_threads(threads)
+    network.train()
+    optimizer = torch.optim.SGD(network.parameters(), lr=0.01, momentum=0.9)
+    loss_function = nn.CrossEntropyLoss()
+    times = []
+    for i in range(warmup + iters):
+        start = time.perf_counter()
+        optimizer.zero_grad(set_to_none=True)
+        loss_function(network(inputs), labels).backward()
+        optimizer.step()
+        if i >= warmup:
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    parser = argparse.ArgumentParser(
+        description="PyTorch CPU training-step reference for dlscale-bench-step")
+    parser.add_argument("--models", default="fcn-r,fcn-s")
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--iters", type=int, default=8)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--dlscale", default=os.path.join(here, "..", "build", "dlscale"),
+                        help="dlscale binary whose --list-models counts are checked")
+    args = parser.parse_args()
+    models, thread_counts = args.models.split(","), [int(t) for t in args.threads.split(",")]
+    unknown = [m for m in models if m not in BATCH]
+    if unknown:
+        sys.exit(f"unknown model(s) {unknown}; known: {', '.join(BATCH)}")
+    torch.manual_seed(0)
+    torch.set_num_interop_threads(1)
+    expected = dlscale_parameter_counts(args.dlscale)
+
+    print("# PyTorch reference: training step at the dlscale reference CPU batch\n")
+    print(f"- command: `{' '.join(sys.argv)}`")
+    print(f"- PyTorch {torch.__version__} (Python {sys.version.split()[0]}), "
+          f"mkldnn available: {torch.backends.mkldnn.is_available()}, float32, training mode")
+    print("- step: zero_grad, forward, cross-entropy, backward, SGD(lr=0.01, momentum=0.9); "
+          f"median of {args.iters} measured steps after {args.warmup} warm-up\n")
+    print("| model | batch | threads | median step s | parameters | dlscale parameters |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name in models:
+        network, inputs, labels, extra = build(name)
+        count = sum(p.numel() for p in network.parameters())
+        if count != expected[name] + extra:
+            sys.exit(f"{name}: {count:,} parameters in torch, {expected[name]:,} in dlscale")
+        for threads in thread_counts:
+            step = median_step(network, inputs, labels, threads, args.iters, args.warmup)
+            print(f"| {name} | {BATCH[name]} | {threads} | {step:.4f} | {count:,} | "
+                  f"{expected[name]:,} |", flush=True)
+    if any(m.startswith("lstm-") for m in models):
+        print("\ntorch's LSTM has two biases per gate (b_ih, b_hh): 4,096 parameters more "
+              "than dlscale's single bias.")
+
+
+if __name__ == "__main__":
+    main()
