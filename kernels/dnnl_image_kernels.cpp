@@ -41,70 +41,105 @@ class DnnlConvolution final : public ConvolutionKernel {
   void forward(int batch, const float* x, const float* weights, const float* bias,
                float* y) override {
     auto& p = primitives_for(batch);
+    const memory output = p.output.target(wrap(p.input_output_plain[1], engine_, y), engine_);
     std::unordered_map<int, memory> arguments = {
-        {DNNL_ARG_SRC, wrap(p.input_desc, engine_, x)},
-        {DNNL_ARG_WEIGHTS, wrap(weights_desc_, engine_, weights)},
-        {DNNL_ARG_DST, wrap(p.output_desc, engine_, y)}};
+        {DNNL_ARG_SRC, p.input.source(wrap(p.input_output_plain[0], engine_, x), engine_, stream_)},
+        {DNNL_ARG_WEIGHTS, p.weights.source(wrap(weights_desc_, engine_, weights), engine_, stream_)},
+        {DNNL_ARG_DST, output}};
     if (geometry_.bias) arguments.emplace(DNNL_ARG_BIAS, wrap(bias_desc_, engine_, bias));
     DLSCALE_DNNL_CHECK(p.forward.execute(stream_, arguments));
+    p.output.finish(wrap(p.input_output_plain[1], engine_, y), stream_);
     stream_.wait();
   }
 
   void backward(int batch, const float* x, const float* weights, const float* output_gradient,
                 float* input_gradient, float* weight_gradient, float* bias_gradient) override {
     auto& p = primitives_for(batch);
+    const memory plain_output_gradient = wrap(p.input_output_plain[1], engine_, output_gradient);
+    const memory plain_weight_gradient = wrap(weights_desc_, engine_, weight_gradient);
+    const memory weight_gradient_target = p.weight_gradient.target(plain_weight_gradient, engine_);
     std::unordered_map<int, memory> arguments = {
-        {DNNL_ARG_SRC, wrap(p.input_desc, engine_, x)},
-        {DNNL_ARG_DIFF_DST, wrap(p.output_desc, engine_, output_gradient)},
-        {DNNL_ARG_DIFF_WEIGHTS, wrap(weights_desc_, engine_, weight_gradient)}};
+        {DNNL_ARG_SRC,
+         p.weights_pass_input.source(wrap(p.input_output_plain[0], engine_, x), engine_, stream_)},
+        {DNNL_ARG_DIFF_DST,
+         p.weights_pass_output_gradient.source(plain_output_gradient, engine_, stream_)},
+        {DNNL_ARG_DIFF_WEIGHTS, weight_gradient_target}};
     if (geometry_.bias)
       arguments.emplace(DNNL_ARG_DIFF_BIAS, wrap(bias_desc_, engine_, bias_gradient));
     DLSCALE_DNNL_CHECK(p.backward_weights.execute(stream_, arguments));
-    if (input_gradient != nullptr)
+    p.weight_gradient.finish(plain_weight_gradient, stream_);
+    if (input_gradient != nullptr) {
+      const memory plain_input_gradient = wrap(p.input_output_plain[0], engine_, input_gradient);
+      const memory input_gradient_target = p.input_gradient.target(plain_input_gradient, engine_);
       DLSCALE_DNNL_CHECK(p.backward_data.execute(
-          stream_, {{DNNL_ARG_DIFF_DST, wrap(p.output_desc, engine_, output_gradient)},
-                    {DNNL_ARG_WEIGHTS, wrap(weights_desc_, engine_, weights)},
-                    {DNNL_ARG_DIFF_SRC, wrap(p.input_desc, engine_, input_gradient)}}));
+          stream_,
+          {{DNNL_ARG_DIFF_DST,
+            p.data_pass_output_gradient.source(plain_output_gradient, engine_, stream_)},
+           {DNNL_ARG_WEIGHTS,
+            p.data_pass_weights.source(wrap(weights_desc_, engine_, weights), engine_, stream_)},
+           {DNNL_ARG_DIFF_SRC, input_gradient_target}}));
+      p.input_gradient.finish(plain_input_gradient, stream_);
+    }
     stream_.wait();
   }
 
  private:
   struct Primitives {
-    memory::desc input_desc, output_desc;
+    memory::desc input_output_plain[2];  // NCHW, as the Network holds activations
     dnnl::convolution_forward forward;
     dnnl::convolution_backward_data backward_data;
     dnnl::convolution_backward_weights backward_weights;
+    // Every tensor in the layout its primitive chose (see LayoutStage).
+    LayoutStage input, weights, output;
+    LayoutStage weights_pass_input, weights_pass_output_gradient, weight_gradient;
+    LayoutStage data_pass_output_gradient, data_pass_weights, input_gradient;
   };
 
   Primitives& primitives_for(int batch) {
     return primitives_.get(batch, [&](int b) { return build(b); });
   }
 
+  // Layouts are left to oneDNN (format_tag::any), so it can pick its direct blocked-layout
+  // kernels; with plain NCHW/OIHW it falls back to im2col + GEMM, 2-3x slower on thin and
+  // depthwise convolutions (docs/performance.md).
   Primitives build(int batch) {
     const auto& g = geometry_;
     Primitives p;
-    p.input_desc = image_desc(batch, g.input);
-    p.output_desc = image_desc(batch, g.output());
+    p.input_output_plain[0] = image_desc(batch, g.input);
+    p.input_output_plain[1] = image_desc(batch, g.output());
+    const auto any_like = [](const memory::desc& plain) {
+      return memory::desc(plain.dims(), f32, tag::any);
+    };
+    const memory::desc input_any = any_like(p.input_output_plain[0]);
+    const memory::desc output_any = any_like(p.input_output_plain[1]);
+    const memory::desc weights_any = any_like(weights_desc_);
     const memory::dims strides = {g.stride, g.stride}, padding = {g.padding, g.padding};
     const auto forward_pd = DLSCALE_DNNL_CHECK(dnnl::convolution_forward::primitive_desc(
         dnnl::convolution_forward::desc(prop_kind::forward_training,
-                                        algorithm::convolution_direct, p.input_desc,
-                                        weights_desc_, bias_desc_, p.output_desc, strides,
-                                        padding, padding),
+                                        algorithm::convolution_direct, input_any, weights_any,
+                                        bias_desc_, output_any, strides, padding, padding),
         engine_));
     const auto data_pd = DLSCALE_DNNL_CHECK(dnnl::convolution_backward_data::primitive_desc(
-        dnnl::convolution_backward_data::desc(algorithm::convolution_direct, p.input_desc,
-                                              weights_desc_, p.output_desc, strides, padding,
-                                              padding),
+        dnnl::convolution_backward_data::desc(algorithm::convolution_direct, input_any,
+                                              weights_any, output_any, strides, padding, padding),
         engine_, forward_pd));
     const auto weights_pd = DLSCALE_DNNL_CHECK(dnnl::convolution_backward_weights::primitive_desc(
-        dnnl::convolution_backward_weights::desc(algorithm::convolution_direct, p.input_desc,
-                                                 weights_desc_, bias_desc_, p.output_desc,
-                                                 strides, padding, padding),
+        dnnl::convolution_backward_weights::desc(algorithm::convolution_direct, input_any,
+                                                 weights_any, bias_desc_, output_any, strides,
+                                                 padding, padding),
         engine_, forward_pd));
     p.forward = dnnl::convolution_forward(forward_pd);
     p.backward_data = dnnl::convolution_backward_data(data_pd);
     p.backward_weights = dnnl::convolution_backward_weights(weights_pd);
+    p.input = LayoutStage(forward_pd.src_desc());
+    p.weights = LayoutStage(forward_pd.weights_desc());
+    p.output = LayoutStage(forward_pd.dst_desc());
+    p.weights_pass_input = LayoutStage(weights_pd.src_desc());
+    p.weights_pass_output_gradient = LayoutStage(weights_pd.diff_dst_desc());
+    p.weight_gradient = LayoutStage(weights_pd.diff_weights_desc());
+    p.data_pass_output_gradient = LayoutStage(data_pd.diff_dst_desc());
+    p.data_pass_weights = LayoutStage(data_pd.weights_desc());
+    p.input_gradient = LayoutStage(data_pd.diff_src_desc());
     return p;
   }
 

@@ -14,6 +14,39 @@ inline dnnl::memory wrap(const dnnl::memory::desc& desc, const dnnl::engine& eng
   return dnnl::memory(desc, engine, const_cast<float*>(data));
 }
 
+// One tensor as a primitive wants it. When the primitive's chosen layout differs from the plain
+// one dlscale keeps, the data goes through a staging buffer of the kernel's own and a reorder:
+// source() before the primitive for what it reads, target() and finish() around it for what it
+// writes. When the layouts agree, the user's memory is used directly.
+class LayoutStage {
+ public:
+  LayoutStage() = default;
+  explicit LayoutStage(const dnnl::memory::desc& wanted) : wanted_(wanted) {}
+
+  dnnl::memory source(dnnl::memory user, const dnnl::engine& engine, const dnnl::stream& stream) {
+    if (user.get_desc() == wanted_) return user;
+    dnnl::memory& staged = staging(engine);
+    dnnl::reorder(user, staged).execute(stream, user, staged);
+    return staged;
+  }
+  dnnl::memory target(const dnnl::memory& user, const dnnl::engine& engine) {
+    return user.get_desc() == wanted_ ? user : staging(engine);
+  }
+  void finish(dnnl::memory user, const dnnl::stream& stream) {
+    if (user.get_desc() == wanted_) return;
+    dnnl::reorder(staging_, user).execute(stream, staging_, user);
+  }
+
+ private:
+  dnnl::memory& staging(const dnnl::engine& engine) {
+    if (!staging_) staging_ = dnnl::memory(wanted_, engine);
+    return staging_;
+  }
+
+  dnnl::memory::desc wanted_;
+  dnnl::memory staging_;
+};
+
 template <typename Primitives>
 class PrimitivesPerBatch {
  public:
