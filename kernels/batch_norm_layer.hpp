@@ -10,7 +10,8 @@ namespace dlscale::kernels {
 
 class BatchNormLayer final : public Layer<float> {
  public:
-  BatchNormLayer(Device& device, const ImageShape& shape) : device_(device), shape_(shape) {}
+  BatchNormLayer(Device& device, const ImageShape& shape, ImageLayout layout)
+      : device_(device), shape_(shape), layout_(layout) {}
 
   std::string kind() const override { return "batch_norm"; }
   std::size_t input_size() const override { return shape_.size(); }
@@ -42,12 +43,13 @@ class BatchNormLayer final : public Layer<float> {
 
  private:
   BatchNormKernel& kernel() {
-    if (!kernel_) kernel_ = device_.make_batch_norm(shape_);
+    if (!kernel_) kernel_ = device_.make_batch_norm(shape_, layout_);
     return *kernel_;
   }
 
   Device& device_;
   ImageShape shape_;
+  ImageLayout layout_;
   std::unique_ptr<BatchNormKernel> kernel_;
   float* scale_ = nullptr;
   float* shift_ = nullptr;

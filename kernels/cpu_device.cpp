@@ -167,6 +167,7 @@ CpuDevice::CpuDevice(int compute_threads)
     : compute_threads_(compute_threads),
       dnnl_engine_(DLSCALE_DNNL_CHECK(dnnl::engine(dnnl::engine::kind::cpu, 0))),
       dnnl_stream_(DLSCALE_DNNL_CHECK(dnnl::stream(dnnl_engine_))),
+      image_layouts_(dnnl_engine_),
       math_float_(std::make_unique<CpuMath<float>>()),
       math_double_(std::make_unique<CpuMath<double>>()) {
   openblas_set_num_threads(compute_threads);
@@ -203,15 +204,16 @@ void CpuDevice::copy_to_host(void* host_destination, const void* device_source,
 
 std::unique_ptr<ConvolutionKernel> CpuDevice::make_convolution(
     const ConvolutionGeometry& geometry) {
-  return make_dnnl_convolution(dnnl_engine_, dnnl_stream_, geometry);
+  return make_dnnl_convolution(dnnl_engine_, dnnl_stream_, image_layouts_, geometry);
 }
 
 std::unique_ptr<PoolingKernel> CpuDevice::make_pooling(const PoolingGeometry& geometry) {
-  return make_dnnl_pooling(dnnl_engine_, dnnl_stream_, geometry);
+  return make_dnnl_pooling(dnnl_engine_, dnnl_stream_, image_layouts_, geometry);
 }
 
-std::unique_ptr<BatchNormKernel> CpuDevice::make_batch_norm(const ImageShape& shape) {
-  return make_dnnl_batch_norm(dnnl_engine_, dnnl_stream_, shape);
+std::unique_ptr<BatchNormKernel> CpuDevice::make_batch_norm(const ImageShape& shape,
+                                                           ImageLayout layout) {
+  return make_dnnl_batch_norm(dnnl_engine_, dnnl_stream_, image_layouts_, shape, layout);
 }
 
 std::unique_ptr<LstmKernel> CpuDevice::make_lstm(const LstmGeometry& geometry) {

@@ -7,6 +7,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "kernels/device.hpp"
+#include "kernels/dnnl_image_layouts.hpp"
 
 namespace dlscale::kernels {
 
@@ -31,16 +32,21 @@ class CpuDevice final : public Device {
   std::unique_ptr<ConvolutionKernel> make_convolution(
       const ConvolutionGeometry& geometry) override;
   std::unique_ptr<PoolingKernel> make_pooling(const PoolingGeometry& geometry) override;
-  std::unique_ptr<BatchNormKernel> make_batch_norm(const ImageShape& shape) override;
+  std::unique_ptr<BatchNormKernel> make_batch_norm(const ImageShape& shape,
+                                                  ImageLayout layout) override;
   std::unique_ptr<LstmKernel> make_lstm(const LstmGeometry& geometry) override;
 
   MathOps<float>& math_float() override;
   MathOps<double>& math_double() override;
 
+  // What ImageLayout::native means on this CPU.
+  const DnnlImageLayouts& image_layouts() const { return image_layouts_; }
+
  private:
   int compute_threads_;
   dnnl::engine dnnl_engine_;
   dnnl::stream dnnl_stream_;
+  DnnlImageLayouts image_layouts_;
   std::unique_ptr<MathOps<float>> math_float_;
   std::unique_ptr<MathOps<double>> math_double_;
 };

@@ -1,6 +1,7 @@
-// oneDNN convolution, pooling and batch normalization. Primitives are created on the first call for a batch size and
-// reused after that, so a training step pays for execution only. Tensors are in the plain layouts
-// of image_kernels.hpp (nchw, oihw/goihw), which every oneDNN CPU implementation accepts.
+// oneDNN convolution, pooling and batch normalization. Primitives are created on the first call
+// for a batch size and reused after that, so a training step pays for execution only. Activations
+// are in the layouts their geometry names (DnnlImageLayouts); weights stay plain oihw/goihw in
+// the Network's flat parameter buffer.
 #include "kernels/dnnl_image_kernels.hpp"
 
 #include <vector>
@@ -18,15 +19,11 @@ using dnnl::prop_kind;
 using tag = memory::format_tag;
 constexpr auto f32 = memory::data_type::f32;
 
-memory::desc image_desc(int batch, const ImageShape& shape) {
-  return memory::desc({batch, shape.channels, shape.height, shape.width}, f32, tag::nchw);
-}
-
 class DnnlConvolution final : public ConvolutionKernel {
  public:
   DnnlConvolution(const dnnl::engine& engine, const dnnl::stream& stream,
-                  const ConvolutionGeometry& geometry)
-      : engine_(engine), stream_(stream), geometry_(geometry) {
+                  const DnnlImageLayouts& layouts, const ConvolutionGeometry& geometry)
+      : engine_(engine), stream_(stream), layouts_(layouts), geometry_(geometry) {
     const auto& g = geometry_;
     const int group_in = g.input.channels / g.groups, group_out = g.output_channels / g.groups;
     weights_desc_ = g.groups == 1
@@ -41,51 +38,51 @@ class DnnlConvolution final : public ConvolutionKernel {
   void forward(int batch, const float* x, const float* weights, const float* bias,
                float* y) override {
     auto& p = primitives_for(batch);
-    const memory output = p.output.target(wrap(p.input_output_plain[1], engine_, y), engine_);
+    const memory output = p.output.target(wrap(p.input_output[1], engine_, y), engine_);
     std::unordered_map<int, memory> arguments = {
-        {DNNL_ARG_SRC, p.input.source(wrap(p.input_output_plain[0], engine_, x), engine_, stream_)},
+        {DNNL_ARG_SRC, p.input.source(wrap(p.input_output[0], engine_, x), engine_, stream_)},
         {DNNL_ARG_WEIGHTS, p.weights.source(wrap(weights_desc_, engine_, weights), engine_, stream_)},
         {DNNL_ARG_DST, output}};
     if (geometry_.bias) arguments.emplace(DNNL_ARG_BIAS, wrap(bias_desc_, engine_, bias));
     DLSCALE_DNNL_CHECK(p.forward.execute(stream_, arguments));
-    p.output.finish(wrap(p.input_output_plain[1], engine_, y), stream_);
+    p.output.finish(wrap(p.input_output[1], engine_, y), stream_);
     stream_.wait();
   }
 
   void backward(int batch, const float* x, const float* weights, const float* output_gradient,
                 float* input_gradient, float* weight_gradient, float* bias_gradient) override {
     auto& p = primitives_for(batch);
-    const memory plain_output_gradient = wrap(p.input_output_plain[1], engine_, output_gradient);
-    const memory plain_weight_gradient = wrap(weights_desc_, engine_, weight_gradient);
-    const memory weight_gradient_target = p.weight_gradient.target(plain_weight_gradient, engine_);
+    const memory user_output_gradient = wrap(p.input_output[1], engine_, output_gradient);
+    const memory user_weight_gradient = wrap(weights_desc_, engine_, weight_gradient);
+    const memory weight_gradient_target = p.weight_gradient.target(user_weight_gradient, engine_);
     std::unordered_map<int, memory> arguments = {
         {DNNL_ARG_SRC,
-         p.weights_pass_input.source(wrap(p.input_output_plain[0], engine_, x), engine_, stream_)},
+         p.weights_pass_input.source(wrap(p.input_output[0], engine_, x), engine_, stream_)},
         {DNNL_ARG_DIFF_DST,
-         p.weights_pass_output_gradient.source(plain_output_gradient, engine_, stream_)},
+         p.weights_pass_output_gradient.source(user_output_gradient, engine_, stream_)},
         {DNNL_ARG_DIFF_WEIGHTS, weight_gradient_target}};
     if (geometry_.bias)
       arguments.emplace(DNNL_ARG_DIFF_BIAS, wrap(bias_desc_, engine_, bias_gradient));
     DLSCALE_DNNL_CHECK(p.backward_weights.execute(stream_, arguments));
-    p.weight_gradient.finish(plain_weight_gradient, stream_);
+    p.weight_gradient.finish(user_weight_gradient, stream_);
     if (input_gradient != nullptr) {
-      const memory plain_input_gradient = wrap(p.input_output_plain[0], engine_, input_gradient);
-      const memory input_gradient_target = p.input_gradient.target(plain_input_gradient, engine_);
+      const memory user_input_gradient = wrap(p.input_output[0], engine_, input_gradient);
+      const memory input_gradient_target = p.input_gradient.target(user_input_gradient, engine_);
       DLSCALE_DNNL_CHECK(p.backward_data.execute(
           stream_,
           {{DNNL_ARG_DIFF_DST,
-            p.data_pass_output_gradient.source(plain_output_gradient, engine_, stream_)},
+            p.data_pass_output_gradient.source(user_output_gradient, engine_, stream_)},
            {DNNL_ARG_WEIGHTS,
             p.data_pass_weights.source(wrap(weights_desc_, engine_, weights), engine_, stream_)},
            {DNNL_ARG_DIFF_SRC, input_gradient_target}}));
-      p.input_gradient.finish(plain_input_gradient, stream_);
+      p.input_gradient.finish(user_input_gradient, stream_);
     }
     stream_.wait();
   }
 
  private:
   struct Primitives {
-    memory::desc input_output_plain[2];  // NCHW, as the Network holds activations
+    memory::desc input_output[2];  // in the geometry's layouts, as the Network holds them
     dnnl::convolution_forward forward;
     dnnl::convolution_backward_data backward_data;
     dnnl::convolution_backward_weights backward_weights;
@@ -101,17 +98,18 @@ class DnnlConvolution final : public ConvolutionKernel {
 
   // Layouts are left to oneDNN (format_tag::any), so it can pick its direct blocked-layout
   // kernels; with plain NCHW/OIHW it falls back to im2col + GEMM, 2-3x slower on thin and
-  // depthwise convolutions (docs/performance.md).
+  // depthwise convolutions (docs/performance.md). Native activations are what it picks, so only
+  // the weights, the plain network input and its gradient pass through a LayoutStage.
   Primitives build(int batch) {
     const auto& g = geometry_;
     Primitives p;
-    p.input_output_plain[0] = image_desc(batch, g.input);
-    p.input_output_plain[1] = image_desc(batch, g.output());
-    const auto any_like = [](const memory::desc& plain) {
-      return memory::desc(plain.dims(), f32, tag::any);
+    p.input_output[0] = layouts_.describe(batch, g.input, g.input_layout);
+    p.input_output[1] = layouts_.describe(batch, g.output(), g.output_layout);
+    const auto any_like = [](const memory::desc& given) {
+      return memory::desc(given.dims(), f32, tag::any);
     };
-    const memory::desc input_any = any_like(p.input_output_plain[0]);
-    const memory::desc output_any = any_like(p.input_output_plain[1]);
+    const memory::desc input_any = any_like(p.input_output[0]);
+    const memory::desc output_any = any_like(p.input_output[1]);
     const memory::desc weights_any = any_like(weights_desc_);
     const memory::dims strides = {g.stride, g.stride}, padding = {g.padding, g.padding};
     const auto forward_pd = DLSCALE_DNNL_CHECK(dnnl::convolution_forward::primitive_desc(
@@ -145,6 +143,7 @@ class DnnlConvolution final : public ConvolutionKernel {
 
   dnnl::engine engine_;
   dnnl::stream stream_;
+  DnnlImageLayouts layouts_;
   ConvolutionGeometry geometry_;
   memory::desc weights_desc_, bias_desc_;
   PrimitivesPerBatch<Primitives> primitives_;
@@ -153,8 +152,8 @@ class DnnlConvolution final : public ConvolutionKernel {
 class DnnlPooling final : public PoolingKernel {
  public:
   DnnlPooling(const dnnl::engine& engine, const dnnl::stream& stream,
-              const PoolingGeometry& geometry)
-      : engine_(engine), stream_(stream), geometry_(geometry) {}
+              const DnnlImageLayouts& layouts, const PoolingGeometry& geometry)
+      : engine_(engine), stream_(stream), layouts_(layouts), geometry_(geometry) {}
 
   void forward(int batch, const float* x, float* y) override {
     auto& p = primitives_for(batch);
@@ -190,8 +189,8 @@ class DnnlPooling final : public PoolingKernel {
   Primitives build(int batch) {
     const auto& g = geometry_;
     Primitives p;
-    p.input_desc = image_desc(batch, g.input);
-    p.output_desc = image_desc(batch, g.output());
+    p.input_desc = layouts_.describe(batch, g.input, g.input_layout);
+    p.output_desc = layouts_.describe(batch, g.output(), g.output_layout);
     // Average pooling counts padding in the divisor, as PyTorch's default does.
     const algorithm kind = g.kind == PoolingKind::max ? algorithm::pooling_max
                                                       : algorithm::pooling_avg_include_padding;
@@ -214,14 +213,16 @@ class DnnlPooling final : public PoolingKernel {
 
   dnnl::engine engine_;
   dnnl::stream stream_;
+  DnnlImageLayouts layouts_;
   PoolingGeometry geometry_;
   PrimitivesPerBatch<Primitives> primitives_;
 };
 
 class DnnlBatchNorm final : public BatchNormKernel {
  public:
-  DnnlBatchNorm(const dnnl::engine& engine, const dnnl::stream& stream, const ImageShape& shape)
-      : engine_(engine), stream_(stream), shape_(shape),
+  DnnlBatchNorm(const dnnl::engine& engine, const dnnl::stream& stream,
+                const DnnlImageLayouts& layouts, const ImageShape& shape, ImageLayout layout)
+      : engine_(engine), stream_(stream), layouts_(layouts), shape_(shape), layout_(layout),
         channel_desc_({shape.channels}, f32, tag::x) {}
 
   void forward(int batch, const float* x, const float* scale, const float* shift,
@@ -275,7 +276,7 @@ class DnnlBatchNorm final : public BatchNormKernel {
 
   Primitives build(int batch) {
     Primitives p;
-    p.data_desc = image_desc(batch, shape_);
+    p.data_desc = layouts_.describe(batch, shape_, layout_);
     const auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
     const auto forward_pd = DLSCALE_DNNL_CHECK(dnnl::batch_normalization_forward::primitive_desc(
         dnnl::batch_normalization_forward::desc(prop_kind::forward_training, p.data_desc,
@@ -294,7 +295,9 @@ class DnnlBatchNorm final : public BatchNormKernel {
 
   dnnl::engine engine_;
   dnnl::stream stream_;
+  DnnlImageLayouts layouts_;
   ImageShape shape_;
+  ImageLayout layout_;
   memory::desc channel_desc_;
   PrimitivesPerBatch<Primitives> primitives_;
 };
@@ -303,20 +306,24 @@ class DnnlBatchNorm final : public BatchNormKernel {
 
 std::unique_ptr<BatchNormKernel> make_dnnl_batch_norm(const dnnl::engine& engine,
                                                       const dnnl::stream& stream,
-                                                      const ImageShape& shape) {
-  return std::make_unique<DnnlBatchNorm>(engine, stream, shape);
+                                                      const DnnlImageLayouts& layouts,
+                                                      const ImageShape& shape,
+                                                      ImageLayout layout) {
+  return std::make_unique<DnnlBatchNorm>(engine, stream, layouts, shape, layout);
 }
 
 std::unique_ptr<ConvolutionKernel> make_dnnl_convolution(const dnnl::engine& engine,
                                                          const dnnl::stream& stream,
+                                                         const DnnlImageLayouts& layouts,
                                                          const ConvolutionGeometry& geometry) {
-  return std::make_unique<DnnlConvolution>(engine, stream, geometry);
+  return std::make_unique<DnnlConvolution>(engine, stream, layouts, geometry);
 }
 
 std::unique_ptr<PoolingKernel> make_dnnl_pooling(const dnnl::engine& engine,
                                                  const dnnl::stream& stream,
+                                                 const DnnlImageLayouts& layouts,
                                                  const PoolingGeometry& geometry) {
-  return std::make_unique<DnnlPooling>(engine, stream, geometry);
+  return std::make_unique<DnnlPooling>(engine, stream, layouts, geometry);
 }
 
 }  // namespace dlscale::kernels

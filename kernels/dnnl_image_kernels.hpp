@@ -5,20 +5,25 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "kernels/dnnl_image_layouts.hpp"
 #include "kernels/image_kernels.hpp"
 
 namespace dlscale::kernels {
 
 std::unique_ptr<ConvolutionKernel> make_dnnl_convolution(const dnnl::engine& engine,
                                                          const dnnl::stream& stream,
+                                                         const DnnlImageLayouts& layouts,
                                                          const ConvolutionGeometry& geometry);
 
 std::unique_ptr<PoolingKernel> make_dnnl_pooling(const dnnl::engine& engine,
                                                  const dnnl::stream& stream,
+                                                 const DnnlImageLayouts& layouts,
                                                  const PoolingGeometry& geometry);
 
 std::unique_ptr<BatchNormKernel> make_dnnl_batch_norm(const dnnl::engine& engine,
                                                       const dnnl::stream& stream,
-                                                      const ImageShape& shape);
+                                                      const DnnlImageLayouts& layouts,
+                                                      const ImageShape& shape,
+                                                      ImageLayout layout);
 
 }  // namespace dlscale::kernels

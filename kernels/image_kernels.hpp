@@ -2,7 +2,8 @@
 // float. A kernel is made once per layer for its geometry, keeps whatever it needs between
 // forward and backward (max-pooling indices, primitives), and is then run every step. The CPU
 // device implements them with oneDNN; a CUDA device would with cuDNN.
-// Activations are NCHW, convolution weights OIHW (groups: G x O/G x I/G x H x W), row-major.
+// Convolution weights are OIHW (groups: G x O/G x I/G x H x W), row-major; activations are in the
+// ImageLayout each geometry names.
 #pragma once
 
 #include <cstddef>
@@ -14,6 +15,14 @@ struct ImageShape {
   std::size_t size() const { return std::size_t(channels) * height * width; }
 };
 
+// How a batch of images lies in memory. nchw is the plain layout: the input data, the tests'
+// oracles. native is the layout the device's kernels run fastest on (on the CPU, oneDNN's
+// channel-blocked nChw8c or nChw16c); networks keep activations in it from layer to layer, so no
+// step pays for reorders between layers. Both hold the same values, so element-wise layers (ReLU,
+// residual add) are indifferent. A dense layer after an image reads its features in native
+// order: that only permutes its randomly initialised weights.
+enum class ImageLayout { nchw, native };
+
 struct ConvolutionGeometry {
   ImageShape input;
   int output_channels = 0;
@@ -22,6 +31,8 @@ struct ConvolutionGeometry {
   int padding = 0;
   int groups = 1;
   bool bias = true;  // false where batch norm follows and would cancel it
+  ImageLayout input_layout = ImageLayout::nchw;
+  ImageLayout output_layout = ImageLayout::nchw;
 
   ImageShape output() const {
     const auto out = [&](int size) { return (size + 2 * padding - kernel) / stride + 1; };
@@ -46,6 +57,8 @@ struct PoolingGeometry {
   int kernel = 2;
   int stride = 2;
   int padding = 0;
+  ImageLayout input_layout = ImageLayout::nchw;
+  ImageLayout output_layout = ImageLayout::nchw;
 
   ImageShape output() const {
     const auto out = [&](int size) { return (size + 2 * padding - kernel) / stride + 1; };

@@ -90,7 +90,7 @@ std::unique_ptr<kernels::Layer<float>> build_layer(kernels::Device& device,
             return std::make_unique<kernels::PoolingLayer>(device, g);
           },
           [&](const PlannedBatchNorm& b) -> LayerPointer {
-            return std::make_unique<kernels::BatchNormLayer>(device, b.shape);
+            return std::make_unique<kernels::BatchNormLayer>(device, b.shape, b.layout);
           },
           [](const PlannedRelu& r) -> LayerPointer {
             return std::make_unique<kernels::ReluLayer<float>>(r.size, r.ceiling);
@@ -119,19 +119,21 @@ void PlanBuilder::require_image(const char* layer) const {
 PlanBuilder& PlanBuilder::convolution(int output_channels, int kernel, int stride, int padding,
                                       int groups, bool bias) {
   require_image("convolution");
-  const kernels::ConvolutionGeometry g{image_, output_channels, kernel, stride, padding, groups,
-                                       bias};
+  const kernels::ConvolutionGeometry g{image_, output_channels, kernel, stride,
+                                       padding,  groups,          bias,   layout_,
+                                       kernels::ImageLayout::native};
   if (image_.channels % groups != 0 || output_channels % groups != 0 || g.output().height < 1 ||
       g.output().width < 1)
     throw std::invalid_argument("convolution does not fit its input");
   layers_.push_back(g);
   image_ = g.output();
+  layout_ = g.output_layout;
   return *this;
 }
 
 PlanBuilder& PlanBuilder::batch_norm() {
   require_image("batch norm");
-  layers_.push_back(PlannedBatchNorm{image_});
+  layers_.push_back(PlannedBatchNorm{image_, layout_});
   return *this;
 }
 
@@ -146,17 +148,20 @@ PlanBuilder& PlanBuilder::add_pooling(const kernels::PoolingGeometry& g) {
     throw std::invalid_argument("pooling does not fit its input");
   layers_.push_back(g);
   image_ = g.output();
+  layout_ = g.output_layout;
   return *this;
 }
 
 PlanBuilder& PlanBuilder::max_pool(int kernel, int stride, int padding) {
-  return add_pooling({image_, kernels::PoolingKind::max, kernel, stride, padding});
+  return add_pooling({image_, kernels::PoolingKind::max, kernel, stride, padding, layout_,
+                      kernels::ImageLayout::native});
 }
 
 PlanBuilder& PlanBuilder::global_average_pool() {
   if (image_.height != image_.width)
     throw std::invalid_argument("global average pooling of a non-square image");
-  return add_pooling({image_, kernels::PoolingKind::average, image_.height, 1, 0});
+  return add_pooling({image_, kernels::PoolingKind::average, image_.height, 1, 0, layout_,
+                      kernels::ImageLayout::native});
 }
 
 PlanBuilder& PlanBuilder::dense(int outputs) {
@@ -169,18 +174,21 @@ PlanBuilder& PlanBuilder::residual(const std::function<void(PlanBuilder&)>& bran
                                    const std::function<void(PlanBuilder&)>& shortcut,
                                    bool relu_after) {
   require_image("residual block");
-  PlanBuilder branch_builder(image_);
+  PlanBuilder branch_builder(image_, layout_);
   branch(branch_builder);
-  PlanBuilder shortcut_builder(image_);
+  PlanBuilder shortcut_builder(image_, layout_);
   if (shortcut) shortcut(shortcut_builder);
   const auto& branch_out = branch_builder.image();
   const auto& shortcut_out = shortcut_builder.image();
   if (branch_builder.layers().empty() || branch_out.channels != shortcut_out.channels ||
       branch_out.height != shortcut_out.height || branch_out.width != shortcut_out.width)
     throw std::invalid_argument("residual paths end in different shapes");
+  if (branch_builder.layout() != shortcut_builder.layout())
+    throw std::invalid_argument("residual paths end in different layouts");
   layers_.push_back(std::make_shared<const PlannedResidual>(
       PlannedResidual{branch_builder.layers(), shortcut_builder.layers(), relu_after}));
   image_ = branch_out;
+  layout_ = branch_builder.layout();
   return *this;
 }
 

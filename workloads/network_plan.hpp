@@ -1,6 +1,8 @@
 // A network planned as layer geometries before anything is built: enough to count parameters,
 // FLOPs and memory without a device, and then to build the layers on one. PlanBuilder writes a
-// plan the way the papers describe the networks, tracking the image shape from layer to layer.
+// plan the way the papers describe the networks, tracking the image shape from layer to layer,
+// and its layout: the input data is plain NCHW, and every image layer writes the device's native
+// layout, which the next one reads as it is.
 #pragma once
 
 #include <functional>
@@ -16,6 +18,7 @@ namespace dlscale::workloads {
 
 struct PlannedBatchNorm {
   kernels::ImageShape shape;
+  kernels::ImageLayout layout;
 };
 struct PlannedRelu {
   std::size_t size;
@@ -43,7 +46,9 @@ std::unique_ptr<kernels::Layer<float>> build_layer(kernels::Device& device,
 // mistake in a network definition, caught by the workload tests.
 class PlanBuilder {
  public:
-  explicit PlanBuilder(kernels::ImageShape input) : image_(input) {}
+  explicit PlanBuilder(kernels::ImageShape input,
+                       kernels::ImageLayout layout = kernels::ImageLayout::nchw)
+      : image_(input), layout_(layout) {}
 
   PlanBuilder& convolution(int output_channels, int kernel, int stride = 1, int padding = 0,
                            int groups = 1, bool bias = true);
@@ -59,6 +64,7 @@ class PlanBuilder {
 
   const std::vector<PlannedLayer>& layers() const { return layers_; }
   const kernels::ImageShape& image() const { return image_; }
+  kernels::ImageLayout layout() const { return layout_; }
   std::size_t size() const { return flattened_ > 0 ? std::size_t(flattened_) : image_.size(); }
   int outputs() const { return flattened_; }  // classes, once a dense layer has been added
 
@@ -68,6 +74,7 @@ class PlanBuilder {
 
   std::vector<PlannedLayer> layers_;
   kernels::ImageShape image_;
+  kernels::ImageLayout layout_;
   int flattened_ = 0;  // nonzero once a dense layer has flattened the image
 };
 

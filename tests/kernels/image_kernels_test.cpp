@@ -1,7 +1,10 @@
-// Convolution, pooling and batch norm: the double-precision reference oracles against finite differences,
-// then the CPU device's oneDNN kernels (float) against the oracles, forward and backward, over
-// strides, padding, groups (depthwise included) and both pooling kinds.
+// Convolution, pooling and batch norm: the double-precision reference oracles against finite
+// differences, then the CPU device's oneDNN kernels (float) against the oracles, forward and
+// backward, over strides, padding, groups (depthwise included), both pooling kinds, and the
+// plain and native activation layouts (the oracles' NCHW is reordered in and out).
 #include <gtest/gtest.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include "kernels/cpu_device.hpp"
 #include "tests/kernels/finite_differences.hpp"
@@ -22,6 +25,30 @@ std::vector<double> to_double(const std::vector<float>& values) {
   return {values.begin(), values.end()};
 }
 
+// A batch of images moved between layouts by a oneDNN reorder.
+std::vector<float> relayout(const CpuDevice& device, const ImageShape& shape, ImageLayout from,
+                            ImageLayout to, std::vector<float> values) {
+  const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  std::vector<float> result(values.size());
+  dnnl::memory source(device.image_layouts().describe(batch, shape, from), engine, values.data());
+  dnnl::memory target(device.image_layouts().describe(batch, shape, to), engine, result.data());
+  dnnl::reorder(source, target).execute(stream, source, target);
+  stream.wait();
+  return result;
+}
+std::vector<float> to_layout(const CpuDevice& device, const ImageShape& shape, ImageLayout layout,
+                             const std::vector<double>& nchw) {
+  return relayout(device, shape, ImageLayout::nchw, layout, to_float(nchw));
+}
+std::vector<double> from_layout(const CpuDevice& device, const ImageShape& shape,
+                                ImageLayout layout, const std::vector<float>& values) {
+  return to_double(relayout(device, shape, layout, ImageLayout::nchw, values));
+}
+
+constexpr auto nchw = ImageLayout::nchw;
+constexpr auto native = ImageLayout::native;
+
 const std::vector<ConvolutionGeometry> convolution_cases = {
     {{3, 6, 5}, 4, 3, 1, 1, 1},   // same-size 3x3
     {{4, 7, 7}, 6, 3, 2, 1, 1},   // stride 2
@@ -29,7 +56,12 @@ const std::vector<ConvolutionGeometry> convolution_cases = {
     {{4, 6, 6}, 6, 3, 1, 1, 2},   // 2 groups
     {{6, 5, 5}, 6, 3, 2, 1, 6},   // depthwise, stride 2
     {{3, 9, 9}, 4, 1, 1, 0, 1},   // 1x1
-    {{4, 6, 6}, 8, 1, 2, 0, 1, false}};  // 1x1 stride 2 without bias, as before batch norm
+    {{4, 6, 6}, 8, 1, 2, 0, 1, false},  // 1x1 stride 2 without bias, as before batch norm
+    // As in the networks: the plain input into the native layout, then native to native.
+    {{3, 9, 9}, 8, 3, 1, 1, 1, true, nchw, native},
+    {{8, 6, 6}, 16, 3, 2, 1, 1, false, native, native},
+    {{16, 5, 5}, 16, 3, 1, 1, 16, false, native, native},  // depthwise
+    {{16, 4, 4}, 8, 1, 1, 0, 1, true, native, nchw}};
 
 const std::vector<PoolingGeometry> pooling_cases = {
     {{3, 6, 6}, PoolingKind::max, 2, 2, 0},
@@ -37,7 +69,9 @@ const std::vector<PoolingGeometry> pooling_cases = {
     {{2, 7, 7}, PoolingKind::max, 3, 2, 1},
     {{3, 6, 6}, PoolingKind::average, 2, 2, 0},
     {{2, 7, 7}, PoolingKind::average, 3, 2, 1},
-    {{4, 5, 5}, PoolingKind::average, 5, 1, 0}};  // global average
+    {{4, 5, 5}, PoolingKind::average, 5, 1, 0},  // global average
+    {{8, 7, 7}, PoolingKind::max, 3, 2, 1, native, native},
+    {{16, 4, 4}, PoolingKind::average, 4, 1, 0, native, native}};
 
 class ConvolutionCase : public ::testing::TestWithParam<ConvolutionGeometry> {};
 class PoolingCase : public ::testing::TestWithParam<PoolingGeometry> {};
@@ -67,16 +101,20 @@ TEST_P(ConvolutionCase, OneDnnMatchesReference) {
 
   CpuDevice device(1);
   auto kernel = device.make_convolution(g);
+  const auto x_given = to_layout(device, g.input, g.input_layout, x);
+  const auto dy_given = to_layout(device, g.output(), g.output_layout, dy);
   std::vector<float> y(dy.size()), dx(x.size()), dweights(weights.size()), dbias(bias.size());
-  kernel->forward(batch, to_float(x).data(), to_float(weights).data(), to_float(bias).data(),
+  kernel->forward(batch, x_given.data(), to_float(weights).data(), to_float(bias).data(),
                   y.data());
-  kernel->backward(batch, to_float(x).data(), to_float(weights).data(), to_float(dy).data(),
-                   dx.data(), dweights.data(), dbias.data());
+  kernel->backward(batch, x_given.data(), to_float(weights).data(), dy_given.data(), dx.data(),
+                   dweights.data(), dbias.data());
 
   const auto expected = reference::convolution_backward(g, batch, x, weights, dy);
-  expect_near_all(to_double(y), reference::convolution_forward(g, batch, x, weights, bias),
-                  float_tolerance, "output");
-  expect_near_all(to_double(dx), expected.input, float_tolerance, "input gradient");
+  expect_near_all(from_layout(device, g.output(), g.output_layout, y),
+                  reference::convolution_forward(g, batch, x, weights, bias), float_tolerance,
+                  "output");
+  expect_near_all(from_layout(device, g.input, g.input_layout, dx), expected.input,
+                  float_tolerance, "input gradient");
   expect_near_all(to_double(dweights), expected.weights, float_tolerance, "weight gradient");
   expect_near_all(to_double(dbias), expected.bias, float_tolerance, "bias gradient");
 }
@@ -97,11 +135,12 @@ TEST_P(PoolingCase, OneDnnMatchesReference) {
   CpuDevice device(1);
   auto kernel = device.make_pooling(g);
   std::vector<float> y(dy.size()), dx(x.size());
-  kernel->forward(batch, to_float(x).data(), y.data());
-  kernel->backward(batch, to_float(dy).data(), dx.data());
-  expect_near_all(to_double(y), reference::pooling_forward(g, batch, x), float_tolerance, "output");
-  expect_near_all(to_double(dx), reference::pooling_backward(g, batch, x, dy), float_tolerance,
-                  "input gradient");
+  kernel->forward(batch, to_layout(device, g.input, g.input_layout, x).data(), y.data());
+  kernel->backward(batch, to_layout(device, g.output(), g.output_layout, dy).data(), dx.data());
+  expect_near_all(from_layout(device, g.output(), g.output_layout, y),
+                  reference::pooling_forward(g, batch, x), float_tolerance, "output");
+  expect_near_all(from_layout(device, g.input, g.input_layout, dx),
+                  reference::pooling_backward(g, batch, x, dy), float_tolerance, "input gradient");
 }
 
 TEST(BatchNorm, ReferenceMatchesFiniteDifferences) {
@@ -121,28 +160,51 @@ TEST(BatchNorm, ReferenceMatchesFiniteDifferences) {
   expect_near_all(analytic.shift_gradient, numerical_gradient(shift, loss), 1e-6, "shift gradient");
 }
 
-TEST(BatchNorm, OneDnnMatchesReference) {
+class BatchNormCase : public ::testing::TestWithParam<ImageLayout> {};
+
+TEST_P(BatchNormCase, OneDnnMatchesReference) {
   const ImageShape shape{8, 5, 5};
+  const ImageLayout layout = GetParam();
   const auto x = to_double(to_float(random_values(batch * shape.size(), 7)));
   const auto scale = to_double(to_float(random_values(shape.channels, 8)));
   const auto shift = to_double(to_float(random_values(shape.channels, 9)));
   const auto dy = to_double(to_float(random_values(x.size(), 10)));
   CpuDevice device(1);
-  auto kernel = device.make_batch_norm(shape);
+  auto kernel = device.make_batch_norm(shape, layout);
+  const auto x_given = to_layout(device, shape, layout, x);
   std::vector<float> y(x.size()), dx(x.size()), dscale(shape.channels), dshift(shape.channels);
-  kernel->forward(batch, to_float(x).data(), to_float(scale).data(), to_float(shift).data(),
-                  y.data());
-  kernel->backward(batch, to_float(x).data(), to_float(scale).data(), to_float(shift).data(),
-                   to_float(dy).data(), dx.data(), dscale.data(), dshift.data());
+  kernel->forward(batch, x_given.data(), to_float(scale).data(), to_float(shift).data(), y.data());
+  kernel->backward(batch, x_given.data(), to_float(scale).data(), to_float(shift).data(),
+                   to_layout(device, shape, layout, dy).data(), dx.data(), dscale.data(),
+                   dshift.data());
   const auto expected = reference::batch_norm(shape, batch, x, scale, shift, dy);
-  expect_near_all(to_double(y), expected.output, 1e-4, "output");
-  expect_near_all(to_double(dx), expected.input_gradient, 1e-4, "input gradient");
+  expect_near_all(from_layout(device, shape, layout, y), expected.output, 1e-4, "output");
+  expect_near_all(from_layout(device, shape, layout, dx), expected.input_gradient, 1e-4,
+                  "input gradient");
   expect_near_all(to_double(dscale), expected.scale_gradient, 1e-4, "scale gradient");
   expect_near_all(to_double(dshift), expected.shift_gradient, 1e-4, "shift gradient");
 }
 
 INSTANTIATE_TEST_SUITE_P(Geometries, ConvolutionCase, ::testing::ValuesIn(convolution_cases));
 INSTANTIATE_TEST_SUITE_P(Geometries, PoolingCase, ::testing::ValuesIn(pooling_cases));
+INSTANTIATE_TEST_SUITE_P(Layouts, BatchNormCase, ::testing::Values(nchw, native));
+
+// Blocked layouts are used only where the channels fill whole blocks, so a buffer never carries
+// padding and every layer can size its tensors as channels x height x width.
+TEST(ImageLayouts, NativeNeverPadsAndDiffersFromPlainWhereItBlocks) {
+  CpuDevice device(1);
+  const auto& layouts = device.image_layouts();
+  for (int channels : {1, 3, 5, 8, 12, 16, 24, 64, 96, 1280}) {
+    const ImageShape shape{channels, 7, 7};
+    EXPECT_EQ(layouts.describe(batch, shape, native).get_size(),
+              batch * shape.size() * sizeof(float))
+        << channels << " channels";
+  }
+  const ImageShape wide{64, 7, 7};
+  EXPECT_EQ(layouts.describe(batch, wide, native) == layouts.describe(batch, wide, nchw),
+            layouts.native_name() == "nchw")
+      << "native is " << layouts.native_name();
+}
 
 }  // namespace
 }  // namespace dlscale::kernels
