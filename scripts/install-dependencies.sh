@@ -14,6 +14,8 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev   # Debian's oneDNN CMake config asks for OpenCL
   libgtest-dev
   python3 python3-h5py python3-numpy python3-pandas
+  python3-matplotlib fonts-dejavu-core   # dlscale report: figures
+  chromium                               # the report test renders the HTML page headless
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
