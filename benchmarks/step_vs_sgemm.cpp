@@ -361,7 +361,9 @@ CaseResult run_case(const WorkloadCase& spec, kernels::Device& device,
                                           sgd_momentum);
     communicator.barrier();
     const worker::TrainingSchedule schedule{options.warmup_iterations, options.measured_iterations};
-    const auto measured = worker::train(*network, optimizer, data, communicator, device, schedule);
+    const auto measured = worker::train(*network, optimizer, data, communicator,
+                                        worker::make_gradient_exchange(*network, 0, false), device,
+                                        schedule);
     std::vector<double> steps;
     std::array<std::vector<double>, 4> phases;
     for (int i = options.warmup_iterations; i < schedule.total_iterations(); ++i) {
@@ -385,7 +387,8 @@ CaseResult run_case(const WorkloadCase& spec, kernels::Device& device,
     const int warmup = 1;
     const worker::TrainingSchedule schedule{warmup, options.profile_iterations};
     const auto measured = worker::train(
-        *network, optimizer, data, communicator, profiled, schedule,
+        *network, optimizer, data, communicator,
+        worker::make_gradient_exchange(*network, 0, false), profiled, schedule,
         [&](int iteration, double) { if (iteration == warmup - 1) result.profile.clear(); });
     double total = 0;
     for (int i = warmup; i < schedule.total_iterations(); ++i)

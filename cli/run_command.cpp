@@ -3,7 +3,9 @@
 #include "cli/run_command.hpp"
 
 #include <chrono>
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <filesystem>
 
 #include <fmt/chrono.h>
@@ -11,11 +13,14 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "cli/progress_line.hpp"
 #include "cli/run_options.hpp"
 #include "comm/collective_agreement.hpp"
 #include "comm/communicator_factory.hpp"
 #include "comm/mpi_session.hpp"
+#include "comm/rank_group.hpp"
 #include "coordinator/run_summary.hpp"
+#include "coordinator/scaling_study.hpp"
 #include "coordinator/summary_printer.hpp"
 #include "coordinator/timing_gather.hpp"
 #include "core/build_info.hpp"
@@ -28,6 +33,7 @@
 #include "worker/host_info.hpp"
 #include "worker/memory_plan.hpp"
 #include "worker/parameter_fingerprint.hpp"
+#include "worker/training_loop.hpp"
 #include "workloads/workload_registry.hpp"
 
 namespace dlscale::cli {
@@ -36,7 +42,6 @@ namespace {
 
 constexpr double sgd_momentum = 0.9;           // the benchmark's optimizer, fixed
 constexpr int distinct_batches_per_rank = 8;   // cycled through; made before training
-constexpr auto progress_interval = std::chrono::seconds(5);
 
 void configure_log_level(int rank, const std::string& level) {
   auto logger = spdlog::default_logger();
@@ -79,7 +84,8 @@ void print_model_list() {
 struct ValidatedRun {
   RunOptions options;
   std::unique_ptr<workloads::Workload> workload;
-  int batch = 0;
+  std::vector<int> rank_counts;  // one entry per sweep point
+  std::vector<int> batches;      // per rank, at each point
   std::filesystem::path output_path;  // rank 0 only
 };
 
@@ -89,11 +95,18 @@ ValidatedRun validate(int argc, char** argv, const comm::MpiSession& mpi, int ra
   run.options = parse_run_options(std::vector<std::string>(argv + 1, argv + argc));
   if (run.options.action != RunOptions::Action::train) return run;
   run.workload = workloads::make_workload(run.options.model);
-  run.batch = run.options.batch.value_or(run.workload->default_batch());
-  worker::check_memory_fits(*run.workload, run.batch, distinct_batches_per_rank, ranks_on_host,
+  run.rank_counts = sweep_rank_counts(run.options, mpi.world_size());
+  run.batches = batches_per_rank(run.options, run.rank_counts, run.workload->default_batch());
+  // Every rank may be busy at the largest point, each with the largest batch of the sweep.
+  worker::check_memory_fits(*run.workload, *std::max_element(run.batches.begin(), run.batches.end()),
+                            distinct_batches_per_rank, ranks_on_host,
                             worker::available_memory_bytes());
   kernels::check_device_name(run.options.device);
   comm::check_backend_name(run.options.comm);
+  if (run.options.overlap && !mpi.supports_progress_thread())
+    throw UserError("this MPI library cannot be called from a progress thread "
+                    "(MPI_THREAD_SERIALIZED), which overlapped gradient sums need; "
+                    "use --no-overlap");
   if (mpi.world_rank() == 0) {
     run.output_path = run.options.output_path.empty()
                           ? default_output_name(run.workload->name(), mpi.world_size(), start)
@@ -103,68 +116,108 @@ ValidatedRun validate(int argc, char** argv, const comm::MpiSession& mpi, int ra
   return run;
 }
 
-int train_and_report(const ValidatedRun& run, const comm::MpiSession& mpi, int argc, char** argv,
-                     std::chrono::system_clock::time_point start) {
+// One sweep point on the ranks of `group`. Returns the run's record on the group's rank 0
+// (world rank 0), nothing elsewhere.
+std::optional<results::RunRecord> train_point(const ValidatedRun& run, int batch, MPI_Comm group,
+                                              const results::RunEnvironment& environment,
+                                              ProgressLine& progress) {
   const RunOptions& options = run.options;
   const workloads::Workload& workload = *run.workload;
   auto device = kernels::make_device(options.device, options.threads);
-  auto communicator = comm::make_communicator(options.comm, mpi.world());
+  auto communicator = comm::make_communicator(options.comm, group);
   const int rank = communicator->rank();
 
   spdlog::info("{} ({} parameters) on {} rank(s), batch {}/rank, {} + {} iterations",
-               workload.name(), with_thousands_separators(workload.parameter_count()), communicator->size(), run.batch,
-               options.warmup_iterations, options.measured_iterations);
-  auto network = workload.build_network(*device, run.batch);
+               workload.name(), with_thousands_separators(workload.parameter_count()),
+               communicator->size(), batch, options.warmup_iterations,
+               options.measured_iterations);
+  auto network = workload.build_network(*device, batch);
   network->initialize(options.seed);
   kernels::SgdMomentum<float> optimizer(*device, network->parameters().size(),
                                         float(options.learning_rate), float(sgd_momentum));
-  const worker::DeviceDataset data(*device, workload, run.batch, distinct_batches_per_rank,
+  const worker::DeviceDataset data(*device, workload, batch, distinct_batches_per_rank,
                                    options.seed, rank);
+  const worker::GradientExchange exchange = worker::make_gradient_exchange(
+      *network, std::size_t(options.bucket_mb * (1 << 20)), options.overlap);
   communicator->barrier();  // start the clock together
 
   const worker::TrainingSchedule schedule{options.warmup_iterations, options.measured_iterations};
-  auto last_progress = std::chrono::steady_clock::now();
-  const worker::IterationObserver progress = [&](int iteration, double step_seconds) {
-    const auto now = std::chrono::steady_clock::now();
-    if (rank != 0 || now - last_progress < progress_interval) return;
-    last_progress = now;
-    const int remaining = schedule.total_iterations() - iteration - 1;
-    spdlog::info("iteration {}/{}: step {:.3f} s, about {:.0f} s left", iteration + 1,
-                 schedule.total_iterations(), step_seconds, remaining * step_seconds);
-  };
   coordinator::RankReport report;
   report.measurements =
-      worker::train(*network, optimizer, data, *communicator, *device, schedule, progress);
+      worker::train(*network, optimizer, data, *communicator, exchange, *device, schedule,
+                    [&](int iteration, double step) { progress.iteration_done(iteration, step); });
+  progress.end_point();
   report.parameter_fingerprint = worker::parameter_fingerprint(*device, network->parameters());
   report.host = worker::host_name();
   report.peak_resident_bytes = worker::peak_resident_bytes();
 
   results::RunConfiguration configuration{
       workload.name(), workload.family(), workload.description(), workload.parameter_count(),
-      workload.training_flops_per_sample(), run.batch, options.warmup_iterations,
+      workload.training_flops_per_sample(), batch, options.warmup_iterations,
       options.measured_iterations, options.threads, communicator->backend_name(), device->name(),
-      options.seed, options.learning_rate, sgd_momentum};
+      options.seed, options.learning_rate, sgd_momentum, recorded_scaling(options),
+      options.bucket_mb, options.overlap};
+  results::RunEnvironment point_environment = environment;
+  point_environment.cpu_model = device->description();
+  auto record = coordinator::gather_run(*communicator, report, configuration, point_environment);
+  if (!record) return record;
+  for (const auto& layer : network->layers())
+    record->layers.push_back({layer->kind(), layer->parameter_count()});
+  for (const auto& bucket : exchange.buckets)
+    record->buckets.push_back(
+        {bucket.first_layer, bucket.last_layer, double(bucket.count * sizeof(float))});
+  record->summary = coordinator::summarize(*record);
+  return record;
+}
+
+int train_and_report(const ValidatedRun& run, const comm::MpiSession& mpi, int argc, char** argv,
+                     std::chrono::system_clock::time_point start) {
+  const bool coordinator_rank = mpi.world_rank() == 0;
+  results::ResultsFile results;
+  results.origin = {build_info::version, build_info::git_commit, joined_command_line(argc, argv),
+                    fmt::format("{:%FT%TZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(start)))};
   results::RunEnvironment environment;
-  environment.dlscale_version = build_info::version;
-  environment.git_commit = build_info::git_commit;
-  environment.command_line = joined_command_line(argc, argv);
-  environment.start_time_utc = fmt::format("{:%FT%TZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(start)));
+  environment.dlscale_version = results.origin.dlscale_version;
+  environment.git_commit = results.origin.git_commit;
+  environment.command_line = results.origin.command_line;
+  environment.start_time_utc = results.origin.start_time_utc;
   environment.mpi_library_version = comm::mpi_library_version();
   environment.blas = kernels::cpu_blas_description();
-  environment.cpu_model = device->description();
+  environment.launch_world_size = mpi.world_size();
 
-  auto record = coordinator::gather_run(*communicator, report, configuration, environment);
+  ProgressLine progress(coordinator_rank);
+  const auto points = int(run.rank_counts.size());
+  for (int point = 0; point < points; ++point) {
+    const int ranks = run.rank_counts[point];
+    const comm::RankGroup group(mpi.world(), ranks);
+    if (group.contains_this_rank()) {
+      progress.begin_point(point + 1, points, ranks,
+                           run.options.warmup_iterations + run.options.measured_iterations);
+      auto record = train_point(run, run.batches[point], group.comm(), environment, progress);
+      if (record) {
+        std::fputs(coordinator::format_summary(*record).c_str(), stdout);
+        std::fputs("\n", stdout);
+        std::fflush(stdout);
+        results.runs.push_back(std::move(*record));
+      }
+    }
+    comm::quiet_barrier(mpi.world());  // ranks outside this point wait here, asleep
+  }
+
   // Writing is agreed on, so a refusal on rank 0 (say, the file appeared meanwhile) fails
   // every rank, not only rank 0.
   comm::agree_on_success(mpi.world(), [&] {
-    if (!record) return;
-    record->summary = coordinator::summarize(*record);
-    std::fputs(coordinator::format_summary(*record).c_str(), stdout);
-    results::write_run(*record, run.output_path, options.overwrite);
+    if (!coordinator_rank) return;
+    results.study = coordinator::analyze_study(results.runs);
+    if (points > 1) std::fputs(coordinator::format_study(*results.study).c_str(), stdout);
+    results::write_results(results, run.output_path, run.options.overwrite);
     fmt::print("results         {}\n", run.output_path.string());
     std::fflush(stdout);
   });
-  if (record && !record->summary.parameters_identical) {
+  const bool diverged = std::any_of(results.runs.begin(), results.runs.end(), [](const auto& r) {
+    return !r.summary.parameters_identical;
+  });
+  if (diverged) {
     spdlog::error("parameters differ between ranks after training: data-parallel replicas diverged");
     return 1;
   }

@@ -19,7 +19,7 @@ namespace {
 
 // Numbers are read as signed 64-bit so "-3" reaches our range check instead of wrapping.
 struct RawNumbers {
-  long long batch = 0, iterations = 0, warmup = 0, threads = 0, seed = 0;
+  long long batch = 0, iterations = 0, warmup = 0, threads = 0, seed = 0, global_batch = 0;
 };
 
 po::options_description option_descriptions(RunOptions& options, RawNumbers& raw) {
@@ -50,6 +50,26 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
       ("comm", po::value(&options.comm)->default_value(defaults.comm),
        "gradient allreduce backend: mpi");
 
+  po::options_description scaling("Scaling study (one launch, growing groups of ranks)");
+  scaling.add_options()
+      ("ranks", po::value(&options.ranks),
+       "run on the first N ranks for each N in a comma-separated list (e.g. 1,2,4), or 'all': "
+       "powers of two up to the launch's size, and that size; the other ranks wait. One "
+       "results file holds every point")
+      ("scaling", po::value(&options.scaling)->default_value(defaults.scaling),
+       "weak: every rank keeps --batch; strong: --global-batch is split over the ranks")
+      ("global-batch", po::value(&raw.global_batch),
+       "samples per step over all ranks, for --scaling strong (implies it)");
+
+  po::options_description gradients("Gradient exchange");
+  gradients.add_options()
+      ("bucket-mb", po::value(&options.bucket_mb)->default_value(defaults.bucket_mb),
+       "sum gradients across ranks in buckets of this many MiB, last layers first, as "
+       "PyTorch DDP does; 0 for one bucket with every gradient")
+      ("no-overlap", po::bool_switch(),
+       "sum the buckets with blocking calls after backward, instead of starting each one "
+       "(non-blocking) as soon as backward has produced it");
+
   po::options_description output("Output");
   output.add_options()
       ("out,o", po::value(&options.output_path),
@@ -58,7 +78,7 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
       ("log-level", po::value(&options.log_level)->default_value(defaults.log_level),
        "trace, debug, info, warn or error");
   po::options_description all;
-  all.add(workload).add(system).add(output);
+  all.add(workload).add(scaling).add(gradients).add(system).add(output);
   return all;
 }
 
@@ -91,6 +111,23 @@ void check_values(RunOptions& options, const RawNumbers& raw, const po::variable
   options.seed = std::uint64_t(raw.seed);
   if (!(options.learning_rate > 0) || options.learning_rate > 10)
     throw UserError(fmt::format("--lr must be in (0, 10], got {}", options.learning_rate));
+  options.scaling_given = !values["scaling"].defaulted();
+  require_choice("--scaling", "mode", options.scaling, {"weak", "strong"});
+  if (values.count("global-batch")) {
+    options.global_batch = positive(raw.global_batch, "global-batch");
+    if (options.scaling_given && options.scaling == "weak")
+      throw UserError("--global-batch is for --scaling strong; weak scaling keeps --batch per rank");
+    options.scaling = "strong";
+  }
+  if (options.scaling == "strong") {
+    if (!options.global_batch)
+      throw UserError("--scaling strong needs --global-batch, the batch split over the ranks");
+    if (options.batch)
+      throw UserError("--batch is per rank; with --scaling strong give --global-batch only");
+  }
+  if (!(options.bucket_mb >= 0) || options.bucket_mb > 1e6)
+    throw UserError(fmt::format("--bucket-mb must be between 0 and 1e6 MiB, got {}", options.bucket_mb));
+  options.overlap = !values["no-overlap"].as<bool>();
   if (options.output_path.empty() && values.count("out"))
     throw UserError("--out must not be empty");
   require_choice("--log-level", "level", options.log_level,
@@ -125,6 +162,61 @@ RunOptions parse_run_options(const std::vector<std::string>& arguments) {
   return options;
 }
 
+std::vector<int> sweep_rank_counts(const RunOptions& options, int world_size) {
+  if (options.ranks.empty()) return {world_size};
+  std::vector<int> counts;
+  if (options.ranks == "all") {
+    for (int n = 1; n < world_size; n *= 2) counts.push_back(n);
+    counts.push_back(world_size);
+    return counts;
+  }
+  std::stringstream list(options.ranks);
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    std::size_t used = 0;
+    int n = 0;
+    try {
+      n = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || n < 1)
+      throw UserError(fmt::format("--ranks: '{}' is not a positive rank count (expected a list "
+                                  "such as 1,2,4, or 'all')", item));
+    if (n > world_size)
+      throw UserError(fmt::format("--ranks: {} ranks asked for, but the launch has only {} "
+                                  "(mpirun -np {})", n, world_size, world_size));
+    counts.push_back(n);
+  }
+  if (counts.empty() || options.ranks.back() == ',')
+    throw UserError(fmt::format("--ranks: '{}' is not a list of rank counts", options.ranks));
+  std::sort(counts.begin(), counts.end());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  return counts;
+}
+
+std::vector<int> batches_per_rank(const RunOptions& options, const std::vector<int>& rank_counts,
+                                  int default_batch) {
+  std::vector<int> batches;
+  for (int n : rank_counts) {
+    if (options.scaling == "weak") {
+      batches.push_back(options.batch.value_or(default_batch));
+      continue;
+    }
+    if (*options.global_batch % n != 0)
+      throw UserError(fmt::format("--global-batch {} cannot be split evenly over {} ranks; "
+                                  "choose a multiple of every rank count in the sweep",
+                                  *options.global_batch, n));
+    batches.push_back(*options.global_batch / n);
+  }
+  return batches;
+}
+
+std::string recorded_scaling(const RunOptions& options) {
+  const bool study = !options.ranks.empty() || options.scaling_given || options.global_batch;
+  return study ? options.scaling : "none";
+}
+
 std::string run_help_text() {
   RunOptions options;
   RawNumbers raw;
@@ -142,6 +234,9 @@ std::string run_help_text() {
        << "\nExamples:\n"
           "  mpirun -np 4 dlscale --model fcn-r --batch 64 --iters 20 --out r.h5\n"
           "  mpirun -np 2 dlscale --model fcn:784,512,10 --threads 1\n"
+          "  mpirun -np 4 dlscale --model fcn-r --batch 128 --ranks 1,2,4 --out s.h5   # weak study\n"
+          "  mpirun -np 4 dlscale --model resnet-56 --ranks all --global-batch 256    # strong\n"
+          "  dlscale report s.h5 --html r.html\n"
           "  dlscale --list-models\n\n"
           "Exit status: 0 on success, 2 for a bad option or input, 1 for a failure while running.\n"
           "The results file is documented in docs/results-format.md.\n";

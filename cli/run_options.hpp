@@ -22,6 +22,15 @@ struct RunOptions {
   std::string device = "cpu";
   std::uint64_t seed = 42;
   double learning_rate = 0.01;
+  // Rank sweep: "1,2,4", "all" (powers of two up to the launch's size, and the size itself) or
+  // empty for one run on every rank. Resolved against the launch by sweep_rank_counts().
+  std::string ranks;
+  std::string scaling = "weak";     // of a sweep: weak (--batch per rank) or strong
+  bool scaling_given = false;
+  std::optional<int> global_batch;  // strong scaling: split over the ranks of each point
+  double bucket_mb = 25;            // gradient bucket size; 0 = one bucket
+  bool overlap = true;              // sum buckets during backward (non-blocking)
+
   std::string output_path;  // empty: a default name made from the model, ranks and time
   bool overwrite = false;
   std::string log_level = "info";
@@ -29,6 +38,19 @@ struct RunOptions {
 
 // `arguments` excludes the program name and subcommand. Throws UserError naming the option.
 RunOptions parse_run_options(const std::vector<std::string>& arguments);
+
+// The rank counts of the sweep, ascending, for a launch of `world_size` ranks; {world_size} when
+// no sweep was asked for. Throws UserError for a malformed list or a count above world_size.
+std::vector<int> sweep_rank_counts(const RunOptions& options, int world_size);
+
+// Samples per rank at each rank count: --batch (or the model's `default_batch`) for weak
+// scaling, --global-batch / n for strong. Throws UserError if the global batch does not split
+// evenly over some rank count.
+std::vector<int> batches_per_rank(const RunOptions& options, const std::vector<int>& rank_counts,
+                                  int default_batch);
+
+// The scaling mode recorded with the runs: weak, strong, or none for a single plain run.
+std::string recorded_scaling(const RunOptions& options);
 
 std::string run_help_text();
 

@@ -3,6 +3,7 @@
 // MPI underneath for the host-side gathers. The training loop sees only this interface.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <span>
 #include <string>
@@ -21,6 +22,14 @@ class Communicator {
   // In-place sum over all ranks. `values` lives in the memory of the device this communicator
   // was made for (host memory for the CPU device).
   virtual void allreduce_sum(std::span<float> values) = 0;
+
+  // The same sum, started without waiting: it progresses in the background while the caller
+  // computes (gradient buckets during backward). `values` must not be touched until
+  // wait_all() returns. Every rank starts the same sums in the same order.
+  virtual void start_allreduce_sum(std::span<float> values) = 0;
+  // Blocks until every started sum has completed; returns when the last of them completed,
+  // which may be well before this call.
+  virtual std::chrono::steady_clock::time_point wait_all() = 0;
 
   virtual void barrier() = 0;
 

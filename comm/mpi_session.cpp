@@ -9,9 +9,9 @@
 namespace dlscale::comm {
 
 MpiSession::MpiSession(int& argc, char**& argv) {
-  int provided = 0;
-  // Only the main thread calls MPI; compute threads (OpenMP, BLAS) never do.
-  DLSCALE_MPI_CHECK(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided));
+  // The main thread calls MPI, and so does a communicator's progress thread while overlapped
+  // gradient sums run, never both at once: serialized. Compute threads never call MPI.
+  DLSCALE_MPI_CHECK(MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &thread_support_));
   DLSCALE_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
   DLSCALE_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_));
   DLSCALE_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size_));

@@ -18,6 +18,9 @@ class MpiSession {
   MPI_Comm world() const { return MPI_COMM_WORLD; }
   int world_rank() const { return world_rank_; }
   int world_size() const { return world_size_; }
+  // Whether MPI may be called from a second thread, one thread at a time, as overlapped
+  // gradient sums need (MPI_THREAD_SERIALIZED or better).
+  bool supports_progress_thread() const { return thread_support_ >= MPI_THREAD_SERIALIZED; }
 
   // Ends every rank of the job at once: used when one rank fails alone, where the others
   // would otherwise wait forever in the next collective.
@@ -26,6 +29,7 @@ class MpiSession {
  private:
   int world_rank_ = 0;
   int world_size_ = 1;
+  int thread_support_ = MPI_THREAD_SINGLE;
 };
 
 // How many ranks of `comm` share this rank's host memory (MPI_COMM_TYPE_SHARED). Collective.

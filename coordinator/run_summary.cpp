@@ -2,8 +2,10 @@
 //  - phase statistics: over all (measured iteration, rank) samples;
 //  - throughput: global samples / sum over iterations of the slowest rank's step;
 //  - communication fraction: total allreduce time / total step time, over all ranks;
-//  - allreduce time: per iteration the fastest rank's allreduce (the last rank to arrive waits
-//    least, so its time is closest to the transfer itself), median over iterations;
+//  - communication fraction counts the exposed allreduce phase only (overlapped sums are hidden);
+//  - allreduce time: per iteration the fastest rank's communication time, first bucket start to
+//    last done (the last rank to arrive waits least, so its time is closest to the transfer
+//    itself), median over iterations;
 //    algbw = bytes / time, busbw = algbw * 2(n-1)/n, as nccl-tests defines them;
 //  - achieved GFLOP/s: training FLOPs per step / the rank's median step time;
 //  - load imbalance: per iteration, max - min over ranks of compute (forward+backward+update).
@@ -37,11 +39,15 @@ results::RunSummary summarize(const results::RunRecord& record) {
     for (int r = 0; r < ranks; ++r) {
       const double step = record.seconds(i, r, Phase::step);
       const double allreduce = record.seconds(i, r, Phase::allreduce);
+      // The whole gradient communication, hidden or not; schema-1 files have only the phase.
+      const double communication = record.communication_seconds.empty()
+                                       ? allreduce
+                                       : record.communication_seconds[std::size_t(i) * ranks + r];
       const double compute = record.seconds(i, r, Phase::forward) +
                              record.seconds(i, r, Phase::backward) +
                              record.seconds(i, r, Phase::update);
       slowest_step = std::max(slowest_step, step);
-      fastest = std::min(fastest, allreduce);
+      fastest = std::min(fastest, communication);
       compute_min = std::min(compute_min, compute);
       compute_max = std::max(compute_max, compute);
       step_total += step;

@@ -47,9 +47,11 @@ std::string format_summary(const results::RunRecord& record) {
                  summary.throughput_samples_per_second);
   fmt::format_to(line, "compute         {:.2f} GFLOP/s per rank (mean; slowest rank {} at {:.2f})\n",
                  mean_gflops, std::distance(summary.gflops_per_rank.begin(), slowest), *slowest);
-  fmt::format_to(line, "communication   {:.1f}% of step time; allreduce {:.1f} MB in {:.3f} ms: "
-                       "algbw {:.2f} GB/s, busbw {:.2f} GB/s\n",
+  fmt::format_to(line, "communication   {:.1f}% of step time exposed; {:.1f} MB in {} bucket{}{}, "
+                       "{:.3f} ms first start to last done: algbw {:.2f} GB/s, busbw {:.2f} GB/s\n",
                  summary.communication_fraction * 100, summary.allreduce_bytes / 1e6,
+                 record.buckets.size(), record.buckets.size() == 1 ? "" : "s",
+                 config.overlap ? " overlapped with backward" : " after backward",
                  summary.allreduce_seconds * 1e3, summary.allreduce_algbw_gbps,
                  summary.allreduce_busbw_gbps);
   fmt::format_to(line, "load imbalance  {:.3f} ms median, {:.3f} ms max (max - min compute across ranks)\n",
@@ -69,6 +71,27 @@ std::string format_summary(const results::RunRecord& record) {
                  std::distance(record.peak_resident_bytes.begin(), peak_memory));
   fmt::format_to(line, "parameters      {} on all {} ranks after the last step\n",
                  summary.parameters_identical ? "bit-identical" : "DIFFERENT", record.ranks);
+  return out;
+}
+
+std::string format_study(const results::StudySummary& study) {
+  std::string out;
+  auto line = std::back_inserter(out);
+  fmt::format_to(line, "{} scaling against {} rank{}: efficiency with its 95% bootstrap interval; "
+                       "the gap 1 - E split into exposed communication, waiting for stragglers "
+                       "and the rest\n",
+                 study.scaling, study.baseline_ranks, study.baseline_ranks == 1 ? "" : "s");
+  fmt::format_to(line, "{:>6} {:>10} {:>12} {:>8} {:>18} {:>10} {:>7} {:>9} {:>7}  {}\n", "ranks",
+                 "iter ms", "samples/s", "speedup", "efficiency", "Karp-Flatt", "comm",
+                 "imbalance", "other", "straggler");
+  for (const auto& p : study.points)
+    fmt::format_to(line,
+                   "{:>6} {:>10.2f} {:>12.1f} {:>8.2f} {:>6.1f}% [{:>4.0f},{:>4.0f}] {:>10.3f} "
+                   "{:>6.1f}% {:>8.1f}% {:>6.1f}%  rank {} on {}\n",
+                   p.ranks, p.iteration_seconds * 1e3, p.throughput_samples_per_second, p.speedup,
+                   p.efficiency * 100, p.efficiency_ci_low * 100, p.efficiency_ci_high * 100,
+                   p.karp_flatt, p.gap_communication * 100, p.gap_load_imbalance * 100,
+                   p.gap_other * 100, p.straggler_rank, p.straggler_host);
   return out;
 }
 

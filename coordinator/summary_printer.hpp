@@ -4,10 +4,13 @@
 
 #include <string>
 
-#include "results/run_record.hpp"
+#include "results/study_record.hpp"
 
 namespace dlscale::coordinator {
 
 std::string format_summary(const results::RunRecord& record);
+
+// The scaling table across a study's runs.
+std::string format_study(const results::StudySummary& study);
 
 }  // namespace dlscale::coordinator

@@ -12,6 +12,10 @@ std::optional<results::RunRecord> gather_run(comm::Communicator& communicator,
                                              const results::RunEnvironment& environment) {
   const std::vector<double> seconds = communicator.gather_to_root(report.measurements.phase_seconds);
   const std::vector<double> losses = communicator.gather_to_root(report.measurements.loss);
+  const std::vector<double> communication =
+      communicator.gather_to_root(report.measurements.communication_seconds);
+  const std::vector<double> layer_seconds =
+      communicator.gather_to_root(report.measurements.layer_backward_seconds);
   const auto fingerprints = communicator.gather_to_root(
       static_cast<unsigned long long>(report.parameter_fingerprint));
   const auto peak_resident_bytes =
@@ -32,12 +36,19 @@ std::optional<results::RunRecord> gather_run(comm::Communicator& communicator,
   record.iterations = int(report.measurements.loss.size());
   record.phase_seconds.resize(seconds.size());
   record.loss.resize(losses.size());
+  record.communication_seconds.resize(communication.size());
+  record.layer_backward_seconds.resize(layer_seconds.size());
   const auto ranks = std::size_t(record.ranks);
   const auto iterations = std::size_t(record.iterations);
+  const std::size_t layers = iterations > 0 ? report.measurements.layer_backward_seconds.size() / iterations : 0;
   // Gathered rank-major; stored iteration-major.
   for (std::size_t r = 0; r < ranks; ++r)
     for (std::size_t i = 0; i < iterations; ++i) {
       record.loss[i * ranks + r] = losses[r * iterations + i];
+      record.communication_seconds[i * ranks + r] = communication[r * iterations + i];
+      for (std::size_t l = 0; l < layers; ++l)
+        record.layer_backward_seconds[(i * ranks + r) * layers + l] =
+            layer_seconds[(r * iterations + i) * layers + l];
       for (std::size_t p = 0; p < phase_count; ++p)
         record.phase_seconds[(i * ranks + r) * phase_count + p] =
             seconds[(r * iterations + i) * phase_count + p];

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <vector>
@@ -95,8 +96,12 @@ class Network {
                                        loss_gradient_.data());
   }
 
+  // Called after each layer's backward with the layer's index, last layer first: from then on
+  // that layer's slice of gradients() is final (gradient buckets start their sums on it).
+  using LayerDone = std::function<void(std::size_t layer)>;
+
   // Back-propagates the loss kept by the last forward_loss() into gradients().
-  void backward(int batch, const T* inputs) {
+  void backward(int batch, const T* inputs, const LayerDone& layer_done = {}) {
     check_batch(batch);
     const T* output_gradient = loss_gradient_.data();
     for (std::size_t i = layers_.size(); i-- > 0;) {
@@ -104,6 +109,7 @@ class Network {
       T* input_gradient = i == 0 ? nullptr : backward_buffers_[i % 2].data();
       layers_[i]->backward(math_, batch, x, outputs_[i].data(), output_gradient, input_gradient);
       output_gradient = input_gradient;
+      if (layer_done) layer_done(i);
     }
   }
 

@@ -148,6 +148,12 @@ Hdf5Handle write_dataset(hid_t parent, const char* name, std::span<const std::ui
                                shape);
 }
 
+Hdf5Handle write_dataset(hid_t parent, const char* name, std::span<const std::int64_t> values,
+                         const std::vector<hsize_t>& shape) {
+  return write_numeric_dataset(parent, name, H5T_STD_I64LE, H5T_NATIVE_INT64, values.data(),
+                               shape);
+}
+
 Hdf5Handle write_dataset(hid_t parent, const char* name, const std::vector<std::string>& values) {
   const Hdf5Handle type = string_type();
   const Hdf5Handle space = simple_space({values.size()});
@@ -173,6 +179,12 @@ std::vector<double> read_double_dataset(hid_t parent, const char* name) {
 std::vector<std::uint64_t> read_uint64_dataset(hid_t parent, const char* name) {
   return read_numeric_dataset<std::uint64_t>(parent, name, H5T_NATIVE_UINT64);
 }
+
+std::vector<std::int64_t> read_int64_dataset(hid_t parent, const char* name) {
+  return read_numeric_dataset<std::int64_t>(parent, name, H5T_NATIVE_INT64);
+}
+
+bool has_child(hid_t parent, const char* name) { return H5Lexists(parent, name, H5P_DEFAULT) > 0; }
 
 std::vector<std::string> read_string_dataset(hid_t parent, const char* name) {
   const Hdf5Handle dataset = open_dataset(parent, name);

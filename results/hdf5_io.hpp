@@ -30,11 +30,16 @@ Hdf5Handle write_dataset(hid_t parent, const char* name, std::span<const double>
                          const std::vector<hsize_t>& shape);
 Hdf5Handle write_dataset(hid_t parent, const char* name, std::span<const std::uint64_t> values,
                          const std::vector<hsize_t>& shape);
+Hdf5Handle write_dataset(hid_t parent, const char* name, std::span<const std::int64_t> values,
+                         const std::vector<hsize_t>& shape);
 Hdf5Handle write_dataset(hid_t parent, const char* name, const std::vector<std::string>& values);
 
 std::vector<hsize_t> dataset_shape(hid_t dataset);
 std::vector<double> read_double_dataset(hid_t parent, const char* name);
 std::vector<std::uint64_t> read_uint64_dataset(hid_t parent, const char* name);
+std::vector<std::int64_t> read_int64_dataset(hid_t parent, const char* name);
 std::vector<std::string> read_string_dataset(hid_t parent, const char* name);
+// Whether `parent` has a group or dataset called `name`.
+bool has_child(hid_t parent, const char* name);
 
 }  // namespace dlscale::results::hdf5

@@ -11,7 +11,7 @@ namespace dlscale::results {
 
 namespace {
 
-void read_root_attributes(hid_t file, RunRecord& record) {
+void read_run_attributes(hid_t file, RunRecord& record, long long version) {
   using namespace hdf5;
   auto& env = record.environment;
   auto& config = record.configuration;
@@ -39,6 +39,14 @@ void read_root_attributes(hid_t file, RunRecord& record) {
   config.seed = std::uint64_t(read_integer_attribute(file, schema::seed));
   config.learning_rate = read_double_attribute(file, schema::learning_rate);
   config.momentum = read_double_attribute(file, schema::momentum);
+  if (version == schema::single_run_version) {
+    env.launch_world_size = record.ranks;
+    return;  // one blocking allreduce of all gradients, before buckets existed
+  }
+  env.launch_world_size = int(read_integer_attribute(file, schema::launch_world_size));
+  config.scaling = read_string_attribute(file, schema::scaling);
+  config.bucket_mb = read_double_attribute(file, schema::bucket_mb);
+  config.overlap = read_integer_attribute(file, schema::overlap) != 0;
 }
 
 void read_raw_data(hid_t file, RunRecord& record) {
@@ -50,6 +58,22 @@ void read_raw_data(hid_t file, RunRecord& record) {
   record.environment.rank_hosts = read_string_dataset(ranks_group, schema::host);
   record.parameter_fingerprints = read_uint64_dataset(ranks_group, schema::parameter_fingerprint);
   record.peak_resident_bytes = read_uint64_dataset(ranks_group, schema::peak_resident_bytes);
+  if (!has_child(file, schema::communication_seconds)) return;  // schema 1
+
+  record.communication_seconds = read_double_dataset(file, schema::communication_seconds);
+  const Hdf5Handle layers_group = open_group(file, schema::layers_group);
+  const auto kinds = read_string_dataset(layers_group, schema::kind);
+  const auto layer_parameters =
+      read_int64_dataset(layers_group, schema::parameter_count_per_layer);
+  for (std::size_t i = 0; i < kinds.size(); ++i)
+    record.layers.push_back({kinds[i], std::uint64_t(layer_parameters.at(i))});
+  record.layer_backward_seconds = read_double_dataset(layers_group, schema::backward_seconds);
+  const Hdf5Handle buckets_group = open_group(file, schema::buckets_group);
+  const auto first = read_int64_dataset(buckets_group, schema::first_layer);
+  const auto last = read_int64_dataset(buckets_group, schema::last_layer);
+  const auto bytes = read_double_dataset(buckets_group, schema::bytes);
+  for (std::size_t b = 0; b < first.size(); ++b)
+    record.buckets.push_back({int(first[b]), int(last.at(b)), bytes.at(b)});
 }
 
 void read_summary(hid_t file, RunRecord& record) {
@@ -73,9 +97,17 @@ void read_summary(hid_t file, RunRecord& record) {
   summary.parameters_identical = read_integer_attribute(group, schema::parameters_identical) != 0;
 }
 
+RunRecord read_run(hid_t group, long long version) {
+  RunRecord record;
+  read_run_attributes(group, record, version);
+  read_raw_data(group, record);
+  read_summary(group, record);
+  return record;
+}
+
 }  // namespace
 
-RunRecord read_run(const std::filesystem::path& path) {
+ResultsFile read_results(const std::filesystem::path& path) {
   silence_hdf5_error_printing();
   if (!std::filesystem::exists(path))
     throw UserError(fmt::format("results file '{}' does not exist", path.string()));
@@ -86,14 +118,27 @@ RunRecord read_run(const std::filesystem::path& path) {
   if (H5Aexists(file, schema::schema_version) <= 0)
     throw UserError(fmt::format("'{}' is not a dlscale results file", path.string()));
   const long long version = hdf5::read_integer_attribute(file, schema::schema_version);
-  if (version != schema::version)
-    throw UserError(fmt::format("'{}' has results schema version {}; this dlscale reads {}",
-                                path.string(), version, schema::version));
-  RunRecord record;
-  read_root_attributes(file, record);
-  read_raw_data(file, record);
-  read_summary(file, record);
-  return record;
+  if (version != schema::version && version != schema::single_run_version)
+    throw UserError(fmt::format("'{}' has results schema version {}; this dlscale reads {} and {}",
+                                path.string(), version, schema::single_run_version,
+                                schema::version));
+  ResultsFile results;
+  auto& origin = results.origin;
+  origin.dlscale_version = hdf5::read_string_attribute(file, schema::dlscale_version);
+  origin.git_commit = hdf5::read_string_attribute(file, schema::git_commit);
+  origin.command_line = hdf5::read_string_attribute(file, schema::command_line);
+  origin.start_time_utc = hdf5::read_string_attribute(file, schema::start_time_utc);
+  if (version == schema::single_run_version) {
+    results.runs.push_back(read_run(file, version));
+    return results;
+  }
+  const long long run_count = hdf5::read_integer_attribute(file, schema::run_count);
+  if (run_count == 0) return results;
+  const Hdf5Handle runs = hdf5::open_group(file, schema::runs_group);
+  for (long long index = 0; index < run_count; ++index)
+    results.runs.push_back(
+        read_run(hdf5::open_group(runs, run_group_name(std::size_t(index)).c_str()), version));
+  return results;
 }
 
 }  // namespace dlscale::results

@@ -27,6 +27,9 @@ struct RunConfiguration {
   std::uint64_t seed = 0;
   double learning_rate = 0;
   double momentum = 0;
+  std::string scaling = "none";  // weak, strong, or none for a single run
+  double bucket_mb = 0;          // gradient bucket size, MiB
+  bool overlap = false;          // bucket sums started during backward
 };
 
 struct RunEnvironment {
@@ -40,6 +43,20 @@ struct RunEnvironment {
   std::vector<std::string> rank_hosts;  // host name of each rank, in rank order
   int node_count = 0;                   // distinct hosts
   int ranks_per_node = 0;               // the most ranks on any one host
+  int launch_world_size = 0;            // ranks of the whole launch; a sweep point may use fewer
+};
+
+// A top-level layer of the network, forward order.
+struct LayerRecord {
+  std::string kind;
+  std::uint64_t parameter_count = 0;
+};
+
+// Gradients reduced by one allreduce: whole layers first_layer..last_layer, inclusive.
+struct BucketRecord {
+  int first_layer = 0;
+  int last_layer = 0;
+  double bytes = 0;
 };
 
 // The statistics reported for each phase, in this order.
@@ -69,7 +86,11 @@ struct RunRecord {
   int iterations = 0;  // warm-up included
   int ranks = 0;
   std::vector<double> phase_seconds;  // [iteration][rank][phase]
+  std::vector<double> communication_seconds;  // [iteration][rank], first bucket start to last done
   std::vector<double> loss;           // [iteration][rank]
+  std::vector<LayerRecord> layers;
+  std::vector<double> layer_backward_seconds;  // [iteration][rank][layer]
+  std::vector<BucketRecord> buckets;           // in the order their sums start
   std::vector<std::uint64_t> parameter_fingerprints;  // [rank]
   std::vector<std::uint64_t> peak_resident_bytes;     // [rank], at the end of training
   RunSummary summary;

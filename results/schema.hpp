@@ -4,10 +4,13 @@
 
 namespace dlscale::results::schema {
 
-inline constexpr long long version = 1;
+inline constexpr long long version = 2;
+// Files with one run at the root, before rank sweeps; still read.
+inline constexpr long long single_run_version = 1;
 
-// Root attributes.
+// Root attributes: the file's origin.
 inline constexpr const char* schema_version = "schema_version";
+inline constexpr const char* run_count = "run_count";
 inline constexpr const char* dlscale_version = "dlscale_version";
 inline constexpr const char* git_commit = "git_commit";
 inline constexpr const char* command_line = "command_line";
@@ -15,7 +18,11 @@ inline constexpr const char* start_time_utc = "start_time_utc";
 inline constexpr const char* mpi_library_version = "mpi_library_version";
 inline constexpr const char* blas = "blas";
 inline constexpr const char* cpu_model = "cpu_model";
+
+// Run attributes (each /runs/run_NNN group); the origin attributes above repeat there.
+inline constexpr const char* runs_group = "runs";
 inline constexpr const char* world_size = "world_size";
+inline constexpr const char* launch_world_size = "launch_world_size";
 inline constexpr const char* node_count = "node_count";
 inline constexpr const char* ranks_per_node = "ranks_per_node";
 inline constexpr const char* model = "model";
@@ -32,10 +39,22 @@ inline constexpr const char* device = "device";
 inline constexpr const char* seed = "seed";
 inline constexpr const char* learning_rate = "learning_rate";
 inline constexpr const char* momentum = "momentum";
+inline constexpr const char* scaling = "scaling";
+inline constexpr const char* bucket_mb = "bucket_mb";
+inline constexpr const char* overlap = "overlap";
 
 // Raw data.
 inline constexpr const char* timings = "timings";  // [iteration, rank, phase] seconds
 inline constexpr const char* loss = "loss";        // [iteration, rank]
+inline constexpr const char* communication_seconds = "communication_seconds";  // [iteration, rank]
+inline constexpr const char* layers_group = "layers";
+inline constexpr const char* kind = "kind";                          // [layer]
+inline constexpr const char* parameter_count_per_layer = "parameter_count";  // [layer]
+inline constexpr const char* backward_seconds = "backward_seconds";  // [iteration, rank, layer]
+inline constexpr const char* buckets_group = "buckets";
+inline constexpr const char* first_layer = "first_layer";  // [bucket]
+inline constexpr const char* last_layer = "last_layer";    // [bucket]
+inline constexpr const char* bytes = "bytes";              // [bucket]
 inline constexpr const char* ranks_group = "ranks";
 inline constexpr const char* host = "host";                                    // [rank]
 inline constexpr const char* parameter_fingerprint = "parameter_fingerprint";  // [rank]
@@ -59,5 +78,24 @@ inline constexpr const char* allreduce_seconds = "allreduce_seconds";
 inline constexpr const char* allreduce_algbw_gbps = "allreduce_algbw_gbps";
 inline constexpr const char* allreduce_busbw_gbps = "allreduce_busbw_gbps";
 inline constexpr const char* parameters_identical = "parameters_identical";
+
+// Study group: one entry per run, by rank count.
+inline constexpr const char* study_group = "study";
+inline constexpr const char* baseline_ranks = "baseline_ranks";
+inline constexpr const char* ranks = "ranks";
+inline constexpr const char* run = "run";
+inline constexpr const char* iteration_seconds = "iteration_seconds";
+inline constexpr const char* iteration_seconds_ci_low = "iteration_seconds_ci_low";
+inline constexpr const char* iteration_seconds_ci_high = "iteration_seconds_ci_high";
+inline constexpr const char* speedup = "speedup";
+inline constexpr const char* efficiency = "efficiency";
+inline constexpr const char* efficiency_ci_low = "efficiency_ci_low";
+inline constexpr const char* efficiency_ci_high = "efficiency_ci_high";
+inline constexpr const char* karp_flatt = "karp_flatt";
+inline constexpr const char* gap_communication = "gap_communication";
+inline constexpr const char* gap_load_imbalance = "gap_load_imbalance";
+inline constexpr const char* gap_other = "gap_other";
+inline constexpr const char* straggler_rank = "straggler_rank";
+inline constexpr const char* straggler_host = "straggler_host";
 
 }  // namespace dlscale::results::schema

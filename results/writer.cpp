@@ -3,6 +3,8 @@
 
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "results/hdf5_io.hpp"
 #include "results/output_file.hpp"
 #include "results/schema.hpp"
@@ -15,11 +17,10 @@ std::vector<std::string> phase_name_list() {
   return {phase_names.begin(), phase_names.end()};
 }
 
-void write_root_attributes(hid_t file, const RunRecord& record) {
+void write_run_attributes(hid_t file, const RunRecord& record) {
   using namespace hdf5;
   const auto& env = record.environment;
   const auto& config = record.configuration;
-  write_attribute(file, schema::schema_version, schema::version);
   write_attribute(file, schema::dlscale_version, env.dlscale_version);
   write_attribute(file, schema::git_commit, env.git_commit);
   write_attribute(file, schema::command_line, env.command_line);
@@ -28,6 +29,7 @@ void write_root_attributes(hid_t file, const RunRecord& record) {
   write_attribute(file, schema::blas, env.blas);
   write_attribute(file, schema::cpu_model, env.cpu_model);
   write_attribute(file, schema::world_size, (long long)record.ranks);
+  write_attribute(file, schema::launch_world_size, (long long)env.launch_world_size);
   write_attribute(file, schema::node_count, (long long)env.node_count);
   write_attribute(file, schema::ranks_per_node, (long long)env.ranks_per_node);
   write_attribute(file, schema::model, config.model);
@@ -44,6 +46,9 @@ void write_root_attributes(hid_t file, const RunRecord& record) {
   write_attribute(file, schema::seed, (long long)config.seed);
   write_attribute(file, schema::learning_rate, config.learning_rate);
   write_attribute(file, schema::momentum, config.momentum);
+  write_attribute(file, schema::scaling, config.scaling);
+  write_attribute(file, schema::bucket_mb, config.bucket_mb);
+  write_attribute(file, schema::overlap, (long long)(config.overlap ? 1 : 0));
 }
 
 void write_raw_data(hid_t file, const RunRecord& record) {
@@ -60,6 +65,11 @@ void write_raw_data(hid_t file, const RunRecord& record) {
   write_attribute(timings, schema::warmup_iterations,
                   (long long)record.configuration.warmup_iterations);
 
+  const Hdf5Handle communication = write_dataset(file, schema::communication_seconds,
+                                                 record.communication_seconds, {iterations, ranks});
+  write_attribute(communication, schema::units, std::string("seconds"));
+  write_attribute(communication, schema::dimensions, std::vector<std::string>{"iteration", "rank"});
+
   const Hdf5Handle loss = write_dataset(file, schema::loss, record.loss, {iterations, ranks});
   write_attribute(loss, schema::units, std::string("nats (mean softmax cross-entropy)"));
   write_attribute(loss, schema::dimensions, std::vector<std::string>{"iteration", "rank"});
@@ -73,6 +83,37 @@ void write_raw_data(hid_t file, const RunRecord& record) {
   const Hdf5Handle peak_memory =
       write_dataset(ranks_group, schema::peak_resident_bytes, record.peak_resident_bytes, {ranks});
   write_attribute(peak_memory, schema::units, std::string("bytes"));
+
+  const Hdf5Handle layers_group = create_group(file, schema::layers_group);
+  std::vector<std::string> kinds;
+  std::vector<std::int64_t> layer_parameters;
+  for (const auto& layer : record.layers) {
+    kinds.push_back(layer.kind);
+    layer_parameters.push_back(std::int64_t(layer.parameter_count));
+  }
+  write_dataset(layers_group, schema::kind, kinds);
+  write_dataset(layers_group, schema::parameter_count_per_layer, layer_parameters,
+                {hsize_t(kinds.size())});
+  const Hdf5Handle backward = write_dataset(layers_group, schema::backward_seconds,
+                                            record.layer_backward_seconds,
+                                            {iterations, ranks, hsize_t(kinds.size())});
+  write_attribute(backward, schema::units, std::string("seconds"));
+  write_attribute(backward, schema::dimensions,
+                  std::vector<std::string>{"iteration", "rank", "layer"});
+
+  const Hdf5Handle buckets_group = create_group(file, schema::buckets_group);
+  std::vector<std::int64_t> first, last;
+  std::vector<double> bytes;
+  for (const auto& bucket : record.buckets) {
+    first.push_back(bucket.first_layer);
+    last.push_back(bucket.last_layer);
+    bytes.push_back(bucket.bytes);
+  }
+  const hsize_t bucket_count = record.buckets.size();
+  write_dataset(buckets_group, schema::first_layer, first, {bucket_count});
+  write_dataset(buckets_group, schema::last_layer, last, {bucket_count});
+  write_attribute(write_dataset(buckets_group, schema::bytes, bytes, {bucket_count}),
+                  schema::units, std::string("bytes"));
 }
 
 void write_summary(hid_t file, const RunRecord& record) {
@@ -114,19 +155,77 @@ void write_summary(hid_t file, const RunRecord& record) {
                   (long long)(summary.parameters_identical ? 1 : 0));
 }
 
+void write_study(hid_t file, const StudySummary& study) {
+  using namespace hdf5;
+  const Hdf5Handle group = create_group(file, schema::study_group);
+  write_attribute(group, schema::scaling, study.scaling);
+  write_attribute(group, schema::baseline_ranks, (long long)study.baseline_ranks);
+  const auto& points = study.points;
+  const hsize_t count = points.size();
+  const auto column = [&](const char* name, auto member, const char* units) {
+    std::vector<double> values;
+    for (const auto& point : points) values.push_back(point.*member);
+    const Hdf5Handle dataset = write_dataset(group, name, values, {count});
+    if (units != nullptr) write_attribute(dataset, schema::units, std::string(units));
+  };
+  std::vector<std::int64_t> ranks, stragglers;
+  std::vector<std::string> runs, straggler_hosts;
+  for (const auto& point : points) {
+    ranks.push_back(point.ranks);
+    runs.push_back(point.run);
+    stragglers.push_back(point.straggler_rank);
+    straggler_hosts.push_back(point.straggler_host);
+  }
+  write_dataset(group, schema::ranks, ranks, {count});
+  write_dataset(group, schema::run, runs);
+  column(schema::iteration_seconds, &StudyPoint::iteration_seconds, "seconds");
+  column(schema::iteration_seconds_ci_low, &StudyPoint::iteration_seconds_ci_low, "seconds");
+  column(schema::iteration_seconds_ci_high, &StudyPoint::iteration_seconds_ci_high, "seconds");
+  column(schema::throughput_samples_per_second, &StudyPoint::throughput_samples_per_second,
+         "samples/s");
+  column(schema::speedup, &StudyPoint::speedup, nullptr);
+  column(schema::efficiency, &StudyPoint::efficiency, nullptr);
+  column(schema::efficiency_ci_low, &StudyPoint::efficiency_ci_low, nullptr);
+  column(schema::efficiency_ci_high, &StudyPoint::efficiency_ci_high, nullptr);
+  column(schema::karp_flatt, &StudyPoint::karp_flatt, nullptr);
+  column(schema::gap_communication, &StudyPoint::gap_communication, nullptr);
+  column(schema::gap_load_imbalance, &StudyPoint::gap_load_imbalance, nullptr);
+  column(schema::gap_other, &StudyPoint::gap_other, nullptr);
+  write_dataset(group, schema::straggler_rank, stragglers, {count});
+  write_dataset(group, schema::straggler_host, straggler_hosts);
+}
+
 }  // namespace
 
-void write_run(const RunRecord& record, const std::filesystem::path& path, bool overwrite) {
+void write_origin_attributes(hid_t file, const FileOrigin& origin, std::size_t run_count) {
+  using namespace hdf5;
+  write_attribute(file, schema::schema_version, schema::version);
+  write_attribute(file, schema::dlscale_version, origin.dlscale_version);
+  write_attribute(file, schema::git_commit, origin.git_commit);
+  write_attribute(file, schema::command_line, origin.command_line);
+  write_attribute(file, schema::start_time_utc, origin.start_time_utc);
+  write_attribute(file, schema::run_count, (long long)run_count);
+}
+
+void write_results(const ResultsFile& results, const std::filesystem::path& path, bool overwrite) {
   silence_hdf5_error_printing();
   write_atomically(path, overwrite, [&](const std::filesystem::path& temporary) {
     const Hdf5Handle file(
         DLSCALE_H5_CHECK(H5Fcreate(temporary.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT)),
         H5Fclose);
-    write_root_attributes(file, record);
-    write_raw_data(file, record);
-    write_summary(file, record);
+    write_origin_attributes(file, results.origin, results.runs.size());
+    const Hdf5Handle runs = hdf5::create_group(file, schema::runs_group);
+    for (std::size_t index = 0; index < results.runs.size(); ++index) {
+      const Hdf5Handle run = hdf5::create_group(runs, run_group_name(index).c_str());
+      write_run_attributes(run, results.runs[index]);
+      write_raw_data(run, results.runs[index]);
+      write_summary(run, results.runs[index]);
+    }
+    if (results.study) write_study(file, *results.study);
     DLSCALE_H5_CHECK(H5Fflush(file, H5F_SCOPE_GLOBAL));
   });
 }
+
+std::string run_group_name(std::size_t index) { return fmt::format("run_{:03}", index); }
 
 }  // namespace dlscale::results

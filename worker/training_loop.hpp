@@ -1,7 +1,8 @@
 // What every rank does: the data-parallel training loop and its per-phase timings.
-//   forward (with the loss) -> backward -> allreduce of all gradients -> SGD update
-// Each phase is timed with the device synchronised; the loop knows nothing of which device or
-// communicator it runs on.
+//   forward (with the loss) -> backward -> gradient sums across ranks -> SGD update
+// Gradients are summed in buckets: either each bucket as soon as backward has produced it,
+// overlapping the layers still to compute, or all of them after backward. Each phase is timed
+// with the device synchronised; the loop knows nothing of which device or communicator it runs on.
 #pragma once
 
 #include <functional>
@@ -12,6 +13,7 @@
 #include "kernels/network.hpp"
 #include "kernels/sgd_momentum.hpp"
 #include "worker/device_dataset.hpp"
+#include "worker/gradient_buckets.hpp"
 
 namespace dlscale::worker {
 
@@ -21,10 +23,21 @@ struct TrainingSchedule {
   int total_iterations() const { return warmup_iterations + measured_iterations; }
 };
 
+struct GradientExchange {
+  std::vector<GradientBucket> buckets;
+  bool overlap = true;  // start each bucket's sum during backward; else blocking sums after it
+};
+
+// Buckets of at least `bucket_bytes` over the network's layers (see plan_buckets).
+GradientExchange make_gradient_exchange(const kernels::Network<float>& network,
+                                        std::size_t bucket_bytes, bool overlap);
+
 // One rank's raw measurements, warm-up included.
 struct RankMeasurements {
-  std::vector<double> phase_seconds;  // [iteration][phase], phase_count per iteration
-  std::vector<double> loss;           // this rank's mean batch loss, per iteration
+  std::vector<double> phase_seconds;           // [iteration][phase], phase_count per iteration
+  std::vector<double> communication_seconds;   // [iteration]: first bucket start to last done
+  std::vector<double> layer_backward_seconds;  // [iteration][layer]
+  std::vector<double> loss;                    // this rank's mean batch loss, per iteration
 };
 
 // Called after every iteration with (iteration, step seconds); used for progress reporting.
@@ -32,7 +45,7 @@ using IterationObserver = std::function<void(int iteration, double step_seconds)
 
 RankMeasurements train(kernels::Network<float>& network, kernels::SgdMomentum<float>& optimizer,
                        const DeviceDataset& data, comm::Communicator& communicator,
-                       kernels::Device& device, const TrainingSchedule& schedule,
-                       const IterationObserver& observer = {});
+                       const GradientExchange& exchange, kernels::Device& device,
+                       const TrainingSchedule& schedule, const IterationObserver& observer = {});
 
 }  // namespace dlscale::worker

@@ -13,14 +13,20 @@ except ImportError as error:  # the check cannot run, so it must not pass
 PHASES = ["forward", "backward", "allreduce", "update", "step"]
 STATISTICS = ["median", "mean", "p5", "p95", "min", "max"]
 
-# Root attributes by type: str (variable-length UTF-8), int64, float64.
-ROOT_STRINGS = ["dlscale_version", "git_commit", "command_line", "start_time_utc",
-                "mpi_library_version", "blas", "cpu_model", "model", "model_family",
-                "model_description", "comm_backend", "device"]
-ROOT_INTEGERS = ["schema_version", "world_size", "node_count", "ranks_per_node",
-                 "parameter_count", "batch_per_rank", "warmup_iterations",
-                 "measured_iterations", "threads_per_rank", "seed"]
-ROOT_FLOATS = ["training_flops_per_sample", "learning_rate", "momentum"]
+# Root attributes: where the file came from.
+ORIGIN_STRINGS = ["dlscale_version", "git_commit", "command_line", "start_time_utc"]
+# Attributes of each run group by type: str (variable-length UTF-8), int64, float64.
+RUN_STRINGS = ORIGIN_STRINGS + ["mpi_library_version", "blas", "cpu_model", "model",
+                                "model_family", "model_description", "comm_backend", "device",
+                                "scaling"]
+RUN_INTEGERS = ["world_size", "launch_world_size", "node_count", "ranks_per_node",
+                "parameter_count", "batch_per_rank", "warmup_iterations",
+                "measured_iterations", "threads_per_rank", "seed", "overlap"]
+RUN_FLOATS = ["training_flops_per_sample", "learning_rate", "momentum", "bucket_mb"]
+STUDY_FLOATS = ["iteration_seconds", "iteration_seconds_ci_low", "iteration_seconds_ci_high",
+                "throughput_samples_per_second", "speedup", "efficiency", "efficiency_ci_low",
+                "efficiency_ci_high", "karp_flatt", "gap_communication", "gap_load_imbalance",
+                "gap_other"]
 SUMMARY_FLOATS = ["throughput_samples_per_second", "communication_fraction", "allreduce_bytes",
                   "allreduce_seconds", "allreduce_algbw_gbps", "allreduce_busbw_gbps"]
 
@@ -57,15 +63,21 @@ def dataset(file, path, dtype, shape):
     return d
 
 
-def check_root_attributes(f):
-    for name in ROOT_STRINGS:
+def check_origin_attributes(f):
+    for name in ORIGIN_STRINGS:
         attribute(f, name, str)
-    for name in ROOT_INTEGERS:
-        attribute(f, name, np.int64)
-    for name in ROOT_FLOATS:
-        attribute(f, name, np.float64)
-    version = f.attrs["schema_version"]
-    expect(version == 1, f"attribute /@schema_version is {version}, expected 1")
+    version = attribute(f, "schema_version", np.int64)
+    expect(version == 2, f"attribute /@schema_version is {version}, expected 2")
+    return int(attribute(f, "run_count", np.int64))
+
+
+def check_run_attributes(run):
+    for name in RUN_STRINGS:
+        attribute(run, name, str)
+    for name in RUN_INTEGERS:
+        attribute(run, name, np.int64)
+    for name in RUN_FLOATS:
+        attribute(run, name, np.float64)
 
 
 def check_timings(f, iterations, ranks, warmup):
@@ -89,6 +101,19 @@ def check_raw_data(f, iterations, ranks):
     dataset(f, "ranks/parameter_fingerprint", np.uint64, (ranks,))
     peak_memory = dataset(f, "ranks/peak_resident_bytes", np.uint64, (ranks,))
     expect((peak_memory[()] > 0).all(), "ranks/peak_resident_bytes has a zero entry")
+    dataset(f, "communication_seconds", np.float64, (iterations, ranks))
+    kinds = f["layers/kind"].asstr()[()]
+    layers = len(kinds)
+    parameters = dataset(f, "layers/parameter_count", np.int64, (layers,))[()]
+    dataset(f, "layers/backward_seconds", np.float64, (iterations, ranks, layers))
+    buckets = f["buckets/first_layer"].shape[0]
+    first = dataset(f, "buckets/first_layer", np.int64, (buckets,))[()]
+    last = dataset(f, "buckets/last_layer", np.int64, (buckets,))[()]
+    sizes = dataset(f, "buckets/bytes", np.float64, (buckets,))[()]
+    expect((first <= last).all(), "a bucket's first_layer is after its last_layer")
+    expected_bytes = [4 * parameters[a:b + 1].sum() for a, b in zip(first, last)]
+    expect(np.allclose(sizes, expected_bytes), "buckets/bytes differ from their layers' parameters")
+    expect(sizes.sum() == 4 * parameters.sum(), "the buckets do not hold every gradient")
 
 
 def check_summary(f, ranks, measured):
@@ -125,22 +150,49 @@ def check_step_median(timings, table, warmup):
            f"the measured step samples in /timings is {recomputed!r}")
 
 
+def check_run(run):
+    check_run_attributes(run)
+    ranks = int(run.attrs["world_size"])
+    warmup = int(run.attrs["warmup_iterations"])
+    measured = int(run.attrs["measured_iterations"])
+    expect("timings" in run, f"dataset {run.name}/timings is missing")
+    iterations = run["timings"].shape[0]
+    expect(iterations == warmup + measured, f"dataset /timings has {iterations} iterations, "
+                                            f"expected {warmup} warm-up + {measured} measured")
+    timings = check_timings(run, iterations, ranks, warmup)
+    check_raw_data(run, iterations, ranks)
+    table = check_summary(run, ranks, measured)
+    check_step_is_sum_of_phases(timings)
+    check_step_median(timings, table, warmup)
+    return ranks
+
+
+def check_study(f, run_ranks):
+    study = f.get("study")
+    expect(isinstance(study, h5py.Group), "group /study is missing")
+    points = len(run_ranks)
+    ranks = dataset(f, "study/ranks", np.int64, (points,))[()]
+    expect(list(ranks) == sorted(run_ranks), f"/study/ranks is {list(ranks)}, expected "
+                                             f"{sorted(run_ranks)}")
+    dataset(f, "study/run", h5py.string_dtype(), (points,))
+    values = {name: dataset(f, f"study/{name}", np.float64, (points,))[()] for name in STUDY_FLOATS}
+    expect(np.isclose(values["efficiency"][0], 1.0), "the baseline's efficiency is not 1")
+    gaps = values["gap_communication"] + values["gap_load_imbalance"] + values["gap_other"]
+    expect(np.allclose(gaps, 1 - values["efficiency"]), "the gaps do not sum to 1 - efficiency")
+    expect((values["efficiency_ci_low"] <= values["efficiency"]).all() and
+           (values["efficiency"] <= values["efficiency_ci_high"]).all(),
+           "an efficiency lies outside its confidence interval")
+    dataset(f, "study/straggler_rank", np.int64, (points,))
+    dataset(f, "study/straggler_host", h5py.string_dtype(), (points,))
+
+
 def check(path):
     with h5py.File(path, "r") as f:
-        check_root_attributes(f)
-        ranks = int(f.attrs["world_size"])
-        warmup = int(f.attrs["warmup_iterations"])
-        measured = int(f.attrs["measured_iterations"])
-        expect("timings" in f, "dataset /timings is missing")
-        iterations = f["timings"].shape[0]
-        expect(iterations == warmup + measured, f"dataset /timings has {iterations} iterations, "
-                                                f"expected {warmup} warm-up + {measured} measured")
-        timings = check_timings(f, iterations, ranks, warmup)
-        check_raw_data(f, iterations, ranks)
-        table = check_summary(f, ranks, measured)
-        check_step_is_sum_of_phases(timings)
-        check_step_median(timings, table, warmup)
-        return iterations, ranks
+        run_count = check_origin_attributes(f)
+        expect(run_count >= 1, "the file holds no runs")
+        run_ranks = [check_run(f[f"runs/run_{index:03d}"]) for index in range(run_count)]
+        check_study(f, run_ranks)
+        return run_ranks
 
 
 def main():
@@ -149,14 +201,14 @@ def main():
         return 2
     path = sys.argv[1]
     try:
-        iterations, ranks = check(path)
+        run_ranks = check(path)
     except SchemaError as error:
         print(f"FAIL: {path}: {error}")
         return 1
     except OSError as error:
         print(f"FAIL: {path}: cannot read as HDF5: {error}")
         return 1
-    print(f"OK: {path} matches docs/results-format.md ({iterations} iterations x {ranks} ranks)")
+    print(f"OK: {path} matches docs/results-format.md (runs at {run_ranks} ranks)")
     return 0
 
 

@@ -25,16 +25,27 @@ class ResultsFile : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(directory_); }
 
+  static results::ResultsFile sample_file(std::vector<RunRecord> runs) {
+    results::ResultsFile file;
+    file.origin = {"0.1.0", "abc123", "dlscale --model fcn:4,3,2 --ranks 1,2", "2026-11-22T12:00:00Z"};
+    file.runs = std::move(runs);
+    return file;
+  }
+
   static RunRecord sample_record() {
     RunRecord record;
     record.configuration = {"fcn:4,3,2", "FCN", "4-3-2, sigmoid", 23, 138.0, 8, 1, 2, 2, "mpi",
-                            "cpu", 99, 0.05, 0.9};
+                            "cpu", 99, 0.05, 0.9, "strong", 2.5, true};
     record.environment = {"0.1.0", "abc123", "dlscale --model fcn:4,3,2", "2026-11-22T12:00:00Z",
-                          "Open MPI v4.1.4", "OpenBLAS", "Test CPU", {"node-a", "node-b"}, 2, 1};
+                          "Open MPI v4.1.4", "OpenBLAS", "Test CPU", {"node-a", "node-b"}, 2, 1, 4};
     record.ranks = 2;
     record.iterations = 3;
     for (int i = 0; i < 3 * 2 * int(phase_count); ++i) record.phase_seconds.push_back(0.001 * i);
     record.loss = {1.5, 1.4, 1.2, 1.1, 0.9, 0.8};
+    record.communication_seconds = {0.01, 0.02, 0.03, 0.04, 0.05, 0.06};
+    record.layers = {{"dense", 15}, {"sigmoid", 0}, {"dense", 8}};
+    for (int i = 0; i < 3 * 2 * 3; ++i) record.layer_backward_seconds.push_back(1e-4 * i);
+    record.buckets = {{2, 2, 32}, {0, 0, 60}};
     record.parameter_fingerprints = {0xfedcba9876543210ULL, 0xfedcba9876543210ULL};
     record.peak_resident_bytes = {1ULL << 33, 123456789};
     record.summary.phase_statistics[2] = {1, 2, 3, 4, 5, 6};
@@ -56,8 +67,14 @@ class ResultsFile : public ::testing::Test {
 TEST_F(ResultsFile, RoundTripRestoresEveryField) {
   const RunRecord written = sample_record();
   const fs::path path = directory_ / "run.h5";
-  write_run(written, path, false);
-  const RunRecord read = read_run(path);
+  RunRecord second = written;
+  second.configuration.batch_per_rank = 4;
+  write_results(sample_file({written, second}), path, false);
+  const auto file = read_results(path);
+  ASSERT_EQ(file.runs.size(), 2u);
+  EXPECT_EQ(file.origin.command_line, "dlscale --model fcn:4,3,2 --ranks 1,2");
+  EXPECT_EQ(file.runs[1].configuration.batch_per_rank, 4);
+  const RunRecord& read = file.runs[0];
 
   EXPECT_EQ(read.configuration.model, written.configuration.model);
   EXPECT_EQ(read.configuration.model_description, written.configuration.model_description);
@@ -73,6 +90,18 @@ TEST_F(ResultsFile, RoundTripRestoresEveryField) {
   EXPECT_EQ(read.configuration.seed, written.configuration.seed);
   EXPECT_EQ(read.configuration.learning_rate, written.configuration.learning_rate);
   EXPECT_EQ(read.configuration.momentum, written.configuration.momentum);
+  EXPECT_EQ(read.configuration.scaling, "strong");
+  EXPECT_EQ(read.configuration.bucket_mb, 2.5);
+  EXPECT_TRUE(read.configuration.overlap);
+  EXPECT_EQ(read.environment.launch_world_size, 4);
+  EXPECT_EQ(read.communication_seconds, written.communication_seconds);
+  ASSERT_EQ(read.layers.size(), 3u);
+  EXPECT_EQ(read.layers[1].kind, "sigmoid");
+  EXPECT_EQ(read.layers[2].parameter_count, 8u);
+  EXPECT_EQ(read.layer_backward_seconds, written.layer_backward_seconds);
+  ASSERT_EQ(read.buckets.size(), 2u);
+  EXPECT_EQ(read.buckets[1].first_layer, 0);
+  EXPECT_EQ(read.buckets[1].bytes, 60);
   EXPECT_EQ(read.environment.git_commit, written.environment.git_commit);
   EXPECT_EQ(read.environment.command_line, written.environment.command_line);
   EXPECT_EQ(read.environment.start_time_utc, written.environment.start_time_utc);
@@ -100,7 +129,7 @@ TEST_F(ResultsFile, ExistingFileIsNeverClobberedWithoutOverwrite) {
   const fs::path path = directory_ / "precious.h5";
   std::ofstream(path) << "keep me";
   EXPECT_THROW(check_output_path(path, false), UserError);
-  EXPECT_THROW(write_run(sample_record(), path, false), UserError);
+  EXPECT_THROW(write_results(sample_file({sample_record()}), path, false), UserError);
   std::ifstream file(path);
   const std::string contents((std::istreambuf_iterator<char>(file)), {});
   EXPECT_EQ(contents, "keep me");
@@ -110,8 +139,8 @@ TEST_F(ResultsFile, OverwriteReplacesAnExistingFile) {
   const fs::path path = directory_ / "replace.h5";
   std::ofstream(path) << "old";
   EXPECT_NO_THROW(check_output_path(path, true));
-  write_run(sample_record(), path, true);
-  EXPECT_EQ(read_run(path).loss, sample_record().loss);
+  write_results(sample_file({sample_record()}), path, true);
+  EXPECT_EQ(read_results(path).runs.at(0).loss, sample_record().loss);
 }
 
 TEST_F(ResultsFile, MissingOrUnwritableDirectoryIsRefused) {
@@ -135,8 +164,8 @@ TEST_F(ResultsFile, FailedWriteLeavesNothingBehind) {
 TEST_F(ResultsFile, ReadingANonResultsFileIsAUserError) {
   const fs::path path = directory_ / "not.h5";
   std::ofstream(path) << "plain text";
-  EXPECT_THROW(read_run(path), UserError);
-  EXPECT_THROW(read_run(directory_ / "absent.h5"), UserError);
+  EXPECT_THROW(read_results(path), UserError);
+  EXPECT_THROW(read_results(directory_ / "absent.h5"), UserError);
 }
 
 }  // namespace

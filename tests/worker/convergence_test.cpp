@@ -25,7 +25,8 @@ std::pair<double, double> first_and_last_loss(const workloads::Workload& workloa
   network->initialize(3);
   kernels::SgdMomentum<float> optimizer(device, network->parameters().size(), learning_rate, 0.9f);
   const RankMeasurements measured =
-      train(*network, optimizer, data, communicator, device, TrainingSchedule{0, iterations});
+      train(*network, optimizer, data, communicator, make_gradient_exchange(*network, 0, false),
+            device, TrainingSchedule{0, iterations});
 
   const auto mean_of = [](auto begin, auto end) {
     return std::accumulate(begin, end, 0.0) / double(std::distance(begin, end));

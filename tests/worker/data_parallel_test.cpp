@@ -1,5 +1,6 @@
 // Data-parallel training is correct: after N steps every rank holds bit-identical parameters, and
-// they equal (within float rounding) one process trained on all ranks' batches concatenated.
+// they equal (within float rounding) one process trained on all ranks' batches concatenated;
+// with one gradient bucket or several, summed after backward or overlapped with it.
 #include <gtest/gtest.h>
 
 #include <mpi.h>
@@ -26,14 +27,23 @@ struct Trained {
   std::vector<double> loss;
 };
 
+struct Exchange {
+  std::size_t bucket_bytes;
+  bool overlap;
+};
+
 Trained train_on(const workloads::FcnWorkload& workload, comm::Communicator& communicator,
-                 int batch, const std::vector<workloads::HostBatch>& batches) {
+                 int batch, const std::vector<workloads::HostBatch>& batches,
+                 const Exchange& exchange) {
   kernels::CpuDevice device(1);
   const DeviceDataset data(device, batch, batches);
   auto network = workload.build_network(device, data.batch());
   network->initialize(seed);
   kernels::SgdMomentum<float> optimizer(device, network->parameters().size(), learning_rate, 0.9f);
-  const RankMeasurements measured = train(*network, optimizer, data, communicator, device, schedule);
+  const RankMeasurements measured =
+      train(*network, optimizer, data, communicator,
+            make_gradient_exchange(*network, exchange.bucket_bytes, exchange.overlap), device,
+            schedule);
   return {std::vector<float>(network->parameters().begin(), network->parameters().end()),
           measured.loss};
 }
@@ -45,11 +55,13 @@ std::vector<workloads::HostBatch> batches_of(const workloads::FcnWorkload& workl
   return batches;
 }
 
-TEST(DataParallel, EveryRankEndsWithBitIdenticalParameters) {
+class DataParallel : public ::testing::TestWithParam<Exchange> {};
+
+TEST_P(DataParallel, EveryRankEndsWithBitIdenticalParameters) {
   const auto workload = workloads::parse_fcn_spec("12,10,8,4");
   comm::MpiCommunicator communicator(MPI_COMM_WORLD);
-  const Trained trained =
-      train_on(*workload, communicator, batch_per_rank, batches_of(*workload, communicator.rank()));
+  const Trained trained = train_on(*workload, communicator, batch_per_rank,
+                                   batches_of(*workload, communicator.rank()), GetParam());
   kernels::CpuDevice device(1);
   const auto fingerprints =
       communicator.gather_to_root((unsigned long long)parameter_fingerprint(device, trained.parameters));
@@ -57,11 +69,11 @@ TEST(DataParallel, EveryRankEndsWithBitIdenticalParameters) {
     EXPECT_EQ(fingerprints[r], fingerprints[0]) << "rank " << r << " diverged from rank 0";
 }
 
-TEST(DataParallel, EqualsOneProcessOnTheConcatenatedBatch) {
+TEST_P(DataParallel, EqualsOneProcessOnTheConcatenatedBatch) {
   const auto workload = workloads::parse_fcn_spec("12,10,8,4");
   comm::MpiCommunicator communicator(MPI_COMM_WORLD);
-  const Trained parallel =
-      train_on(*workload, communicator, batch_per_rank, batches_of(*workload, communicator.rank()));
+  const Trained parallel = train_on(*workload, communicator, batch_per_rank,
+                                    batches_of(*workload, communicator.rank()), GetParam());
   if (communicator.rank() != 0) return;
 
   // One process, one rank's worth of communicator, every rank's samples in each step.
@@ -77,8 +89,8 @@ TEST(DataParallel, EqualsOneProcessOnTheConcatenatedBatch) {
     }
   }
   comm::MpiCommunicator alone(MPI_COMM_SELF);
-  const Trained serial =
-      train_on(*workload, alone, batch_per_rank * communicator.size(), concatenated);
+  const Trained serial = train_on(*workload, alone, batch_per_rank * communicator.size(),
+                                  concatenated, {0, false});
 
   ASSERT_EQ(parallel.parameters.size(), serial.parameters.size());
   double largest_difference = 0;
@@ -95,6 +107,18 @@ TEST(DataParallel, EqualsOneProcessOnTheConcatenatedBatch) {
     movement = std::max(movement, double(std::abs(serial.parameters[i] - untrained->parameters()[i])));
   EXPECT_GT(movement, 1e-2);
 }
+
+// The layers hold 130, 88 and 36 parameters: 200-byte buckets split them into 2 buckets, 4 bytes
+// into one per layer.
+INSTANTIATE_TEST_SUITE_P(
+    Exchanges, DataParallel,
+    ::testing::Values(Exchange{0, false}, Exchange{0, true}, Exchange{200, true},
+                      Exchange{4, true}, Exchange{4, false}),
+    [](const auto& info) {
+      return (info.param.bucket_bytes == 0 ? std::string("OneBucket")
+                                           : "Buckets" + std::to_string(info.param.bucket_bytes)) +
+             (info.param.overlap ? "Overlapped" : "AfterBackward");
+    });
 
 }  // namespace
 }  // namespace dlscale::worker

@@ -1,0 +1,31 @@
+// Rank 0's progress on long runs: on a terminal, one live line (sweep point, iteration, current
+// step time, ETA) redrawn in place; otherwise (a batch job's log) a log line every few seconds.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+namespace dlscale::cli {
+
+class ProgressLine {
+ public:
+  // Only an enabled instance (rank 0) writes anything.
+  explicit ProgressLine(bool enabled);
+  ~ProgressLine();
+
+  // A new sweep point (1-based `point` of `points`) of `ranks` ranks and `iterations` iterations.
+  void begin_point(int point, int points, int ranks, int iterations);
+  void iteration_done(int iteration, double step_seconds);
+  // Ends the live line, so that what follows starts on a clean line.
+  void end_point();
+
+ private:
+  bool enabled_;
+  bool terminal_;
+  std::string point_label_;
+  int iterations_ = 0;
+  std::chrono::steady_clock::time_point last_shown_;
+  bool line_open_ = false;
+};
+
+}  // namespace dlscale::cli

@@ -1,0 +1,129 @@
+#include "coordinator/scaling_study.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+
+#include "coordinator/statistics.hpp"
+
+namespace dlscale::coordinator {
+
+namespace {
+
+constexpr int bootstrap_resamples = 2000;
+constexpr std::uint64_t bootstrap_seed = 20240601;  // fixed: the same file gives the same CI
+constexpr double interval_low = 0.025, interval_high = 0.975;
+
+// What one run contributes, from its measured iterations.
+struct RunTimes {
+  std::vector<double> iteration_seconds;  // slowest rank's step, per iteration
+  double global_batch = 0;
+  double exposed_communication = 0;  // mean over iterations of the fastest rank's allreduce
+  double waiting_for_stragglers = 0;  // mean over iterations of max - mean compute
+  int straggler_rank = 0;
+};
+
+RunTimes times_of(const results::RunRecord& run) {
+  RunTimes times;
+  const int first = run.configuration.warmup_iterations;
+  std::vector<double> compute_per_rank(run.ranks, 0.0);
+  for (int i = first; i < run.iterations; ++i) {
+    double slowest = 0, fastest_allreduce = std::numeric_limits<double>::infinity();
+    double compute_max = 0, compute_sum = 0;
+    for (int r = 0; r < run.ranks; ++r) {
+      const double compute = run.seconds(i, r, Phase::forward) +
+                             run.seconds(i, r, Phase::backward) + run.seconds(i, r, Phase::update);
+      slowest = std::max(slowest, run.seconds(i, r, Phase::step));
+      fastest_allreduce = std::min(fastest_allreduce, run.seconds(i, r, Phase::allreduce));
+      compute_max = std::max(compute_max, compute);
+      compute_sum += compute;
+      compute_per_rank[r] += compute;
+    }
+    times.iteration_seconds.push_back(slowest);
+    times.exposed_communication += fastest_allreduce;
+    times.waiting_for_stragglers += compute_max - compute_sum / run.ranks;
+  }
+  const double measured = double(times.iteration_seconds.size());
+  times.exposed_communication /= measured;
+  times.waiting_for_stragglers /= measured;
+  times.straggler_rank = int(std::max_element(compute_per_rank.begin(), compute_per_rank.end()) -
+                             compute_per_rank.begin());
+  times.global_batch = double(run.configuration.batch_per_rank) * run.ranks;
+  return times;
+}
+
+double mean(const std::vector<double>& values) {
+  return std::accumulate(values.begin(), values.end(), 0.0) / double(values.size());
+}
+
+// The mean of a resample (with replacement) of `values`.
+double resampled_mean(const std::vector<double>& values, std::mt19937_64& random) {
+  std::uniform_int_distribution<std::size_t> pick(0, values.size() - 1);
+  double sum = 0;
+  for (std::size_t k = 0; k < values.size(); ++k) sum += values[pick(random)];
+  return sum / double(values.size());
+}
+
+}  // namespace
+
+results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs) {
+  results::StudySummary study;
+  if (runs.empty()) return study;
+  std::vector<std::size_t> order(runs.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return runs[a].ranks < runs[b].ranks; });
+  study.scaling = runs[order.front()].configuration.scaling;
+  const int p = runs[order.front()].ranks;
+  study.baseline_ranks = p;
+  const RunTimes baseline = times_of(runs[order.front()]);
+  const double baseline_mean = mean(baseline.iteration_seconds);
+  // Efficiency from mean iteration times: E = X(n)/X(p) * p/n, with X = global batch / T.
+  const auto efficiency_of = [&](const RunTimes& times, double t_n, double t_p, int n) {
+    return (times.global_batch / t_n) / (baseline.global_batch / t_p) * double(p) / n;
+  };
+
+  std::mt19937_64 random(bootstrap_seed);
+  for (std::size_t index : order) {
+    const auto& run = runs[index];
+    const RunTimes times = times_of(run);
+    const int n = run.ranks;
+    results::StudyPoint point;
+    point.ranks = n;
+    point.run = results::run_group_name(index);
+    point.iteration_seconds = mean(times.iteration_seconds);
+    point.throughput_samples_per_second = times.global_batch / point.iteration_seconds;
+    point.efficiency = efficiency_of(times, point.iteration_seconds, baseline_mean, n);
+    point.speedup = point.efficiency * n;
+
+    std::vector<double> resampled_times, resampled_efficiency;
+    for (int k = 0; k < bootstrap_resamples; ++k) {
+      const double t_n = resampled_mean(times.iteration_seconds, random);
+      const double t_p = resampled_mean(baseline.iteration_seconds, random);
+      resampled_times.push_back(t_n);
+      resampled_efficiency.push_back(efficiency_of(times, t_n, t_p, n));
+    }
+    point.iteration_seconds_ci_low = quantile(resampled_times, interval_low);
+    point.iteration_seconds_ci_high = quantile(resampled_times, interval_high);
+    point.efficiency_ci_low = quantile(resampled_efficiency, interval_low);
+    point.efficiency_ci_high = quantile(resampled_efficiency, interval_high);
+
+    // Karp-Flatt relative to the baseline: n' = n/p processors, speedup S' = S/p.
+    const double relative_ranks = double(n) / p, relative_speedup = point.speedup / p;
+    point.karp_flatt = n == p ? std::numeric_limits<double>::quiet_NaN()
+                              : (1 / relative_speedup - 1 / relative_ranks) /
+                                    (1 - 1 / relative_ranks);
+
+    point.gap_communication = times.exposed_communication / point.iteration_seconds;
+    point.gap_load_imbalance = times.waiting_for_stragglers / point.iteration_seconds;
+    point.gap_other = 1 - point.efficiency - point.gap_communication - point.gap_load_imbalance;
+    point.straggler_rank = times.straggler_rank;
+    point.straggler_host = run.environment.rank_hosts.at(times.straggler_rank);
+    study.points.push_back(point);
+  }
+  return study;
+}
+
+}  // namespace dlscale::coordinator

@@ -1,0 +1,16 @@
+// Rank 0's analysis across runs: speedup, efficiency with confidence intervals, the Karp-Flatt
+// serial fraction, and where the lost efficiency went. Definitions: docs/results-format.md,
+// section /study, after ../shared/workloads.md.
+#pragma once
+
+#include <vector>
+
+#include "results/study_record.hpp"
+
+namespace dlscale::coordinator {
+
+// The runs must share one workload and settings (see check_comparable in the merge command);
+// their summaries need not be computed.
+results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs);
+
+}  // namespace dlscale::coordinator
