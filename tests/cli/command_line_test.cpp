@@ -153,6 +153,25 @@ TEST_F(CommandLine, EveryBuiltinModelTrainsOnTwoRanksWithIdenticalParameters) {
   }
 }
 
+TEST_F(CommandLine, RankSweepMistakesAreRefusedBeforeAnythingRuns) {
+  expect_refused("--ranks 1,4", "only 2");
+  expect_refused("--ranks 1,2 --global-batch 7", "--global-batch 7");
+  expect_refused("--scaling strong", "--global-batch");
+}
+
+TEST_F(CommandLine, WeakSweepRunsEveryPointInOneLaunchAndOneFile) {
+  const Outcome outcome = run_dlscale(
+      "--model fcn:16,8,4 --batch 4 --iters 3 --warmup 1 --ranks 1,2 --bucket-mb 0.0001 "
+      "--out sweep.h5");
+  for (int r = 0; r < ranks; ++r) EXPECT_EQ(outcome.rank_exit_codes[r], 0) << "rank " << r;
+  EXPECT_TRUE(outcome.error_lines.empty());
+  EXPECT_NE(outcome.stdout_text.find("bit-identical on all 1 ranks"), std::string::npos);
+  EXPECT_NE(outcome.stdout_text.find("bit-identical on all 2 ranks"), std::string::npos);
+  EXPECT_NE(outcome.stdout_text.find("weak scaling against 1 rank"), std::string::npos)
+      << outcome.stdout_text;
+  EXPECT_TRUE(fs::exists(directory_ / "sweep.h5"));
+}
+
 TEST_F(CommandLine, ModelTooLargeForMemoryIsRefusedAtOnce) {
   expect_refused("--model vgg-16 --batch 100000", "available");
 }

@@ -82,5 +82,61 @@ TEST(RunOptions, HelpListsEveryOptionGroup) {
     EXPECT_NE(help.find(option), std::string::npos) << option;
 }
 
+std::string sweep_error(const std::vector<std::string>& arguments, int world_size) {
+  try {
+    const RunOptions options = parse_run_options(arguments);
+    batches_per_rank(options, sweep_rank_counts(options, world_size), 64);
+  } catch (const UserError& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
+TEST(RankSweep, ListsAreSortedAndAllMeansPowersOfTwoAndTheLaunch) {
+  EXPECT_EQ(sweep_rank_counts(parse_run_options({}), 4), std::vector<int>{4});
+  EXPECT_EQ(sweep_rank_counts(parse_run_options({"--ranks", "4,1,2,2"}), 4),
+            (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(sweep_rank_counts(parse_run_options({"--ranks", "all"}), 8),
+            (std::vector<int>{1, 2, 4, 8}));
+  EXPECT_EQ(sweep_rank_counts(parse_run_options({"--ranks", "all"}), 6),
+            (std::vector<int>{1, 2, 4, 6}));
+}
+
+TEST(RankSweep, BadListsAndTooManyRanksAreRefused) {
+  EXPECT_NE(sweep_error({"--ranks", "1,x"}, 4).find("'x'"), std::string::npos);
+  EXPECT_NE(sweep_error({"--ranks", "0,2"}, 4).find("'0'"), std::string::npos);
+  EXPECT_NE(sweep_error({"--ranks", "1,2,"}, 4).find("--ranks"), std::string::npos);
+  EXPECT_NE(sweep_error({"--ranks", "1,8"}, 4).find("only 4"), std::string::npos);
+}
+
+TEST(RankSweep, WeakKeepsTheBatchAndStrongSplitsTheGlobalBatch) {
+  const auto weak = parse_run_options({"--ranks", "1,2,4", "--batch", "32"});
+  EXPECT_EQ(batches_per_rank(weak, {1, 2, 4}, 64), (std::vector<int>{32, 32, 32}));
+  EXPECT_EQ(recorded_scaling(weak), "weak");
+  const auto strong = parse_run_options({"--ranks", "1,2,4", "--global-batch", "256"});
+  EXPECT_EQ(strong.scaling, "strong");
+  EXPECT_EQ(batches_per_rank(strong, {1, 2, 4}, 64), (std::vector<int>{256, 128, 64}));
+  EXPECT_EQ(recorded_scaling(parse_run_options({})), "none");
+}
+
+TEST(RankSweep, StrongScalingMistakesAreNamed) {
+  EXPECT_NE(sweep_error({"--ranks", "1,2,3", "--global-batch", "256"}, 4).find("over 3 ranks"),
+            std::string::npos);
+  EXPECT_NE(sweep_error({"--scaling", "strong"}, 4).find("--global-batch"), std::string::npos);
+  EXPECT_NE(sweep_error({"--global-batch", "8", "--batch", "4"}, 4).find("--batch"),
+            std::string::npos);
+  EXPECT_NE(sweep_error({"--scaling", "weak", "--global-batch", "8"}, 4).find("strong"),
+            std::string::npos);
+  EXPECT_NE(sweep_error({"--scaling", "linear"}, 4).find("linear"), std::string::npos);
+}
+
+TEST(GradientOptions, BucketsDefaultTo25MiBOverlappedAndNegativeIsRefused) {
+  const RunOptions defaults = parse_run_options({});
+  EXPECT_EQ(defaults.bucket_mb, 25);
+  EXPECT_TRUE(defaults.overlap);
+  EXPECT_FALSE(parse_run_options({"--no-overlap"}).overlap);
+  EXPECT_NE(error_of({"--bucket-mb", "-1"}).find("--bucket-mb"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace dlscale::cli
