@@ -1,16 +1,34 @@
 // dlscale's entry point: picks the subcommand and hands over. No logic lives here.
 #include <cstring>
 
+#include "cli/merge_command.hpp"
 #include "cli/predict_command.hpp"
+#include "cli/report_command.hpp"
 #include "cli/run_command.hpp"
 
+namespace {
+
+struct Subcommand {
+  const char* name;
+  int (*run)(int argc, char** argv);  // argv[0] is the subcommand's name
+};
+
+// The training benchmark (`run`, the default) is the only one that needs mpirun.
+constexpr Subcommand subcommands[] = {{"predict", dlscale::cli::predict_command},
+                                      {"merge", dlscale::cli::merge_command},
+                                      {"report", dlscale::cli::report_command}};
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  if (argc > 1 && std::strcmp(argv[1], "predict") == 0)
-    return dlscale::cli::predict_command(argc - 1, argv + 1);
-  // `dlscale run ...` and plain `dlscale ...` both run the training benchmark.
-  if (argc > 1 && std::strcmp(argv[1], "run") == 0) {
-    argv[1] = argv[0];
-    return dlscale::cli::run_command(argc - 1, argv + 1);
+  if (argc > 1) {
+    for (const auto& subcommand : subcommands)
+      if (std::strcmp(argv[1], subcommand.name) == 0) return subcommand.run(argc - 1, argv + 1);
+    // `dlscale run ...` and plain `dlscale ...` both run the training benchmark.
+    if (std::strcmp(argv[1], "run") == 0) {
+      argv[1] = argv[0];
+      return dlscale::cli::run_command(argc - 1, argv + 1);
+    }
   }
   return dlscale::cli::run_command(argc, argv);
 }

@@ -68,6 +68,10 @@ double resampled_mean(const std::vector<double>& values, std::mt19937_64& random
 
 }  // namespace
 
+std::string study_scaling(const results::RunConfiguration& configuration) {
+  return configuration.scaling == "none" ? "weak" : configuration.scaling;
+}
+
 results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs) {
   results::StudySummary study;
   if (runs.empty()) return study;
@@ -75,7 +79,7 @@ results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs)
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return runs[a].ranks < runs[b].ranks; });
-  study.scaling = runs[order.front()].configuration.scaling;
+  study.scaling = study_scaling(runs[order.front()].configuration);
   const int p = runs[order.front()].ranks;
   study.baseline_ranks = p;
   const RunTimes baseline = times_of(runs[order.front()]);

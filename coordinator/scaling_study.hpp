@@ -3,11 +3,16 @@
 // section /study, after ../shared/workloads.md.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "results/study_record.hpp"
 
 namespace dlscale::coordinator {
+
+// Plain runs (scaling "none") keep their batch per rank, so across rank counts they compare as
+// weak scaling.
+std::string study_scaling(const results::RunConfiguration& configuration);
 
 // The runs must share one workload and settings (see check_comparable in the merge command);
 // their summaries need not be computed.

@@ -1,0 +1,142 @@
+#include "cli/merge_command.hpp"
+
+#include <chrono>
+#include <sstream>
+
+#include <boost/program_options.hpp>
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include "coordinator/scaling_study.hpp"
+#include "coordinator/summary_printer.hpp"
+#include "core/build_info.hpp"
+#include "core/errors.hpp"
+#include "results/output_file.hpp"
+#include "results/reader.hpp"
+#include "results/writer.hpp"
+
+namespace dlscale::cli {
+
+namespace {
+
+namespace po = boost::program_options;
+
+struct SourcedRun {
+  results::RunRecord run;
+  std::string origin;  // "FILE run_NNN", for errors
+};
+
+// The settings every run of one study must share, by name, as text.
+std::vector<std::pair<std::string, std::string>> study_settings(const results::RunRecord& run) {
+  const auto& c = run.configuration;
+  std::vector<std::pair<std::string, std::string>> settings = {
+      {"model", c.model},
+      {"scaling", coordinator::study_scaling(c)},
+      {"threads per rank", std::to_string(c.threads_per_rank)},
+      {"device", c.device},
+      {"comm backend", c.comm_backend},
+      {"bucket size (MiB)", fmt::format("{:g}", c.bucket_mb)},
+      {"overlap", c.overlap ? "on" : "off"}};
+  if (coordinator::study_scaling(c) == "strong")
+    settings.emplace_back("global batch", std::to_string(c.batch_per_rank * run.ranks));
+  else
+    settings.emplace_back("batch per rank", std::to_string(c.batch_per_rank));
+  return settings;
+}
+
+void check_comparable(const std::vector<SourcedRun>& runs) {
+  const auto reference = study_settings(runs.front().run);
+  for (const auto& candidate : runs) {
+    const auto settings = study_settings(candidate.run);
+    for (std::size_t k = 0; k < settings.size(); ++k)
+      if (settings[k].second != reference[k].second)
+        throw UserError(fmt::format("cannot merge: {} has {} '{}' but {} has '{}'",
+                                    candidate.origin, settings[k].first, settings[k].second,
+                                    runs.front().origin, reference[k].second));
+    for (const auto& other : runs)
+      if (&other != &candidate && other.run.ranks == candidate.run.ranks)
+        throw UserError(fmt::format("cannot merge: {} and {} both ran on {} ranks; a study keeps "
+                                    "one run per rank count", other.origin, candidate.origin,
+                                    candidate.run.ranks));
+  }
+}
+
+std::string help_text(const po::options_description& options) {
+  std::ostringstream text;
+  text << "dlscale merge: combine the runs of several jobs (say, one job per node count) into one\n"
+          "study file that `dlscale report` and `dlscale predict` read. Every run must share the\n"
+          "workload and settings (model, scaling mode and batch, threads, device, backend,\n"
+          "buckets, overlap) and have a rank count of its own.\n\n"
+          "Usage: dlscale merge A.h5 B.h5 ... -o study.h5\n\n"
+       << options
+       << "\nExample:\n"
+          "  dlscale merge nodes-1.h5 nodes-2.h5 nodes-4.h5 -o study.h5 && dlscale report study.h5\n";
+  return text.str();
+}
+
+}  // namespace
+
+int merge_command(int argc, char** argv) {
+  const auto start = std::chrono::system_clock::now();
+  std::vector<std::string> inputs;
+  std::string output;
+  bool overwrite = false;
+  po::options_description visible("Options", 100, 50);
+  visible.add_options()
+      ("help,h", "show this help and exit")
+      ("out,o", po::value(&output), "the merged study file (required)")
+      ("overwrite", po::bool_switch(&overwrite), "replace an existing file");
+  po::options_description hidden;
+  hidden.add_options()("input", po::value(&inputs));
+  po::options_description all;
+  all.add(visible).add(hidden);
+  po::positional_options_description positional;
+  positional.add("input", -1);
+  try {
+    po::variables_map values;
+    try {
+      po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(),
+                values);
+      po::notify(values);
+    } catch (const po::error& error) {
+      throw UserError(error.what());
+    }
+    if (values.count("help")) {
+      fmt::print("{}", help_text(visible));
+      return 0;
+    }
+    if (inputs.empty()) throw UserError("merge needs results files: dlscale merge A.h5 B.h5 -o study.h5");
+    if (output.empty()) throw UserError("merge needs --out FILE for the merged study");
+    results::check_output_path(output, overwrite);
+
+    std::vector<SourcedRun> runs;
+    for (const auto& input : inputs) {
+      const auto file = results::read_results(input);
+      if (file.runs.empty()) throw UserError(fmt::format("'{}' holds no training runs", input));
+      for (std::size_t index = 0; index < file.runs.size(); ++index)
+        runs.push_back({file.runs[index],
+                        fmt::format("{} {}", input, results::run_group_name(index))});
+    }
+    check_comparable(runs);
+
+    results::ResultsFile merged;
+    std::string command_line = "dlscale merge";
+    for (int i = 1; i < argc; ++i) command_line += fmt::format(" {}", argv[i]);
+    merged.origin = {build_info::version, build_info::git_commit, command_line,
+                     fmt::format("{:%FT%TZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(start)))};
+    for (auto& sourced : runs) merged.runs.push_back(std::move(sourced.run));
+    merged.study = coordinator::analyze_study(merged.runs);
+    fmt::print("{}", coordinator::format_study(*merged.study));
+    results::write_results(merged, output, overwrite);
+    fmt::print("merged {} runs from {} files into {}\n", merged.runs.size(), inputs.size(), output);
+    return 0;
+  } catch (const UserError& error) {
+    fmt::print(stderr, "dlscale: error: {}\n", error.what());
+    return 2;
+  } catch (const std::exception& error) {
+    fmt::print(stderr, "dlscale: error: {}\n", error.what());
+    return 1;
+  }
+}
+
+}  // namespace dlscale::cli
