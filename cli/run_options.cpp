@@ -48,7 +48,8 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
       ("device", po::value(&options.device)->default_value(defaults.device),
        "where each rank computes: cpu")
       ("comm", po::value(&options.comm)->default_value(defaults.comm),
-       "gradient allreduce backend: mpi");
+       "gradient allreduce backend: mpi (overlapped sums on a communication thread making "
+       "blocking calls) or mpi-nbc (overlapped sums with MPI_Iallreduce)");
 
   po::options_description scaling("Scaling study (one launch, growing groups of ranks)");
   scaling.add_options()

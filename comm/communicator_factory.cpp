@@ -6,7 +6,7 @@
 
 namespace dlscale::comm {
 
-std::vector<std::string> communicator_backends() { return {"mpi"}; }
+std::vector<std::string> communicator_backends() { return {"mpi", "mpi-nbc"}; }
 
 void check_backend_name(const std::string& backend) {
   require_choice("--comm", "backend", backend, communicator_backends());
@@ -14,7 +14,9 @@ void check_backend_name(const std::string& backend) {
 
 std::unique_ptr<Communicator> make_communicator(const std::string& backend, MPI_Comm parent) {
   check_backend_name(backend);
-  return std::make_unique<MpiCommunicator>(parent);
+  return std::make_unique<MpiCommunicator>(parent, backend == "mpi"
+                                                       ? BackgroundSums::blocking_calls
+                                                       : BackgroundSums::nonblocking_collectives);
 }
 
 }  // namespace dlscale::comm

@@ -30,6 +30,7 @@ struct Trained {
 struct Exchange {
   std::size_t bucket_bytes;
   bool overlap;
+  comm::BackgroundSums background = comm::BackgroundSums::blocking_calls;
 };
 
 Trained train_on(const workloads::FcnWorkload& workload, comm::Communicator& communicator,
@@ -59,7 +60,7 @@ class DataParallel : public ::testing::TestWithParam<Exchange> {};
 
 TEST_P(DataParallel, EveryRankEndsWithBitIdenticalParameters) {
   const auto workload = workloads::parse_fcn_spec("12,10,8,4");
-  comm::MpiCommunicator communicator(MPI_COMM_WORLD);
+  comm::MpiCommunicator communicator(MPI_COMM_WORLD, GetParam().background);
   const Trained trained = train_on(*workload, communicator, batch_per_rank,
                                    batches_of(*workload, communicator.rank()), GetParam());
   kernels::CpuDevice device(1);
@@ -71,7 +72,7 @@ TEST_P(DataParallel, EveryRankEndsWithBitIdenticalParameters) {
 
 TEST_P(DataParallel, EqualsOneProcessOnTheConcatenatedBatch) {
   const auto workload = workloads::parse_fcn_spec("12,10,8,4");
-  comm::MpiCommunicator communicator(MPI_COMM_WORLD);
+  comm::MpiCommunicator communicator(MPI_COMM_WORLD, GetParam().background);
   const Trained parallel = train_on(*workload, communicator, batch_per_rank,
                                     batches_of(*workload, communicator.rank()), GetParam());
   if (communicator.rank() != 0) return;
@@ -113,11 +114,14 @@ TEST_P(DataParallel, EqualsOneProcessOnTheConcatenatedBatch) {
 INSTANTIATE_TEST_SUITE_P(
     Exchanges, DataParallel,
     ::testing::Values(Exchange{0, false}, Exchange{0, true}, Exchange{200, true},
-                      Exchange{4, true}, Exchange{4, false}),
+                      Exchange{4, true}, Exchange{4, false},
+                      Exchange{200, true, comm::BackgroundSums::nonblocking_collectives}),
     [](const auto& info) {
       return (info.param.bucket_bytes == 0 ? std::string("OneBucket")
                                            : "Buckets" + std::to_string(info.param.bucket_bytes)) +
-             (info.param.overlap ? "Overlapped" : "AfterBackward");
+             (info.param.overlap ? "Overlapped" : "AfterBackward") +
+             (info.param.background == comm::BackgroundSums::blocking_calls ? ""
+                                                                           : "WithIallreduce");
     });
 
 }  // namespace
