@@ -1,0 +1,375 @@
+#!/usr/bin/python3
+# dlscale report: turns dlscale results files (HDF5, docs/results-format.md, schema 2 and the
+# single-run schema 1) into a per-run table and a scaling-study table on standard output, and on
+# request into CSV or JSON tables, PNG figures and one self-contained HTML page. The dlscale binary
+# execs it for `dlscale report FILE...`; it also runs on its own, beside its two modules
+# dlscale_results.py (reading files) and dlscale_figures.py (drawing). It needs only Debian's
+# python3-h5py, python3-numpy, python3-pandas and python3-matplotlib. docs/report.md explains it.
+import argparse
+import base64
+import html
+import json
+import os
+import shlex
+import sys
+import tempfile
+
+DEPENDENCIES = "python3-h5py python3-numpy python3-pandas python3-matplotlib"
+# No __pycache__ beside the modules: the source tree stays clean and an installed copy is read-only.
+sys.dont_write_bytecode = True
+try:
+    import numpy as np
+    import pandas as pd
+
+    from dlscale_results import (COMM_ALGBW_P50, COMM_ALPHA, COMM_BETA, COMM_BUSBW_P50,
+                                 COMM_BUSBW_P95, COMM_BYTES, COMM_RANKS, COMM_SECONDS_P50,
+                                 COMM_SECONDS_P95, PHASES, PREDICTED_EFFICIENCY, ReportError,
+                                 decoded, human_bytes, load_results_file, plural)
+except ImportError as missing:
+    sys.exit(f"dlscale report: error: {sys.executable} cannot import {missing.name}; "
+             f"install {DEPENDENCIES}")
+
+EXAMPLES = """\
+examples:
+  dlscale report sweep.h5                      print the run and scaling tables
+  dlscale report sweep.h5 --html sweep.html    one page with tables and figures, to open anywhere
+  dlscale report a.h5 b.h5 --csv tables/ --json tables.json --figures figures/
+
+The run table has one row per run (medians over measured iterations and ranks). The study table
+has one row per rank count: iteration time T(n) and efficiency E(n) with 95% bootstrap intervals,
+and the efficiency gap 1 - E split into exposed communication, waiting for stragglers (load
+imbalance) and other slowdown. docs/report.md explains every column and figure."""
+
+
+# ---- tables ------------------------------------------------------------------------------------
+
+def runs_table(results):
+    rows = []
+    for run in results.runs:
+        medians = run.phase_statistics["median"]
+        rows.append({
+            "run": run.name, "ranks": run.ranks, "hosts": len(set(run.hosts)),
+            "batch_per_rank": run.attrs.get("batch_per_rank"),
+            "step_median_s": medians["step"], "step_p95_s": run.phase_statistics["p95"]["step"],
+            **{f"{phase}_median_s": medians[phase] for phase in PHASES[:4]},
+            "throughput_samples_per_second": run.summary.get("throughput_samples_per_second"),
+            "communication_fraction": run.summary.get("communication_fraction"),
+            "allreduce_busbw_gbps": run.summary.get("allreduce_busbw_gbps"),
+            "peak_rss_mib": run.peak_rss_bytes / 2**20})
+    return pd.DataFrame(rows)
+
+
+def significant(x, digits=4):
+    """Fixed-point text with `digits` significant digits: 0.06510, 1666, 2.1e-06 as 0.000002100.
+    Never an exponent, so columns of times stay comparable at a glance."""
+    if x is None or not np.isfinite(x):
+        return "-"
+    decimals = digits - 1 - int(np.floor(np.log10(abs(x)))) if x != 0 else 0
+    return f"{x:.{max(decimals, 0)}f}"
+
+
+def fraction(x):
+    return "-" if x is None or not np.isfinite(x) else f"{x:.3f}"
+
+
+def with_interval(value, low, high, format):
+    return f"{format(value)} [{format(low)}, {format(high)}]"
+
+
+def runs_display(table):
+    return pd.DataFrame({
+        "run": table["run"], "ranks": table["ranks"], "hosts": table["hosts"],
+        "batch/rank": table["batch_per_rank"],
+        **{header: table[name].map(significant) for header, name in [
+            ("step p50 s", "step_median_s"), ("step p95 s", "step_p95_s"),
+            ("forward s", "forward_median_s"), ("backward s", "backward_median_s"),
+            ("allreduce s", "allreduce_median_s"), ("update s", "update_median_s"),
+            ("samples/s", "throughput_samples_per_second")]},
+        "comm frac": table["communication_fraction"].map(fraction),
+        "busbw GB/s": table["allreduce_busbw_gbps"].map(lambda x: significant(x, 3)),
+        "peak RSS MiB": table["peak_rss_mib"].map(significant)})
+
+
+def study_display(study):
+    def get(name):  # missing columns show as '-' instead of failing
+        return study[name] if name in study else pd.Series([np.nan] * len(study))
+    shown = pd.DataFrame({
+        "ranks": study["ranks"],
+        "iteration s [95% CI]": [with_interval(*v, significant) for v in zip(
+            get("iteration_seconds"), get("iteration_seconds_ci_low"),
+            get("iteration_seconds_ci_high"))],
+        "samples/s": get("throughput_samples_per_second").map(significant),
+        "speedup": get("speedup").map(fraction),
+        "efficiency [95% CI]": [with_interval(*v, fraction) for v in zip(
+            get("efficiency"), get("efficiency_ci_low"), get("efficiency_ci_high"))]})
+    if PREDICTED_EFFICIENCY in study:
+        shown["predicted eff"] = study[PREDICTED_EFFICIENCY].map(fraction)
+    shown["Karp-Flatt"] = get("karp_flatt").map(fraction)
+    shown["gap: comm"] = get("gap_communication").map(fraction)
+    shown["gap: imbalance"] = get("gap_load_imbalance").map(fraction)
+    shown["gap: other"] = get("gap_other").map(fraction)
+    shown["straggler"] = [f"{r}@{h}" for r, h in zip(get("straggler_rank"), get("straggler_host"))]
+    return shown
+
+
+def comm_display(comm):
+    shown = pd.DataFrame({"message": comm[COMM_BYTES].map(human_bytes)})
+    for header, name, scale in [
+            ("time p50 us", COMM_SECONDS_P50, 1e6), ("time p95 us", COMM_SECONDS_P95, 1e6),
+            ("algbw p50 GB/s", COMM_ALGBW_P50, 1), ("busbw p50 GB/s", COMM_BUSBW_P50, 1),
+            ("busbw p95 GB/s", COMM_BUSBW_P95, 1)]:
+        if name in comm:
+            shown[header] = (comm[name] * scale).map(lambda x: significant(x, 3))
+    return shown
+
+
+def comm_heading(results):
+    a = results.comm_attrs
+    text = "Allreduce sweep (/comm"
+    if COMM_RANKS in a:
+        text += f", {a[COMM_RANKS]} ranks"
+    text += ")"
+    if COMM_ALPHA in a and a.get(COMM_BETA, 0) > 0:
+        text += (f"; latency-bandwidth fit t = alpha + beta*bytes: alpha = "
+                 f"{a[COMM_ALPHA] * 1e6:.3g} us, 1/beta = {1 / a[COMM_BETA] / 1e9:.3g} GB/s")
+    return text
+
+
+def header_lines(results):
+    """Provenance, as (label, value) pairs for the text and HTML headers; unknowns left out."""
+    def known(name):
+        return results.first(name, None)
+    lines = []
+    if results.runs:
+        model = known("model")
+        if known("model_description") is not None:
+            model = f"{model} ({known('model_family')}: {known('model_description')})"
+        rank_counts = ", ".join(str(r) for r in sorted({run.ranks for run in results.runs}))
+        lines += [("model", model), ("runs", f"{plural(len(results.runs), 'run')} at "
+                                             f"{rank_counts} ranks; {results.setting()}")]
+        largest = max(results.runs, key=lambda run: run.ranks)
+        if largest.hosts:
+            lines.append(("hosts (largest run)", ", ".join(
+                f"{host} ({plural(largest.hosts.count(host), 'rank')})"
+                for host in sorted(set(largest.hosts)))))
+    if known("dlscale_version") is not None:
+        lines.append(("dlscale", f"{known('dlscale_version')} (git {known('git_commit')})"))
+    for label, name in [("command line", "command_line"), ("started", "start_time_utc"),
+                        ("device", "device"), ("CPU", "cpu_model"), ("BLAS", "blas"),
+                        ("MPI", "mpi_library_version")]:
+        if known(name) is not None:
+            lines.append((label, known(name)))
+    return lines
+
+
+def sections(results):
+    """(heading, display table) for each table the file has, in the order shown."""
+    parts = []
+    if results.runs:
+        parts.append(("Runs (medians over measured iterations and all ranks)",
+                      runs_display(runs_table(results))))
+    if results.study is not None:
+        baseline = results.study_attrs.get("baseline_ranks", results.study["ranks"].min())
+        parts.append((f"Scaling study (baseline {plural(baseline, 'rank')}; the gaps "
+                      "split 1 - efficiency, as fractions of the iteration time)",
+                      study_display(results.study)))
+    if results.comm is not None:
+        parts.append((comm_heading(results), comm_display(results.comm)))
+    return parts
+
+
+def text_report(results):
+    lines = [f"== {results.path}: {results.describe()} =="]
+    lines += [f"{label}: {value}" for label, value in header_lines(results)]
+    for heading, table in sections(results):
+        lines += ["", heading + ":", table.to_string(index=False)]
+    return "\n".join(lines)
+
+
+def machine_tables(all_results):
+    """The runs, study and comm tables of all files, with a `file` column when there are several."""
+    tables = {"runs": [], "study": [], "comm": []}
+    for results in all_results:
+        for name, table in [("runs", runs_table(results) if results.runs else None),
+                            ("study", results.study), ("comm", results.comm)]:
+            if table is not None:
+                if len(all_results) > 1:
+                    table = table.copy()
+                    table.insert(0, "file", results.path)
+                tables[name].append(table)
+    return {name: pd.concat(parts, ignore_index=True) for name, parts in tables.items() if parts}
+
+
+def json_records(table):
+    """Records with NaN as null and NumPy scalars as plain numbers."""
+    return [{k: None if isinstance(v, float) and not np.isfinite(v) else decoded(v)
+             for k, v in row.items()} for row in table.astype(object).to_dict("records")]
+
+
+# ---- HTML page ---------------------------------------------------------------------------------
+
+PAGE_STYLE = """
+body { font-family: sans-serif; margin: 2em auto; max-width: 1300px; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
+th, td { padding: 0.25em 0.6em; border-bottom: 1px solid #ddd; text-align: right; }
+td { white-space: nowrap; } th { background: #f3f3f3; }
+table.meta th, table.meta td { text-align: left; white-space: normal; }
+div.figures { display: flex; flex-wrap: wrap; gap: 1em 2em; align-items: flex-start; }
+/* A table-caption is as wide as its figure's image, so captions wrap under it. */
+figure { display: table; margin: 0 0 1em; } img { max-width: 100%; height: auto; }
+figcaption { display: table-caption; caption-side: bottom; color: #555; font-size: 0.9em; }
+code { background: #f3f3f3; }
+"""
+
+
+def html_page(all_results, all_figures, command_line):
+    esc = html.escape
+    title = "dlscale report: " + ", ".join(sorted({str(r.first("model", "allreduce sweep"))
+                                                   for r in all_results}))
+    body = [f"<h1>{esc(title)}</h1>",
+            f"<p>Made by <code>{esc(command_line)}</code>.</p>"]
+    for results, pngs in zip(all_results, all_figures):
+        body.append(f"<section><h2>{esc(results.path)}: {esc(results.describe())}</h2>")
+        body.append('<table class="meta">' + "".join(
+            f"<tr><th>{esc(label)}</th><td>{esc(str(value))}</td></tr>"
+            for label, value in header_lines(results)) + "</table>")
+        for heading, table in sections(results):
+            body.append(f"<h3>{esc(heading)}</h3>" + table.to_html(index=False, border=0))
+        body.append('<div class="figures">')
+        for stem, caption, png in pngs:
+            encoded = base64.b64encode(png).decode("ascii")
+            body.append(f'<figure><img src="data:image/png;base64,{encoded}" alt="{esc(stem)}">'
+                        f"<figcaption>{esc(caption)}</figcaption></figure>")
+        body.append("</div>")
+        body.append("</section>")
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f"<title>{esc(title)}</title><style>{PAGE_STYLE}</style></head>\n<body>\n"
+            + "\n".join(body) + "\n</body></html>\n")
+
+
+# ---- output ------------------------------------------------------------------------------------
+
+def write_atomically(path, data):
+    """Write under a temporary name beside path, then rename, so path is never left partial."""
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.partial-",
+                                             dir=directory)
+    except OSError as error:
+        raise ReportError(f"{path}: cannot write ({error.strerror})") from None
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data.encode("utf-8") if isinstance(data, str) else data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes 0600; give the usual permissions
+        os.replace(temporary, path)
+    except OSError as error:
+        os.unlink(temporary)
+        raise ReportError(f"{path}: cannot write ({error.strerror})") from None
+
+
+def output_directory(path):
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ReportError(f"{path}: exists and is not a directory")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as error:
+        raise ReportError(f"{path}: cannot create directory ({error.strerror})") from None
+    return path
+
+
+def output_file(path):
+    """Checks up front that path can be written, so a bad one fails before any work is shown."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise ReportError(f"{path}: is a directory")
+    if not os.path.isdir(directory):
+        raise ReportError(f"{path}: cannot write (no directory {directory})")
+    return path
+
+
+def figure_prefixes(paths):
+    """'' for one file; otherwise each file's name without extension (made unique) and '-'."""
+    if len(paths) == 1:
+        return [""]
+    prefixes = []
+    for path in paths:
+        stem = os.path.splitext(os.path.basename(path))[0]
+        candidate, count = stem, 1
+        while candidate in prefixes:
+            count += 1
+            candidate = f"{stem}-{count}"
+        prefixes.append(candidate)
+    return [p + "-" for p in prefixes]
+
+
+def parse_arguments(argv):
+    parser = argparse.ArgumentParser(
+        prog="dlscale report", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Summarise dlscale results files: per-run and scaling tables on standard\n"
+                    "output, and on request CSV/JSON tables, PNG figures and an HTML page.",
+        epilog=EXAMPLES)
+    parser.add_argument("files", nargs="+", metavar="FILE",
+                        help="dlscale results file (.h5): a run, a rank sweep, a merged study or a "
+                             "`dlscale comm` sweep; several are reported one after another")
+    parser.add_argument("--csv", metavar="DIR", help="write runs.csv, study.csv and comm.csv "
+                        "(those the files have) to DIR, one header row each; several files add a "
+                        "`file` column")
+    parser.add_argument("--json", metavar="FILE", help='write {"runs": [...], "study": [...], '
+                        '"comm": [...]} as JSON records to FILE')
+    parser.add_argument("--figures", metavar="DIR", help="write the figures as PNG files to DIR: "
+                        "efficiency, throughput, phases, heatmap_RUN, allreduce (prefixed with "
+                        "each file's name when there are several)")
+    parser.add_argument("--html", metavar="FILE", help="write one self-contained HTML page (tables "
+                        "and embedded figures, no external links) to FILE")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_arguments(argv)
+    try:
+        all_results = [load_results_file(path) for path in args.files]
+        # Every output path is checked, and every output made in memory, before anything is
+        # printed or written: a user error then leaves no trace.
+        csv_directory = output_directory(args.csv) if args.csv else None
+        figure_directory = output_directory(args.figures) if args.figures else None
+        for path in filter(None, [args.json, args.html]):
+            output_file(path)
+        outputs = {}  # path -> contents
+        tables = machine_tables(all_results)
+        if csv_directory:
+            for name, table in tables.items():
+                outputs[os.path.join(csv_directory, f"{name}.csv")] = table.to_csv(index=False)
+        if args.json:
+            outputs[args.json] = json.dumps(
+                {name: json_records(tables[name]) if name in tables else []
+                 for name in ["runs", "study", "comm"]}, indent=1) + "\n"
+        if args.figures or args.html:
+            try:
+                from dlscale_figures import figures
+            except ImportError as missing:
+                raise ReportError(f"figures need {missing.name}: install {DEPENDENCIES}") from None
+            all_figures = [figures(results) for results in all_results]
+            if figure_directory:
+                for prefix, pngs in zip(figure_prefixes(args.files), all_figures):
+                    for stem, _, png in pngs:
+                        outputs[os.path.join(figure_directory, f"{prefix}{stem}.png")] = png
+            if args.html:
+                command_line = shlex.join(["dlscale", "report", *argv])
+                outputs[args.html] = html_page(all_results, all_figures, command_line)
+        try:
+            print("\n\n".join(text_report(results) for results in all_results), flush=True)
+        except BrokenPipeError:  # `dlscale report ... | head`: the reader has seen enough
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        for path, data in outputs.items():
+            write_atomically(path, data)
+    except ReportError as error:
+        print(f"dlscale report: error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
