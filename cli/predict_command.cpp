@@ -11,6 +11,7 @@
 #include "coordinator/performance_model.hpp"
 #include "coordinator/scaling_study.hpp"
 #include "core/errors.hpp"
+#include "results/output_file.hpp"
 #include "results/reader.hpp"
 
 namespace dlscale::cli {
@@ -28,7 +29,40 @@ struct PredictOptions {
   std::string network;
   std::string algorithm = "ring";
   std::string overlap = "measured";
+  std::string json_path;  // "-" for standard output, instead of the table
 };
+
+struct PredictedRow {
+  int ranks = 0;
+  double iteration_seconds = 0, efficiency = 0, speedup = 0;
+  double gap_communication = 0, gap_load_imbalance = 0, gap_other = 0;
+  double measured_iteration_seconds = 0;  // 0: not measured
+};
+
+// Numbers as JSON allows them: NaN and infinities become null.
+std::string json_number(double value) {
+  return std::isfinite(value) ? fmt::format("{:.9g}", value) : "null";
+}
+
+std::string predictions_json(const std::string& model, const coordinator::NetworkModel& network,
+                             const std::string& algorithm, const std::vector<PredictedRow>& rows) {
+  std::string out = fmt::format(
+      "{{\"model\": \"{}\", \"algorithm\": \"{}\", \"alpha_seconds\": {}, "
+      "\"beta_seconds_per_byte\": {}, \"predictions\": [",
+      model, algorithm, json_number(network.alpha_seconds), json_number(network.beta_seconds_per_byte));
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    out += fmt::format(
+        "{}\n  {{\"ranks\": {}, \"iteration_seconds\": {}, \"efficiency\": {}, \"speedup\": {}, "
+        "\"gap_communication\": {}, \"gap_load_imbalance\": {}, \"gap_other\": {}, "
+        "\"measured_iteration_seconds\": {}}}",
+        i == 0 ? "" : ",", r.ranks, json_number(r.iteration_seconds), json_number(r.efficiency),
+        json_number(r.speedup), json_number(r.gap_communication),
+        json_number(r.gap_load_imbalance), json_number(r.gap_other),
+        r.measured_iteration_seconds > 0 ? json_number(r.measured_iteration_seconds) : "null");
+  }
+  return out + "\n]}\n";
+}
 
 // "100Gbps,2us": a link bandwidth (bits: Gbps, Mbps, Gbit/s; bytes: GB/s, MB/s) and a latency
 // (ns, us, ms, s).
@@ -123,7 +157,9 @@ int predict_command(int argc, char** argv) {
       ("algorithm", po::value(&options.algorithm)->default_value(options.algorithm),
        "allreduce algorithm: ring or tree")
       ("overlap", po::value(&options.overlap)->default_value(options.overlap),
-       "bucket sums during backward: on, off, or as measured");
+       "bucket sums during backward: on, off, or as measured")
+      ("json", po::value(&options.json_path),
+       "write the predictions as JSON to FILE ('-': standard output, instead of the table)");
   po::options_description hidden;
   hidden.add_options()("file", po::value(&options.path));
   po::options_description all;
@@ -180,6 +216,32 @@ int predict_command(int argc, char** argv) {
     const double baseline_seconds = predict(p).iteration_seconds;
     const results::StudySummary study = coordinator::analyze_study(file.runs);
 
+    std::vector<PredictedRow> rows;
+    for (int n : ranks) {
+      const auto prediction = predict(n);
+      PredictedRow row;
+      row.ranks = n;
+      row.iteration_seconds = prediction.iteration_seconds;
+      // E = X(n)/X(p) * p/n with X = global batch / iteration time, as in the study.
+      row.efficiency = (batch_at(n) * n / row.iteration_seconds) /
+                       (batch_at(p) * p / baseline_seconds) * p / n;
+      row.speedup = row.efficiency * n;
+      row.gap_communication = prediction.exposed_communication_seconds / row.iteration_seconds;
+      row.gap_load_imbalance = prediction.straggler_wait_seconds / row.iteration_seconds;
+      row.gap_other = 1 - row.efficiency - row.gap_communication - row.gap_load_imbalance;
+      for (const auto& point : study.points)
+        if (point.ranks == n) row.measured_iteration_seconds = point.iteration_seconds;
+      rows.push_back(row);
+    }
+    if (!options.json_path.empty()) {
+      const std::string json = predictions_json(config.model, network, options.algorithm, rows);
+      if (options.json_path == "-") {
+        fmt::print("{}", json);
+        return 0;
+      }
+      results::write_text_atomically(options.json_path, json);
+    }
+
     fmt::print("{} ({} scaling, {}), {} allreduce, {}; alpha {:.3g} us, 1/beta {:.3g} GB/s\n",
                config.model, strong ? "strong" : "weak",
                strong ? fmt::format("global batch {:g}", global_batch)
@@ -188,22 +250,16 @@ int predict_command(int argc, char** argv) {
                1 / network.beta_seconds_per_byte / 1e9);
     fmt::print("{:>7} {:>11} {:>11} {:>9} {:>7} {:>10} {:>7}  {:>16}\n", "ranks", "iter ms",
                "efficiency", "speedup", "comm", "imbalance", "other", "measured iter ms");
-    for (int n : ranks) {
-      const auto prediction = predict(n);
-      const double t = prediction.iteration_seconds;
-      // E = X(n)/X(p) * p/n with X = global batch / iteration time, as in the study.
-      const double efficiency =
-          (batch_at(n) * n / t) / (batch_at(p) * p / baseline_seconds) * p / n;
-      const double communication = prediction.exposed_communication_seconds / t;
-      const double imbalance = prediction.straggler_wait_seconds / t;
-      std::string measured;
-      for (const auto& point : study.points)
-        if (point.ranks == n)
-          measured = fmt::format("{:.2f} ({:+.1f}%)", point.iteration_seconds * 1e3,
-                                 (t / point.iteration_seconds - 1) * 100);
-      fmt::print("{:>7} {:>11.2f} {:>10.1f}% {:>9.1f} {:>6.1f}% {:>9.1f}% {:>6.1f}%  {:>16}\n", n,
-                 t * 1e3, efficiency * 100, efficiency * n, communication * 100, imbalance * 100,
-                 (1 - efficiency - communication - imbalance) * 100, measured);
+    for (const auto& row : rows) {
+      const std::string measured =
+          row.measured_iteration_seconds > 0
+              ? fmt::format("{:.2f} ({:+.1f}%)", row.measured_iteration_seconds * 1e3,
+                            (row.iteration_seconds / row.measured_iteration_seconds - 1) * 100)
+              : "";
+      fmt::print("{:>7} {:>11.2f} {:>10.1f}% {:>9.1f} {:>6.1f}% {:>9.1f}% {:>6.1f}%  {:>16}\n",
+                 row.ranks, row.iteration_seconds * 1e3, row.efficiency * 100, row.speedup,
+                 row.gap_communication * 100, row.gap_load_imbalance * 100, row.gap_other * 100,
+                 measured);
     }
     return 0;
   } catch (const UserError& error) {

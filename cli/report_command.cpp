@@ -38,6 +38,10 @@ int report_command(int argc, char** argv) {
                        "set DLSCALE_REPORT_SCRIPT\n", script);
     return 2;
   }
+  // The report asks this very binary for predictions (--network).
+  std::error_code error;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (!error) setenv("DLSCALE_EXECUTABLE", self.c_str(), 1);
   std::vector<char*> arguments = {const_cast<char*>(python.c_str()),
                                   const_cast<char*>(script.c_str())};
   for (int i = 1; i < argc; ++i) arguments.push_back(argv[i]);

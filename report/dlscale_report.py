@@ -11,6 +11,7 @@ import html
 import json
 import os
 import shlex
+import subprocess
 import sys
 import tempfile
 
@@ -34,6 +35,7 @@ examples:
   dlscale report sweep.h5                      print the run and scaling tables
   dlscale report sweep.h5 --html sweep.html    one page with tables and figures, to open anywhere
   dlscale report a.h5 b.h5 --csv tables/ --json tables.json --figures figures/
+  dlscale report sweep.h5 --network 1.5GB/s,30us --html sweep.html   with predicted efficiency
 
 The run table has one row per run (medians over measured iterations and ranks). The study table
 has one row per rank count: iteration time T(n) and efficiency E(n) with 95% bootstrap intervals,
@@ -304,6 +306,26 @@ def figure_prefixes(paths):
     return [p + "-" for p in prefixes]
 
 
+def add_prediction(results, network, algorithm):
+    """Adds the predicted efficiency at the measured rank counts to results.study, from
+    `dlscale predict` (the same binary that runs this report, when it does)."""
+    if results.study is None:
+        return
+    executable = os.environ.get("DLSCALE_EXECUTABLE", "dlscale")
+    ranks = ",".join(str(int(n)) for n in results.study["ranks"])
+    command = [executable, "predict", results.path, "--network", network, "--algorithm",
+               algorithm, "--ranks", ranks, "--json", "-"]
+    try:
+        finished = subprocess.run(command, capture_output=True, text=True, check=False)
+    except OSError as error:
+        raise ReportError(f"cannot run {executable} predict: {error.strerror}") from None
+    if finished.returncode != 0:
+        lines = finished.stderr.strip().splitlines() or ["no message"]
+        raise ReportError(f"{results.path}: prediction failed: {lines[-1]}")
+    predicted = {row["ranks"]: row["efficiency"] for row in json.loads(finished.stdout)["predictions"]}
+    results.study[PREDICTED_EFFICIENCY] = results.study["ranks"].map(predicted)
+
+
 def parse_arguments(argv):
     parser = argparse.ArgumentParser(
         prog="dlscale report", formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -321,6 +343,11 @@ def parse_arguments(argv):
     parser.add_argument("--figures", metavar="DIR", help="write the figures as PNG files to DIR: "
                         "efficiency, throughput, phases, heatmap_RUN, allreduce (prefixed with "
                         "each file's name when there are several)")
+    parser.add_argument("--network", metavar="BANDWIDTH,LATENCY",
+                        help="add `dlscale predict`'s efficiency for this network model (e.g. "
+                             "100Gbps,2us) beside the measured one, in the table and figure")
+    parser.add_argument("--algorithm", choices=["ring", "tree"], default="ring",
+                        help="allreduce algorithm of the --network prediction (default ring)")
     parser.add_argument("--html", metavar="FILE", help="write one self-contained HTML page (tables "
                         "and embedded figures, no external links) to FILE")
     return parser.parse_args(argv)
@@ -331,6 +358,9 @@ def main(argv=None):
     args = parse_arguments(argv)
     try:
         all_results = [load_results_file(path) for path in args.files]
+        if args.network:
+            for results in all_results:
+                add_prediction(results, args.network, args.algorithm)
         # Every output path is checked, and every output made in memory, before anything is
         # printed or written: a user error then leaves no trace.
         csv_directory = output_directory(args.csv) if args.csv else None

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
 #include <fmt/format.h>
 #include <fmt/std.h>
@@ -76,6 +77,15 @@ void write_atomically(const fs::path& path, bool overwrite,
     fs::remove(temporary, ignored);
     throw;
   }
+}
+
+void write_text_atomically(const fs::path& path, const std::string& text) {
+  write_atomically(path, true, [&](const fs::path& temporary) {
+    std::ofstream file(temporary);
+    file << text;
+    file.close();
+    if (!file) throw UserError(fmt::format("cannot write '{}'", path.string()));
+  });
 }
 
 }  // namespace dlscale::results

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <string>
 
 namespace dlscale::results {
 
@@ -17,5 +18,8 @@ void check_output_path(const std::filesystem::path& path, bool overwrite);
 // anything fails.
 void write_atomically(const std::filesystem::path& path, bool overwrite,
                       const std::function<void(const std::filesystem::path&)>& write);
+
+// A text export (JSON, CSV) written the same way; an existing file is replaced.
+void write_text_atomically(const std::filesystem::path& path, const std::string& text);
 
 }  // namespace dlscale::results
