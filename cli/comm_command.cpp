@@ -135,29 +135,19 @@ int sweep_and_report(const ValidatedSweep& sweep, const comm::MpiSession& mpi, i
 int comm_command(int argc, char** argv) {
   const auto start = std::chrono::system_clock::now();
   comm::MpiSession mpi(argc, argv);
-  const int rank = mpi.world_rank();
-  start_command_logging(rank);
-  try {
+  start_command_logging(mpi.world_rank());
+  return exit_status_of(mpi, [&] {
     // Collective, so it runs before the agreed validation, which must not contain collectives.
     const int ranks_on_host = comm::ranks_on_this_host(mpi.world());
     ValidatedSweep sweep;
     comm::agree_on_success(mpi.world(),
                            [&] { sweep = validate(argc, argv, mpi, ranks_on_host, start); });
     if (sweep.options.action == CommOptions::Action::show_help) {
-      if (rank == 0) fmt::print("{}", comm_help_text());
+      if (mpi.world_rank() == 0) fmt::print("{}", comm_help_text());
       return 0;
     }
     return sweep_and_report(sweep, mpi, argc, argv, start);
-  } catch (const UserError& error) {
-    // Agreed errors reach every rank; rank 0 speaks for all of them.
-    if (rank == 0) spdlog::error("{}", error.what());
-    return 2;
-  } catch (const std::exception& error) {
-    // A failure on one rank alone: the others may be inside a collective, so end the job.
-    spdlog::error("{}", error.what());
-    if (mpi.world_size() > 1) mpi.abort_job(1);
-    return 1;
-  }
+  });
 }
 
 }  // namespace dlscale::cli

@@ -6,6 +6,8 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "core/errors.hpp"
+
 namespace dlscale::cli {
 
 void start_command_logging(int rank) {
@@ -14,6 +16,21 @@ void start_command_logging(int rank) {
                                 : fmt::format("dlscale[rank {}]: %^%l%$: %v", rank));
   logger->set_level(rank == 0 ? spdlog::level::info : spdlog::level::warn);
   spdlog::set_default_logger(logger);
+}
+
+int exit_status_of(const comm::MpiSession& mpi, const std::function<int()>& command) {
+  try {
+    return command();
+  } catch (const UserError& error) {
+    // Agreed errors reach every rank; rank 0 speaks for all of them.
+    if (mpi.world_rank() == 0) spdlog::error("{}", error.what());
+    return 2;
+  } catch (const std::exception& error) {
+    // A failure on one rank alone: the others may be inside a collective, so end the job.
+    spdlog::error("{}", error.what());
+    if (mpi.world_size() > 1) mpi.abort_job(1);
+    return 1;
+  }
 }
 
 std::string joined_command_line(std::string_view subcommand, int argc, char** argv) {

@@ -23,7 +23,9 @@ struct AllreduceSweepMeasurements {
 };
 
 // Collective: every rank calls it with the same element counts. Before each call the ranks pass a
-// barrier, so a call's time on a rank runs from leaving the barrier to holding the sum.
+// barrier, so a call's time on a rank runs from leaving the barrier to holding the sum. The
+// message lives in host memory, which is what the CPU device's communicators reduce; a backend
+// for device memory (NCCL) will need the buffer allocated and checked through its Device.
 AllreduceSweepMeasurements measure_allreduce_sweep(comm::Communicator& communicator,
                                                    std::span<const std::uint64_t> element_counts,
                                                    const AllreduceSchedule& schedule);

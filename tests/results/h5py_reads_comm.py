@@ -3,12 +3,9 @@
 # Usage: python3 h5py_reads_comm.py FILE.h5
 import sys
 
-try:
-    import h5py
-    import numpy as np
-except ImportError as error:  # the check cannot run, so it must not pass
-    print(f"FAIL: {sys.executable} cannot import h5py/numpy ({error}); install python3-h5py")
-    sys.exit(1)
+# The same expectations and messages as the training-run check, which also refuses to pass when
+# h5py or numpy is missing.
+from h5py_reads_results import SchemaError, attribute, expect, h5py, np
 
 ROOT_STRINGS = ["dlscale_version", "git_commit", "command_line", "start_time_utc"]
 COMM_STRINGS = ["backend", "collective", "mpi_library_version"]
@@ -21,26 +18,13 @@ SIZE_COLUMNS = {"bytes": np.uint64, "count": np.uint64, "wrong_elements": np.uin
                 "busbw_gbps_p50": np.float64, "busbw_gbps_p95": np.float64}
 
 
-class SchemaError(Exception):
-    pass
-
-
-def expect(condition, message):
-    if not condition:
-        raise SchemaError(message)
-
-
-def attribute(obj, name, kind):
-    expect(name in obj.attrs, f"attribute {obj.name}@{name} is missing")
-    value = obj.attrs[name]
-    expect(isinstance(value, kind), f"attribute {obj.name}@{name} is {type(value).__name__}, "
-                                    f"expected {kind.__name__}")
-    return value
-
-
 def close(name, stored, recomputed, rtol=1e-9):
-    expect(np.allclose(stored, recomputed, rtol=rtol, atol=0),
-           f"{name} is {stored!r}, recomputed {recomputed!r}")
+    stored, recomputed = np.atleast_1d(stored), np.atleast_1d(recomputed)
+    wrong = np.flatnonzero(~np.isclose(stored, recomputed, rtol=rtol, atol=0))
+    if len(wrong):
+        k = wrong[0]
+        raise SchemaError(f"{name}[{k}] is {stored[k]!r}, but recomputed from the raw data it is "
+                          f"{recomputed[k]!r} (relative tolerance {rtol})")
 
 
 def check(path):
