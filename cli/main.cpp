@@ -1,6 +1,7 @@
 // dlscale's entry point: picks the subcommand and hands over. No logic lives here.
 #include <cstring>
 
+#include "cli/comm_command.hpp"
 #include "cli/merge_command.hpp"
 #include "cli/predict_command.hpp"
 #include "cli/report_command.hpp"
@@ -13,8 +14,9 @@ struct Subcommand {
   int (*run)(int argc, char** argv);  // argv[0] is the subcommand's name
 };
 
-// The training benchmark (`run`, the default) is the only one that needs mpirun.
-constexpr Subcommand subcommands[] = {{"predict", dlscale::cli::predict_command},
+// The training benchmark (`run`, the default) and `comm` run under mpirun; the others do not.
+constexpr Subcommand subcommands[] = {{"comm", dlscale::cli::comm_command},
+                                      {"predict", dlscale::cli::predict_command},
                                       {"merge", dlscale::cli::merge_command},
                                       {"report", dlscale::cli::report_command}};
 

@@ -1,10 +1,11 @@
 #include "cli/merge_command.hpp"
 
+#include "cli/command_setup.hpp"
+
 #include <chrono>
 #include <sstream>
 
 #include <boost/program_options.hpp>
-#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include "coordinator/scaling_study.hpp"
@@ -120,10 +121,8 @@ int merge_command(int argc, char** argv) {
     check_comparable(runs);
 
     results::ResultsFile merged;
-    std::string command_line = "dlscale merge";
-    for (int i = 1; i < argc; ++i) command_line += fmt::format(" {}", argv[i]);
-    merged.origin = {build_info::version, build_info::git_commit, command_line,
-                     fmt::format("{:%FT%TZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(start)))};
+    merged.origin = {build_info::version, build_info::git_commit,
+                     joined_command_line("merge", argc, argv), utc_timestamp(start)};
     for (auto& sourced : runs) merged.runs.push_back(std::move(sourced.run));
     merged.study = coordinator::analyze_study(merged.runs);
     fmt::print("{}", coordinator::format_study(*merged.study));

@@ -10,9 +10,9 @@
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "cli/command_setup.hpp"
 #include "cli/progress_line.hpp"
 #include "cli/run_options.hpp"
 #include "comm/collective_agreement.hpp"
@@ -49,12 +49,6 @@ void configure_log_level(int rank, const std::string& level) {
   // Only rank 0 narrates; other ranks speak up for warnings and errors.
   if (rank != 0) logger->set_level(std::max(logger->level(), spdlog::level::warn));
   spdlog::set_default_logger(logger);
-}
-
-std::string joined_command_line(int argc, char** argv) {
-  std::string line = "dlscale";
-  for (int i = 1; i < argc; ++i) line += fmt::format(" {}", argv[i]);
-  return line;
 }
 
 std::string default_output_name(const std::string& model, int ranks,
@@ -174,8 +168,8 @@ int train_and_report(const ValidatedRun& run, const comm::MpiSession& mpi, int a
                      std::chrono::system_clock::time_point start) {
   const bool coordinator_rank = mpi.world_rank() == 0;
   results::ResultsFile results;
-  results.origin = {build_info::version, build_info::git_commit, joined_command_line(argc, argv),
-                    fmt::format("{:%FT%TZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(start)))};
+  results.origin = {build_info::version, build_info::git_commit, joined_command_line("", argc, argv),
+                    utc_timestamp(start)};
   results::RunEnvironment environment;
   environment.dlscale_version = results.origin.dlscale_version;
   environment.git_commit = results.origin.git_commit;
@@ -230,12 +224,8 @@ int run_command(int argc, char** argv) {
   const auto start = std::chrono::system_clock::now();
   comm::MpiSession mpi(argc, argv);
   const int rank = mpi.world_rank();
-  auto logger = spdlog::stderr_color_mt("dlscale");
-  logger->set_pattern(rank == 0 ? "dlscale: %^%l%$: %v"
-                                : fmt::format("dlscale[rank {}]: %^%l%$: %v", rank));
-  spdlog::set_default_logger(logger);
-  configure_log_level(rank, "info");
-  try {
+  start_command_logging(rank);
+  return exit_status_of(mpi, [&] {
     // Collective, so it runs before the agreed validation, which must not contain collectives.
     const int ranks_on_host = comm::ranks_on_this_host(mpi.world());
     ValidatedRun run;
@@ -255,17 +245,8 @@ int run_command(int argc, char** argv) {
       case RunOptions::Action::train:
         return train_and_report(run, mpi, argc, argv, start);
     }
-  } catch (const UserError& error) {
-    // Agreed errors reach every rank; rank 0 speaks for all of them.
-    if (rank == 0) spdlog::error("{}", error.what());
-    return 2;
-  } catch (const std::exception& error) {
-    // A failure on one rank alone: the others may be inside a collective, so end the job.
-    spdlog::error("{}", error.what());
-    if (mpi.world_size() > 1) mpi.abort_job(1);
     return 1;
-  }
-  return 1;
+  });
 }
 
 }  // namespace dlscale::cli

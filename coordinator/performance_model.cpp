@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "coordinator/ring_allreduce.hpp"
 #include "coordinator/statistics.hpp"
 
 namespace dlscale::coordinator {
@@ -13,7 +14,8 @@ double allreduce_seconds(const NetworkModel& network, AllreduceAlgorithm algorit
   if (ranks <= 1) return 0;
   const double n = ranks;
   if (algorithm == AllreduceAlgorithm::ring)
-    return 2 * (n - 1) * network.alpha_seconds + 2 * (n - 1) / n * bytes * network.beta_seconds_per_byte;
+    return ring_allreduce_steps(ranks) * network.alpha_seconds +
+           allreduce_bus_factor(ranks) * bytes * network.beta_seconds_per_byte;
   return 2 * std::ceil(std::log2(n)) * network.alpha_seconds + 2 * bytes * network.beta_seconds_per_byte;
 }
 

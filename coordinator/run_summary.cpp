@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "coordinator/ring_allreduce.hpp"
 #include "coordinator/statistics.hpp"
 
 namespace dlscale::coordinator {
@@ -67,8 +68,7 @@ results::RunSummary summarize(const results::RunRecord& record) {
   summary.allreduce_seconds = median(fastest_allreduce);
   if (summary.allreduce_seconds > 0) {
     summary.allreduce_algbw_gbps = summary.allreduce_bytes / summary.allreduce_seconds / 1e9;
-    summary.allreduce_busbw_gbps =
-        summary.allreduce_algbw_gbps * 2.0 * (ranks - 1) / double(ranks);
+    summary.allreduce_busbw_gbps = summary.allreduce_algbw_gbps * allreduce_bus_factor(ranks);
   }
 
   const double flops_per_step = config.training_flops_per_sample * config.batch_per_rank;

@@ -107,21 +107,29 @@ RunRecord read_run(hid_t group, long long version) {
 
 }  // namespace
 
-ResultsFile read_results(const std::filesystem::path& path) {
+OpenedResultsFile open_results_file(const std::filesystem::path& path) {
   silence_hdf5_error_printing();
   if (!std::filesystem::exists(path))
     throw UserError(fmt::format("results file '{}' does not exist", path.string()));
   if (H5Fis_hdf5(path.c_str()) <= 0)
     throw UserError(fmt::format("'{}' is not an HDF5 file", path.string()));
-  const Hdf5Handle file(DLSCALE_H5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)),
-                        H5Fclose);
-  if (H5Aexists(file, schema::schema_version) <= 0)
+  OpenedResultsFile opened{
+      Hdf5Handle(DLSCALE_H5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)), H5Fclose),
+      0};
+  if (H5Aexists(opened.file, schema::schema_version) <= 0)
     throw UserError(fmt::format("'{}' is not a dlscale results file", path.string()));
-  const long long version = hdf5::read_integer_attribute(file, schema::schema_version);
-  if (version != schema::version && version != schema::single_run_version)
+  opened.version = hdf5::read_integer_attribute(opened.file, schema::schema_version);
+  if (opened.version != schema::version && opened.version != schema::single_run_version)
     throw UserError(fmt::format("'{}' has results schema version {}; this dlscale reads {} and {}",
-                                path.string(), version, schema::single_run_version,
+                                path.string(), opened.version, schema::single_run_version,
                                 schema::version));
+  return opened;
+}
+
+ResultsFile read_results(const std::filesystem::path& path) {
+  const OpenedResultsFile opened = open_results_file(path);
+  const hid_t file = opened.file;
+  const long long version = opened.version;
   ResultsFile results;
   auto& origin = results.origin;
   origin.dlscale_version = hdf5::read_string_attribute(file, schema::dlscale_version);

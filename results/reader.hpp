@@ -6,10 +6,18 @@
 
 #include <filesystem>
 
+#include "results/hdf5_check.hpp"
 #include "results/study_record.hpp"
 
 namespace dlscale::results {
 
 ResultsFile read_results(const std::filesystem::path& path);
+
+// A dlscale file opened for reading, after the checks every reader makes.
+struct OpenedResultsFile {
+  Hdf5Handle file;
+  long long version;  // schema_version
+};
+OpenedResultsFile open_results_file(const std::filesystem::path& path);
 
 }  // namespace dlscale::results

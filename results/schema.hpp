@@ -98,4 +98,38 @@ inline constexpr const char* gap_other = "gap_other";
 inline constexpr const char* straggler_rank = "straggler_rank";
 inline constexpr const char* straggler_host = "straggler_host";
 
+// ---- `dlscale comm`: a file holding one allreduce sweep (docs/communication.md) --------------
+// In a namespace of its own, so these names stay apart from the training-run names above.
+namespace comm_file {
+
+// A comm file is laid out by results schema 2 (docs/results-format.md): the root attributes
+// (run_count 0) and /comm, no /runs.
+inline constexpr const char* group = "comm";
+
+// /comm attributes. warmup_iterations, node_count and mpi_library_version reuse the names above.
+inline constexpr const char* backend = "backend";
+inline constexpr const char* collective = "collective";
+inline constexpr const char* ranks = "ranks";
+inline constexpr const char* iterations = "iterations";  // measured, per size
+inline constexpr const char* alpha_seconds = "alpha_seconds";
+inline constexpr const char* beta_seconds_per_byte = "beta_seconds_per_byte";
+inline constexpr const char* fit_line_intercept_seconds = "fit_line_intercept_seconds";
+inline constexpr const char* fit_line_seconds_per_byte = "fit_line_seconds_per_byte";
+inline constexpr const char* fit_relative_rms_error = "fit_relative_rms_error";
+inline constexpr const char* fit_max_relative_error = "fit_max_relative_error";
+
+// /comm datasets, one entry per message size, and the raw times. /comm/host [rank] reuses `host`.
+inline constexpr const char* bytes = "bytes";
+inline constexpr const char* count = "count";
+inline constexpr const char* seconds_p50 = "seconds_p50";
+inline constexpr const char* seconds_p95 = "seconds_p95";
+inline constexpr const char* algbw_gbps_p50 = "algbw_gbps_p50";
+inline constexpr const char* algbw_gbps_p95 = "algbw_gbps_p95";
+inline constexpr const char* busbw_gbps_p50 = "busbw_gbps_p50";
+inline constexpr const char* busbw_gbps_p95 = "busbw_gbps_p95";
+inline constexpr const char* wrong_elements = "wrong_elements";
+inline constexpr const char* seconds = "seconds";  // [size, iteration, rank]
+
+}  // namespace comm_file
+
 }  // namespace dlscale::results::schema

@@ -1,6 +1,7 @@
 // HDF5 layout of a run; docs/results-format.md is the reader's description of the same.
 #include "results/writer.hpp"
 
+#include <functional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -195,8 +196,6 @@ void write_study(hid_t file, const StudySummary& study) {
   write_dataset(group, schema::straggler_host, straggler_hosts);
 }
 
-}  // namespace
-
 void write_origin_attributes(hid_t file, const FileOrigin& origin, std::size_t run_count) {
   using namespace hdf5;
   write_attribute(file, schema::schema_version, schema::version);
@@ -207,13 +206,24 @@ void write_origin_attributes(hid_t file, const FileOrigin& origin, std::size_t r
   write_attribute(file, schema::run_count, (long long)run_count);
 }
 
-void write_results(const ResultsFile& results, const std::filesystem::path& path, bool overwrite) {
+}  // namespace
+
+
+void write_results_file(const std::filesystem::path& path, bool overwrite, const FileOrigin& origin,
+                        std::size_t run_count, const std::function<void(hid_t file)>& write) {
   silence_hdf5_error_printing();
   write_atomically(path, overwrite, [&](const std::filesystem::path& temporary) {
     const Hdf5Handle file(
         DLSCALE_H5_CHECK(H5Fcreate(temporary.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT)),
         H5Fclose);
-    write_origin_attributes(file, results.origin, results.runs.size());
+    write_origin_attributes(file, origin, run_count);
+    write(file);
+    DLSCALE_H5_CHECK(H5Fflush(file, H5F_SCOPE_GLOBAL));
+  });
+}
+
+void write_results(const ResultsFile& results, const std::filesystem::path& path, bool overwrite) {
+  write_results_file(path, overwrite, results.origin, results.runs.size(), [&](hid_t file) {
     const Hdf5Handle runs = hdf5::create_group(file, schema::runs_group);
     for (std::size_t index = 0; index < results.runs.size(); ++index) {
       const Hdf5Handle run = hdf5::create_group(runs, run_group_name(index).c_str());
@@ -222,7 +232,6 @@ void write_results(const ResultsFile& results, const std::filesystem::path& path
       write_summary(run, results.runs[index]);
     }
     if (results.study) write_study(file, *results.study);
-    DLSCALE_H5_CHECK(H5Fflush(file, H5F_SCOPE_GLOBAL));
   });
 }
 

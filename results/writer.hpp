@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 
 #include "results/hdf5_check.hpp"
 #include "results/study_record.hpp"
@@ -12,7 +13,9 @@ namespace dlscale::results {
 // Writes `results` to `path` atomically (see output_file.hpp).
 void write_results(const ResultsFile& results, const std::filesystem::path& path, bool overwrite);
 
-// The root attributes every dlscale file starts with, for writers of other content (comm).
-void write_origin_attributes(hid_t file, const FileOrigin& origin, std::size_t run_count);
+// Creates a dlscale file atomically: its root attributes, then whatever write(file) adds (the
+// runs, or a comm sweep).
+void write_results_file(const std::filesystem::path& path, bool overwrite, const FileOrigin& origin,
+                        std::size_t run_count, const std::function<void(hid_t file)>& write);
 
 }  // namespace dlscale::results

@@ -10,77 +10,15 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/cli/dlscale_under_mpirun.hpp"
 #include "workloads/workload_registry.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
+using dlscale::testing::Outcome;
 
-constexpr int ranks = 2;
-constexpr double seconds_allowed = 30;
-
-struct Outcome {
-  std::vector<int> rank_exit_codes;
-  std::vector<std::string> error_lines;  // lines dlscale itself wrote to stderr
-  std::string stdout_text;
-  double seconds = 0;
-};
-
-std::string read_file(const fs::path& path) {
-  std::ifstream file(path);
-  return {std::istreambuf_iterator<char>(file), {}};
-}
-
-class CommandLine : public ::testing::Test {
- protected:
-  void SetUp() override {
-    directory_ = fs::temp_directory_path() / ("dlscale_cli_test_" + std::to_string(getpid()));
-    fs::create_directories(directory_);
-    // Open MPI refuses to run as root (as CI does) and to oversubscribe cores unless told.
-    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-  }
-  void TearDown() override { fs::remove_all(directory_); }
-
-  // Runs `mpirun -np 2 dlscale ARGUMENTS`, each rank inside a shell that records its exit code
-  // (so mpirun never cuts a rank short), with a hard timeout so a hang fails instead of waiting.
-  Outcome run_dlscale(const std::string& arguments) {
-    for (int r = 0; r < ranks; ++r) fs::remove(directory_ / ("exit." + std::to_string(r)));
-    std::ostringstream command;
-    command << "cd " << directory_ << " && timeout 300 " << DLSCALE_MPIEXEC << " -np " << ranks
-            << " " << DLSCALE_MPIEXEC_PREFLAGS << " sh -c '\"$0\" \"$@\"; echo $? > "
-            << directory_.string() << "/exit.${OMPI_COMM_WORLD_RANK:-0}' " << DLSCALE_EXECUTABLE
-            << " " << arguments << " > stdout.txt 2> stderr.txt";
-    const auto start = std::chrono::steady_clock::now();
-    const int status = std::system(command.str().c_str());
-    Outcome outcome;
-    outcome.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    EXPECT_NE(WEXITSTATUS(status), 124) << "timed out: " << arguments;
-    for (int r = 0; r < ranks; ++r) {
-      const fs::path code = directory_ / ("exit." + std::to_string(r));
-      outcome.rank_exit_codes.push_back(fs::exists(code) ? std::stoi(read_file(code)) : -1);
-    }
-    std::istringstream errors(read_file(directory_ / "stderr.txt"));
-    for (std::string line; std::getline(errors, line);)
-      if (line.rfind("dlscale", 0) == 0 && line.find(": error: ") != std::string::npos)
-        outcome.error_lines.push_back(line);
-    outcome.stdout_text = read_file(directory_ / "stdout.txt");
-    return outcome;
-  }
-
-  void expect_refused(const std::string& arguments, const std::string& named) {
-    const Outcome outcome = run_dlscale(arguments);
-    for (int r = 0; r < ranks; ++r)
-      EXPECT_GT(outcome.rank_exit_codes[r], 0) << "rank " << r << " for: " << arguments;
-    ASSERT_EQ(outcome.error_lines.size(), 1u) << "for: " << arguments;
-    EXPECT_NE(outcome.error_lines[0].find(named), std::string::npos)
-        << "'" << outcome.error_lines[0] << "' does not name " << named;
-    EXPECT_LT(outcome.seconds, seconds_allowed) << arguments;
-  }
-
-  fs::path directory_;
-};
+class CommandLine : public dlscale::testing::DlscaleUnderMpirun {};
 
 TEST_F(CommandLine, UnknownModelIsRefused) { expect_refused("--model nonsense", "nonsense"); }
 
@@ -117,7 +55,7 @@ TEST_F(CommandLine, UnwritableOutputPathIsRefused) {
 TEST_F(CommandLine, ExistingOutputFileIsRefusedAndKept) {
   std::ofstream(directory_ / "taken.h5") << "earlier results";
   expect_refused("--model fcn:8,4 --out taken.h5", "--overwrite");
-  EXPECT_EQ(read_file(directory_ / "taken.h5"), "earlier results");
+  EXPECT_EQ(dlscale::testing::read_text_file(directory_ / "taken.h5"), "earlier results");
 }
 
 TEST_F(CommandLine, GoodRunWritesResultsAndReportsIdenticalParameters) {
@@ -137,7 +75,7 @@ TEST_F(CommandLine, OverwriteReplacesAnEarlierResultsFile) {
   const Outcome outcome =
       run_dlscale("--model fcn:16,8,4 --batch 4 --iters 2 --out again.h5 --overwrite");
   EXPECT_EQ(outcome.rank_exit_codes[0], 0);
-  EXPECT_NE(read_file(directory_ / "again.h5"), "earlier results");
+  EXPECT_NE(dlscale::testing::read_text_file(directory_ / "again.h5"), "earlier results");
 }
 
 TEST_F(CommandLine, EveryBuiltinModelTrainsOnTwoRanksWithIdenticalParameters) {

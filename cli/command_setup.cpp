@@ -1,0 +1,46 @@
+// Logger and provenance set-up shared by the subcommands.
+#include "cli/command_setup.hpp"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "core/errors.hpp"
+
+namespace dlscale::cli {
+
+void start_command_logging(int rank) {
+  auto logger = spdlog::stderr_color_mt("dlscale");
+  logger->set_pattern(rank == 0 ? "dlscale: %^%l%$: %v"
+                                : fmt::format("dlscale[rank {}]: %^%l%$: %v", rank));
+  logger->set_level(rank == 0 ? spdlog::level::info : spdlog::level::warn);
+  spdlog::set_default_logger(logger);
+}
+
+int exit_status_of(const comm::MpiSession& mpi, const std::function<int()>& command) {
+  try {
+    return command();
+  } catch (const UserError& error) {
+    // Agreed errors reach every rank; rank 0 speaks for all of them.
+    if (mpi.world_rank() == 0) spdlog::error("{}", error.what());
+    return 2;
+  } catch (const std::exception& error) {
+    // A failure on one rank alone: the others may be inside a collective, so end the job.
+    spdlog::error("{}", error.what());
+    if (mpi.world_size() > 1) mpi.abort_job(1);
+    return 1;
+  }
+}
+
+std::string joined_command_line(std::string_view subcommand, int argc, char** argv) {
+  std::string line = subcommand.empty() ? "dlscale" : fmt::format("dlscale {}", subcommand);
+  for (int i = 1; i < argc; ++i) line += fmt::format(" {}", argv[i]);
+  return line;
+}
+
+std::string utc_timestamp(std::chrono::system_clock::time_point time) {
+  return fmt::format("{:%FT%TZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(time)));
+}
+
+}  // namespace dlscale::cli

@@ -1,0 +1,29 @@
+// What every subcommand sets up the same way: its log lines ("dlscale: error: ..." from rank 0,
+// "dlscale[rank N]: ..." from the others, which speak up only for warnings and errors), how its
+// errors become exit statuses, and how a results file records the command that made it.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "comm/mpi_session.hpp"
+
+namespace dlscale::cli {
+
+void start_command_logging(int rank);
+
+// Runs `command` and returns its exit status. A UserError (agreed on by every rank, see
+// comm/collective_agreement.hpp) is logged once by rank 0 and gives 2; any other exception is
+// one rank's failure, logged by that rank, and ends the whole job with 1.
+int exit_status_of(const comm::MpiSession& mpi, const std::function<int()>& command);
+
+// "dlscale SUBCOMMAND ARG ...": argv excludes the subcommand word, argv[0] is the program. An
+// empty subcommand gives "dlscale ARG ...", the training benchmark's own form.
+std::string joined_command_line(std::string_view subcommand, int argc, char** argv);
+
+// ISO 8601 UTC to the second, e.g. 2025-01-31T12:00:00Z.
+std::string utc_timestamp(std::chrono::system_clock::time_point time);
+
+}  // namespace dlscale::cli

@@ -1,0 +1,86 @@
+// Reads the layout written by comm_writer.cpp.
+#include "results/comm_reader.hpp"
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+#include "results/hdf5_io.hpp"
+#include "results/reader.hpp"
+#include "results/schema.hpp"
+
+namespace dlscale::results {
+
+namespace {
+
+namespace names = schema::comm_file;
+
+Hdf5Handle open_comm_file(const std::filesystem::path& path) {
+  OpenedResultsFile opened = open_results_file(path);
+  if (opened.version != schema::version || H5Lexists(opened.file, names::group, H5P_DEFAULT) <= 0)
+    throw UserError(fmt::format("'{}' has no /{} group: it was not written by `dlscale comm`",
+                                path.string(), names::group));
+  return std::move(opened.file);
+}
+
+void read_group_attributes(hid_t group, CommRecord& record) {
+  using namespace hdf5;
+  auto& fit = record.fit;
+  record.backend = read_string_attribute(group, names::backend);
+  record.ranks = int(read_integer_attribute(group, names::ranks));
+  record.node_count = int(read_integer_attribute(group, schema::node_count));
+  record.mpi_library_version = read_string_attribute(group, schema::mpi_library_version);
+  record.measured_iterations = int(read_integer_attribute(group, names::iterations));
+  record.warmup_iterations = int(read_integer_attribute(group, schema::warmup_iterations));
+  fit.alpha_seconds = read_double_attribute(group, names::alpha_seconds);
+  fit.beta_seconds_per_byte = read_double_attribute(group, names::beta_seconds_per_byte);
+  fit.line_intercept_seconds = read_double_attribute(group, names::fit_line_intercept_seconds);
+  fit.line_seconds_per_byte = read_double_attribute(group, names::fit_line_seconds_per_byte);
+  fit.relative_rms_error = read_double_attribute(group, names::fit_relative_rms_error);
+  fit.max_relative_error = read_double_attribute(group, names::fit_max_relative_error);
+}
+
+void read_datasets(hid_t group, const std::filesystem::path& path, CommRecord& record) {
+  using namespace hdf5;
+  const auto bytes = read_uint64_dataset(group, names::bytes);
+  const auto count = read_uint64_dataset(group, names::count);
+  const auto seconds_p50 = read_double_dataset(group, names::seconds_p50);
+  const auto seconds_p95 = read_double_dataset(group, names::seconds_p95);
+  const auto algbw_p50 = read_double_dataset(group, names::algbw_gbps_p50);
+  const auto algbw_p95 = read_double_dataset(group, names::algbw_gbps_p95);
+  const auto busbw_p50 = read_double_dataset(group, names::busbw_gbps_p50);
+  const auto busbw_p95 = read_double_dataset(group, names::busbw_gbps_p95);
+  const auto wrong = read_uint64_dataset(group, names::wrong_elements);
+  record.seconds = read_double_dataset(group, names::seconds);
+  record.rank_hosts = read_string_dataset(group, schema::host);
+  const std::size_t sizes = bytes.size();
+  const bool consistent =
+      count.size() == sizes && seconds_p50.size() == sizes && seconds_p95.size() == sizes &&
+      algbw_p50.size() == sizes && algbw_p95.size() == sizes && busbw_p50.size() == sizes &&
+      busbw_p95.size() == sizes && wrong.size() == sizes &&
+      record.seconds.size() == sizes * std::size_t(record.measured_iterations * record.ranks) &&
+      record.rank_hosts.size() == std::size_t(record.ranks);
+  if (!consistent)
+    throw UserError(fmt::format("'{}': the /{} datasets disagree in length", path.string(),
+                                names::group));
+  for (std::size_t s = 0; s < bytes.size(); ++s)
+    record.sizes.push_back({bytes[s], count[s], seconds_p50[s], seconds_p95[s], algbw_p50[s],
+                            algbw_p95[s], busbw_p50[s], busbw_p95[s], wrong[s]});
+}
+
+}  // namespace
+
+CommRecord read_comm(const std::filesystem::path& path) {
+  silence_hdf5_error_printing();
+  const Hdf5Handle file = open_comm_file(path);
+  CommRecord record;
+  record.dlscale_version = hdf5::read_string_attribute(file, schema::dlscale_version);
+  record.git_commit = hdf5::read_string_attribute(file, schema::git_commit);
+  record.command_line = hdf5::read_string_attribute(file, schema::command_line);
+  record.start_time_utc = hdf5::read_string_attribute(file, schema::start_time_utc);
+  const Hdf5Handle group = hdf5::open_group(file, names::group);
+  read_group_attributes(group, record);
+  read_datasets(group, path, record);
+  return record;
+}
+
+}  // namespace dlscale::results

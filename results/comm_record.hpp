@@ -1,0 +1,62 @@
+// Everything one `dlscale comm` allreduce sweep produces, in memory: what ran where, the raw
+// per-rank times, the per-size statistics and the latency-bandwidth fit. The comm writer stores
+// exactly this and read_comm restores it; docs/communication.md describes each field in the file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dlscale::results {
+
+// One message size of the sweep. Times are per call, each call timed at its slowest rank.
+struct CommSizeStatistics {
+  std::uint64_t bytes = 0;  // count * 4 (float32)
+  std::uint64_t count = 0;  // elements per rank
+  double seconds_p50 = 0;
+  double seconds_p95 = 0;
+  double algbw_gbps_p50 = 0;  // bytes / seconds_p50 / 1e9
+  double algbw_gbps_p95 = 0;  // bytes / seconds_p95 / 1e9 (the slower calls, so the lower value)
+  double busbw_gbps_p50 = 0;  // algbw * 2(n-1)/n
+  double busbw_gbps_p95 = 0;
+  std::uint64_t wrong_elements = 0;  // summed over ranks and every call, warm-up included
+};
+
+// The latency-bandwidth (alpha-beta) model fitted to the p50 times, t(m) = a + b*m, and the ring
+// allreduce's per-hop constants derived from it: t = 2(n-1)*alpha + 2(n-1)/n * m * beta.
+struct AlphaBetaFit {
+  double line_intercept_seconds = 0;   // a
+  double line_seconds_per_byte = 0;    // b
+  double alpha_seconds = 0;            // a / (2(n-1)); NaN for one rank
+  double beta_seconds_per_byte = 0;    // b * n / (2(n-1)); NaN for one rank
+  double relative_rms_error = 0;       // sqrt(mean(((t - fit) / t)^2)), what the fit minimises
+  double max_relative_error = 0;       // max |t - fit| / t
+};
+
+struct CommRecord {
+  // What made the file.
+  std::string dlscale_version;
+  std::string git_commit;
+  std::string command_line;
+  std::string start_time_utc;  // ISO 8601
+  std::string mpi_library_version;
+
+  // Where and how it ran.
+  std::string backend;
+  int ranks = 0;
+  std::vector<std::string> rank_hosts;  // [rank]
+  int node_count = 0;                   // distinct hosts
+  int warmup_iterations = 0;            // per size, left out of the statistics
+  int measured_iterations = 0;          // per size
+
+  std::vector<double> seconds;  // [size][measured iteration][rank], each rank's own clock
+  std::vector<CommSizeStatistics> sizes;
+  AlphaBetaFit fit;
+
+  double call_seconds(std::size_t size, int iteration, int rank) const {
+    return seconds[(size * std::size_t(measured_iterations) + std::size_t(iteration)) *
+                       std::size_t(ranks) + std::size_t(rank)];
+  }
+};
+
+}  // namespace dlscale::results

@@ -1,0 +1,148 @@
+// The comm results file: a full round trip through HDF5, the schema-2 root attributes the rest
+// of dlscale relies on, and read_comm's refusals of files that hold no allreduce sweep.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/errors.hpp"
+#include "results/comm_reader.hpp"
+#include "results/comm_writer.hpp"
+#include "results/hdf5_io.hpp"
+#include "results/schema.hpp"
+#include "results/writer.hpp"
+
+namespace dlscale::results {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CommFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    directory_ = fs::temp_directory_path() / ("dlscale_comm_file_test_" + std::to_string(getpid()));
+    fs::create_directories(directory_);
+  }
+  void TearDown() override { fs::remove_all(directory_); }
+
+  static CommRecord sample_record() {
+    CommRecord record;
+    record.dlscale_version = "0.1.0";
+    record.git_commit = "abc123def456";
+    record.command_line = "dlscale comm -b 8 -e 16 -n 2";
+    record.start_time_utc = "2026-11-22T12:00:00Z";
+    record.mpi_library_version = "Open MPI v4.1.4";
+    record.backend = "mpi";
+    record.ranks = 3;
+    record.rank_hosts = {"node-a", "node-a", "node-b"};
+    record.node_count = 2;
+    record.warmup_iterations = 1;
+    record.measured_iterations = 2;
+    record.sizes = {{8, 2, 1e-6, 2e-6, 0.008, 0.004, 0.0107, 0.0053, 0},
+                    {16, 4, 1.5e-6, 3e-6, 0.0107, 0.0053, 0.0142, 0.0071, 7}};
+    for (int i = 0; i < 2 * 2 * 3; ++i) record.seconds.push_back(1e-6 * (i + 1));
+    record.fit = {5e-7, 6.25e-8, 1.25e-7, 4.6875e-8, 0.12, 0.3};
+    return record;
+  }
+
+  fs::path directory_;
+};
+
+TEST_F(CommFile, RoundTripRestoresEveryField) {
+  const CommRecord written = sample_record();
+  const fs::path path = directory_ / "comm.h5";
+  write_comm(written, path, false);
+  const CommRecord read = read_comm(path);
+  EXPECT_EQ(read.dlscale_version, written.dlscale_version);
+  EXPECT_EQ(read.git_commit, written.git_commit);
+  EXPECT_EQ(read.command_line, written.command_line);
+  EXPECT_EQ(read.start_time_utc, written.start_time_utc);
+  EXPECT_EQ(read.mpi_library_version, written.mpi_library_version);
+  EXPECT_EQ(read.backend, written.backend);
+  EXPECT_EQ(read.ranks, written.ranks);
+  EXPECT_EQ(read.rank_hosts, written.rank_hosts);
+  EXPECT_EQ(read.node_count, written.node_count);
+  EXPECT_EQ(read.warmup_iterations, written.warmup_iterations);
+  EXPECT_EQ(read.measured_iterations, written.measured_iterations);
+  EXPECT_EQ(read.seconds, written.seconds);
+  ASSERT_EQ(read.sizes.size(), written.sizes.size());
+  for (std::size_t s = 0; s < read.sizes.size(); ++s) {
+    const auto& a = read.sizes[s];
+    const auto& b = written.sizes[s];
+    EXPECT_EQ(a.bytes, b.bytes);
+    EXPECT_EQ(a.count, b.count);
+    EXPECT_EQ(a.seconds_p50, b.seconds_p50);
+    EXPECT_EQ(a.seconds_p95, b.seconds_p95);
+    EXPECT_EQ(a.algbw_gbps_p50, b.algbw_gbps_p50);
+    EXPECT_EQ(a.algbw_gbps_p95, b.algbw_gbps_p95);
+    EXPECT_EQ(a.busbw_gbps_p50, b.busbw_gbps_p50);
+    EXPECT_EQ(a.busbw_gbps_p95, b.busbw_gbps_p95);
+    EXPECT_EQ(a.wrong_elements, b.wrong_elements);
+  }
+  EXPECT_EQ(read.fit.line_intercept_seconds, written.fit.line_intercept_seconds);
+  EXPECT_EQ(read.fit.line_seconds_per_byte, written.fit.line_seconds_per_byte);
+  EXPECT_EQ(read.fit.alpha_seconds, written.fit.alpha_seconds);
+  EXPECT_EQ(read.fit.beta_seconds_per_byte, written.fit.beta_seconds_per_byte);
+  EXPECT_EQ(read.fit.relative_rms_error, written.fit.relative_rms_error);
+  EXPECT_EQ(read.fit.max_relative_error, written.fit.max_relative_error);
+  EXPECT_EQ(read.call_seconds(1, 1, 2), written.seconds.back());
+}
+
+TEST_F(CommFile, RootSaysSchema2WithNoRuns) {
+  const fs::path path = directory_ / "comm.h5";
+  write_comm(sample_record(), path, false);
+  const Hdf5Handle file(DLSCALE_H5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)),
+                        H5Fclose);
+  EXPECT_EQ(hdf5::read_integer_attribute(file, schema::schema_version), 2);
+  EXPECT_EQ(hdf5::read_integer_attribute(file, schema::run_count), 0);
+  const Hdf5Handle group = hdf5::open_group(file, schema::comm_file::group);
+  EXPECT_EQ(hdf5::dataset_shape(hdf5::open_dataset(group, schema::comm_file::seconds)),
+            (std::vector<hsize_t>{2, 2, 3}));
+}
+
+TEST_F(CommFile, ExistingFileIsNotClobberedWithoutOverwrite) {
+  const fs::path path = directory_ / "taken.h5";
+  std::ofstream(path) << "earlier results";
+  EXPECT_THROW(write_comm(sample_record(), path, false), UserError);
+  write_comm(sample_record(), path, true);
+  EXPECT_EQ(read_comm(path).ranks, 3);
+}
+
+TEST_F(CommFile, MissingOrForeignFilesAreRefusedNamingThem) {
+  const fs::path missing = directory_ / "missing.h5";
+  const fs::path text = directory_ / "notes.txt";
+  std::ofstream(text) << "not HDF5";
+  for (const fs::path& path : {missing, text}) {
+    try {
+      read_comm(path);
+      ADD_FAILURE() << path << " was read";
+    } catch (const UserError& error) {
+      EXPECT_NE(std::string(error.what()).find(path.string()), std::string::npos) << error.what();
+    }
+  }
+}
+
+TEST_F(CommFile, ATrainingRunFileIsNotAnAllreduceSweep) {
+  // A training-run file has no /comm group.
+  RunRecord run;
+  run.ranks = 1;
+  run.iterations = 1;
+  run.phase_seconds.assign(phase_count, 0.0);
+  run.loss = {1.0};
+  run.communication_seconds = {0.0};
+  run.environment.rank_hosts = {"host"};
+  run.parameter_fingerprints = {1};
+  run.peak_resident_bytes = {1};
+  run.summary.gflops_per_rank = {1.0};
+  run.summary.load_imbalance_seconds = {0.0};
+  const fs::path path = directory_ / "run.h5";
+  ResultsFile file;
+  file.runs = {run};
+  write_results(file, path, false);
+  EXPECT_THROW(read_comm(path), UserError);
+}
+
+}  // namespace
+}  // namespace dlscale::results
