@@ -11,6 +11,7 @@
 #include "coordinator/performance_model.hpp"
 #include "coordinator/scaling_study.hpp"
 #include "core/errors.hpp"
+#include "results/comm_reader.hpp"
 #include "results/output_file.hpp"
 #include "results/reader.hpp"
 
@@ -27,6 +28,7 @@ struct PredictOptions {
   std::string path;
   std::string ranks;
   std::string network;
+  std::string comm_path;  // alpha and beta fitted by `dlscale comm`, instead of --network
   std::string algorithm = "ring";
   std::string overlap = "measured";
   std::string json_path;  // "-" for standard output, instead of the table
@@ -86,6 +88,16 @@ coordinator::NetworkModel parse_network(const std::string& text) {
   return {latency, 1 / bandwidth, fmt::format("--network {}", text)};
 }
 
+coordinator::NetworkModel network_from_comm(const std::string& path) {
+  const results::CommRecord sweep = results::read_comm(path);
+  if (sweep.ranks < 2 || !(sweep.fit.beta_seconds_per_byte > 0))
+    throw UserError(fmt::format("--comm '{}': the sweep ran on {} rank(s) and has no per-step "
+                                "alpha and beta; run `dlscale comm` on 2 or more ranks",
+                                path, sweep.ranks));
+  return {sweep.fit.alpha_seconds, sweep.fit.beta_seconds_per_byte,
+          fmt::format("--comm {} ({} ranks, {})", path, sweep.ranks, sweep.backend)};
+}
+
 std::vector<int> parse_rank_list(const std::string& text, const std::vector<int>& measured) {
   std::vector<int> ranks = measured;
   if (text.empty()) {
@@ -132,11 +144,12 @@ std::string help_text(const po::options_description& options) {
           "and the gap split (exposed communication, stragglers, other) at any rank count up\n"
           "to 100,000. The allreduce model is alpha-beta: ring 2(N-1)a + 2(N-1)/N m b, or\n"
           "tree 2 log2(N) a + 2 m b, replayed over the buckets in backward order.\n\n"
-          "Usage: dlscale predict FILE.h5 --network BANDWIDTH,LATENCY [options]\n\n"
+          "Usage: dlscale predict FILE.h5 (--network BANDWIDTH,LATENCY | --comm COMM.h5) [options]\n\n"
        << options
        << "\nExamples:\n"
           "  dlscale predict s.h5 --ranks 1024 --network 100Gbps,2us\n"
-          "  dlscale predict s.h5 --ranks 8,64,512,4096 --network 25GB/s,5us --algorithm tree\n\n"
+          "  dlscale predict s.h5 --ranks 8,64,512,4096 --network 25GB/s,5us --algorithm tree\n"
+          "  mpirun -np 2 dlscale comm -b 1K -e 64M -f 2 --out c.h5 && dlscale predict s.h5 --comm c.h5\n\n"
           "Rank counts that were measured are predicted too, beside the measurement, so the\n"
           "model can be judged. Compute comes from the measured run nearest in rank count.\n";
   return text.str();
@@ -153,7 +166,9 @@ int predict_command(int argc, char** argv) {
        "comma-separated rank counts to predict (default: 1, 2, 4, ... 1024); the measured "
        "ones are always added")
       ("network", po::value(&options.network),
-       "link bandwidth and latency, e.g. 100Gbps,2us or 25GB/s,1.5us (required)")
+       "link bandwidth and latency, e.g. 100Gbps,2us or 25GB/s,1.5us")
+      ("comm", po::value(&options.comm_path),
+       "or: alpha and beta as `dlscale comm` fitted them on a real machine (its results file)")
       ("algorithm", po::value(&options.algorithm)->default_value(options.algorithm),
        "allreduce algorithm: ring or tree")
       ("overlap", po::value(&options.overlap)->default_value(options.overlap),
@@ -180,11 +195,14 @@ int predict_command(int argc, char** argv) {
       return 0;
     }
     if (options.path.empty()) throw UserError("predict needs a results file: dlscale predict FILE.h5 --network ...");
-    if (options.network.empty())
-      throw UserError("predict needs a network model: --network BANDWIDTH,LATENCY such as 100Gbps,2us");
+    if (options.network.empty() == options.comm_path.empty())
+      throw UserError("predict needs one network model: --network BANDWIDTH,LATENCY (such as "
+                      "100Gbps,2us) or --comm FILE from `dlscale comm`");
     require_choice("--algorithm", "algorithm", options.algorithm, {"ring", "tree"});
     require_choice("--overlap", "setting", options.overlap, {"on", "off", "measured"});
-    const coordinator::NetworkModel network = parse_network(options.network);
+    const coordinator::NetworkModel network = options.network.empty()
+                                                  ? network_from_comm(options.comm_path)
+                                                  : parse_network(options.network);
     const AllreduceAlgorithm algorithm =
         options.algorithm == "ring" ? AllreduceAlgorithm::ring : AllreduceAlgorithm::tree;
 

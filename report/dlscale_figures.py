@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402 - must follow the backend choice
 from matplotlib.ticker import (FixedLocator, FuncFormatter, LogFormatter, MaxNLocator,  # noqa: E402
                                NullFormatter, NullLocator, ScalarFormatter)
 
-from dlscale_results import (COMM_ALPHA, COMM_BETA, COMM_BUSBW_P50, COMM_BUSBW_P95,  # noqa: E402
+from dlscale_results import (COMM_LINE_INTERCEPT, COMM_LINE_SLOPE, COMM_BUSBW_P50, COMM_BUSBW_P95,  # noqa: E402
                              COMM_BYTES, COMM_RANKS, PHASES, PREDICTED_EFFICIENCY, human_bytes,
                              plural)
 
@@ -148,7 +148,8 @@ def allreduce_figure(results, training):
         if COMM_BUSBW_P95 in comm:
             ax.fill_between(comm[COMM_BYTES], comm[COMM_BUSBW_P50], comm[COMM_BUSBW_P95],
                             alpha=0.25, label="p50-p95 band")
-        alpha, beta = results.comm_attrs.get(COMM_ALPHA), results.comm_attrs.get(COMM_BETA)
+        alpha = results.comm_attrs.get(COMM_LINE_INTERCEPT)
+        beta = results.comm_attrs.get(COMM_LINE_SLOPE)
         ranks = results.comm_attrs.get(COMM_RANKS)
         if alpha is not None and beta and ranks:
             # The fit t = alpha + beta * bytes, as bus bandwidth like the measured points.

@@ -23,6 +23,7 @@ try:
     import pandas as pd
 
     from dlscale_results import (COMM_ALGBW_P50, COMM_ALPHA, COMM_BETA, COMM_BUSBW_P50,
+                                 COMM_LINE_INTERCEPT, COMM_LINE_SLOPE,
                                  COMM_BUSBW_P95, COMM_BYTES, COMM_RANKS, COMM_SECONDS_P50,
                                  COMM_SECONDS_P95, PHASES, PREDICTED_EFFICIENCY, ReportError,
                                  decoded, human_bytes, load_results_file, plural)
@@ -131,9 +132,12 @@ def comm_heading(results):
     if COMM_RANKS in a:
         text += f", {a[COMM_RANKS]} ranks"
     text += ")"
-    if COMM_ALPHA in a and a.get(COMM_BETA, 0) > 0:
-        text += (f"; latency-bandwidth fit t = alpha + beta*bytes: alpha = "
-                 f"{a[COMM_ALPHA] * 1e6:.3g} us, 1/beta = {1 / a[COMM_BETA] / 1e9:.3g} GB/s")
+    if COMM_LINE_INTERCEPT in a and a.get(COMM_LINE_SLOPE, 0) > 0:
+        text += (f"; fitted t = a + b*bytes: a = {a[COMM_LINE_INTERCEPT] * 1e6:.3g} us, "
+                 f"1/b = {1 / a[COMM_LINE_SLOPE] / 1e9:.3g} GB/s")
+    if a.get(COMM_BETA, 0) > 0:
+        text += (f"; per ring step alpha = {a[COMM_ALPHA] * 1e6:.3g} us, "
+                 f"1/beta = {1 / a[COMM_BETA] / 1e9:.3g} GB/s")
     return text
 
 

@@ -28,7 +28,11 @@ COMM_BYTES = "bytes"
 COMM_SECONDS_P50, COMM_SECONDS_P95 = "seconds_p50", "seconds_p95"
 COMM_BUSBW_P50, COMM_BUSBW_P95 = "busbw_gbps_p50", "busbw_gbps_p95"
 COMM_ALGBW_P50 = "algbw_gbps_p50"
-COMM_RANKS, COMM_ALPHA, COMM_BETA = "ranks", "alpha_seconds", "beta_seconds_per_byte"
+COMM_RANKS = "ranks"
+# The fitted line t = a + b * bytes over the whole allreduce (docs/communication.md); the per-hop
+# ring alpha and beta derived from it are what `dlscale predict` uses.
+COMM_LINE_INTERCEPT, COMM_LINE_SLOPE = "fit_line_intercept_seconds", "fit_line_seconds_per_byte"
+COMM_ALPHA, COMM_BETA = "alpha_seconds", "beta_seconds_per_byte"
 
 
 class ReportError(Exception):

@@ -221,8 +221,11 @@ def write_comm(file, rng, ranks=4):
     comm.create_dataset("busbw_gbps_p50", data=message_bytes / p50 / 1e9 * bus_factor)
     comm.create_dataset("busbw_gbps_p95", data=message_bytes / p95 / 1e9 * bus_factor)
     comm.attrs["ranks"] = np.int64(ranks)
-    comm.attrs["alpha_seconds"] = np.float64(alpha)
-    comm.attrs["beta_seconds_per_byte"] = np.float64(beta)
+    # The fitted line over the whole allreduce, and the per-ring-step values derived from it.
+    comm.attrs["fit_line_intercept_seconds"] = np.float64(alpha)
+    comm.attrs["fit_line_seconds_per_byte"] = np.float64(beta)
+    comm.attrs["alpha_seconds"] = np.float64(alpha / (2 * (ranks - 1)))
+    comm.attrs["beta_seconds_per_byte"] = np.float64(beta * ranks / (2 * (ranks - 1)))
 
 
 def main():
