@@ -33,6 +33,33 @@ int exit_status_of(const comm::MpiSession& mpi, const std::function<int()>& comm
   }
 }
 
+int exit_status_alone(const std::function<int()>& command) {
+  try {
+    return command();
+  } catch (const UserError& error) {
+    fmt::print(stderr, "dlscale: error: {}\n", error.what());
+    return 2;
+  } catch (const std::exception& error) {
+    fmt::print(stderr, "dlscale: error: {}\n", error.what());
+    return 1;
+  }
+}
+
+boost::program_options::variables_map parse_command_line(
+    int argc, char** argv, const boost::program_options::options_description& options,
+    const boost::program_options::positional_options_description& positional) {
+  namespace po = boost::program_options;
+  po::variables_map values;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(options).positional(positional).run(),
+              values);
+    po::notify(values);
+  } catch (const po::error& error) {
+    throw UserError(error.what());
+  }
+  return values;
+}
+
 std::string joined_command_line(std::string_view subcommand, int argc, char** argv) {
   std::string line = subcommand.empty() ? "dlscale" : fmt::format("dlscale {}", subcommand);
   for (int i = 1; i < argc; ++i) line += fmt::format(" {}", argv[i]);

@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include <boost/program_options.hpp>
+
 #include "comm/mpi_session.hpp"
 
 namespace dlscale::cli {
@@ -18,6 +20,16 @@ void start_command_logging(int rank);
 // comm/collective_agreement.hpp) is logged once by rank 0 and gives 2; any other exception is
 // one rank's failure, logged by that rank, and ends the whole job with 1.
 int exit_status_of(const comm::MpiSession& mpi, const std::function<int()>& command);
+
+// The same for a subcommand that runs without MPI (predict, merge): a UserError prints
+// "dlscale: error: ..." and gives 2, any other failure 1.
+int exit_status_alone(const std::function<int()>& command);
+
+// Parses argv (argv[0] is skipped) against `options`, with `positional` arguments; a bad option
+// becomes a UserError naming it.
+boost::program_options::variables_map parse_command_line(
+    int argc, char** argv, const boost::program_options::options_description& options,
+    const boost::program_options::positional_options_description& positional);
 
 // "dlscale SUBCOMMAND ARG ...": argv excludes the subcommand word, argv[0] is the program. An
 // empty subcommand gives "dlscale ARG ...", the training benchmark's own form.

@@ -93,15 +93,8 @@ int merge_command(int argc, char** argv) {
   all.add(visible).add(hidden);
   po::positional_options_description positional;
   positional.add("input", -1);
-  try {
-    po::variables_map values;
-    try {
-      po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(),
-                values);
-      po::notify(values);
-    } catch (const po::error& error) {
-      throw UserError(error.what());
-    }
+  return exit_status_alone([&] {
+    const po::variables_map values = parse_command_line(argc, argv, all, positional);
     if (values.count("help")) {
       fmt::print("{}", help_text(visible));
       return 0;
@@ -129,13 +122,7 @@ int merge_command(int argc, char** argv) {
     results::write_results(merged, output, overwrite);
     fmt::print("merged {} runs from {} files into {}\n", merged.runs.size(), inputs.size(), output);
     return 0;
-  } catch (const UserError& error) {
-    fmt::print(stderr, "dlscale: error: {}\n", error.what());
-    return 2;
-  } catch (const std::exception& error) {
-    fmt::print(stderr, "dlscale: error: {}\n", error.what());
-    return 1;
-  }
+  });
 }
 
 }  // namespace dlscale::cli

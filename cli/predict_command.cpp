@@ -1,5 +1,7 @@
 #include "cli/predict_command.hpp"
 
+#include "cli/command_setup.hpp"
+
 #include <cmath>
 #include <map>
 #include <regex>
@@ -181,15 +183,8 @@ int predict_command(int argc, char** argv) {
   all.add(visible).add(hidden);
   po::positional_options_description positional;
   positional.add("file", 1);
-  try {
-    po::variables_map values;
-    try {
-      po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(),
-                values);
-      po::notify(values);
-    } catch (const po::error& error) {
-      throw UserError(error.what());
-    }
+  return exit_status_alone([&] {
+    const po::variables_map values = parse_command_line(argc, argv, all, positional);
     if (values.count("help")) {
       fmt::print("{}", help_text(visible));
       return 0;
@@ -280,13 +275,7 @@ int predict_command(int argc, char** argv) {
                  measured);
     }
     return 0;
-  } catch (const UserError& error) {
-    fmt::print(stderr, "dlscale: error: {}\n", error.what());
-    return 2;
-  } catch (const std::exception& error) {
-    fmt::print(stderr, "dlscale: error: {}\n", error.what());
-    return 1;
-  }
+  });
 }
 
 }  // namespace dlscale::cli

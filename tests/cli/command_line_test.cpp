@@ -5,7 +5,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <tuple>
+#include <utility>
+#include <vector>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -108,6 +113,53 @@ TEST_F(CommandLine, WeakSweepRunsEveryPointInOneLaunchAndOneFile) {
   EXPECT_NE(outcome.stdout_text.find("weak scaling against 1 rank"), std::string::npos)
       << outcome.stdout_text;
   EXPECT_TRUE(fs::exists(directory_ / "sweep.h5"));
+}
+
+// Runs a dlscale subcommand that needs no mpirun; returns its exit status and stderr.
+std::pair<int, std::string> run_alone(const fs::path& directory, const std::string& arguments) {
+  const std::string command = "cd " + directory.string() + " && " + DLSCALE_EXECUTABLE + " " +
+                              arguments + " > alone.out 2> alone.err";
+  const int status = std::system(command.c_str());
+  return {WEXITSTATUS(status), dlscale::testing::read_text_file(directory / "alone.err")};
+}
+
+TEST_F(CommandLine, MergeJoinsRunsOfOneWorkloadAndRefusesOthers) {
+  const std::string common = "--model fcn:16,8,4 --iters 2 --warmup 0 ";
+  ASSERT_EQ(run_dlscale(common + "--batch 4 --ranks 1 --out one.h5").rank_exit_codes[0], 0);
+  ASSERT_EQ(run_dlscale(common + "--batch 4 --out two.h5").rank_exit_codes[0], 0);
+  ASSERT_EQ(run_dlscale(common + "--batch 8 --out other.h5").rank_exit_codes[0], 0);
+
+  auto [status, errors] = run_alone(directory_, "merge one.h5 two.h5 -o study.h5");
+  EXPECT_EQ(status, 0) << errors;
+  EXPECT_TRUE(fs::exists(directory_ / "study.h5"));
+  // The merged study is a results file like any other: predict reads it.
+  std::tie(status, errors) = run_alone(directory_, "predict study.h5 --network 10Gbps,5us");
+  EXPECT_EQ(status, 0) << errors;
+
+  std::tie(status, errors) = run_alone(directory_, "merge one.h5 other.h5 -o refused.h5");
+  EXPECT_EQ(status, 2);
+  EXPECT_NE(errors.find("batch per rank"), std::string::npos) << errors;
+  EXPECT_FALSE(fs::exists(directory_ / "refused.h5"));
+  std::tie(status, errors) = run_alone(directory_, "merge two.h5 two.h5 -o refused.h5");
+  EXPECT_EQ(status, 2);
+  EXPECT_NE(errors.find("both ran on 2 ranks"), std::string::npos) << errors;
+  std::tie(status, errors) = run_alone(directory_, "merge one.h5 two.h5 -o study.h5");
+  EXPECT_EQ(status, 2) << "an existing study must not be clobbered";
+}
+
+TEST_F(CommandLine, PredictRefusesBadInputInOneLine) {
+  ASSERT_EQ(run_dlscale("--model fcn:16,8,4 --batch 4 --iters 2 --out p.h5").rank_exit_codes[0], 0);
+  for (const auto& [arguments, named] : std::vector<std::pair<std::string, std::string>>{
+           {"predict p.h5 --network fast", "--network 'fast'"},
+           {"predict p.h5", "network model"},
+           {"predict absent.h5 --network 1Gbps,1us", "absent.h5"},
+           {"predict p.h5 --network 1Gbps,1us --ranks 0", "'0'"},
+           {"predict p.h5 --network 1Gbps,1us --algorithm mesh", "mesh"}}) {
+    const auto [status, errors] = run_alone(directory_, arguments);
+    EXPECT_EQ(status, 2) << arguments;
+    EXPECT_EQ(std::count(errors.begin(), errors.end(), '\n'), 1) << arguments << ": " << errors;
+    EXPECT_NE(errors.find(named), std::string::npos) << arguments << ": " << errors;
+  }
 }
 
 TEST_F(CommandLine, ModelTooLargeForMemoryIsRefusedAtOnce) {
