@@ -138,7 +138,7 @@ int comm_command(int argc, char** argv) {
   start_command_logging(mpi.world_rank());
   return exit_status_of(mpi, [&] {
     // Collective, so it runs before the agreed validation, which must not contain collectives.
-    const int ranks_on_host = comm::ranks_on_this_host(mpi.world());
+    const int ranks_on_host = comm::host_placement(mpi.world()).ranks_on_host;
     ValidatedSweep sweep;
     comm::agree_on_success(mpi.world(),
                            [&] { sweep = validate(argc, argv, mpi, ranks_on_host, start); });

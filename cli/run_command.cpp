@@ -33,6 +33,7 @@
 #include "worker/host_info.hpp"
 #include "worker/memory_plan.hpp"
 #include "worker/parameter_fingerprint.hpp"
+#include "worker/slurm_allocation.hpp"
 #include "worker/training_loop.hpp"
 #include "workloads/workload_registry.hpp"
 
@@ -144,6 +145,7 @@ std::optional<results::RunRecord> train_point(const ValidatedRun& run, int batch
   report.parameter_fingerprint = worker::parameter_fingerprint(*device, network->parameters());
   report.host = worker::host_name();
   report.peak_resident_bytes = worker::peak_resident_bytes();
+  report.local_rank = comm::host_placement(group).local_rank;
 
   results::RunConfiguration configuration{
       workload.name(), workload.family(), workload.description(), workload.parameter_count(),
@@ -178,6 +180,7 @@ int train_and_report(const ValidatedRun& run, const comm::MpiSession& mpi, int a
   environment.mpi_library_version = comm::mpi_library_version();
   environment.blas = kernels::cpu_blas_description();
   environment.launch_world_size = mpi.world_size();
+  if (const auto slurm = worker::slurm_allocation()) environment.slurm = *slurm;
 
   ProgressLine progress(coordinator_rank);
   const auto points = int(run.rank_counts.size());
@@ -227,7 +230,7 @@ int run_command(int argc, char** argv) {
   start_command_logging(rank);
   return exit_status_of(mpi, [&] {
     // Collective, so it runs before the agreed validation, which must not contain collectives.
-    const int ranks_on_host = comm::ranks_on_this_host(mpi.world());
+    const int ranks_on_host = comm::host_placement(mpi.world()).ranks_on_host;
     ValidatedRun run;
     comm::agree_on_success(mpi.world(),
                            [&] { run = validate(argc, argv, mpi, ranks_on_host, start); });

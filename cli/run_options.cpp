@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "worker/slurm_allocation.hpp"
 
 namespace dlscale::cli {
 
@@ -44,7 +45,8 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
   po::options_description system("System");
   system.add_options()
       ("threads,t", po::value(&raw.threads)->default_value(defaults.threads),
-       "compute threads per rank (OpenBLAS and OpenMP); keep ranks x threads <= cores")
+       "compute threads per rank (OpenBLAS and OpenMP); keep ranks x threads <= cores. "
+       "Inside a Slurm job the default is SLURM_CPUS_PER_TASK")
       ("device", po::value(&options.device)->default_value(defaults.device),
        "where each rank computes: cpu")
       ("comm", po::value(&options.comm)->default_value(defaults.comm),
@@ -105,6 +107,9 @@ void check_values(RunOptions& options, const RawNumbers& raw, const po::variable
   if (values.count("batch")) options.batch = positive(raw.batch, "batch");
   options.measured_iterations = positive(raw.iterations, "iters");
   options.threads = positive(raw.threads, "threads");
+  // In a Slurm job that asked for --cpus-per-task, that is the natural thread count.
+  if (values["threads"].defaulted())
+    if (const auto cpus = worker::slurm_cpus_per_task()) options.threads = *cpus;
   if (raw.warmup < 0 || raw.warmup > INT32_MAX)
     throw UserError(fmt::format("--warmup must be zero or a positive integer, got {}", raw.warmup));
   options.warmup_iterations = int(raw.warmup);

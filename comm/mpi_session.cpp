@@ -24,14 +24,15 @@ void MpiSession::abort_job(int exit_code) const {
   std::_Exit(exit_code);
 }
 
-int ranks_on_this_host(MPI_Comm comm) {
+HostPlacement host_placement(MPI_Comm comm) {
   MPI_Comm host_comm = MPI_COMM_NULL;
   DLSCALE_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host_comm));
-  int size = 0;
-  const int result = MPI_Comm_size(host_comm, &size);
+  HostPlacement placement;
+  int result = MPI_Comm_size(host_comm, &placement.ranks_on_host);
+  if (result == MPI_SUCCESS) result = MPI_Comm_rank(host_comm, &placement.local_rank);
   MPI_Comm_free(&host_comm);
   DLSCALE_MPI_CHECK(result);
-  return size;
+  return placement;
 }
 
 std::string mpi_library_version() {

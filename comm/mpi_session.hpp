@@ -32,8 +32,13 @@ class MpiSession {
   int thread_support_ = MPI_THREAD_SINGLE;
 };
 
-// How many ranks of `comm` share this rank's host memory (MPI_COMM_TYPE_SHARED). Collective.
-int ranks_on_this_host(MPI_Comm comm);
+// Where this rank sits among the ranks of `comm` that share its host memory
+// (MPI_COMM_TYPE_SHARED): how many they are and its rank among them. Collective.
+struct HostPlacement {
+  int ranks_on_host = 1;
+  int local_rank = 0;
+};
+HostPlacement host_placement(MPI_Comm comm);
 
 // MPI_Get_library_version, on one line.
 std::string mpi_library_version();

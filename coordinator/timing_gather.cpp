@@ -20,6 +20,8 @@ std::optional<results::RunRecord> gather_run(comm::Communicator& communicator,
       static_cast<unsigned long long>(report.parameter_fingerprint));
   const auto peak_resident_bytes =
       communicator.gather_to_root(static_cast<unsigned long long>(report.peak_resident_bytes));
+  const auto local_ranks =
+      communicator.gather_to_root(static_cast<unsigned long long>(report.local_rank));
   const std::vector<std::string> hosts = communicator.gather_strings_to_root(report.host);
   if (communicator.rank() != 0) return std::nullopt;
 
@@ -33,6 +35,11 @@ std::optional<results::RunRecord> gather_run(comm::Communicator& communicator,
   for (const auto& [host, count] : ranks_on_host)
     record.environment.ranks_per_node = std::max(record.environment.ranks_per_node, count);
   record.ranks = communicator.size();
+  if (record.ranks > 1)
+    for (int r = 0; r < record.ranks; ++r)
+      ++(hosts[r] == hosts[(r + 1) % record.ranks] ? record.environment.intra_host_ring_hops
+                                                    : record.environment.inter_host_ring_hops);
+  record.local_ranks.assign(local_ranks.begin(), local_ranks.end());
   record.iterations = int(report.measurements.loss.size());
   record.phase_seconds.resize(seconds.size());
   record.loss.resize(losses.size());

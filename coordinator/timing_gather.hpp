@@ -17,6 +17,7 @@ struct RankReport {
   std::uint64_t parameter_fingerprint = 0;
   std::string host;
   std::uint64_t peak_resident_bytes = 0;
+  int local_rank = 0;  // among the ranks of the run on this host
 };
 
 // Collective: every rank calls it. Rank 0 gets the assembled record (summary not yet computed);

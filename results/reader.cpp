@@ -44,6 +44,14 @@ void read_run_attributes(hid_t file, RunRecord& record, long long version) {
     return;  // one blocking allreduce of all gradients, before buckets existed
   }
   env.launch_world_size = int(read_integer_attribute(file, schema::launch_world_size));
+  env.intra_host_ring_hops = int(read_integer_attribute(file, schema::intra_host_ring_hops));
+  env.inter_host_ring_hops = int(read_integer_attribute(file, schema::inter_host_ring_hops));
+  env.slurm = {read_string_attribute(file, schema::slurm_job_id),
+               read_string_attribute(file, schema::slurm_job_name),
+               read_string_attribute(file, schema::slurm_node_list),
+               read_string_attribute(file, schema::slurm_tasks_per_node),
+               read_string_attribute(file, schema::slurm_cpus_per_task),
+               read_string_attribute(file, schema::slurm_array_task_id)};
   config.scaling = read_string_attribute(file, schema::scaling);
   config.bucket_mb = read_double_attribute(file, schema::bucket_mb);
   config.overlap = read_integer_attribute(file, schema::overlap) != 0;
@@ -60,6 +68,7 @@ void read_raw_data(hid_t file, RunRecord& record) {
   record.peak_resident_bytes = read_uint64_dataset(ranks_group, schema::peak_resident_bytes);
   if (!has_child(file, schema::communication_seconds)) return;  // schema 1
 
+  record.local_ranks = read_uint64_dataset(ranks_group, schema::local_rank);
   record.communication_seconds = read_double_dataset(file, schema::communication_seconds);
   const Hdf5Handle layers_group = open_group(file, schema::layers_group);
   const auto kinds = read_string_dataset(layers_group, schema::kind);

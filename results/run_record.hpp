@@ -32,6 +32,16 @@ struct RunConfiguration {
   bool overlap = false;          // bucket sums started during backward
 };
 
+// The Slurm job a run was part of, as its SLURM_* environment said; empty strings outside Slurm.
+struct SlurmAllocation {
+  std::string job_id;          // SLURM_JOB_ID
+  std::string job_name;        // SLURM_JOB_NAME
+  std::string node_list;       // SLURM_JOB_NODELIST, compressed as Slurm writes it: node[01-04]
+  std::string tasks_per_node;  // SLURM_TASKS_PER_NODE, e.g. 4(x2)
+  std::string cpus_per_task;   // SLURM_CPUS_PER_TASK, when the job asked for it
+  std::string array_task_id;   // SLURM_ARRAY_TASK_ID, in a job array
+};
+
 struct RunEnvironment {
   std::string dlscale_version;
   std::string git_commit;
@@ -44,6 +54,11 @@ struct RunEnvironment {
   int node_count = 0;                   // distinct hosts
   int ranks_per_node = 0;               // the most ranks on any one host
   int launch_world_size = 0;            // ranks of the whole launch; a sweep point may use fewer
+  // A ring allreduce in rank order passes data from each rank to the next: how many of those
+  // hops stay inside a host (shared memory) and how many cross between hosts (the network).
+  int intra_host_ring_hops = 0;
+  int inter_host_ring_hops = 0;
+  SlurmAllocation slurm;
 };
 
 // A top-level layer of the network, forward order.
@@ -93,6 +108,7 @@ struct RunRecord {
   std::vector<BucketRecord> buckets;           // in the order their sums start
   std::vector<std::uint64_t> parameter_fingerprints;  // [rank]
   std::vector<std::uint64_t> peak_resident_bytes;     // [rank], at the end of training
+  std::vector<std::uint64_t> local_ranks;              // [rank]: its index among its host's ranks
   RunSummary summary;
 
   double seconds(int iteration, int rank, Phase phase) const {

@@ -23,6 +23,14 @@ inline constexpr const char* cpu_model = "cpu_model";
 inline constexpr const char* runs_group = "runs";
 inline constexpr const char* world_size = "world_size";
 inline constexpr const char* launch_world_size = "launch_world_size";
+inline constexpr const char* intra_host_ring_hops = "intra_host_ring_hops";
+inline constexpr const char* inter_host_ring_hops = "inter_host_ring_hops";
+inline constexpr const char* slurm_job_id = "slurm_job_id";
+inline constexpr const char* slurm_job_name = "slurm_job_name";
+inline constexpr const char* slurm_node_list = "slurm_node_list";
+inline constexpr const char* slurm_tasks_per_node = "slurm_tasks_per_node";
+inline constexpr const char* slurm_cpus_per_task = "slurm_cpus_per_task";
+inline constexpr const char* slurm_array_task_id = "slurm_array_task_id";
 inline constexpr const char* node_count = "node_count";
 inline constexpr const char* ranks_per_node = "ranks_per_node";
 inline constexpr const char* model = "model";
@@ -59,6 +67,7 @@ inline constexpr const char* ranks_group = "ranks";
 inline constexpr const char* host = "host";                                    // [rank]
 inline constexpr const char* parameter_fingerprint = "parameter_fingerprint";  // [rank]
 inline constexpr const char* peak_resident_bytes = "peak_resident_bytes";      // [rank]
+inline constexpr const char* local_rank = "local_rank";                        // [rank]
 
 // Attributes on datasets.
 inline constexpr const char* units = "units";

@@ -31,6 +31,14 @@ void write_run_attributes(hid_t file, const RunRecord& record) {
   write_attribute(file, schema::cpu_model, env.cpu_model);
   write_attribute(file, schema::world_size, (long long)record.ranks);
   write_attribute(file, schema::launch_world_size, (long long)env.launch_world_size);
+  write_attribute(file, schema::intra_host_ring_hops, (long long)env.intra_host_ring_hops);
+  write_attribute(file, schema::inter_host_ring_hops, (long long)env.inter_host_ring_hops);
+  write_attribute(file, schema::slurm_job_id, env.slurm.job_id);
+  write_attribute(file, schema::slurm_job_name, env.slurm.job_name);
+  write_attribute(file, schema::slurm_node_list, env.slurm.node_list);
+  write_attribute(file, schema::slurm_tasks_per_node, env.slurm.tasks_per_node);
+  write_attribute(file, schema::slurm_cpus_per_task, env.slurm.cpus_per_task);
+  write_attribute(file, schema::slurm_array_task_id, env.slurm.array_task_id);
   write_attribute(file, schema::node_count, (long long)env.node_count);
   write_attribute(file, schema::ranks_per_node, (long long)env.ranks_per_node);
   write_attribute(file, schema::model, config.model);
@@ -84,6 +92,7 @@ void write_raw_data(hid_t file, const RunRecord& record) {
   const Hdf5Handle peak_memory =
       write_dataset(ranks_group, schema::peak_resident_bytes, record.peak_resident_bytes, {ranks});
   write_attribute(peak_memory, schema::units, std::string("bytes"));
+  write_dataset(ranks_group, schema::local_rank, record.local_ranks, {ranks});
 
   const Hdf5Handle layers_group = create_group(file, schema::layers_group);
   std::vector<std::string> kinds;

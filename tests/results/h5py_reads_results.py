@@ -18,10 +18,13 @@ ORIGIN_STRINGS = ["dlscale_version", "git_commit", "command_line", "start_time_u
 # Attributes of each run group by type: str (variable-length UTF-8), int64, float64.
 RUN_STRINGS = ORIGIN_STRINGS + ["mpi_library_version", "blas", "cpu_model", "model",
                                 "model_family", "model_description", "comm_backend", "device",
-                                "scaling"]
+                                "scaling", "slurm_job_id", "slurm_job_name", "slurm_node_list",
+                                "slurm_tasks_per_node", "slurm_cpus_per_task",
+                                "slurm_array_task_id"]
 RUN_INTEGERS = ["world_size", "launch_world_size", "node_count", "ranks_per_node",
                 "parameter_count", "batch_per_rank", "warmup_iterations",
-                "measured_iterations", "threads_per_rank", "seed", "overlap"]
+                "measured_iterations", "threads_per_rank", "seed", "overlap",
+                "intra_host_ring_hops", "inter_host_ring_hops"]
 RUN_FLOATS = ["training_flops_per_sample", "learning_rate", "momentum", "bucket_mb"]
 STUDY_FLOATS = ["iteration_seconds", "iteration_seconds_ci_low", "iteration_seconds_ci_high",
                 "throughput_samples_per_second", "speedup", "efficiency", "efficiency_ci_low",
@@ -101,6 +104,13 @@ def check_raw_data(f, iterations, ranks):
     dataset(f, "ranks/parameter_fingerprint", np.uint64, (ranks,))
     peak_memory = dataset(f, "ranks/peak_resident_bytes", np.uint64, (ranks,))
     expect((peak_memory[()] > 0).all(), "ranks/peak_resident_bytes has a zero entry")
+    local = dataset(f, "ranks/local_rank", np.uint64, (ranks,))[()]
+    hosts = list(host.asstr()[()])
+    expected_local = [hosts[:r].count(hosts[r]) for r in range(ranks)]
+    expect(list(local) == expected_local, f"ranks/local_rank is {list(local)}, expected "
+                                          f"{expected_local} from ranks/host")
+    hops = int(f.attrs["intra_host_ring_hops"]) + int(f.attrs["inter_host_ring_hops"])
+    expect(hops == (ranks if ranks > 1 else 0), f"ring hops add up to {hops} for {ranks} ranks")
     dataset(f, "communication_seconds", np.float64, (iterations, ranks))
     kinds = f["layers/kind"].asstr()[()]
     layers = len(kinds)

@@ -48,6 +48,9 @@ class ResultsFile : public ::testing::Test {
     record.buckets = {{2, 2, 32}, {0, 0, 60}};
     record.parameter_fingerprints = {0xfedcba9876543210ULL, 0xfedcba9876543210ULL};
     record.peak_resident_bytes = {1ULL << 33, 123456789};
+    record.local_ranks = {0, 0};
+    record.environment.inter_host_ring_hops = 2;
+    record.environment.slurm = {"4242", "study", "node[1-2]", "1(x2)", "2", "3"};
     record.summary.phase_statistics[2] = {1, 2, 3, 4, 5, 6};
     record.summary.throughput_samples_per_second = 1234.5;
     record.summary.communication_fraction = 0.25;
@@ -94,6 +97,11 @@ TEST_F(ResultsFile, RoundTripRestoresEveryField) {
   EXPECT_EQ(read.configuration.bucket_mb, 2.5);
   EXPECT_TRUE(read.configuration.overlap);
   EXPECT_EQ(read.environment.launch_world_size, 4);
+  EXPECT_EQ(read.environment.inter_host_ring_hops, 2);
+  EXPECT_EQ(read.environment.intra_host_ring_hops, 0);
+  EXPECT_EQ(read.environment.slurm.node_list, "node[1-2]");
+  EXPECT_EQ(read.environment.slurm.array_task_id, "3");
+  EXPECT_EQ(read.local_ranks, written.local_ranks);
   EXPECT_EQ(read.communication_seconds, written.communication_seconds);
   ASSERT_EQ(read.layers.size(), 3u);
   EXPECT_EQ(read.layers[1].kind, "sigmoid");
