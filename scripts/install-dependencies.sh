@@ -16,6 +16,7 @@ packages=(
   python3 python3-h5py python3-numpy python3-pandas
   python3-matplotlib fonts-dejavu-core   # dlscale report: figures
   chromium                               # the report test renders the HTML page headless
+  slurm-wlm munge                        # the Slurm scripts are tested on a private local Slurm
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
