@@ -6,6 +6,7 @@
 #include "cli/predict_command.hpp"
 #include "cli/report_command.hpp"
 #include "cli/run_command.hpp"
+#include "cli/slurm_command.hpp"
 
 namespace {
 
@@ -18,7 +19,8 @@ struct Subcommand {
 constexpr Subcommand subcommands[] = {{"comm", dlscale::cli::comm_command},
                                       {"predict", dlscale::cli::predict_command},
                                       {"merge", dlscale::cli::merge_command},
-                                      {"report", dlscale::cli::report_command}};
+                                      {"report", dlscale::cli::report_command},
+                                      {"slurm", dlscale::cli::slurm_command}};
 
 }  // namespace
 

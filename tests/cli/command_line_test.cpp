@@ -162,6 +162,41 @@ TEST_F(CommandLine, PredictRefusesBadInputInOneLine) {
   }
 }
 
+TEST_F(CommandLine, SlurmScriptsAreRefusedAnythingThatCouldBecomeShellCode) {
+  const std::string marker = (directory_ / "injected").string();
+  for (const auto& [arguments, named] : std::vector<std::pair<std::string, std::string>>{
+           {"slurm --nodes '1;rm -rf /'", "--nodes"},
+           {"slurm --nodes '1,$(touch " + marker + ")'", "--nodes"},
+           {"slurm --tasks-per-node '2 4'", "--tasks-per-node"},
+           {"slurm --partition 'gpu;reboot'", "--partition"},
+           {"slurm --account '`touch " + marker + "`'", "--account"},
+           {"slurm --time '1:00:00;id'", "--time"},
+           {"slurm --model 'x$(touch " + marker + ")'", "dlscale option"},
+           {"slurm --batch \"4'\"", "dlscale option"},
+           {"slurm --dlscale '/bin/dlscale ; id'", "--dlscale"},
+           {"slurm --model nonsense", "nonsense"},
+           {"slurm --batch 0", "--batch"}}) {
+    const auto [status, errors] = run_alone(directory_, arguments + " -o script.sh");
+    EXPECT_EQ(status, 2) << arguments;
+    EXPECT_NE(errors.find(named), std::string::npos) << arguments << ": " << errors;
+    EXPECT_FALSE(fs::exists(directory_ / "script.sh")) << arguments;
+  }
+  EXPECT_FALSE(fs::exists(marker)) << "a refused value ran as shell code";
+}
+
+TEST_F(CommandLine, SlurmWritesAStudyScriptWithTheGivenSizes) {
+  const auto [status, errors] = run_alone(
+      directory_, "slurm --nodes 1,2,4,8 --tasks-per-node 4 --cpus-per-task 2 --partition gpu "
+                  "--model resnet-50 --batch 32 -o study.sh");
+  ASSERT_EQ(status, 0) << errors;
+  const std::string script = dlscale::testing::read_text_file(directory_ / "study.sh");
+  for (const char* line : {"NODE_COUNTS='1 2 4 8'", "TASKS_PER_NODE='4'", "CPUS_PER_TASK=2",
+                           "PARTITION='gpu'", "DLSCALE_OPTIONS=('--model' 'resnet-50' '--batch' '32')"})
+    EXPECT_NE(script.find(line), std::string::npos) << line << " missing from:\n" << script;
+  const std::string syntax_check = "bash -n " + (directory_ / "study.sh").string();
+  EXPECT_EQ(std::system(syntax_check.c_str()), 0);
+}
+
 TEST_F(CommandLine, ModelTooLargeForMemoryIsRefusedAtOnce) {
   expect_refused("--model vgg-16 --batch 100000", "available");
 }
