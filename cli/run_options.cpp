@@ -236,6 +236,12 @@ std::string run_help_text() {
           "phase timings (forward, backward, allreduce, update, step), prints a summary and\n"
           "writes everything to one HDF5 file.\n\n"
           "Usage: mpirun -np N dlscale [run] [options]\n\n"
+          "Other subcommands (each has --help):\n"
+          "  mpirun -np N dlscale comm    allreduce sweep over message sizes, with an alpha-beta fit\n"
+          "  dlscale report FILE...       tables, CSV/JSON, figures and an HTML page\n"
+          "  dlscale predict FILE         step time and efficiency at rank counts you cannot try\n"
+          "  dlscale merge A B -o S       one study from the runs of several jobs\n"
+          "  dlscale slurm                a Slurm node-count study script for your sizes\n\n"
        << visible
        << "\nExamples:\n"
           "  mpirun -np 4 dlscale --model fcn-r --batch 64 --iters 20 --out r.h5\n"
