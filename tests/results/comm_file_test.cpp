@@ -135,6 +135,7 @@ TEST_F(CommFile, ATrainingRunFileIsNotAnAllreduceSweep) {
   run.environment.rank_hosts = {"host"};
   run.parameter_fingerprints = {1};
   run.peak_resident_bytes = {1};
+  run.local_ranks = {0};
   run.summary.gflops_per_rank = {1.0};
   run.summary.load_imbalance_seconds = {0.0};
   const fs::path path = directory_ / "run.h5";
