@@ -1,6 +1,7 @@
 #include "cli/progress_line.hpp"
 
 #include <cstdio>
+#include <filesystem>
 
 #include <unistd.h>
 
@@ -10,12 +11,31 @@
 namespace dlscale::cli {
 
 namespace {
+
 constexpr auto terminal_interval = std::chrono::milliseconds(200);
 constexpr auto log_interval = std::chrono::seconds(5);
+
+// Under mpirun a rank's stdout is a pseudo-terminal that Open MPI made, whatever mpirun's own
+// output is, and its stderr a pipe. mpirun, the parent of the ranks on its host, shows whether
+// a person is watching: its stderr is then a terminal device.
+bool parent_writes_to_terminal() {
+  std::error_code error;
+  const auto target = std::filesystem::read_symlink(fmt::format("/proc/{}/fd/2", getppid()), error);
+  const std::string device = target.string();
+  return !error && (device.rfind("/dev/pts/", 0) == 0 || device.rfind("/dev/tty", 0) == 0);
+}
+
+std::FILE* terminal_for_progress() {
+  if (isatty(STDERR_FILENO) == 1) return stderr;
+  if (isatty(STDOUT_FILENO) == 1 && parent_writes_to_terminal()) return stdout;
+  return nullptr;
+}
+
 }  // namespace
 
 ProgressLine::ProgressLine(bool enabled)
-    : enabled_(enabled), terminal_(enabled && isatty(STDERR_FILENO) == 1),
+    : enabled_(enabled),
+      terminal_(enabled ? terminal_for_progress() : nullptr),
       last_shown_(std::chrono::steady_clock::now()) {}
 
 ProgressLine::~ProgressLine() { end_point(); }
@@ -30,7 +50,7 @@ void ProgressLine::begin_point(int point, int points, int ranks, int iterations)
 void ProgressLine::iteration_done(int iteration, double step_seconds) {
   if (!enabled_) return;
   const auto now = std::chrono::steady_clock::now();
-  if (now - last_shown_ < (terminal_ ? terminal_interval : log_interval) &&
+  if (now - last_shown_ < (terminal_ != nullptr ? terminal_interval : log_interval) &&
       iteration + 1 < iterations_)
     return;
   last_shown_ = now;
@@ -38,10 +58,10 @@ void ProgressLine::iteration_done(int iteration, double step_seconds) {
   const std::string text =
       fmt::format("{}iteration {}/{}, step {:.3f} s, ETA {:.0f} s", point_label_, iteration + 1,
                   iterations_, step_seconds, remaining * step_seconds);
-  if (terminal_) {
+  if (terminal_ != nullptr) {
     // \r and erase-to-end-of-line redraw the same line.
-    std::fprintf(stderr, "\r%s\x1b[K", text.c_str());
-    std::fflush(stderr);
+    std::fprintf(terminal_, "\r%s\x1b[K", text.c_str());
+    std::fflush(terminal_);
     line_open_ = true;
   } else if (remaining > 0) {
     spdlog::info("{}", text);
@@ -50,7 +70,8 @@ void ProgressLine::iteration_done(int iteration, double step_seconds) {
 
 void ProgressLine::end_point() {
   if (!line_open_) return;
-  std::fputs("\n", stderr);
+  std::fputs("\n", terminal_);
+  std::fflush(terminal_);
   line_open_ = false;
 }
 

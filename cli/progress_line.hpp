@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdio>
 #include <string>
 
 namespace dlscale::cli {
@@ -21,7 +22,9 @@ class ProgressLine {
 
  private:
   bool enabled_;
-  bool terminal_;
+  // Where the live line goes: stderr if it is a terminal; under mpirun in a terminal, stdout
+  // (see terminal_for_progress); otherwise none, and log lines instead.
+  std::FILE* terminal_;
   std::string point_label_;
   int iterations_ = 0;
   std::chrono::steady_clock::time_point last_shown_;
