@@ -293,8 +293,8 @@ class ProfiledDevice final : public kernels::Device {
     return device_.make_pooling(geometry);
   }
   std::unique_ptr<kernels::BatchNormKernel> make_batch_norm(
-      const kernels::ImageShape& shape, kernels::ImageLayout layout) override {
-    return device_.make_batch_norm(shape, layout);
+      const kernels::BatchNormGeometry& geometry) override {
+    return device_.make_batch_norm(geometry);
   }
   std::unique_ptr<kernels::LstmKernel> make_lstm(const kernels::LstmGeometry& geometry) override {
     return device_.make_lstm(geometry);

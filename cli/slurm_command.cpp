@@ -7,6 +7,7 @@
 
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/command_setup.hpp"
 #include "cli/run_options.hpp"
@@ -60,7 +61,7 @@ std::string number_list(const std::string& value, const std::string& option) {
 }
 
 // Single quotes make the text literal in bash; validation already excluded quotes themselves.
-std::string quoted(const std::string& text) { return "'" + text + "'"; }
+std::string quoted(const std::string& text) { return fmt::format("'{}'", text); }
 
 std::string settings_block(const SlurmOptions& options) {
   static const std::regex name(R"([A-Za-z0-9_.-]{1,64})");
@@ -94,10 +95,10 @@ std::string settings_block(const SlurmOptions& options) {
   block += fmt::format("ACCOUNT={}\n", quoted(options.account));
   block += fmt::format("DLSCALE={}\n", quoted(options.dlscale_path));
   block += fmt::format("RUN_SCRIPT={}\n", quoted(slurm_script("dlscale-run.sbatch").string()));
-  block += "DLSCALE_OPTIONS=(";
-  for (std::size_t i = 0; i < options.dlscale_options.size(); ++i)
-    block += (i == 0 ? "" : " ") + quoted(options.dlscale_options[i]);
-  return block + ")\n" + settings_end;
+  std::vector<std::string> words;
+  for (const auto& word : options.dlscale_options) words.push_back(quoted(word));
+  block += fmt::format("DLSCALE_OPTIONS=({})\n", fmt::join(words, " "));
+  return block + settings_end;
 }
 
 std::string read_template() {

@@ -1,5 +1,6 @@
 // Batch normalization of an image tensor in training mode, with a learned per-channel scale
-// (starting at 1) and shift (starting at 0), run by the device's batch-norm kernel.
+// (starting at 1) and shift (starting at 0), and optionally the ReLU after it, run by the
+// device's batch-norm kernel.
 #pragma once
 
 #include <memory>
@@ -10,10 +11,10 @@ namespace dlscale::kernels {
 
 class BatchNormLayer final : public Layer<float> {
  public:
-  BatchNormLayer(Device& device, const ImageShape& shape, ImageLayout layout)
-      : device_(device), shape_(shape), layout_(layout) {}
+  BatchNormLayer(Device& device, const BatchNormGeometry& geometry)
+      : device_(device), geometry_(geometry), shape_(geometry.shape) {}
 
-  std::string kind() const override { return "batch_norm"; }
+  std::string kind() const override { return geometry_.relu ? "batch_norm_relu" : "batch_norm"; }
   std::size_t input_size() const override { return shape_.size(); }
   std::size_t output_size() const override { return shape_.size(); }
   std::size_t parameter_count() const override { return 2 * std::size_t(shape_.channels); }
@@ -43,13 +44,13 @@ class BatchNormLayer final : public Layer<float> {
 
  private:
   BatchNormKernel& kernel() {
-    if (!kernel_) kernel_ = device_.make_batch_norm(shape_, layout_);
+    if (!kernel_) kernel_ = device_.make_batch_norm(geometry_);
     return *kernel_;
   }
 
   Device& device_;
+  BatchNormGeometry geometry_;
   ImageShape shape_;
-  ImageLayout layout_;
   std::unique_ptr<BatchNormKernel> kernel_;
   float* scale_ = nullptr;
   float* shift_ = nullptr;

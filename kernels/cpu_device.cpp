@@ -211,9 +211,8 @@ std::unique_ptr<PoolingKernel> CpuDevice::make_pooling(const PoolingGeometry& ge
   return make_dnnl_pooling(dnnl_engine_, dnnl_stream_, image_layouts_, geometry);
 }
 
-std::unique_ptr<BatchNormKernel> CpuDevice::make_batch_norm(const ImageShape& shape,
-                                                           ImageLayout layout) {
-  return make_dnnl_batch_norm(dnnl_engine_, dnnl_stream_, image_layouts_, shape, layout);
+std::unique_ptr<BatchNormKernel> CpuDevice::make_batch_norm(const BatchNormGeometry& geometry) {
+  return make_dnnl_batch_norm(dnnl_engine_, dnnl_stream_, image_layouts_, geometry);
 }
 
 std::unique_ptr<LstmKernel> CpuDevice::make_lstm(const LstmGeometry& geometry) {

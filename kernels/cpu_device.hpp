@@ -32,8 +32,7 @@ class CpuDevice final : public Device {
   std::unique_ptr<ConvolutionKernel> make_convolution(
       const ConvolutionGeometry& geometry) override;
   std::unique_ptr<PoolingKernel> make_pooling(const PoolingGeometry& geometry) override;
-  std::unique_ptr<BatchNormKernel> make_batch_norm(const ImageShape& shape,
-                                                  ImageLayout layout) override;
+  std::unique_ptr<BatchNormKernel> make_batch_norm(const BatchNormGeometry& geometry) override;
   std::unique_ptr<LstmKernel> make_lstm(const LstmGeometry& geometry) override;
 
   MathOps<float>& math_float() override;

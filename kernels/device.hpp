@@ -82,8 +82,7 @@ class Device {
   virtual std::unique_ptr<ConvolutionKernel> make_convolution(
       const ConvolutionGeometry& geometry) = 0;
   virtual std::unique_ptr<PoolingKernel> make_pooling(const PoolingGeometry& geometry) = 0;
-  virtual std::unique_ptr<BatchNormKernel> make_batch_norm(const ImageShape& shape,
-                                                          ImageLayout layout) = 0;
+  virtual std::unique_ptr<BatchNormKernel> make_batch_norm(const BatchNormGeometry& geometry) = 0;
   virtual std::unique_ptr<LstmKernel> make_lstm(const LstmGeometry& geometry) = 0;
 
   virtual MathOps<float>& math_float() = 0;

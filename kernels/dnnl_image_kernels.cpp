@@ -221,20 +221,22 @@ class DnnlPooling final : public PoolingKernel {
 class DnnlBatchNorm final : public BatchNormKernel {
  public:
   DnnlBatchNorm(const dnnl::engine& engine, const dnnl::stream& stream,
-                const DnnlImageLayouts& layouts, const ImageShape& shape, ImageLayout layout)
-      : engine_(engine), stream_(stream), layouts_(layouts), shape_(shape), layout_(layout),
-        channel_desc_({shape.channels}, f32, tag::x) {}
+                const DnnlImageLayouts& layouts, const BatchNormGeometry& geometry)
+      : engine_(engine), stream_(stream), layouts_(layouts), geometry_(geometry),
+        channel_desc_({geometry.shape.channels}, f32, tag::x) {}
 
   void forward(int batch, const float* x, const float* scale, const float* shift,
                float* y) override {
     auto& p = primitives_for(batch);
-    DLSCALE_DNNL_CHECK(p.forward.execute(
-        stream_, {{DNNL_ARG_SRC, wrap(p.data_desc, engine_, x)},
-                  {DNNL_ARG_SCALE, wrap(channel_desc_, engine_, scale)},
-                  {DNNL_ARG_SHIFT, wrap(channel_desc_, engine_, shift)},
-                  {DNNL_ARG_MEAN, p.mean},
-                  {DNNL_ARG_VARIANCE, p.variance},
-                  {DNNL_ARG_DST, wrap(p.data_desc, engine_, y)}}));
+    std::unordered_map<int, memory> arguments = {
+        {DNNL_ARG_SRC, wrap(p.data_desc, engine_, x)},
+        {DNNL_ARG_SCALE, wrap(channel_desc_, engine_, scale)},
+        {DNNL_ARG_SHIFT, wrap(channel_desc_, engine_, shift)},
+        {DNNL_ARG_MEAN, p.mean},
+        {DNNL_ARG_VARIANCE, p.variance},
+        {DNNL_ARG_DST, wrap(p.data_desc, engine_, y)}};
+    if (p.relu_mask) arguments.emplace(DNNL_ARG_WORKSPACE, p.relu_mask);
+    DLSCALE_DNNL_CHECK(p.forward.execute(stream_, arguments));
     stream_.wait();
   }
 
@@ -245,19 +247,21 @@ class DnnlBatchNorm final : public BatchNormKernel {
     // oneDNN always produces the input gradient; a first layer discards it into scratch.
     float* data_gradient = input_gradient;
     if (data_gradient == nullptr) {
-      p.discarded_gradient.resize(std::size_t(batch) * shape_.size());
+      p.discarded_gradient.resize(std::size_t(batch) * geometry_.shape.size());
       data_gradient = p.discarded_gradient.data();
     }
-    DLSCALE_DNNL_CHECK(p.backward.execute(
-        stream_, {{DNNL_ARG_SRC, wrap(p.data_desc, engine_, x)},
-                  {DNNL_ARG_MEAN, p.mean},
-                  {DNNL_ARG_VARIANCE, p.variance},
-                  {DNNL_ARG_DIFF_DST, wrap(p.data_desc, engine_, output_gradient)},
-                  {DNNL_ARG_SCALE, wrap(channel_desc_, engine_, scale)},
-                  {DNNL_ARG_SHIFT, wrap(channel_desc_, engine_, shift)},  // oneDNN 2.6 asks
-                  {DNNL_ARG_DIFF_SRC, wrap(p.data_desc, engine_, data_gradient)},
-                  {DNNL_ARG_DIFF_SCALE, wrap(channel_desc_, engine_, scale_gradient)},
-                  {DNNL_ARG_DIFF_SHIFT, wrap(channel_desc_, engine_, shift_gradient)}}));
+    std::unordered_map<int, memory> arguments = {
+        {DNNL_ARG_SRC, wrap(p.data_desc, engine_, x)},
+        {DNNL_ARG_MEAN, p.mean},
+        {DNNL_ARG_VARIANCE, p.variance},
+        {DNNL_ARG_DIFF_DST, wrap(p.data_desc, engine_, output_gradient)},
+        {DNNL_ARG_SCALE, wrap(channel_desc_, engine_, scale)},
+        {DNNL_ARG_SHIFT, wrap(channel_desc_, engine_, shift)},  // oneDNN 2.6 asks
+        {DNNL_ARG_DIFF_SRC, wrap(p.data_desc, engine_, data_gradient)},
+        {DNNL_ARG_DIFF_SCALE, wrap(channel_desc_, engine_, scale_gradient)},
+        {DNNL_ARG_DIFF_SHIFT, wrap(channel_desc_, engine_, shift_gradient)}};
+    if (p.relu_mask) arguments.emplace(DNNL_ARG_WORKSPACE, p.relu_mask);
+    DLSCALE_DNNL_CHECK(p.backward.execute(stream_, arguments));
     stream_.wait();
   }
 
@@ -267,6 +271,7 @@ class DnnlBatchNorm final : public BatchNormKernel {
     dnnl::batch_normalization_forward forward;
     dnnl::batch_normalization_backward backward;
     memory mean, variance;  // this batch's statistics, from forward to backward
+    memory relu_mask;       // with a fused ReLU: where the output was positive
     std::vector<float> discarded_gradient;
   };
 
@@ -276,8 +281,9 @@ class DnnlBatchNorm final : public BatchNormKernel {
 
   Primitives build(int batch) {
     Primitives p;
-    p.data_desc = layouts_.describe(batch, shape_, layout_);
-    const auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+    p.data_desc = layouts_.describe(batch, geometry_.shape, geometry_.layout);
+    auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+    if (geometry_.relu) flags |= dnnl::normalization_flags::fuse_norm_relu;
     const auto forward_pd = DLSCALE_DNNL_CHECK(dnnl::batch_normalization_forward::primitive_desc(
         dnnl::batch_normalization_forward::desc(prop_kind::forward_training, p.data_desc,
                                                 epsilon, flags),
@@ -290,14 +296,14 @@ class DnnlBatchNorm final : public BatchNormKernel {
     p.backward = dnnl::batch_normalization_backward(backward_pd);
     p.mean = memory(forward_pd.mean_desc(), engine_);
     p.variance = memory(forward_pd.variance_desc(), engine_);
+    if (geometry_.relu) p.relu_mask = memory(forward_pd.workspace_desc(), engine_);
     return p;
   }
 
   dnnl::engine engine_;
   dnnl::stream stream_;
   DnnlImageLayouts layouts_;
-  ImageShape shape_;
-  ImageLayout layout_;
+  BatchNormGeometry geometry_;
   memory::desc channel_desc_;
   PrimitivesPerBatch<Primitives> primitives_;
 };
@@ -307,9 +313,8 @@ class DnnlBatchNorm final : public BatchNormKernel {
 std::unique_ptr<BatchNormKernel> make_dnnl_batch_norm(const dnnl::engine& engine,
                                                       const dnnl::stream& stream,
                                                       const DnnlImageLayouts& layouts,
-                                                      const ImageShape& shape,
-                                                      ImageLayout layout) {
-  return std::make_unique<DnnlBatchNorm>(engine, stream, layouts, shape, layout);
+                                                      const BatchNormGeometry& geometry) {
+  return std::make_unique<DnnlBatchNorm>(engine, stream, layouts, geometry);
 }
 
 std::unique_ptr<ConvolutionKernel> make_dnnl_convolution(const dnnl::engine& engine,

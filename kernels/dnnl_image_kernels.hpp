@@ -23,7 +23,6 @@ std::unique_ptr<PoolingKernel> make_dnnl_pooling(const dnnl::engine& engine,
 std::unique_ptr<BatchNormKernel> make_dnnl_batch_norm(const dnnl::engine& engine,
                                                       const dnnl::stream& stream,
                                                       const DnnlImageLayouts& layouts,
-                                                      const ImageShape& shape,
-                                                      ImageLayout layout);
+                                                      const BatchNormGeometry& geometry);
 
 }  // namespace dlscale::kernels

@@ -67,8 +67,16 @@ struct PoolingGeometry {
 };
 
 // Batch normalization in training mode (Ioffe & Szegedy 2015): each channel is normalised with the
-// mean and variance of this batch over (batch, height, width), then y = scale * x_hat + shift.
-// epsilon = 1e-5 as in PyTorch. Running averages for inference are not kept: dlscale only trains.
+// mean and variance of this batch over (batch, height, width), then y = scale * x_hat + shift,
+// and with `relu` y = max(y, 0) in the same pass (the conv-BN-ReLU of ResNets: one memory pass
+// instead of two, forward and backward). epsilon = 1e-5 as in PyTorch. Running averages for
+// inference are not kept: dlscale only trains.
+struct BatchNormGeometry {
+  ImageShape shape;
+  ImageLayout layout = ImageLayout::nchw;
+  bool relu = false;
+};
+
 class BatchNormKernel {
  public:
   static constexpr float epsilon = 1e-5f;

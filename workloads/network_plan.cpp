@@ -1,6 +1,7 @@
 // Counting and building planned layers.
 #include "workloads/network_plan.hpp"
 
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -90,7 +91,7 @@ std::unique_ptr<kernels::Layer<float>> build_layer(kernels::Device& device,
             return std::make_unique<kernels::PoolingLayer>(device, g);
           },
           [&](const PlannedBatchNorm& b) -> LayerPointer {
-            return std::make_unique<kernels::BatchNormLayer>(device, b.shape, b.layout);
+            return std::make_unique<kernels::BatchNormLayer>(device, b);
           },
           [](const PlannedRelu& r) -> LayerPointer {
             return std::make_unique<kernels::ReluLayer<float>>(r.size, r.ceiling);
@@ -133,11 +134,17 @@ PlanBuilder& PlanBuilder::convolution(int output_channels, int kernel, int strid
 
 PlanBuilder& PlanBuilder::batch_norm() {
   require_image("batch norm");
-  layers_.push_back(PlannedBatchNorm{image_, layout_});
+  layers_.push_back(PlannedBatchNorm{image_, layout_, false});
   return *this;
 }
 
 PlanBuilder& PlanBuilder::relu(float ceiling) {
+  if (!layers_.empty() && std::isinf(ceiling))
+    if (auto* batch_norm = std::get_if<PlannedBatchNorm>(&layers_.back());
+        batch_norm != nullptr && !batch_norm->relu) {
+      batch_norm->relu = true;
+      return *this;
+    }
   layers_.push_back(PlannedRelu{size(), ceiling});
   return *this;
 }

@@ -16,10 +16,7 @@
 
 namespace dlscale::workloads {
 
-struct PlannedBatchNorm {
-  kernels::ImageShape shape;
-  kernels::ImageLayout layout;
-};
+using PlannedBatchNorm = kernels::BatchNormGeometry;
 struct PlannedRelu {
   std::size_t size;
   float ceiling;
@@ -53,6 +50,7 @@ class PlanBuilder {
   PlanBuilder& convolution(int output_channels, int kernel, int stride = 1, int padding = 0,
                            int groups = 1, bool bias = true);
   PlanBuilder& batch_norm();
+  // Folded into a batch norm right before it (one pass instead of two); ReLU6 stays a layer.
   PlanBuilder& relu(float ceiling = std::numeric_limits<float>::infinity());
   PlanBuilder& max_pool(int kernel, int stride, int padding = 0);
   PlanBuilder& global_average_pool();

@@ -6,6 +6,8 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <tuple>
+
 #include "kernels/cpu_device.hpp"
 #include "tests/kernels/finite_differences.hpp"
 #include "tests/kernels/reference_image_kernels.hpp"
@@ -160,25 +162,39 @@ TEST(BatchNorm, ReferenceMatchesFiniteDifferences) {
   expect_near_all(analytic.shift_gradient, numerical_gradient(shift, loss), 1e-6, "shift gradient");
 }
 
-class BatchNormCase : public ::testing::TestWithParam<ImageLayout> {};
+class BatchNormCase : public ::testing::TestWithParam<std::tuple<ImageLayout, bool>> {};
 
+// Batch norm, alone or with its ReLU fused, against the oracle (followed by a ReLU, whose
+// gradient passes only where the output is positive).
 TEST_P(BatchNormCase, OneDnnMatchesReference) {
   const ImageShape shape{8, 5, 5};
-  const ImageLayout layout = GetParam();
+  const auto [layout, relu] = GetParam();
   const auto x = to_double(to_float(random_values(batch * shape.size(), 7)));
   const auto scale = to_double(to_float(random_values(shape.channels, 8)));
   const auto shift = to_double(to_float(random_values(shape.channels, 9)));
   const auto dy = to_double(to_float(random_values(x.size(), 10)));
   CpuDevice device(1);
-  auto kernel = device.make_batch_norm(shape, layout);
+  auto kernel = device.make_batch_norm({shape, layout, relu});
   const auto x_given = to_layout(device, shape, layout, x);
   std::vector<float> y(x.size()), dx(x.size()), dscale(shape.channels), dshift(shape.channels);
   kernel->forward(batch, x_given.data(), to_float(scale).data(), to_float(shift).data(), y.data());
   kernel->backward(batch, x_given.data(), to_float(scale).data(), to_float(shift).data(),
                    to_layout(device, shape, layout, dy).data(), dx.data(), dscale.data(),
                    dshift.data());
-  const auto expected = reference::batch_norm(shape, batch, x, scale, shift, dy);
-  expect_near_all(from_layout(device, shape, layout, y), expected.output, 1e-4, "output");
+
+  std::vector<double> normalized = reference::batch_norm(shape, batch, x, scale, shift, dy).output;
+  std::vector<double> passed_gradient = dy;
+  std::size_t clipped = 0;
+  if (relu)
+    for (std::size_t i = 0; i < normalized.size(); ++i)
+      if (normalized[i] <= 0) {
+        normalized[i] = 0;
+        passed_gradient[i] = 0;
+        ++clipped;
+      }
+  if (relu) EXPECT_GT(clipped, normalized.size() / 4) << "the ReLU must clip something";
+  const auto expected = reference::batch_norm(shape, batch, x, scale, shift, passed_gradient);
+  expect_near_all(from_layout(device, shape, layout, y), normalized, 1e-4, "output");
   expect_near_all(from_layout(device, shape, layout, dx), expected.input_gradient, 1e-4,
                   "input gradient");
   expect_near_all(to_double(dscale), expected.scale_gradient, 1e-4, "scale gradient");
@@ -187,7 +203,8 @@ TEST_P(BatchNormCase, OneDnnMatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Geometries, ConvolutionCase, ::testing::ValuesIn(convolution_cases));
 INSTANTIATE_TEST_SUITE_P(Geometries, PoolingCase, ::testing::ValuesIn(pooling_cases));
-INSTANTIATE_TEST_SUITE_P(Layouts, BatchNormCase, ::testing::Values(nchw, native));
+INSTANTIATE_TEST_SUITE_P(LayoutsAndRelu, BatchNormCase,
+                         ::testing::Combine(::testing::Values(nchw, native), ::testing::Bool()));
 
 // Blocked layouts are used only where the channels fill whole blocks, so a buffer never carries
 // padding and every layer can size its tensors as channels x height x width.
