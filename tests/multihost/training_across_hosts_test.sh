@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# dlscale across 3 emulated hosts (tests/multihost/netns_cluster.sh): a training run with 2, 2
+# and 1 ranks on the hosts, and a --ranks 1,2,3 sweep with one rank per host. Checks that every
+# host's link carried at least the gradients, and (h5py, check_multihost_results.py) that the
+# files name the 3 hosts, count the nodes and hold bit-identical parameters.
+# usage: training_across_hosts_test.sh DLSCALE PYTHON
+set -euo pipefail
+
+dlscale=$1 python=$2
+# shellcheck source-path=SCRIPTDIR source=cluster_test_setup.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cluster_test_setup.sh"
+start_cluster 3 --slots 2
+mapfile -t hosts < <("$cluster_script" hosts "$cluster")
+
+# Bytes received and sent by HOST's eth0 so far ("RX TX").
+link_bytes() {
+  # shellcheck disable=SC2016  # awk's fields, not the shell's
+  "$cluster_script" exec "$cluster" "$1" awk '$1 == "eth0:" { print $2, $10 }' /proc/net/dev
+}
+
+declare -A bytes_before
+for host in "${hosts[@]}"; do bytes_before[$host]=$(link_bytes "$host"); done
+
+iterations=7  # 2 warm-up + 5 measured
+gradient_bytes=$((2212 * 4))  # fcn:64,32,4 has 2,212 float32 parameters
+echo "training run: 5 ranks, by slot (2, 2 and 1 per host)"
+"$cluster_script" mpirun "$cluster" -np 5 \
+  "$dlscale" --model fcn:64,32,4 --batch 8 --iters 5 --warmup 2 --out "$work_dir/run.h5"
+
+# Every host has ranks whose sum needs the others': each link must have carried at least one
+# gradient's worth in each direction per iteration, or the ranks did not talk over the network.
+failures=0
+for host in "${hosts[@]}"; do
+  read -r received_before sent_before <<<"${bytes_before[$host]}"
+  read -r received_after sent_after <<<"$(link_bytes "$host")"
+  received=$((received_after - received_before)) sent=$((sent_after - sent_before))
+  if ((received >= iterations * gradient_bytes && sent >= iterations * gradient_bytes)); then
+    verdict=ok
+  else
+    verdict=FAIL failures=$((failures + 1))
+  fi
+  echo "$verdict: $host's link: $received bytes in, $sent bytes out (at least" \
+    "$((iterations * gradient_bytes)) each way expected)"
+done
+
+echo "rank sweep: --ranks 1,2,3, one rank per host"
+"$cluster_script" mpirun "$cluster" -np 3 --map-by node \
+  "$dlscale" --model fcn:64,32,4 --batch 8 --iters 5 --warmup 2 --ranks 1,2,3 \
+  --out "$work_dir/sweep.h5"
+
+"$python" "$multihost_directory/check_multihost_results.py" \
+  "$work_dir/run.h5" "$work_dir/sweep.h5" "${hosts[@]}" || failures=$((failures + 1))
+((failures == 0))
