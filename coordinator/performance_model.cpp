@@ -5,7 +5,6 @@
 #include <numeric>
 
 #include "coordinator/ring_allreduce.hpp"
-#include "coordinator/statistics.hpp"
 
 namespace dlscale::coordinator {
 
@@ -44,10 +43,15 @@ ComputeProfile profile_of(const results::RunRecord& run) {
     }
     wait.push_back(compute_max - compute_sum / run.ranks);
   }
-  profile.forward_seconds = median(forward);
-  profile.update_seconds = median(update);
-  profile.straggler_wait_seconds = std::accumulate(wait.begin(), wait.end(), 0.0) / wait.size();
-  for (const auto& samples : layer_samples) profile.layer_backward_seconds.push_back(median(samples));
+  // Means, not medians: the model predicts the mean iteration time T(n) the study reports, and
+  // a slow iteration counts in that mean in full.
+  const auto mean = [](const std::vector<double>& samples) {
+    return std::accumulate(samples.begin(), samples.end(), 0.0) / double(samples.size());
+  };
+  profile.forward_seconds = mean(forward);
+  profile.update_seconds = mean(update);
+  profile.straggler_wait_seconds = mean(wait);
+  for (const auto& samples : layer_samples) profile.layer_backward_seconds.push_back(mean(samples));
   return profile;
 }
 

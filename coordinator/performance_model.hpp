@@ -27,7 +27,7 @@ enum class AllreduceAlgorithm { ring, tree };
 double allreduce_seconds(const NetworkModel& network, AllreduceAlgorithm algorithm, int ranks,
                          double bytes);
 
-// A measured run reduced to what the model needs, per iteration medians.
+// A measured run reduced to what the model needs: means over its measured iterations and ranks.
 struct ComputeProfile {
   int ranks = 0;       // of the run it was measured in
   int batch_per_rank = 0;

@@ -33,6 +33,10 @@ RankMeasurements train(kernels::Network<float>& network, kernels::SgdMomentum<fl
   measured.layer_backward_seconds.resize(std::size_t(iterations) * layer_count);
   measured.loss.resize(iterations);
   const float gradient_scale = 1.0f / float(communicator.size());
+  // One rank has nothing to sum: it trains as a single process would, so the baseline of a
+  // scaling study carries no communication cost.
+  const std::vector<GradientBucket> no_buckets;
+  const auto& buckets = communicator.size() > 1 ? exchange.buckets : no_buckets;
   const auto bucket_values = [&](const GradientBucket& bucket) {
     return network.gradients().subspan(bucket.offset, bucket.count);
   };
@@ -55,26 +59,26 @@ RankMeasurements train(kernels::Network<float>& network, kernels::SgdMomentum<fl
       layer_seconds[layer] = layer_clock.lap();
       if (!exchange.overlap) return;
       // Buckets fill from the last layer down; one is ready once its lowest layer is done.
-      while (next_bucket < exchange.buckets.size() &&
-             std::size_t(exchange.buckets[next_bucket].first_layer) >= layer) {
+      while (next_bucket < buckets.size() &&
+             std::size_t(buckets[next_bucket].first_layer) >= layer) {
         if (next_bucket == 0) communication_start = std::chrono::steady_clock::now();
-        communicator.start_allreduce_sum(bucket_values(exchange.buckets[next_bucket++]));
+        communicator.start_allreduce_sum(bucket_values(buckets[next_bucket++]));
       }
     });
     seconds[index_of(Phase::backward)] = clock.lap();
 
     std::chrono::steady_clock::time_point communication_end;
-    if (exchange.overlap) {
+    if (!buckets.empty() && exchange.overlap) {
       communication_end = communicator.wait_all();
-    } else {
+    } else if (!buckets.empty()) {
       communication_start = std::chrono::steady_clock::now();
-      for (const auto& bucket : exchange.buckets) communicator.allreduce_sum(bucket_values(bucket));
+      for (const auto& bucket : buckets) communicator.allreduce_sum(bucket_values(bucket));
       communication_end = std::chrono::steady_clock::now();
     }
     // Exposed communication only: what was summed while backward ran is hidden.
     seconds[index_of(Phase::allreduce)] = clock.lap();
     measured.communication_seconds[iteration] =
-        exchange.buckets.empty() ? 0 : seconds_between(communication_start, communication_end);
+        buckets.empty() ? 0 : seconds_between(communication_start, communication_end);
 
     optimizer.step(network.parameters(), network.gradients(), gradient_scale);
     seconds[index_of(Phase::update)] = clock.lap();
