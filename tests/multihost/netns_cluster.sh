@@ -194,8 +194,11 @@ case $command in
     # Daemons start through the agent; ranks on different hosts talk TCP over the emulated
     # network (vader, shared memory, only within a host); daemons reach mpirun over it too.
     # Open MPI's session directories go under DIR, so that `down` removes those of killed jobs.
+    # Every emulated host sees all of the machine's cores, so binding (by default to cores in
+    # order, per host) would put the first rank of every host on core 0; the kernel places the
+    # ranks instead.
     enter_host "$dir" "$(head -n 1 "$dir/hosts")" \
-      mpirun --hostfile "$dir/hostfile" \
+      mpirun --hostfile "$dir/hostfile" --bind-to none \
       --mca plm_rsh_agent "$self agent $dir" \
       --mca orte_tmpdir_base "$dir/sessions" \
       --mca btl tcp,self,vader \
