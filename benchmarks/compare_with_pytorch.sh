@@ -1,41 +1,98 @@
 #!/usr/bin/env bash
-# Side-by-side training-step times: dlscale-bench-step, then benchmarks/pytorch_reference.py (the
-# same models at the same reference batches and thread counts, one after the other), printed as
-# one Markdown table. ratio = PyTorch step s / dlscale step s, so > 1 means dlscale is faster.
+# Side-by-side training-step times of dlscale and PyTorch (benchmarks/pytorch_reference.py, the
+# same models with the same layer shapes), printed as one Markdown table.
+# ratio = PyTorch step s / dlscale step s, so > 1 means dlscale is faster.
 #
-# usage: benchmarks/compare_with_pytorch.sh [--models a,b] [--threads 1,2] [--iters N] [--warmup N]
+# CPU (default): dlscale-bench-step, then pytorch_reference.py, at the reference CPU batches and
+# thread counts, one after the other.
+#   usage: benchmarks/compare_with_pytorch.sh [--models a,b] [--threads 1,2] [--iters N] [--warmup N]
+#
+# GPU: for each case (model batch) and precision, one single-rank dlscale run
+#   mpirun -np 1 $BUILD_DIR/dlscale --device cuda --comm nccl --precision P --model M --batch B ...
+# whose printed summary gives the median of the step phase; then pytorch_reference.py
+# --device cuda once per precision over the same cases. A failed case reads "failed" in its cell,
+# the others go on, and the script exits non-zero at the end.
+#   usage: benchmarks/compare_with_pytorch.sh --device cuda [--models a,b] [--precisions fp32,tf32]
+#          [--iters N] [--warmup N]        (defaults: every case below, fp32,tf32, 30, 5)
+#   cases: fcn-s 64, fcn-s 4096, fcn-r 4096, alexnet-s 128, alexnet-r 1024, resnet-50 64,
+#          resnet-56 128, lstm-32 128, lstm-64 1024, vgg-16 64, mobilenet-v2 64
+#          (--models keeps the cases of those models; precisions: fp32, tf32, bf16)
+#
+# benchmarks/compare_with_pytorch.sh --parse-dlscale-summary FILE prints the median step seconds
+# found in a saved dlscale run summary (stdout), as the GPU mode reads it.
+#
 # env:   BUILD_DIR (default: build next to this script's parent), PYTHON (default /usr/bin/python3),
-#        RAW_DIR (where both tools' full outputs are kept; default: a new temporary directory)
+#        MPIRUN (GPU mode; default mpirun),
+#        RAW_DIR (where both tools' full outputs are kept; default: a new temporary directory, or
+#        in GPU mode $OUT/compare when OUT is set)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build_dir=${BUILD_DIR:-$here/../build}
 python=${PYTHON:-/usr/bin/python3}
-models=fcn-r,fcn-s threads=1,2 iters=8 warmup=2
+device=cpu models='' threads='' precisions='' iters='' warmup='' summary_file=''
 while (($#)); do
+  if (($# < 2)); then echo "option $1 needs a value (see the header of $0)" >&2; exit 2; fi
   case $1 in
+    --device) device=$2 ;;
     --models) models=$2 ;;
     --threads) threads=$2 ;;
+    --precisions) precisions=$2 ;;
     --iters) iters=$2 ;;
     --warmup) warmup=$2 ;;
+    --parse-dlscale-summary) summary_file=$2 ;;
     *) echo "unknown option $1 (see the header of $0)" >&2; exit 2 ;;
   esac
   shift 2
 done
 
-# dlscale links Open MPI, which refuses to start as root unless told to.
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-raw_dir=${RAW_DIR:-$(mktemp -d)}
-mkdir -p "$raw_dir"
+# The median of the `step` phase, in seconds, from a dlscale run summary as printed on stdout:
+#   phase (ms)     median       mean ...
+#   ...
+#   step           72.374     76.002 ...
+# The unit comes from the header's parentheses, the column from the header's "median". Fails with
+# a message naming FILE unless the output holds exactly one such table with one step row.
+dlscale_median_step_seconds() {
+  if [[ ! -r $1 ]]; then echo "$1: cannot read dlscale's output" >&2; return 1; fi
+  awk -v file="$1" '
+    function fail(message) { printf "%s: %s\n", file, message > "/dev/stderr"; failed = 1; exit 1 }
+    /^phase \(/ {
+      tables++
+      unit = $0; sub(/^phase \(/, "", unit); sub(/\).*$/, "", unit)
+      if (unit == "ms") scale = 1e-3
+      else if (unit == "s") scale = 1
+      else if (unit == "us") scale = 1e-6
+      else fail("unknown unit \"" unit "\" in the phase table header: " $0)
+      column = 0
+      # Header fields: "phase" "(ms)" "median" ...; a row has its phase name alone in $1.
+      for (i = 3; i <= NF; i++) if ($i == "median") { column = i - 1; break }
+      if (!column) fail("no \"median\" column in the phase table header: " $0)
+      inside = 1
+      next
+    }
+    inside && NF == 0 { inside = 0; next }
+    inside && $1 == "step" {
+      steps++
+      value = $column
+      if (value !~ /^[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?$/)
+        fail("step median \"" value "\" is not a number: " $0)
+      seconds = value * scale
+    }
+    END {
+      if (failed) exit 1
+      if (!tables) fail("no dlscale summary (a \"phase (ms)  median ...\" table) in the output")
+      if (steps != 1) fail("expected one \"step\" row in the phase table(s), found " steps + 0)
+      printf "%.6f\n", seconds
+    }' "$1"
+}
 
-echo "dlscale-bench-step ..." >&2
-"$build_dir/benchmarks/dlscale-bench-step" --models "$models" --threads "$threads" \
-  --iters "$iters" --warmup "$warmup" --profile-iters 0 --sgemm-repeats 1 >"$raw_dir/dlscale.md"
-echo "pytorch_reference.py ..." >&2
-"$python" "$here/pytorch_reference.py" --models "$models" --threads "$threads" \
-  --iters "$iters" --warmup "$warmup" --dlscale "$build_dir/dlscale" >"$raw_dir/pytorch.md"
+if [[ -n $summary_file ]]; then
+  dlscale_median_step_seconds "$summary_file"
+  exit
+fi
 
-# Rows of the first table whose header has "median step s", as "model batch threads seconds".
+# Rows of the first table whose header has "median step s", as "model batch threads seconds"
+# (GPU: "model batch precision seconds").
 step_rows() {
   awk -F'|' '
     /\| median step s \|/ && !seen { seen = 1; inside = 1; getline; next }
@@ -43,17 +100,148 @@ step_rows() {
     inside { for (i = 2; i <= 5; i++) gsub(/ /, "", $i); print $2, $3, $4, $5 }' "$1"
 }
 
-torch_version=$("$python" -c 'import torch; print(torch.__version__)')
-echo "# dlscale vs PyTorch $torch_version (CPU), median training step"
-echo
-echo "- models: $models; threads: $threads; $iters measured steps after $warmup warm-up, each tool"
-echo "- full outputs: $raw_dir/dlscale.md, $raw_dir/pytorch.md"
-echo
-echo "| model | batch | threads | dlscale step s | PyTorch step s | PyTorch/dlscale |"
-echo "|---|---:|---:|---:|---:|---:|"
-awk 'NR == FNR { torch[$1 " " $3] = $4; next }
-     { key = $1 " " $3
-       if (key in torch)
-         printf "| %s | %s | %s | %s | %s | %.2f |\n", $1, $2, $3, $4, torch[key], torch[key] / $4
-       else printf "| %s | %s | %s | %s | n/a | n/a |\n", $1, $2, $3, $4 }' \
-  <(step_rows "$raw_dir/pytorch.md") <(step_rows "$raw_dir/dlscale.md")
+# dlscale links Open MPI, which refuses to start as root unless told to.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+run_cpu() {
+  models=${models:-fcn-r,fcn-s} threads=${threads:-1,2} iters=${iters:-8} warmup=${warmup:-2}
+  raw_dir=${RAW_DIR:-$(mktemp -d)}
+  mkdir -p "$raw_dir"
+
+  echo "dlscale-bench-step ..." >&2
+  "$build_dir/benchmarks/dlscale-bench-step" --models "$models" --threads "$threads" \
+    --iters "$iters" --warmup "$warmup" --profile-iters 0 --sgemm-repeats 1 >"$raw_dir/dlscale.md"
+  echo "pytorch_reference.py ..." >&2
+  "$python" "$here/pytorch_reference.py" --models "$models" --threads "$threads" \
+    --iters "$iters" --warmup "$warmup" --dlscale "$build_dir/dlscale" >"$raw_dir/pytorch.md"
+
+  torch_version=$("$python" -c 'import torch; print(torch.__version__)')
+  echo "# dlscale vs PyTorch $torch_version (CPU), median training step"
+  echo
+  echo "- models: $models; threads: $threads; $iters measured steps after $warmup warm-up, each tool"
+  echo "- full outputs: $raw_dir/dlscale.md, $raw_dir/pytorch.md"
+  echo
+  echo "| model | batch | threads | dlscale step s | PyTorch step s | PyTorch/dlscale |"
+  echo "|---|---:|---:|---:|---:|---:|"
+  awk 'NR == FNR { torch[$1 " " $3] = $4; next }
+       { key = $1 " " $3
+         if (key in torch)
+           printf "| %s | %s | %s | %s | %s | %.2f |\n", $1, $2, $3, $4, torch[key], torch[key] / $4
+         else printf "| %s | %s | %s | %s | n/a | n/a |\n", $1, $2, $3, $4 }' \
+    <(step_rows "$raw_dir/pytorch.md") <(step_rows "$raw_dir/dlscale.md")
+}
+
+# The first line of a failed dlscale run's stderr that says "error", else its last line that is
+# not one of mpirun's dashed rules.
+error_line() {
+  grep -m1 -i 'error' "$1" || grep -v -e '^-*$' "$1" | tail -n1 || true
+}
+
+run_cuda() {
+  local all_cases=(fcn-s:64 fcn-s:4096 fcn-r:4096 alexnet-s:128 alexnet-r:1024 resnet-50:64
+                   resnet-56:128 lstm-32:128 lstm-64:1024 vgg-16:64 mobilenet-v2:64)
+  precisions=${precisions:-fp32,tf32} iters=${iters:-30} warmup=${warmup:-5}
+  if [[ -n $threads ]]; then echo "--threads is for the CPU mode" >&2; exit 2; fi
+  [[ $iters =~ ^[0-9]+$ && $iters -ge 1 ]] || { echo "--iters must be a positive integer" >&2; exit 2; }
+  [[ $warmup =~ ^[0-9]+$ ]] || { echo "--warmup must be a non-negative integer" >&2; exit 2; }
+  local cases=() case model batch precision
+  if [[ -z $models ]]; then
+    cases=("${all_cases[@]}")
+  else
+    IFS=, read -ra wanted <<<"$models"
+    for model in "${wanted[@]}"; do
+      local found=0
+      for case in "${all_cases[@]}"; do
+        if [[ ${case%:*} == "$model" ]]; then cases+=("$case"); found=1; fi
+      done
+      if ((!found)); then
+        echo "--models: no GPU case for '$model' (models: fcn-s fcn-r alexnet-s alexnet-r resnet-50 resnet-56 lstm-32 lstm-64 vgg-16 mobilenet-v2)" >&2
+        exit 2
+      fi
+    done
+  fi
+  IFS=, read -ra precision_list <<<"$precisions"
+  for precision in "${precision_list[@]}"; do
+    case $precision in fp32 | tf32 | bf16) ;; *) echo "--precisions: unknown '$precision' (fp32, tf32, bf16)" >&2; exit 2 ;; esac
+  done
+  local cases_csv
+  cases_csv=$(IFS=,; echo "${cases[*]}")
+
+  raw_dir=${RAW_DIR:-${OUT:+$OUT/compare}}
+  raw_dir=${raw_dir:-$(mktemp -d)}
+  mkdir -p "$raw_dir"
+  results_dir=$(mktemp -d)  # dlscale's HDF5 files; only the printed summaries are kept
+  trap 'rm -rf "$results_dir"' EXIT
+  local mpirun=${MPIRUN:-mpirun} status=0 torch_info
+  declare -A dlscale_step=() torch_step=()
+
+  if ! torch_info=$("$python" -c 'import torch
+print(f"PyTorch {torch.__version__} (CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}) on {torch.cuda.get_device_name()}")' \
+                    2>"$raw_dir/torch-info.err"); then
+    torch_info="PyTorch (unavailable: $(tail -n1 "$raw_dir/torch-info.err"))"
+    echo "$python: cannot query torch and the GPU: $(tail -n1 "$raw_dir/torch-info.err")" >&2
+    status=1
+  fi
+
+  for case in "${cases[@]}"; do
+    model=${case%:*} batch=${case#*:}
+    for precision in "${precision_list[@]}"; do
+      local name=$model-$batch-$precision key="$model $batch $precision" rc=0 seconds
+      echo "dlscale $model batch $batch $precision ..." >&2
+      "$mpirun" -np 1 "$build_dir/dlscale" --device cuda --comm nccl --precision "$precision" \
+        --model "$model" --batch "$batch" --iters "$iters" --warmup "$warmup" \
+        --out "$results_dir/$name.h5" --overwrite \
+        </dev/null >"$raw_dir/dlscale-$name.out" 2>"$raw_dir/dlscale-$name.err" || rc=$?
+      if ((rc != 0)); then
+        echo "dlscale $model batch $batch $precision failed (exit $rc): $(error_line "$raw_dir/dlscale-$name.err")" >&2
+        dlscale_step[$key]=failed status=1
+      elif seconds=$(dlscale_median_step_seconds "$raw_dir/dlscale-$name.out"); then
+        dlscale_step[$key]=$seconds
+      else
+        dlscale_step[$key]=failed status=1
+      fi
+    done
+  done
+
+  for precision in "${precision_list[@]}"; do
+    echo "pytorch_reference.py --device cuda --precision $precision ..." >&2
+    "$python" "$here/pytorch_reference.py" --device cuda --precision "$precision" \
+      --cases "$cases_csv" --iters "$iters" --warmup "$warmup" --dlscale "$build_dir/dlscale" \
+      >"$raw_dir/pytorch-$precision.md" || { echo "pytorch_reference.py --precision $precision failed" >&2; status=1; }
+    local row_model row_batch row_precision row_seconds
+    while read -r row_model row_batch row_precision row_seconds; do
+      torch_step["$row_model $row_batch $row_precision"]=$row_seconds
+    done < <(step_rows "$raw_dir/pytorch-$precision.md")
+  done
+
+  echo "# dlscale vs $torch_info, median training step"
+  echo
+  echo "- cases (model:batch): $cases_csv; precisions: $precisions; $iters measured steps after $warmup warm-up, each tool"
+  echo "- dlscale: \`mpirun -np 1 dlscale --device cuda --comm nccl --precision P\`, median of the step phase"
+  echo "- PyTorch: eager, cudnn.benchmark=True; fp32: TF32 off, tf32: TF32 on (matmul and cuDNN), bf16: autocast to bfloat16"
+  echo "- full outputs: $raw_dir"
+  echo
+  echo "| model | batch | precision | dlscale step s | PyTorch step s | PyTorch/dlscale |"
+  echo "|---|---:|---:|---:|---:|---:|"
+  for case in "${cases[@]}"; do
+    model=${case%:*} batch=${case#*:}
+    for precision in "${precision_list[@]}"; do
+      local key="$model $batch $precision"
+      awk -v model="$model" -v batch="$batch" -v precision="$precision" \
+          -v ours="${dlscale_step[$key]}" -v theirs="${torch_step[$key]:-n/a}" 'BEGIN {
+        number = "^[0-9]+(\\.[0-9]*)?([eE][-+]?[0-9]+)?$"
+        ratio = (ours ~ number && theirs ~ number && ours > 0) ? sprintf("%.2f", theirs / ours) : "n/a"
+        printf "| %s | %s | %s | %s | %s | %s |\n", model, batch, precision, ours, theirs, ratio }'
+      if [[ ${torch_step[$key]:-} != [0-9]* ]]; then status=1; fi
+    done
+  done
+  return "$status"
+}
+
+case $device in
+  cpu)
+    if [[ -n $precisions ]]; then echo "--precisions is for --device cuda" >&2; exit 2; fi
+    run_cpu ;;
+  cuda) run_cuda ;;
+  *) echo "unknown --device $device (cpu or cuda)" >&2; exit 2 ;;
+esac

@@ -1,8 +1,14 @@
 #!/usr/bin/python3
-# PyTorch CPU reference for dlscale-bench-step: builds each dlscale workload in PyTorch with the
-# same layer shapes, trains it on random data at its reference CPU batch (SGD momentum 0.9) and
-# prints the median training-step time per thread count as a Markdown table.
+# PyTorch reference for dlscale: builds each dlscale workload in PyTorch with the same layer
+# shapes, trains it on random data (SGD momentum 0.9) and prints the median training-step time
+# as a Markdown table.
+#   --device cpu (default): at each model's reference CPU batch, one row per thread count
+#       (the reference for dlscale-bench-step).
+#   --device cuda: on one GPU, one row per --cases entry (model:batch) at one --precision:
+#       fp32 (TF32 off), tf32 (TF32 on for matmul and cuDNN) or bf16 (autocast to bfloat16),
+#       with cudnn.benchmark on (the fast PyTorch eager setting).
 import argparse
+import contextlib
 import ctypes
 import os
 import statistics
@@ -15,6 +21,9 @@ from torch import nn
 
 BATCH = {"fcn-s": 64, "fcn-r": 1024, "alexnet-r": 1024, "alexnet-s": 16, "vgg-16": 16,
          "resnet-56": 128, "resnet-50": 16, "mobilenet-v2": 16, "lstm-32": 128, "lstm-64": 128}
+# The GPU cases of benchmarks/compare_with_pytorch.sh --device cuda (model:batch).
+CUDA_CASES = ("fcn-s:64,fcn-s:4096,fcn-r:4096,alexnet-s:128,alexnet-r:1024,resnet-50:64,"
+              "resnet-56:128,lstm-32:128,lstm-64:1024,vgg-16:64,mobilenet-v2:64")
 
 
 def fcn(sizes):
@@ -133,9 +142,8 @@ class LstmLm(nn.Module):
         return self.output(hidden).flatten(0, 1)
 
 
-def build(name):
+def build(name, batch):
     """Returns (network, random input, random labels, parameters torch has beyond dlscale)."""
-    batch = BATCH[name]
     if name.startswith("lstm-"):
         steps = int(name.split("-")[1])
         # torch's LSTM has two bias vectors per gate (b_ih and b_hh), dlscale one: 4 x 512 x 2.
@@ -171,6 +179,108 @@ def set_blas_threads(threads):
         pass
 
 
+def set_precision(precision):
+    """fp32: no TF32 anywhere; tf32: TF32 for matmuls and cuDNN convolutions/RNNs; bf16: TF32
+    off, and the step's forward and loss run under torch.autocast to bfloat16."""
+    tf32 = precision == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+
+
+def median_step_cuda(network, inputs, labels, precision, iters, warmup):
+    network.train()
+    optimizer = torch.optim.SGD(network.parameters(), lr=0.01, momentum=0.9)
+    loss_function = nn.CrossEntropyLoss()
+
+    def autocast():
+        if precision == "bf16":
+            return torch.autocast("cuda", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    times = []
+    for i in range(warmup + iters):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        optimizer.zero_grad(set_to_none=True)
+        with autocast():
+            loss = loss_function(network(inputs), labels)
+        loss.backward()
+        optimizer.step()
+        torch.cuda.synchronize()
+        if i >= warmup:
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def parse_cases(text):
+    """'fcn-s:64,fcn-r:4096' -> [("fcn-s", 64), ("fcn-r", 4096)]; a bare model name means its
+    reference CPU batch."""
+    cases = []
+    for item in filter(None, text.split(",")):
+        name, _, batch = item.partition(":")
+        if name not in BATCH:
+            sys.exit(f"unknown model {name!r} in --cases; known: {', '.join(BATCH)}")
+        try:
+            cases.append((name, int(batch) if batch else BATCH[name]))
+        except ValueError:
+            sys.exit(f"bad batch {batch!r} in --cases entry {item!r} (want MODEL:BATCH)")
+        if cases[-1][1] < 1:
+            sys.exit(f"bad batch in --cases entry {item!r}: must be at least 1")
+    if not cases:
+        sys.exit("--cases is empty")
+    return cases
+
+
+def main_cuda(args, expected):
+    if not torch.cuda.is_available():
+        sys.exit("--device cuda: torch.cuda.is_available() is False (no GPU, or a CPU-only "
+                 f"PyTorch {torch.__version__})")
+    cases = parse_cases(args.cases or CUDA_CASES)
+    device = torch.device("cuda")
+    torch.backends.cudnn.benchmark = True
+    set_precision(args.precision)
+
+    print("# PyTorch reference: training step on one GPU\n")
+    print(f"- command: `{' '.join(sys.argv)}`")
+    print(f"- PyTorch {torch.__version__} (Python {sys.version.split()[0]}), CUDA "
+          f"{torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}, GPU "
+          f"{torch.cuda.get_device_name()}")
+    print(f"- precision {args.precision}: matmul allow_tf32="
+          f"{torch.backends.cuda.matmul.allow_tf32}, cudnn allow_tf32="
+          f"{torch.backends.cudnn.allow_tf32}, autocast bfloat16: {args.precision == 'bf16'}; "
+          "cudnn.benchmark=True; eager mode, training mode")
+    print("- step: zero_grad(set_to_none=True), forward, cross-entropy, backward, "
+          "SGD(lr=0.01, momentum=0.9), timed between torch.cuda.synchronize() calls; "
+          f"median of {args.iters} measured steps after {args.warmup} warm-up\n")
+    print("| model | batch | precision | median step s | parameters | dlscale parameters |")
+    print("|---|---:|---:|---:|---:|---:|")
+    failures = 0
+    for name, batch in cases:
+        network, inputs, labels, extra = build(name, batch)
+        count = sum(p.numel() for p in network.parameters())
+        if count != expected[name] + extra:
+            sys.exit(f"{name}: {count:,} parameters in torch, {expected[name]:,} in dlscale")
+        try:
+            network, inputs, labels = network.to(device), inputs.to(device), labels.to(device)
+            step = median_step_cuda(network, inputs, labels, args.precision, args.iters,
+                                    args.warmup)
+            cell = f"{step:.6f}"
+        except RuntimeError as error:  # torch.cuda.OutOfMemoryError is one
+            failures += 1
+            cell = "failed"
+            print(f"{name} batch {batch} {args.precision}: {str(error).splitlines()[0]}",
+                  file=sys.stderr)
+        print(f"| {name} | {batch} | {args.precision} | {cell} | {count:,} | "
+              f"{expected[name]:,} |", flush=True)
+        del network, inputs, labels
+        torch.cuda.empty_cache()
+    if any(name.startswith("lstm-") for name, _ in cases):
+        print("\ntorch's LSTM has two biases per gate (b_ih, b_hh): 4,096 parameters more "
+              "than dlscale's single bias.")
+    if failures:
+        sys.exit(f"{failures} case(s) failed")
+
+
 def median_step(network, inputs, labels, threads, iters, warmup):
     torch.set_num_threads(threads)
     set_blas_threads(threads)
@@ -191,14 +301,31 @@ def median_step(network, inputs, labels, threads, iters, warmup):
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     parser = argparse.ArgumentParser(
-        description="PyTorch CPU training-step reference for dlscale-bench-step")
-    parser.add_argument("--models", default="fcn-r,fcn-s")
-    parser.add_argument("--threads", default="1,2")
-    parser.add_argument("--iters", type=int, default=8)
-    parser.add_argument("--warmup", type=int, default=2)
+        description="PyTorch training-step reference for dlscale (CPU: dlscale-bench-step)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--models", default="fcn-r,fcn-s",
+                        help="cpu: models, each at its reference CPU batch")
+    parser.add_argument("--threads", default="1,2", help="cpu: thread counts")
+    parser.add_argument("--cases", help="cuda: MODEL:BATCH,... (default: " + CUDA_CASES + ")")
+    parser.add_argument("--precision", choices=("fp32", "tf32", "bf16"), default="fp32",
+                        help="cuda: fp32 (TF32 off), tf32 (TF32 on), bf16 (autocast)")
+    parser.add_argument("--iters", type=int, help="measured steps (default: cpu 8, cuda 30)")
+    parser.add_argument("--warmup", type=int, help="warm-up steps (default: cpu 2, cuda 5)")
     parser.add_argument("--dlscale", default=os.path.join(here, "..", "build", "dlscale"),
                         help="dlscale binary whose --list-models counts are checked")
     args = parser.parse_args()
+    cuda = args.device == "cuda"
+    if args.iters is None:
+        args.iters = 30 if cuda else 8
+    if args.warmup is None:
+        args.warmup = 5 if cuda else 2
+    if args.iters < 1 or args.warmup < 0:
+        sys.exit("--iters must be at least 1 and --warmup at least 0")
+    if cuda:
+        torch.manual_seed(0)
+        return main_cuda(args, dlscale_parameter_counts(args.dlscale))
+    if args.cases is not None or args.precision != "fp32":
+        sys.exit("--cases and --precision are for --device cuda")
     models, thread_counts = args.models.split(","), [int(t) for t in args.threads.split(",")]
     unknown = [m for m in models if m not in BATCH]
     if unknown:
@@ -216,7 +343,7 @@ def main():
     print("| model | batch | threads | median step s | parameters | dlscale parameters |")
     print("|---|---:|---:|---:|---:|---:|")
     for name in models:
-        network, inputs, labels, extra = build(name)
+        network, inputs, labels, extra = build(name, BATCH[name])
         count = sum(p.numel() for p in network.parameters())
         if count != expected[name] + extra:
             sys.exit(f"{name}: {count:,} parameters in torch, {expected[name]:,} in dlscale")

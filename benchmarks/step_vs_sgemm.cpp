@@ -15,18 +15,17 @@
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
-#include "comm/communicator_factory.hpp"
+#include "comm/mpi_gradient_communicator.hpp"
 #include "comm/mpi_session.hpp"
 #include "coordinator/statistics.hpp"
 #include "core/build_info.hpp"
 #include "core/errors.hpp"
 #include "core/phases.hpp"
-#include "kernels/cpu_device.hpp"
+#include "kernels/cpu/cpu_device.hpp"
 #include "kernels/device_array.hpp"
 #include "kernels/device_factory.hpp"
-#include "kernels/sgd_momentum.hpp"
+#include "optimizer/sgd_momentum.hpp"
 #include "worker/device_dataset.hpp"
-#include "worker/step_clock.hpp"
 #include "worker/training_loop.hpp"
 #include "workloads/workload_registry.hpp"
 
@@ -42,7 +41,7 @@ constexpr float learning_rate = 0.01f;  // dlscale run's defaults
 constexpr float sgd_momentum = 0.9f;
 constexpr std::uint64_t seed = 42;
 constexpr int distinct_batches = 4;
-// StepClock per step: one start() and four lap()s, each one clock read; a lap() also syncs.
+// Device events per step: one at the start and one after each of the four phases.
 constexpr int clock_reads_per_step = 5;
 constexpr std::array<Phase, 4> step_phases = {Phase::forward, Phase::backward, Phase::allreduce,
                                               Phase::update};
@@ -113,7 +112,7 @@ std::optional<Options> parse_options(int argc, char** argv) {
       ("sgemm-repeats", po::value(&options.sgemm_repeats)->default_value(options.sgemm_repeats),
        "reference sgemm runs before and again after the workloads, per thread count")
       ("timer-calls", po::value(&options.timer_calls)->default_value(options.timer_calls),
-       "StepClock::lap() calls averaged for the timer cost");
+       "phase-boundary event reads averaged for the timer cost");
   po::variables_map values;
   try {
     po::store(po::command_line_parser(argc, argv).options(description).run(), values);
@@ -169,13 +168,16 @@ std::vector<double> sgemm_gflops_runs(kernels::Device& device, int size, int rep
   return gflops;
 }
 
-// Mean seconds of one StepClock::lap(): device synchronize + steady_clock read + subtraction.
+// Mean seconds of one phase boundary: a device event recorded, then read against the last one.
 double lap_seconds(kernels::Device& device, long calls) {
-  worker::StepClock clock(device);
+  const auto previous = device.make_event(), now = device.make_event();
+  device.record(*previous);
   volatile double sink = 0;
-  clock.start();
   const auto begin = Clock::now();
-  for (long i = 0; i < calls; ++i) sink = sink + clock.lap();
+  for (long i = 0; i < calls; ++i) {
+    device.record(*now);
+    sink = sink + device.elapsed_seconds(*previous, *now);
+  }
   return seconds_since(begin) / double(calls);
 }
 
@@ -233,12 +235,10 @@ class ProfiledMath final : public kernels::MathOps<float> {
       math_.embedding_backward(rows, width, vocabulary, ids, dy, table_gradient);
     });
   }
-  double softmax_cross_entropy(int rows, int classes, const float* logits,
-                               const std::int32_t* labels, float* dlogits) override {
-    double loss = 0;
+  void softmax_cross_entropy(int rows, int classes, const float* logits,
+                             const std::int32_t* labels, float* dlogits, float* loss) override {
     timed("softmax_cross_entropy", 0,
-          [&] { loss = math_.softmax_cross_entropy(rows, classes, logits, labels, dlogits); });
-    return loss;
+          [&] { math_.softmax_cross_entropy(rows, classes, logits, labels, dlogits, loss); });
   }
   void sgd_momentum_update(std::size_t count, float learning_rate, float momentum,
                            float gradient_scale, const float* gradient, float* velocity,
@@ -273,7 +273,10 @@ class ProfiledDevice final : public kernels::Device {
 
   std::string name() const override { return device_.name(); }
   std::string description() const override { return device_.description(); }
+  kernels::DeviceProperties properties() const override { return device_.properties(); }
   int compute_threads() const override { return device_.compute_threads(); }
+  std::size_t free_memory_bytes() const override { return device_.free_memory_bytes(); }
+  bool memory_is_host() const override { return device_.memory_is_host(); }
   void* allocate(std::size_t bytes) override { return device_.allocate(bytes); }
   void deallocate(void* pointer) noexcept override { device_.deallocate(pointer); }
   void copy_to_device(void* destination, const void* source, std::size_t bytes) override {
@@ -283,6 +286,17 @@ class ProfiledDevice final : public kernels::Device {
     device_.copy_to_host(destination, source, bytes);
   }
   void synchronize() override { device_.synchronize(); }
+  std::unique_ptr<kernels::DeviceEvent> make_event() override { return device_.make_event(); }
+  void record(kernels::DeviceEvent& event) override { device_.record(event); }
+  double elapsed_seconds(const kernels::DeviceEvent& from,
+                         const kernels::DeviceEvent& to) override {
+    return device_.elapsed_seconds(from, to);
+  }
+  void wait(const kernels::DeviceEvent& event) override { device_.wait(event); }
+  // Profiling times every call from the host, so nothing is captured.
+  std::unique_ptr<kernels::CapturedWork> capture(const std::function<void()>&) override {
+    return nullptr;
+  }
   // Image kernels are not profiled: the benchmark's workloads are fully connected.
   std::unique_ptr<kernels::ConvolutionKernel> make_convolution(
       const kernels::ConvolutionGeometry& geometry) override {
@@ -337,7 +351,7 @@ struct ThreadResult {
 };
 
 CaseResult run_case(const WorkloadCase& spec, kernels::Device& device,
-                    comm::Communicator& communicator, const Options& options) {
+                    comm::GradientCommunicator& communicator, const Options& options) {
   const auto workload = workloads::make_workload(spec.model);
   CaseResult result;
   result.model = workload->name();
@@ -359,7 +373,6 @@ CaseResult run_case(const WorkloadCase& spec, kernels::Device& device,
 
     kernels::SgdMomentum<float> optimizer(device, network->parameters().size(), learning_rate,
                                           sgd_momentum);
-    communicator.barrier();
     const worker::TrainingSchedule schedule{options.warmup_iterations, options.measured_iterations};
     const auto measured = worker::train(*network, optimizer, data, communicator,
                                         worker::make_gradient_exchange(*network, 0, false), device,
@@ -420,7 +433,7 @@ void print_report(const std::vector<ThreadResult>& results, const Options& optio
              options.measured_iterations, options.warmup_iterations);
   fmt::print("- step GFLOP/s = training_flops_per_sample * batch / median step s (3x forward, "
              "../shared/workloads.md); ratio = step GFLOP/s / sgemm GFLOP/s\n");
-  fmt::print("- timer overhead = {} clock reads per step x {:.1f} ns per StepClock::lap() "
+  fmt::print("- timer overhead = {} clock reads per step x {:.1f} ns per phase-boundary event "
              "(mean of {} calls) / median step\n\n",
              clock_reads_per_step, 1e9 * results.front().lap_seconds, options.timer_calls);
 
@@ -506,13 +519,13 @@ void print_report(const std::vector<ThreadResult>& results, const Options& optio
 }
 
 int run(const Options& options, const comm::MpiSession& mpi, const std::string& command_line) {
-  auto communicator = comm::make_communicator("mpi", mpi.world());
-  if (communicator->size() != 1)
+  if (mpi.world_size() != 1)
     throw UserError("run dlscale-bench-step as one process, without mpirun (an MPI singleton)");
   std::vector<ThreadResult> results;
   std::string cpu_model;
   for (int threads : options.threads) {
-    auto device = kernels::make_device("cpu", threads);
+    auto device = kernels::make_device("cpu", {threads});
+    comm::MpiGradientCommunicator communicator(mpi.world(), *device);
     cpu_model = device->description();
     ThreadResult result;
     result.threads = threads;
@@ -521,7 +534,7 @@ int run(const Options& options, const comm::MpiSession& mpi, const std::string& 
     result.lap_seconds = lap_seconds(*device, options.timer_calls);
     for (const auto& spec : options.cases) {
       fmt::print(stderr, "threads {}: {} batch {}\n", threads, spec.model, spec.batch);
-      result.cases.push_back(run_case(spec, *device, *communicator, options));
+      result.cases.push_back(run_case(spec, *device, communicator, options));
     }
     fmt::print(stderr, "threads {}: sgemm again\n", threads);
     result.sgemm_after = sgemm_gflops_runs(*device, options.sgemm_size, options.sgemm_repeats);

@@ -16,18 +16,20 @@
 #include "comm/collective_agreement.hpp"
 #include "comm/communicator_factory.hpp"
 #include "comm/mpi_check.hpp"
+#include "comm/mpi_host_group.hpp"
 #include "comm/mpi_session.hpp"
 #include "coordinator/comm_sweep_gather.hpp"
 #include "coordinator/comm_sweep_printer.hpp"
 #include "coordinator/comm_sweep_summary.hpp"
 #include "core/build_info.hpp"
 #include "core/errors.hpp"
+#include "core/host_info.hpp"
 #include "core/number_format.hpp"
+#include "kernels/device_factory.hpp"
 #include "results/comm_writer.hpp"
 #include "results/output_file.hpp"
 #include "worker/allreduce_sweep.hpp"
 #include "worker/exact_sum_pattern.hpp"
-#include "worker/host_info.hpp"
 
 namespace dlscale::cli {
 
@@ -51,7 +53,7 @@ std::string default_output_name(int ranks, std::chrono::system_clock::time_point
 void check_sweep_fits_in_memory(std::uint64_t largest_message_bytes, int ranks_on_host) {
   const std::uint64_t per_rank = worker::allreduce_sweep_bytes_per_rank(largest_message_bytes);
   const std::uint64_t host_total = per_rank * std::uint64_t(ranks_on_host);
-  const std::uint64_t available = worker::available_memory_bytes();
+  const std::uint64_t available = available_memory_bytes();
   if (double(host_total) <= 0.9 * double(available)) return;
   throw UserError(fmt::format(
       "-e/--maxbytes: a sweep up to {} needs about {} per rank ({} for the {} rank(s) on this "
@@ -65,7 +67,8 @@ ValidatedSweep validate(int argc, char** argv, const comm::MpiSession& mpi, int 
   ValidatedSweep sweep;
   sweep.options = parse_comm_options(std::vector<std::string>(argv + 1, argv + argc));
   if (sweep.options.action != CommOptions::Action::sweep) return sweep;
-  comm::check_backend_name(sweep.options.comm);
+  kernels::check_device_name(sweep.options.device);
+  comm::check_backend(sweep.options.comm, sweep.options.device);
   if (mpi.world_size() > worker::exact_sum_max_ranks)
     throw UserError(fmt::format("dlscale comm checks exact sums on at most {} ranks, not {}",
                                 worker::exact_sum_max_ranks, mpi.world_size()));
@@ -92,16 +95,30 @@ std::uint64_t wrong_elements_on_all_ranks(MPI_Comm comm,
 int sweep_and_report(const ValidatedSweep& sweep, const comm::MpiSession& mpi, int argc,
                      char** argv, std::chrono::system_clock::time_point start) {
   const CommOptions& options = sweep.options;
-  auto communicator = comm::make_communicator(options.comm, mpi.world());
+  const int local_rank = comm::host_placement(mpi.world()).local_rank;
+  // Made on every rank before anything collective, and agreed on, so a rank without a GPU
+  // fails every rank with its one line.
+  std::unique_ptr<kernels::Device> device;
+  comm::agree_on_success(mpi.world(), [&] {
+    device = kernels::make_device(options.device, {1, kernels::Precision::fp32, local_rank});
+    const std::uint64_t largest_bytes = sweep.element_counts.back() * sizeof(float);
+    if (!device->memory_is_host() && largest_bytes > device->free_memory_bytes())
+      throw UserError(fmt::format("-e/--maxbytes: {} does not fit in the {} free on {}",
+                                  format_bytes(largest_bytes),
+                                  format_bytes(device->free_memory_bytes()),
+                                  device->description()));
+  });
+  comm::MpiHostGroup group(mpi.world());
+  auto communicator = comm::make_gradient_communicator(options.comm, mpi.world(), *device);
   spdlog::info("allreduce sweep: {} sizes from {} to {} bytes on {} rank(s), {} + {} calls each",
                sweep.element_counts.size(), sweep.element_counts.front() * sizeof(float),
                sweep.element_counts.back() * sizeof(float), communicator->size(),
                options.warmup_iterations, options.measured_iterations);
   const worker::AllreduceSchedule schedule{options.warmup_iterations, options.measured_iterations};
   const auto measurements =
-      worker::measure_allreduce_sweep(*communicator, sweep.element_counts, schedule);
-  auto record = coordinator::gather_comm_sweep(*communicator, measurements, sweep.element_counts,
-                                               schedule, worker::host_name());
+      worker::measure_allreduce_sweep(*communicator, group, *device, sweep.element_counts, schedule);
+  auto record = coordinator::gather_comm_sweep(group, measurements, sweep.element_counts, schedule,
+                                               host_name(), communicator->backend_name());
   const std::uint64_t wrong_elements = wrong_elements_on_all_ranks(mpi.world(), measurements);
 
   // Writing is agreed on, so a refusal on rank 0 (say, the file appeared meanwhile) fails every

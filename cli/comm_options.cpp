@@ -46,7 +46,10 @@ po::options_description option_descriptions(CommOptions& options, RawValues& raw
       ("warmup,w", po::value(&raw.warmup)->default_value(defaults.warmup_iterations),
        "warm-up calls per size, checked but not timed into the statistics")
       ("comm", po::value(&options.comm)->default_value(defaults.comm),
-       "allreduce backend, the same Communicator training uses: mpi");
+       "allreduce backend, the same one training uses: mpi, mpi-nbc or nccl")
+      ("device", po::value(&options.device),
+       "where the buffers live: cpu, or cuda (each rank's GPU; the default with --comm nccl, "
+       "and with --comm mpi it measures staging through the host)");
 
   po::options_description output("Output");
   output.add_options()
@@ -60,6 +63,7 @@ po::options_description option_descriptions(CommOptions& options, RawValues& raw
 }
 
 void check_values(CommOptions& options, const RawValues& raw, const po::variables_map& values) {
+  if (options.device.empty()) options.device = options.comm == "nccl" ? "cuda" : "cpu";
   options.minimum_bytes = parse_byte_size(raw.minimum_bytes, "-b/--minbytes");
   options.maximum_bytes = parse_byte_size(raw.maximum_bytes, "-e/--maxbytes");
   if (options.minimum_bytes < float_bytes)
@@ -180,6 +184,7 @@ std::string comm_help_text() {
           "  mpirun -np 2 dlscale comm -b 8 -e 64M -f 2 --out comm.h5\n"
           "      8 B, 16 B, 32 B, ..., 64 MiB: 24 sizes, each 5 warm-up + 20 measured calls\n"
           "  mpirun -np 4 dlscale comm --minbytes=1M --maxbytes=8M --stepbytes=1M -n 50\n"
+          "  mpirun -np 8 dlscale comm --comm nccl -b 8 -e 1G -f 2   (one GPU per rank)\n"
           "      1, 2, ..., 8 MiB, 50 measured calls each\n"
           "\nColumns: time p50 and p95 are the median and 95th percentile over the measured calls,\n"
           "each call timed at its slowest rank (microseconds). algbw = size / time and\n"

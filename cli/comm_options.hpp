@@ -24,6 +24,7 @@ struct CommOptions {
   int measured_iterations = 20;
   int warmup_iterations = 5;
   std::string comm = "mpi";
+  std::string device;       // empty until checked: then cuda for nccl, cpu otherwise
   std::string output_path;  // empty: a default name made from the rank count and time
   bool overwrite = false;
 };

@@ -26,11 +26,13 @@
 #include "core/build_info.hpp"
 #include "core/errors.hpp"
 #include "core/number_format.hpp"
-#include "kernels/cpu_device.hpp"
+#include "comm/mpi_host_group.hpp"
+#include "core/host_info.hpp"
+#include "kernels/cpu/cpu_device.hpp"
 #include "kernels/device_factory.hpp"
 #include "results/output_file.hpp"
 #include "results/writer.hpp"
-#include "worker/host_info.hpp"
+#include "worker/gemm_rate.hpp"
 #include "worker/memory_plan.hpp"
 #include "worker/parameter_fingerprint.hpp"
 #include "worker/slurm_allocation.hpp"
@@ -43,6 +45,7 @@ namespace {
 
 constexpr double sgd_momentum = 0.9;           // the benchmark's optimizer, fixed
 constexpr int distinct_batches_per_rank = 8;   // cycled through; made before training
+constexpr int gpu_gemm_order = 8192;           // the yardstick GEMM: 1.1 TFLOP, long enough to time
 
 void configure_log_level(int rank, const std::string& level) {
   auto logger = spdlog::default_logger();
@@ -82,9 +85,15 @@ struct ValidatedRun {
   std::vector<int> rank_counts;  // one entry per sweep point
   std::vector<int> batches;      // per rank, at each point
   std::filesystem::path output_path;  // rank 0 only
+  std::unique_ptr<kernels::Device> device;  // this rank's, for every point of the sweep
 };
 
-ValidatedRun validate(int argc, char** argv, const comm::MpiSession& mpi, int ranks_on_host,
+kernels::Precision precision_of(const std::string& name) {
+  return name == "tf32" ? kernels::Precision::tf32 : kernels::Precision::fp32;
+}
+
+ValidatedRun validate(int argc, char** argv, const comm::MpiSession& mpi,
+                      const comm::HostPlacement& placement,
                       std::chrono::system_clock::time_point start) {
   ValidatedRun run;
   run.options = parse_run_options(std::vector<std::string>(argv + 1, argv + argc));
@@ -92,12 +101,18 @@ ValidatedRun validate(int argc, char** argv, const comm::MpiSession& mpi, int ra
   run.workload = workloads::make_workload(run.options.model);
   run.rank_counts = sweep_rank_counts(run.options, mpi.world_size());
   run.batches = batches_per_rank(run.options, run.rank_counts, run.workload->default_batch());
-  // Every rank may be busy at the largest point, each with the largest batch of the sweep.
-  worker::check_memory_fits(*run.workload, *std::max_element(run.batches.begin(), run.batches.end()),
-                            distinct_batches_per_rank, ranks_on_host,
-                            worker::available_memory_bytes());
   kernels::check_device_name(run.options.device);
-  comm::check_backend_name(run.options.comm);
+  comm::check_backend(run.options.comm, run.options.device);
+  run.device = kernels::make_device(
+      run.options.device,
+      {run.options.threads, precision_of(run.options.precision), placement.local_rank});
+  // Every rank may be busy at the largest point, each with the largest batch of the sweep. Host
+  // memory is shared by all of the host's ranks; a GPU by the ranks that drew it.
+  const int devices = kernels::devices_per_host(run.options.device);
+  const int ranks_on_device = (placement.ranks_on_host + devices - 1) / devices;
+  worker::check_memory_fits(*run.workload, *std::max_element(run.batches.begin(), run.batches.end()),
+                            distinct_batches_per_rank, ranks_on_device,
+                            run.device->free_memory_bytes(), run.device->description());
   if (run.options.overlap && !mpi.supports_progress_thread())
     throw UserError("this MPI library cannot be called from a progress thread "
                     "(MPI_THREAD_SERIALIZED), which overlapped gradient sums need; "
@@ -118,8 +133,9 @@ std::optional<results::RunRecord> train_point(const ValidatedRun& run, int batch
                                               ProgressLine& progress) {
   const RunOptions& options = run.options;
   const workloads::Workload& workload = *run.workload;
-  auto device = kernels::make_device(options.device, options.threads);
-  auto communicator = comm::make_communicator(options.comm, group);
+  kernels::Device* device = run.device.get();
+  comm::MpiHostGroup host_group(group);
+  auto communicator = comm::make_gradient_communicator(options.comm, group, *device);
   const int rank = communicator->rank();
 
   spdlog::info("{} ({} parameters) on {} rank(s), batch {}/rank, {} + {} iterations",
@@ -134,7 +150,7 @@ std::optional<results::RunRecord> train_point(const ValidatedRun& run, int batch
                                    options.seed, rank);
   const worker::GradientExchange exchange = worker::make_gradient_exchange(
       *network, std::size_t(options.bucket_mb * (1 << 20)), options.overlap);
-  communicator->barrier();  // start the clock together
+  host_group.barrier();  // start the clock together
 
   const worker::TrainingSchedule schedule{options.warmup_iterations, options.measured_iterations};
   coordinator::RankReport report;
@@ -143,8 +159,8 @@ std::optional<results::RunRecord> train_point(const ValidatedRun& run, int batch
                     [&](int iteration, double step) { progress.iteration_done(iteration, step); });
   progress.end_point();
   report.parameter_fingerprint = worker::parameter_fingerprint(*device, network->parameters());
-  report.host = worker::host_name();
-  report.peak_resident_bytes = worker::peak_resident_bytes();
+  report.host = host_name();
+  report.peak_resident_bytes = peak_resident_bytes();
   report.local_rank = comm::host_placement(group).local_rank;
 
   results::RunConfiguration configuration{
@@ -155,7 +171,7 @@ std::optional<results::RunRecord> train_point(const ValidatedRun& run, int batch
       options.bucket_mb, options.overlap};
   results::RunEnvironment point_environment = environment;
   point_environment.cpu_model = device->description();
-  auto record = coordinator::gather_run(*communicator, report, configuration, point_environment);
+  auto record = coordinator::gather_run(host_group, report, configuration, point_environment);
   if (!record) return record;
   for (const auto& layer : network->layers())
     record->layers.push_back({layer->kind(), layer->parameter_count()});
@@ -179,6 +195,11 @@ int train_and_report(const ValidatedRun& run, const comm::MpiSession& mpi, int a
   environment.start_time_utc = results.origin.start_time_utc;
   environment.mpi_library_version = comm::mpi_library_version();
   environment.blas = kernels::cpu_blas_description();
+  environment.device_properties = run.device->properties();
+  // GPUs are held against their own GEMM rate, measured here; the CPU's is measured by
+  // dlscale-bench-step, since a long GEMM before every CPU run would cost more than the run.
+  if (coordinator_rank && !run.device->memory_is_host())
+    environment.device_gemm_gflops = worker::measure_gemm_gflops(*run.device, gpu_gemm_order);
   environment.launch_world_size = mpi.world_size();
   if (const auto slurm = worker::slurm_allocation()) environment.slurm = *slurm;
 
@@ -230,10 +251,10 @@ int run_command(int argc, char** argv) {
   start_command_logging(rank);
   return exit_status_of(mpi, [&] {
     // Collective, so it runs before the agreed validation, which must not contain collectives.
-    const int ranks_on_host = comm::host_placement(mpi.world()).ranks_on_host;
+    const comm::HostPlacement placement = comm::host_placement(mpi.world());
     ValidatedRun run;
     comm::agree_on_success(mpi.world(),
-                           [&] { run = validate(argc, argv, mpi, ranks_on_host, start); });
+                           [&] { run = validate(argc, argv, mpi, placement, start); });
     configure_log_level(rank, run.options.log_level);
     switch (run.options.action) {
       case RunOptions::Action::show_help:

@@ -48,10 +48,15 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
        "compute threads per rank (OpenBLAS and OpenMP); keep ranks x threads <= cores. "
        "Inside a Slurm job the default is SLURM_CPUS_PER_TASK")
       ("device", po::value(&options.device)->default_value(defaults.device),
-       "where each rank computes: cpu")
+       "where each rank computes: cpu, or cuda (GPU local_rank % visible GPUs; cuBLAS, cuDNN, "
+       "and each step captured once as a CUDA graph and replayed)")
+      ("precision", po::value(&options.precision)->default_value(defaults.precision),
+       "float math on a GPU: fp32 (exact float products) or tf32 (TF32 tensor cores for GEMMs "
+       "and convolutions, as PyTorch's allow_tf32)")
       ("comm", po::value(&options.comm)->default_value(defaults.comm),
        "gradient allreduce backend: mpi (overlapped sums on a communication thread making "
-       "blocking calls) or mpi-nbc (overlapped sums with MPI_Iallreduce)");
+       "blocking calls; GPU buffers are staged through the host), mpi-nbc (overlapped sums "
+       "with MPI_Iallreduce; CPU only) or nccl (GPU buffers, one GPU per rank)");
 
   po::options_description scaling("Scaling study (one launch, growing groups of ranks)");
   scaling.add_options()
@@ -117,6 +122,10 @@ void check_values(RunOptions& options, const RawNumbers& raw, const po::variable
   options.seed = std::uint64_t(raw.seed);
   if (!(options.learning_rate > 0) || options.learning_rate > 10)
     throw UserError(fmt::format("--lr must be in (0, 10], got {}", options.learning_rate));
+  require_choice("--precision", "precision", options.precision, {"fp32", "tf32"});
+  if (options.precision != "fp32" && options.device == "cpu")
+    throw UserError(fmt::format("--precision {} is for --device cuda; the CPU computes in fp32",
+                                options.precision));
   options.scaling_given = !values["scaling"].defaulted();
   require_choice("--scaling", "mode", options.scaling, {"weak", "strong"});
   if (values.count("global-batch")) {
@@ -248,6 +257,7 @@ std::string run_help_text() {
           "  mpirun -np 2 dlscale --model fcn:784,512,10 --threads 1\n"
           "  mpirun -np 4 dlscale --model fcn-r --batch 128 --ranks 1,2,4 --out s.h5   # weak study\n"
           "  mpirun -np 4 dlscale --model resnet-56 --ranks all --global-batch 256    # strong\n"
+          "  mpirun -np 8 dlscale --device cuda --comm nccl --model resnet-50 --precision tf32\n"
           "  dlscale report s.h5 --html r.html\n"
           "  dlscale --list-models\n\n"
           "Exit status: 0 on success, 2 for a bad option or input, 1 for a failure while running.\n"

@@ -20,6 +20,7 @@ struct RunOptions {
   int threads = 1;
   std::string comm = "mpi";
   std::string device = "cpu";
+  std::string precision = "fp32";  // GPUs: fp32 or tf32
   std::uint64_t seed = 42;
   double learning_rate = 0.01;
   // Rank sweep: "1,2,4", "all" (powers of two up to the launch's size, and the size itself) or

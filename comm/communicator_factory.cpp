@@ -1,22 +1,42 @@
 // Backend registry for gradient communication.
 #include "comm/communicator_factory.hpp"
 
-#include "comm/mpi_communicator.hpp"
+#include <fmt/format.h>
+
+#include "comm/mpi_gradient_communicator.hpp"
 #include "core/errors.hpp"
+#ifdef DLSCALE_HAVE_NCCL
+#include "comm/nccl/nccl_gradient_communicator.hpp"
+#endif
 
 namespace dlscale::comm {
 
-std::vector<std::string> communicator_backends() { return {"mpi", "mpi-nbc"}; }
+std::vector<std::string> communicator_backends() { return {"mpi", "mpi-nbc", "nccl"}; }
 
-void check_backend_name(const std::string& backend) {
+void check_backend(const std::string& backend, const std::string& device_name) {
   require_choice("--comm", "backend", backend, communicator_backends());
+  if (backend != "nccl") return;
+#ifndef DLSCALE_HAVE_NCCL
+  throw UserError("--comm nccl: this dlscale was built without NCCL (CUDA or NCCL was not found "
+                  "when it was configured); rebuild with -DDLSCALE_WITH_CUDA=ON, or use --comm mpi");
+#endif
+  if (device_name != "cuda")
+    throw UserError(fmt::format("--comm nccl sums GPU memory; it needs --device cuda, not --device {}",
+                                device_name));
 }
 
-std::unique_ptr<Communicator> make_communicator(const std::string& backend, MPI_Comm parent) {
-  check_backend_name(backend);
-  return std::make_unique<MpiCommunicator>(parent, backend == "mpi"
-                                                       ? BackgroundSums::blocking_calls
-                                                       : BackgroundSums::nonblocking_collectives);
+std::unique_ptr<GradientCommunicator> make_gradient_communicator(const std::string& backend,
+                                                                 MPI_Comm group,
+                                                                 kernels::Device& device) {
+  check_backend(backend, device.name());
+#ifdef DLSCALE_HAVE_NCCL
+  if (backend == "nccl")
+    return std::make_unique<NcclGradientCommunicator>(group,
+                                                      dynamic_cast<kernels::CudaDevice&>(device));
+#endif
+  return std::make_unique<MpiGradientCommunicator>(
+      group, device,
+      backend == "mpi" ? BackgroundSums::blocking_calls : BackgroundSums::nonblocking_collectives);
 }
 
 }  // namespace dlscale::comm

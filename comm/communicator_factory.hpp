@@ -1,4 +1,4 @@
-// The one place that maps a backend name to a Communicator. A new backend (NCCL) is added here.
+// The one place that maps a backend name to a GradientCommunicator for a device.
 #pragma once
 
 #include <memory>
@@ -7,16 +7,20 @@
 
 #include <mpi.h>
 
-#include "comm/communicator.hpp"
+#include "comm/gradient_communicator.hpp"
+#include "kernels/device.hpp"
 
 namespace dlscale::comm {
 
 std::vector<std::string> communicator_backends();
 
-// Throws UserError naming the available backends unless `backend` is one of them.
-void check_backend_name(const std::string& backend);
+// Throws UserError naming the available backends unless `backend` is one of them, and when it
+// cannot serve `device_name` (NCCL sums GPU memory only) or was not built in.
+void check_backend(const std::string& backend, const std::string& device_name);
 
-// Throws UserError for an unknown backend name.
-std::unique_ptr<Communicator> make_communicator(const std::string& backend, MPI_Comm parent);
+// Collective over `group`. Throws UserError as check_backend() does.
+std::unique_ptr<GradientCommunicator> make_gradient_communicator(const std::string& backend,
+                                                                 MPI_Comm group,
+                                                                 kernels::Device& device);
 
 }  // namespace dlscale::comm

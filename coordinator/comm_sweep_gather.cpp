@@ -7,19 +7,19 @@
 namespace dlscale::coordinator {
 
 std::optional<results::CommRecord> gather_comm_sweep(
-    comm::Communicator& communicator, const worker::AllreduceSweepMeasurements& measurements,
+    comm::HostGroup& group, const worker::AllreduceSweepMeasurements& measurements,
     std::span<const std::uint64_t> element_counts, const worker::AllreduceSchedule& schedule,
-    const std::string& host) {
-  const std::vector<double> seconds = communicator.gather_to_root(measurements.seconds);
+    const std::string& host, const std::string& backend) {
+  const std::vector<double> seconds = group.gather_to_root(measurements.seconds);
   std::vector<std::vector<unsigned long long>> wrong_by_size;
   for (const std::uint64_t wrong : measurements.wrong_elements)
-    wrong_by_size.push_back(communicator.gather_to_root(static_cast<unsigned long long>(wrong)));
-  const std::vector<std::string> hosts = communicator.gather_strings_to_root(host);
-  if (communicator.rank() != 0) return std::nullopt;
+    wrong_by_size.push_back(group.gather_to_root(static_cast<unsigned long long>(wrong)));
+  const std::vector<std::string> hosts = group.gather_strings_to_root(host);
+  if (group.rank() != 0) return std::nullopt;
 
   results::CommRecord record;
-  record.backend = communicator.backend_name();
-  record.ranks = communicator.size();
+  record.backend = backend;
+  record.ranks = group.size();
   record.rank_hosts = hosts;
   record.node_count = int(std::set<std::string>(hosts.begin(), hosts.end()).size());
   record.warmup_iterations = schedule.warmup_iterations;

@@ -7,7 +7,7 @@
 #include <span>
 #include <string>
 
-#include "comm/communicator.hpp"
+#include "comm/host_group.hpp"
 #include "results/comm_record.hpp"
 #include "worker/allreduce_sweep.hpp"
 
@@ -17,8 +17,8 @@ namespace dlscale::coordinator {
 // sizes (bytes, count, wrong_elements summed over ranks) and placement filled in; statistics, fit
 // and the "what made the file" fields are left to the caller. Other ranks get nothing.
 std::optional<results::CommRecord> gather_comm_sweep(
-    comm::Communicator& communicator, const worker::AllreduceSweepMeasurements& measurements,
+    comm::HostGroup& group, const worker::AllreduceSweepMeasurements& measurements,
     std::span<const std::uint64_t> element_counts, const worker::AllreduceSchedule& schedule,
-    const std::string& host);
+    const std::string& host, const std::string& backend);
 
 }  // namespace dlscale::coordinator

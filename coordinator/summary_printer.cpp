@@ -22,9 +22,14 @@ std::string format_summary(const results::RunRecord& record) {
                  with_thousands_separators(config.parameter_count), record.ranks, record.ranks == 1 ? "" : "s",
                  environment.node_count, environment.node_count == 1 ? "" : "s", config.device,
                  config.threads_per_rank);
-  fmt::format_to(line, "batch {}/rank, {} measured iterations after {} warm-up, comm {}\n\n",
+  fmt::format_to(line, "batch {}/rank, {} measured iterations after {} warm-up, comm {}\n",
                  config.batch_per_rank, config.measured_iterations, config.warmup_iterations,
                  config.comm_backend);
+  fmt::format_to(line, "device          {}", environment.cpu_model);
+  for (const auto& [name, value] : environment.device_properties)
+    if (name == "cuda_driver" || name == "cudnn" || name == "precision")
+      fmt::format_to(line, ", {} {}", name, value);
+  fmt::format_to(line, "\n\n");
 
   fmt::format_to(line, "{:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "phase (ms)",
                  "median", "mean", "p5", "p95", "min", "max");
@@ -45,8 +50,13 @@ std::string format_summary(const results::RunRecord& record) {
 
   fmt::format_to(line, "\nthroughput      {:.1f} samples/s (job)\n",
                  summary.throughput_samples_per_second);
-  fmt::format_to(line, "compute         {:.2f} GFLOP/s per rank (mean; slowest rank {} at {:.2f})\n",
+  fmt::format_to(line, "compute         {:.2f} GFLOP/s per rank (mean; slowest rank {} at {:.2f})",
                  mean_gflops, std::distance(summary.gflops_per_rank.begin(), slowest), *slowest);
+  if (environment.device_gemm_gflops > 0)
+    fmt::format_to(line, ": {:.1f}% of the {:.0f} GFLOP/s GEMM measured on this device",
+                   100 * mean_gflops / environment.device_gemm_gflops,
+                   environment.device_gemm_gflops);
+  fmt::format_to(line, "\n");
   fmt::format_to(line, "communication   {:.1f}% of step time exposed; {:.1f} MB in {} bucket{}{}, "
                        "{:.3f} ms first start to last done: algbw {:.2f} GB/s, busbw {:.2f} GB/s\n",
                  summary.communication_fraction * 100, summary.allreduce_bytes / 1e6,

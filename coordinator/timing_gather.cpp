@@ -6,24 +6,24 @@
 
 namespace dlscale::coordinator {
 
-std::optional<results::RunRecord> gather_run(comm::Communicator& communicator,
+std::optional<results::RunRecord> gather_run(comm::HostGroup& group,
                                              const RankReport& report,
                                              const results::RunConfiguration& configuration,
                                              const results::RunEnvironment& environment) {
-  const std::vector<double> seconds = communicator.gather_to_root(report.measurements.phase_seconds);
-  const std::vector<double> losses = communicator.gather_to_root(report.measurements.loss);
+  const std::vector<double> seconds = group.gather_to_root(report.measurements.phase_seconds);
+  const std::vector<double> losses = group.gather_to_root(report.measurements.loss);
   const std::vector<double> communication =
-      communicator.gather_to_root(report.measurements.communication_seconds);
+      group.gather_to_root(report.measurements.communication_seconds);
   const std::vector<double> layer_seconds =
-      communicator.gather_to_root(report.measurements.layer_backward_seconds);
-  const auto fingerprints = communicator.gather_to_root(
+      group.gather_to_root(report.measurements.layer_backward_seconds);
+  const auto fingerprints = group.gather_to_root(
       static_cast<unsigned long long>(report.parameter_fingerprint));
   const auto peak_resident_bytes =
-      communicator.gather_to_root(static_cast<unsigned long long>(report.peak_resident_bytes));
+      group.gather_to_root(static_cast<unsigned long long>(report.peak_resident_bytes));
   const auto local_ranks =
-      communicator.gather_to_root(static_cast<unsigned long long>(report.local_rank));
-  const std::vector<std::string> hosts = communicator.gather_strings_to_root(report.host);
-  if (communicator.rank() != 0) return std::nullopt;
+      group.gather_to_root(static_cast<unsigned long long>(report.local_rank));
+  const std::vector<std::string> hosts = group.gather_strings_to_root(report.host);
+  if (group.rank() != 0) return std::nullopt;
 
   results::RunRecord record;
   record.configuration = configuration;
@@ -34,7 +34,7 @@ std::optional<results::RunRecord> gather_run(comm::Communicator& communicator,
   record.environment.node_count = int(ranks_on_host.size());
   for (const auto& [host, count] : ranks_on_host)
     record.environment.ranks_per_node = std::max(record.environment.ranks_per_node, count);
-  record.ranks = communicator.size();
+  record.ranks = group.size();
   if (record.ranks > 1)
     for (int r = 0; r < record.ranks; ++r)
       ++(hosts[r] == hosts[(r + 1) % record.ranks] ? record.environment.intra_host_ring_hops

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "comm/communicator.hpp"
+#include "comm/host_group.hpp"
 #include "results/run_record.hpp"
 #include "worker/training_loop.hpp"
 
@@ -22,7 +22,7 @@ struct RankReport {
 
 // Collective: every rank calls it. Rank 0 gets the assembled record (summary not yet computed);
 // the other ranks get nothing.
-std::optional<results::RunRecord> gather_run(comm::Communicator& communicator,
+std::optional<results::RunRecord> gather_run(comm::HostGroup& group,
                                              const RankReport& report,
                                              const results::RunConfiguration& configuration,
                                              const results::RunEnvironment& environment);

@@ -1,13 +1,17 @@
-// The Device seam: a device owns memory, streams and the math kernels. Layers, the optimizer and
-// the training loop reach the hardware only through this interface, so a CUDA device slots in by
-// implementing it (its math calls cuBLAS/cuDNN on its own stream; synchronize() waits for them).
+// The Device seam: a device owns memory, one compute stream, timing events and the math kernels.
+// Layers, the optimizer and the training loop reach the hardware only through this interface.
+// Work is queued in order on the compute stream (on the CPU it simply runs); events mark points
+// in that stream, so phases and layers are timed without stopping the device after each one.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "kernels/image_kernels.hpp"
 #include "kernels/sequence_kernels.hpp"
@@ -48,10 +52,11 @@ class MathOps {
   virtual void embedding_backward(int rows, int width, int vocabulary, const T* ids, const T* dy,
                                   T* table_gradient) = 0;
 
-  // Mean softmax cross-entropy of `rows` samples, returned to the host. Also writes
-  // dlogits = (softmax(logits) - onehot(labels)) / rows, the gradient of that mean.
-  virtual double softmax_cross_entropy(int rows, int classes, const T* logits,
-                                       const std::int32_t* labels, T* dlogits) = 0;
+  // Mean softmax cross-entropy of `rows` samples, written to loss[0] in device memory (so a step
+  // never waits for the host). Also writes dlogits = (softmax(logits) - onehot(labels)) / rows,
+  // the gradient of that mean.
+  virtual void softmax_cross_entropy(int rows, int classes, const T* logits,
+                                     const std::int32_t* labels, T* dlogits, T* loss) = 0;
 
   // Heavy-ball SGD as PyTorch defines it, with the gradient scaled first (1/ranks averages an
   // allreduced sum): v = momentum * v + scale * g; p -= learning_rate * v.
@@ -60,13 +65,40 @@ class MathOps {
                                    T* parameters) = 0;
 };
 
+// A point in the device's compute stream. Made by Device::make_event(), marked by record().
+class DeviceEvent {
+ public:
+  virtual ~DeviceEvent() = default;
+};
+
+// Work recorded once and replayed many times (a CUDA graph): one launch instead of hundreds,
+// for steps whose shapes and buffers never change.
+class CapturedWork {
+ public:
+  virtual ~CapturedWork() = default;
+  virtual void replay() = 0;  // queued on the compute stream, like any other work
+};
+
+// How float math may round. tf32 lets GEMMs and convolutions use TF32 tensor cores (10-bit
+// mantissa products, float accumulation), as PyTorch's allow_tf32 does; fp32 forbids it.
+enum class Precision { fp32, tf32 };
+
+// Named facts about the device (model, driver and library versions, clocks), written with every
+// run so a result names the hardware and software it measured.
+using DeviceProperties = std::vector<std::pair<std::string, std::string>>;
+
 class Device {
  public:
   virtual ~Device() = default;
 
-  virtual std::string name() const = 0;         // "cpu", later "cuda"
+  virtual std::string name() const = 0;         // "cpu", "cuda"
   virtual std::string description() const = 0;  // the hardware model
+  virtual DeviceProperties properties() const = 0;
   virtual int compute_threads() const = 0;
+  // Device memory free now, for the refusal of runs that would not fit.
+  virtual std::size_t free_memory_bytes() const = 0;
+  // True when device memory is host memory (MPI can sum it in place).
+  virtual bool memory_is_host() const = 0;
 
   virtual void* allocate(std::size_t bytes) = 0;
   virtual void deallocate(void* pointer) noexcept = 0;
@@ -75,8 +107,20 @@ class Device {
   virtual void copy_to_host(void* host_destination, const void* device_source,
                             std::size_t bytes) = 0;
 
-  // Waits until all queued work is done; the training loop calls it before reading a clock.
+  // Waits until all queued work is done.
   virtual void synchronize() = 0;
+
+  virtual std::unique_ptr<DeviceEvent> make_event() = 0;
+  // Marks the point the compute stream has reached (inside a capture too).
+  virtual void record(DeviceEvent& event) = 0;
+  // Seconds from `from` to `to`, both recorded; waits until `to` has been reached.
+  virtual double elapsed_seconds(const DeviceEvent& from, const DeviceEvent& to) = 0;
+  // Blocks the calling host thread until the stream has reached `event`.
+  virtual void wait(const DeviceEvent& event) = 0;
+
+  // Records what `work` queues instead of running it, or returns null where the device cannot
+  // (the CPU runs everything as it is called). Nothing may wait for the host during `work`.
+  virtual std::unique_ptr<CapturedWork> capture(const std::function<void()>& work) = 0;
 
   // Image layers, float only; each layer makes its own kernel.
   virtual std::unique_ptr<ConvolutionKernel> make_convolution(

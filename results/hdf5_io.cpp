@@ -186,6 +186,10 @@ std::vector<std::int64_t> read_int64_dataset(hid_t parent, const char* name) {
 
 bool has_child(hid_t parent, const char* name) { return H5Lexists(parent, name, H5P_DEFAULT) > 0; }
 
+bool has_attribute(hid_t object, const char* name) {
+  return DLSCALE_H5_CHECK(H5Aexists(object, name)) > 0;
+}
+
 std::vector<std::string> read_string_dataset(hid_t parent, const char* name) {
   const Hdf5Handle dataset = open_dataset(parent, name);
   const Hdf5Handle space(DLSCALE_H5_CHECK(H5Dget_space(dataset)), H5Sclose);

@@ -41,5 +41,6 @@ std::vector<std::int64_t> read_int64_dataset(hid_t parent, const char* name);
 std::vector<std::string> read_string_dataset(hid_t parent, const char* name);
 // Whether `parent` has a group or dataset called `name`.
 bool has_child(hid_t parent, const char* name);
+bool has_attribute(hid_t object, const char* name);
 
 }  // namespace dlscale::results::hdf5

@@ -22,6 +22,13 @@ void read_run_attributes(hid_t file, RunRecord& record, long long version) {
   env.mpi_library_version = read_string_attribute(file, schema::mpi_library_version);
   env.blas = read_string_attribute(file, schema::blas);
   env.cpu_model = read_string_attribute(file, schema::cpu_model);
+  // Files written before devices described themselves have neither attribute.
+  if (has_attribute(file, schema::device_properties))
+    for (const auto& name : read_string_list_attribute(file, schema::device_properties))
+      env.device_properties.emplace_back(
+          name, read_string_attribute(file, (schema::device_property_prefix + name).c_str()));
+  if (has_attribute(file, schema::device_gemm_gflops))
+    env.device_gemm_gflops = read_double_attribute(file, schema::device_gemm_gflops);
   env.node_count = int(read_integer_attribute(file, schema::node_count));
   env.ranks_per_node = int(read_integer_attribute(file, schema::ranks_per_node));
   record.ranks = int(read_integer_attribute(file, schema::world_size));

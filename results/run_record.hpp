@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/phases.hpp"
@@ -50,6 +51,10 @@ struct RunEnvironment {
   std::string mpi_library_version;
   std::string blas;
   std::string cpu_model;
+  // What the device says of itself (GPU model, driver and library versions, clocks), by name.
+  std::vector<std::pair<std::string, std::string>> device_properties;
+  // GFLOP/s of a square float GEMM on rank 0's device, measured in this run; 0 where not measured.
+  double device_gemm_gflops = 0;
   std::vector<std::string> rank_hosts;  // host name of each rank, in rank order
   int node_count = 0;                   // distinct hosts
   int ranks_per_node = 0;               // the most ranks on any one host

@@ -18,6 +18,10 @@ inline constexpr const char* start_time_utc = "start_time_utc";
 inline constexpr const char* mpi_library_version = "mpi_library_version";
 inline constexpr const char* blas = "blas";
 inline constexpr const char* cpu_model = "cpu_model";
+// Each device property NAME is the attribute "device_NAME"; this string list names them all.
+inline constexpr const char* device_properties = "device_properties";
+inline constexpr const char* device_property_prefix = "device_";
+inline constexpr const char* device_gemm_gflops = "device_gemm_gflops";
 
 // Run attributes (each /runs/run_NNN group); the origin attributes above repeat there.
 inline constexpr const char* runs_group = "runs";

@@ -29,6 +29,13 @@ void write_run_attributes(hid_t file, const RunRecord& record) {
   write_attribute(file, schema::mpi_library_version, env.mpi_library_version);
   write_attribute(file, schema::blas, env.blas);
   write_attribute(file, schema::cpu_model, env.cpu_model);
+  std::vector<std::string> property_names;
+  for (const auto& [name, value] : env.device_properties) {
+    write_attribute(file, (schema::device_property_prefix + name).c_str(), value);
+    property_names.push_back(name);
+  }
+  if (!property_names.empty()) write_attribute(file, schema::device_properties, property_names);
+  write_attribute(file, schema::device_gemm_gflops, env.device_gemm_gflops);
   write_attribute(file, schema::world_size, (long long)record.ranks);
   write_attribute(file, schema::launch_world_size, (long long)env.launch_world_size);
   write_attribute(file, schema::intra_host_ring_hops, (long long)env.intra_host_ring_hops);

@@ -1,13 +1,15 @@
 // What every rank does in `dlscale comm`: for each message size, warm-up and measured in-place
-// float32 sum allreduces through the Communicator, each call timed on its own and its result
-// checked against the exact sum (outside the timed region).
+// float32 sum allreduces through the GradientCommunicator, on a buffer in the device's memory,
+// each call timed with device events on its own and its result checked against the exact sum
+// (outside the timed region).
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <vector>
 
-#include "comm/communicator.hpp"
+#include "comm/gradient_communicator.hpp"
+#include "comm/host_group.hpp"
 
 namespace dlscale::worker {
 
@@ -24,9 +26,9 @@ struct AllreduceSweepMeasurements {
 
 // Collective: every rank calls it with the same element counts. Before each call the ranks pass a
 // barrier, so a call's time on a rank runs from leaving the barrier to holding the sum. The
-// message lives in host memory, which is what the CPU device's communicators reduce; a backend
-// for device memory (NCCL) will need the buffer allocated and checked through its Device.
-AllreduceSweepMeasurements measure_allreduce_sweep(comm::Communicator& communicator,
+// message lives in the memory of `device`, the device `communicator` was made for.
+AllreduceSweepMeasurements measure_allreduce_sweep(comm::GradientCommunicator& communicator,
+                                                   comm::HostGroup& group, kernels::Device& device,
                                                    std::span<const std::uint64_t> element_counts,
                                                    const AllreduceSchedule& schedule);
 

@@ -17,15 +17,16 @@ std::uint64_t estimate_training_bytes(const workloads::Workload& workload, int b
 }
 
 void check_memory_fits(const workloads::Workload& workload, int batch, int distinct_batches,
-                       int ranks_on_host, std::uint64_t available_bytes) {
+                       int ranks_on_device, std::uint64_t available_bytes,
+                       const std::string& device_description) {
   const std::uint64_t per_rank = estimate_training_bytes(workload, batch, distinct_batches);
-  const std::uint64_t host_total = per_rank * std::uint64_t(ranks_on_host);
-  if (double(host_total) <= 0.9 * double(available_bytes)) return;
+  const std::uint64_t device_total = per_rank * std::uint64_t(ranks_on_device);
+  if (double(device_total) <= 0.9 * double(available_bytes)) return;
   throw UserError(fmt::format(
-      "--batch {}: {} needs about {} per rank ({} for the {} rank(s) on this host), but {} is "
+      "--batch {}: {} needs about {} per rank ({} for the {} rank(s) sharing {}), but {} is "
       "available; use a smaller --batch or fewer ranks per host",
-      batch, workload.name(), format_bytes(per_rank), format_bytes(host_total), ranks_on_host,
-      format_bytes(available_bytes)));
+      batch, workload.name(), format_bytes(per_rank), format_bytes(device_total), ranks_on_device,
+      device_description, format_bytes(available_bytes)));
 }
 
 }  // namespace dlscale::worker

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "workloads/workload.hpp"
 
@@ -12,9 +13,11 @@ namespace dlscale::worker {
 std::uint64_t estimate_training_bytes(const workloads::Workload& workload, int batch,
                                       int distinct_batches);
 
-// Refuses (UserError naming --batch and the model) when ranks_on_host ranks of this size would
-// not fit in available_bytes, keeping a tenth of it for MPI, libraries and the OS.
+// Refuses (UserError naming --batch, the model and the device) when `ranks_on_device` ranks of
+// this size would not fit in the device's available_bytes, keeping a tenth of it for MPI,
+// libraries and the OS.
 void check_memory_fits(const workloads::Workload& workload, int batch, int distinct_batches,
-                       int ranks_on_host, std::uint64_t available_bytes);
+                       int ranks_on_device, std::uint64_t available_bytes,
+                       const std::string& device_description);
 
 }  // namespace dlscale::worker

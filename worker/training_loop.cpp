@@ -1,16 +1,25 @@
-// The training loop. Timing lives here, around whole phases and layers, and nowhere inside them.
+// The training loop. Timing lives here, around whole phases and layers, and nowhere inside them:
+// device events mark the phase and layer boundaries in the compute stream, and are read once per
+// step, so a GPU step is never stopped between its layers to be timed.
 #include "worker/training_loop.hpp"
 
-#include "worker/step_clock.hpp"
+#include <map>
 
 namespace dlscale::worker {
 
 namespace {
 
-double seconds_between(std::chrono::steady_clock::time_point from,
-                       std::chrono::steady_clock::time_point to) {
-  return std::chrono::duration<double>(to - from).count();
-}
+// The points of one step in the compute stream, reused every iteration (read before re-recorded).
+struct StepEvents {
+  explicit StepEvents(kernels::Device& device, std::size_t layers)
+      : start(device.make_event()), forward_end(device.make_event()),
+        backward_end(device.make_event()), exchange_end(device.make_event()),
+        update_end(device.make_event()) {
+    for (std::size_t i = 0; i < layers; ++i) layer_end.push_back(device.make_event());
+  }
+  std::unique_ptr<kernels::DeviceEvent> start, forward_end, backward_end, exchange_end, update_end;
+  std::vector<std::unique_ptr<kernels::DeviceEvent>> layer_end;  // after each layer's backward
+};
 
 }  // namespace
 
@@ -22,7 +31,7 @@ GradientExchange make_gradient_exchange(const kernels::Network<float>& network,
 }
 
 RankMeasurements train(kernels::Network<float>& network, kernels::SgdMomentum<float>& optimizer,
-                       const DeviceDataset& data, comm::Communicator& communicator,
+                       const DeviceDataset& data, comm::GradientCommunicator& communicator,
                        const GradientExchange& exchange, kernels::Device& device,
                        const TrainingSchedule& schedule, const IterationObserver& observer) {
   const int iterations = schedule.total_iterations();
@@ -40,53 +49,79 @@ RankMeasurements train(kernels::Network<float>& network, kernels::SgdMomentum<fl
   const auto bucket_values = [&](const GradientBucket& bucket) {
     return network.gradients().subspan(bucket.offset, bucket.count);
   };
+  StepEvents events(device, layer_count);
 
-  StepClock clock(device), layer_clock(device);
-  for (int iteration = 0; iteration < iterations; ++iteration) {
-    double* seconds = measured.phase_seconds.data() + std::size_t(iteration) * phase_count;
-    double* layer_seconds =
-        measured.layer_backward_seconds.data() + std::size_t(iteration) * layer_count;
-    clock.start();
-
-    measured.loss[iteration] =
-        network.forward_loss(data.batch(), data.inputs(iteration), data.labels(iteration));
-    seconds[index_of(Phase::forward)] = clock.lap();
-
+  // Queues one whole step on the device: forward with the loss, backward (starting each bucket's
+  // sum once its layers are done, or summing all after backward), then the SGD update.
+  const auto queue_step = [&](int iteration) {
+    device.record(*events.start);
+    network.forward_loss(data.batch(), data.inputs(iteration), data.labels(iteration));
+    device.record(*events.forward_end);
     std::size_t next_bucket = 0;
-    std::chrono::steady_clock::time_point communication_start;
-    layer_clock.start();
     network.backward(data.batch(), data.inputs(iteration), [&](std::size_t layer) {
-      layer_seconds[layer] = layer_clock.lap();
+      device.record(*events.layer_end[layer]);
       if (!exchange.overlap) return;
       // Buckets fill from the last layer down; one is ready once its lowest layer is done.
       while (next_bucket < buckets.size() &&
-             std::size_t(buckets[next_bucket].first_layer) >= layer) {
-        if (next_bucket == 0) communication_start = std::chrono::steady_clock::now();
-        communicator.start_allreduce_sum(bucket_values(buckets[next_bucket++]));
-      }
+             std::size_t(buckets[next_bucket].first_layer) >= layer)
+        communicator.start_allreduce_sum(bucket_values(buckets[next_bucket++]),
+                                         *events.layer_end[layer]);
     });
-    seconds[index_of(Phase::backward)] = clock.lap();
-
-    std::chrono::steady_clock::time_point communication_end;
-    if (!buckets.empty() && exchange.overlap) {
-      communication_end = communicator.wait_all();
-    } else if (!buckets.empty()) {
-      communication_start = std::chrono::steady_clock::now();
+    device.record(*events.backward_end);
+    if (exchange.overlap) {
+      if (!buckets.empty()) communicator.wait_all();
+    } else {
       for (const auto& bucket : buckets) communicator.allreduce_sum(bucket_values(bucket));
-      communication_end = std::chrono::steady_clock::now();
     }
-    // Exposed communication only: what was summed while backward ran is hidden.
-    seconds[index_of(Phase::allreduce)] = clock.lap();
-    measured.communication_seconds[iteration] =
-        buckets.empty() ? 0 : seconds_between(communication_start, communication_end);
-
+    device.record(*events.exchange_end);
     optimizer.step(network.parameters(), network.gradients(), gradient_scale);
-    seconds[index_of(Phase::update)] = clock.lap();
+    device.record(*events.update_end);
+  };
 
+  // Steps whose sums the device can order by itself are captured once per data batch and then
+  // replayed: one launch instead of one per kernel. The first step runs as it is called, so
+  // every kernel has chosen its algorithms and made its buffers before anything is captured.
+  const bool capturable = buckets.empty() || communicator.can_be_captured();
+  std::map<const float*, std::unique_ptr<kernels::CapturedWork>> captured_steps;
+  bool device_captures = capturable;
+
+  for (int iteration = 0; iteration < iterations; ++iteration) {
+    if (iteration == 0 || !device_captures) {
+      queue_step(iteration);
+    } else {
+      auto& step = captured_steps[data.inputs(iteration)];
+      if (!step) step = device.capture([&] { queue_step(iteration); });
+      if (step) step->replay();
+      else {
+        device_captures = false;  // this device runs every call as it is made
+        queue_step(iteration);
+      }
+    }
+
+    double* seconds = measured.phase_seconds.data() + std::size_t(iteration) * phase_count;
+    seconds[index_of(Phase::forward)] = device.elapsed_seconds(*events.start, *events.forward_end);
+    seconds[index_of(Phase::backward)] =
+        device.elapsed_seconds(*events.forward_end, *events.backward_end);
+    // Exposed communication only: what was summed while backward ran is hidden.
+    seconds[index_of(Phase::allreduce)] =
+        device.elapsed_seconds(*events.backward_end, *events.exchange_end);
+    seconds[index_of(Phase::update)] =
+        device.elapsed_seconds(*events.exchange_end, *events.update_end);
     seconds[index_of(Phase::step)] = seconds[index_of(Phase::forward)] +
                                      seconds[index_of(Phase::backward)] +
                                      seconds[index_of(Phase::allreduce)] +
                                      seconds[index_of(Phase::update)];
+    double* layer_seconds =
+        measured.layer_backward_seconds.data() + std::size_t(iteration) * layer_count;
+    for (std::size_t layer = layer_count; layer-- > 0;)
+      layer_seconds[layer] = device.elapsed_seconds(
+          layer + 1 == layer_count ? *events.forward_end : *events.layer_end[layer + 1],
+          *events.layer_end[layer]);
+    measured.communication_seconds[iteration] =
+        buckets.empty()      ? 0
+        : exchange.overlap ? communicator.last_exchange_seconds()
+                           : seconds[index_of(Phase::allreduce)];
+    measured.loss[iteration] = network.loss();
     if (observer) observer(iteration, seconds[index_of(Phase::step)]);
   }
   return measured;

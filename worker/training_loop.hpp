@@ -1,17 +1,18 @@
 // What every rank does: the data-parallel training loop and its per-phase timings.
 //   forward (with the loss) -> backward -> gradient sums across ranks -> SGD update
 // Gradients are summed in buckets: either each bucket as soon as backward has produced it,
-// overlapping the layers still to compute, or all of them after backward. Each phase is timed
-// with the device synchronised; the loop knows nothing of which device or communicator it runs on.
+// overlapping the layers still to compute, or all of them after backward. Phases and layers are
+// timed with device events; where the device can, each step is captured once and replayed. The
+// loop knows nothing of which device or communicator it runs on.
 #pragma once
 
 #include <functional>
 #include <vector>
 
-#include "comm/communicator.hpp"
+#include "comm/gradient_communicator.hpp"
 #include "core/phases.hpp"
-#include "kernels/network.hpp"
-#include "kernels/sgd_momentum.hpp"
+#include "network/network.hpp"
+#include "optimizer/sgd_momentum.hpp"
 #include "worker/device_dataset.hpp"
 #include "worker/gradient_buckets.hpp"
 
@@ -44,7 +45,7 @@ struct RankMeasurements {
 using IterationObserver = std::function<void(int iteration, double step_seconds)>;
 
 RankMeasurements train(kernels::Network<float>& network, kernels::SgdMomentum<float>& optimizer,
-                       const DeviceDataset& data, comm::Communicator& communicator,
+                       const DeviceDataset& data, comm::GradientCommunicator& communicator,
                        const GradientExchange& exchange, kernels::Device& device,
                        const TrainingSchedule& schedule, const IterationObserver& observer = {});
 

@@ -2,8 +2,8 @@
 // activations between them, as in the reference benchmark study.
 #pragma once
 
-#include "kernels/dense_layer.hpp"
-#include "kernels/sigmoid_layer.hpp"
+#include "layers/dense_layer.hpp"
+#include "layers/sigmoid_layer.hpp"
 #include "workloads/workload.hpp"
 
 namespace dlscale::workloads {

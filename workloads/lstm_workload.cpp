@@ -3,9 +3,9 @@
 
 #include <fmt/format.h>
 
-#include "kernels/dense_layer.hpp"
-#include "kernels/embedding_layer.hpp"
-#include "kernels/lstm_layer.hpp"
+#include "layers/dense_layer.hpp"
+#include "layers/embedding_layer.hpp"
+#include "layers/lstm_layer.hpp"
 #include "workloads/model_spec.hpp"
 #include "workloads/synthetic_sequences.hpp"
 

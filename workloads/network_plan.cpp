@@ -5,12 +5,12 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/batch_norm_layer.hpp"
-#include "kernels/convolution_layer.hpp"
-#include "kernels/dense_layer.hpp"
-#include "kernels/pooling_layer.hpp"
-#include "kernels/relu_layer.hpp"
-#include "kernels/residual_block.hpp"
+#include "layers/batch_norm_layer.hpp"
+#include "layers/convolution_layer.hpp"
+#include "layers/dense_layer.hpp"
+#include "layers/pooling_layer.hpp"
+#include "layers/relu_layer.hpp"
+#include "layers/residual_block.hpp"
 
 namespace dlscale::workloads {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "kernels/image_kernels.hpp"
-#include "kernels/layer.hpp"
+#include "layers/layer.hpp"
 
 namespace dlscale::workloads {
 

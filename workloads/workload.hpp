@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/network.hpp"
+#include "network/network.hpp"
 
 namespace dlscale::workloads {
 

@@ -1,5 +1,5 @@
-// The MPI communicator at any rank count: allreduce sums exactly on integer-valued floats (no
-// rounding is possible), and the gathers deliver every rank's values in rank order.
+// The MPI communicators at any rank count: allreduce sums exactly on integer-valued floats (no
+// rounding is possible), and the host group's gathers deliver every rank's values in rank order.
 #include <gtest/gtest.h>
 
 #include <mpi.h>
@@ -7,8 +7,10 @@
 #include <numeric>
 
 #include "comm/collective_agreement.hpp"
-#include "comm/mpi_communicator.hpp"
+#include "comm/mpi_gradient_communicator.hpp"
+#include "comm/mpi_host_group.hpp"
 #include "core/errors.hpp"
+#include "kernels/cpu/cpu_device.hpp"
 
 namespace dlscale::comm {
 namespace {
@@ -16,7 +18,8 @@ namespace {
 // Rank r contributes (i % 1000) * (r + 1): the exact sum is (i % 1000) * n(n+1)/2, far below
 // 2^24, so every partial sum is an integer that float represents exactly.
 void expect_exact_allreduce(std::size_t count) {
-  MpiCommunicator communicator(MPI_COMM_WORLD);
+  kernels::CpuDevice device(1);
+  MpiGradientCommunicator communicator(MPI_COMM_WORLD, device);
   const int n = communicator.size();
   std::vector<float> values(count);
   for (std::size_t i = 0; i < count; ++i) values[i] = float((i % 1000) * (communicator.rank() + 1));
@@ -34,7 +37,7 @@ TEST(MpiAllreduce, SumIsExactForAnOddSizedLargeBuffer) { expect_exact_allreduce(
 TEST(MpiAllreduce, EmptyBufferIsANoOp) { expect_exact_allreduce(0); }
 
 TEST(MpiGather, RootReceivesEveryRanksValuesInOrder) {
-  MpiCommunicator communicator(MPI_COMM_WORLD);
+  MpiHostGroup communicator(MPI_COMM_WORLD);
   const double mine[2] = {double(communicator.rank()), 10.0 * communicator.rank()};
   const auto gathered = communicator.gather_to_root(mine);
   const auto strings = communicator.gather_strings_to_root(

@@ -8,7 +8,7 @@
 
 #include <tuple>
 
-#include "kernels/cpu_device.hpp"
+#include "kernels/cpu/cpu_device.hpp"
 #include "tests/kernels/finite_differences.hpp"
 #include "tests/kernels/reference_image_kernels.hpp"
 

@@ -2,7 +2,7 @@
 // oneDNN kernel (float) against the oracle, forward and backward.
 #include <gtest/gtest.h>
 
-#include "kernels/cpu_device.hpp"
+#include "kernels/cpu/cpu_device.hpp"
 #include "tests/kernels/finite_differences.hpp"
 #include "tests/kernels/reference_lstm.hpp"
 

@@ -37,7 +37,9 @@ class ResultsFile : public ::testing::Test {
     record.configuration = {"fcn:4,3,2", "FCN", "4-3-2, sigmoid", 23, 138.0, 8, 1, 2, 2, "mpi",
                             "cpu", 99, 0.05, 0.9, "strong", 2.5, true};
     record.environment = {"0.1.0", "abc123", "dlscale --model fcn:4,3,2", "2026-11-22T12:00:00Z",
-                          "Open MPI v4.1.4", "OpenBLAS", "Test CPU", {"node-a", "node-b"}, 2, 1, 4};
+                          "Open MPI v4.1.4", "OpenBLAS", "Test CPU",
+                          {{"gpu_name", "Test GPU"}, {"cudnn", "9.14.0"}}, 51234.5,
+                          {"node-a", "node-b"}, 2, 1, 4};
     record.ranks = 2;
     record.iterations = 3;
     for (int i = 0; i < 3 * 2 * int(phase_count); ++i) record.phase_seconds.push_back(0.001 * i);
@@ -115,6 +117,8 @@ TEST_F(ResultsFile, RoundTripRestoresEveryField) {
   EXPECT_EQ(read.environment.start_time_utc, written.environment.start_time_utc);
   EXPECT_EQ(read.environment.mpi_library_version, written.environment.mpi_library_version);
   EXPECT_EQ(read.environment.cpu_model, written.environment.cpu_model);
+  EXPECT_EQ(read.environment.device_properties, written.environment.device_properties);
+  EXPECT_EQ(read.environment.device_gemm_gflops, written.environment.device_gemm_gflops);
   EXPECT_EQ(read.environment.rank_hosts, written.environment.rank_hosts);
   EXPECT_EQ(read.environment.node_count, 2);
   EXPECT_EQ(read.environment.ranks_per_node, 1);

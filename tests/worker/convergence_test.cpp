@@ -6,8 +6,8 @@
 
 #include <numeric>
 
-#include "comm/mpi_communicator.hpp"
-#include "kernels/cpu_device.hpp"
+#include "comm/mpi_gradient_communicator.hpp"
+#include "kernels/cpu/cpu_device.hpp"
 #include "worker/training_loop.hpp"
 #include "workloads/fcn_workload.hpp"
 #include "workloads/workload_registry.hpp"
@@ -18,8 +18,8 @@ namespace {
 // Mean over ranks of the loss of the first and of the last 8 iterations (one pass over the data).
 std::pair<double, double> first_and_last_loss(const workloads::Workload& workload, int batch,
                                               float learning_rate, int iterations) {
-  comm::MpiCommunicator communicator(MPI_COMM_WORLD);
   kernels::CpuDevice device(1);
+  comm::MpiGradientCommunicator communicator(MPI_COMM_WORLD, device);
   const DeviceDataset data(device, workload, batch, 8, 3, communicator.rank());
   auto network = workload.build_network(device, data.batch());
   network->initialize(3);

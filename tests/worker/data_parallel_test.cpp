@@ -7,8 +7,9 @@
 
 #include <cmath>
 
-#include "comm/mpi_communicator.hpp"
-#include "kernels/cpu_device.hpp"
+#include "comm/mpi_gradient_communicator.hpp"
+#include "comm/mpi_host_group.hpp"
+#include "kernels/cpu/cpu_device.hpp"
 #include "worker/parameter_fingerprint.hpp"
 #include "worker/training_loop.hpp"
 #include "workloads/fcn_workload.hpp"
@@ -33,10 +34,10 @@ struct Exchange {
   comm::BackgroundSums background = comm::BackgroundSums::blocking_calls;
 };
 
-Trained train_on(const workloads::FcnWorkload& workload, comm::Communicator& communicator,
-                 int batch, const std::vector<workloads::HostBatch>& batches,
-                 const Exchange& exchange) {
+Trained train_on(const workloads::FcnWorkload& workload, MPI_Comm ranks, int batch,
+                 const std::vector<workloads::HostBatch>& batches, const Exchange& exchange) {
   kernels::CpuDevice device(1);
+  comm::MpiGradientCommunicator communicator(ranks, device, exchange.background);
   const DeviceDataset data(device, batch, batches);
   auto network = workload.build_network(device, data.batch());
   network->initialize(seed);
@@ -60,8 +61,8 @@ class DataParallel : public ::testing::TestWithParam<Exchange> {};
 
 TEST_P(DataParallel, EveryRankEndsWithBitIdenticalParameters) {
   const auto workload = workloads::parse_fcn_spec("12,10,8,4");
-  comm::MpiCommunicator communicator(MPI_COMM_WORLD, GetParam().background);
-  const Trained trained = train_on(*workload, communicator, batch_per_rank,
+  comm::MpiHostGroup communicator(MPI_COMM_WORLD);
+  const Trained trained = train_on(*workload, MPI_COMM_WORLD, batch_per_rank,
                                    batches_of(*workload, communicator.rank()), GetParam());
   kernels::CpuDevice device(1);
   const auto fingerprints =
@@ -72,8 +73,8 @@ TEST_P(DataParallel, EveryRankEndsWithBitIdenticalParameters) {
 
 TEST_P(DataParallel, EqualsOneProcessOnTheConcatenatedBatch) {
   const auto workload = workloads::parse_fcn_spec("12,10,8,4");
-  comm::MpiCommunicator communicator(MPI_COMM_WORLD, GetParam().background);
-  const Trained parallel = train_on(*workload, communicator, batch_per_rank,
+  comm::MpiHostGroup communicator(MPI_COMM_WORLD);
+  const Trained parallel = train_on(*workload, MPI_COMM_WORLD, batch_per_rank,
                                     batches_of(*workload, communicator.rank()), GetParam());
   if (communicator.rank() != 0) return;
 
@@ -89,8 +90,7 @@ TEST_P(DataParallel, EqualsOneProcessOnTheConcatenatedBatch) {
                            batches[index].labels.end());
     }
   }
-  comm::MpiCommunicator alone(MPI_COMM_SELF);
-  const Trained serial = train_on(*workload, alone, batch_per_rank * communicator.size(),
+  const Trained serial = train_on(*workload, MPI_COMM_SELF, batch_per_rank * communicator.size(),
                                   concatenated, {0, false});
 
   ASSERT_EQ(parallel.parameters.size(), serial.parameters.size());

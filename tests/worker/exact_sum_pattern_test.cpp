@@ -7,7 +7,9 @@
 #include <cmath>
 #include <vector>
 
-#include "comm/communicator.hpp"
+#include "comm/gradient_communicator.hpp"
+#include "comm/host_group.hpp"
+#include "kernels/cpu/cpu_device.hpp"
 #include "worker/allreduce_sweep.hpp"
 #include "worker/exact_sum_pattern.hpp"
 
@@ -59,7 +61,7 @@ TEST(ExactSumPattern, AnUnreducedBufferIsMostlyCaught) {
 
 // A one-rank communicator whose allreduce leaves the sum in place (correct for one rank) and then
 // corrupts `corrupted_elements` elements of it, as a broken backend might.
-class CorruptingCommunicator final : public comm::Communicator {
+class CorruptingCommunicator final : public comm::GradientCommunicator {
  public:
   explicit CorruptingCommunicator(std::size_t corrupted_elements)
       : corrupted_elements_(corrupted_elements) {}
@@ -71,10 +73,22 @@ class CorruptingCommunicator final : public comm::Communicator {
       values[values.size() - 1 - i] += 0.5f;
   }
   // The sweep sums with blocking calls only.
-  void start_allreduce_sum(std::span<float> values) override { allreduce_sum(values); }
-  std::chrono::steady_clock::time_point wait_all() override {
-    return std::chrono::steady_clock::now();
+  void start_allreduce_sum(std::span<float> values, const kernels::DeviceEvent&) override {
+    allreduce_sum(values);
   }
+  void wait_all() override {}
+  double last_exchange_seconds() override { return 0; }
+  bool can_be_captured() const override { return false; }
+
+ private:
+  std::size_t corrupted_elements_;
+};
+
+// One rank alone: its barrier returns at once and it gathers only its own values.
+class SingleRankGroup final : public comm::HostGroup {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
   void barrier() override {}
   std::vector<double> gather_to_root(std::span<const double> values) override {
     return {values.begin(), values.end()};
@@ -85,15 +99,14 @@ class CorruptingCommunicator final : public comm::Communicator {
   std::vector<unsigned long long> gather_to_root(unsigned long long value) override {
     return {value};
   }
-
- private:
-  std::size_t corrupted_elements_;
 };
 
 TEST(AllreduceSweep, ACorrectBackendGivesNoWrongElements) {
   CorruptingCommunicator faithful(0);
   const std::vector<std::uint64_t> counts = {1, 2, 1000};
-  const auto measurements = measure_allreduce_sweep(faithful, counts, {2, 3});
+  kernels::CpuDevice device(1);
+  SingleRankGroup group;
+  const auto measurements = measure_allreduce_sweep(faithful, group, device, counts, {2, 3});
   EXPECT_EQ(measurements.wrong_elements, (std::vector<std::uint64_t>{0, 0, 0}));
   EXPECT_EQ(measurements.seconds.size(), counts.size() * 3) << "sizes x measured calls";
 }
@@ -101,7 +114,9 @@ TEST(AllreduceSweep, ACorrectBackendGivesNoWrongElements) {
 TEST(AllreduceSweep, ACorruptingBackendIsCaughtInEveryCallWarmUpIncluded) {
   CorruptingCommunicator corrupting(2);
   const std::vector<std::uint64_t> counts = {1, 8, 1000};
-  const auto measurements = measure_allreduce_sweep(corrupting, counts, {2, 3});
+  kernels::CpuDevice device(1);
+  SingleRankGroup group;
+  const auto measurements = measure_allreduce_sweep(corrupting, group, device, counts, {2, 3});
   // 5 calls per size, min(2, count) wrong elements in each.
   EXPECT_EQ(measurements.wrong_elements, (std::vector<std::uint64_t>{5, 10, 10}));
 }

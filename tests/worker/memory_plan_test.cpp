@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "core/errors.hpp"
-#include "kernels/cpu_device.hpp"
-#include "worker/host_info.hpp"
+#include "kernels/cpu/cpu_device.hpp"
+#include "core/host_info.hpp"
 #include "worker/memory_plan.hpp"
 #include "workloads/fcn_workload.hpp"
 #include "workloads/workload_registry.hpp"
@@ -39,14 +39,14 @@ TEST(MemoryPlan, RunThatCannotFitIsRefusedWithTheEstimate) {
   const auto workload = workloads::make_workload("fcn-s");
   const std::uint64_t eight_gib = 8ULL << 30;
   try {
-    check_memory_fits(*workload, 100000, 8, 4, eight_gib);
+    check_memory_fits(*workload, 100000, 8, 4, eight_gib, "a test CPU");
     FAIL() << "a 100000-sample fcn-s batch fitted in 8 GiB";
   } catch (const UserError& error) {
     const std::string message = error.what();
     EXPECT_NE(message.find("--batch 100000"), std::string::npos) << message;
     EXPECT_NE(message.find("8.0 GiB is available"), std::string::npos) << message;
   }
-  EXPECT_NO_THROW(check_memory_fits(*workload, 64, 8, 1, eight_gib));
+  EXPECT_NO_THROW(check_memory_fits(*workload, 64, 8, 1, eight_gib, "a test CPU"));
 }
 
 TEST(HostInfo, ReportsMemory) {

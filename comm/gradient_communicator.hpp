@@ -1,0 +1,40 @@
+// The gradient seam: how ranks sum gradients that live in a Device's memory. A communicator is
+// made for one device. Sums are ordered with the device's compute stream: one started after a
+// DeviceEvent begins once the stream has passed that event (backward has produced the bucket),
+// and after wait_all() the stream's later work (the optimizer) sees every sum. MPI implements it
+// on host memory (staging device buffers through the host); NCCL on the GPU, on its own stream.
+#pragma once
+
+#include <span>
+#include <string>
+
+#include "kernels/device.hpp"
+
+namespace dlscale::comm {
+
+class GradientCommunicator {
+ public:
+  virtual ~GradientCommunicator() = default;
+
+  virtual std::string backend_name() const = 0;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // In-place sum over all ranks, in stream order: work queued afterwards sees the sum.
+  virtual void allreduce_sum(std::span<float> values) = 0;
+
+  // The same sum, started once the compute stream has passed `ready`, progressing while the
+  // device computes on (gradient buckets during backward). `values` must not be touched until
+  // wait_all(); every rank starts the same sums in the same order.
+  virtual void start_allreduce_sum(std::span<float> values, const kernels::DeviceEvent& ready) = 0;
+  // Orders the compute stream after every started sum.
+  virtual void wait_all() = 0;
+  // Seconds from the start of the first to the end of the last sum of the last wait_all().
+  // It may wait for the device.
+  virtual double last_exchange_seconds() = 0;
+
+  // Whether start/wait can be recorded into a captured step (device-side sums only).
+  virtual bool can_be_captured() const = 0;
+};
+
+}  // namespace dlscale::comm

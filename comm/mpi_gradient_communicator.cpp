@@ -1,0 +1,154 @@
+// MPI sums of gradient buffers: blocking, or in the background on a communication thread.
+#include "comm/mpi_gradient_communicator.hpp"
+
+#include <climits>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "comm/mpi_check.hpp"
+#include "core/errors.hpp"
+
+namespace dlscale::comm {
+
+namespace {
+// MPI counts are int; larger buffers are summed in pieces so any model size works.
+constexpr std::size_t max_count_per_call = INT_MAX;
+// Background sums go out in pieces of 1 MiB: a 57 MB sum in 1 MiB pieces ran twice as fast
+// as one call over shared memory here (pieces pipeline and stay in cache; docs/performance.md).
+constexpr std::size_t background_piece_count = (1 << 20) / sizeof(float);
+}  // namespace
+
+MpiGradientCommunicator::MpiGradientCommunicator(MPI_Comm parent, kernels::Device& device,
+                                                 BackgroundSums background)
+    : device_(device), background_(background) {
+  if (background == BackgroundSums::nonblocking_collectives && !device.memory_is_host())
+    throw UserError(fmt::format("--comm mpi-nbc: MPI's non-blocking sums need host memory, "
+                                "and --device {} keeps gradients on the device; use --comm mpi "
+                                "(staged through the host) or --comm nccl",
+                                device.name()));
+  DLSCALE_MPI_CHECK(MPI_Comm_dup(parent, &comm_));
+  DLSCALE_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+  DLSCALE_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+  DLSCALE_MPI_CHECK(MPI_Comm_size(comm_, &size_));
+}
+
+MpiGradientCommunicator::~MpiGradientCommunicator() {
+  if (progress_thread_.joinable()) {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    work_arrived_.notify_one();
+    progress_thread_.join();
+  }
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+int MpiGradientCommunicator::sum_in_pieces(std::span<float> values, std::size_t piece_count) {
+  std::span<float> host = values;
+  if (!device_.memory_is_host()) {
+    staging_.resize(values.size());
+    device_.copy_to_host(staging_.data(), values.data(), values.size_bytes());
+    host = staging_;
+  }
+  int status = MPI_SUCCESS;
+  for (std::size_t offset = 0; offset < host.size() && status == MPI_SUCCESS;
+       offset += piece_count) {
+    const auto count = int(std::min(piece_count, host.size() - offset));
+    status = MPI_Allreduce(MPI_IN_PLACE, host.data() + offset, count, MPI_FLOAT, MPI_SUM, comm_);
+  }
+  if (status == MPI_SUCCESS && host.data() != values.data())
+    device_.copy_to_device(values.data(), host.data(), values.size_bytes());
+  return status;
+}
+
+void MpiGradientCommunicator::allreduce_sum(std::span<float> values) {
+  device_.synchronize();  // the values are final once the stream has produced them
+  DLSCALE_MPI_CHECK(sum_in_pieces(values, max_count_per_call));
+}
+
+void MpiGradientCommunicator::start_allreduce_sum(std::span<float> values,
+                                                  const kernels::DeviceEvent& ready) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!progress_thread_.joinable()) progress_thread_ = std::thread([this] { progress_loop(); });
+    queued_.push_back({values, &ready});
+    ++unfinished_;
+  }
+  work_arrived_.notify_one();
+}
+
+void MpiGradientCommunicator::wait_all() {
+  std::unique_lock lock(mutex_);
+  all_done_.wait(lock, [&] { return unfinished_ == 0; });
+  if (progress_error_ != MPI_SUCCESS) {
+    const int error = std::exchange(progress_error_, MPI_SUCCESS);
+    DLSCALE_MPI_CHECK(error);  // reported here, on the thread that can handle it
+  }
+  last_exchange_seconds_ =
+      exchange_started_ ? std::chrono::duration<double>(last_completion_ - first_start_).count()
+                        : 0;
+  exchange_started_ = false;
+}
+
+double MpiGradientCommunicator::last_exchange_seconds() { return last_exchange_seconds_; }
+
+void MpiGradientCommunicator::progress_loop() {
+  // Between tests the thread sleeps briefly: it shares the cores with computation, and a
+  // transfer step waiting on another rank gains nothing from a spinning test.
+  std::vector<MPI_Request> in_flight;
+  std::size_t started = 0;  // sums whose requests are in in_flight
+  std::unique_lock lock(mutex_);
+  while (true) {
+    work_arrived_.wait(lock, [&] { return stopping_ || !queued_.empty(); });
+    if (stopping_) return;
+    while (unfinished_ > 0) {
+      const std::deque<StartedSum> starting = std::exchange(queued_, {});
+      lock.unlock();
+      int status = MPI_SUCCESS;
+      for (const auto& sum : starting) {
+        device_.wait(*sum.ready);  // backward has produced this bucket
+        if (!exchange_started_) {
+          first_start_ = std::chrono::steady_clock::now();
+          exchange_started_ = true;  // read by wait_all() only after this sum completes
+        }
+        if (background_ == BackgroundSums::blocking_calls) {
+          if (status == MPI_SUCCESS) status = sum_in_pieces(sum.values, background_piece_count);
+          continue;
+        }
+        for (std::size_t offset = 0; offset < sum.values.size() && status == MPI_SUCCESS;
+             offset += background_piece_count) {
+          const auto count = int(std::min(background_piece_count, sum.values.size() - offset));
+          in_flight.push_back(MPI_REQUEST_NULL);
+          status = MPI_Iallreduce(MPI_IN_PLACE, sum.values.data() + offset, count, MPI_FLOAT,
+                                  MPI_SUM, comm_, &in_flight.back());
+        }
+      }
+      started += starting.size();
+      int all_complete = 0;
+      if (status == MPI_SUCCESS)
+        status = MPI_Testall(int(in_flight.size()), in_flight.data(), &all_complete,
+                             MPI_STATUSES_IGNORE);
+      const auto now = std::chrono::steady_clock::now();
+      if (status == MPI_SUCCESS && !all_complete) std::this_thread::yield();
+      lock.lock();
+      if (status != MPI_SUCCESS) {
+        // wait_all() reports it; the job then ends, so the abandoned requests do not matter.
+        progress_error_ = status;
+        queued_.clear();
+        in_flight.clear();
+        started = unfinished_ = 0;
+        all_done_.notify_all();
+      } else if (all_complete) {
+        unfinished_ -= started;
+        started = 0;
+        in_flight.clear();
+        last_completion_ = now;
+        if (unfinished_ == 0) all_done_.notify_all();
+      }
+    }
+  }
+}
+
+}  // namespace dlscale::comm

@@ -1,0 +1,135 @@
+// NCCL sums of gradient buckets on a communication stream, ordered with the compute stream by
+// events, as llm.c's multi-GPU step does.
+#include "comm/nccl/nccl_gradient_communicator.hpp"
+
+#include <array>
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "comm/mpi_check.hpp"
+#include "comm/nccl/nccl_check.hpp"
+#include "core/errors.hpp"
+#include "core/host_info.hpp"
+#include "kernels/cuda/cuda_check.hpp"
+
+namespace dlscale::comm {
+
+namespace {
+
+constexpr int root_rank = 0;
+
+// Where a rank's GPU is: its host and PCI bus id, fixed width for one MPI_Allgather.
+using GpuPlace = std::array<char, 160>;
+
+GpuPlace place_of(int gpu) {
+  GpuPlace place{};
+  char bus_id[32] = {};
+  DLSCALE_CUDA_CHECK(cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, gpu));
+  const std::string text = fmt::format("{}|{}|{}", host_name(), bus_id, gpu);
+  std::strncpy(place.data(), text.c_str(), place.size() - 1);
+  return place;
+}
+
+// NCCL refuses two ranks on one GPU ("Duplicate GPU detected") after a hang-prone init on some
+// versions; every rank sees the same gathered table, so every rank refuses with the same line.
+void refuse_shared_gpus(MPI_Comm group, int gpu, const std::string& gpu_name) {
+  int size = 0;
+  DLSCALE_MPI_CHECK(MPI_Comm_size(group, &size));
+  const GpuPlace mine = place_of(gpu);
+  std::vector<GpuPlace> places(size);
+  DLSCALE_MPI_CHECK(MPI_Allgather(mine.data(), int(mine.size()), MPI_CHAR, places.data(),
+                                  int(mine.size()), MPI_CHAR, group));
+  for (int first = 0; first < size; ++first)
+    for (int second = first + 1; second < size; ++second) {
+      if (std::strcmp(places[first].data(), places[second].data()) != 0) continue;
+      const std::string place = places[first].data();
+      const auto bar = place.find('|');
+      throw UserError(fmt::format(
+          "--comm nccl: ranks {} and {} on host {} would share GPU {} ({}, bus {}); NCCL needs "
+          "one GPU per rank: launch no more ranks per host than it has GPUs, or use --comm mpi, "
+          "which stages sums through the host",
+          first, second, place.substr(0, bar), place.substr(place.rfind('|') + 1), gpu_name,
+          place.substr(bar + 1, place.rfind('|') - bar - 1)));
+    }
+}
+
+}  // namespace
+
+std::string nccl_version() {
+  int code = 0;
+  DLSCALE_NCCL_CHECK(ncclGetVersion(&code));  // 22803 for 2.28.3
+  return fmt::format("{}.{}.{}", code / 10000, code % 10000 / 100, code % 100);
+}
+
+NcclGradientCommunicator::NcclGradientCommunicator(MPI_Comm group, kernels::CudaDevice& device)
+    : context_(device.context()) {
+  DLSCALE_MPI_CHECK(MPI_Comm_rank(group, &rank_));
+  DLSCALE_MPI_CHECK(MPI_Comm_size(group, &size_));
+  refuse_shared_gpus(group, context_.device, device.description());
+  ncclUniqueId id{};
+  if (rank_ == root_rank) DLSCALE_NCCL_CHECK(ncclGetUniqueId(&id));
+  DLSCALE_MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, root_rank, group));
+  DLSCALE_CUDA_CHECK(cudaSetDevice(context_.device));
+  DLSCALE_NCCL_CHECK(ncclCommInitRank(&comm_, size_, id, rank_));
+  DLSCALE_CUDA_CHECK(cudaStreamCreateWithFlags(&communication_stream_, cudaStreamNonBlocking));
+  for (cudaEvent_t* event : {&fork_, &join_})
+    DLSCALE_CUDA_CHECK(cudaEventCreateWithFlags(event, cudaEventDisableTiming));
+  for (cudaEvent_t* event : {&first_start_, &last_end_})
+    DLSCALE_CUDA_CHECK(cudaEventCreate(event));
+}
+
+NcclGradientCommunicator::~NcclGradientCommunicator() {
+  if (communication_stream_ != nullptr) cudaStreamSynchronize(communication_stream_);
+  if (comm_ != nullptr) ncclCommDestroy(comm_);
+  for (cudaEvent_t event : {fork_, join_, first_start_, last_end_})
+    if (event != nullptr) cudaEventDestroy(event);
+  if (communication_stream_ != nullptr) cudaStreamDestroy(communication_stream_);
+}
+
+void NcclGradientCommunicator::allreduce_sum(std::span<float> values) {
+  DLSCALE_NCCL_CHECK(ncclAllReduce(values.data(), values.data(), values.size(), ncclFloat,
+                                   ncclSum, comm_, context_.stream));
+}
+
+void NcclGradientCommunicator::record_timing(cudaEvent_t event, cudaStream_t stream) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  DLSCALE_CUDA_CHECK(cudaStreamIsCapturing(context_.stream, &capture));
+  DLSCALE_CUDA_CHECK(cudaEventRecordWithFlags(
+      event, stream, capture == cudaStreamCaptureStatusActive ? cudaEventRecordExternal : 0));
+}
+
+void NcclGradientCommunicator::start_allreduce_sum(std::span<float> values,
+                                                   const kernels::DeviceEvent& /*ready*/) {
+  // The bucket is ready at the compute stream's current point; a fork event recorded here marks
+  // it (and, inside a capture, joins the communication stream to the graph, which the caller's
+  // timing event, an external record, would not).
+  DLSCALE_CUDA_CHECK(cudaEventRecord(fork_, context_.stream));
+  DLSCALE_CUDA_CHECK(cudaStreamWaitEvent(communication_stream_, fork_, 0));
+  if (!exchange_open_) {
+    record_timing(first_start_, communication_stream_);
+    exchange_open_ = true;
+  }
+  DLSCALE_NCCL_CHECK(ncclAllReduce(values.data(), values.data(), values.size(), ncclFloat,
+                                   ncclSum, comm_, communication_stream_));
+}
+
+void NcclGradientCommunicator::wait_all() {
+  if (!exchange_open_) return;
+  record_timing(last_end_, communication_stream_);
+  DLSCALE_CUDA_CHECK(cudaEventRecord(join_, communication_stream_));
+  DLSCALE_CUDA_CHECK(cudaStreamWaitEvent(context_.stream, join_, 0));
+  exchange_open_ = false;
+  exchange_timed_ = true;
+}
+
+double NcclGradientCommunicator::last_exchange_seconds() {
+  if (!exchange_timed_) return 0;
+  DLSCALE_CUDA_CHECK(cudaEventSynchronize(last_end_));
+  float milliseconds = 0;
+  DLSCALE_CUDA_CHECK(cudaEventElapsedTime(&milliseconds, first_start_, last_end_));
+  return milliseconds * 1e-3;
+}
+
+}  // namespace dlscale::comm

@@ -1,0 +1,54 @@
+// GradientCommunicator on NCCL: sums of GPU buffers on a communication stream of their own. A
+// bucket's sum waits (on the GPU) for the point backward had reached when it was started, so it
+// overlaps the layers still to compute, and wait_all() makes the compute stream wait for the
+// last sum, so the host never blocks. Bootstrapped through MPI: rank 0's ncclUniqueId is
+// broadcast to the group, one NCCL communicator per group (per sweep point).
+#pragma once
+
+#include <cuda_runtime.h>
+#include <mpi.h>
+#include <nccl.h>
+
+#include "comm/gradient_communicator.hpp"
+#include "kernels/cuda/cuda_device.hpp"
+
+namespace dlscale::comm {
+
+class NcclGradientCommunicator final : public GradientCommunicator {
+ public:
+  // Collective over `group`. Throws UserError, identically on every rank, when two ranks of a
+  // host would share a GPU (NCCL refuses that).
+  NcclGradientCommunicator(MPI_Comm group, kernels::CudaDevice& device);
+  ~NcclGradientCommunicator() override;
+  NcclGradientCommunicator(const NcclGradientCommunicator&) = delete;
+  NcclGradientCommunicator& operator=(const NcclGradientCommunicator&) = delete;
+
+  std::string backend_name() const override { return "nccl"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  void allreduce_sum(std::span<float> values) override;
+  void start_allreduce_sum(std::span<float> values, const kernels::DeviceEvent& ready) override;
+  void wait_all() override;
+  double last_exchange_seconds() override;
+  bool can_be_captured() const override { return true; }
+
+ private:
+  // Inside a capture, a timing event must be an external record to be replayed as a node.
+  void record_timing(cudaEvent_t event, cudaStream_t stream);
+
+  const kernels::CudaContext& context_;
+  ncclComm_t comm_ = nullptr;
+  int rank_ = 0;
+  int size_ = 1;
+  cudaStream_t communication_stream_ = nullptr;
+  cudaEvent_t fork_ = nullptr, join_ = nullptr;  // ordering between the two streams
+  cudaEvent_t first_start_ = nullptr, last_end_ = nullptr;  // timing of one exchange
+  bool exchange_open_ = false;
+  bool exchange_timed_ = false;
+};
+
+// NCCL's version, "2.28.3", for the results file.
+std::string nccl_version();
+
+}  // namespace dlscale::comm

@@ -1,0 +1,17 @@
+// What a rank knows about the machine it runs on: its name and its memory.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace dlscale {
+
+std::string host_name();
+
+// Memory this host can still give: MemAvailable, or less if a cgroup (a Slurm job, say) caps it.
+std::uint64_t available_memory_bytes();
+
+// This process's peak resident set size so far.
+std::uint64_t peak_resident_bytes();
+
+}  // namespace dlscale

@@ -1,0 +1,258 @@
+// CPU kernels. GEMMs go to OpenBLAS; the element-wise work is written out here, parallelised with
+// OpenMP over the same thread count, because it is a few percent of a step and needs no library.
+#include "kernels/cpu/cpu_device.hpp"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <new>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "core/host_info.hpp"
+#include "kernels/cpu/dnnl_check.hpp"
+#include "kernels/cpu/dnnl_image_kernels.hpp"
+#include "kernels/cpu/dnnl_lstm_kernel.hpp"
+
+namespace dlscale::kernels {
+
+namespace {
+
+// Below this many elements a parallel region costs more than it saves.
+constexpr std::size_t parallel_threshold = 1 << 15;
+constexpr std::size_t memory_alignment = 64;
+
+CBLAS_TRANSPOSE to_cblas(Transpose transpose) {
+  return transpose == Transpose::yes ? CblasTrans : CblasNoTrans;
+}
+
+template <typename T>
+class CpuMath final : public MathOps<T> {
+ public:
+  void gemm(Transpose transpose_a, Transpose transpose_b, int m, int n, int k, T alpha,
+            const T* a, int lda, const T* b, int ldb, T beta, T* c, int ldc) override {
+    if constexpr (std::is_same_v<T, float>)
+      cblas_sgemm(CblasRowMajor, to_cblas(transpose_a), to_cblas(transpose_b), m, n, k, alpha, a,
+                  lda, b, ldb, beta, c, ldc);
+    else
+      cblas_dgemm(CblasRowMajor, to_cblas(transpose_a), to_cblas(transpose_b), m, n, k, alpha, a,
+                  lda, b, ldb, beta, c, ldc);
+  }
+
+  void add_row_bias(int rows, int cols, const T* bias, T* y) override {
+#pragma omp parallel for if (std::size_t(rows) * cols > parallel_threshold)
+    for (int r = 0; r < rows; ++r) {
+      T* row = y + std::size_t(r) * cols;
+#pragma omp simd
+      for (int c = 0; c < cols; ++c) row[c] += bias[c];
+    }
+  }
+
+  void column_sums(int rows, int cols, const T* dy, T* sums) override {
+#pragma omp parallel for if (std::size_t(rows) * cols > parallel_threshold)
+    for (int c = 0; c < cols; ++c) sums[c] = T(0);
+    // Rows in the outer loop keep memory access contiguous; columns are split across threads.
+#pragma omp parallel if (std::size_t(rows) * cols > parallel_threshold)
+    {
+      const int threads = omp_get_num_threads();
+      const int thread = omp_get_thread_num();
+      const int begin = int(std::int64_t(cols) * thread / threads);
+      const int end = int(std::int64_t(cols) * (thread + 1) / threads);
+      for (int r = 0; r < rows; ++r) {
+        const T* row = dy + std::size_t(r) * cols;
+#pragma omp simd
+        for (int c = begin; c < end; ++c) sums[c] += row[c];
+      }
+    }
+  }
+
+  void relu_forward(std::size_t count, T ceiling, const T* x, T* y) override {
+#pragma omp parallel for simd if (count > parallel_threshold)
+    for (std::size_t i = 0; i < count; ++i) y[i] = std::min(std::max(x[i], T(0)), ceiling);
+  }
+
+  void relu_backward(std::size_t count, T ceiling, const T* y, const T* dy, T* dx) override {
+#pragma omp parallel for simd if (count > parallel_threshold)
+    for (std::size_t i = 0; i < count; ++i) dx[i] = y[i] > T(0) && y[i] < ceiling ? dy[i] : T(0);
+  }
+
+  void add(std::size_t count, const T* a, const T* b, T* y) override {
+#pragma omp parallel for simd if (count > parallel_threshold)
+    for (std::size_t i = 0; i < count; ++i) y[i] = a[i] + b[i];
+  }
+
+  void sigmoid_forward(std::size_t count, const T* x, T* y) override {
+#pragma omp parallel for simd if (count > parallel_threshold)
+    for (std::size_t i = 0; i < count; ++i) y[i] = T(1) / (T(1) + std::exp(-x[i]));
+  }
+
+  void sigmoid_backward(std::size_t count, const T* y, const T* dy, T* dx) override {
+#pragma omp parallel for simd if (count > parallel_threshold)
+    for (std::size_t i = 0; i < count; ++i) dx[i] = dy[i] * y[i] * (T(1) - y[i]);
+  }
+
+  void embedding_forward(int rows, int width, const T* ids, const T* table, T* y) override {
+#pragma omp parallel for if (std::size_t(rows) * width > parallel_threshold)
+    for (int r = 0; r < rows; ++r)
+      std::copy_n(table + std::size_t(ids[r]) * width, width, y + std::size_t(r) * width);
+  }
+
+  void embedding_backward(int rows, int width, int vocabulary, const T* ids, const T* dy,
+                          T* table_gradient) override {
+    std::fill_n(table_gradient, std::size_t(vocabulary) * width, T(0));
+    // Serial: two rows may hit the same token, and the rows are few next to the GEMMs.
+    for (int r = 0; r < rows; ++r) {
+      T* row = table_gradient + std::size_t(ids[r]) * width;
+      const T* gradient = dy + std::size_t(r) * width;
+#pragma omp simd
+      for (int c = 0; c < width; ++c) row[c] += gradient[c];
+    }
+  }
+
+  void softmax_cross_entropy(int rows, int classes, const T* logits, const std::int32_t* labels,
+                             T* dlogits, T* loss) override {
+    double loss_sum = 0;
+    const T inverse_rows = T(1) / T(rows);
+#pragma omp parallel for reduction(+ : loss_sum) if (std::size_t(rows) * classes > parallel_threshold)
+    for (int r = 0; r < rows; ++r) {
+      const T* z = logits + std::size_t(r) * classes;
+      T* g = dlogits + std::size_t(r) * classes;
+      // Subtracting the max keeps exp() in range (log-sum-exp).
+      const T max_logit = *std::max_element(z, z + classes);
+      double exp_sum = 0;
+      for (int c = 0; c < classes; ++c) {
+        g[c] = std::exp(z[c] - max_logit);
+        exp_sum += g[c];
+      }
+      const auto scale = T(1.0 / exp_sum) * inverse_rows;
+#pragma omp simd
+      for (int c = 0; c < classes; ++c) g[c] *= scale;
+      g[labels[r]] -= inverse_rows;
+      loss_sum += std::log(exp_sum) - double(z[labels[r]] - max_logit);
+    }
+    loss[0] = T(loss_sum / rows);
+  }
+
+  void sgd_momentum_update(std::size_t count, T learning_rate, T momentum, T gradient_scale,
+                           const T* gradient, T* velocity, T* parameters) override {
+#pragma omp parallel for simd if (count > parallel_threshold)
+    for (std::size_t i = 0; i < count; ++i) {
+      velocity[i] = momentum * velocity[i] + gradient_scale * gradient[i];
+      parameters[i] -= learning_rate * velocity[i];
+    }
+  }
+};
+
+class CpuEvent final : public DeviceEvent {
+ public:
+  std::chrono::steady_clock::time_point time;
+};
+
+std::string read_cpu_model() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
+    }
+  }
+  return "unknown CPU";
+}
+
+}  // namespace
+
+CpuDevice::CpuDevice(int compute_threads)
+    : compute_threads_(compute_threads),
+      dnnl_engine_(DLSCALE_DNNL_CHECK(dnnl::engine(dnnl::engine::kind::cpu, 0))),
+      dnnl_stream_(DLSCALE_DNNL_CHECK(dnnl::stream(dnnl_engine_))),
+      image_layouts_(dnnl_engine_),
+      math_float_(std::make_unique<CpuMath<float>>()),
+      math_double_(std::make_unique<CpuMath<double>>()) {
+  openblas_set_num_threads(compute_threads);
+  omp_set_num_threads(compute_threads);
+  constexpr int openblas_uses_openmp = 2;  // openblas_get_parallel(): 0 serial, 1 pthreads, 2 OpenMP
+  if (compute_threads > 1 && openblas_get_parallel() != openblas_uses_openmp)
+    spdlog::warn("this OpenBLAS is not the OpenMP build; its threads and the element-wise "
+                 "kernels' OpenMP threads will compete (install libopenblas-openmp-dev)");
+}
+
+CpuDevice::~CpuDevice() = default;
+
+std::string CpuDevice::description() const { return read_cpu_model(); }
+
+DeviceProperties CpuDevice::properties() const {
+  return {{"cpu_model", read_cpu_model()},
+          {"compute_threads", std::to_string(compute_threads_)},
+          {"blas", cpu_blas_description()},
+          {"onednn", fmt::format("{}.{}.{}", dnnl_version()->major, dnnl_version()->minor,
+                                 dnnl_version()->patch)},
+          {"onednn_image_layout", image_layouts_.native_name()}};
+}
+
+std::size_t CpuDevice::free_memory_bytes() const { return available_memory_bytes(); }
+
+std::unique_ptr<DeviceEvent> CpuDevice::make_event() { return std::make_unique<CpuEvent>(); }
+
+void CpuDevice::record(DeviceEvent& event) {
+  static_cast<CpuEvent&>(event).time = std::chrono::steady_clock::now();
+}
+
+double CpuDevice::elapsed_seconds(const DeviceEvent& from, const DeviceEvent& to) {
+  return std::chrono::duration<double>(static_cast<const CpuEvent&>(to).time -
+                                       static_cast<const CpuEvent&>(from).time)
+      .count();
+}
+
+void* CpuDevice::allocate(std::size_t bytes) {
+  const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + memory_alignment - 1) /
+                              memory_alignment * memory_alignment;
+  void* pointer = std::aligned_alloc(memory_alignment, rounded);
+  if (pointer == nullptr) throw std::bad_alloc();
+  return pointer;
+}
+
+void CpuDevice::deallocate(void* pointer) noexcept { std::free(pointer); }
+
+void CpuDevice::copy_to_device(void* device_destination, const void* host_source,
+                               std::size_t bytes) {
+  std::memcpy(device_destination, host_source, bytes);
+}
+
+void CpuDevice::copy_to_host(void* host_destination, const void* device_source,
+                             std::size_t bytes) {
+  std::memcpy(host_destination, device_source, bytes);
+}
+
+std::unique_ptr<ConvolutionKernel> CpuDevice::make_convolution(
+    const ConvolutionGeometry& geometry) {
+  return make_dnnl_convolution(dnnl_engine_, dnnl_stream_, image_layouts_, geometry);
+}
+
+std::unique_ptr<PoolingKernel> CpuDevice::make_pooling(const PoolingGeometry& geometry) {
+  return make_dnnl_pooling(dnnl_engine_, dnnl_stream_, image_layouts_, geometry);
+}
+
+std::unique_ptr<BatchNormKernel> CpuDevice::make_batch_norm(const BatchNormGeometry& geometry) {
+  return make_dnnl_batch_norm(dnnl_engine_, dnnl_stream_, image_layouts_, geometry);
+}
+
+std::unique_ptr<LstmKernel> CpuDevice::make_lstm(const LstmGeometry& geometry) {
+  return make_dnnl_lstm(dnnl_engine_, dnnl_stream_, geometry);
+}
+
+MathOps<float>& CpuDevice::math_float() { return *math_float_; }
+MathOps<double>& CpuDevice::math_double() { return *math_double_; }
+
+std::string cpu_blas_description() {
+  return openblas_get_config();  // "OpenBLAS 0.3.21 DYNAMIC_ARCH ..."
+}
+
+}  // namespace dlscale::kernels

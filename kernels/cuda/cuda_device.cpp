@@ -1,0 +1,216 @@
+// The CUDA device: handles and stream set up once, events for timing, graphs for replay, and the
+// factories that hand the shared context to the cuBLAS and cuDNN kernels.
+#include "kernels/cuda/cuda_device.hpp"
+
+#include <fmt/format.h>
+
+#include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/cuda_math.hpp"
+#include "kernels/cuda/cudnn_image_kernels.hpp"
+#include "kernels/cuda/cudnn_lstm_kernel.hpp"
+
+namespace dlscale::kernels {
+
+namespace {
+
+// cuBLAS takes its scratch from this buffer instead of allocating, which a graph capture forbids.
+constexpr std::size_t cublas_workspace_bytes = 32u << 20;
+
+class CudaEvent final : public DeviceEvent {
+ public:
+  CudaEvent() { DLSCALE_CUDA_CHECK(cudaEventCreate(&event_)); }
+  ~CudaEvent() override { cudaEventDestroy(event_); }
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+  cudaEvent_t get() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+class CudaGraph final : public CapturedWork {
+ public:
+  CudaGraph(cudaGraphExec_t graph, cudaStream_t stream) : graph_(graph), stream_(stream) {}
+  ~CudaGraph() override { cudaGraphExecDestroy(graph_); }
+  CudaGraph(const CudaGraph&) = delete;
+  CudaGraph& operator=(const CudaGraph&) = delete;
+  void replay() override { DLSCALE_CUDA_CHECK(cudaGraphLaunch(graph_, stream_)); }
+
+ private:
+  cudaGraphExec_t graph_;
+  cudaStream_t stream_;
+};
+
+std::string version_text(int packed, int major_divisor, int minor_divisor) {
+  return fmt::format("{}.{}", packed / major_divisor, packed % major_divisor / minor_divisor);
+}
+
+}  // namespace
+
+cudaEvent_t cuda_event_of(const DeviceEvent& event) {
+  return static_cast<const CudaEvent&>(event).get();
+}
+
+int visible_gpu_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no driver" error; the answer is simply none
+    return 0;
+  }
+  return count;
+}
+
+CudaDevice::CudaDevice(int gpu_index, Precision precision) {
+  context_.device = gpu_index;
+  context_.precision = precision;
+  DLSCALE_CUDA_CHECK(cudaSetDevice(gpu_index));
+  DLSCALE_CUDA_CHECK(cudaStreamCreateWithFlags(&context_.stream, cudaStreamNonBlocking));
+  DLSCALE_CUBLAS_CHECK(cublasCreate(&context_.cublas));
+  DLSCALE_CUBLAS_CHECK(cublasSetStream(context_.cublas, context_.stream));
+  DLSCALE_CUDA_CHECK(cudaMalloc(&cublas_workspace_, cublas_workspace_bytes));
+  DLSCALE_CUBLAS_CHECK(
+      cublasSetWorkspace(context_.cublas, cublas_workspace_, cublas_workspace_bytes));
+  DLSCALE_CUDNN_CHECK(cudnnCreate(&context_.cudnn));
+  DLSCALE_CUDNN_CHECK(cudnnSetStream(context_.cudnn, context_.stream));
+  math_float_ = make_cuda_math_float(context_);
+  math_double_ = make_cuda_math_double(context_);
+}
+
+CudaDevice::~CudaDevice() {
+  math_float_.reset();
+  math_double_.reset();
+  if (context_.stream != nullptr) cudaStreamSynchronize(context_.stream);
+  if (context_.cudnn != nullptr) cudnnDestroy(context_.cudnn);
+  if (context_.cublas != nullptr) cublasDestroy(context_.cublas);
+  if (cublas_workspace_ != nullptr) cudaFree(cublas_workspace_);
+  if (context_.stream != nullptr) cudaStreamDestroy(context_.stream);
+}
+
+std::string CudaDevice::description() const {
+  cudaDeviceProp properties{};
+  DLSCALE_CUDA_CHECK(cudaGetDeviceProperties(&properties, context_.device));
+  return properties.name;
+}
+
+DeviceProperties CudaDevice::properties() const {
+  cudaDeviceProp gpu{};
+  DLSCALE_CUDA_CHECK(cudaGetDeviceProperties(&gpu, context_.device));
+  int driver = 0, runtime = 0, sm_clock_khz = 0, memory_clock_khz = 0, cublas = 0;
+  DLSCALE_CUDA_CHECK(cudaDriverGetVersion(&driver));
+  DLSCALE_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+  DLSCALE_CUDA_CHECK(cudaDeviceGetAttribute(&sm_clock_khz, cudaDevAttrClockRate, context_.device));
+  DLSCALE_CUDA_CHECK(
+      cudaDeviceGetAttribute(&memory_clock_khz, cudaDevAttrMemoryClockRate, context_.device));
+  DLSCALE_CUBLAS_CHECK(cublasGetVersion(context_.cublas, &cublas));
+  const auto cudnn = int(cudnnGetVersion());  // 91400 for 9.14.0
+  return {
+      {"gpu_name", gpu.name},
+      {"gpu_index", std::to_string(context_.device)},
+      {"gpu_memory_bytes", std::to_string(gpu.totalGlobalMem)},
+      {"gpu_multiprocessors", std::to_string(gpu.multiProcessorCount)},
+      {"compute_capability", fmt::format("{}.{}", gpu.major, gpu.minor)},
+      {"sm_clock_mhz", std::to_string(sm_clock_khz / 1000)},
+      {"memory_clock_mhz", std::to_string(memory_clock_khz / 1000)},
+      {"cuda_driver", version_text(driver, 1000, 10)},
+      {"cuda_runtime", version_text(runtime, 1000, 10)},
+      {"cublas", fmt::format("{}.{}.{}", cublas / 10000, cublas % 10000 / 100, cublas % 100)},
+      {"cudnn", fmt::format("{}.{}.{}", cudnn / 10000, cudnn % 10000 / 100, cudnn % 100)},
+      {"precision", context_.precision == Precision::tf32 ? "tf32" : "fp32"},
+  };
+}
+
+std::size_t CudaDevice::free_memory_bytes() const {
+  std::size_t free_bytes = 0, total_bytes = 0;
+  DLSCALE_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return free_bytes;
+}
+
+void* CudaDevice::allocate(std::size_t bytes) {
+  void* pointer = nullptr;
+  DLSCALE_CUDA_CHECK(cudaMalloc(&pointer, std::max<std::size_t>(bytes, 1)));
+  return pointer;
+}
+
+void CudaDevice::deallocate(void* pointer) noexcept { cudaFree(pointer); }
+
+// Copies to the device are ordered on the compute stream and complete before returning, so the
+// host buffer may be freed at once.
+void CudaDevice::copy_to_device(void* device_destination, const void* host_source,
+                                std::size_t bytes) {
+  DLSCALE_CUDA_CHECK(cudaMemcpyAsync(device_destination, host_source, bytes,
+                                     cudaMemcpyHostToDevice, context_.stream));
+  synchronize();
+}
+
+void CudaDevice::copy_to_host(void* host_destination, const void* device_source,
+                              std::size_t bytes) {
+  DLSCALE_CUDA_CHECK(cudaMemcpyAsync(host_destination, device_source, bytes,
+                                     cudaMemcpyDeviceToHost, context_.stream));
+  synchronize();
+}
+
+void CudaDevice::synchronize() { DLSCALE_CUDA_CHECK(cudaStreamSynchronize(context_.stream)); }
+
+std::unique_ptr<DeviceEvent> CudaDevice::make_event() { return std::make_unique<CudaEvent>(); }
+
+void CudaDevice::record(DeviceEvent& event) {
+  // Inside a capture a plain record only orders streams; the external flag makes it a timing
+  // node of the graph, recorded at every replay.
+  DLSCALE_CUDA_CHECK(cudaEventRecordWithFlags(cuda_event_of(event), context_.stream,
+                                              capturing_ ? cudaEventRecordExternal : 0));
+}
+
+double CudaDevice::elapsed_seconds(const DeviceEvent& from, const DeviceEvent& to) {
+  DLSCALE_CUDA_CHECK(cudaEventSynchronize(cuda_event_of(to)));
+  float milliseconds = 0;
+  DLSCALE_CUDA_CHECK(cudaEventElapsedTime(&milliseconds, cuda_event_of(from), cuda_event_of(to)));
+  return milliseconds * 1e-3;
+}
+
+void CudaDevice::wait(const DeviceEvent& event) {
+  DLSCALE_CUDA_CHECK(cudaEventSynchronize(cuda_event_of(event)));
+}
+
+std::unique_ptr<CapturedWork> CudaDevice::capture(const std::function<void()>& work) {
+  // Thread-local mode: the MPI and host threads of this process may keep using CUDA meanwhile.
+  DLSCALE_CUDA_CHECK(cudaStreamBeginCapture(context_.stream, cudaStreamCaptureModeThreadLocal));
+  capturing_ = true;
+  cudaGraph_t graph = nullptr;
+  try {
+    work();
+  } catch (...) {
+    capturing_ = false;
+    cudaStreamEndCapture(context_.stream, &graph);
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    throw;
+  }
+  capturing_ = false;
+  DLSCALE_CUDA_CHECK(cudaStreamEndCapture(context_.stream, &graph));
+  cudaGraphExec_t executable = nullptr;
+  const cudaError_t instantiated = cudaGraphInstantiate(&executable, graph, 0);
+  cudaGraphDestroy(graph);
+  DLSCALE_CUDA_CHECK(instantiated);
+  return std::make_unique<CudaGraph>(executable, context_.stream);
+}
+
+std::unique_ptr<ConvolutionKernel> CudaDevice::make_convolution(
+    const ConvolutionGeometry& geometry) {
+  return make_cudnn_convolution(context_, geometry);
+}
+
+std::unique_ptr<PoolingKernel> CudaDevice::make_pooling(const PoolingGeometry& geometry) {
+  return make_cudnn_pooling(context_, geometry);
+}
+
+std::unique_ptr<BatchNormKernel> CudaDevice::make_batch_norm(const BatchNormGeometry& geometry) {
+  return make_cudnn_batch_norm(context_, geometry);
+}
+
+std::unique_ptr<LstmKernel> CudaDevice::make_lstm(const LstmGeometry& geometry) {
+  return make_cudnn_lstm(context_, geometry);
+}
+
+MathOps<float>& CudaDevice::math_float() { return *math_float_; }
+MathOps<double>& CudaDevice::math_double() { return *math_double_; }
+
+}  // namespace dlscale::kernels

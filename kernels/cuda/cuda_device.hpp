@@ -1,0 +1,68 @@
+// The CUDA device: one GPU, one compute stream, cuBLAS and cuDNN handles on it, CUDA events for
+// timing and CUDA graphs for replaying a whole step. Memory is device memory, so gradients are
+// summed by NCCL on the GPU or staged through the host for MPI.
+#pragma once
+
+#include <memory>
+
+#include "kernels/cuda/cuda_context.hpp"
+#include "kernels/device.hpp"
+
+namespace dlscale::kernels {
+
+class CudaDevice final : public Device {
+ public:
+  // Takes GPU `gpu_index` (of those visible) for this process.
+  CudaDevice(int gpu_index, Precision precision);
+  ~CudaDevice() override;
+  CudaDevice(const CudaDevice&) = delete;
+  CudaDevice& operator=(const CudaDevice&) = delete;
+
+  std::string name() const override { return "cuda"; }
+  std::string description() const override;
+  DeviceProperties properties() const override;
+  int compute_threads() const override { return 1; }
+  std::size_t free_memory_bytes() const override;
+  bool memory_is_host() const override { return false; }
+
+  void* allocate(std::size_t bytes) override;
+  void deallocate(void* pointer) noexcept override;
+  void copy_to_device(void* device_destination, const void* host_source,
+                      std::size_t bytes) override;
+  void copy_to_host(void* host_destination, const void* device_source,
+                    std::size_t bytes) override;
+  void synchronize() override;
+
+  std::unique_ptr<DeviceEvent> make_event() override;
+  void record(DeviceEvent& event) override;
+  double elapsed_seconds(const DeviceEvent& from, const DeviceEvent& to) override;
+  void wait(const DeviceEvent& event) override;
+  std::unique_ptr<CapturedWork> capture(const std::function<void()>& work) override;
+
+  std::unique_ptr<ConvolutionKernel> make_convolution(
+      const ConvolutionGeometry& geometry) override;
+  std::unique_ptr<PoolingKernel> make_pooling(const PoolingGeometry& geometry) override;
+  std::unique_ptr<BatchNormKernel> make_batch_norm(const BatchNormGeometry& geometry) override;
+  std::unique_ptr<LstmKernel> make_lstm(const LstmGeometry& geometry) override;
+
+  MathOps<float>& math_float() override;
+  MathOps<double>& math_double() override;
+
+  // For the NCCL communicator: the GPU, and the stream whose work gradients come from.
+  const CudaContext& context() const { return context_; }
+
+ private:
+  CudaContext context_;
+  void* cublas_workspace_ = nullptr;
+  bool capturing_ = false;
+  std::unique_ptr<MathOps<float>> math_float_;
+  std::unique_ptr<MathOps<double>> math_double_;
+};
+
+// The CUDA event behind a DeviceEvent made by a CudaDevice.
+cudaEvent_t cuda_event_of(const DeviceEvent& event);
+
+// GPUs this process can see (0 when there is no driver or no GPU).
+int visible_gpu_count();
+
+}  // namespace dlscale::kernels

@@ -1,0 +1,554 @@
+// The CUDA device's MathOps: cuBLAS GEMMs (row-major, by swapping the operands of column-major
+// calls) and hand-written kernels for the rest, all queued on the context's stream. Every reduction
+// adds in a fixed order and no kernel uses float atomics, so repeated runs are bit-identical.
+#include "kernels/cuda/cuda_math.hpp"
+
+#include <cub/device/device_radix_sort.cuh>
+#include <cuda/std/limits>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <type_traits>
+
+#include "kernels/cuda/cuda_check.hpp"
+
+namespace dlscale::kernels {
+
+namespace {
+
+constexpr int elementwise_threads = 256;
+constexpr int max_threads_per_multiprocessor = 2048;  // sm_70 to sm_90
+constexpr int warp_size = 32;
+constexpr std::size_t scratch_alignment = 256;
+
+std::size_t round_up(std::size_t value, std::size_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Device helpers
+
+__device__ std::size_t thread_index() {
+  return std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ std::size_t grid_stride() { return std::size_t(gridDim.x) * blockDim.x; }
+
+// A grid-stride walk over a matrix with `cols` columns that keeps i = row * cols + col without a
+// 64-bit division at every step.
+struct MatrixWalk {
+  std::size_t i, row, col;
+  std::size_t cols, stride, row_step, col_step;
+
+  __device__ explicit MatrixWalk(std::size_t columns)
+      : i(thread_index()), row(i / columns), col(i % columns), cols(columns),
+        stride(grid_stride()), row_step(stride / columns), col_step(stride % columns) {}
+  __device__ void next() {
+    i += stride;
+    row += row_step;
+    col += col_step;
+    if (col >= cols) {
+      col -= cols;
+      ++row;
+    }
+  }
+};
+
+// a * b rounded on its own, never fused with a following add (the CPU rounds it the same way).
+__device__ float rounded_product(float a, float b) { return __fmul_rn(a, b); }
+__device__ double rounded_product(double a, double b) { return __dmul_rn(a, b); }
+
+__device__ float exponential(float x) { return expf(x); }
+__device__ double exponential(double x) { return exp(x); }
+
+struct Sum {
+  template <typename U>
+  __device__ U operator()(U a, U b) const { return a + b; }
+};
+struct Maximum {
+  template <typename U>
+  __device__ U operator()(U a, U b) const { return a < b ? b : a; }
+};
+
+// Reduces one value per thread over the block in a fixed order (a butterfly inside each warp, then
+// warp 0 over the warps' results) and gives every thread the result. blockDim.x: a multiple of 32.
+template <typename U, typename Op>
+__device__ U block_reduce(U value, Op op, U identity) {
+  __shared__ U slots[warp_size + 1];  // one per warp, and the result
+  const unsigned lane = threadIdx.x % warp_size;
+  const unsigned warp = threadIdx.x / warp_size;
+  for (int offset = warp_size / 2; offset > 0; offset /= 2)
+    value = op(value, __shfl_xor_sync(0xffffffffu, value, offset));
+  if (lane == 0) slots[warp] = value;
+  __syncthreads();
+  if (warp == 0) {
+    value = lane < blockDim.x / warp_size ? slots[lane] : identity;
+    for (int offset = warp_size / 2; offset > 0; offset /= 2)
+      value = op(value, __shfl_xor_sync(0xffffffffu, value, offset));
+    if (lane == 0) slots[warp_size] = value;
+  }
+  __syncthreads();
+  return slots[warp_size];
+}
+
+// 16 bytes of T, moved by one vector load or store.
+template <typename T>
+struct alignas(16) Packed {
+  static constexpr int size = 16 / sizeof(T);
+  T values[size];
+};
+
+// ---------------------------------------------------------------------------------------------
+// Kernels
+
+// y[r][c] += bias[c]
+template <typename T>
+__global__ void add_row_bias_kernel(std::size_t count, std::size_t cols, const T* bias, T* y) {
+  for (MatrixWalk at(cols); at.i < count; at.next()) y[at.i] += bias[at.col];
+}
+
+constexpr int column_tile = warp_size;  // columns per block: a warp reads 32 adjacent values
+constexpr int row_lanes = 32;           // rows a block reads at once
+
+// sums[c] = sum over r of dy[r][c]: lane y adds rows y, y + 32, ... in order, then the 32 lane
+// sums are added in lane order. One block per tile of 32 columns.
+template <typename T>
+__global__ void column_sums_kernel(std::size_t rows, std::size_t cols, const T* dy, T* sums) {
+  __shared__ T lane_sums[row_lanes][column_tile];
+  for (std::size_t tile = std::size_t(blockIdx.x) * column_tile; tile < cols;
+       tile += std::size_t(gridDim.x) * column_tile) {
+    const std::size_t c = tile + threadIdx.x;
+    T sum = T(0);
+    if (c < cols) {
+#pragma unroll 4
+      for (std::size_t r = threadIdx.y; r < rows; r += row_lanes) sum += dy[r * cols + c];
+    }
+    lane_sums[threadIdx.y][threadIdx.x] = sum;
+    __syncthreads();
+    if (threadIdx.y == 0 && c < cols) {
+      T total = lane_sums[0][threadIdx.x];
+      for (int lane = 1; lane < row_lanes; ++lane) total += lane_sums[lane][threadIdx.x];
+      sums[c] = total;
+    }
+    __syncthreads();
+  }
+}
+
+// y = min(max(x, 0), ceiling), with std::max / std::min's comparisons (NaN passes through).
+template <typename T>
+__global__ void relu_forward_kernel(std::size_t count, T ceiling, const T* x, T* y) {
+  for (std::size_t i = thread_index(); i < count; i += grid_stride()) {
+    const T positive = x[i] < T(0) ? T(0) : x[i];
+    y[i] = ceiling < positive ? ceiling : positive;
+  }
+}
+
+// dx = dy where 0 < y < ceiling, else 0
+template <typename T>
+__global__ void relu_backward_kernel(std::size_t count, T ceiling, const T* y, const T* dy, T* dx) {
+  for (std::size_t i = thread_index(); i < count; i += grid_stride())
+    dx[i] = y[i] > T(0) && y[i] < ceiling ? dy[i] : T(0);
+}
+
+// y = a + b
+template <typename T>
+__global__ void add_kernel(std::size_t count, const T* a, const T* b, T* y) {
+  for (std::size_t i = thread_index(); i < count; i += grid_stride()) y[i] = a[i] + b[i];
+}
+
+// y = 1 / (1 + exp(-x))
+template <typename T>
+__global__ void sigmoid_forward_kernel(std::size_t count, const T* x, T* y) {
+  for (std::size_t i = thread_index(); i < count; i += grid_stride())
+    y[i] = T(1) / (T(1) + exponential(-x[i]));
+}
+
+// dx = dy * y * (1 - y)
+template <typename T>
+__global__ void sigmoid_backward_kernel(std::size_t count, const T* y, const T* dy, T* dx) {
+  for (std::size_t i = thread_index(); i < count; i += grid_stride())
+    dx[i] = dy[i] * y[i] * (T(1) - y[i]);
+}
+
+// y[r][c] = table[ids[r]][c]; NaN for a negative (or NaN) id, rather than a stray read
+template <typename T>
+__global__ void embedding_forward_kernel(std::size_t count, std::size_t width, const T* ids,
+                                         const T* table, T* y) {
+  for (MatrixWalk at(width); at.i < count; at.next()) {
+    const T id = ids[at.row];
+    y[at.i] = id >= T(0) ? table[std::size_t(id) * width + at.col]
+                         : cuda::std::numeric_limits<T>::quiet_NaN();
+  }
+}
+
+// keys[r] = ids[r] as an integer (vocabulary for an id outside [0, vocabulary)); rows[r] = r
+template <typename T>
+__global__ void embedding_sort_input_kernel(std::size_t rows, int vocabulary, const T* ids,
+                                            unsigned* keys, int* row_numbers) {
+  for (std::size_t r = thread_index(); r < rows; r += grid_stride()) {
+    const T id = ids[r];
+    keys[r] = id >= T(0) && id < T(vocabulary) ? unsigned(id) : unsigned(vocabulary);
+    row_numbers[r] = int(r);
+  }
+}
+
+// table_gradient[id][c] = sum of dy[r][c] over the rows r of token id, in increasing r (as the
+// CPU adds them). The rows come sorted stably by id; the block at the start of each run of equal
+// ids sums that run, blockIdx.y picking a tile of columns.
+template <typename T>
+__global__ void embedding_gradient_kernel(std::size_t rows, std::size_t width, unsigned vocabulary,
+                                          const unsigned* sorted_ids, const int* sorted_rows,
+                                          const T* dy, T* table_gradient) {
+  for (std::size_t start = blockIdx.x; start < rows; start += gridDim.x) {
+    const unsigned id = sorted_ids[start];
+    if (id >= vocabulary || (start > 0 && sorted_ids[start - 1] == id)) continue;
+    // The run's end: the first sorted position past start with a larger id (binary search).
+    std::size_t low = start + 1, high = rows;
+    while (low < high) {
+      const std::size_t middle = low + (high - low) / 2;
+      if (sorted_ids[middle] == id) low = middle + 1;
+      else high = middle;
+    }
+    const std::size_t end = low;
+    T* gradient = table_gradient + std::size_t(id) * width;
+    for (std::size_t c = std::size_t(blockIdx.y) * blockDim.x + threadIdx.x; c < width;
+         c += std::size_t(gridDim.y) * blockDim.x) {
+      T sum = T(0);
+#pragma unroll 8
+      for (std::size_t j = start; j < end; ++j) sum += dy[std::size_t(sorted_rows[j]) * width + c];
+      gradient[c] = sum;
+    }
+  }
+}
+
+// One block per row r: g = softmax(z) / rows, g[label] -= 1 / rows, and
+// row_losses[r] = log(sum exp(z - max z)) - (z[label] - max z). Exponentials summed in double.
+template <typename T>
+__global__ void softmax_cross_entropy_kernel(std::size_t rows, std::size_t classes,
+                                             const T* logits, const std::int32_t* labels,
+                                             T* dlogits, double* row_losses) {
+  const T inverse_rows = T(1) / T(rows);
+  for (std::size_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* z = logits + r * classes;
+    T* g = dlogits + r * classes;
+    T max_logit = -cuda::std::numeric_limits<T>::infinity();
+    for (std::size_t c = threadIdx.x; c < classes; c += blockDim.x)
+      max_logit = Maximum{}(max_logit, z[c]);
+    max_logit = block_reduce(max_logit, Maximum{}, -cuda::std::numeric_limits<T>::infinity());
+    double exp_sum = 0;
+    for (std::size_t c = threadIdx.x; c < classes; c += blockDim.x)
+      exp_sum += double(exponential(z[c] - max_logit));
+    exp_sum = block_reduce(exp_sum, Sum{}, 0.0);
+    const T scale = rounded_product(T(1.0 / exp_sum), inverse_rows);
+    const std::int32_t label = labels[r];
+    for (std::size_t c = threadIdx.x; c < classes; c += blockDim.x) {
+      T value = rounded_product(exponential(z[c] - max_logit), scale);
+      if (c == std::size_t(label)) value -= inverse_rows;
+      g[c] = value;
+    }
+    if (threadIdx.x == 0) {
+      const bool known = label >= 0 && std::size_t(label) < classes;
+      row_losses[r] = known ? log(exp_sum) - double(z[label] - max_logit)
+                            : cuda::std::numeric_limits<double>::quiet_NaN();
+    }
+  }
+}
+
+// loss[0] = (sum of row_losses) / rows, by one block in a fixed order
+template <typename T>
+__global__ void mean_loss_kernel(std::size_t rows, const double* row_losses, T* loss) {
+  double sum = 0;
+  for (std::size_t r = threadIdx.x; r < rows; r += blockDim.x) sum += row_losses[r];
+  sum = block_reduce(sum, Sum{}, 0.0);
+  if (threadIdx.x == 0) loss[0] = T(sum / double(rows));
+}
+
+// v = momentum * v + scale * g; p -= learning_rate * v
+template <typename T>
+__device__ void sgd_momentum_step(T learning_rate, T momentum, T gradient_scale, T gradient,
+                                  T& velocity, T& parameter) {
+  velocity = momentum * velocity + gradient_scale * gradient;
+  parameter -= learning_rate * velocity;
+}
+
+// The SGD step on one element at a time (any alignment).
+template <typename T>
+__global__ void sgd_momentum_kernel(std::size_t count, T learning_rate, T momentum,
+                                    T gradient_scale, const T* gradient, T* velocity,
+                                    T* parameters) {
+  for (std::size_t i = thread_index(); i < count; i += grid_stride())
+    sgd_momentum_step(learning_rate, momentum, gradient_scale, gradient[i], velocity[i],
+                      parameters[i]);
+}
+
+// The SGD step on 16-byte packs: all three arrays 16-byte aligned, `packs` packs long.
+template <typename T>
+__global__ void sgd_momentum_packed_kernel(std::size_t packs, T learning_rate, T momentum,
+                                           T gradient_scale, const Packed<T>* gradient,
+                                           Packed<T>* velocity, Packed<T>* parameters) {
+  for (std::size_t i = thread_index(); i < packs; i += grid_stride()) {
+    const Packed<T> g = gradient[i];
+    Packed<T> v = velocity[i];
+    Packed<T> p = parameters[i];
+#pragma unroll
+    for (int j = 0; j < Packed<T>::size; ++j)
+      sgd_momentum_step(learning_rate, momentum, gradient_scale, g.values[j], v.values[j],
+                        p.values[j]);
+    velocity[i] = v;
+    parameters[i] = p;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host side
+
+cublasOperation_t to_cublas(Transpose transpose) {
+  return transpose == Transpose::yes ? CUBLAS_OP_T : CUBLAS_OP_N;
+}
+
+bool aligned_16(const void* pointer) {
+  return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0;
+}
+
+// Bits that hold every integer from 0 to value.
+int bits_for(unsigned value) {
+  int bits = 1;
+  while (bits < 32 && (std::uint64_t(1) << bits) <= value) ++bits;
+  return bits;
+}
+
+template <typename T>
+class CudaMath final : public MathOps<T> {
+ public:
+  // Keeps a reference: the CudaDevice owns the context and outlives its math.
+  explicit CudaMath(const CudaContext& context) : context_(context) {}
+  ~CudaMath() override {
+    if (scratch_ != nullptr) (void)cudaFree(scratch_);  // nothing to report from a destructor
+  }
+  CudaMath(const CudaMath&) = delete;
+  CudaMath& operator=(const CudaMath&) = delete;
+
+  void gemm(Transpose transpose_a, Transpose transpose_b, int m, int n, int k, T alpha,
+            const T* a, int lda, const T* b, int ldb, T beta, T* c, int ldc) override {
+    // Row-major C = op(A) op(B) is, read column-major, C^T = op(B)^T op(A)^T: the same memory,
+    // with the operands (and m, n) swapped. alpha and beta are host values.
+    if constexpr (std::is_same_v<T, float>) {
+      const cublasComputeType_t compute = context_.precision == Precision::tf32
+                                              ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                              : CUBLAS_COMPUTE_32F;
+      DLSCALE_CUBLAS_CHECK(cublasGemmEx(context_.cublas, to_cublas(transpose_b),
+                                        to_cublas(transpose_a), n, m, k, &alpha, b, CUDA_R_32F,
+                                        ldb, a, CUDA_R_32F, lda, &beta, c, CUDA_R_32F, ldc,
+                                        compute, CUBLAS_GEMM_DEFAULT));
+    } else {
+      DLSCALE_CUBLAS_CHECK(cublasDgemm(context_.cublas, to_cublas(transpose_b),
+                                       to_cublas(transpose_a), n, m, k, &alpha, b, ldb, a, lda,
+                                       &beta, c, ldc));
+    }
+  }
+
+  void add_row_bias(int rows, int cols, const T* bias, T* y) override {
+    const std::size_t count = std::size_t(rows) * std::size_t(cols);
+    if (rows <= 0 || cols <= 0) return;
+    add_row_bias_kernel<<<grid_for(count), elementwise_threads, 0, context_.stream>>>(
+        count, std::size_t(cols), bias, y);
+    DLSCALE_CUDA_CHECK(cudaGetLastError());
+  }
+
+  void column_sums(int rows, int cols, const T* dy, T* sums) override {
+    if (cols <= 0) return;
+    const std::size_t tiles = (std::size_t(cols) + column_tile - 1) / column_tile;
+    const int resident = max_threads_per_multiprocessor / (column_tile * row_lanes);
+    const auto blocks =
+        unsigned(std::min<std::size_t>(tiles, std::size_t(multiprocessors()) * resident * 4));
+    column_sums_kernel<<<blocks, dim3(column_tile, row_lanes), 0, context_.stream>>>(
+        std::size_t(std::max(rows, 0)), std::size_t(cols), dy, sums);
+    DLSCALE_CUDA_CHECK(cudaGetLastError());
+  }
+
+  void relu_forward(std::size_t count, T ceiling, const T* x, T* y) override {
+    if (count == 0) return;
+    relu_forward_kernel<<<grid_for(count), elementwise_threads, 0, context_.stream>>>(
+        count, ceiling, x, y);
+    DLSCALE_CUDA_CHECK(cudaGetLastError());
+  }
+
+  void relu_backward(std::size_t count, T ceiling, const T* y, const T* dy, T* dx) override {
+    if (count == 0) return;
+    relu_backward_kernel<<<grid_for(count), elementwise_threads, 0, context_.stream>>>(
+        count, ceiling, y, dy, dx);
+    DLSCALE_CUDA_CHECK(cudaGetLastError());
+  }
+
+  void add(std::size_t count, const T* a, const T* b, T* y) override {
+    if (count == 0) return;
+    add_kernel<<<grid_for(count), elementwise_threads, 0, context_.stream>>>(count, a, b, y);
+    DLSCALE_CUDA_CHECK(cudaGetLastError());
+  }
+
+  void sigmoid_forward(std::size_t count, const T* x, T* y) override {
+    if (count == 0) return;
+    sigmoid_forward_kernel<<<grid_for(count), elementwise_threads, 0, context_.stream>>>(count,
+                                                                                          x, y);
+    DLSCALE_CUDA_CHECK(cudaGetLastError());
+  }
+
+  void sigmoid_backward(std::size_t count, const T* y, const T* dy, T* dx) override {
+    if (count == 0) return;
+    sigmoid_backward_kernel<<<grid_for(count), elementwise_threads, 0, context_.stream>>>(
+        count, y, dy, dx);
+    DLSCALE_CUDA_CHECK(cudaGetLastError());
+  }
+
+  void embedding_forward(int rows, int width, const T* ids, const T* table, T* y) override {
+    if (rows <= 0 || width <= 0) return;
+    const std::size_t count = std::size_t(rows) * std::size_t(width);
+    // The interface gives no vocabulary here, so only negative ids can be caught.
+    embedding_forward_kernel<<<grid_for(count), elementwise_threads, 0, context_.stream>>>(
+        count, std::size_t(width), ids, table, y);
+    DLSCALE_CUDA_CHECK(cudaGetLastError());
+  }
+
+  // Deterministic: the rows are sorted stably by id (CUB radix sort), then each run of equal ids
+  // is summed by one block in row order, so the result is the CPU's, bit for bit.
+  void embedding_backward(int rows, int width, int vocabulary, const T* ids, const T* dy,
+                          T* table_gradient) override {
+    if (width <= 0 || vocabulary <= 0) return;
+    DLSCALE_CUDA_CHECK(cudaMemsetAsync(table_gradient, 0,
+                                       std::size_t(vocabulary) * std::size_t(width) * sizeof(T),
+                                       context_.stream));
+    if (rows <= 0) return;
+    // Keys run from 0 to vocabulary (which marks an invalid id): sort only the bits they use.
+    const int key_bits = bits_for(unsigned(vocabulary));
+    std::size_t sort_bytes = 0;
+    DLSCALE_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+        nullptr, sort_bytes, static_cast<const unsigned*>(nullptr), static_cast<unsigned*>(nullptr),
+        static_cast<const int*>(nullptr), static_cast<int*>(nullptr), rows, 0, key_bits,
+        context_.stream));
+    const std::size_t array_bytes =
+        round_up(std::size_t(rows) * sizeof(unsigned), scratch_alignment);
+    std::byte* base = scratch(4 * array_bytes + sort_bytes);
+    auto* keys = reinterpret_cast<unsigned*>(base);
+    auto* sorted_keys = reinterpret_cast<unsigned*>(base + array_bytes);
+    auto* row_numbers = reinterpret_cast<int*>(base + 2 * array_bytes);
+    auto* sorted_rows = reinterpret_cast<int*>(base + 3 * array_bytes);
+    void* sort_storage = base + 4 * array_bytes;
+
+    embedding_sort_input_kernel<<<grid_for(std::size_t(rows)), elementwise_threads, 0,
+                                  context_.stream>>>(std::size_t(rows), vocabulary, ids, keys,
+                                                     row_numbers);
+    DLSCALE_CUDA_CHECK(cudaGetLastError());
+    DLSCALE_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sort_storage, sort_bytes, keys,
+                                                       sorted_keys, row_numbers, sorted_rows,
+                                                       rows, 0, key_bits, context_.stream));
+    constexpr int column_threads = 128;
+    const int threads = std::min(column_threads, int(round_up(std::size_t(width), warp_size)));
+    const auto column_blocks =
+        unsigned(std::min<std::size_t>((std::size_t(width) + threads - 1) / threads, 65535));
+    const auto run_blocks = unsigned(std::min<std::size_t>(
+        std::size_t(rows), std::size_t(multiprocessors()) * (max_threads_per_multiprocessor /
+                                                             threads) * 4));
+    embedding_gradient_kernel<<<dim3(run_blocks, column_blocks), threads, 0, context_.stream>>>(
+        std::size_t(rows), std::size_t(width), unsigned(vocabulary), sorted_keys, sorted_rows,
+        dy, table_gradient);
+    DLSCALE_CUDA_CHECK(cudaGetLastError());
+  }
+
+  void softmax_cross_entropy(int rows, int classes, const T* logits, const std::int32_t* labels,
+                             T* dlogits, T* loss) override {
+    // rows == 0 still writes loss[0]: 0 / 0, NaN, as on the CPU.
+    const std::size_t row_count = std::size_t(std::max(rows, 0));
+    auto* row_losses = reinterpret_cast<double*>(scratch(std::max<std::size_t>(row_count, 1) *
+                                                         sizeof(double)));
+    if (row_count > 0 && classes > 0) {
+      int threads = warp_size;
+      while (threads < classes && threads < 256) threads *= 2;
+      const auto blocks = unsigned(std::min<std::size_t>(
+          row_count,
+          std::size_t(multiprocessors()) * (max_threads_per_multiprocessor / threads)));
+      softmax_cross_entropy_kernel<<<blocks, threads, 0, context_.stream>>>(
+          row_count, std::size_t(classes), logits, labels, dlogits, row_losses);
+      DLSCALE_CUDA_CHECK(cudaGetLastError());
+    }
+    mean_loss_kernel<<<1, 1024, 0, context_.stream>>>(row_count, row_losses, loss);
+    DLSCALE_CUDA_CHECK(cudaGetLastError());
+  }
+
+  void sgd_momentum_update(std::size_t count, T learning_rate, T momentum, T gradient_scale,
+                           const T* gradient, T* velocity, T* parameters) override {
+    if (count == 0) return;
+    std::size_t done = 0;
+    if (aligned_16(gradient) && aligned_16(velocity) && aligned_16(parameters)) {
+      const std::size_t packs = count / Packed<T>::size;
+      if (packs > 0) {
+        sgd_momentum_packed_kernel<<<grid_for(packs), elementwise_threads, 0, context_.stream>>>(
+            packs, learning_rate, momentum, gradient_scale,
+            reinterpret_cast<const Packed<T>*>(gradient), reinterpret_cast<Packed<T>*>(velocity),
+            reinterpret_cast<Packed<T>*>(parameters));
+        DLSCALE_CUDA_CHECK(cudaGetLastError());
+      }
+      done = packs * Packed<T>::size;
+    }
+    if (done < count) {
+      sgd_momentum_kernel<<<grid_for(count - done), elementwise_threads, 0, context_.stream>>>(
+          count - done, learning_rate, momentum, gradient_scale, gradient + done,
+          velocity + done, parameters + done);
+      DLSCALE_CUDA_CHECK(cudaGetLastError());
+    }
+  }
+
+ private:
+  int multiprocessors() {
+    if (multiprocessors_ == 0)
+      DLSCALE_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors_,
+                                                cudaDevAttrMultiProcessorCount, context_.device));
+    return multiprocessors_;
+  }
+
+  // Blocks for a grid-stride loop over `count` items: one full wave at most.
+  unsigned grid_for(std::size_t count) {
+    const std::size_t wave = std::size_t(multiprocessors()) *
+                             (max_threads_per_multiprocessor / elementwise_threads);
+    return unsigned(std::min((count + elementwise_threads - 1) / elementwise_threads, wave));
+  }
+
+  // Device memory for the softmax's row losses and the embedding's sort, grown on demand. The
+  // first (eager) step reaches the largest size, so nothing is allocated inside a graph capture.
+  std::byte* scratch(std::size_t bytes) {
+    if (bytes <= scratch_bytes_) return scratch_;
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    DLSCALE_CUDA_CHECK(cudaStreamIsCapturing(context_.stream, &capture));
+    if (capture != cudaStreamCaptureStatusNone)
+      throw std::logic_error("CUDA math: scratch memory must grow during a graph capture; run "
+                             "the step once before capturing it");
+    if (scratch_ != nullptr) {
+      // cudaFree waits for the device, so no queued kernel still reads the old buffer.
+      DLSCALE_CUDA_CHECK(cudaFree(scratch_));
+      scratch_ = nullptr;
+      scratch_bytes_ = 0;
+    }
+    const std::size_t size = round_up(bytes, scratch_alignment);
+    DLSCALE_CUDA_CHECK(cudaMalloc(&scratch_, size));
+    scratch_bytes_ = size;
+    return scratch_;
+  }
+
+  const CudaContext& context_;
+  int multiprocessors_ = 0;
+  std::byte* scratch_ = nullptr;
+  std::size_t scratch_bytes_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<MathOps<float>> make_cuda_math_float(const CudaContext& context) {
+  return std::make_unique<CudaMath<float>>(context);
+}
+
+std::unique_ptr<MathOps<double>> make_cuda_math_double(const CudaContext& context) {
+  return std::make_unique<CudaMath<double>>(context);
+}
+
+}  // namespace dlscale::kernels

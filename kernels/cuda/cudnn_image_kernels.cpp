@@ -1,0 +1,539 @@
+// cuDNN convolution, pooling and batch normalization, on cuDNN's descriptor API in float NCHW
+// (this device's native layout, so both ImageLayouts are the same here). Everything a batch size
+// needs (descriptors, algorithms, workspaces) is made on its first call, which runs eagerly; every
+// later call only queues work on the context's stream, so a step can be captured as a CUDA graph.
+#include "kernels/cuda/cudnn_image_kernels.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/cuda/cuda_check.hpp"
+
+// cuDNN 9 marks this whole descriptor API deprecated in favour of its graph API, yet ships and
+// supports it throughout 9.x (the GPU machines run 9.14). The attribute only fires in builds that
+// define CUDNN_WARN_DEPRECATED; it is silenced here, for this file only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+namespace dlscale::kernels {
+
+namespace {
+
+const float one = 1.0f, zero = 0.0f;  // cuDNN's alpha and beta: host scalars
+
+// An owning cuDNN descriptor, created with the object and destroyed with it.
+template <typename Handle, cudnnStatus_t (*create)(Handle*), cudnnStatus_t (*destroy)(Handle)>
+class Descriptor {
+ public:
+  Descriptor() { DLSCALE_CUDNN_CHECK(create(&handle_)); }
+  ~Descriptor() { destroy(handle_); }
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+  operator Handle() const { return handle_; }
+
+ private:
+  Handle handle_ = nullptr;
+};
+
+using TensorDescriptor =
+    Descriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
+using FilterDescriptor =
+    Descriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
+using ConvolutionDescriptor = Descriptor<cudnnConvolutionDescriptor_t,
+                                         cudnnCreateConvolutionDescriptor,
+                                         cudnnDestroyConvolutionDescriptor>;
+using PoolingDescriptor = Descriptor<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor,
+                                     cudnnDestroyPoolingDescriptor>;
+using ActivationDescriptor = Descriptor<cudnnActivationDescriptor_t,
+                                        cudnnCreateActivationDescriptor,
+                                        cudnnDestroyActivationDescriptor>;
+
+// Device memory a kernel owns: allocated on a first call, never while a step runs.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+    if (bytes > 0) DLSCALE_CUDA_CHECK(cudaMalloc(&data_, bytes));
+  }
+  ~DeviceBuffer() {
+    if (data_ != nullptr) cudaFree(data_);
+  }
+  DeviceBuffer(DeviceBuffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(bytes_, other.bytes_);
+    return *this;
+  }
+
+  void* data() const { return data_; }
+  std::size_t size() const { return bytes_; }
+  float* floats() const { return static_cast<float*>(data_); }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// Searching for algorithms, sizing and allocating belong to the first call for a batch size,
+// which the training loop makes before it captures a step; inside a capture they would fail, or
+// bake a search's scratch pointers into the graph. Says so plainly instead.
+void require_not_capturing(cudaStream_t stream, const char* what) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  DLSCALE_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
+  if (status != cudaStreamCaptureStatusNone)
+    throw std::logic_error(std::string(what) +
+                           ": the first call for a batch size must run before graph capture");
+}
+
+void describe_nchw(cudnnTensorDescriptor_t descriptor, int batch, const ImageShape& shape) {
+  DLSCALE_CUDNN_CHECK(cudnnSetTensor4dDescriptor(descriptor, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                                                 batch, shape.channels, shape.height,
+                                                 shape.width));
+}
+
+void describe_channels(cudnnTensorDescriptor_t descriptor, int channels) {
+  DLSCALE_CUDNN_CHECK(cudnnSetTensor4dDescriptor(descriptor, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                                                 1, channels, 1, 1));
+}
+
+// A kernel's plan for a batch size, made by `prepare` on the first call for that size. A plan
+// that fails to prepare is not kept. (A map, so plans never move once made.)
+template <typename Plan, typename Prepare>
+Plan& plan_of(std::map<int, Plan>& plans, int batch, cudaStream_t stream, const char* what,
+              Prepare&& prepare) {
+  if (const auto found = plans.find(batch); found != plans.end()) return found->second;
+  require_not_capturing(stream, what);
+  const auto entry = plans.try_emplace(batch).first;
+  try {
+    prepare(entry->second);
+  } catch (...) {
+    plans.erase(entry);
+    throw;
+  }
+  return entry->second;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Convolution
+
+// The most workspace one convolution algorithm may ask for. cuDNN's search only times algorithms
+// that fit in what it is given, and the winner's workspace stays allocated as long as the layer.
+constexpr std::size_t workspace_limit = std::size_t(128) << 20;
+
+// The search's own scratch: the limit, or a quarter of what is free if that is less.
+DeviceBuffer search_workspace() {
+  std::size_t free_bytes = 0, total_bytes = 0;
+  DLSCALE_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return DeviceBuffer(std::min(workspace_limit, free_bytes / 4));
+}
+
+// The fastest of cuDNN's timed results that is acceptable here:
+//  - deterministic: atomics-based algorithms sum in a different order on every run, and dlscale
+//    needs backward twice to give bit-identical gradients (reruns reproduce, ranks agree);
+//  - of the requested math: with fp32 (CUDNN_FMA_MATH) no result that used tensor cores; tf32
+//    allows either;
+//  - within the workspace limit.
+template <typename Perf>
+const Perf& fastest_acceptable(const std::vector<Perf>& results, int returned,
+                               cudnnMathType_t math, std::size_t workspace_bytes,
+                               const char* pass) {
+  const Perf* best = nullptr;
+  for (int i = 0; i < returned; ++i) {
+    const Perf& result = results[i];
+    if (result.status != CUDNN_STATUS_SUCCESS || result.determinism != CUDNN_DETERMINISTIC ||
+        (math == CUDNN_FMA_MATH && result.mathType != CUDNN_FMA_MATH) ||
+        result.memory > workspace_bytes)
+      continue;
+    if (best == nullptr || result.time < best->time) best = &result;
+  }
+  if (best == nullptr)
+    throw std::runtime_error(std::string("cuDNN offers no deterministic ") + pass +
+                             " convolution algorithm of the requested precision for this layer");
+  return *best;
+}
+
+class CudnnConvolution final : public ConvolutionKernel {
+ public:
+  CudnnConvolution(const CudaContext& context, const ConvolutionGeometry& geometry)
+      : context_(context), geometry_(geometry) {
+    const auto& g = geometry_;
+    if (g.groups < 1 || g.input.channels % g.groups != 0 || g.output_channels % g.groups != 0)
+      throw std::invalid_argument("convolution: channels must divide into the groups");
+    // OIHW; with groups cuDNN takes K x C/groups x R x S, which is OIHW's G x O/G x I/G x H x W.
+    DLSCALE_CUDNN_CHECK(cudnnSetFilter4dDescriptor(weights_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+                                                   g.output_channels, g.input.channels / g.groups,
+                                                   g.kernel, g.kernel));
+    if (g.bias) describe_channels(bias_, g.output_channels);
+  }
+
+  void forward(int batch, const float* x, const float* weights, const float* bias,
+               float* y) override {
+    Plan& p = plan_for(batch);
+    if (!p.forward_chosen) choose_forward(p, x, weights, y);
+    DLSCALE_CUDNN_CHECK(cudnnConvolutionForward(
+        context_.cudnn, &one, p.input, x, weights_, weights, p.forward_convolution,
+        p.forward_algorithm, p.workspace.data(), p.workspace.size(), &zero, p.output, y));
+    // The bias broadcasts over batch, height and width: y += bias.
+    if (geometry_.bias)
+      DLSCALE_CUDNN_CHECK(cudnnAddTensor(context_.cudnn, &one, bias_, bias, &one, p.output, y));
+  }
+
+  void backward(int batch, const float* x, const float* weights, const float* output_gradient,
+                float* input_gradient, float* weight_gradient, float* bias_gradient) override {
+    Plan& p = plan_for(batch);
+    if (!p.filter_chosen) choose_filter(p, x, output_gradient, weight_gradient);
+    // beta = 0 everywhere: gradients are overwritten, never accumulated.
+    DLSCALE_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+        context_.cudnn, &one, p.input, x, p.output, output_gradient, p.filter_convolution,
+        p.filter_algorithm, p.workspace.data(), p.workspace.size(), &zero, weights_,
+        weight_gradient));
+    if (geometry_.bias)
+      DLSCALE_CUDNN_CHECK(cudnnConvolutionBackwardBias(context_.cudnn, &one, p.output,
+                                                       output_gradient, &zero, bias_,
+                                                       bias_gradient));
+    if (input_gradient == nullptr) return;  // the first layer: nothing below wants it
+    if (!p.data_chosen) choose_data(p, weights, output_gradient, input_gradient);
+    DLSCALE_CUDNN_CHECK(cudnnConvolutionBackwardData(
+        context_.cudnn, &one, weights_, weights, p.output, output_gradient, p.data_convolution,
+        p.data_algorithm, p.workspace.data(), p.workspace.size(), &zero, p.input,
+        input_gradient));
+  }
+
+ private:
+  // What one batch size needs. Each pass has its own convolution descriptor because each runs
+  // with the math type its algorithm was timed with.
+  struct Plan {
+    TensorDescriptor input, output;
+    ConvolutionDescriptor forward_convolution, data_convolution, filter_convolution;
+    bool forward_chosen = false, data_chosen = false, filter_chosen = false;
+    cudnnConvolutionFwdAlgo_t forward_algorithm{};
+    cudnnConvolutionBwdDataAlgo_t data_algorithm{};
+    cudnnConvolutionBwdFilterAlgo_t filter_algorithm{};
+    DeviceBuffer workspace;  // the largest any of the chosen algorithms needs
+  };
+
+  Plan& plan_for(int batch) {
+    return plan_of(plans_, batch, context_.stream, "cuDNN convolution", [&](Plan& p) {
+      const auto& g = geometry_;
+      describe_nchw(p.input, batch, g.input);
+      describe_nchw(p.output, batch, g.output());
+      for (cudnnConvolutionDescriptor_t convolution :
+           {cudnnConvolutionDescriptor_t(p.forward_convolution),
+            cudnnConvolutionDescriptor_t(p.data_convolution),
+            cudnnConvolutionDescriptor_t(p.filter_convolution)}) {
+        // Cross-correlation, which is what oneDNN and every framework call a convolution.
+        DLSCALE_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
+            convolution, g.padding, g.padding, g.stride, g.stride, 1, 1,
+            CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+        DLSCALE_CUDNN_CHECK(cudnnSetConvolutionGroupCount(convolution, g.groups));
+        DLSCALE_CUDNN_CHECK(cudnnSetConvolutionMathType(convolution, context_.cudnn_math()));
+      }
+      int n = 0, c = 0, h = 0, w = 0;
+      DLSCALE_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(p.forward_convolution, p.input,
+                                                                weights_, &n, &c, &h, &w));
+      const ImageShape out = g.output();
+      if (n != batch || c != out.channels || h != out.height || w != out.width)
+        throw std::logic_error("cuDNN convolution: output shape differs from the geometry's");
+    });
+  }
+
+  // cuDNN's real search (the Find*Ex calls time every algorithm on this layer's own buffers),
+  // made once per batch size and pass. It writes y, dx or dw, which the call then overwrites.
+  void choose_forward(Plan& p, const float* x, const float* weights, float* y) {
+    require_not_capturing(context_.stream, "cuDNN convolution search");
+    int count = 0, returned = 0;
+    DLSCALE_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(context_.cudnn, &count));
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> results(std::size_t(std::max(count, 1)));
+    std::size_t searched_bytes = 0;
+    {
+      const DeviceBuffer scratch = search_workspace();
+      searched_bytes = scratch.size();
+      DLSCALE_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
+          context_.cudnn, p.input, x, weights_, weights, p.forward_convolution, p.output, y,
+          count, &returned, results.data(), scratch.data(), scratch.size()));
+    }
+    const auto& best = fastest_acceptable(results, returned, context_.cudnn_math(),
+                                          searched_bytes, "forward");
+    p.forward_algorithm = best.algo;
+    DLSCALE_CUDNN_CHECK(cudnnSetConvolutionMathType(p.forward_convolution, best.mathType));
+    reserve_workspace(p, best.memory);
+    p.forward_chosen = true;
+  }
+
+  void choose_data(Plan& p, const float* weights, const float* output_gradient,
+                   float* input_gradient) {
+    require_not_capturing(context_.stream, "cuDNN convolution search");
+    int count = 0, returned = 0;
+    DLSCALE_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(context_.cudnn, &count));
+    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(std::size_t(std::max(count, 1)));
+    std::size_t searched_bytes = 0;
+    {
+      const DeviceBuffer scratch = search_workspace();
+      searched_bytes = scratch.size();
+      DLSCALE_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
+          context_.cudnn, weights_, weights, p.output, output_gradient, p.data_convolution,
+          p.input, input_gradient, count, &returned, results.data(), scratch.data(),
+          scratch.size()));
+    }
+    const auto& best = fastest_acceptable(results, returned, context_.cudnn_math(),
+                                          searched_bytes, "backward-data");
+    p.data_algorithm = best.algo;
+    DLSCALE_CUDNN_CHECK(cudnnSetConvolutionMathType(p.data_convolution, best.mathType));
+    reserve_workspace(p, best.memory);
+    p.data_chosen = true;
+  }
+
+  void choose_filter(Plan& p, const float* x, const float* output_gradient,
+                     float* weight_gradient) {
+    require_not_capturing(context_.stream, "cuDNN convolution search");
+    int count = 0, returned = 0;
+    DLSCALE_CUDNN_CHECK(
+        cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(context_.cudnn, &count));
+    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(std::size_t(std::max(count, 1)));
+    std::size_t searched_bytes = 0;
+    {
+      const DeviceBuffer scratch = search_workspace();
+      searched_bytes = scratch.size();
+      DLSCALE_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+          context_.cudnn, p.input, x, p.output, output_gradient, p.filter_convolution, weights_,
+          weight_gradient, count, &returned, results.data(), scratch.data(), scratch.size()));
+    }
+    const auto& best = fastest_acceptable(results, returned, context_.cudnn_math(),
+                                          searched_bytes, "backward-filter");
+    p.filter_algorithm = best.algo;
+    DLSCALE_CUDNN_CHECK(cudnnSetConvolutionMathType(p.filter_convolution, best.mathType));
+    reserve_workspace(p, best.memory);
+    p.filter_chosen = true;
+  }
+
+  // One workspace per batch size serves all three passes, so it grows to the largest need.
+  // Growing happens only on first calls; the stream is drained first, as the forward pass just
+  // queued may still be using the old buffer.
+  void reserve_workspace(Plan& p, std::size_t bytes) {
+    if (p.workspace.size() >= bytes) return;
+    DLSCALE_CUDA_CHECK(cudaStreamSynchronize(context_.stream));
+    p.workspace = DeviceBuffer(bytes);
+  }
+
+  CudaContext context_;
+  ConvolutionGeometry geometry_;
+  FilterDescriptor weights_;
+  TensorDescriptor bias_;
+  std::map<int, Plan> plans_;  // by batch size
+};
+
+// ------------------------------------------------------------------------------------------------
+// Pooling
+
+class CudnnPooling final : public PoolingKernel {
+ public:
+  CudnnPooling(const CudaContext& context, const PoolingGeometry& geometry)
+      : context_(context), geometry_(geometry) {
+    // Max pooling in its deterministic form (plain CUDNN_POOLING_MAX may scatter gradients with
+    // atomics). Average pooling counts the padding in the divisor, as the CPU's oneDNN kernel
+    // (pooling_avg_include_padding) and PyTorch's default do.
+    const cudnnPoolingMode_t mode = geometry.kind == PoolingKind::max
+                                        ? CUDNN_POOLING_MAX_DETERMINISTIC
+                                        : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
+    DLSCALE_CUDNN_CHECK(cudnnSetPooling2dDescriptor(
+        pooling_, mode, CUDNN_NOT_PROPAGATE_NAN, geometry.kernel, geometry.kernel,
+        geometry.padding, geometry.padding, geometry.stride, geometry.stride));
+  }
+
+  void forward(int batch, const float* x, float* y) override {
+    Plan& p = plan_for(batch);
+    DLSCALE_CUDNN_CHECK(
+        cudnnPoolingForward(context_.cudnn, pooling_, &one, p.input, x, &zero, p.output, y));
+    // cuDNN's backward re-derives the max positions from x and y; the network keeps both alive
+    // until this layer's backward.
+    last_input_ = x;
+    last_output_ = y;
+  }
+
+  void backward(int batch, const float* output_gradient, float* input_gradient) override {
+    if (last_input_ == nullptr) throw std::logic_error("cuDNN pooling: backward before forward");
+    Plan& p = plan_for(batch);
+    DLSCALE_CUDNN_CHECK(cudnnPoolingBackward(context_.cudnn, pooling_, &one, p.output,
+                                             last_output_, p.output, output_gradient, p.input,
+                                             last_input_, &zero, p.input, input_gradient));
+  }
+
+ private:
+  struct Plan {
+    TensorDescriptor input, output;
+  };
+
+  Plan& plan_for(int batch) {
+    return plan_of(plans_, batch, context_.stream, "cuDNN pooling", [&](Plan& p) {
+      describe_nchw(p.input, batch, geometry_.input);
+      describe_nchw(p.output, batch, geometry_.output());
+      int n = 0, c = 0, h = 0, w = 0;
+      DLSCALE_CUDNN_CHECK(cudnnGetPooling2dForwardOutputDim(pooling_, p.input, &n, &c, &h, &w));
+      const ImageShape out = geometry_.output();
+      if (n != batch || c != out.channels || h != out.height || w != out.width)
+        throw std::logic_error("cuDNN pooling: output shape differs from the geometry's");
+    });
+  }
+
+  CudaContext context_;
+  PoolingGeometry geometry_;
+  PoolingDescriptor pooling_;
+  std::map<int, Plan> plans_;
+  const float* last_input_ = nullptr;
+  const float* last_output_ = nullptr;
+};
+
+// ------------------------------------------------------------------------------------------------
+// Batch normalization
+
+// Scratch memory shared by the batch-norm kernels of one device (one cuDNN handle). With its ReLU,
+// a layer's backward needs a whole activation's worth of masked gradient before cuDNN's batch-norm
+// backward; one such buffer per layer would add a copy of every activation to a network that
+// otherwise keeps just two gradient buffers. All kernels of a device run in order on its one
+// stream, so one buffer serves them all. It only grows, on first calls, and keeps what it has
+// outgrown until its last kernel is gone: a graph captured earlier may still point into it.
+class SharedScratch {
+ public:
+  static std::shared_ptr<SharedScratch> of(cudnnHandle_t handle) {
+    static std::mutex mutex;
+    static std::map<cudnnHandle_t, std::weak_ptr<SharedScratch>> scratches;
+    const std::lock_guard lock(mutex);
+    std::weak_ptr<SharedScratch>& entry = scratches[handle];
+    std::shared_ptr<SharedScratch> scratch = entry.lock();
+    if (!scratch) {
+      scratch = std::make_shared<SharedScratch>();
+      entry = scratch;
+    }
+    return scratch;
+  }
+
+  // At least `count` floats.
+  float* floats(std::size_t count, cudaStream_t stream) {
+    const std::size_t bytes = count * sizeof(float);
+    if (buffers_.empty() || buffers_.back().size() < bytes) {
+      require_not_capturing(stream, "cuDNN batch norm scratch");
+      // Doubling bounds what is kept: everything outgrown adds up to less than the last buffer.
+      const std::size_t grown = buffers_.empty() ? 0 : 2 * buffers_.back().size();
+      buffers_.emplace_back(std::max(bytes, grown));
+    }
+    return buffers_.back().floats();
+  }
+
+ private:
+  std::vector<DeviceBuffer> buffers_;  // the last one is in use
+};
+
+class CudnnBatchNorm final : public BatchNormKernel {
+ public:
+  CudnnBatchNorm(const CudaContext& context, const BatchNormGeometry& geometry)
+      : context_(context), geometry_(geometry),
+        saved_mean_(geometry.shape.channels * sizeof(float)),
+        saved_inverse_deviation_(geometry.shape.channels * sizeof(float)),
+        scratch_(SharedScratch::of(context.cudnn)) {
+    describe_channels(channels_, geometry.shape.channels);  // scale, shift and statistics
+    if (geometry_.relu)
+      DLSCALE_CUDNN_CHECK(
+          cudnnSetActivationDescriptor(relu_, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0));
+  }
+
+  // Normalises with this batch's statistics over (batch, height, width) and keeps mean and
+  // 1/sqrt(var + epsilon) for backward. No running averages: dlscale only trains, and cuDNN
+  // takes null running buffers (as from PyTorch with track_running_stats=False); the averaging
+  // factor is then unused.
+  void forward(int batch, const float* x, const float* scale, const float* shift,
+               float* y) override {
+    Plan& p = plan_for(batch);
+    DLSCALE_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
+        context_.cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, p.data, x, p.data, y, channels_,
+        scale, shift, 0.0, nullptr, nullptr, double(epsilon), saved_mean_.data(),
+        saved_inverse_deviation_.data()));
+    // The fused ReLU, as a second pass in place. (cuDNN's own fusion, ...ForwardTrainingEx with
+    // CUDNN_BATCHNORM_OPS_BN_ACTIVATION, is meant for NHWC tensors, not this NCHW float.)
+    if (geometry_.relu)
+      DLSCALE_CUDNN_CHECK(
+          cudnnActivationForward(context_.cudnn, relu_, &one, p.data, y, &zero, p.data, y));
+    last_output_ = y;
+  }
+
+  void backward(int batch, const float* x, const float* scale, const float* /*shift*/,
+                const float* output_gradient, float* input_gradient, float* scale_gradient,
+                float* shift_gradient) override {
+    if (last_output_ == nullptr)
+      throw std::logic_error("cuDNN batch norm: backward before forward");
+    Plan& p = plan_for(batch);
+    const std::size_t count = std::size_t(batch) * geometry_.shape.size();
+    // Scratch: the ReLU's masked gradient, then (for a first layer, whose input gradient nobody
+    // wants) somewhere for cuDNN's input gradient, which it always writes.
+    const bool discard = input_gradient == nullptr;
+    const std::size_t scratch_count = (geometry_.relu ? count : 0) + (discard ? count : 0);
+    float* scratch = scratch_count > 0 ? scratch_->floats(scratch_count, context_.stream) : nullptr;
+    const float* normalized_gradient = output_gradient;
+    if (geometry_.relu) {
+      // Through the ReLU first: the gradient passes where the output y is positive. y stands in
+      // for the ReLU's input too, since y > 0 exactly where its input is.
+      DLSCALE_CUDNN_CHECK(cudnnActivationBackward(context_.cudnn, relu_, &one, p.data,
+                                                  last_output_, p.data, output_gradient, p.data,
+                                                  last_output_, &zero, p.data, scratch));
+      normalized_gradient = scratch;
+    }
+    float* data_gradient = discard ? scratch + (geometry_.relu ? count : 0) : input_gradient;
+    // beta = 0 for data and parameter gradients alike: both are overwritten.
+    DLSCALE_CUDNN_CHECK(cudnnBatchNormalizationBackward(
+        context_.cudnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, p.data, x, p.data,
+        normalized_gradient, p.data, data_gradient, channels_, scale, scale_gradient,
+        shift_gradient, double(epsilon), saved_mean_.data(), saved_inverse_deviation_.data()));
+  }
+
+ private:
+  struct Plan {
+    TensorDescriptor data;  // x, y and their gradients alike
+  };
+
+  Plan& plan_for(int batch) {
+    return plan_of(plans_, batch, context_.stream, "cuDNN batch norm", [&](Plan& p) {
+      describe_nchw(p.data, batch, geometry_.shape);
+      // Reserve the ReLU's scratch now: forward's first calls run from the widest layers down,
+      // so the shared buffer reaches its size at once instead of growing layer by layer.
+      if (geometry_.relu)
+        scratch_->floats(std::size_t(batch) * geometry_.shape.size(), context_.stream);
+    });
+  }
+
+  CudaContext context_;
+  BatchNormGeometry geometry_;
+  TensorDescriptor channels_;
+  ActivationDescriptor relu_;
+  DeviceBuffer saved_mean_, saved_inverse_deviation_;  // from the last forward, for backward
+  std::shared_ptr<SharedScratch> scratch_;
+  std::map<int, Plan> plans_;
+  const float* last_output_ = nullptr;  // the ReLU's output, for its gradient mask
+};
+
+}  // namespace
+
+std::unique_ptr<ConvolutionKernel> make_cudnn_convolution(const CudaContext& context,
+                                                          const ConvolutionGeometry& geometry) {
+  return std::make_unique<CudnnConvolution>(context, geometry);
+}
+
+std::unique_ptr<PoolingKernel> make_cudnn_pooling(const CudaContext& context,
+                                                  const PoolingGeometry& geometry) {
+  return std::make_unique<CudnnPooling>(context, geometry);
+}
+
+std::unique_ptr<BatchNormKernel> make_cudnn_batch_norm(const CudaContext& context,
+                                                       const BatchNormGeometry& geometry) {
+  return std::make_unique<CudnnBatchNorm>(context, geometry);
+}
+
+}  // namespace dlscale::kernels
+
+#pragma GCC diagnostic pop

@@ -1,0 +1,21 @@
+// The CUDA device's image kernels, on cuDNN: convolution (its algorithms chosen once per layer
+// by cuDNN's own search), max and average pooling, and batch normalization (with the ReLU fused
+// where the geometry asks for it). Activations are NCHW, which is also this device's native
+// layout.
+#pragma once
+
+#include <memory>
+
+#include "kernels/cuda/cuda_context.hpp"
+#include "kernels/image_kernels.hpp"
+
+namespace dlscale::kernels {
+
+std::unique_ptr<ConvolutionKernel> make_cudnn_convolution(const CudaContext& context,
+                                                          const ConvolutionGeometry& geometry);
+std::unique_ptr<PoolingKernel> make_cudnn_pooling(const CudaContext& context,
+                                                  const PoolingGeometry& geometry);
+std::unique_ptr<BatchNormKernel> make_cudnn_batch_norm(const CudaContext& context,
+                                                       const BatchNormGeometry& geometry);
+
+}  // namespace dlscale::kernels

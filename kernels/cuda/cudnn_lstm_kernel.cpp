@@ -1,0 +1,341 @@
+// cuDNN LSTM on the v8 RNN API: one layer, left to right, zero initial state, batch-major
+// sequences, one bias per gate. dlscale's parameters are W_x [inputs x 4 x hidden],
+// W_h [hidden x 4 x hidden] and b [4 x hidden]; cuDNN keeps, per gate, a row-major
+// [hidden x inputs] (or [hidden x hidden]) matrix and a bias vector in its own weight space.
+// Forward transposes the parameters in and backward transposes the weight gradient out, with
+// cuBLAS geam on the same stream: eight small transposes next to the recurrent GEMMs.
+#include "kernels/cuda/cudnn_lstm_kernel.hpp"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/cuda/cuda_check.hpp"
+
+namespace dlscale::kernels {
+
+namespace {
+
+constexpr int gates = 4;  // i, f, g, o in dlscale and in cuDNN (linear layers 0-3 and 4-7)
+
+// An owning cuDNN descriptor, created with the object and destroyed with it.
+template <typename Handle, cudnnStatus_t (*create)(Handle*), cudnnStatus_t (*destroy)(Handle)>
+class Descriptor {
+ public:
+  Descriptor() { DLSCALE_CUDNN_CHECK(create(&handle_)); }
+  ~Descriptor() { destroy(handle_); }
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+  operator Handle() const { return handle_; }
+
+ private:
+  Handle handle_ = nullptr;
+};
+
+using TensorDescriptor =
+    Descriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
+using RnnDescriptor =
+    Descriptor<cudnnRNNDescriptor_t, cudnnCreateRNNDescriptor, cudnnDestroyRNNDescriptor>;
+using RnnDataDescriptor = Descriptor<cudnnRNNDataDescriptor_t, cudnnCreateRNNDataDescriptor,
+                                     cudnnDestroyRNNDataDescriptor>;
+using DropoutDescriptor = Descriptor<cudnnDropoutDescriptor_t, cudnnCreateDropoutDescriptor,
+                                     cudnnDestroyDropoutDescriptor>;
+
+// Device memory the kernel owns: allocated on a first call, never while a step runs.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+    if (bytes > 0) DLSCALE_CUDA_CHECK(cudaMalloc(&data_, bytes));
+  }
+  ~DeviceBuffer() {
+    if (data_ != nullptr) cudaFree(data_);
+  }
+  DeviceBuffer(DeviceBuffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(bytes_, other.bytes_);
+    return *this;
+  }
+
+  void* data() const { return data_; }
+  std::size_t size() const { return bytes_; }
+  template <typename T>
+  T* as() const { return static_cast<T*>(data_); }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// Sizing and allocating belong to the first call for a batch size, which the training loop makes
+// before it captures a step; inside a capture they would fail. Says so plainly instead.
+void require_not_capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  DLSCALE_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
+  if (status != cudaStreamCaptureStatusNone)
+    throw std::logic_error("cuDNN LSTM: the first call for a batch size must run before graph "
+                           "capture");
+}
+
+class CudnnLstm final : public LstmKernel {
+ public:
+  CudnnLstm(const CudaContext& context, const LstmGeometry& geometry)
+      : context_(context), geometry_(geometry) {
+    const auto& g = geometry_;
+    // A single layer applies no dropout; cuDNN still wants a descriptor, so one with rate 0
+    // (which needs no random state).
+    DLSCALE_CUDNN_CHECK(cudnnSetDropoutDescriptor(dropout_, context_.cudnn, 0.0f, nullptr, 0, 0));
+    // One bias per gate (CUDNN_RNN_SINGLE_INP_BIAS), as dlscale, oneDNN and the reference have;
+    // cuDNN's default double bias would add a second, recurrent one. Padded I/O is what allows
+    // the unpacked (batch-major) data layout.
+    DLSCALE_CUDNN_CHECK(cudnnSetRNNDescriptor_v8(
+        rnn_, CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM, CUDNN_RNN_SINGLE_INP_BIAS,
+        CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT,
+        context_.cudnn_math(), g.inputs, g.hidden, /*projSize=*/g.hidden, /*numLayers=*/1,
+        dropout_, CUDNN_RNN_PADDED_IO_ENABLED));
+    std::size_t weight_bytes = 0;
+    DLSCALE_CUDNN_CHECK(cudnnGetRNNWeightSpaceSize(context_.cudnn, rnn_, &weight_bytes));
+    weights_ = DeviceBuffer(weight_bytes);
+    weight_gradients_ = DeviceBuffer(weight_bytes);
+    // Whatever forward does not write (there should be nothing) stays zero.
+    DLSCALE_CUDA_CHECK(cudaMemsetAsync(weights_.data(), 0, weight_bytes, context_.stream));
+    locate_gate_parameters();
+  }
+
+  void forward(int batch, const float* x, const float* parameters, float* y) override {
+    Plan& p = plan_for(batch);
+    copy_parameters_in(parameters);
+    // Null hx and cx: the zero initial state. Null hy and cy: the final state is not wanted.
+    DLSCALE_CUDNN_CHECK(cudnnRNNForward(
+        context_.cudnn, rnn_, CUDNN_FWD_MODE_TRAINING, p.sequence_lengths.as<std::int32_t>(),
+        p.input, x, p.output, y, p.state, nullptr, nullptr, p.state, nullptr, nullptr,
+        weights_.size(), weights_.data(), p.workspace.size(), p.workspace.data(),
+        p.reserve.size(), p.reserve.data()));
+  }
+
+  // Runs against the weight space and reserve space of the last forward(), which the network
+  // always calls with these same parameters just before.
+  void backward(int batch, const float* x, const float* /*parameters*/, const float* y,
+                const float* output_gradient, float* input_gradient,
+                float* parameter_gradient) override {
+    Plan& p = plan_for(batch);
+    float* data_gradient = input_gradient;
+    if (data_gradient == nullptr) {  // cuDNN always writes it; a first layer discards it
+      if (p.discarded_gradient.size() == 0) {
+        require_not_capturing(context_.stream);
+        p.discarded_gradient = DeviceBuffer(std::size_t(batch) * geometry_.steps *
+                                            geometry_.inputs * sizeof(float));
+      }
+      data_gradient = p.discarded_gradient.as<float>();
+    }
+    // Data first: it fills the reserve space that the weight gradient then reads.
+    DLSCALE_CUDNN_CHECK(cudnnRNNBackwardData_v8(
+        context_.cudnn, rnn_, p.sequence_lengths.as<std::int32_t>(), p.output, y,
+        output_gradient, p.input, data_gradient, p.state, nullptr, nullptr, nullptr, p.state,
+        nullptr, nullptr, nullptr, weights_.size(), weights_.data(), p.workspace.size(),
+        p.workspace.data(), p.reserve.size(), p.reserve.data()));
+    // cuDNN adds weight gradients into its buffer (CUDNN_WGRAD_MODE_ADD); dlscale overwrites.
+    DLSCALE_CUDA_CHECK(cudaMemsetAsync(weight_gradients_.data(), 0, weight_gradients_.size(),
+                                       context_.stream));
+    DLSCALE_CUDNN_CHECK(cudnnRNNBackwardWeights_v8(
+        context_.cudnn, rnn_, CUDNN_WGRAD_MODE_ADD, p.sequence_lengths.as<std::int32_t>(),
+        p.input, x, p.state, nullptr, p.output, y, weight_gradients_.size(),
+        weight_gradients_.data(), p.workspace.size(), p.workspace.data(), p.reserve.size(),
+        p.reserve.data()));
+    copy_gradients_out(parameter_gradient);
+  }
+
+ private:
+  struct Plan {
+    RnnDataDescriptor input, output;  // [batch x steps x inputs or hidden]
+    TensorDescriptor state;           // [1 x batch x hidden], for the (null) h and c
+    DeviceBuffer sequence_lengths;    // int32 per sample, all `steps`, in device memory
+    DeviceBuffer workspace, reserve;  // reserve: what forward keeps for backward
+    DeviceBuffer discarded_gradient;  // input gradient of a first layer, made when first needed
+  };
+
+  Plan& plan_for(int batch) {
+    if (const auto found = plans_.find(batch); found != plans_.end()) return found->second;
+    require_not_capturing(context_.stream);
+    const auto entry = plans_.try_emplace(batch).first;
+    try {
+      prepare(entry->second, batch);
+    } catch (...) {
+      plans_.erase(entry);
+      throw;
+    }
+    return entry->second;
+  }
+
+  void prepare(Plan& p, int batch) {
+    const auto& g = geometry_;
+    // Every sequence is full length: `steps`, as a host array for the descriptors and an int32
+    // array in device memory for the v8 calls.
+    static_assert(sizeof(int) == sizeof(std::int32_t));
+    const std::vector<int> lengths(std::size_t(batch), g.steps);
+    DLSCALE_CUDNN_CHECK(cudnnSetRNNDataDescriptor(p.input, CUDNN_DATA_FLOAT,
+                                                  CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
+                                                  g.steps, batch, g.inputs, lengths.data(),
+                                                  nullptr));
+    DLSCALE_CUDNN_CHECK(cudnnSetRNNDataDescriptor(p.output, CUDNN_DATA_FLOAT,
+                                                  CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
+                                                  g.steps, batch, g.hidden, lengths.data(),
+                                                  nullptr));
+    const int dimensions[3] = {1, batch, g.hidden};
+    const int strides[3] = {batch * g.hidden, g.hidden, 1};
+    DLSCALE_CUDNN_CHECK(
+        cudnnSetTensorNdDescriptor(p.state, CUDNN_DATA_FLOAT, 3, dimensions, strides));
+    p.sequence_lengths = DeviceBuffer(lengths.size() * sizeof(std::int32_t));
+    DLSCALE_CUDA_CHECK(cudaMemcpyAsync(p.sequence_lengths.data(), lengths.data(),
+                                       p.sequence_lengths.size(), cudaMemcpyHostToDevice,
+                                       context_.stream));
+    // Waited for, since `lengths` ends with this function (and this is a first call anyway).
+    DLSCALE_CUDA_CHECK(cudaStreamSynchronize(context_.stream));
+
+    std::size_t workspace_bytes = 0, reserve_bytes = 0;
+    DLSCALE_CUDNN_CHECK(cudnnGetRNNTempSpaceSizes(context_.cudnn, rnn_, CUDNN_FWD_MODE_TRAINING,
+                                                  p.input, &workspace_bytes, &reserve_bytes));
+    p.workspace = DeviceBuffer(workspace_bytes);
+    p.reserve = DeviceBuffer(reserve_bytes);
+  }
+
+  // Where cuDNN keeps each gate's matrices and bias inside its weight space, as offsets in floats
+  // (the weight-gradient space has the same layout). Checked against the layout the transposes
+  // assume, so a cuDNN that stored them otherwise fails here instead of training on garbage.
+  void locate_gate_parameters() {
+    const auto& g = geometry_;
+    TensorDescriptor matrix, bias;
+    float* const base = weights_.as<float>();
+    for (int layer = 0; layer < 2 * gates; ++layer) {
+      const bool input_side = layer < gates;  // 0-3: W_x per gate; 4-7: W_h per gate
+      void* matrix_address = nullptr;
+      void* bias_address = nullptr;
+      DLSCALE_CUDNN_CHECK(cudnnGetRNNWeightParams(context_.cudnn, rnn_, 0, weights_.size(),
+                                                  weights_.data(), layer, matrix, &matrix_address,
+                                                  bias, &bias_address));
+      const int columns = input_side ? g.inputs : g.hidden;
+      expect_matrix(matrix, matrix_address, g.hidden, columns, layer);
+      matrix_offsets_[std::size_t(layer)] = static_cast<float*>(matrix_address) - base;
+      if (input_side) {
+        expect_vector(bias, bias_address, g.hidden, layer);
+        bias_offsets_[std::size_t(layer)] = static_cast<float*>(bias_address) - base;
+      }
+      // With a single input bias, the recurrent linear layers have none: bias_address is null
+      // (and were there one, it would stay zero).
+    }
+  }
+
+  // A float [1 x rows x columns] tensor with rows of `columns` contiguous floats.
+  static void expect_matrix(cudnnTensorDescriptor_t descriptor, const void* address, int rows,
+                            int columns, int layer) {
+    int dimensions[8] = {}, strides[8] = {};
+    const int rank = describe(descriptor, address, dimensions, strides);
+    if (rank != 3 || dimensions[0] != 1 || dimensions[1] != rows || dimensions[2] != columns ||
+        strides[1] != columns || strides[2] != 1)
+      throw std::runtime_error("cuDNN LSTM: linear layer " + std::to_string(layer) +
+                               " is not a row-major [hidden x " + std::to_string(columns) +
+                               "] float matrix");
+  }
+
+  // `count` floats, one per hidden unit (a vector: only the count matters).
+  static void expect_vector(cudnnTensorDescriptor_t descriptor, const void* address, int count,
+                            int layer) {
+    int dimensions[8] = {}, strides[8] = {};
+    const int rank = describe(descriptor, address, dimensions, strides);
+    long elements = rank > 0 ? 1 : 0;
+    for (int d = 0; d < rank; ++d) elements *= dimensions[d];
+    if (elements != count)
+      throw std::runtime_error("cuDNN LSTM: linear layer " + std::to_string(layer) +
+                               " has no bias of one float per hidden unit");
+  }
+
+  // The rank of a float tensor descriptor (its dimensions and strides filled in), or 0 when
+  // there is no tensor at that address or it is not float.
+  static int describe(cudnnTensorDescriptor_t descriptor, const void* address, int* dimensions,
+                      int* strides) {
+    if (address == nullptr) return 0;
+    cudnnDataType_t type{};
+    int rank = 0;
+    DLSCALE_CUDNN_CHECK(cudnnGetTensorNdDescriptor(descriptor, 8, &type, &rank, dimensions,
+                                                   strides));
+    return type == CUDNN_DATA_FLOAT ? rank : 0;
+  }
+
+  // target (rows x columns, row-major, row stride target_stride) = the transpose of source
+  // (columns x rows, row-major, row stride source_stride). cuBLAS is column-major, so this is
+  // C = A^T with C columns x rows and A rows x columns in its terms. B is A again with beta = 0:
+  // never read for its value, but a valid operand either way.
+  void transpose(int rows, int columns, const float* source, int source_stride, float* target,
+                 int target_stride) const {
+    const float one = 1.0f, zero = 0.0f;  // host scalars: the handle's default pointer mode
+    DLSCALE_CUBLAS_CHECK(cublasSgeam(context_.cublas, CUBLAS_OP_T, CUBLAS_OP_T, columns, rows,
+                                     &one, source, source_stride, &zero, source, source_stride,
+                                     target, target_stride));
+  }
+
+  // dlscale's W_x holds gate `gate` of input i at row i, columns gate*H .. gate*H + H - 1 of an
+  // [inputs x 4H] matrix; cuDNN's gate matrix is its transpose, [H x inputs]. Likewise W_h.
+  void copy_parameters_in(const float* parameters) {
+    const auto& g = geometry_;
+    const int four_hidden = gates * g.hidden;
+    const float* input_weights = parameters;
+    const float* recurrent_weights = parameters + g.input_weight_count();
+    const float* bias = recurrent_weights + g.recurrent_weight_count();
+    float* space = weights_.as<float>();
+    for (int gate = 0; gate < gates; ++gate) {
+      const std::size_t column = std::size_t(gate) * g.hidden;
+      transpose(g.hidden, g.inputs, input_weights + column, four_hidden,
+                space + matrix_offsets_[gate], g.inputs);
+      transpose(g.hidden, g.hidden, recurrent_weights + column, four_hidden,
+                space + matrix_offsets_[gates + gate], g.hidden);
+      DLSCALE_CUDA_CHECK(cudaMemcpyAsync(space + bias_offsets_[gate], bias + column,
+                                         g.hidden * sizeof(float), cudaMemcpyDeviceToDevice,
+                                         context_.stream));
+    }
+  }
+
+  // The inverse of copy_parameters_in, from cuDNN's weight gradient to dlscale's layout.
+  void copy_gradients_out(float* parameter_gradient) const {
+    const auto& g = geometry_;
+    const int four_hidden = gates * g.hidden;
+    float* input_weights = parameter_gradient;
+    float* recurrent_weights = parameter_gradient + g.input_weight_count();
+    float* bias = recurrent_weights + g.recurrent_weight_count();
+    const float* space = weight_gradients_.as<float>();
+    for (int gate = 0; gate < gates; ++gate) {
+      const std::size_t column = std::size_t(gate) * g.hidden;
+      transpose(g.inputs, g.hidden, space + matrix_offsets_[gate], g.inputs,
+                input_weights + column, four_hidden);
+      transpose(g.hidden, g.hidden, space + matrix_offsets_[gates + gate], g.hidden,
+                recurrent_weights + column, four_hidden);
+      DLSCALE_CUDA_CHECK(cudaMemcpyAsync(bias + column, space + bias_offsets_[gate],
+                                         g.hidden * sizeof(float), cudaMemcpyDeviceToDevice,
+                                         context_.stream));
+    }
+  }
+
+  CudaContext context_;
+  LstmGeometry geometry_;
+  DropoutDescriptor dropout_;
+  RnnDescriptor rnn_;
+  DeviceBuffer weights_, weight_gradients_;  // cuDNN's weight space and its gradient
+  std::array<std::ptrdiff_t, 2 * gates> matrix_offsets_{};
+  std::array<std::ptrdiff_t, gates> bias_offsets_{};
+  std::map<int, Plan> plans_;  // by batch size; a map, so plans never move
+};
+
+}  // namespace
+
+std::unique_ptr<LstmKernel> make_cudnn_lstm(const CudaContext& context,
+                                            const LstmGeometry& geometry) {
+  return std::make_unique<CudnnLstm>(context, geometry);
+}
+
+}  // namespace dlscale::kernels

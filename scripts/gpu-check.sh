@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# Builds dlscale with CUDA on a GPU machine that lacks oneDNN, OpenBLAS (OpenMP), spdlog, fmt,
+# Boost.Program_options and GoogleTest, from the bundle that scripts/make-gpu-bundle.sh makes on
+# Debian 12; then runs the GPU tests and the PyTorch comparison on the GPU.
+#
+# usage: scripts/gpu-check.sh [--build-only] [--tests-only] [--bench-only] [--help]
+#
+# Run it from anywhere in the repository, with .gpu-bundle/gpu-deps.tar.xz carried there. Stages:
+#   build  unpack the bundle into .gpu-bundle/prefix (again only when the archive changed), then
+#          configure build-gpu/ (Release, DLSCALE_WITH_CUDA=ON, nvcc from /usr/local/cuda, sm_90,
+#          tests on) against the bundle, and build it on every core
+#   tests  ctest --test-dir build-gpu -L gpu --output-on-failure (no test labelled gpu: a failure)
+#   bench  BUILD_DIR=build-gpu benchmarks/compare_with_pytorch.sh --device cuda, with the first
+#          python3 that imports torch; skipped (a failure under --bench-only) while that script
+#          has no --device option
+# With no option, all three run in that order; each --X-only option picks its stage, and several
+# may be given (--tests-only --bench-only: both, on an existing build). The bundle is unpacked and
+# the environment set for every stage.
+#
+# Environment: BUILD_DIR (default build-gpu), JOBS (default: every core), CUDA_ARCHITECTURES
+# (default 90), CUDACXX (default /usr/local/cuda/bin/nvcc), PYTHON (for the bench stage),
+# OUT (if set, the logs and a summary are copied to $OUT/gpu-check/ at the end, even on failure).
+# Logs are kept in .gpu-bundle/logs/. Runs as root: Open MPI is told to allow it.
+# Exit status: 0 when every chosen stage passed, 1 naming each stage that failed, 2 on bad usage.
+set -euo pipefail
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+
+stages=()
+while (($#)); do
+  case $1 in
+    --build-only) stages+=(build) ;;
+    --tests-only) stages+=(tests) ;;
+    --bench-only) stages+=(bench) ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "gpu-check: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+bench_asked=false
+if ((${#stages[@]} == 0)); then
+  stages=(build tests bench)
+else
+  [[ " ${stages[*]} " == *" bench "* ]] && bench_asked=true
+fi
+wants() { [[ " ${stages[*]} " == *" $1 "* ]]; }
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+bundle_root=$repo/.gpu-bundle
+archive=$bundle_root/gpu-deps.tar.xz
+prefix=$bundle_root/prefix
+logs=$bundle_root/logs
+build_dir=${BUILD_DIR:-build-gpu}
+[[ $build_dir == /* ]] || build_dir=$repo/$build_dir
+jobs=${JOBS:-$(nproc)}
+cuda_architectures=${CUDA_ARCHITECTURES:-90}
+nvcc=${CUDACXX:-/usr/local/cuda/bin/nvcc}
+[[ -x $nvcc ]] || nvcc=$(command -v nvcc || echo "$nvcc")
+
+mkdir -p "$logs"
+rm -f "$logs"/*.log "$logs"/bench.md "$logs"/summary.txt
+rm -rf "$logs"/bench-raw
+summary=$logs/summary.txt
+failed=()
+note() { echo "gpu-check: $*" | tee -a "$summary"; }
+fail() { failed+=("$1"); note "FAILED: $1: $2"; }
+
+# Copies at most 8 files (what the GPU machine's runner brings back) into $OUT/gpu-check/.
+collect() {
+  local status=$?
+  if [[ -n ${OUT:-} ]]; then
+    local dest=$OUT/gpu-check file
+    mkdir -p "$dest"
+    [[ -f $build_dir/Testing/Temporary/LastTest.log ]] &&
+      cp "$build_dir/Testing/Temporary/LastTest.log" "$logs/ctest-LastTest.log"
+    [[ -d $logs/bench-raw ]] && tar -C "$logs" -czf "$logs/bench-raw.tar.gz" bench-raw
+    for file in summary.txt configure.log build.log tests.log ctest-LastTest.log bench.log \
+                bench.md bench-raw.tar.gz; do
+      [[ -f $logs/$file ]] || continue
+      # 16 MiB a file at most comes back: keep a long log's end.
+      if (($(stat -c %s "$logs/$file") > 15 * 1048576)); then
+        tail -c $((15 * 1048576)) "$logs/$file" >"$dest/$file"
+      else
+        cp "$logs/$file" "$dest/$file"
+      fi
+    done
+  fi
+  exit "$status"
+}
+trap collect EXIT
+
+note "stages: ${stages[*]}; repository $repo; build folder $build_dir"
+
+# --- The bundle --------------------------------------------------------------------------------
+stamp=$prefix/.unpacked-from
+if [[ -f $archive ]]; then
+  sum=$(sha256sum "$archive" | cut -d' ' -f1)
+  if [[ ! -f $stamp || $(<"$stamp") != "$sum" ]]; then
+    note "unpacking $archive ($(du -h "$archive" | cut -f1))"
+    rm -rf "$prefix"
+    tar -C "$bundle_root" -xJf "$archive"
+    echo "$sum" >"$stamp"
+  fi
+elif [[ ! -d $prefix/usr ]]; then
+  fail setup "no $archive: make it on Debian 12 with scripts/make-gpu-bundle.sh and carry it here"
+  exit 1
+fi
+usr=$prefix/usr
+libdir=$usr/lib/x86_64-linux-gnu
+openblas_dir=$libdir/openblas-openmp/cmake/openblas
+{ echo "bundle:"; grep -v '^#' "$prefix/BUNDLE-MANIFEST" | sed 's/^/  /'; } >>"$summary"
+
+# --- The environment ---------------------------------------------------------------------------
+export CMAKE_PREFIX_PATH=$usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
+export PKG_CONFIG_PATH=$libdir/pkgconfig:$libdir/openblas-openmp/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+library_path=$libdir:$libdir/openblas-openmp
+# OpenBLAS needs libgfortran.so.5 and libquadmath.so.0: the machine's own when it has them.
+ldconfig_cache=$( (ldconfig -p || /sbin/ldconfig -p) 2>/dev/null || true)
+if ! grep -q 'libgfortran\.so\.5 ' <<<"$ldconfig_cache" || ! grep -q 'libquadmath\.so\.0 ' <<<"$ldconfig_cache"; then
+  library_path+=:$prefix/fallback/lib
+  note "no libgfortran.so.5/libquadmath.so.0 on this machine: using the bundle's"
+fi
+export LD_LIBRARY_PATH=$library_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+{
+  echo "CMAKE_PREFIX_PATH=$CMAKE_PREFIX_PATH"
+  echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  echo "nvcc: $("$nvcc" --version 2>/dev/null | tail -n 2 | head -n 1 || echo "none at $nvcc")"
+  echo "cmake: $(cmake --version | head -n 1)"
+  echo "c++: $(c++ --version | head -n 1)"
+  echo "gpu: $(nvidia-smi -L 2>/dev/null || echo 'nvidia-smi failed')"
+} >>"$summary"
+
+# Runs "$@" with its output shown and kept in $logs/$1.log.
+logged() {
+  local log=$logs/$1.log
+  shift
+  echo "+ $*" >"$log"
+  "$@" 2>&1 | tee -a "$log"
+}
+
+# --- build -------------------------------------------------------------------------------------
+if wants build; then
+  start=$SECONDS
+  if ! logged configure cmake -S "$repo" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release \
+         -DDLSCALE_WITH_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc" \
+         -DCMAKE_CUDA_ARCHITECTURES="$cuda_architectures" -DDLSCALE_BUILD_TESTS=ON \
+         -DCMAKE_PREFIX_PATH="$usr" -DOpenBLAS_DIR="$openblas_dir"; then
+    fail build "cmake configure (see configure.log)"
+  else
+    { echo "found:"; grep -E '^(dnnl|OpenBLAS|spdlog|fmt|Boost|boost_program_options|GTest)_DIR:' \
+        "$build_dir/CMakeCache.txt" | sed 's/^/  /' || true; } >>"$summary"
+    if ! logged build cmake --build "$build_dir" --parallel "$jobs"; then
+      fail build "cmake --build (see build.log)"
+    elif [[ ! -x $build_dir/dlscale ]]; then
+      fail build "no $build_dir/dlscale after the build"
+    else
+      ldd "$build_dir/dlscale" >"$logs/ldd.txt" 2>&1 || true
+      { echo "dlscale's libraries:"; grep -E 'dnnl|openblas|spdlog|fmt|boost|OpenCL|gfortran|not found' \
+          "$logs/ldd.txt" | sed 's/^\s*/  /' || true; } >>"$summary"
+      if grep -q 'not found' "$logs/ldd.txt"; then
+        fail build "dlscale needs libraries that are not found (ldd in summary.txt)"
+      fi
+    fi
+  fi
+  note "build: $((SECONDS - start)) s"
+  if [[ " ${failed[*]} " == *" build "* ]]; then
+    note "stopping: nothing to test without a build"
+    exit 1
+  fi
+fi
+
+# --- tests -------------------------------------------------------------------------------------
+if wants tests; then
+  start=$SECONDS
+  if [[ ! -f $build_dir/CTestTestfile.cmake ]]; then
+    fail tests "$build_dir is not configured and built (run with --build-only first)"
+  elif ! logged tests ctest --test-dir "$build_dir" -L gpu --output-on-failure --no-tests=error; then
+    fail tests "ctest -L gpu (see tests.log)"
+  fi
+  note "tests: $((SECONDS - start)) s"
+fi
+
+# --- bench -------------------------------------------------------------------------------------
+if wants bench; then
+  start=$SECONDS
+  compare=benchmarks/compare_with_pytorch.sh
+  python=
+  for candidate in "${PYTHON:-}" "$(command -v python3 || true)" /usr/bin/python3; do
+    if [[ -n $candidate && -x $candidate ]] && "$candidate" -c 'import torch' 2>/dev/null; then
+      python=$candidate
+      break
+    fi
+  done
+  if ! grep -qE -- '--device\)' "$compare"; then
+    if $bench_asked; then
+      fail bench "$compare has no --device option yet"
+    else
+      note "bench: skipped: $compare has no --device option yet"
+    fi
+  elif [[ ! -x $build_dir/benchmarks/dlscale-bench-step ]]; then
+    fail bench "no $build_dir/benchmarks/dlscale-bench-step (build first)"
+  elif [[ -z $python ]]; then
+    fail bench "no python3 here imports torch (set PYTHON)"
+  else
+    # The table (stdout) to bench.md; everything, progress lines included, to bench.log.
+    echo "+ BUILD_DIR=$build_dir PYTHON=$python $compare --device cuda" >"$logs/bench.log"
+    if ! { BUILD_DIR=$build_dir PYTHON=$python RAW_DIR=$logs/bench-raw \
+             "$compare" --device cuda | tee "$logs/bench.md"; } 2>&1 | tee -a "$logs/bench.log"; then
+      fail bench "$compare --device cuda (see bench.log)"
+    fi
+  fi
+  note "bench: $((SECONDS - start)) s"
+fi
+
+if ((${#failed[@]})); then
+  note "FAILED stage(s): ${failed[*]}"
+  exit 1
+fi
+note "passed: ${stages[*]}"

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The GPU acceptance runs of docs/gpu.md, as a new user types them (labelled `gpu`; needs one
+# GPU): every built-in model under NCCL with the GPU named in the header; two ranks sharing the
+# GPU through --comm mpi end bit-identical; two ranks on one GPU under NCCL get one line and exit
+# 2 within seconds; a NCCL allreduce sweep checks every sum.
+# usage: gpu_command_line_test.sh MPIEXEC DLSCALE
+set -uo pipefail
+mpiexec=$1 dlscale=$2
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+
+gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+for model in fcn-s fcn-r alexnet-r alexnet-s vgg-16 resnet-56 resnet-50 mobilenet-v2 lstm-32 lstm-64; do
+  if ! "$mpiexec" -np 1 "$dlscale" --device cuda --comm nccl --model "$model" --iters 3 --warmup 1 \
+      --out "$work/$model.h5" >"$work/$model.out" 2>&1; then
+    fail "$model did not train on the GPU: $(grep -m1 -i error "$work/$model.out")"
+  elif ! grep -q "$gpu_name" "$work/$model.out"; then
+    fail "$model: the header does not name the GPU ($gpu_name)"
+  fi
+done
+
+"$mpiexec" -np 2 "$dlscale" --device cuda --comm mpi --model resnet-56 --batch 32 --iters 3 \
+  --warmup 1 --out "$work/shared.h5" >"$work/shared.out" 2>&1 || fail "2 ranks on one GPU with --comm mpi failed"
+grep -q "bit-identical on all 2 ranks" "$work/shared.out" ||
+  fail "2 ranks sharing the GPU through --comm mpi did not end bit-identical: $(tail -3 "$work/shared.out")"
+
+start=$SECONDS
+"$mpiexec" -np 2 "$dlscale" --device cuda --comm nccl --out "$work/refused.h5" >"$work/refused.out" 2>&1
+status=$?
+elapsed=$((SECONDS - start))
+[[ $status -eq 2 ]] || fail "2 ranks on one GPU under NCCL exited $status, not 2"
+((elapsed <= 60)) || fail "the refusal took ${elapsed}s"
+[[ $(grep -c "would share GPU" "$work/refused.out") -ge 1 ]] ||
+  fail "the refusal does not name the shared GPU: $(head -3 "$work/refused.out")"
+[[ ! -e "$work/refused.h5" ]] || fail "a refused run left a results file"
+
+"$mpiexec" -np 1 "$dlscale" comm --comm nccl -b 8 -e 256M -f 4 -n 5 -w 2 --out "$work/comm.h5" \
+  >"$work/comm.out" 2>&1 || fail "dlscale comm --comm nccl failed: $(tail -3 "$work/comm.out")"
+
+cat "$work"/*.out > "${OUT:-$work}/gpu_command_line_outputs.txt" 2>/dev/null || true
+((failures == 0)) && echo "all GPU command-line checks passed"
+exit $((failures > 0))

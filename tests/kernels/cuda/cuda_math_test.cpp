@@ -1,0 +1,613 @@
+// The CUDA device's MathOps against the CPU device's, function by function, in float and double,
+// on random inputs of realistic and awkward sizes; TF32 GEMMs against FP32; and repeated runs of
+// the reductions, which must be bit-identical. Needs a GPU: the build registers it only there.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <iomanip>
+#include <iterator>
+#include <limits>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "core/random.hpp"
+#include "kernels/cpu/cpu_device.hpp"
+#include "kernels/cuda/cuda_device.hpp"
+#include "kernels/device_array.hpp"
+
+namespace dlscale::kernels {
+namespace {
+
+// One CPU and one GPU device for the whole program (a GPU's handles are slow to create), made
+// before the first test and destroyed before exit.
+class Devices : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    cpu = std::make_unique<CpuDevice>(1);
+    gpu = std::make_unique<CudaDevice>(0, Precision::fp32);
+  }
+  void TearDown() override {
+    gpu.reset();
+    cpu.reset();
+  }
+  static inline std::unique_ptr<CpuDevice> cpu;
+  static inline std::unique_ptr<CudaDevice> gpu;
+};
+[[maybe_unused]] ::testing::Environment* const devices_environment =
+    ::testing::AddGlobalTestEnvironment(new Devices);
+
+// ---------------------------------------------------------------------------------------------
+// Tolerances, as multiples of the scale of each result (sum of the magnitudes that made it).
+
+template <typename T>
+constexpr double epsilon = std::numeric_limits<T>::epsilon();
+// GEMM: |gpu - cpu| <= this * (|alpha| sum_k |a_ik b_kj| + |beta c_ij|).
+template <typename T>
+constexpr double gemm_tolerance = std::is_same_v<T, float> ? 1e-5 : 1e-12;
+// TF32 products keep 10 mantissa bits: |tf32 - fp32| <= 1e-2 * the same scale.
+constexpr double tf32_tolerance = 1e-2;
+// Column sums: |gpu - cpu| <= this * sum_r |dy_rc| (the two add in different orders).
+template <typename T>
+constexpr double sum_tolerance = std::is_same_v<T, float> ? 1e-5 : 1e-13;
+// exp differs by an ulp or two between CUDA and glibc: sigmoid within 8 ulp, relative.
+template <typename T>
+constexpr double sigmoid_tolerance = 8 * epsilon<T>;
+// Softmax cross-entropy: dlogits and the loss, relative (the label's entry: relative to 1/rows).
+template <typename T>
+constexpr double softmax_tolerance = std::is_same_v<T, float> ? 1e-6 : 1e-12;
+// SGD: the GPU fuses multiply-adds, the CPU rounds each product: a few ulp of the terms.
+template <typename T>
+constexpr double sgd_tolerance = 4 * epsilon<T>;
+// Below every relative tolerance: a few subnormal steps, for results that underflow.
+template <typename T>
+constexpr double underflow_floor = 8 * double(std::numeric_limits<T>::denorm_min());
+// Element-wise copies, additions, ReLU, sigmoid backward, the bias and the embedding are the
+// same arithmetic in the same order on both devices: they must agree exactly.
+
+template <typename T>
+const char* type_name() {
+  return std::is_same_v<T, float> ? "float" : "double";
+}
+
+template <typename... Parts>
+std::string describe(const Parts&... parts) {
+  std::ostringstream text;
+  (text << ... << parts);
+  return text.str();
+}
+
+// Fails naming `what` and the first few indices where |gpu - cpu| > tolerance(index). Equal
+// values (infinities included) and NaN against NaN pass.
+template <typename T, typename Tolerance>
+void expect_close(const std::string& what, const std::vector<T>& cpu, const std::vector<T>& gpu,
+                  Tolerance tolerance) {
+  ASSERT_EQ(cpu.size(), gpu.size()) << what;
+  std::size_t failures = 0;
+  for (std::size_t i = 0; i < cpu.size(); ++i) {
+    const double expected = cpu[i];
+    const double actual = gpu[i];
+    if (expected == actual || (std::isnan(expected) && std::isnan(actual))) continue;
+    const double allowed = tolerance(i);
+    if (std::abs(actual - expected) <= allowed) continue;
+    if (++failures <= 5)
+      ADD_FAILURE() << std::setprecision(17) << what << ": index " << i << ": GPU " << actual
+                    << ", CPU " << expected << " (difference " << std::abs(actual - expected)
+                    << ", tolerance " << allowed << ")";
+  }
+  EXPECT_EQ(failures, 0u) << what << ": " << failures << " of " << cpu.size() << " values differ";
+}
+
+template <typename T>
+void expect_equal(const std::string& what, const std::vector<T>& cpu, const std::vector<T>& gpu) {
+  expect_close(what, cpu, gpu, [](std::size_t) { return 0.0; });
+}
+
+template <typename T>
+void expect_bit_identical(const std::string& what, const std::vector<T>& first,
+                          const std::vector<T>& second) {
+  ASSERT_EQ(first.size(), second.size()) << what;
+  EXPECT_EQ(std::memcmp(first.data(), second.data(), first.size() * sizeof(T)), 0)
+      << what << ": two runs on the GPU differ";
+}
+
+// Uniform values in [low, high), seeded by `stream`.
+template <typename T>
+std::vector<T> uniform_values(std::size_t count, double low, double high, std::uint64_t stream) {
+  const CounterRandom random(2718, stream);
+  std::vector<T> values(count);
+  for (std::size_t i = 0; i < count; ++i) values[i] = T(low + (high - low) * random.uniform(i));
+  return values;
+}
+
+// Token ids in [0, vocabulary), stored as T like the embedding's input.
+template <typename T>
+std::vector<T> random_ids(std::size_t count, int vocabulary, std::uint64_t stream) {
+  const CounterRandom random(2718, stream);
+  std::vector<T> ids(count);
+  for (std::size_t i = 0; i < count; ++i)
+    ids[i] = T(std::min(int(random.uniform(i) * vocabulary), vocabulary - 1));
+  return ids;
+}
+
+template <typename T>
+DeviceArray<T> upload(Device& device, const std::vector<T>& values) {
+  DeviceArray<T> array(device, values.size());
+  array.copy_from_host(values);
+  return array;
+}
+
+template <typename T>
+std::vector<T> download(Device& device, const DeviceArray<T>& array) {
+  device.synchronize();
+  return array.to_host();
+}
+
+template <typename T>
+class CudaMathTest : public ::testing::Test {
+ protected:
+  static CpuDevice& cpu() { return *Devices::cpu; }
+  static CudaDevice& gpu() { return *Devices::gpu; }
+};
+using ScalarTypes = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(CudaMathTest, ScalarTypes);
+
+// ---------------------------------------------------------------------------------------------
+// GEMM
+
+struct GemmShape {
+  int m, n, k;
+  int padding;  // added to every leading dimension beyond the row width
+};
+
+// op(a)[i][p] of a row-major matrix stored with leading dimension `ld`.
+template <typename T>
+double element(const std::vector<T>& matrix, Transpose transpose, int ld, int i, int p) {
+  return transpose == Transpose::no ? matrix[std::size_t(i) * ld + p]
+                                    : matrix[std::size_t(p) * ld + i];
+}
+
+// Runs c = alpha op(a) op(b) + beta c on `device` and returns c (leading dimension n + padding).
+template <typename T>
+std::vector<T> run_gemm(Device& device, Transpose transpose_a, Transpose transpose_b,
+                        const GemmShape& shape, T alpha, const std::vector<T>& a, int lda,
+                        const std::vector<T>& b, int ldb, T beta, const std::vector<T>& c,
+                        int ldc) {
+  auto device_a = upload(device, a);
+  auto device_b = upload(device, b);
+  auto device_c = upload(device, c);
+  device.math<T>().gemm(transpose_a, transpose_b, shape.m, shape.n, shape.k, alpha,
+                        device_a.data(), lda, device_b.data(), ldb, beta, device_c.data(), ldc);
+  return download(device, device_c);
+}
+
+// Compares `device`'s GEMM with the CPU's on random operands, each result within
+// `tolerance` * (|alpha| sum_k |a_ik b_kj| + |beta c_ij|); the padding of c must stay untouched.
+template <typename T>
+void check_gemm(Device& device, Transpose transpose_a, Transpose transpose_b,
+                const GemmShape& shape, T alpha, T beta, double tolerance, std::uint64_t seed) {
+  const auto [m, n, k, padding] = shape;
+  const int lda = (transpose_a == Transpose::no ? k : m) + padding;
+  const int ldb = (transpose_b == Transpose::no ? n : k) + padding;
+  const int ldc = n + padding;
+  const auto a = uniform_values<T>(std::size_t(transpose_a == Transpose::no ? m : k) * lda,
+                                   -1, 1, seed);
+  const auto b = uniform_values<T>(std::size_t(transpose_b == Transpose::no ? k : n) * ldb,
+                                   -1, 1, seed + 1);
+  const auto c = uniform_values<T>(std::size_t(m) * ldc, -1, 1, seed + 2);
+
+  std::vector<double> scale(c.size(), 0.0);  // 0 in the padding: it must not change
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int p = 0; p < k; ++p)
+        sum += std::abs(element(a, transpose_a, lda, i, p) * element(b, transpose_b, ldb, p, j));
+      scale[std::size_t(i) * ldc + j] =
+          std::abs(double(alpha)) * sum + std::abs(double(beta) * c[std::size_t(i) * ldc + j]);
+    }
+
+  const auto expected = run_gemm(*Devices::cpu, transpose_a, transpose_b, shape, alpha, a, lda, b,
+                                 ldb, beta, c, ldc);
+  const auto actual =
+      run_gemm(device, transpose_a, transpose_b, shape, alpha, a, lda, b, ldb, beta, c, ldc);
+  const std::string what = describe(
+      "gemm<", type_name<T>(), "> ", transpose_a == Transpose::yes ? "A^T" : "A", " ",
+      transpose_b == Transpose::yes ? "B^T" : "B", " m=", m, " n=", n, " k=", k,
+      " padding=", padding, " alpha=", alpha, " beta=", beta);
+  expect_close(what, expected, actual, [&](std::size_t i) { return tolerance * scale[i]; });
+}
+
+TYPED_TEST(CudaMathTest, GemmMatchesCpuForAllTranspositions) {
+  using T = TypeParam;
+  const GemmShape shapes[] = {
+      {1, 1, 1, 0}, {7, 5, 3, 0}, {33, 17, 65, 0}, {64, 48, 200, 0}, {1, 130, 9, 0},
+      {31, 1, 40, 0}, {9, 11, 13, 3}};
+  std::uint64_t seed = 100;
+  for (const GemmShape& shape : shapes)
+    for (Transpose transpose_a : {Transpose::no, Transpose::yes})
+      for (Transpose transpose_b : {Transpose::no, Transpose::yes}) {
+        check_gemm<T>(this->gpu(), transpose_a, transpose_b, shape, T(1), T(0),
+                      gemm_tolerance<T>, seed += 3);
+        check_gemm<T>(this->gpu(), transpose_a, transpose_b, shape, T(1.5), T(-0.5),
+                      gemm_tolerance<T>, seed += 3);
+      }
+}
+
+TEST(CudaMathTf32, GemmAgreesWithFp32WithinTf32Precision) {
+  CudaDevice tf32(0, Precision::tf32);
+  const GemmShape shape{256, 192, 1024, 0};
+  for (Transpose transpose_a : {Transpose::no, Transpose::yes})
+    for (Transpose transpose_b : {Transpose::no, Transpose::yes})
+      check_gemm<float>(tf32, transpose_a, transpose_b, shape, 1.0f, 0.0f, tf32_tolerance, 900);
+
+  // TF32 rounds the operands to 10 mantissa bits, so on tensor cores the result cannot be the
+  // FP32 one bit for bit: equal results would mean the precision never reached cuBLAS.
+  const int k = shape.k;
+  const auto a = uniform_values<float>(std::size_t(shape.m) * k, -1, 1, 910);
+  const auto b = uniform_values<float>(std::size_t(k) * shape.n, -1, 1, 911);
+  const std::vector<float> c(std::size_t(shape.m) * shape.n, 0.0f);
+  const auto fp32 = run_gemm(*Devices::gpu, Transpose::no, Transpose::no, shape, 1.0f, a, k, b,
+                             shape.n, 0.0f, c, shape.n);
+  const auto reduced = run_gemm<float>(tf32, Transpose::no, Transpose::no, shape, 1.0f, a, k, b,
+                                       shape.n, 0.0f, c, shape.n);
+  double largest_difference = 0;
+  for (std::size_t i = 0; i < fp32.size(); ++i)
+    largest_difference = std::max(largest_difference, std::abs(double(fp32[i]) - reduced[i]));
+  EXPECT_GT(largest_difference, 0.0)
+      << "the TF32 device's GEMM equals the FP32 device's bit for bit: TF32 was not used";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bias, column sums, element-wise
+
+TYPED_TEST(CudaMathTest, AddRowBiasMatchesCpuExactly) {
+  using T = TypeParam;
+  for (int rows : {1, 7, 1024})
+    for (int cols : {1, 10, 513}) {
+      const auto y = uniform_values<T>(std::size_t(rows) * cols, -2, 2, 1);
+      const auto bias = uniform_values<T>(cols, -1, 1, 2);
+      const auto run = [&](Device& device) {
+        auto device_y = upload(device, y);
+        auto device_bias = upload(device, bias);
+        device.math<T>().add_row_bias(rows, cols, device_bias.data(), device_y.data());
+        return download(device, device_y);
+      };
+      expect_equal(describe("add_row_bias<", type_name<T>(), "> rows=", rows, " cols=", cols),
+                   run(this->cpu()), run(this->gpu()));
+    }
+}
+
+TYPED_TEST(CudaMathTest, ColumnSumsMatchCpu) {
+  using T = TypeParam;
+  for (int rows : {1, 7, 1024, 4099})
+    for (int cols : {1, 10, 513}) {
+      const auto dy = uniform_values<T>(std::size_t(rows) * cols, -1, 1, 3);
+      std::vector<double> magnitude(cols, 0.0);
+      for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < cols; ++c)
+          magnitude[c] += std::abs(double(dy[std::size_t(r) * cols + c]));
+      const auto run = [&](Device& device) {
+        auto device_dy = upload(device, dy);
+        DeviceArray<T> sums(device, cols);
+        device.math<T>().column_sums(rows, cols, device_dy.data(), sums.data());
+        return download(device, sums);
+      };
+      expect_close(describe("column_sums<", type_name<T>(), "> rows=", rows, " cols=", cols),
+                   run(this->cpu()), run(this->gpu()),
+                   [&](std::size_t c) { return sum_tolerance<T> * magnitude[c]; });
+    }
+}
+
+// Inputs for ReLU: uniform in [-10, 10], with exact zeros and sixes (the ReLU6 edges) mixed in.
+template <typename T>
+std::vector<T> relu_inputs(std::size_t count) {
+  auto x = uniform_values<T>(count, -10, 10, 4);
+  for (std::size_t i = 0; i < count; i += 13) x[i] = T(0);
+  for (std::size_t i = 5; i < count; i += 17) x[i] = T(6);
+  return x;
+}
+
+TYPED_TEST(CudaMathTest, ReluForwardAndBackwardMatchCpuExactly) {
+  using T = TypeParam;
+  for (std::size_t count : {std::size_t(1), std::size_t(7), std::size_t(1000003)})
+    for (T ceiling : {std::numeric_limits<T>::infinity(), T(6)}) {
+      const auto x = relu_inputs<T>(count);
+      const auto dy = uniform_values<T>(count, -1, 1, 5);
+      const std::string what = describe("<", type_name<T>(), "> count=", count,
+                                        " ceiling=", ceiling);
+      const auto forward = [&](Device& device, bool in_place) {
+        auto device_x = upload(device, x);
+        DeviceArray<T> y(device, count);
+        T* output = in_place ? device_x.data() : y.data();
+        device.math<T>().relu_forward(count, ceiling, device_x.data(), output);
+        return download(device, in_place ? device_x : y);
+      };
+      const auto y = forward(this->cpu(), false);
+      expect_equal("relu_forward" + what, y, forward(this->gpu(), false));
+      expect_equal("relu_forward in place" + what, y, forward(this->gpu(), true));
+
+      const auto backward = [&](Device& device) {
+        auto device_y = upload(device, y);
+        auto device_dy = upload(device, dy);
+        DeviceArray<T> dx(device, count);
+        device.math<T>().relu_backward(count, ceiling, device_y.data(), device_dy.data(),
+                                       dx.data());
+        return download(device, dx);
+      };
+      expect_equal("relu_backward" + what, backward(this->cpu()), backward(this->gpu()));
+    }
+}
+
+TYPED_TEST(CudaMathTest, AddMatchesCpuExactly) {
+  using T = TypeParam;
+  for (std::size_t count : {std::size_t(1), std::size_t(7), std::size_t(1000003)}) {
+    const auto a = uniform_values<T>(count, -3, 3, 6);
+    const auto b = uniform_values<T>(count, -3, 3, 7);
+    const auto run = [&](Device& device, bool in_place) {
+      auto device_a = upload(device, a);
+      auto device_b = upload(device, b);
+      DeviceArray<T> y(device, count);
+      T* output = in_place ? device_a.data() : y.data();
+      device.math<T>().add(count, device_a.data(), device_b.data(), output);
+      return download(device, in_place ? device_a : y);
+    };
+    const auto expected = run(this->cpu(), false);
+    const std::string what = describe("<", type_name<T>(), "> count=", count);
+    expect_equal("add" + what, expected, run(this->gpu(), false));
+    expect_equal("add in place" + what, expected, run(this->gpu(), true));
+  }
+}
+
+TYPED_TEST(CudaMathTest, SigmoidForwardAndBackwardMatchCpu) {
+  using T = TypeParam;
+  for (std::size_t count : {std::size_t(1), std::size_t(7), std::size_t(100003)}) {
+    auto x = uniform_values<T>(count, -20, 20, 8);
+    const T extremes[] = {T(-800), T(-100), T(-88), T(-30), T(-1e-3), T(0), T(30), T(88),
+                          T(800)};
+    for (std::size_t i = 0; i < std::size(extremes) && i < count; ++i) x[i] = extremes[i];
+    const auto dy = uniform_values<T>(count, -1, 1, 9);
+    const std::string what = describe("<", type_name<T>(), "> count=", count);
+
+    const auto forward = [&](Device& device) {
+      auto device_x = upload(device, x);
+      DeviceArray<T> y(device, count);
+      device.math<T>().sigmoid_forward(count, device_x.data(), y.data());
+      return download(device, y);
+    };
+    const auto y = forward(this->cpu());
+    expect_close("sigmoid_forward" + what, y, forward(this->gpu()), [&](std::size_t i) {
+      return sigmoid_tolerance<T> * std::abs(double(y[i])) + underflow_floor<T>;
+    });
+
+    const auto backward = [&](Device& device) {
+      auto device_y = upload(device, y);
+      auto device_dy = upload(device, dy);
+      DeviceArray<T> dx(device, count);
+      device.math<T>().sigmoid_backward(count, device_y.data(), device_dy.data(), dx.data());
+      return download(device, dx);
+    };
+    expect_equal("sigmoid_backward" + what, backward(this->cpu()), backward(this->gpu()));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Embedding
+
+TYPED_TEST(CudaMathTest, EmbeddingForwardMatchesCpuExactly) {
+  using T = TypeParam;
+  constexpr int vocabulary = 50;
+  for (int rows : {1, 7, 1024})
+    for (int width : {1, 7, 64}) {
+      const auto ids = random_ids<T>(rows, vocabulary, 10);
+      const auto table = uniform_values<T>(std::size_t(vocabulary) * width, -1, 1, 11);
+      const auto run = [&](Device& device) {
+        auto device_ids = upload(device, ids);
+        auto device_table = upload(device, table);
+        DeviceArray<T> y(device, std::size_t(rows) * width);
+        device.math<T>().embedding_forward(rows, width, device_ids.data(), device_table.data(),
+                                           y.data());
+        return download(device, y);
+      };
+      expect_equal(describe("embedding_forward<", type_name<T>(), "> rows=", rows,
+                            " width=", width),
+                   run(this->cpu()), run(this->gpu()));
+    }
+}
+
+template <typename T>
+std::vector<T> run_embedding_backward(Device& device, int rows, int width, int vocabulary,
+                                      const std::vector<T>& ids, const std::vector<T>& dy) {
+  auto device_ids = upload(device, ids);
+  auto device_dy = upload(device, dy);
+  // Filled with garbage first: the call must zero the rows no id selects.
+  auto gradient = upload(device, std::vector<T>(std::size_t(vocabulary) * width, T(123)));
+  device.math<T>().embedding_backward(rows, width, vocabulary, device_ids.data(),
+                                      device_dy.data(), gradient.data());
+  return download(device, gradient);
+}
+
+// Exact: the GPU adds each token's rows in row order from zero, as the CPU does.
+TYPED_TEST(CudaMathTest, EmbeddingBackwardWithRepeatedIdsMatchesCpuExactly) {
+  using T = TypeParam;
+  struct Case {
+    int rows, width, vocabulary;
+    int distinct_ids;  // ids drawn from [0, distinct_ids): fewer means longer runs of repeats
+  };
+  const Case cases[] = {{1, 1, 1, 1},         {7, 33, 50, 50},   {1024, 64, 50, 50},
+                        {1000, 17, 3, 3},     {2048, 40, 100, 1}, {8192, 512, 10000, 10000},
+                        {8192, 512, 10000, 20}, {300, 1000, 40, 40}};
+  std::uint64_t seed = 20;
+  for (const Case& test : cases) {
+    auto ids = random_ids<T>(test.rows, test.distinct_ids, seed++);
+    if (test.distinct_ids == 1)
+      for (T& id : ids) id = T(test.vocabulary / 2);  // every row the same token
+    const auto dy = uniform_values<T>(std::size_t(test.rows) * test.width, -1, 1, seed++);
+    expect_equal(describe("embedding_backward<", type_name<T>(), "> rows=", test.rows,
+                          " width=", test.width, " vocabulary=", test.vocabulary,
+                          " distinct ids=", test.distinct_ids),
+                 run_embedding_backward(this->cpu(), test.rows, test.width, test.vocabulary, ids,
+                                        dy),
+                 run_embedding_backward(this->gpu(), test.rows, test.width, test.vocabulary, ids,
+                                        dy));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Softmax cross-entropy
+
+template <typename T>
+struct SoftmaxResult {
+  std::vector<T> dlogits;
+  T loss;
+};
+
+template <typename T>
+SoftmaxResult<T> run_softmax_cross_entropy(Device& device, int rows, int classes,
+                                           const std::vector<T>& logits,
+                                           const std::vector<std::int32_t>& labels) {
+  auto device_logits = upload(device, logits);
+  auto device_labels = upload(device, labels);
+  DeviceArray<T> dlogits(device, logits.size());
+  DeviceArray<T> loss(device, 1);
+  device.math<T>().softmax_cross_entropy(rows, classes, device_logits.data(),
+                                         device_labels.data(), dlogits.data(), loss.data());
+  return {download(device, dlogits), download(device, loss)[0]};
+}
+
+std::vector<std::int32_t> random_labels(int rows, int classes, std::uint64_t stream) {
+  std::vector<std::int32_t> labels(rows);
+  const auto ids = random_ids<double>(rows, classes, stream);
+  for (int r = 0; r < rows; ++r) labels[r] = std::int32_t(ids[r]);
+  return labels;
+}
+
+TYPED_TEST(CudaMathTest, SoftmaxCrossEntropyMatchesCpu) {
+  using T = TypeParam;
+  std::uint64_t seed = 40;
+  for (int rows : {1, 7, 1024})
+    for (int classes : {1, 10, 1000})
+      for (double logit_scale : {1.0, 30.0, 100.0}) {  // 100: many probabilities underflow
+        const auto logits =
+            uniform_values<T>(std::size_t(rows) * classes, -logit_scale, logit_scale, seed++);
+        const auto labels = random_labels(rows, classes, seed++);
+        const auto expected = run_softmax_cross_entropy(this->cpu(), rows, classes, logits, labels);
+        const auto actual = run_softmax_cross_entropy(this->gpu(), rows, classes, logits, labels);
+        const std::string what = describe("<", type_name<T>(), "> rows=", rows,
+                                          " classes=", classes, " logit scale=", logit_scale);
+        const double inverse_rows = 1.0 / rows;
+        expect_close("softmax_cross_entropy dlogits" + what, expected.dlogits, actual.dlogits,
+                     [&](std::size_t i) {
+                       const bool label = int(i % classes) == labels[i / classes];
+                       return softmax_tolerance<T> * (std::abs(double(expected.dlogits[i])) +
+                                                      (label ? inverse_rows : 0.0)) +
+                              underflow_floor<T>;
+                     });
+        expect_close("softmax_cross_entropy loss" + what, std::vector<T>{expected.loss},
+                     std::vector<T>{actual.loss}, [&](std::size_t) {
+                       return softmax_tolerance<T> * std::abs(double(expected.loss)) +
+                              underflow_floor<T>;
+                     });
+      }
+}
+
+// ---------------------------------------------------------------------------------------------
+// SGD with momentum
+
+TYPED_TEST(CudaMathTest, SgdMomentumUpdateMatchesCpu) {
+  using T = TypeParam;
+  const T learning_rate = T(0.05), momentum = T(0.9), gradient_scale = T(0.25);
+  for (std::size_t count : {std::size_t(1), std::size_t(7), std::size_t(1000003)})
+    for (std::size_t offset : {std::size_t(0), std::size_t(1)}) {  // 1: not 16-byte aligned
+      if (offset >= count) continue;
+      const auto gradient = uniform_values<T>(count, -2, 2, 60);
+      const auto velocity = uniform_values<T>(count, -1, 1, 61);
+      const auto parameters = uniform_values<T>(count, -1, 1, 62);
+      struct Result {
+        std::vector<T> velocity, parameters;
+      };
+      const auto run = [&](Device& device) {
+        auto device_gradient = upload(device, gradient);
+        auto device_velocity = upload(device, velocity);
+        auto device_parameters = upload(device, parameters);
+        device.math<T>().sgd_momentum_update(count - offset, learning_rate, momentum,
+                                             gradient_scale, device_gradient.data() + offset,
+                                             device_velocity.data() + offset,
+                                             device_parameters.data() + offset);
+        return Result{download(device, device_velocity), download(device, device_parameters)};
+      };
+      const Result expected = run(this->cpu());
+      const Result actual = run(this->gpu());
+      // The magnitude of the terms of v and p: v = momentum v + scale g; p -= rate v.
+      const auto velocity_terms = [&](std::size_t i) {
+        return std::abs(double(momentum) * velocity[i]) +
+               std::abs(double(gradient_scale) * gradient[i]);
+      };
+      const std::string what = describe("<", type_name<T>(), "> count=", count,
+                                        " offset=", offset);
+      expect_close("sgd_momentum_update velocity" + what, expected.velocity, actual.velocity,
+                   [&](std::size_t i) { return sgd_tolerance<T> * velocity_terms(i); });
+      expect_close("sgd_momentum_update parameters" + what, expected.parameters,
+                   actual.parameters, [&](std::size_t i) {
+                     return sgd_tolerance<T> * (std::abs(double(parameters[i])) +
+                                                double(learning_rate) * velocity_terms(i));
+                   });
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Determinism: the reductions give the same bits every run (no atomics, fixed order)
+
+TYPED_TEST(CudaMathTest, ReductionsAreBitReproducible) {
+  using T = TypeParam;
+  CudaDevice& gpu = this->gpu();
+  auto& math = gpu.math<T>();
+
+  {
+    constexpr int rows = 8192, cols = 512;
+    auto dy = upload(gpu, uniform_values<T>(std::size_t(rows) * cols, -1, 1, 70));
+    DeviceArray<T> sums(gpu, cols);
+    math.column_sums(rows, cols, dy.data(), sums.data());
+    const auto first = download(gpu, sums);
+    math.column_sums(rows, cols, dy.data(), sums.data());
+    expect_bit_identical(describe("column_sums<", type_name<T>(), ">"), first,
+                         download(gpu, sums));
+  }
+  {
+    constexpr int rows = 8192, width = 512, vocabulary = 10000;
+    auto host_ids = random_ids<T>(rows, vocabulary, 71);
+    for (int r = 0; r < rows; r += 2) host_ids[r] = T(3);  // one long run, as padding makes
+    auto ids = upload(gpu, host_ids);
+    auto dy = upload(gpu, uniform_values<T>(std::size_t(rows) * width, -1, 1, 72));
+    DeviceArray<T> gradient(gpu, std::size_t(vocabulary) * width);
+    math.embedding_backward(rows, width, vocabulary, ids.data(), dy.data(), gradient.data());
+    const auto first = download(gpu, gradient);
+    math.embedding_backward(rows, width, vocabulary, ids.data(), dy.data(), gradient.data());
+    expect_bit_identical(describe("embedding_backward<", type_name<T>(), ">"), first,
+                         download(gpu, gradient));
+  }
+  {
+    constexpr int rows = 8192, classes = 1000;
+    auto logits = upload(gpu, uniform_values<T>(std::size_t(rows) * classes, -8, 8, 73));
+    auto labels = upload(gpu, random_labels(rows, classes, 74));
+    DeviceArray<T> dlogits(gpu, std::size_t(rows) * classes);
+    DeviceArray<T> loss(gpu, 1);
+    math.softmax_cross_entropy(rows, classes, logits.data(), labels.data(), dlogits.data(),
+                               loss.data());
+    const auto first_dlogits = download(gpu, dlogits);
+    const auto first_loss = download(gpu, loss);
+    math.softmax_cross_entropy(rows, classes, logits.data(), labels.data(), dlogits.data(),
+                               loss.data());
+    expect_bit_identical(describe("softmax_cross_entropy dlogits<", type_name<T>(), ">"),
+                         first_dlogits, download(gpu, dlogits));
+    expect_bit_identical(describe("softmax_cross_entropy loss<", type_name<T>(), ">"),
+                         first_loss, download(gpu, loss));
+  }
+}
+
+}  // namespace
+}  // namespace dlscale::kernels

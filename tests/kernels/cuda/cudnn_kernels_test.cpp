@@ -1,0 +1,506 @@
+// The CUDA device's cuDNN kernels against the CPU device's oneDNN kernels: the same random inputs
+// through convolution (padding, strides, groups, depthwise, no bias), pooling, batch norm (with
+// and without its ReLU) and the LSTM, forward and backward on both devices. Then the GPU alone:
+// backward twice is bit-identical, a captured CUDA graph replays the very same results, and tf32
+// convolution stays within 1e-2 of fp32. Built and run only on machines with a GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <initializer_list>
+#include <iomanip>
+#include <limits>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/cpu/cpu_device.hpp"
+#include "kernels/cuda/cuda_device.hpp"
+#include "kernels/device_array.hpp"
+#include "tests/kernels/finite_differences.hpp"
+
+namespace dlscale::kernels {
+namespace {
+
+constexpr auto nchw = ImageLayout::nchw;
+constexpr auto native = ImageLayout::native;
+
+// Relative tolerances: |gpu - cpu| <= tolerance * (1 + max |cpu|) over a tensor. The libraries sum
+// in different orders, so differences scale with the tensor's magnitude, not each element's.
+constexpr double convolution_tolerance = 1e-4;
+constexpr double pooling_tolerance = 1e-5;  // max pooling is exact; averages round once or twice
+constexpr double batch_norm_tolerance = 1e-4;
+constexpr double lstm_tolerance = 1e-4;
+constexpr double tf32_tolerance = 1e-2;  // tf32 products keep 10 mantissa bits
+
+// N(0, 1) values times `scale`, as floats; the same on every device for the same stream.
+std::vector<float> random_floats(std::size_t count, std::uint64_t stream, double scale = 1) {
+  const std::vector<double> values = dlscale::testing::random_values(count, stream);
+  std::vector<float> result(count);
+  for (std::size_t i = 0; i < count; ++i) result[i] = float(values[i] * scale);
+  return result;
+}
+
+struct Tensor {
+  std::string name;
+  std::vector<float> values;
+};
+
+// A kernel and its buffers on one device: one batch through forward() and backward(). Inputs are
+// seeded random values; outputs() copies every tensor the kernel writes back to the host.
+class KernelRun {
+ public:
+  explicit KernelRun(Device& device) : device_(device) {}
+  virtual ~KernelRun() = default;
+  virtual void forward() = 0;
+  virtual void backward() = 0;
+
+  std::vector<Tensor> outputs() const {
+    std::vector<Tensor> result;
+    for (const auto& [name, array] : outputs_) result.push_back({name, array.to_host()});
+    return result;
+  }
+  // Fills every output with NaN, so a comparison fails unless the kernel writes all of it again.
+  void poison() {
+    for (auto& [name, array] : outputs_)
+      array.copy_from_host(
+          std::vector<float>(array.size(), std::numeric_limits<float>::quiet_NaN()));
+  }
+
+ protected:
+  const float* input(const std::vector<float>& values) {
+    DeviceArray<float> array(device_, std::max<std::size_t>(values.size(), 1));
+    array.copy_from_host(values);
+    inputs_.push_back(std::move(array));
+    return inputs_.back().data();
+  }
+  float* output(std::string name, std::size_t count) {
+    outputs_.emplace_back(std::move(name), DeviceArray<float>(device_, count));
+    return outputs_.back().second.data();
+  }
+
+ private:
+  Device& device_;
+  // Moving a DeviceArray keeps its device pointer, so the pointers handed out stay valid.
+  std::vector<DeviceArray<float>> inputs_;
+  std::vector<std::pair<std::string, DeviceArray<float>>> outputs_;
+};
+
+class ConvolutionRun final : public KernelRun {
+ public:
+  ConvolutionRun(Device& device, const ConvolutionGeometry& g, int batch,
+                 bool with_input_gradient = true)
+      : KernelRun(device), batch_(batch), kernel_(device.make_convolution(g)) {
+    const double fan_in = double(g.input.channels / g.groups) * g.kernel * g.kernel;
+    x_ = input(random_floats(std::size_t(batch) * g.input.size(), 1));
+    weights_ = input(random_floats(g.weight_count(), 2, 1 / std::sqrt(fan_in)));
+    bias_ = g.bias ? input(random_floats(std::size_t(g.output_channels), 3)) : nullptr;
+    output_gradient_ = input(random_floats(std::size_t(batch) * g.output().size(), 4));
+    y_ = output("output", std::size_t(batch) * g.output().size());
+    if (with_input_gradient)
+      input_gradient_ = output("input gradient", std::size_t(batch) * g.input.size());
+    weight_gradient_ = output("weight gradient", g.weight_count());
+    if (g.bias) bias_gradient_ = output("bias gradient", std::size_t(g.output_channels));
+  }
+  void forward() override { kernel_->forward(batch_, x_, weights_, bias_, y_); }
+  void backward() override {
+    kernel_->backward(batch_, x_, weights_, output_gradient_, input_gradient_, weight_gradient_,
+                      bias_gradient_);
+  }
+
+ private:
+  int batch_;
+  std::unique_ptr<ConvolutionKernel> kernel_;
+  const float *x_ = nullptr, *weights_ = nullptr, *bias_ = nullptr, *output_gradient_ = nullptr;
+  float *y_ = nullptr, *input_gradient_ = nullptr, *weight_gradient_ = nullptr,
+        *bias_gradient_ = nullptr;
+};
+
+class PoolingRun final : public KernelRun {
+ public:
+  PoolingRun(Device& device, const PoolingGeometry& g, int batch)
+      : KernelRun(device), batch_(batch), kernel_(device.make_pooling(g)) {
+    x_ = input(random_floats(std::size_t(batch) * g.input.size(), 5));
+    output_gradient_ = input(random_floats(std::size_t(batch) * g.output().size(), 6));
+    y_ = output("output", std::size_t(batch) * g.output().size());
+    input_gradient_ = output("input gradient", std::size_t(batch) * g.input.size());
+  }
+  void forward() override { kernel_->forward(batch_, x_, y_); }
+  void backward() override { kernel_->backward(batch_, output_gradient_, input_gradient_); }
+
+ private:
+  int batch_;
+  std::unique_ptr<PoolingKernel> kernel_;
+  const float *x_ = nullptr, *output_gradient_ = nullptr;
+  float *y_ = nullptr, *input_gradient_ = nullptr;
+};
+
+class BatchNormRun final : public KernelRun {
+ public:
+  BatchNormRun(Device& device, const BatchNormGeometry& g, int batch,
+               bool with_input_gradient = true)
+      : KernelRun(device), batch_(batch), kernel_(device.make_batch_norm(g)) {
+    const std::size_t count = std::size_t(batch) * g.shape.size();
+    const auto channels = std::size_t(g.shape.channels);
+    x_ = input(random_floats(count, 7));
+    scale_ = input(random_floats(channels, 8));
+    shift_ = input(random_floats(channels, 9));
+    output_gradient_ = input(random_floats(count, 10));
+    y_ = output("output", count);
+    if (with_input_gradient) input_gradient_ = output("input gradient", count);
+    scale_gradient_ = output("scale gradient", channels);
+    shift_gradient_ = output("shift gradient", channels);
+  }
+  void forward() override { kernel_->forward(batch_, x_, scale_, shift_, y_); }
+  void backward() override {
+    kernel_->backward(batch_, x_, scale_, shift_, output_gradient_, input_gradient_,
+                      scale_gradient_, shift_gradient_);
+  }
+
+ private:
+  int batch_;
+  std::unique_ptr<BatchNormKernel> kernel_;
+  const float *x_ = nullptr, *scale_ = nullptr, *shift_ = nullptr, *output_gradient_ = nullptr;
+  float *y_ = nullptr, *input_gradient_ = nullptr, *scale_gradient_ = nullptr,
+        *shift_gradient_ = nullptr;
+};
+
+class LstmRun final : public KernelRun {
+ public:
+  LstmRun(Device& device, const LstmGeometry& g, int batch, bool with_input_gradient = true)
+      : KernelRun(device), batch_(batch), kernel_(device.make_lstm(g)) {
+    const std::size_t inputs = std::size_t(batch) * g.steps * g.inputs;
+    const std::size_t outputs = std::size_t(batch) * g.steps * g.hidden;
+    x_ = input(random_floats(inputs, 11));
+    // Scaled so the gates neither saturate nor vanish at any width.
+    parameters_ =
+        input(random_floats(g.parameter_count(), 12, 1 / std::sqrt(g.inputs + g.hidden)));
+    output_gradient_ = input(random_floats(outputs, 13));
+    y_ = output("output", outputs);
+    if (with_input_gradient) input_gradient_ = output("input gradient", inputs);
+    parameter_gradient_ = output("parameter gradient", g.parameter_count());
+  }
+  void forward() override { kernel_->forward(batch_, x_, parameters_, y_); }
+  void backward() override {
+    kernel_->backward(batch_, x_, parameters_, y_, output_gradient_, input_gradient_,
+                      parameter_gradient_);
+  }
+
+ private:
+  int batch_;
+  std::unique_ptr<LstmKernel> kernel_;
+  const float *x_ = nullptr, *parameters_ = nullptr, *output_gradient_ = nullptr;
+  float *y_ = nullptr, *input_gradient_ = nullptr, *parameter_gradient_ = nullptr;
+};
+
+// Every output written from scratch: poisoned first, then forward and backward.
+void run(KernelRun& kernel) {
+  kernel.poison();
+  kernel.forward();
+  kernel.backward();
+}
+
+// Names the first index of each tensor where `actual` and `expected` differ by more than the
+// tolerance (relative to the expected tensor's largest magnitude).
+void expect_close(const KernelRun& actual_run, const KernelRun& expected_run, double tolerance) {
+  const std::vector<Tensor> actual = actual_run.outputs(), expected = expected_run.outputs();
+  ASSERT_EQ(actual.size(), expected.size());
+  for (std::size_t t = 0; t < actual.size(); ++t) {
+    const auto& a = actual[t].values;
+    const auto& e = expected[t].values;
+    ASSERT_EQ(a.size(), e.size()) << actual[t].name;
+    double largest = 0;
+    for (float value : e) largest = std::max(largest, std::abs(double(value)));
+    const double bound = tolerance * (1 + largest);
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (!(std::abs(double(a[i]) - double(e[i])) <= bound)) {  // NaN fails too
+        ADD_FAILURE() << actual[t].name << " differs at index " << i << " of " << a.size()
+                      << std::setprecision(9) << ": " << a[i] << " where " << e[i]
+                      << " was expected (allowed difference " << bound << ")";
+        break;
+      }
+  }
+}
+
+// Bit for bit, tensor by tensor.
+void expect_identical(const std::vector<Tensor>& first, const std::vector<Tensor>& second,
+                      const std::string& what) {
+  ASSERT_EQ(first.size(), second.size()) << what;
+  for (std::size_t t = 0; t < first.size(); ++t) {
+    const auto& a = first[t].values;
+    const auto& b = second[t].values;
+    ASSERT_EQ(a.size(), b.size()) << what << ": " << first[t].name;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) {
+        ADD_FAILURE() << what << ": " << first[t].name << " is not bit-identical at index " << i
+                      << std::setprecision(9) << " (" << a[i] << " vs " << b[i] << ")";
+        break;
+      }
+  }
+}
+
+// The CPU runs every case in plain NCHW; the GPU is handed the geometry as the network would,
+// native layouts included (NCHW there too).
+ConvolutionGeometry in_nchw(ConvolutionGeometry g) {
+  g.input_layout = g.output_layout = nchw;
+  return g;
+}
+PoolingGeometry in_nchw(PoolingGeometry g) {
+  g.input_layout = g.output_layout = nchw;
+  return g;
+}
+BatchNormGeometry in_nchw(BatchNormGeometry g) {
+  g.layout = nchw;
+  return g;
+}
+
+// Every test needs the GPU; without one it fails here, plainly, rather than in a constructor.
+class CudnnKernels : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_GT(visible_gpu_count(), 0) << "the cuDNN kernel tests need a GPU";
+    gpu_ = std::make_unique<CudaDevice>(0, Precision::fp32);
+  }
+  CudaDevice& gpu() { return *gpu_; }
+  CpuDevice& cpu() { return cpu_; }
+
+ private:
+  std::unique_ptr<CudaDevice> gpu_;
+  CpuDevice cpu_{1};
+};
+
+// ------------------------------------------------------------------------------------------------
+// Against the CPU
+
+// Each case's test is named after the case.
+template <typename Case>
+std::string case_name(const ::testing::TestParamInfo<Case>& test) {
+  return test.param.name;
+}
+
+struct ConvolutionCase {
+  const char* name;
+  ConvolutionGeometry geometry;
+  int batch = 3;
+};
+void PrintTo(const ConvolutionCase& c, std::ostream* out) { *out << c.name; }
+
+const ConvolutionCase convolution_cases[] = {
+    {"same_3x3", {{3, 9, 9}, 8, 3, 1, 1, 1}},
+    {"stride_2_5x5", {{4, 11, 11}, 6, 5, 2, 2, 1}},
+    {"pointwise_without_bias", {{8, 7, 7}, 16, 1, 1, 0, 1, false}},
+    {"pointwise_stride_2_without_bias", {{8, 8, 8}, 16, 1, 2, 0, 1, false}},  // a shortcut
+    {"grouped", {{8, 6, 6}, 12, 3, 1, 1, 4}},
+    {"depthwise_stride_2", {{16, 7, 7}, 16, 3, 2, 1, 16, false}},
+    {"depthwise", {{32, 9, 9}, 32, 3, 1, 1, 32}},
+    {"alexnet_11x11_stride_4", {{3, 35, 35}, 16, 11, 4, 2, 1}},
+    {"wide_3x3", {{64, 14, 14}, 64, 3, 1, 1, 1, false}, 8},
+    {"native_layouts", {{8, 6, 6}, 16, 3, 2, 1, 1, false, native, native}},
+};
+
+class ConvolutionAgainstCpu : public CudnnKernels,
+                              public ::testing::WithParamInterface<ConvolutionCase> {};
+
+TEST_P(ConvolutionAgainstCpu, MatchesOneDnn) {
+  const ConvolutionCase& c = GetParam();
+  ConvolutionRun on_gpu(gpu(), c.geometry, c.batch);
+  ConvolutionRun on_cpu(cpu(), in_nchw(c.geometry), c.batch);
+  run(on_gpu);
+  run(on_cpu);
+  expect_close(on_gpu, on_cpu, convolution_tolerance);
+}
+
+INSTANTIATE_TEST_SUITE_P(CudnnKernels, ConvolutionAgainstCpu,
+                         ::testing::ValuesIn(convolution_cases), case_name<ConvolutionCase>);
+
+struct PoolingCase {
+  const char* name;
+  PoolingGeometry geometry;
+};
+void PrintTo(const PoolingCase& c, std::ostream* out) { *out << c.name; }
+
+// The zoo's poolings (3x3/2 and 2x2/2 max, 3x3/2 max with padding 1, global average) and
+// average pooling with padding, whose divisor counts the padding on both devices.
+const PoolingCase pooling_cases[] = {
+    {"max_3x3_stride_2", {{4, 13, 13}, PoolingKind::max, 3, 2, 0}},
+    {"max_3x3_stride_2_padding_1", {{4, 14, 14}, PoolingKind::max, 3, 2, 1}},
+    {"max_2x2", {{3, 8, 8}, PoolingKind::max, 2, 2, 0}},
+    {"global_average", {{8, 7, 7}, PoolingKind::average, 7, 1, 0}},
+    {"average_3x3_stride_2_padding_1", {{2, 7, 7}, PoolingKind::average, 3, 2, 1}},
+    {"average_2x2", {{3, 6, 6}, PoolingKind::average, 2, 2, 0}},
+    {"max_native_layouts", {{8, 7, 7}, PoolingKind::max, 3, 2, 1, native, native}},
+};
+
+class PoolingAgainstCpu : public CudnnKernels, public ::testing::WithParamInterface<PoolingCase> {};
+
+TEST_P(PoolingAgainstCpu, MatchesOneDnn) {
+  const PoolingCase& c = GetParam();
+  const int batch = 3;
+  PoolingRun on_gpu(gpu(), c.geometry, batch), on_cpu(cpu(), in_nchw(c.geometry), batch);
+  run(on_gpu);
+  run(on_cpu);
+  expect_close(on_gpu, on_cpu, pooling_tolerance);
+}
+
+INSTANTIATE_TEST_SUITE_P(CudnnKernels, PoolingAgainstCpu, ::testing::ValuesIn(pooling_cases),
+                         case_name<PoolingCase>);
+
+struct BatchNormCase {
+  const char* name;
+  BatchNormGeometry geometry;
+  int batch;
+};
+void PrintTo(const BatchNormCase& c, std::ostream* out) { *out << c.name; }
+
+const BatchNormCase batch_norm_cases[] = {
+    {"plain", {{8, 5, 5}, nchw, false}, 4},
+    {"with_relu", {{8, 5, 5}, nchw, true}, 4},
+    {"wide_with_relu", {{32, 14, 14}, native, true}, 8},
+    {"many_channels", {{64, 7, 7}, native, false}, 2},
+};
+
+class BatchNormAgainstCpu : public CudnnKernels,
+                            public ::testing::WithParamInterface<BatchNormCase> {};
+
+TEST_P(BatchNormAgainstCpu, MatchesOneDnn) {
+  const BatchNormCase& c = GetParam();
+  BatchNormRun on_gpu(gpu(), c.geometry, c.batch);
+  BatchNormRun on_cpu(cpu(), in_nchw(c.geometry), c.batch);
+  run(on_gpu);
+  run(on_cpu);
+  expect_close(on_gpu, on_cpu, batch_norm_tolerance);
+}
+
+INSTANTIATE_TEST_SUITE_P(CudnnKernels, BatchNormAgainstCpu,
+                         ::testing::ValuesIn(batch_norm_cases), case_name<BatchNormCase>);
+
+struct LstmCase {
+  const char* name;
+  LstmGeometry geometry;  // steps, inputs, hidden
+  int batch;
+};
+void PrintTo(const LstmCase& c, std::ostream* out) { *out << c.name; }
+
+const LstmCase lstm_cases[] = {
+    {"small", {5, 7, 6}, 3},
+    {"single_step", {1, 4, 3}, 1},
+    {"wide", {20, 64, 128}, 16},
+};
+
+class LstmAgainstCpu : public CudnnKernels, public ::testing::WithParamInterface<LstmCase> {};
+
+// Poisoned parameter gradients first: cuDNN adds into its weight gradient, and the kernel must
+// overwrite dlscale's.
+TEST_P(LstmAgainstCpu, MatchesOneDnn) {
+  const LstmCase& c = GetParam();
+  LstmRun on_gpu(gpu(), c.geometry, c.batch), on_cpu(cpu(), c.geometry, c.batch);
+  run(on_gpu);
+  run(on_cpu);
+  expect_close(on_gpu, on_cpu, lstm_tolerance);
+}
+
+INSTANTIATE_TEST_SUITE_P(CudnnKernels, LstmAgainstCpu, ::testing::ValuesIn(lstm_cases),
+                         case_name<LstmCase>);
+
+// A network's first layer gets no input gradient: the other gradients must still be right.
+TEST_F(CudnnKernels, FirstLayersWithoutInputGradientMatchOneDnn) {
+  const ConvolutionGeometry convolution{{3, 9, 9}, 8, 3, 2, 1, 1};
+  ConvolutionRun convolution_gpu(gpu(), convolution, 2, false);
+  ConvolutionRun convolution_cpu(cpu(), convolution, 2, false);
+  const BatchNormGeometry batch_norm{{8, 5, 5}, nchw, true};
+  BatchNormRun batch_norm_gpu(gpu(), batch_norm, 3, false);
+  BatchNormRun batch_norm_cpu(cpu(), batch_norm, 3, false);
+  const LstmGeometry lstm{6, 5, 8};
+  LstmRun lstm_gpu(gpu(), lstm, 4, false), lstm_cpu(cpu(), lstm, 4, false);
+  for (KernelRun* kernel : std::initializer_list<KernelRun*>{
+           &convolution_gpu, &convolution_cpu, &batch_norm_gpu, &batch_norm_cpu, &lstm_gpu,
+           &lstm_cpu})
+    run(*kernel);
+  expect_close(convolution_gpu, convolution_cpu, convolution_tolerance);
+  expect_close(batch_norm_gpu, batch_norm_cpu, batch_norm_tolerance);
+  expect_close(lstm_gpu, lstm_cpu, lstm_tolerance);
+}
+
+// ------------------------------------------------------------------------------------------------
+// The GPU alone
+
+struct NamedRun {
+  std::string name;
+  std::unique_ptr<KernelRun> kernel;
+};
+
+// Kernels whose gradients invite atomics: strided and depthwise convolution, overlapping max
+// pooling windows, batch-norm reductions, the LSTM's sums over time.
+std::vector<NamedRun> kernels_that_reduce(Device& device) {
+  std::vector<NamedRun> kernels;
+  kernels.push_back({"3x3 stride 2 convolution",
+                     std::make_unique<ConvolutionRun>(
+                         device, ConvolutionGeometry{{32, 28, 28}, 64, 3, 2, 1, 1, false}, 16)});
+  kernels.push_back({"depthwise convolution",
+                     std::make_unique<ConvolutionRun>(
+                         device, ConvolutionGeometry{{64, 14, 14}, 64, 3, 1, 1, 64, false}, 16)});
+  kernels.push_back({"1x1 convolution with bias",
+                     std::make_unique<ConvolutionRun>(
+                         device, ConvolutionGeometry{{64, 14, 14}, 128, 1, 1, 0, 1, true}, 16)});
+  kernels.push_back({"3x3 stride 2 max pooling",
+                     std::make_unique<PoolingRun>(
+                         device, PoolingGeometry{{16, 29, 29}, PoolingKind::max, 3, 2, 1}, 16)});
+  kernels.push_back({"batch norm with ReLU",
+                     std::make_unique<BatchNormRun>(
+                         device, BatchNormGeometry{{64, 14, 14}, nchw, true}, 16)});
+  kernels.push_back(
+      {"LSTM", std::make_unique<LstmRun>(device, LstmGeometry{16, 32, 64}, 16)});
+  return kernels;
+}
+
+// All ranks must hold bit-identical parameters and a rerun must reproduce a run, so no gradient
+// may depend on the order atomics happen to land in.
+TEST_F(CudnnKernels, BackwardTwiceIsBitIdentical) {
+  for (const auto& [name, kernel] : kernels_that_reduce(gpu())) {
+    run(*kernel);
+    const std::vector<Tensor> first = kernel->outputs();
+    kernel->backward();
+    expect_identical(first, kernel->outputs(), name + ", backward again");
+    run(*kernel);
+    expect_identical(first, kernel->outputs(), name + ", forward and backward again");
+  }
+}
+
+// After the first, eager call for a batch size, forward and backward only queue work on the
+// stream, so a captured step replays them: no allocation, search or host wait inside.
+TEST_F(CudnnKernels, CapturedStepReplaysTheSameResults) {
+  const std::vector<NamedRun> kernels = kernels_that_reduce(gpu());
+  std::vector<std::vector<Tensor>> eager;
+  for (const auto& [name, kernel] : kernels) {
+    run(*kernel);
+    eager.push_back(kernel->outputs());
+  }
+  const std::unique_ptr<CapturedWork> step = gpu().capture([&] {
+    for (const auto& [name, kernel] : kernels) {
+      kernel->forward();
+      kernel->backward();
+    }
+  });
+  ASSERT_NE(step, nullptr);
+  for (const auto& [name, kernel] : kernels) kernel->poison();  // the replay must write it all
+  step->replay();
+  gpu().synchronize();
+  for (std::size_t k = 0; k < kernels.size(); ++k)
+    expect_identical(eager[k], kernels[k].kernel->outputs(), kernels[k].name + ", replayed");
+}
+
+// tf32 may use tensor cores (10-bit mantissa products): close to fp32, not equal.
+TEST_F(CudnnKernels, Tf32ConvolutionStaysNearFp32) {
+  CudaDevice tf32(0, Precision::tf32);
+  const ConvolutionGeometry geometry{{64, 16, 16}, 64, 3, 1, 1, 1};
+  ConvolutionRun exact(gpu(), geometry, 8), fast(tf32, geometry, 8);
+  run(exact);
+  run(fast);
+  expect_close(fast, exact, tf32_tolerance);
+}
+
+}  // namespace
+}  // namespace dlscale::kernels

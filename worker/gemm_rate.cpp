@@ -1,0 +1,37 @@
+// A square GEMM, warmed up once and then timed a few times; the best rate is the device's.
+#include "worker/gemm_rate.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "kernels/device_array.hpp"
+
+namespace dlscale::worker {
+
+double measure_gemm_gflops(kernels::Device& device, int order) {
+  constexpr int timed_repeats = 5;
+  const std::size_t count = std::size_t(order) * order;
+  std::vector<float> host(count);
+  for (std::size_t i = 0; i < count; ++i) host[i] = float(int(i % 17) - 8) / 8.0f;
+  kernels::DeviceArray<float> a(device, count), b(device, count), c(device, count);
+  a.copy_from_host(host);
+  b.copy_from_host(host);
+  auto& math = device.math_float();
+  const auto multiply = [&] {
+    math.gemm(kernels::Transpose::no, kernels::Transpose::no, order, order, order, 1.0f, a.data(),
+              order, b.data(), order, 0.0f, c.data(), order);
+  };
+  multiply();  // loads the kernels and chooses the algorithm; not timed
+  const auto start = device.make_event(), end = device.make_event();
+  double best_seconds = 0;
+  for (int repeat = 0; repeat < timed_repeats; ++repeat) {
+    device.record(*start);
+    multiply();
+    device.record(*end);
+    const double seconds = device.elapsed_seconds(*start, *end);
+    best_seconds = repeat == 0 ? seconds : std::min(best_seconds, seconds);
+  }
+  return 2.0 * double(order) * order * order / best_seconds / 1e9;
+}
+
+}  // namespace dlscale::worker
