@@ -31,7 +31,8 @@ class LstmKernel {
   virtual ~LstmKernel() = default;
   // x [batch x steps x inputs] -> y [batch x steps x hidden], starting from zero state.
   virtual void forward(int batch, const float* x, const float* parameters, float* y) = 0;
-  // Overwrites parameter_gradient; writes the input gradient unless it is null.
+  // Overwrites parameter_gradient; writes the input gradient unless it is null. Uses what the
+  // last forward() kept, once: each backward() follows its own forward().
   virtual void backward(int batch, const float* x, const float* parameters, const float* y,
                         const float* output_gradient, float* input_gradient,
                         float* parameter_gradient) = 0;

@@ -199,8 +199,8 @@ if wants bench; then
     else
       note "bench: skipped: $compare has no --device option yet"
     fi
-  elif [[ ! -x $build_dir/benchmarks/dlscale-bench-step ]]; then
-    fail bench "no $build_dir/benchmarks/dlscale-bench-step (build first)"
+  elif [[ ! -x $build_dir/dlscale ]]; then
+    fail bench "no $build_dir/dlscale (build first)"
   elif [[ -z $python ]]; then
     fail bench "no python3 here imports torch (set PYTHON)"
   else

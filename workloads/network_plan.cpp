@@ -172,6 +172,23 @@ PlanBuilder& PlanBuilder::global_average_pool() {
 }
 
 PlanBuilder& PlanBuilder::dense(int outputs) {
+  // The image a dense layer flattens is handed over in plain NCHW, whatever the device's native
+  // layout: so the same weights are the same model on every device, and a CPU and a GPU run can
+  // be compared value by value. The last pooling or convolution writes it (ReLUs in between are
+  // element-wise); for the zoo that is a small pooled image, so the reorder costs nothing.
+  if (flattened_ == 0 && layout_ != kernels::ImageLayout::nchw) {
+    auto last = layers_.rbegin();
+    while (last != layers_.rend() && std::holds_alternative<PlannedRelu>(*last)) ++last;
+    if (last == layers_.rend())
+      throw std::invalid_argument("a dense layer after an image needs a layer that writes it");
+    if (auto* pooling = std::get_if<kernels::PoolingGeometry>(&*last))
+      pooling->output_layout = kernels::ImageLayout::nchw;
+    else if (auto* convolution = std::get_if<kernels::ConvolutionGeometry>(&*last))
+      convolution->output_layout = kernels::ImageLayout::nchw;
+    else
+      throw std::invalid_argument("a dense layer must follow a pooling or convolution layer");
+    layout_ = kernels::ImageLayout::nchw;
+  }
   layers_.push_back(PlannedDense{int(size()), outputs});
   flattened_ = outputs;
   return *this;

@@ -126,7 +126,7 @@ Plan& plan_of(std::map<int, Plan>& plans, int batch, cudaStream_t stream, const 
 
 // The most workspace one convolution algorithm may ask for. cuDNN's search only times algorithms
 // that fit in what it is given, and the winner's workspace stays allocated as long as the layer.
-constexpr std::size_t workspace_limit = std::size_t(128) << 20;
+constexpr std::size_t workspace_limit = std::size_t(512) << 20;
 
 // The search's own scratch: the limit, or a quarter of what is free if that is less.
 DeviceBuffer search_workspace() {
@@ -136,8 +136,10 @@ DeviceBuffer search_workspace() {
 }
 
 // The fastest of cuDNN's timed results that is acceptable here:
-//  - deterministic: atomics-based algorithms sum in a different order on every run, and dlscale
-//    needs backward twice to give bit-identical gradients (reruns reproduce, ranks agree);
+//  - deterministic where cuDNN has one: atomics-based algorithms sum in a different order on
+//    every run, so reruns would not reproduce bit for bit. Ranks agree either way (they all
+//    apply the same allreduced sum), so where no deterministic algorithm exists the fastest
+//    other one is taken rather than refusing the layer;
 //  - of the requested math: with fp32 (CUDNN_FMA_MATH) no result that used tensor cores; tf32
 //    allows either;
 //  - within the workspace limit.
@@ -145,19 +147,21 @@ template <typename Perf>
 const Perf& fastest_acceptable(const std::vector<Perf>& results, int returned,
                                cudnnMathType_t math, std::size_t workspace_bytes,
                                const char* pass) {
-  const Perf* best = nullptr;
-  for (int i = 0; i < returned; ++i) {
-    const Perf& result = results[i];
-    if (result.status != CUDNN_STATUS_SUCCESS || result.determinism != CUDNN_DETERMINISTIC ||
-        (math == CUDNN_FMA_MATH && result.mathType != CUDNN_FMA_MATH) ||
-        result.memory > workspace_bytes)
-      continue;
-    if (best == nullptr || result.time < best->time) best = &result;
+  for (const bool deterministic_only : {true, false}) {
+    const Perf* best = nullptr;
+    for (int i = 0; i < returned; ++i) {
+      const Perf& result = results[i];
+      if (result.status != CUDNN_STATUS_SUCCESS ||
+          (deterministic_only && result.determinism != CUDNN_DETERMINISTIC) ||
+          (math == CUDNN_FMA_MATH && result.mathType != CUDNN_FMA_MATH) ||
+          result.memory > workspace_bytes)
+        continue;
+      if (best == nullptr || result.time < best->time) best = &result;
+    }
+    if (best != nullptr) return *best;
   }
-  if (best == nullptr)
-    throw std::runtime_error(std::string("cuDNN offers no deterministic ") + pass +
-                             " convolution algorithm of the requested precision for this layer");
-  return *best;
+  throw std::runtime_error(std::string("cuDNN offers no ") + pass +
+                           " convolution algorithm of the requested precision for this layer");
 }
 
 class CudnnConvolution final : public ConvolutionKernel {

@@ -30,7 +30,7 @@ TEST(Lstm, ReferenceMatchesFiniteDifferences) {
                   "parameter gradient");
 }
 
-TEST(Lstm, OneDnnMatchesReference) {
+std::vector<float> expect_onednn_matches_reference(const LstmGeometry& geometry) {
   const auto rounded = [](std::vector<double> values, double scale) {
     for (double& v : values) v = double(float(v * scale));
     return values;
@@ -53,6 +53,18 @@ TEST(Lstm, OneDnnMatchesReference) {
   expect_near_all(to_double(y), expected.output, 1e-5, "output");
   expect_near_all(to_double(dx), expected.input_gradient, 1e-4, "input gradient");
   expect_near_all(to_double(dparameters), expected.parameter_gradient, 1e-4, "parameter gradient");
+  return dparameters;
+}
+
+TEST(Lstm, OneDnnMatchesReference) { expect_onednn_matches_reference(geometry); }
+
+// One step from a zero state: the recurrent weights see only h0 = 0, so their gradient is
+// exactly 0 (every product has a zero factor).
+TEST(Lstm, OneDnnMatchesReferenceForASingleStep) {
+  const LstmGeometry one_step{1, 4, 3};
+  const auto gradient = expect_onednn_matches_reference(one_step);
+  for (std::size_t i = 0; i < one_step.recurrent_weight_count(); ++i)
+    EXPECT_EQ(gradient[one_step.input_weight_count() + i], 0.0f) << "recurrent weight " << i;
 }
 
 }  // namespace
