@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "comm/mpi_gradient_communicator.hpp"
 #include "kernels/cpu/cpu_device.hpp"
 #include "kernels/cuda/cuda_device.hpp"
@@ -44,6 +46,48 @@ Trained train_three_steps(kernels::Device& device, const std::string& model, int
 }
 
 class GpuTrainsLikeTheCpu : public ::testing::TestWithParam<std::pair<std::string, int>> {};
+
+// One forward and backward from the same weights and batch: each layer's gradient agrees, and a
+// failure names every layer that differs, last layer first, so the culprit is the first named.
+TEST_P(GpuTrainsLikeTheCpu, FirstGradientsAgreeLayerByLayer) {
+  const auto& [model, batch] = GetParam();
+  const auto workload = workloads::make_workload(model);
+  const auto gradients_on = [&](kernels::Device& device) {
+    const DeviceDataset data(device, *workload, batch, 1, seed, 0);
+    auto network = workload->build_network(device, batch);
+    network->initialize(seed);
+    network->forward_loss(batch, data.inputs(0), data.labels(0));
+    network->backward(batch, data.inputs(0));
+    std::vector<float> gradients(network->gradients().size());
+    device.copy_to_host(gradients.data(), network->gradients().data(),
+                        gradients.size() * sizeof(float));
+    std::vector<std::pair<std::string, std::size_t>> layers;
+    for (const auto& layer : network->layers())
+      layers.emplace_back(layer->kind(), layer->parameter_count());
+    return std::pair{gradients, layers};
+  };
+  kernels::CpuDevice cpu(1);
+  kernels::CudaDevice gpu(0, kernels::Precision::fp32);
+  const auto [on_cpu, layers] = gradients_on(cpu);
+  const auto on_gpu = gradients_on(gpu).first;
+  std::string differing;
+  std::size_t offset = 0;
+  std::vector<std::string> reports;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    double largest = 0, difference = 0;
+    for (std::size_t j = offset; j < offset + layers[i].second; ++j) {
+      largest = std::max(largest, std::abs(double(on_cpu[j])));
+      difference = std::max(difference, std::abs(double(on_cpu[j]) - on_gpu[j]));
+    }
+    if (difference > 1e-3 * largest + 1e-7)
+      reports.push_back(fmt::format("layer {} ({}): largest difference {:.3g} of {:.3g}", i,
+                                    layers[i].first, difference, largest));
+    offset += layers[i].second;
+  }
+  for (auto report = reports.rbegin(); report != reports.rend(); ++report)
+    differing += "\n  " + *report;
+  EXPECT_TRUE(reports.empty()) << model << ": gradients differ" << differing;
+}
 
 TEST_P(GpuTrainsLikeTheCpu, ParametersAgreeAfterThreeSteps) {
   const auto& [model, batch] = GetParam();
