@@ -45,6 +45,9 @@ namespace {
 
 constexpr double sgd_momentum = 0.9;           // the benchmark's optimizer, fixed
 constexpr int distinct_batches_per_rank = 8;   // cycled through; made before training
+// ... but no more of them than fit in this many bytes: fcn-s at batch 4096 is 438 MB a batch,
+// and making 8 of them on the host would take longer than the run.
+constexpr std::uint64_t synthetic_data_bytes_per_rank = std::uint64_t(1) << 30;
 constexpr int gpu_gemm_order = 8192;           // the yardstick GEMM: 1.1 TFLOP, long enough to time
 
 void configure_log_level(int rank, const std::string& level) {
@@ -75,6 +78,13 @@ void print_model_list() {
              "weight gradients), the convention of the reference benchmark study.\n"
              "Any fully connected net: --model fcn:INPUT,HIDDEN,...,CLASSES (sigmoid hidden layers).\n"
              "Any LSTM language model: --model lstm:SEQ,HIDDEN,LAYERS,VOCAB.\n");
+}
+
+int distinct_batches(const workloads::Workload& workload, int batch) {
+  const std::uint64_t batch_bytes =
+      std::uint64_t(batch) * (workload.input_size() * sizeof(float) + sizeof(std::int32_t));
+  return int(std::clamp<std::uint64_t>(synthetic_data_bytes_per_rank / batch_bytes, 1,
+                                       distinct_batches_per_rank));
 }
 
 // Everything a run needs that can be wrong because of user input, checked on every rank
@@ -110,8 +120,9 @@ ValidatedRun validate(int argc, char** argv, const comm::MpiSession& mpi,
   // memory is shared by all of the host's ranks; a GPU by the ranks that drew it.
   const int devices = kernels::devices_per_host(run.options.device);
   const int ranks_on_device = (placement.ranks_on_host + devices - 1) / devices;
-  worker::check_memory_fits(*run.workload, *std::max_element(run.batches.begin(), run.batches.end()),
-                            distinct_batches_per_rank, ranks_on_device,
+  const int largest_batch = *std::max_element(run.batches.begin(), run.batches.end());
+  worker::check_memory_fits(*run.workload, largest_batch,
+                            distinct_batches(*run.workload, largest_batch), ranks_on_device,
                             run.device->free_memory_bytes(), run.device->description());
   if (run.options.overlap && !mpi.supports_progress_thread())
     throw UserError("this MPI library cannot be called from a progress thread "
@@ -146,7 +157,7 @@ std::optional<results::RunRecord> train_point(const ValidatedRun& run, int batch
   network->initialize(options.seed);
   kernels::SgdMomentum<float> optimizer(*device, network->parameters().size(),
                                         float(options.learning_rate), float(sgd_momentum));
-  const worker::DeviceDataset data(*device, workload, batch, distinct_batches_per_rank,
+  const worker::DeviceDataset data(*device, workload, batch, distinct_batches(workload, batch),
                                    options.seed, rank);
   const worker::GradientExchange exchange = worker::make_gradient_exchange(
       *network, std::size_t(options.bucket_mb * (1 << 20)), options.overlap);

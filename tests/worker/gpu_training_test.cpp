@@ -128,12 +128,13 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(std::pair<std::string, int>{"fcn:64,48,32,10", 16},
                       std::pair<std::string, int>{"alexnet-r", 8},
                       std::pair<std::string, int>{"resnet-56", 4},
+                      std::pair<std::string, int>{"resnet-56", 32},
                       std::pair<std::string, int>{"mobilenet-v2", 2},
                       std::pair<std::string, int>{"lstm:12,32,2,100", 4}),
     [](const auto& info) {
       std::string name;
       for (char c : info.param.first) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-      return name;
+      return name + "_batch" + std::to_string(info.param.second);
     });
 
 }  // namespace
