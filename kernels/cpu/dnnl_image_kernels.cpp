@@ -157,17 +157,23 @@ class DnnlPooling final : public PoolingKernel {
 
   void forward(int batch, const float* x, float* y) override {
     auto& p = primitives_for(batch);
+    memory output = wrap(p.output_desc, engine_, y);
     std::unordered_map<int, memory> arguments = {{DNNL_ARG_SRC, wrap(p.input_desc, engine_, x)},
-                                                 {DNNL_ARG_DST, wrap(p.output_desc, engine_, y)}};
+                                                 {DNNL_ARG_DST, p.pooled ? p.pooled : output}};
     if (p.workspace) arguments.emplace(DNNL_ARG_WORKSPACE, p.workspace);
     DLSCALE_DNNL_CHECK(p.forward.execute(stream_, arguments));
+    if (p.pooled)
+      DLSCALE_DNNL_CHECK(dnnl::reorder(p.pooled, output).execute(stream_, p.pooled, output));
     stream_.wait();
   }
 
   void backward(int batch, const float* output_gradient, float* input_gradient) override {
     auto& p = primitives_for(batch);
+    memory gradient = wrap(p.output_desc, engine_, output_gradient);
+    if (p.pooled)
+      DLSCALE_DNNL_CHECK(dnnl::reorder(gradient, p.pooled).execute(stream_, gradient, p.pooled));
     std::unordered_map<int, memory> arguments = {
-        {DNNL_ARG_DIFF_DST, wrap(p.output_desc, engine_, output_gradient)},
+        {DNNL_ARG_DIFF_DST, p.pooled ? p.pooled : gradient},
         {DNNL_ARG_DIFF_SRC, wrap(p.input_desc, engine_, input_gradient)}};
     if (p.workspace) arguments.emplace(DNNL_ARG_WORKSPACE, p.workspace);
     DLSCALE_DNNL_CHECK(p.backward.execute(stream_, arguments));
@@ -180,6 +186,10 @@ class DnnlPooling final : public PoolingKernel {
     dnnl::pooling_forward forward;
     dnnl::pooling_backward backward;
     memory workspace;  // max positions, written by forward, read by backward
+    // The pooling's own output, in its input's layout, where the geometry asks for another:
+    // oneDNN's jit pooling keeps the layout (a change falls back to its reference kernel, 9 ms
+    // a step for resnet-56's last pool), so the change is a separate, small reorder.
+    memory pooled;
   };
 
   Primitives& primitives_for(int batch) {
@@ -191,6 +201,7 @@ class DnnlPooling final : public PoolingKernel {
     Primitives p;
     p.input_desc = layouts_.describe(batch, g.input, g.input_layout);
     p.output_desc = layouts_.describe(batch, g.output(), g.output_layout);
+    const memory::desc pooled_desc = layouts_.describe(batch, g.output(), g.input_layout);
     // Average pooling counts padding in the divisor, as PyTorch's default does.
     const algorithm kind = g.kind == PoolingKind::max ? algorithm::pooling_max
                                                       : algorithm::pooling_avg_include_padding;
@@ -198,16 +209,17 @@ class DnnlPooling final : public PoolingKernel {
                        padding = {g.padding, g.padding};
     const auto forward_pd = DLSCALE_DNNL_CHECK(dnnl::pooling_forward::primitive_desc(
         dnnl::pooling_forward::desc(prop_kind::forward_training, kind, p.input_desc,
-                                    p.output_desc, strides, kernel, padding, padding),
+                                    pooled_desc, strides, kernel, padding, padding),
         engine_));
     const auto backward_pd = DLSCALE_DNNL_CHECK(dnnl::pooling_backward::primitive_desc(
-        dnnl::pooling_backward::desc(kind, p.input_desc, p.output_desc, strides, kernel, padding,
+        dnnl::pooling_backward::desc(kind, p.input_desc, pooled_desc, strides, kernel, padding,
                                      padding),
         engine_, forward_pd));
     p.forward = dnnl::pooling_forward(forward_pd);
     p.backward = dnnl::pooling_backward(backward_pd);
     if (forward_pd.workspace_desc().get_size() > 0)
       p.workspace = memory(forward_pd.workspace_desc(), engine_);
+    if (pooled_desc != p.output_desc) p.pooled = memory(pooled_desc, engine_);
     return p;
   }
 

@@ -63,7 +63,11 @@ const std::vector<ConvolutionGeometry> convolution_cases = {
     {{3, 9, 9}, 8, 3, 1, 1, 1, true, nchw, native},
     {{8, 6, 6}, 16, 3, 2, 1, 1, false, native, native},
     {{16, 5, 5}, 16, 3, 1, 1, 16, false, native, native},  // depthwise
-    {{16, 4, 4}, 8, 1, 1, 0, 1, true, native, nchw}};
+    {{16, 4, 4}, 8, 1, 1, 0, 1, true, native, nchw},
+    // resnet-56's own shapes, where oneDNN may pick other implementations than for tiny ones.
+    {{64, 8, 8}, 64, 3, 1, 1, 1, false, native, native},
+    {{16, 32, 32}, 32, 3, 2, 1, 1, false, native, native},
+    {{16, 32, 32}, 32, 1, 2, 0, 1, false, native, native}};
 
 const std::vector<PoolingGeometry> pooling_cases = {
     {{3, 6, 6}, PoolingKind::max, 2, 2, 0},
@@ -73,7 +77,10 @@ const std::vector<PoolingGeometry> pooling_cases = {
     {{2, 7, 7}, PoolingKind::average, 3, 2, 1},
     {{4, 5, 5}, PoolingKind::average, 5, 1, 0},  // global average
     {{8, 7, 7}, PoolingKind::max, 3, 2, 1, native, native},
-    {{16, 4, 4}, PoolingKind::average, 4, 1, 0, native, native}};
+    {{16, 4, 4}, PoolingKind::average, 4, 1, 0, native, native},
+    // Into a dense layer: native in, plain out (resnet-56's last pooling, and a max pool).
+    {{64, 8, 8}, PoolingKind::average, 8, 1, 0, native, nchw},
+    {{16, 7, 7}, PoolingKind::max, 3, 2, 0, native, nchw}};
 
 class ConvolutionCase : public ::testing::TestWithParam<ConvolutionGeometry> {};
 class PoolingCase : public ::testing::TestWithParam<PoolingGeometry> {};
@@ -162,13 +169,13 @@ TEST(BatchNorm, ReferenceMatchesFiniteDifferences) {
   expect_near_all(analytic.shift_gradient, numerical_gradient(shift, loss), 1e-6, "shift gradient");
 }
 
-class BatchNormCase : public ::testing::TestWithParam<std::tuple<ImageLayout, bool>> {};
+class BatchNormCase
+    : public ::testing::TestWithParam<std::tuple<ImageShape, ImageLayout, bool>> {};
 
 // Batch norm, alone or with its ReLU fused, against the oracle (followed by a ReLU, whose
 // gradient passes only where the output is positive).
 TEST_P(BatchNormCase, OneDnnMatchesReference) {
-  const ImageShape shape{8, 5, 5};
-  const auto [layout, relu] = GetParam();
+  const auto [shape, layout, relu] = GetParam();
   const auto x = to_double(to_float(random_values(batch * shape.size(), 7)));
   const auto scale = to_double(to_float(random_values(shape.channels, 8)));
   const auto shift = to_double(to_float(random_values(shape.channels, 9)));
@@ -204,7 +211,9 @@ TEST_P(BatchNormCase, OneDnnMatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Geometries, ConvolutionCase, ::testing::ValuesIn(convolution_cases));
 INSTANTIATE_TEST_SUITE_P(Geometries, PoolingCase, ::testing::ValuesIn(pooling_cases));
 INSTANTIATE_TEST_SUITE_P(LayoutsAndRelu, BatchNormCase,
-                         ::testing::Combine(::testing::Values(nchw, native), ::testing::Bool()));
+                         ::testing::Combine(::testing::Values(ImageShape{8, 5, 5},
+                                                              ImageShape{64, 8, 8}),
+                                            ::testing::Values(nchw, native), ::testing::Bool()));
 
 // Blocked layouts are used only where the channels fill whole blocks, so a buffer never carries
 // padding and every layer can size its tensors as channels x height x width.

@@ -9,11 +9,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include <fmt/format.h>
-
 #include "comm/mpi_gradient_communicator.hpp"
 #include "kernels/cpu/cpu_device.hpp"
 #include "kernels/cuda/cuda_device.hpp"
+#include "tests/workloads/layer_gradient_comparison.hpp"
 #include "worker/training_loop.hpp"
 #include "workloads/workload_registry.hpp"
 
@@ -61,32 +60,17 @@ TEST_P(GpuTrainsLikeTheCpu, FirstGradientsAgreeLayerByLayer) {
     std::vector<float> gradients(network->gradients().size());
     device.copy_to_host(gradients.data(), network->gradients().data(),
                         gradients.size() * sizeof(float));
-    std::vector<std::pair<std::string, std::size_t>> layers;
+    std::vector<testing::LayerParameters> layers;
     for (const auto& layer : network->layers())
-      layers.emplace_back(layer->kind(), layer->parameter_count());
+      layers.push_back({layer->kind(), layer->parameter_count()});
     return std::pair{gradients, layers};
   };
   kernels::CpuDevice cpu(1);
   kernels::CudaDevice gpu(0, kernels::Precision::fp32);
   const auto [on_cpu, layers] = gradients_on(cpu);
   const auto on_gpu = gradients_on(gpu).first;
-  std::string differing;
-  std::size_t offset = 0;
-  std::vector<std::string> reports;
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    double largest = 0, difference = 0;
-    for (std::size_t j = offset; j < offset + layers[i].second; ++j) {
-      largest = std::max(largest, std::abs(double(on_cpu[j])));
-      difference = std::max(difference, std::abs(double(on_cpu[j]) - on_gpu[j]));
-    }
-    if (difference > 1e-3 * largest + 1e-7)
-      reports.push_back(fmt::format("layer {} ({}): largest difference {:.3g} of {:.3g}", i,
-                                    layers[i].first, difference, largest));
-    offset += layers[i].second;
-  }
-  for (auto report = reports.rbegin(); report != reports.rend(); ++report)
-    differing += "\n  " + *report;
-  EXPECT_TRUE(reports.empty()) << model << ": gradients differ" << differing;
+  const std::string differing = testing::layers_that_differ(on_cpu, on_gpu, layers, 1e-3);
+  EXPECT_TRUE(differing.empty()) << model << ": gradients differ" << differing;
 }
 
 TEST_P(GpuTrainsLikeTheCpu, ParametersAgreeAfterThreeSteps) {
