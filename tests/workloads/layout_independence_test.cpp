@@ -1,7 +1,7 @@
 // A network computes the same function whatever activation layout its device keeps: the CPU's
-// oneDNN blocked layout (nChw8c here) and plain NCHW give the same first-step gradients for the
-// CNNs with batch norm and residual blocks. This is what makes a CPU run and a GPU run (NCHW)
-// comparable value by value.
+// oneDNN blocked layout (nChw8c or nChw16c, by the CPU) and plain NCHW give the same first-step
+// gradients for the CNNs. This is what makes a CPU run and a GPU run (NCHW) comparable value
+// by value.
 #include <gtest/gtest.h>
 
 #include "kernels/cpu/cpu_device.hpp"
@@ -106,11 +106,15 @@ INSTANTIATE_TEST_SUITE_P(Cnns, LayoutIndependence,
                          ::testing::Values(std::pair<std::string, int>{"alexnet-r", 4}),
                          test_name);
 
-// KNOWN DEFECT, disabled so that it is reported as disabled, never as a pass: resnet-56's
-// gradients in oneDNN's nChw8c layout differ from those in NCHW by up to 2% of a layer's largest
-// gradient, from the last residual block down, although every kernel matches the oracle in both
-// layouts at these shapes (image_kernels_test.cpp). The GPU (NCHW) differs from the CPU's native
-// run the same way. Run it with --gtest_also_run_disabled_tests.
+// OPEN QUESTION, disabled so that it is reported as disabled, never as a pass: resnet-56's
+// first-step parameter gradients in oneDNN's blocked layout differ from those in NCHW by up to
+// 3% of a layer's largest gradient, from the last residual block down, although every kernel
+// matches the oracle in both layouts at these shapes (image_kernels_test.cpp), the forward
+// activations agree to 2e-5, and a smooth gradient fed straight into the last block gives input
+// gradients that agree to 1.4e-3. The evidence leans to float rounding amplified by batch norm's
+// backward (a difference of nearly equal sums, exactly so behind global average pooling), not
+// to a layout bug; a double-precision path for the image kernels would settle it. The GPU
+// (NCHW) differs from the CPU's blocked run in the same way.
 INSTANTIATE_TEST_SUITE_P(DISABLED_ResidualCnns, LayoutIndependence,
                          ::testing::Values(std::pair<std::string, int>{"resnet-56", 4}),
                          test_name);
