@@ -21,7 +21,6 @@
 #include "coordinator/comm_sweep_gather.hpp"
 #include "coordinator/comm_sweep_printer.hpp"
 #include "coordinator/comm_sweep_summary.hpp"
-#include "core/build_info.hpp"
 #include "core/errors.hpp"
 #include "core/host_info.hpp"
 #include "core/number_format.hpp"
@@ -125,10 +124,11 @@ int sweep_and_report(const ValidatedSweep& sweep, const comm::MpiSession& mpi, i
   // rank, not only rank 0.
   comm::agree_on_success(mpi.world(), [&] {
     if (!record) return;
-    record->dlscale_version = build_info::version;
-    record->git_commit = build_info::git_commit;
-    record->command_line = joined_command_line("comm", argc, argv);
-    record->start_time_utc = utc_timestamp(start);
+    const results::FileOrigin origin = file_origin("comm", argc, argv, start);
+    record->dlscale_version = origin.dlscale_version;
+    record->git_commit = origin.git_commit;
+    record->command_line = origin.command_line;
+    record->start_time_utc = origin.start_time_utc;
     record->mpi_library_version = comm::mpi_library_version();
     coordinator::summarize_comm_sweep(*record);
     std::fputs(coordinator::format_comm_table(*record).c_str(), stdout);

@@ -6,6 +6,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "core/build_info.hpp"
 #include "core/errors.hpp"
 
 namespace dlscale::cli {
@@ -60,14 +61,12 @@ boost::program_options::variables_map parse_command_line(
   return values;
 }
 
-std::string joined_command_line(std::string_view subcommand, int argc, char** argv) {
+results::FileOrigin file_origin(std::string_view subcommand, int argc, char** argv,
+                                std::chrono::system_clock::time_point start) {
   std::string line = subcommand.empty() ? "dlscale" : fmt::format("dlscale {}", subcommand);
   for (int i = 1; i < argc; ++i) line += fmt::format(" {}", argv[i]);
-  return line;
-}
-
-std::string utc_timestamp(std::chrono::system_clock::time_point time) {
-  return fmt::format("{:%FT%TZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(time)));
+  return {build_info::version, build_info::git_commit, line,
+          fmt::format("{:%FT%TZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(start)))};
 }
 
 }  // namespace dlscale::cli

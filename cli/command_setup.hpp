@@ -11,6 +11,7 @@
 #include <boost/program_options.hpp>
 
 #include "comm/mpi_session.hpp"
+#include "results/study_record.hpp"
 
 namespace dlscale::cli {
 
@@ -31,11 +32,11 @@ boost::program_options::variables_map parse_command_line(
     int argc, char** argv, const boost::program_options::options_description& options,
     const boost::program_options::positional_options_description& positional);
 
-// "dlscale SUBCOMMAND ARG ...": argv excludes the subcommand word, argv[0] is the program. An
-// empty subcommand gives "dlscale ARG ...", the training benchmark's own form.
-std::string joined_command_line(std::string_view subcommand, int argc, char** argv);
-
-// ISO 8601 UTC to the second, e.g. 2025-01-31T12:00:00Z.
-std::string utc_timestamp(std::chrono::system_clock::time_point time);
+// The one provenance builder: what made a results file (this build's version and git commit,
+// "dlscale SUBCOMMAND ARG ..." and the start time, ISO 8601 UTC to the second). argv excludes
+// the subcommand word and argv[0] is the program; an empty subcommand gives "dlscale ARG ...",
+// the training benchmark's own form.
+results::FileOrigin file_origin(std::string_view subcommand, int argc, char** argv,
+                                std::chrono::system_clock::time_point start);
 
 }  // namespace dlscale::cli

@@ -10,7 +10,6 @@
 
 #include "coordinator/scaling_study.hpp"
 #include "coordinator/summary_printer.hpp"
-#include "core/build_info.hpp"
 #include "core/errors.hpp"
 #include "results/output_file.hpp"
 #include "results/reader.hpp"
@@ -114,8 +113,7 @@ int merge_command(int argc, char** argv) {
     check_comparable(runs);
 
     results::ResultsFile merged;
-    merged.origin = {build_info::version, build_info::git_commit,
-                     joined_command_line("merge", argc, argv), utc_timestamp(start)};
+    merged.origin = file_origin("merge", argc, argv, start);
     for (auto& sourced : runs) merged.runs.push_back(std::move(sourced.run));
     merged.study = coordinator::analyze_study(merged.runs);
     fmt::print("{}", coordinator::format_study(*merged.study));

@@ -197,8 +197,7 @@ int train_and_report(const ValidatedRun& run, const comm::MpiSession& mpi, int a
                      std::chrono::system_clock::time_point start) {
   const bool coordinator_rank = mpi.world_rank() == 0;
   results::ResultsFile results;
-  results.origin = {build_info::version, build_info::git_commit, joined_command_line("", argc, argv),
-                    utc_timestamp(start)};
+  results.origin = file_origin("", argc, argv, start);
   results::RunEnvironment environment;
   environment.dlscale_version = results.origin.dlscale_version;
   environment.git_commit = results.origin.git_commit;
