@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/cudnn_support.hpp"
 
 // cuDNN 9 marks this whole descriptor API deprecated in favour of its graph API, yet ships and
 // supports it throughout 9.x (the GPU machines run 9.14). The attribute only fires in builds that
@@ -28,70 +28,16 @@ namespace {
 
 const float one = 1.0f, zero = 0.0f;  // cuDNN's alpha and beta: host scalars
 
-// An owning cuDNN descriptor, created with the object and destroyed with it.
-template <typename Handle, cudnnStatus_t (*create)(Handle*), cudnnStatus_t (*destroy)(Handle)>
-class Descriptor {
- public:
-  Descriptor() { DLSCALE_CUDNN_CHECK(create(&handle_)); }
-  ~Descriptor() { destroy(handle_); }
-  Descriptor(const Descriptor&) = delete;
-  Descriptor& operator=(const Descriptor&) = delete;
-  operator Handle() const { return handle_; }
-
- private:
-  Handle handle_ = nullptr;
-};
-
-using TensorDescriptor =
-    Descriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
-using FilterDescriptor =
-    Descriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
-using ConvolutionDescriptor = Descriptor<cudnnConvolutionDescriptor_t,
-                                         cudnnCreateConvolutionDescriptor,
-                                         cudnnDestroyConvolutionDescriptor>;
-using PoolingDescriptor = Descriptor<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor,
-                                     cudnnDestroyPoolingDescriptor>;
-using ActivationDescriptor = Descriptor<cudnnActivationDescriptor_t,
-                                        cudnnCreateActivationDescriptor,
-                                        cudnnDestroyActivationDescriptor>;
-
-// Device memory a kernel owns: allocated on a first call, never while a step runs.
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-    if (bytes > 0) DLSCALE_CUDA_CHECK(cudaMalloc(&data_, bytes));
-  }
-  ~DeviceBuffer() {
-    if (data_ != nullptr) cudaFree(data_);
-  }
-  DeviceBuffer(DeviceBuffer&& other) noexcept
-      : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
-    std::swap(data_, other.data_);
-    std::swap(bytes_, other.bytes_);
-    return *this;
-  }
-
-  void* data() const { return data_; }
-  std::size_t size() const { return bytes_; }
-  float* floats() const { return static_cast<float*>(data_); }
-
- private:
-  void* data_ = nullptr;
-  std::size_t bytes_ = 0;
-};
-
-// Searching for algorithms, sizing and allocating belong to the first call for a batch size,
-// which the training loop makes before it captures a step; inside a capture they would fail, or
-// bake a search's scratch pointers into the graph. Says so plainly instead.
-void require_not_capturing(cudaStream_t stream, const char* what) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  DLSCALE_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
-  if (status != cudaStreamCaptureStatusNone)
-    throw std::logic_error(std::string(what) +
-                           ": the first call for a batch size must run before graph capture");
-}
+using FilterDescriptor = CudnnDescriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor,
+                                         cudnnDestroyFilterDescriptor>;
+using ConvolutionDescriptor =
+    CudnnDescriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
+                    cudnnDestroyConvolutionDescriptor>;
+using PoolingDescriptor = CudnnDescriptor<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor,
+                                          cudnnDestroyPoolingDescriptor>;
+using ActivationDescriptor =
+    CudnnDescriptor<cudnnActivationDescriptor_t, cudnnCreateActivationDescriptor,
+                    cudnnDestroyActivationDescriptor>;
 
 void describe_nchw(cudnnTensorDescriptor_t descriptor, int batch, const ImageShape& shape) {
   DLSCALE_CUDNN_CHECK(cudnnSetTensor4dDescriptor(descriptor, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
@@ -433,7 +379,7 @@ class SharedScratch {
       const std::size_t grown = buffers_.empty() ? 0 : 2 * buffers_.back().size();
       buffers_.emplace_back(std::max(bytes, grown));
     }
-    return buffers_.back().floats();
+    return buffers_.back().as<float>();
   }
 
  private:

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/cudnn_support.hpp"
 
 namespace dlscale::kernels {
 
@@ -23,66 +23,12 @@ namespace {
 
 constexpr int gates = 4;  // i, f, g, o in dlscale and in cuDNN (linear layers 0-3 and 4-7)
 
-// An owning cuDNN descriptor, created with the object and destroyed with it.
-template <typename Handle, cudnnStatus_t (*create)(Handle*), cudnnStatus_t (*destroy)(Handle)>
-class Descriptor {
- public:
-  Descriptor() { DLSCALE_CUDNN_CHECK(create(&handle_)); }
-  ~Descriptor() { destroy(handle_); }
-  Descriptor(const Descriptor&) = delete;
-  Descriptor& operator=(const Descriptor&) = delete;
-  operator Handle() const { return handle_; }
-
- private:
-  Handle handle_ = nullptr;
-};
-
-using TensorDescriptor =
-    Descriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
 using RnnDescriptor =
-    Descriptor<cudnnRNNDescriptor_t, cudnnCreateRNNDescriptor, cudnnDestroyRNNDescriptor>;
-using RnnDataDescriptor = Descriptor<cudnnRNNDataDescriptor_t, cudnnCreateRNNDataDescriptor,
-                                     cudnnDestroyRNNDataDescriptor>;
-using DropoutDescriptor = Descriptor<cudnnDropoutDescriptor_t, cudnnCreateDropoutDescriptor,
-                                     cudnnDestroyDropoutDescriptor>;
-
-// Device memory the kernel owns: allocated on a first call, never while a step runs.
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-    if (bytes > 0) DLSCALE_CUDA_CHECK(cudaMalloc(&data_, bytes));
-  }
-  ~DeviceBuffer() {
-    if (data_ != nullptr) cudaFree(data_);
-  }
-  DeviceBuffer(DeviceBuffer&& other) noexcept
-      : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
-    std::swap(data_, other.data_);
-    std::swap(bytes_, other.bytes_);
-    return *this;
-  }
-
-  void* data() const { return data_; }
-  std::size_t size() const { return bytes_; }
-  template <typename T>
-  T* as() const { return static_cast<T*>(data_); }
-
- private:
-  void* data_ = nullptr;
-  std::size_t bytes_ = 0;
-};
-
-// Sizing and allocating belong to the first call for a batch size, which the training loop makes
-// before it captures a step; inside a capture they would fail. Says so plainly instead.
-void require_not_capturing(cudaStream_t stream) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  DLSCALE_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
-  if (status != cudaStreamCaptureStatusNone)
-    throw std::logic_error("cuDNN LSTM: the first call for a batch size must run before graph "
-                           "capture");
-}
+    CudnnDescriptor<cudnnRNNDescriptor_t, cudnnCreateRNNDescriptor, cudnnDestroyRNNDescriptor>;
+using RnnDataDescriptor = CudnnDescriptor<cudnnRNNDataDescriptor_t, cudnnCreateRNNDataDescriptor,
+                                          cudnnDestroyRNNDataDescriptor>;
+using DropoutDescriptor = CudnnDescriptor<cudnnDropoutDescriptor_t, cudnnCreateDropoutDescriptor,
+                                          cudnnDestroyDropoutDescriptor>;
 
 class CudnnLstm final : public LstmKernel {
  public:
@@ -129,7 +75,7 @@ class CudnnLstm final : public LstmKernel {
     float* data_gradient = input_gradient;
     if (data_gradient == nullptr) {  // cuDNN always writes it; a first layer discards it
       if (p.discarded_gradient.size() == 0) {
-        require_not_capturing(context_.stream);
+        require_not_capturing(context_.stream, "cuDNN LSTM");
         p.discarded_gradient = DeviceBuffer(std::size_t(batch) * geometry_.steps *
                                             geometry_.inputs * sizeof(float));
       }
@@ -163,7 +109,7 @@ class CudnnLstm final : public LstmKernel {
 
   Plan& plan_for(int batch) {
     if (const auto found = plans_.find(batch); found != plans_.end()) return found->second;
-    require_not_capturing(context_.stream);
+    require_not_capturing(context_.stream, "cuDNN LSTM");
     const auto entry = plans_.try_emplace(batch).first;
     try {
       prepare(entry->second, batch);
