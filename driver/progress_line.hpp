@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-namespace dlscale::cli {
+namespace dlscale::driver {
 
 class ProgressLine {
  public:
@@ -31,4 +31,4 @@ class ProgressLine {
   bool line_open_ = false;
 };
 
-}  // namespace dlscale::cli
+}  // namespace dlscale::driver

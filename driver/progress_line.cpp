@@ -1,4 +1,4 @@
-#include "cli/progress_line.hpp"
+#include "driver/progress_line.hpp"
 
 #include <cstdio>
 #include <filesystem>
@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-namespace dlscale::cli {
+namespace dlscale::driver {
 
 namespace {
 
@@ -75,4 +75,4 @@ void ProgressLine::end_point() {
   line_open_ = false;
 }
 
-}  // namespace dlscale::cli
+}  // namespace dlscale::driver
