@@ -15,6 +15,7 @@
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
+#include "cli/count_list.hpp"
 #include "comm/mpi_gradient_communicator.hpp"
 #include "comm/mpi_session.hpp"
 #include "coordinator/statistics.hpp"
@@ -67,27 +68,6 @@ double seconds_since(Clock::time_point begin) {
   return std::chrono::duration<double>(Clock::now() - begin).count();
 }
 
-std::vector<int> parse_thread_list(const std::string& text) {
-  std::vector<int> threads;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t comma = std::min(text.find(',', start), text.size());
-    const std::string field = text.substr(start, comma - start);
-    std::size_t used = 0;
-    int value = 0;
-    try {
-      value = std::stoi(field, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (field.empty() || used != field.size() || value < 1 || value > 1024)
-      throw UserError(fmt::format("--threads: '{}' is not a thread count in 1..1024", field));
-    threads.push_back(value);
-    start = comma + 1;
-  }
-  return threads;
-}
-
 std::optional<Options> parse_options(int argc, char** argv) {
   Options options;
   std::string threads = "1,2";
@@ -126,7 +106,7 @@ std::optional<Options> parse_options(int argc, char** argv) {
     fmt::print("{}", text.str());
     return std::nullopt;
   }
-  options.threads = parse_thread_list(threads);
+  options.threads = cli::parse_count_list(threads, "--threads", 1024, "thread count");
   for (std::size_t start = 0; start <= models.size();) {
     const std::size_t comma = std::min(models.find(',', start), models.size());
     const auto workload = workloads::make_workload(models.substr(start, comma - start));
@@ -242,10 +222,10 @@ class ProfiledMath final : public kernels::MathOps<float> {
   }
   void sgd_momentum_update(std::size_t count, float learning_rate, float momentum,
                            float gradient_scale, const float* gradient, float* velocity,
-                           float* parameters) override {
+                           float* parameters, std::int32_t* nonfinite_gradient) override {
     timed("sgd_momentum_update", 0, [&] {
       math_.sgd_momentum_update(count, learning_rate, momentum, gradient_scale, gradient, velocity,
-                                parameters);
+                                parameters, nonfinite_gradient);
     });
   }
 
@@ -401,8 +381,10 @@ CaseResult run_case(const WorkloadCase& spec, kernels::Device& device,
     const worker::TrainingSchedule schedule{warmup, options.profile_iterations};
     const auto measured = worker::train(
         *network, optimizer, data, communicator,
-        worker::make_gradient_exchange(*network, 0, false), profiled, schedule,
-        [&](int iteration, double) { if (iteration == warmup - 1) result.profile.clear(); });
+        worker::make_gradient_exchange(*network, 0, false), profiled, schedule, {},
+        [&](const worker::IterationReport& report) {
+          if (report.iteration == warmup - 1) result.profile.clear();
+        });
     double total = 0;
     for (int i = warmup; i < schedule.total_iterations(); ++i)
       total += measured.phase_seconds[std::size_t(i) * phase_count + index_of(Phase::step)];

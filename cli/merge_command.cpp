@@ -1,13 +1,13 @@
 #include "cli/merge_command.hpp"
 
-#include "cli/command_setup.hpp"
-
 #include <chrono>
 #include <sstream>
+#include <tuple>
 
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
+#include "cli/command_setup.hpp"
 #include "coordinator/scaling_study.hpp"
 #include "coordinator/summary_printer.hpp"
 #include "core/errors.hpp"
@@ -53,11 +53,16 @@ void check_comparable(const std::vector<SourcedRun>& runs) {
         throw UserError(fmt::format("cannot merge: {} has {} '{}' but {} has '{}'",
                                     candidate.origin, settings[k].first, settings[k].second,
                                     runs.front().origin, reference[k].second));
+    const auto point = [](const results::RunRecord& run) {
+      return std::tuple(run.ranks, run.configuration.threads_per_rank, run.configuration.repeat);
+    };
     for (const auto& other : runs)
-      if (&other != &candidate && other.run.ranks == candidate.run.ranks)
-        throw UserError(fmt::format("cannot merge: {} and {} both ran on {} ranks; a study keeps "
-                                    "one run per rank count", other.origin, candidate.origin,
-                                    candidate.run.ranks));
+      if (&other != &candidate && point(other.run) == point(candidate.run))
+        throw UserError(fmt::format(
+            "cannot merge: {} and {} are both repeat {} of {} ranks x {} threads; a study keeps "
+            "one run per point (use --repeat in one launch to repeat a point)",
+            other.origin, candidate.origin, candidate.run.configuration.repeat,
+            candidate.run.ranks, candidate.run.configuration.threads_per_rank));
   }
 }
 
@@ -103,9 +108,12 @@ int merge_command(int argc, char** argv) {
     results::check_output_path(output, overwrite);
 
     std::vector<SourcedRun> runs;
+    std::vector<results::FailedPoint> failed_points;
     for (const auto& input : inputs) {
       const auto file = results::read_results(input);
       if (file.runs.empty()) throw UserError(fmt::format("'{}' holds no training runs", input));
+      failed_points.insert(failed_points.end(), file.failed_points.begin(),
+                           file.failed_points.end());
       for (std::size_t index = 0; index < file.runs.size(); ++index)
         runs.push_back({file.runs[index],
                         fmt::format("{} {}", input, results::run_group_name(index))});
@@ -116,7 +124,8 @@ int merge_command(int argc, char** argv) {
     merged.origin = file_origin("merge", argc, argv, start);
     for (auto& sourced : runs) merged.runs.push_back(std::move(sourced.run));
     merged.study = coordinator::analyze_study(merged.runs);
-    fmt::print("{}", coordinator::format_study(*merged.study));
+    merged.failed_points = std::move(failed_points);
+    fmt::print("{}", coordinator::format_study(*merged.study, merged.failed_points));
     results::write_results(merged, output, overwrite);
     fmt::print("merged {} runs from {} files into {}\n", merged.runs.size(), inputs.size(), output);
     return 0;

@@ -17,6 +17,7 @@
 #include "comm/mpi_session.hpp"
 #include "core/build_info.hpp"
 #include "core/errors.hpp"
+#include "core/host_info.hpp"
 #include "core/number_format.hpp"
 #include "driver/training_driver.hpp"
 #include "kernels/device_factory.hpp"
@@ -72,22 +73,30 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
   const std::vector<int> rank_counts = sweep_rank_counts(options, mpi.world_size());
   const std::vector<int> batches =
       batches_per_rank(options, rank_counts, plan.workload->default_batch());
-  for (std::size_t k = 0; k < rank_counts.size(); ++k)
-    plan.points.push_back({rank_counts[k], batches[k]});
+  // Thread counts outermost, as the reference study's CPU tables are laid out; each repeat has
+  // its own seed.
+  for (int threads : options.threads)
+    for (std::size_t k = 0; k < rank_counts.size(); ++k)
+      for (int repeat = 0; repeat < options.repeats; ++repeat)
+        plan.points.push_back(
+            {rank_counts[k], batches[k], threads, repeat, options.seed + std::uint64_t(repeat)});
   plan.schedule = {options.warmup_iterations, options.measured_iterations};
   kernels::check_device_name(options.device);
   comm::check_backend(options.comm, options.device);
-  plan.device = kernels::make_device(
-      options.device, {options.threads, precision_of(options.precision), placement.local_rank});
-  // Every rank may be busy at the largest point, each with the largest batch of the sweep. Host
-  // memory is shared by all of the host's ranks; a GPU by the ranks that drew it.
-  const int devices = kernels::devices_per_host(options.device);
-  const int ranks_on_device = (placement.ranks_on_host + devices - 1) / devices;
-  const int largest_batch = *std::max_element(batches.begin(), batches.end());
-  worker::check_memory_fits(*plan.workload, largest_batch,
-                            driver::distinct_batches(*plan.workload, largest_batch),
-                            ranks_on_device, plan.device->free_memory_bytes(),
-                            plan.device->description());
+  plan.device_name = options.device;
+  plan.device_settings = {options.threads.front(), precision_of(options.precision),
+                          placement.local_rank};
+  plan.device = kernels::make_device(options.device, plan.device_settings);
+  // A single run that cannot fit is the user's mistake; a sweep keeps such a point as a result.
+  plan.check_memory_per_point = plan.points.size() > 1;
+  if (!plan.check_memory_per_point) {
+    const int devices = kernels::devices_per_host(options.device);
+    const int ranks_on_device = (placement.ranks_on_host + devices - 1) / devices;
+    worker::check_memory_fits(*plan.workload, batches.front(),
+                              driver::distinct_batches(*plan.workload, batches.front()),
+                              ranks_on_device, plan.device->free_memory_bytes(),
+                              plan.device->description());
+  }
   if (options.overlap && !mpi.supports_progress_thread())
     throw UserError("this MPI library cannot be called from a progress thread "
                     "(MPI_THREAD_SERIALIZED), which overlapped gradient sums need; "
@@ -95,10 +104,10 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
   plan.comm_backend = options.comm;
   plan.bucket_mb = options.bucket_mb;
   plan.overlap = options.overlap;
-  plan.seed = options.seed;
   plan.learning_rate = options.learning_rate;
-  plan.threads = options.threads;
   plan.scaling = recorded_scaling(options);
+  plan.sample_interval_seconds = options.sample_interval_seconds;
+  plan.point_timeout_seconds = options.point_timeout_seconds;
   plan.overwrite = options.overwrite;
   if (mpi.world_rank() == 0) {
     plan.output_path = options.output_path.empty()
@@ -107,6 +116,19 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
     results::check_output_path(plan.output_path, options.overwrite);
   }
   return plan;
+}
+
+// Oversubscribed BLAS threads ran several times slower in the reference study: say so, with the
+// numbers, once per host.
+void warn_if_cores_oversubscribed(const RunOptions& options, const comm::HostPlacement& placement) {
+  if (options.device != "cpu" || placement.local_rank != 0) return;
+  const int threads = options.threads.back();
+  const int cores = physical_core_count();
+  if (placement.ranks_on_host * threads <= cores) return;
+  spdlog::warn("{}: {} rank(s) x {} thread(s) = {} compute threads on {} physical cores; "
+               "oversubscribed threads can run several times slower",
+               host_name(), placement.ranks_on_host, threads, placement.ranks_on_host * threads,
+               cores);
 }
 
 }  // namespace
@@ -127,6 +149,7 @@ int run_command(int argc, char** argv) {
         plan = plan_training(options, mpi, placement, start);
     });
     configure_log_level(rank, options.log_level);
+    if (options.action == RunOptions::Action::train) warn_if_cores_oversubscribed(options, placement);
     switch (options.action) {
       case RunOptions::Action::show_help:
         if (rank == 0) fmt::print("{}", run_help_text());
@@ -138,7 +161,7 @@ int run_command(int argc, char** argv) {
         if (rank == 0) print_model_list();
         return 0;
       case RunOptions::Action::train:
-        return driver::run_training_plan(plan, mpi, file_origin("", argc, argv, start));
+        return driver::run_training_plan(std::move(plan), mpi, file_origin("", argc, argv, start));
     }
     return 1;
   });

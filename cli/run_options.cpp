@@ -9,6 +9,7 @@
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
+#include "cli/count_list.hpp"
 #include "core/errors.hpp"
 #include "worker/slurm_allocation.hpp"
 
@@ -20,8 +21,12 @@ namespace {
 
 // Numbers are read as signed 64-bit so "-3" reaches our range check instead of wrapping.
 struct RawNumbers {
-  long long batch = 0, iterations = 0, warmup = 0, threads = 0, seed = 0, global_batch = 0;
+  long long batch = 0, iterations = 0, warmup = 0, seed = 0, global_batch = 0, repeats = 1;
+  std::string threads = "1";
 };
+
+constexpr int most_threads = 1024;
+constexpr int most_repeats = 100;
 
 po::options_description option_descriptions(RunOptions& options, RawNumbers& raw) {
   const RunOptions defaults;
@@ -44,9 +49,10 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
 
   po::options_description system("System");
   system.add_options()
-      ("threads,t", po::value(&raw.threads)->default_value(defaults.threads),
-       "compute threads per rank (OpenBLAS and OpenMP); keep ranks x threads <= cores. "
-       "Inside a Slurm job the default is SLURM_CPUS_PER_TASK")
+      ("threads,t", po::value(&raw.threads)->default_value(raw.threads),
+       "compute threads per rank (OpenBLAS and OpenMP), or a list (1,2,4,8) to measure each "
+       "in this launch; keep ranks x threads <= physical cores. Inside a Slurm job the "
+       "default is SLURM_CPUS_PER_TASK")
       ("device", po::value(&options.device)->default_value(defaults.device),
        "where each rank computes: cpu, or cuda (GPU local_rank % visible GPUs; cuBLAS, cuDNN, "
        "and each step captured once as a CUDA graph and replayed)")
@@ -67,7 +73,22 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
       ("scaling", po::value(&options.scaling)->default_value(defaults.scaling),
        "weak: every rank keeps --batch; strong: --global-batch is split over the ranks")
       ("global-batch", po::value(&raw.global_batch),
-       "samples per step over all ranks, for --scaling strong (implies it)");
+       "samples per step over all ranks, for --scaling strong (implies it)")
+      ("repeat", po::value(&raw.repeats)->default_value(raw.repeats),
+       "run every sweep point N times, each with its own seed (--seed, --seed+1, ...): the "
+       "study reports the mean and spread across repeats")
+      ("point-timeout", po::value(&options.point_timeout_seconds)
+                            ->default_value(defaults.point_timeout_seconds),
+       "seconds a sweep point may train before it is stopped and recorded as failed; 0: no "
+       "limit");
+
+  po::options_description measuring("Measuring");
+  measuring.add_options()
+      ("sample-interval", po::value(&options.sample_interval_seconds)
+                              ->default_value(defaults.sample_interval_seconds),
+       "seconds between resource samples on every rank (process and host CPU, memory, GPU "
+       "utilisation and power through NVML, CPU package energy through RAPL); 0 turns "
+       "sampling off");
 
   po::options_description gradients("Gradient exchange");
   gradients.add_options()
@@ -86,7 +107,7 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
       ("log-level", po::value(&options.log_level)->default_value(defaults.log_level),
        "trace, debug, info, warn or error");
   po::options_description all;
-  all.add(workload).add(scaling).add(gradients).add(system).add(output);
+  all.add(workload).add(scaling).add(gradients).add(system).add(measuring).add(output);
   return all;
 }
 
@@ -111,17 +132,29 @@ int positive(long long value, const char* option) {
 void check_values(RunOptions& options, const RawNumbers& raw, const po::variables_map& values) {
   if (values.count("batch")) options.batch = positive(raw.batch, "batch");
   options.measured_iterations = positive(raw.iterations, "iters");
-  options.threads = positive(raw.threads, "threads");
+  options.threads = parse_count_list(raw.threads, "--threads", most_threads, "thread count");
   // In a Slurm job that asked for --cpus-per-task, that is the natural thread count.
   if (values["threads"].defaulted())
-    if (const auto cpus = worker::slurm_cpus_per_task()) options.threads = *cpus;
+    if (const auto cpus = worker::slurm_cpus_per_task()) options.threads = {*cpus};
+  options.repeats = positive(raw.repeats, "repeat");
+  if (options.repeats > most_repeats)
+    throw UserError(fmt::format("--repeat must be at most {}, got {}", most_repeats,
+                                options.repeats));
+  if (!(options.sample_interval_seconds == 0 ||
+        (options.sample_interval_seconds >= 0.01 && options.sample_interval_seconds <= 3600)))
+    throw UserError(fmt::format("--sample-interval must be 0 (off) or between 0.01 and 3600 "
+                                "seconds, got {}", options.sample_interval_seconds));
+  if (!(options.point_timeout_seconds >= 0) || options.point_timeout_seconds > 1e7)
+    throw UserError(fmt::format("--point-timeout must be 0 (no limit) or a number of seconds, "
+                                "got {}", options.point_timeout_seconds));
   if (raw.warmup < 0 || raw.warmup > INT32_MAX)
     throw UserError(fmt::format("--warmup must be zero or a positive integer, got {}", raw.warmup));
   options.warmup_iterations = int(raw.warmup);
   if (raw.seed < 0) throw UserError(fmt::format("--seed must not be negative, got {}", raw.seed));
   options.seed = std::uint64_t(raw.seed);
-  if (!(options.learning_rate > 0) || options.learning_rate > 10)
-    throw UserError(fmt::format("--lr must be in (0, 10], got {}", options.learning_rate));
+  // Large rates are allowed: a diverging point is a result too.
+  if (!(options.learning_rate > 0) || options.learning_rate > 1e12)
+    throw UserError(fmt::format("--lr must be in (0, 1e12], got {}", options.learning_rate));
   require_choice("--precision", "precision", options.precision, {"fp32", "tf32"});
   if (options.precision != "fp32" && options.device == "cpu")
     throw UserError(fmt::format("--precision {} is for --device cuda; the CPU computes in fp32",
@@ -185,28 +218,10 @@ std::vector<int> sweep_rank_counts(const RunOptions& options, int world_size) {
     counts.push_back(world_size);
     return counts;
   }
-  std::stringstream list(options.ranks);
-  std::string item;
-  while (std::getline(list, item, ',')) {
-    std::size_t used = 0;
-    int n = 0;
-    try {
-      n = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size() || n < 1)
-      throw UserError(fmt::format("--ranks: '{}' is not a positive rank count (expected a list "
-                                  "such as 1,2,4, or 'all')", item));
-    if (n > world_size)
-      throw UserError(fmt::format("--ranks: {} ranks asked for, but the launch has only {} "
-                                  "(mpirun -np {})", n, world_size, world_size));
-    counts.push_back(n);
-  }
-  if (counts.empty() || options.ranks.back() == ',')
-    throw UserError(fmt::format("--ranks: '{}' is not a list of rank counts", options.ranks));
-  std::sort(counts.begin(), counts.end());
-  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  counts = parse_count_list(options.ranks, "--ranks", INT32_MAX, "rank count");
+  if (counts.back() > world_size)
+    throw UserError(fmt::format("--ranks: {} ranks asked for, but the launch has only {} "
+                                "(mpirun -np {})", counts.back(), world_size, world_size));
   return counts;
 }
 
@@ -258,9 +273,12 @@ std::string run_help_text() {
           "  mpirun -np 4 dlscale --model fcn-r --batch 128 --ranks 1,2,4 --out s.h5   # weak study\n"
           "  mpirun -np 4 dlscale --model resnet-56 --ranks all --global-batch 256    # strong\n"
           "  mpirun -np 8 dlscale --device cuda --comm nccl --model resnet-50 --precision tf32\n"
+          "  mpirun -np 2 dlscale --model fcn-r --threads 1,2 --repeat 3   # threads, mean +- spread\n"
           "  dlscale report s.h5 --html r.html\n"
           "  dlscale --list-models\n\n"
-          "Exit status: 0 on success, 2 for a bad option or input, 1 for a failure while running.\n"
+          "Exit status: 0 on success, 2 for a bad option or input, 1 for a failure while running,\n"
+          "3 when some sweep points could not be measured (out of memory, diverged, past\n"
+          "--point-timeout): they are kept in the results file with the reason.\n"
           "The results file is documented in docs/results-format.md.\n";
   return text.str();
 }

@@ -17,7 +17,8 @@ struct RunOptions {
   std::optional<int> batch;  // per rank; unset means the workload's reference CPU batch
   int measured_iterations = 20;
   int warmup_iterations = 3;
-  int threads = 1;
+  std::vector<int> threads{1};  // compute threads per rank; several: a thread sweep, ascending
+  int repeats = 1;               // runs of each sweep point, each with its own seed
   std::string comm = "mpi";
   std::string device = "cpu";
   std::string precision = "fp32";  // GPUs: fp32 or tf32
@@ -31,6 +32,8 @@ struct RunOptions {
   std::optional<int> global_batch;  // strong scaling: split over the ranks of each point
   double bucket_mb = 25;            // gradient bucket size; 0 = one bucket
   bool overlap = true;              // sum buckets during backward (non-blocking)
+  double sample_interval_seconds = 0.2;  // resource sampling; 0 turns it off
+  double point_timeout_seconds = 0;      // a sweep point running longer fails; 0: no limit
 
   std::string output_path;  // empty: a default name made from the model, ranks and time
   bool overwrite = false;

@@ -14,11 +14,16 @@ void agree_on_success(MPI_Comm comm, const std::function<void()>& step) {
   DLSCALE_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   std::string message;
   int my_failure_rank = INT_MAX;
+  int point_failure = 0;  // which kind to throw: broadcast with the message
   try {
     step();
   } catch (const UserError& error) {
     message = error.what();
     my_failure_rank = rank;
+  } catch (const PointFailure& error) {
+    message = error.what();
+    my_failure_rank = rank;
+    point_failure = 1;
   }
   int first_failure_rank = INT_MAX;
   DLSCALE_MPI_CHECK(
@@ -29,6 +34,8 @@ void agree_on_success(MPI_Comm comm, const std::function<void()>& step) {
   DLSCALE_MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, first_failure_rank, comm));
   message.resize(static_cast<std::size_t>(length));
   DLSCALE_MPI_CHECK(MPI_Bcast(message.data(), length, MPI_CHAR, first_failure_rank, comm));
+  DLSCALE_MPI_CHECK(MPI_Bcast(&point_failure, 1, MPI_INT, first_failure_rank, comm));
+  if (point_failure != 0) throw PointFailure(message);
   throw UserError(message);
 }
 

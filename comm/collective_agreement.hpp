@@ -9,8 +9,9 @@
 
 namespace dlscale::comm {
 
-// Runs `step` on every rank of `comm`. If it throws UserError on any rank, every rank throws
-// UserError with the message of the lowest failing rank. Other exceptions propagate unchanged.
+// Runs `step` on every rank of `comm`. If it throws UserError or PointFailure on any rank, every
+// rank throws the same kind, with the message of the lowest failing rank. Other exceptions
+// propagate unchanged.
 void agree_on_success(MPI_Comm comm, const std::function<void()>& step);
 
 }  // namespace dlscale::comm

@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <tuple>
 #include <numeric>
 #include <random>
 
+#include "coordinator/measurement_summary.hpp"
 #include "coordinator/statistics.hpp"
 
 namespace dlscale::coordinator {
@@ -72,30 +75,100 @@ std::string study_scaling(const results::RunConfiguration& configuration) {
   return configuration.scaling == "none" ? "weak" : configuration.scaling;
 }
 
+namespace {
+
+double sample_std(const std::vector<double>& values, double mean) {
+  if (values.size() < 2) return 0;
+  double sum = 0;
+  for (double v : values) sum += (v - mean) * (v - mean);
+  return std::sqrt(sum / double(values.size() - 1));
+}
+
+// Mean and spread of each (threads, ranks) configuration over its repeats; points are sorted.
+std::vector<results::RepeatSpread> spread_over_repeats(
+    const std::vector<results::StudyPoint>& points) {
+  std::vector<results::RepeatSpread> configurations;
+  for (std::size_t first = 0; first < points.size();) {
+    std::size_t last = first;
+    while (last < points.size() && points[last].threads == points[first].threads &&
+           points[last].ranks == points[first].ranks)
+      ++last;
+    std::vector<double> times, efficiencies;
+    double throughput = 0;
+    for (std::size_t k = first; k < last; ++k) {
+      times.push_back(points[k].iteration_seconds);
+      efficiencies.push_back(points[k].efficiency);
+      throughput += points[k].throughput_samples_per_second;
+    }
+    results::RepeatSpread spread;
+    spread.threads = points[first].threads;
+    spread.ranks = points[first].ranks;
+    spread.repeats = int(last - first);
+    spread.iteration_seconds_mean = mean(times);
+    spread.iteration_seconds_std = sample_std(times, spread.iteration_seconds_mean);
+    spread.iteration_seconds_min = *std::min_element(times.begin(), times.end());
+    spread.iteration_seconds_max = *std::max_element(times.begin(), times.end());
+    spread.efficiency_mean = mean(efficiencies);
+    spread.efficiency_std = sample_std(efficiencies, spread.efficiency_mean);
+    spread.throughput_samples_per_second_mean = throughput / double(last - first);
+    configurations.push_back(spread);
+    first = last;
+  }
+  return configurations;
+}
+
+}  // namespace
+
 results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs) {
   results::StudySummary study;
   if (runs.empty()) return study;
+  const auto key = [&](std::size_t index) {
+    const auto& c = runs[index].configuration;
+    return std::tuple(c.threads_per_rank, runs[index].ranks, c.repeat);
+  };
   std::vector<std::size_t> order(runs.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return runs[a].ranks < runs[b].ranks; });
+                   [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
   study.scaling = study_scaling(runs[order.front()].configuration);
-  const int p = runs[order.front()].ranks;
-  study.baseline_ranks = p;
-  const RunTimes baseline = times_of(runs[order.front()]);
-  const double baseline_mean = mean(baseline.iteration_seconds);
-  // Efficiency from mean iteration times: E = X(n)/X(p) * p/n, with X = global batch / T.
-  const auto efficiency_of = [&](const RunTimes& times, double t_n, double t_p, int n) {
-    return (times.global_batch / t_n) / (baseline.global_batch / t_p) * double(p) / n;
+  study.baseline_ranks = std::numeric_limits<int>::max();
+  for (const auto& run : runs) study.baseline_ranks = std::min(study.baseline_ranks, run.ranks);
+
+  // Each thread count's baseline: its runs with the fewest ranks, every repeat's iterations
+  // pooled, so the spread across repeats is not hidden in the baseline.
+  struct Baseline {
+    int ranks = std::numeric_limits<int>::max();
+    RunTimes times;
   };
+  std::map<int, Baseline> baselines;
+  for (std::size_t index : order) {
+    auto& baseline = baselines[runs[index].configuration.threads_per_rank];
+    if (runs[index].ranks > baseline.ranks) continue;
+    const RunTimes times = times_of(runs[index]);
+    if (runs[index].ranks < baseline.ranks) baseline = {runs[index].ranks, times};
+    else
+      baseline.times.iteration_seconds.insert(baseline.times.iteration_seconds.end(),
+                                              times.iteration_seconds.begin(),
+                                              times.iteration_seconds.end());
+  }
 
   std::mt19937_64 random(bootstrap_seed);
   for (std::size_t index : order) {
     const auto& run = runs[index];
+    const Baseline& baseline_of_threads = baselines.at(run.configuration.threads_per_rank);
+    const RunTimes& baseline = baseline_of_threads.times;
+    const int p = baseline_of_threads.ranks;
+    const double baseline_mean = mean(baseline.iteration_seconds);
+    // Efficiency from mean iteration times: E = X(n)/X(p) * p/n, with X = global batch / T.
+    const auto efficiency_of = [&](const RunTimes& times, double t_n, double t_p, int n) {
+      return (times.global_batch / t_n) / (baseline.global_batch / t_p) * double(p) / n;
+    };
     const RunTimes times = times_of(run);
     const int n = run.ranks;
     results::StudyPoint point;
     point.ranks = n;
+    point.threads = run.configuration.threads_per_rank;
+    point.repeat = run.configuration.repeat;
     point.run = results::run_group_name(index);
     point.iteration_seconds = mean(times.iteration_seconds);
     point.throughput_samples_per_second = times.global_batch / point.iteration_seconds;
@@ -125,8 +198,12 @@ results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs)
     point.gap_other = 1 - point.efficiency - point.gap_communication - point.gap_load_imbalance;
     point.straggler_rank = times.straggler_rank;
     point.straggler_host = run.environment.rank_hosts.at(times.straggler_rank);
+    for (const auto& headline : summarize_measurements(run))
+      if (headline.headline == results::Headline::energy && headline.sources > 0)
+        point.energy_joules_per_sample.emplace_back(headline.name, headline.joules_per_sample);
     study.points.push_back(point);
   }
+  study.configurations = spread_over_repeats(study.points);
   return study;
 }
 

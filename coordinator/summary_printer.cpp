@@ -6,9 +6,19 @@
 
 #include <fmt/format.h>
 
+#include "coordinator/measurement_summary.hpp"
 #include "core/number_format.hpp"
 
 namespace dlscale::coordinator {
+
+namespace {
+
+std::string with_units(double value, const std::string& units) {
+  if (units == "bytes") return format_bytes(std::uint64_t(std::max(value, 0.0)));
+  return fmt::format("{:.3g} {}", value, units);
+}
+
+}  // namespace
 
 std::string format_summary(const results::RunRecord& record) {
   const auto& config = record.configuration;
@@ -74,34 +84,101 @@ std::string format_summary(const results::RunRecord& record) {
   }
   fmt::format_to(line, "loss            {:.4f} -> {:.4f} (mean over ranks, first -> last iteration)\n",
                  first_loss / record.ranks, last_loss / record.ranks);
-  const auto peak_memory =
-      std::max_element(record.peak_resident_bytes.begin(), record.peak_resident_bytes.end());
-  fmt::format_to(line, "memory          {} peak resident set (largest: rank {})\n",
-                 format_bytes(*peak_memory),
-                 std::distance(record.peak_resident_bytes.begin(), peak_memory));
+  bool first_measurement = true;
+  for (const auto& m : summarize_measurements(record)) {
+    fmt::format_to(line, "{:<16}{} ", first_measurement ? "measured" : "", m.name);
+    first_measurement = false;
+    if (m.sources == 0) {
+      fmt::format_to(line, "absent: {}\n", m.absent_reason);
+      continue;
+    }
+    switch (m.headline) {
+      case results::Headline::energy:
+        fmt::format_to(line, "{:.4g} J: {:.4g} J/step, {:.4g} J/sample", m.joules,
+                       m.joules_per_step, m.joules_per_sample);
+        break;
+      case results::Headline::peak:
+        fmt::format_to(line, "{} peak", with_units(m.peak, m.units));
+        break;
+      case results::Headline::mean_and_peak:
+        fmt::format_to(line, "{} mean, {} peak", with_units(m.mean, m.units),
+                       with_units(m.peak, m.units));
+        break;
+      default:
+        fmt::format_to(line, "{} mean", with_units(m.mean, m.units));
+    }
+    fmt::format_to(line, " ({} {})\n", m.sources, m.sources == 1 ? "source" : "sources");
+  }
   fmt::format_to(line, "parameters      {} on all {} ranks after the last step\n",
                  summary.parameters_identical ? "bit-identical" : "DIFFERENT", record.ranks);
   return out;
 }
 
-std::string format_study(const results::StudySummary& study) {
+std::string format_study(const results::StudySummary& study,
+                         const std::vector<results::FailedPoint>& failed_points) {
   std::string out;
   auto line = std::back_inserter(out);
-  fmt::format_to(line, "{} scaling against {} rank{}: efficiency with its 95% bootstrap interval; "
-                       "the gap 1 - E split into exposed communication, waiting for stragglers "
-                       "and the rest\n",
-                 study.scaling, study.baseline_ranks, study.baseline_ranks == 1 ? "" : "s");
-  fmt::format_to(line, "{:>6} {:>10} {:>12} {:>8} {:>18} {:>10} {:>7} {:>9} {:>7}  {}\n", "ranks",
-                 "iter ms", "samples/s", "speedup", "efficiency", "Karp-Flatt", "comm",
-                 "imbalance", "other", "straggler");
-  for (const auto& p : study.points)
+  const auto varies = [&](auto member) {
+    for (const auto& p : study.points)
+      if (p.*member != study.points.front().*member) return true;
+    for (const auto& f : failed_points)
+      if (f.threads > 1 || f.repeat > 0) return true;
+    return false;
+  };
+  const bool thread_sweep = varies(&results::StudyPoint::threads);
+  const bool repeated = varies(&results::StudyPoint::repeat);
+  if (!study.points.empty())
     fmt::format_to(line,
-                   "{:>6} {:>10.2f} {:>12.1f} {:>8.2f} {:>6.1f}% [{:>4.0f},{:>4.0f}] {:>10.3f} "
-                   "{:>6.1f}% {:>8.1f}% {:>6.1f}%  rank {} on {}\n",
-                   p.ranks, p.iteration_seconds * 1e3, p.throughput_samples_per_second, p.speedup,
-                   p.efficiency * 100, p.efficiency_ci_low * 100, p.efficiency_ci_high * 100,
-                   p.karp_flatt, p.gap_communication * 100, p.gap_load_imbalance * 100,
-                   p.gap_other * 100, p.straggler_rank, p.straggler_host);
+                   "{} scaling against {} rank{}{}: efficiency with its 95% bootstrap interval; "
+                   "the gap 1 - E split into exposed communication, waiting for stragglers and "
+                   "the rest\n",
+                   study.scaling, study.baseline_ranks, study.baseline_ranks == 1 ? "" : "s",
+                   thread_sweep ? " at the same thread count" : "");
+  std::string energy_header;
+  for (const auto& [name, joules] :
+       study.points.empty() ? decltype(study.points.front().energy_joules_per_sample){}
+                            : study.points.front().energy_joules_per_sample)
+    energy_header += fmt::format(" {:>12}", name.substr(0, name.find('_')) + " J/sample");
+  fmt::format_to(line, "{:>6}{}{} {:>10} {:>12} {:>8} {:>18} {:>10} {:>7} {:>9} {:>7}{}  {}\n",
+                 "ranks", thread_sweep ? fmt::format(" {:>7}", "threads") : "",
+                 repeated ? fmt::format(" {:>6}", "repeat") : "", "iter ms", "samples/s",
+                 "speedup", "efficiency", "Karp-Flatt", "comm", "imbalance", "other",
+                 energy_header, "straggler");
+  const auto key_columns = [&](int ranks, int threads, int repeat) {
+    return fmt::format("{:>6}{}{}", ranks,
+                       thread_sweep ? fmt::format(" {:>7}", threads) : "",
+                       repeated ? fmt::format(" {:>6}", repeat) : "");
+  };
+  for (const auto& p : study.points) {
+    std::string energy;
+    for (const auto& [name, joules] : p.energy_joules_per_sample)
+      energy += fmt::format(" {:>12.4g}", joules);
+    fmt::format_to(line,
+                   "{} {:>10.2f} {:>12.1f} {:>8.2f} {:>6.1f}% [{:>4.0f},{:>4.0f}] {:>10.3f} "
+                   "{:>6.1f}% {:>8.1f}% {:>6.1f}%{}  rank {} on {}\n",
+                   key_columns(p.ranks, p.threads, p.repeat), p.iteration_seconds * 1e3,
+                   p.throughput_samples_per_second, p.speedup, p.efficiency * 100,
+                   p.efficiency_ci_low * 100, p.efficiency_ci_high * 100, p.karp_flatt,
+                   p.gap_communication * 100, p.gap_load_imbalance * 100, p.gap_other * 100,
+                   energy, p.straggler_rank, p.straggler_host);
+  }
+  for (const auto& f : failed_points)
+    fmt::format_to(line, "{} {:>10}  {}\n", key_columns(f.ranks, f.threads, f.repeat), "-",
+                   f.reason);
+  if (repeated && !study.configurations.empty()) {
+    fmt::format_to(line, "\nacross repeats: mean +- sample standard deviation (min .. max)\n");
+    fmt::format_to(line, "{:>6}{} {:>8} {:>26} {:>18} {:>12}\n", "ranks",
+                   thread_sweep ? fmt::format(" {:>7}", "threads") : "", "repeats",
+                   "iter ms", "efficiency", "samples/s");
+    for (const auto& c : study.configurations)
+      fmt::format_to(line, "{:>6}{} {:>8} {:>8.2f} +- {:<6.2f}({:.2f} .. {:.2f}) {:>8.1f}% +- {:>5.1f}% "
+                           "{:>12.1f}\n",
+                     c.ranks, thread_sweep ? fmt::format(" {:>7}", c.threads) : "", c.repeats,
+                     c.iteration_seconds_mean * 1e3, c.iteration_seconds_std * 1e3,
+                     c.iteration_seconds_min * 1e3, c.iteration_seconds_max * 1e3,
+                     c.efficiency_mean * 100, c.efficiency_std * 100,
+                     c.throughput_samples_per_second_mean);
+  }
   return out;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "results/study_record.hpp"
 
@@ -10,7 +11,9 @@ namespace dlscale::coordinator {
 
 std::string format_summary(const results::RunRecord& record);
 
-// The scaling table across a study's runs.
-std::string format_study(const results::StudySummary& study);
+// The scaling table across a study's runs, with the failed points as rows of their own ("-" and
+// the reason), and, when points were repeated, their mean and spread.
+std::string format_study(const results::StudySummary& study,
+                         const std::vector<results::FailedPoint>& failed_points = {});
 
 }  // namespace dlscale::coordinator

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <map>
 
+#include "coordinator/measurement_gather.hpp"
+
 namespace dlscale::coordinator {
 
 std::optional<results::RunRecord> gather_run(comm::HostGroup& group,
@@ -18,11 +20,10 @@ std::optional<results::RunRecord> gather_run(comm::HostGroup& group,
       group.gather_to_root(report.measurements.layer_backward_seconds);
   const auto fingerprints = group.gather_to_root(
       static_cast<unsigned long long>(report.parameter_fingerprint));
-  const auto peak_resident_bytes =
-      group.gather_to_root(static_cast<unsigned long long>(report.peak_resident_bytes));
   const auto local_ranks =
       group.gather_to_root(static_cast<unsigned long long>(report.local_rank));
   const std::vector<std::string> hosts = group.gather_strings_to_root(report.host);
+  auto measurements = gather_measurements(group, report.measurements.series);
   if (group.rank() != 0) return std::nullopt;
 
   results::RunRecord record;
@@ -61,7 +62,7 @@ std::optional<results::RunRecord> gather_run(comm::HostGroup& group,
             seconds[(r * iterations + i) * phase_count + p];
     }
   record.parameter_fingerprints.assign(fingerprints.begin(), fingerprints.end());
-  record.peak_resident_bytes.assign(peak_resident_bytes.begin(), peak_resident_bytes.end());
+  record.measurements = std::move(measurements);
   return record;
 }
 

@@ -16,7 +16,6 @@ struct RankReport {
   worker::RankMeasurements measurements;
   std::uint64_t parameter_fingerprint = 0;
   std::string host;
-  std::uint64_t peak_resident_bytes = 0;
   int local_rank = 0;  // among the ranks of the run on this host
 };
 

@@ -1,6 +1,6 @@
-// The two kinds of failure dlscale distinguishes: a user's mistake (bad option, file or model
-// spec), reported as one line with a usage exit code, and a failed library call, which names the
-// library, the call, and where it was made.
+// The kinds of failure dlscale distinguishes: a user's mistake (bad option, file or model spec),
+// reported as one line with a usage exit code; a sweep point that could not be measured, kept as a
+// result; and a failed library call, which names the library, the call, and where it was made.
 #pragma once
 
 #include <stdexcept>
@@ -12,6 +12,13 @@ namespace dlscale {
 
 // A problem with what the user asked for. main() prints its message as one line and exits 2.
 class UserError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A sweep point that could not be measured: it did not fit in memory, diverged, or ran past its
+// time limit. The run driver keeps it as a result with this reason, and the sweep goes on.
+class PointFailure : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };

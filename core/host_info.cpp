@@ -8,6 +8,9 @@
 #include <climits>
 #include <fstream>
 #include <limits>
+#include <set>
+#include <string>
+#include <utility>
 
 namespace dlscale {
 
@@ -46,6 +49,22 @@ std::uint64_t available_memory_bytes() {
   if (limit != std::numeric_limits<std::uint64_t>::max() && used <= limit)
     available = std::min(available, limit - used);
   return available;
+}
+
+int physical_core_count() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::set<std::pair<std::string, std::string>> cores;  // (physical id, core id)
+  std::string line, package = "0";
+  while (std::getline(cpuinfo, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string key = line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1);
+    const std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+    if (key == "physical id") package = value;
+    if (key == "core id") cores.emplace(package, value);
+  }
+  if (!cores.empty()) return int(cores.size());
+  return std::max(1, int(sysconf(_SC_NPROCESSORS_ONLN)));
 }
 
 std::uint64_t peak_resident_bytes() {

@@ -11,6 +11,10 @@ std::string host_name();
 // Memory this host can still give: MemAvailable, or less if a cgroup (a Slurm job, say) caps it.
 std::uint64_t available_memory_bytes();
 
+// Distinct physical cores (core id per package in /proc/cpuinfo); the logical CPUs online where
+// /proc/cpuinfo does not say.
+int physical_core_count();
+
 // This process's peak resident set size so far.
 std::uint64_t peak_resident_bytes();
 

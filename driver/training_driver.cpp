@@ -1,22 +1,27 @@
 // The run driver: sweep points in turn, each on its group of ranks; gather, summary and the
-// results file on rank 0. Failures in writing are agreed on, so every rank ends the same way.
+// results file on rank 0. Every decision that ends a point or the run is agreed on by the ranks
+// concerned, so no rank waits in a collective that another has left.
 #include "driver/training_driver.hpp"
 
 #include <algorithm>
 #include <cstdio>
+#include <new>
 #include <optional>
+#include <string>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "comm/collective_agreement.hpp"
 #include "comm/communicator_factory.hpp"
+#include "comm/mpi_check.hpp"
 #include "comm/mpi_host_group.hpp"
 #include "comm/rank_group.hpp"
 #include "coordinator/run_summary.hpp"
 #include "coordinator/scaling_study.hpp"
 #include "coordinator/summary_printer.hpp"
 #include "coordinator/timing_gather.hpp"
+#include "core/errors.hpp"
 #include "core/host_info.hpp"
 #include "core/number_format.hpp"
 #include "driver/progress_line.hpp"
@@ -25,7 +30,9 @@
 #include "results/writer.hpp"
 #include "worker/device_dataset.hpp"
 #include "worker/gemm_rate.hpp"
+#include "worker/memory_plan.hpp"
 #include "worker/parameter_fingerprint.hpp"
+#include "worker/sampling/sampler.hpp"
 #include "worker/slurm_allocation.hpp"
 
 namespace dlscale::driver {
@@ -37,56 +44,118 @@ constexpr int distinct_batches_per_rank = 8;   // cycled through; made before tr
 constexpr std::uint64_t synthetic_data_bytes_per_rank = std::uint64_t(1) << 30;
 constexpr int gpu_gemm_order = 8192;           // the yardstick GEMM: 1.1 TFLOP, long enough to time
 
+// The CUDA ordinal the device drew, for NVML; -1 on a device that names none.
+int gpu_index_of(const kernels::Device& device) {
+  for (const auto& [name, value] : device.properties())
+    if (name == "gpu_index") return std::stoi(value);
+  return -1;
+}
+
+// Runs a point's set-up on every rank of the group; running out of memory on any rank fails the
+// point on all of them.
+void set_up_or_fail_point(MPI_Comm group, const std::function<void()>& set_up) {
+  comm::agree_on_success(group, [&] {
+    try {
+      set_up();
+    } catch (const std::bad_alloc&) {
+      throw PointFailure("failed to allocate host memory");
+    } catch (const LibraryError& error) {
+      const std::string what = error.what();
+      if (what.find("out of memory") == std::string::npos) throw;
+      throw PointFailure("failed to allocate: " + what);
+    }
+  });
+}
+
+// Everything one point holds while it trains, made on every rank of its group.
+struct PointSetUp {
+  std::unique_ptr<comm::GradientCommunicator> communicator;
+  std::unique_ptr<kernels::Network<float>> network;
+  std::unique_ptr<kernels::SgdMomentum<float>> optimizer;
+  std::unique_ptr<worker::DeviceDataset> data;
+  worker::GradientExchange exchange;
+};
+
 // One sweep point on the ranks of `group`. Returns the run's record on the group's rank 0
-// (world rank 0), nothing elsewhere.
+// (world rank 0), nothing elsewhere. Throws PointFailure, on every rank of the group, for a point
+// that cannot be measured.
 std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const SweepPoint& point,
-                                              MPI_Comm group,
+                                              kernels::Device& device, MPI_Comm group,
                                               const results::RunEnvironment& environment,
                                               ProgressLine& progress) {
   const workloads::Workload& workload = *plan.workload;
-  kernels::Device& device = *plan.device;
   comm::MpiHostGroup host_group(group);
-  auto communicator = comm::make_gradient_communicator(plan.comm_backend, group, device);
-  const int rank = communicator->rank();
+  const comm::HostPlacement placement = comm::host_placement(group);
   const int batch = point.batch_per_rank;
+  const int batches = distinct_batches(workload, batch);
+  if (plan.check_memory_per_point)
+    comm::agree_on_success(group, [&] {
+      const int devices = kernels::devices_per_host(device.name());
+      const int ranks_on_device = (placement.ranks_on_host + devices - 1) / devices;
+      const std::string shortfall = worker::memory_shortfall(
+          workload, batch, batches, ranks_on_device, device.free_memory_bytes());
+      if (!shortfall.empty()) throw PointFailure(shortfall);
+    });
 
-  spdlog::info("{} ({} parameters) on {} rank(s), batch {}/rank, {} + {} iterations",
+  PointSetUp run;
+  run.communicator = comm::make_gradient_communicator(plan.comm_backend, group, device);
+  spdlog::info("{} ({} parameters) on {} rank(s) x {} thread(s), batch {}/rank, {} + {} "
+               "iterations{}",
                workload.name(), with_thousands_separators(workload.parameter_count()),
-               communicator->size(), batch, plan.schedule.warmup_iterations,
-               plan.schedule.measured_iterations);
-  auto network = workload.build_network(device, batch);
-  network->initialize(plan.seed);
-  kernels::SgdMomentum<float> optimizer(device, network->parameters().size(),
-                                        float(plan.learning_rate), float(sgd_momentum));
-  const worker::DeviceDataset data(device, workload, batch, distinct_batches(workload, batch),
-                                   plan.seed, rank);
-  const worker::GradientExchange exchange = worker::make_gradient_exchange(
-      *network, std::size_t(plan.bucket_mb * (1 << 20)), plan.overlap);
+               run.communicator->size(), point.threads, batch, plan.schedule.warmup_iterations,
+               plan.schedule.measured_iterations,
+               point.repeat > 0 ? fmt::format(", repeat {} (seed {})", point.repeat, point.seed)
+                                : "");
+  set_up_or_fail_point(group, [&] {
+    run.network = workload.build_network(device, batch);
+    run.network->initialize(point.seed);
+    run.optimizer = std::make_unique<kernels::SgdMomentum<float>>(
+        device, run.network->parameters().size(), float(plan.learning_rate), float(sgd_momentum));
+    run.data = std::make_unique<worker::DeviceDataset>(device, workload, batch, batches,
+                                                       point.seed, run.communicator->rank());
+  });
+  run.exchange = worker::make_gradient_exchange(
+      *run.network, std::size_t(plan.bucket_mb * (1 << 20)), plan.overlap);
+  const auto samplers =
+      worker::make_samplers({plan.sample_interval_seconds, gpu_index_of(device)});
   host_group.barrier();  // start the clock together
 
+  // After every iteration, outside the timed phases: the ranks agree whether to go on, so a
+  // divergence seen by one rank, or the time limit, stops all of them at the same iteration.
+  const auto after_iteration = [&](const worker::IterationReport& report) {
+    progress.iteration_done(report.iteration, report.step_seconds);
+    comm::agree_on_success(group, [&] {
+      if (!report.divergence.empty())
+        throw PointFailure(
+            fmt::format("diverged at iteration {} ({})", report.iteration, report.divergence));
+      if (plan.point_timeout_seconds > 0 && report.clock_seconds > plan.point_timeout_seconds)
+        throw PointFailure(fmt::format("exceeded --point-timeout {} s at iteration {}",
+                                       plan.point_timeout_seconds, report.iteration));
+    });
+  };
   coordinator::RankReport report;
-  report.measurements =
-      worker::train(*network, optimizer, data, *communicator, exchange, device, plan.schedule,
-                    [&](int iteration, double step) { progress.iteration_done(iteration, step); });
+  report.measurements = worker::train(*run.network, *run.optimizer, *run.data, *run.communicator,
+                                      run.exchange, device, plan.schedule, samplers,
+                                      after_iteration);
   progress.end_point();
-  report.parameter_fingerprint = worker::parameter_fingerprint(device, network->parameters());
+  report.parameter_fingerprint = worker::parameter_fingerprint(device, run.network->parameters());
   report.host = host_name();
-  report.peak_resident_bytes = peak_resident_bytes();
-  report.local_rank = comm::host_placement(group).local_rank;
+  report.local_rank = placement.local_rank;
 
   results::RunConfiguration configuration{
       workload.name(), workload.family(), workload.description(), workload.parameter_count(),
       workload.training_flops_per_sample(), batch, plan.schedule.warmup_iterations,
-      plan.schedule.measured_iterations, plan.threads, communicator->backend_name(),
-      device.name(), plan.seed, plan.learning_rate, sgd_momentum, plan.scaling, plan.bucket_mb,
-      plan.overlap};
+      plan.schedule.measured_iterations, point.threads, point.repeat,
+      run.communicator->backend_name(), device.name(), point.seed, plan.learning_rate,
+      sgd_momentum, plan.scaling, plan.bucket_mb, plan.overlap};
   results::RunEnvironment point_environment = environment;
   point_environment.cpu_model = device.description();
+  point_environment.device_properties = device.properties();  // this point's threads
   auto record = coordinator::gather_run(host_group, report, configuration, point_environment);
   if (!record) return record;
-  for (const auto& layer : network->layers())
+  for (const auto& layer : run.network->layers())
     record->layers.push_back({layer->kind(), layer->parameter_count()});
-  for (const auto& bucket : exchange.buckets)
+  for (const auto& bucket : run.exchange.buckets)
     record->buckets.push_back(
         {bucket.first_layer, bucket.last_layer, double(bucket.count * sizeof(float))});
   record->summary = coordinator::summarize(*record);
@@ -94,7 +163,7 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
 }
 
 // What every run of this launch shares: provenance, libraries, the device and the job.
-results::RunEnvironment launch_environment(const TrainingPlan& plan, const comm::MpiSession& mpi,
+results::RunEnvironment launch_environment(kernels::Device& device, const comm::MpiSession& mpi,
                                            const results::FileOrigin& origin) {
   results::RunEnvironment environment;
   environment.dlscale_version = origin.dlscale_version;
@@ -103,11 +172,11 @@ results::RunEnvironment launch_environment(const TrainingPlan& plan, const comm:
   environment.start_time_utc = origin.start_time_utc;
   environment.mpi_library_version = comm::mpi_library_version();
   environment.blas = kernels::cpu_blas_description();
-  environment.device_properties = plan.device->properties();
+  environment.device_properties = device.properties();
   // GPUs are held against their own GEMM rate, measured here; the CPU's is measured by
   // dlscale-bench-step, since a long GEMM before every CPU run would cost more than the run.
-  if (mpi.world_rank() == 0 && !plan.device->memory_is_host())
-    environment.device_gemm_gflops = worker::measure_gemm_gflops(*plan.device, gpu_gemm_order);
+  if (mpi.world_rank() == 0 && !device.memory_is_host())
+    environment.device_gemm_gflops = worker::measure_gemm_gflops(device, gpu_gemm_order);
   environment.launch_world_size = mpi.world_size();
   if (const auto slurm = worker::slurm_allocation()) environment.slurm = *slurm;
   return environment;
@@ -122,12 +191,13 @@ int distinct_batches(const workloads::Workload& workload, int batch) {
                                        distinct_batches_per_rank));
 }
 
-int run_training_plan(const TrainingPlan& plan, const comm::MpiSession& mpi,
+int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
                       const results::FileOrigin& origin) {
   const bool coordinator_rank = mpi.world_rank() == 0;
+  std::unique_ptr<kernels::Device> device = std::move(plan.device);
   results::ResultsFile results;
   results.origin = origin;
-  const results::RunEnvironment environment = launch_environment(plan, mpi, origin);
+  const results::RunEnvironment environment = launch_environment(*device, mpi, origin);
 
   ProgressLine progress(coordinator_rank);
   const auto points = int(plan.points.size());
@@ -135,13 +205,31 @@ int run_training_plan(const TrainingPlan& plan, const comm::MpiSession& mpi,
     const SweepPoint& point = plan.points[index];
     const comm::RankGroup group(mpi.world(), point.ranks);
     if (group.contains_this_rank()) {
+      if (point.threads != device->compute_threads()) {
+        device.reset();  // one device at a time: the CPU's threads are process-wide
+        kernels::DeviceSettings settings = plan.device_settings;
+        settings.compute_threads = point.threads;
+        device = kernels::make_device(plan.device_name, settings);
+      }
       progress.begin_point(index + 1, points, point.ranks, plan.schedule.total_iterations());
-      auto record = train_point(plan, point, group.comm(), environment, progress);
-      if (record) {
-        std::fputs(coordinator::format_summary(*record).c_str(), stdout);
-        std::fputs("\n", stdout);
-        std::fflush(stdout);
-        results.runs.push_back(std::move(*record));
+      try {
+        auto record = train_point(plan, point, *device, group.comm(), environment, progress);
+        if (record) {
+          std::fputs(coordinator::format_summary(*record).c_str(), stdout);
+          std::fputs("\n", stdout);
+          std::fflush(stdout);
+          results.runs.push_back(std::move(*record));
+        }
+      } catch (const PointFailure& failure) {
+        progress.end_point();
+        if (coordinator_rank) {
+          results.failed_points.push_back({point.ranks, point.threads, point.repeat,
+                                           point.batch_per_rank, point.seed, failure.what()});
+          spdlog::warn("point {} of {} ({} rank(s) x {} thread(s){}) failed: {}; going on",
+                       index + 1, points, point.ranks, point.threads,
+                       point.repeat > 0 ? fmt::format(", repeat {}", point.repeat) : "",
+                       failure.what());
+        }
       }
     }
     comm::quiet_barrier(mpi.world());  // ranks outside this point wait here, asleep
@@ -151,20 +239,35 @@ int run_training_plan(const TrainingPlan& plan, const comm::MpiSession& mpi,
   // every rank, not only rank 0.
   comm::agree_on_success(mpi.world(), [&] {
     if (!coordinator_rank) return;
-    results.study = coordinator::analyze_study(results.runs);
-    if (points > 1) std::fputs(coordinator::format_study(*results.study).c_str(), stdout);
+    if (!results.runs.empty()) results.study = coordinator::analyze_study(results.runs);
+    if (points > 1)
+      std::fputs(coordinator::format_study(results.study.value_or(results::StudySummary{}),
+                                           results.failed_points)
+                     .c_str(),
+                 stdout);
     results::write_results(results, plan.output_path, plan.overwrite);
     fmt::print("results         {}\n", plan.output_path.string());
     std::fflush(stdout);
   });
-  const bool diverged = std::any_of(results.runs.begin(), results.runs.end(), [](const auto& r) {
-    return !r.summary.parameters_identical;
-  });
-  if (diverged) {
-    spdlog::error("parameters differ between ranks after training: data-parallel replicas diverged");
-    return 1;
+  // Only rank 0 knows the outcome; every rank leaves with the same status.
+  int status = 0;
+  if (coordinator_rank) {
+    const bool replicas_differ =
+        std::any_of(results.runs.begin(), results.runs.end(),
+                    [](const auto& r) { return !r.summary.parameters_identical; });
+    if (replicas_differ) {
+      spdlog::error(
+          "parameters differ between ranks after training: data-parallel replicas diverged");
+      status = 1;
+    } else if (!results.failed_points.empty()) {
+      spdlog::error("{} of {} sweep point(s) could not be measured; kept in the results file "
+                    "with the reason",
+                    results.failed_points.size(), points);
+      status = exit_some_points_failed;
+    }
   }
-  return 0;
+  DLSCALE_MPI_CHECK(MPI_Bcast(&status, 1, MPI_INT, 0, mpi.world()));
+  return status;
 }
 
 }  // namespace dlscale::driver

@@ -1,6 +1,7 @@
 // The run driver: carries out a checked TrainingPlan on every rank of the launch. Each sweep point
 // trains on its group of ranks while the others wait; rank 0 gathers each point, prints its
-// summary, analyses the study and writes the results file.
+// summary, analyses the study and writes the results file. A point that cannot be measured (out
+// of memory, diverged, over its time limit) is kept with its reason, and the sweep goes on.
 #pragma once
 
 #include "comm/mpi_session.hpp"
@@ -9,8 +10,12 @@
 
 namespace dlscale::driver {
 
-// Returns the process exit status: 0, or 1 when the replicas' parameters differ.
-int run_training_plan(const TrainingPlan& plan, const comm::MpiSession& mpi,
+// Exit statuses beside 0 (success), 1 (a failure) and 2 (a usage error).
+inline constexpr int exit_some_points_failed = 3;
+
+// Returns the process exit status: 0; 1 when the replicas' parameters differ; or
+// exit_some_points_failed when a sweep point could not be measured (the others are kept).
+int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
                       const results::FileOrigin& origin);
 
 }  // namespace dlscale::driver

@@ -10,30 +10,39 @@
 #include <vector>
 
 #include "kernels/device.hpp"
+#include "kernels/device_factory.hpp"
 #include "worker/training_loop.hpp"
 #include "workloads/workload.hpp"
 
 namespace dlscale::driver {
 
-// One point of the sweep: the first `ranks` ranks of the launch train at this batch per rank.
+// One point of the sweep: the first `ranks` ranks of the launch train at this batch per rank
+// with this many threads each; `repeat` counts the runs of the same point, each with its seed.
 struct SweepPoint {
   int ranks = 1;
   int batch_per_rank = 1;
+  int threads = 1;
+  int repeat = 0;
+  std::uint64_t seed = 42;
 };
 
 struct TrainingPlan {
   std::unique_ptr<workloads::Workload> workload;
   std::vector<SweepPoint> points;  // in the order they run
   worker::TrainingSchedule schedule;
-  std::unique_ptr<kernels::Device> device;  // this rank's, for every point
+  std::string device_name;          // a registered device
+  kernels::DeviceSettings device_settings;  // its threads are replaced by each point's
+  std::unique_ptr<kernels::Device> device;  // made and checked with the first point's threads
   std::string comm_backend;                 // a registered gradient communicator
   double bucket_mb = 25;
   bool overlap = true;
-  std::uint64_t seed = 42;
   double learning_rate = 0.01;
-  int threads = 1;
-  std::string scaling = "none";        // recorded with the runs: weak, strong or none
-  std::filesystem::path output_path;   // rank 0 only, checked writable
+  std::string scaling = "none";       // recorded with the runs: weak, strong or none
+  double sample_interval_seconds = 0.2;  // 0: resources are not sampled
+  double point_timeout_seconds = 0;      // 0: no limit
+  // A sweep keeps a point that does not fit as a failed point; a single run was refused instead.
+  bool check_memory_per_point = false;
+  std::filesystem::path output_path;  // rank 0 only, checked writable
   bool overwrite = false;
 };
 

@@ -59,10 +59,12 @@ class MathOps {
                                      const std::int32_t* labels, T* dlogits, T* loss) = 0;
 
   // Heavy-ball SGD as PyTorch defines it, with the gradient scaled first (1/ranks averages an
-  // allreduced sum): v = momentum * v + scale * g; p -= learning_rate * v.
+  // allreduced sum): v = momentum * v + scale * g; p -= learning_rate * v. Sets
+  // *nonfinite_gradient (device memory) to 1 if any gradient is NaN or infinite, and never clears
+  // it: the pass over the gradients is already paid for, so divergence is caught for free.
   virtual void sgd_momentum_update(std::size_t count, T learning_rate, T momentum,
                                    T gradient_scale, const T* gradient, T* velocity,
-                                   T* parameters) = 0;
+                                   T* parameters, std::int32_t* nonfinite_gradient) = 0;
 };
 
 // A point in the device's compute stream. Made by Device::make_event(), marked by record().

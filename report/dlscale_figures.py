@@ -1,7 +1,9 @@
 # The figures of `dlscale report`, drawn with matplotlib's Agg backend to PNG bytes: scaling
-# efficiency and throughput against rank count, median phase times per step, per-rank heatmaps of
-# step and compute time, and allreduce bus bandwidth against message size. Each title names the
-# model, the scaling mode and the host count; docs/report.md explains how to read each figure.
+# efficiency and throughput against rank count (one line per thread count), time per mini-batch
+# against threads, the spread across repeats, median phase times per step, per-rank heatmaps of
+# step and compute time, each run's resources over time, and allreduce bus bandwidth against
+# message size. Each title names the model, the scaling mode and the host count; docs/report.md
+# explains how to read each figure.
 import io
 
 import matplotlib
@@ -14,8 +16,8 @@ from matplotlib.ticker import (FixedLocator, FuncFormatter, LogFormatter, MaxNLo
                                NullFormatter, NullLocator, ScalarFormatter)
 
 from dlscale_results import (COMM_LINE_INTERCEPT, COMM_LINE_SLOPE, COMM_BUSBW_P50, COMM_BUSBW_P95,  # noqa: E402
-                             COMM_BYTES, COMM_RANKS, PHASES, PREDICTED_EFFICIENCY, human_bytes,
-                             plural)
+                             COMM_BYTES, COMM_RANKS, PHASES, PREDICTED_EFFICIENCY, STUDY_REPEAT,
+                             STUDY_THREADS, human_bytes, plural)
 
 FIGURE_NOTES = {
     "efficiency": "Parallel efficiency E(n) with 95% bootstrap intervals; 1 is ideal. The gap "
@@ -29,7 +31,22 @@ FIGURE_NOTES = {
     "allreduce": "Allreduce bus bandwidth against message size: the median with the p50-p95 band "
                  "and the latency-bandwidth fit of the sweep; diamonds are the training runs' "
                  "gradient allreduces (whole gradient per step, all buckets together).",
+    "threads": "Time per mini-batch T(n) against threads per rank, one line per rank count: the "
+               "mean over repeats, with ± one standard deviation where there are several. The "
+               "dashed lines halve the time per doubling of threads from the fewest.",
+    "repeats": "Spread across repeats of the same settings: the mean ± one sample standard "
+               "deviation (error bars), and the fastest to the slowest repeat (pale bars). "
+               "Differences smaller than the spread are noise.",
+    "resources": "Resources over time on the run clock (seconds since the start barrier): each "
+                 "rank's process CPU (cores) and resident memory, each host's CPU utilisation "
+                 "and, on GPUs, each GPU's utilisation and power. Grey is the warm-up; alternate "
+                 "measured iterations are shaded.",
 }
+# The time series of the resources figure, one panel each where measured: (name, panel label).
+RESOURCE_PANELS = [("process_cpu_cores", "process CPU"), ("process_rss_bytes", "process RSS"),
+                   ("host_cpu_utilisation_percent", "host CPU"),
+                   ("gpu_utilisation_percent", "GPU utilisation"), ("gpu_power_watts", "GPU power")]
+LEGEND_LINES = 8  # more lines than this get no legend: it would hide the data
 
 
 def time_unit(seconds):
@@ -49,18 +66,55 @@ def rank_axis(ax, rank_counts):
     ax.grid(True, alpha=0.3)
 
 
+def thread_groups(results, table):
+    """[(label, rows of table)], one per thread count: label '' when there is only one."""
+    if STUDY_THREADS not in table or not results.varies(STUDY_THREADS):
+        return [("", table)]
+    return [(f"{plural(t, 'thread')}/rank", table[table[STUDY_THREADS] == t])
+            for t in sorted(table[STUDY_THREADS].unique())]
+
+
+def repeat_offsets(rows):
+    """A small factor per repeat on the log2 rank axis, so repeats at one rank count stand side
+    by side instead of on top of each other."""
+    if STUDY_REPEAT not in rows or rows[STUDY_REPEAT].nunique() < 2:
+        return np.ones(len(rows))
+    repeat = rows[STUDY_REPEAT].to_numpy(dtype=float)
+    return 2.0 ** (0.05 * (repeat - repeat.mean()))
+
+
+def mean_over_repeats(results, rows, study_column, repeats_column):
+    """(ranks, value) of the line through a thread count's points: /study_repeats' mean where the
+    file has it, otherwise the /study rows themselves (one per rank count before schema 3)."""
+    spread = results.study_repeats
+    if spread is None or repeats_column not in spread:
+        return rows["ranks"].to_numpy(), rows[study_column].to_numpy()
+    if STUDY_THREADS in rows and len(rows):
+        spread = spread[spread[STUDY_THREADS] == rows[STUDY_THREADS].iloc[0]]
+    spread = spread.sort_values("ranks")
+    return spread["ranks"].to_numpy(), spread[repeats_column].to_numpy()
+
+
 def efficiency_figure(results, study):
     fig, ax = plt.subplots(figsize=(6.2, 4.2))
-    ranks, e = study["ranks"], study["efficiency"]
-    # Clipped at 0: matplotlib refuses an interval that does not contain its point.
-    error = np.clip([e - study.get("efficiency_ci_low", e), study.get("efficiency_ci_high", e) - e],
-                    0, None)
     ax.axhline(1.0, color="grey", linestyle="--", label="ideal")
-    ax.errorbar(ranks, e, yerr=error, fmt="o-", capsize=4, label="measured (95% CI)")
-    if PREDICTED_EFFICIENCY in study:
-        ax.plot(ranks, study[PREDICTED_EFFICIENCY], "s:", label="predicted")
-    rank_axis(ax, ranks)
-    ax.set_ylim(0, max(1.1, float(np.nanmax(study.get("efficiency_ci_high", e))) + 0.05))
+    for index, (label, rows) in enumerate(thread_groups(results, study)):
+        colour = f"C{index}"
+        e = rows["efficiency"]
+        # Clipped at 0: matplotlib refuses an interval that does not contain its point.
+        error = np.clip([e - rows.get("efficiency_ci_low", e),
+                         rows.get("efficiency_ci_high", e) - e], 0, None)
+        ranks, mean = mean_over_repeats(results, rows, "efficiency", "efficiency_mean")
+        ax.plot(ranks, mean, "-", color=colour)
+        ax.errorbar(rows["ranks"] * repeat_offsets(rows), e, yerr=error, fmt="o", color=colour,
+                    capsize=4, label=f"{label or 'measured'} (95% CI)")
+        if PREDICTED_EFFICIENCY in rows:
+            predicted = rows.drop_duplicates("ranks")
+            ax.plot(predicted["ranks"], predicted[PREDICTED_EFFICIENCY], "s:", color=colour,
+                    alpha=0.7, label=f"predicted{', ' + label if label else ''}")
+    rank_axis(ax, sorted(study["ranks"].unique()))
+    ax.set_ylim(0, max(1.1, float(np.nanmax(study.get("efficiency_ci_high", study["efficiency"])))
+                       + 0.05))
     ax.set_ylabel("parallel efficiency E(n)  (1 = ideal)")
     ax.set_title(f"Scaling efficiency: {results.describe()}")
     ax.legend(loc="lower left")
@@ -69,20 +123,88 @@ def efficiency_figure(results, study):
 
 def throughput_figure(results, study):
     fig, ax = plt.subplots(figsize=(6.2, 4.2))
-    ranks, throughput = study["ranks"], study["throughput_samples_per_second"]
-    baseline = study["ranks"].idxmin()
-    ideal = throughput[baseline] * ranks / ranks[baseline]
-    ax.plot(ranks, ideal, "--", color="grey",
-            label=f"ideal (linear from {plural(ranks[baseline], 'rank')})")
-    ax.plot(ranks, throughput, "o-", label="measured")
+    for index, (label, rows) in enumerate(thread_groups(results, study)):
+        colour = f"C{index}"
+        ranks, throughput = mean_over_repeats(results, rows, "throughput_samples_per_second",
+                                              "throughput_samples_per_second_mean")
+        baseline = int(np.argmin(ranks))
+        # One legend entry for the ideal lines: with several thread counts, their colours tell.
+        start = "the fewest ranks" if label else plural(ranks[baseline], "rank")
+        ideal = None if index else f"ideal (linear from {start})"
+        ax.plot(ranks, throughput[baseline] * ranks / ranks[baseline], "--", color=colour,
+                alpha=0.5, label=ideal)
+        ax.plot(ranks, throughput, "-", color=colour)
+        ax.plot(rows["ranks"] * repeat_offsets(rows), rows["throughput_samples_per_second"], "o",
+                color=colour, label=label or "measured")
     ax.set_yscale("log")  # so that linear scaling is a straight line, as on the rank axis
     plain = LogFormatter(labelOnlyBase=False)
     ax.yaxis.set_major_formatter(plain)
     ax.yaxis.set_minor_formatter(plain)
-    rank_axis(ax, ranks)
+    rank_axis(ax, sorted(study["ranks"].unique()))
     ax.set_ylabel("throughput (samples/s, log scale)")
     ax.set_title(f"Throughput: {results.describe()}")
-    ax.legend(loc="upper left")
+    ax.legend(loc="best")
+    return fig
+
+
+def threads_figure(results):
+    spread = results.study_repeats
+    unit, scale = time_unit(spread["iteration_seconds_mean"].max())
+    threads = sorted(spread[STUDY_THREADS].unique())
+    fig, ax = plt.subplots(figsize=(6.2, 4.2))
+    for index, ranks in enumerate(sorted(spread["ranks"].unique())):
+        rows = spread[spread["ranks"] == ranks].sort_values(STUDY_THREADS)
+        colour = f"C{index}"
+        mean = rows["iteration_seconds_mean"] * scale
+        ax.errorbar(rows[STUDY_THREADS], mean, yerr=rows["iteration_seconds_std"] * scale,
+                    fmt="o-", color=colour, capsize=4, label=plural(ranks, "rank"))
+        fewest = rows[STUDY_THREADS].iloc[0]
+        ax.plot(rows[STUDY_THREADS], mean.iloc[0] * fewest / rows[STUDY_THREADS], "--",
+                color=colour, alpha=0.4)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(threads)
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlim(min(threads) / 1.3, max(threads) * 1.3)
+    ax.set_ylim(0, ax.get_ylim()[1])
+    ax.set_xlabel("threads per rank (log2 scale)")
+    ax.set_ylabel(f"time per mini-batch T(n) ({unit})")
+    ax.set_title(f"Threads: {results.describe()}")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper right", title="dashed: ideal")
+    return fig
+
+
+def repeats_figure(results):
+    spread = results.study_repeats
+    unit, scale = time_unit(spread["iteration_seconds_mean"].max())
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
+    groups = thread_groups(results, spread)
+    for index, (label, rows) in enumerate(groups):
+        rows = rows.sort_values("ranks")
+        colour = f"C{index}"
+        # Thread counts side by side at each rank count, as repeat_offsets does for repeats.
+        x = rows["ranks"] * 2.0 ** (0.06 * (index - (len(groups) - 1) / 2))
+        axes[0].vlines(x, rows["iteration_seconds_min"] * scale,
+                       rows["iteration_seconds_max"] * scale, color=colour, linewidth=9,
+                       alpha=0.25)
+        axes[0].errorbar(x, rows["iteration_seconds_mean"] * scale,
+                         yerr=rows["iteration_seconds_std"] * scale, fmt="o-", color=colour,
+                         capsize=5, elinewidth=2, label=label or "mean ± std")
+        axes[1].errorbar(x, rows["efficiency_mean"], yerr=rows["efficiency_std"], fmt="o-",
+                         color=colour, capsize=5, elinewidth=2, label=label or "mean ± std")
+    axes[0].set_ylim(0, axes[0].get_ylim()[1] * 1.1)
+    axes[0].set_ylabel(f"time per mini-batch T(n) ({unit})")
+    axes[0].set_title("iteration time (pale bar: fastest to slowest repeat)")
+    axes[1].axhline(1.0, color="grey", linestyle="--", label="ideal")
+    axes[1].set_ylim(0, max(1.1, float(np.nanmax(spread["efficiency_mean"]
+                                                 + spread["efficiency_std"])) + 0.05))
+    axes[1].set_ylabel("parallel efficiency E(n)  (1 = ideal)")
+    axes[1].set_title("efficiency")
+    for ax in axes:
+        rank_axis(ax, sorted(spread["ranks"].unique()))
+        ax.legend(loc="lower left")
+    fig.suptitle(f"Across {spread['repeats'].max()} repeats: {results.describe()}")
     return fig
 
 
@@ -135,6 +257,65 @@ def heatmap_figure(results, run):
     return fig
 
 
+def byte_unit(largest):
+    """('MiB', 2**20) or ('GiB', 2**30): memory in the unit that keeps numbers readable."""
+    return ("GiB", 2**30) if largest >= 2**30 else ("MiB", 2**20)
+
+
+def shade_iterations(ax, run, ends, labelled):
+    """Grey behind the warm-up, and every other measured iteration lightly shaded, so that a
+    sample can be placed in its iteration. Past 200 measured iterations the bands would merge,
+    so the measured span is shaded as one. `labelled`: give the shading legend entries."""
+    warmup = run.first_measured_iteration
+    if warmup > 0:
+        ax.axvspan(0, ends[warmup - 1], color="grey", alpha=0.25, linewidth=0,
+                   label="warm-up" if labelled else None)
+    start = ends[warmup - 1] if warmup > 0 else 0.0
+    if len(ends) - warmup > 200:
+        ax.axvspan(start, ends[-1], color="C0", alpha=0.06, linewidth=0,
+                   label="measured" if labelled else None)
+        return
+    edges = np.concatenate([[start], ends[warmup:]])
+    for k in range(1, len(edges) - 1, 2):
+        ax.axvspan(edges[k], edges[k + 1], color="C0", alpha=0.08, linewidth=0,
+                   label="alternate measured\niterations" if labelled and k == 1 else None)
+
+
+def resources_figure(results, run, panels):
+    """One panel per measured series in `panels`: [(name, label, long table)]."""
+    fig, axes = plt.subplots(len(panels), 1, figsize=(10, 1.0 + 2.1 * len(panels)), sharex=True,
+                             squeeze=False, layout="constrained")
+    ends = run.iteration_ends()
+    for panel, (ax, (name, label, table)) in enumerate(zip(axes[:, 0], panels)):
+        measurement = run.measurements[name]
+        units, scale = measurement.units, 1.0
+        if units == "bytes":
+            units, scale = byte_unit(table["value"].max())
+        if ends is not None:
+            shade_iterations(ax, run, ends, labelled=panel == 0)
+        sources = sorted(table["rank"].unique())
+        for rank in sources:
+            points = table[table["rank"] == rank]
+            key = measurement.shared_by[rank]
+            ax.plot(points["seconds"], points["value"] / scale, "-", linewidth=1.2,
+                    marker="." if len(points) < 60 else None, label=key or f"rank {rank}")
+        ax.set_ylim(0, max(105, ax.get_ylim()[1]) if units == "%" else ax.get_ylim()[1] * 1.05)
+        ax.set_ylabel(f"{label}\n({units})")
+        ax.grid(True, alpha=0.3)
+        handles, labels = ax.get_legend_handles_labels()
+        if len(sources) > LEGEND_LINES:  # keep the shading's entries, drop the lines'
+            handles, labels = handles[:-len(sources)], labels[:-len(sources)]
+            ax.set_title(f"{label}: one line for each of {len(sources)} sources", loc="left",
+                         fontsize="small")
+        if handles:
+            ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                      fontsize="small")
+    axes[-1, 0].set_xlabel("run clock (s since the start barrier)")
+    axes[-1, 0].set_xlim(left=0)
+    fig.suptitle(f"Resources over time of {run.name}: {results.describe(run)}")
+    return fig
+
+
 def has_sweep(results):
     return results.comm is not None and COMM_BUSBW_P50 in results.comm
 
@@ -157,10 +338,15 @@ def allreduce_figure(results, training):
             ax.plot(comm[COMM_BYTES], fitted * 2 * (ranks - 1) / ranks, "--", color="black",
                     linewidth=1, label=f"fit: {alpha * 1e6:.3g} µs + bytes / "
                                        f"({1 / beta / 1e9:.3g} GB/s)")
-    for run in training:
+    labels = [f"training gradients, {run.ranks} ranks on {plural(len(set(run.hosts)), 'host')}"
+              for run in training]
+    many = len(set(labels)) < len(labels)
+    if many:  # repeats or thread counts: tell the runs apart, in a legend beside the axes
+        labels = [f"{label} ({run.name}, {plural(run.threads, 'thread')}/rank)"
+                  for label, run in zip(labels, training)]
+    for run, label in zip(training, labels):
         ax.plot(run.summary["allreduce_bytes"], run.summary["allreduce_busbw_gbps"], "D",
-                label=f"training gradients, {run.ranks} ranks on "
-                      f"{plural(len(set(run.hosts)), 'host')}")
+                label=label)
     ax.set_xscale("log", base=2)
     if not has_sweep(results):  # training runs alone often share one size: give them room
         sizes = [run.summary["allreduce_bytes"] for run in training]
@@ -177,37 +363,49 @@ def allreduce_figure(results, training):
     ax.set_ylabel("bus bandwidth (GB/s)")
     ax.set_title(f"Allreduce bandwidth: {results.describe()}")
     ax.grid(True, alpha=0.3)
-    ax.legend(loc="upper left")
+    if many:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    else:
+        ax.legend(loc="upper left")
     return fig
 
 
 def figures(results):
     """[(file stem, caption, PNG bytes)] for every figure this file has data for."""
-    drawn = []
-    study = results.study
-    # One rank count makes no scaling curve; a /study without these columns is not plotted.
-    if study is not None and len(study) >= 2 and \
-            {"ranks", "efficiency", "throughput_samples_per_second"} <= set(study):
-        drawn.append(("efficiency", FIGURE_NOTES["efficiency"],
-                      efficiency_figure(results, study)))
-        drawn.append(("throughput", FIGURE_NOTES["throughput"],
-                      throughput_figure(results, study)))
-    if results.runs:
-        drawn.append(("phases", FIGURE_NOTES["phases"], phases_figure(results)))
-    for run in results.runs:
-        if run.ranks > 1:
-            drawn.append((f"heatmap_{run.name}", FIGURE_NOTES["heatmap"],
-                           heatmap_figure(results, run)))
-    # Training runs alone are worth a figure when there are two rank counts to compare.
-    training = [run for run in results.runs if run.ranks > 1 and "allreduce_bytes" in run.summary]
-    if has_sweep(results) or len(training) >= 2:
-        drawn.append(("allreduce", FIGURE_NOTES["allreduce"], allreduce_figure(results, training)))
     pngs = []
-    for stem, caption, fig in drawn:
+
+    def add(stem, caption, fig):  # rendered and closed at once: a sweep can have many figures
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
         plt.close(fig)
         pngs.append((stem, caption, buffer.getvalue()))
+
+    study = results.study
+    # One rank count makes no scaling curve; a /study without these columns is not plotted.
+    if study is not None and study["ranks"].nunique() >= 2 and \
+            {"ranks", "efficiency", "throughput_samples_per_second"} <= set(study):
+        add("efficiency", FIGURE_NOTES["efficiency"], efficiency_figure(results, study))
+        add("throughput", FIGURE_NOTES["throughput"], throughput_figure(results, study))
+    spread = results.study_repeats
+    if spread is not None and len(spread) and spread[STUDY_THREADS].nunique() >= 2:
+        add("threads", FIGURE_NOTES["threads"], threads_figure(results))
+    if results.has_repeats():
+        add("repeats", FIGURE_NOTES["repeats"], repeats_figure(results))
+    if results.runs:
+        add("phases", FIGURE_NOTES["phases"], phases_figure(results))
+    for run in results.runs:
+        if run.ranks > 1:
+            add(f"heatmap_{run.name}", FIGURE_NOTES["heatmap"], heatmap_figure(results, run))
+    for run in results.runs:
+        panels = [(name, label, run.series(name)) for name, label in RESOURCE_PANELS]
+        panels = [panel for panel in panels if panel[2] is not None]
+        if panels:
+            add(f"resources_{run.name}", FIGURE_NOTES["resources"],
+                resources_figure(results, run, panels))
+    # Training runs alone are worth a figure when there are two rank counts to compare.
+    training = [run for run in results.runs if run.ranks > 1 and "allreduce_bytes" in run.summary]
+    if has_sweep(results) or len(training) >= 2:
+        add("allreduce", FIGURE_NOTES["allreduce"], allreduce_figure(results, training))
     return pngs
 
 

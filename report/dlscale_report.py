@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-# dlscale report: turns dlscale results files (HDF5, docs/results-format.md, schema 2 and the
-# single-run schema 1) into a per-run table and a scaling-study table on standard output, and on
-# request into CSV or JSON tables, PNG figures and one self-contained HTML page. The dlscale binary
+# dlscale report: turns dlscale results files (HDF5, docs/results-format.md, schema 3, and the older
+# schema 2 and single-run schema 1) into a per-run table, a scaling-study table (with the sweep
+# points that failed) and a table across repeats on standard output, and on request into CSV or
+# JSON tables, PNG figures and one self-contained HTML page. The dlscale binary
 # execs it for `dlscale report FILE...`; it also runs on its own, beside its two modules
 # dlscale_results.py (reading files) and dlscale_figures.py (drawing). It needs only Debian's
 # python3-h5py, python3-numpy, python3-pandas and python3-matplotlib. docs/report.md explains it.
@@ -25,7 +26,8 @@ try:
     from dlscale_results import (COMM_ALGBW_P50, COMM_ALPHA, COMM_BETA, COMM_BUSBW_P50,
                                  COMM_LINE_INTERCEPT, COMM_LINE_SLOPE,
                                  COMM_BUSBW_P95, COMM_BYTES, COMM_RANKS, COMM_SECONDS_P50,
-                                 COMM_SECONDS_P95, PHASES, PREDICTED_EFFICIENCY, ReportError,
+                                 COMM_SECONDS_P95, MEASUREMENT_COLUMNS, PHASES,
+                                 PREDICTED_EFFICIENCY, STUDY_REPEAT, STUDY_THREADS, ReportError,
                                  decoded, human_bytes, load_results_file, plural)
 except ImportError as missing:
     sys.exit(f"dlscale report: error: {sys.executable} cannot import {missing.name}; "
@@ -38,28 +40,56 @@ examples:
   dlscale report a.h5 b.h5 --csv tables/ --json tables.json --figures figures/
   dlscale report sweep.h5 --network 1.5GB/s,30us --html sweep.html   with predicted efficiency
 
-The run table has one row per run (medians over measured iterations and ranks). The study table
-has one row per rank count: iteration time T(n) and efficiency E(n) with 95% bootstrap intervals,
-and the efficiency gap 1 - E split into exposed communication, waiting for stragglers (load
-imbalance) and other slowdown. docs/report.md explains every column and figure."""
+The run table has one row per run (medians over measured iterations and ranks, and the headline
+resource measurements). The study table has one row per run: iteration time T(n) and efficiency
+E(n) with 95% bootstrap intervals, and the efficiency gap 1 - E split into exposed communication,
+waiting for stragglers (load imbalance) and other slowdown; sweep points that failed are rows with
+– and the reason. With --repeat, a table across repeats gives mean ± std and min .. max.
+docs/report.md explains every column and figure."""
 
 
 # ---- tables ------------------------------------------------------------------------------------
 
+def energy_per_sample(results):
+    """{run: {NAME_per_sample: J/sample}} from /study, where the writer computed it."""
+    if results.study is None or "run" not in results.study:
+        return {}
+    columns = list(results.energy_columns)
+    return {row["run"]: {name: row[name] for name in columns}
+            for row in results.study[["run"] + columns].to_dict("records")}
+
+
 def runs_table(results):
+    """One row per run; after the timing medians, every measurement's headline (NAME_mean,
+    NAME_peak, NAME_total) and the energy per sample of /study (NAME_per_sample)."""
     rows = []
+    energy = energy_per_sample(results)
     for run in results.runs:
         medians = run.phase_statistics["median"]
-        rows.append({
-            "run": run.name, "ranks": run.ranks, "hosts": len(set(run.hosts)),
-            "batch_per_rank": run.attrs.get("batch_per_rank"),
+        row = {
+            "run": run.name, "ranks": run.ranks, "threads": run.threads, "repeat": run.repeat,
+            "hosts": len(set(run.hosts)), "batch_per_rank": run.attrs.get("batch_per_rank"),
             "step_median_s": medians["step"], "step_p95_s": run.phase_statistics["p95"]["step"],
             **{f"{phase}_median_s": medians[phase] for phase in PHASES[:4]},
             "throughput_samples_per_second": run.summary.get("throughput_samples_per_second"),
             "communication_fraction": run.summary.get("communication_fraction"),
             "allreduce_busbw_gbps": run.summary.get("allreduce_busbw_gbps"),
-            "peak_rss_mib": run.peak_rss_bytes / 2**20})
+            "peak_rss_mib": run.peak_rss_bytes / 2**20}
+        for measurement in run.measurements.values():
+            row.update(measurement.headlines())
+        row.update(energy.get(run.name, {}))
+        rows.append(row)
     return pd.DataFrame(rows)
+
+
+def measurements_table(results):
+    """Every measurement of every run in long format (run, name, units, rank, iteration, seconds,
+    value), or None for files without measurements (schema 1 and 2)."""
+    parts = [measurement.table.assign(run=run.name, name=name, units=measurement.units)
+             for run in results.runs for name, measurement in run.measurements.items()]
+    if not parts:
+        return None
+    return pd.concat(parts, ignore_index=True)[["run", "name", "units"] + MEASUREMENT_COLUMNS]
 
 
 def significant(x, digits=4):
@@ -79,10 +109,26 @@ def with_interval(value, low, high, format):
     return f"{format(value)} [{format(low)}, {format(high)}]"
 
 
-def runs_display(table):
-    return pd.DataFrame({
-        "run": table["run"], "ranks": table["ranks"], "hosts": table["hosts"],
-        "batch/rank": table["batch_per_rank"],
+def energy_header(measurement):
+    """'gpu_energy J/sample' for gpu_energy_joules: the unit is in the header, not the name."""
+    return f"{measurement.removesuffix('_joules')} J/sample"
+
+
+# The run table's headline measurements, when some run measured them: (header, runs_table
+# column, format). Every headline is in runs.csv; these are the ones worth a column on screen.
+RUN_HEADLINES = [
+    ("CPU cores", "process_cpu_cores_mean", lambda x: significant(x, 3)),
+    ("host CPU %", "host_cpu_utilisation_percent_mean", lambda x: significant(x, 3)),
+    ("GPU util %", "gpu_utilisation_percent_mean", lambda x: significant(x, 3)),
+    ("GPU W", "gpu_power_watts_mean", lambda x: significant(x, 3)),
+]
+NOT_MEASURED = "–"  # an en dash: a failed sweep point has no numbers, unlike a '-' for NaN
+
+
+def runs_display(results, table):
+    shown = pd.DataFrame({
+        "run": table["run"], "ranks": table["ranks"], "threads": table["threads"],
+        "repeat": table["repeat"], "hosts": table["hosts"], "batch/rank": table["batch_per_rank"],
         **{header: table[name].map(significant) for header, name in [
             ("step p50 s", "step_median_s"), ("step p95 s", "step_p95_s"),
             ("forward s", "forward_median_s"), ("backward s", "backward_median_s"),
@@ -91,27 +137,82 @@ def runs_display(table):
         "comm frac": table["communication_fraction"].map(fraction),
         "busbw GB/s": table["allreduce_busbw_gbps"].map(lambda x: significant(x, 3)),
         "peak RSS MiB": table["peak_rss_mib"].map(significant)})
+    for header, name, format in RUN_HEADLINES:
+        if name in table and table[name].notna().any():
+            shown[header] = table[name].map(format)
+    for name, measurement in results.energy_columns.items():
+        if name in table and table[name].notna().any():
+            shown[energy_header(measurement)] = table[name].map(lambda x: significant(x, 3))
+    return shown
 
 
-def study_display(study):
+def study_display(results):
+    """The /study rows and the failed sweep points, ordered by threads, ranks and repeat; threads
+    and repeat are shown where they vary. A failed point has – in every number and its reason.
+    Without /study (every point failed) only the points and their reasons are left to show."""
+    keys = [name for name in (STUDY_THREADS, "ranks", STUDY_REPEAT)
+            if name == "ranks" or results.varies(name)]
+    failed = results.failed_points
+    if results.study is None:
+        return pd.DataFrame({**{name: failed[name] for name in keys},
+                             "batch/rank": failed["batch_per_rank"],
+                             "failure": left_aligned(failed["reason"])})
+    study = results.study
+
     def get(name):  # missing columns show as '-' instead of failing
-        return study[name] if name in study else pd.Series([np.nan] * len(study))
-    shown = pd.DataFrame({
-        "ranks": study["ranks"],
-        "iteration s [95% CI]": [with_interval(*v, significant) for v in zip(
-            get("iteration_seconds"), get("iteration_seconds_ci_low"),
-            get("iteration_seconds_ci_high"))],
-        "samples/s": get("throughput_samples_per_second").map(significant),
-        "speedup": get("speedup").map(fraction),
-        "efficiency [95% CI]": [with_interval(*v, fraction) for v in zip(
-            get("efficiency"), get("efficiency_ci_low"), get("efficiency_ci_high"))]})
+        return study[name] if name in study else pd.Series([np.nan] * len(study), dtype=float)
+    shown = pd.DataFrame({name: get(name) for name in keys})
+    shown["iteration s [95% CI]"] = [with_interval(*v, significant) for v in zip(
+        get("iteration_seconds"), get("iteration_seconds_ci_low"),
+        get("iteration_seconds_ci_high"))]
+    shown["samples/s"] = get("throughput_samples_per_second").map(significant)
+    shown["speedup"] = get("speedup").map(fraction)
+    shown["efficiency [95% CI]"] = [with_interval(*v, fraction) for v in zip(
+        get("efficiency"), get("efficiency_ci_low"), get("efficiency_ci_high"))]
     if PREDICTED_EFFICIENCY in study:
         shown["predicted eff"] = study[PREDICTED_EFFICIENCY].map(fraction)
     shown["Karp-Flatt"] = get("karp_flatt").map(fraction)
     shown["gap: comm"] = get("gap_communication").map(fraction)
     shown["gap: imbalance"] = get("gap_load_imbalance").map(fraction)
     shown["gap: other"] = get("gap_other").map(fraction)
+    for name, measurement in results.energy_columns.items():
+        shown[energy_header(measurement)] = study[name].map(lambda x: significant(x, 3))
     shown["straggler"] = [f"{r}@{h}" for r, h in zip(get("straggler_rank"), get("straggler_host"))]
+    if failed is None or failed.empty:
+        return shown
+    shown["failure"] = ""
+    failed_rows = pd.DataFrame({column: NOT_MEASURED for column in shown}, index=failed.index)
+    for name in keys:
+        failed_rows[name] = failed[name]
+    failed_rows["failure"] = failed["reason"]
+    table = pd.concat([shown, failed_rows], ignore_index=True) \
+        .sort_values(keys, kind="stable").reset_index(drop=True)
+    table["failure"] = left_aligned(table["failure"])
+    return table
+
+
+def left_aligned(texts):
+    """Texts padded to one width: pandas right-aligns a text column, which suits numbers only."""
+    width = max(map(len, texts), default=0)
+    return texts.map(lambda text: text.ljust(width))
+
+
+def repeats_display(results):
+    """Mean ± sample standard deviation and min .. max of each configuration's repeats."""
+    spread = results.study_repeats
+    shown = pd.DataFrame({name: spread[name] for name in (STUDY_THREADS, "ranks")
+                          if name == "ranks" or results.varies(name)})
+    shown["repeats"] = spread["repeats"]
+    shown["iteration s mean ± std"] = [
+        f"{significant(m)} ± {significant(s, 2)}"
+        for m, s in zip(spread["iteration_seconds_mean"], spread["iteration_seconds_std"])]
+    shown["iteration s min .. max"] = [
+        f"{significant(low)} .. {significant(high)}"
+        for low, high in zip(spread["iteration_seconds_min"], spread["iteration_seconds_max"])]
+    shown["efficiency mean ± std"] = [
+        f"{fraction(m)} ± {fraction(s)}"
+        for m, s in zip(spread["efficiency_mean"], spread["efficiency_std"])]
+    shown["samples/s mean"] = spread["throughput_samples_per_second_mean"].map(significant)
     return shown
 
 
@@ -151,8 +252,14 @@ def header_lines(results):
         if known("model_description") is not None:
             model = f"{model} ({known('model_family')}: {known('model_description')})"
         rank_counts = ", ".join(str(r) for r in sorted({run.ranks for run in results.runs}))
-        lines += [("model", model), ("runs", f"{plural(len(results.runs), 'run')} at "
-                                             f"{rank_counts} ranks; {results.setting()}")]
+        runs = f"{plural(len(results.runs), 'run')} at {rank_counts} " \
+            f"rank{'s' * (rank_counts != '1')}"
+        thread_counts = sorted({run.threads for run in results.runs})
+        if len(thread_counts) > 1:
+            runs += f" and {', '.join(map(str, thread_counts))} threads per rank"
+        if results.has_repeats():
+            runs += f", up to {results.study_repeats['repeats'].max()} repeats each"
+        lines += [("model", model), ("runs", f"{runs}; {results.setting()}")]
         largest = max(results.runs, key=lambda run: run.ranks)
         if largest.hosts:
             lines.append(("hosts (largest run)", ", ".join(
@@ -165,20 +272,46 @@ def header_lines(results):
                         ("MPI", "mpi_library_version")]:
         if known(name) is not None:
             lines.append((label, known(name)))
+    if results.failed_points is not None and not results.failed_points.empty:
+        lines.append(("failed points", f"{len(results.failed_points)} (rows with their reason "
+                                       "below)"))
+    for reason, names in not_measured(results).items():
+        lines.append(("not measured", f"{', '.join(names)}: {reason}"))
     return lines
+
+
+def not_measured(results):
+    """{reason: [measurement names]} of the measurements that no rank of any run could take."""
+    reasons = {}
+    names = sorted({name for run in results.runs for name in run.measurements})
+    for name in names:
+        taken = [run.measurements[name] for run in results.runs if name in run.measurements]
+        if all(m.table.empty for m in taken):
+            reason = next((r for m in taken for r in m.absent_reason if r), "no rank measured it")
+            reasons.setdefault(reason, []).append(name)
+    return reasons
 
 
 def sections(results):
     """(heading, display table) for each table the file has, in the order shown."""
     parts = []
     if results.runs:
-        parts.append(("Runs (medians over measured iterations and all ranks)",
-                      runs_display(runs_table(results))))
+        parts.append(("Runs (times are medians over measured iterations and all ranks; CPU, "
+                      "GPU and power columns are means over the samples)",
+                      runs_display(results, runs_table(results))))
+    failed = results.failed_points is not None and not results.failed_points.empty
     if results.study is not None:
         baseline = results.study_attrs.get("baseline_ranks", results.study["ranks"].min())
-        parts.append((f"Scaling study (baseline {plural(baseline, 'rank')}; the gaps "
-                      "split 1 - efficiency, as fractions of the iteration time)",
-                      study_display(results.study)))
+        at_threads = " at the same thread count" if results.varies(STUDY_THREADS) else ""
+        parts.append((f"Scaling study (baseline {plural(baseline, 'rank')}{at_threads}; the gaps "
+                      "split 1 - efficiency, as fractions of the iteration time"
+                      f"{'; – marks a point that failed' if failed else ''})",
+                      study_display(results)))
+    elif failed:
+        parts.append(("Sweep points (none could be measured)", study_display(results)))
+    if results.has_repeats():
+        parts.append(("Across repeats (mean ± sample standard deviation, and the fastest and "
+                      "slowest repeat)", repeats_display(results)))
     if results.comm is not None:
         parts.append((comm_heading(results), comm_display(results.comm)))
     return parts
@@ -192,12 +325,19 @@ def text_report(results):
     return "\n".join(lines)
 
 
+TABLE_NAMES = ["runs", "study", "study_repeats", "failed_points", "measurements", "comm"]
+
+
 def machine_tables(all_results):
-    """The runs, study and comm tables of all files, with a `file` column when there are several."""
-    tables = {"runs": [], "study": [], "comm": []}
+    """The tables of all files (TABLE_NAMES), with a `file` column when there are several. The
+    study, study_repeats, failed_points and comm tables are the file's datasets unchanged."""
+    tables = {name: [] for name in TABLE_NAMES}
     for results in all_results:
         for name, table in [("runs", runs_table(results) if results.runs else None),
-                            ("study", results.study), ("comm", results.comm)]:
+                            ("study", results.study), ("study_repeats", results.study_repeats),
+                            ("failed_points", results.failed_points),
+                            ("measurements", measurements_table(results)),
+                            ("comm", results.comm)]:
             if table is not None:
                 if len(all_results) > 1:
                     table = table.copy()
@@ -207,9 +347,13 @@ def machine_tables(all_results):
 
 
 def json_records(table):
-    """Records with NaN as null and NumPy scalars as plain numbers."""
-    return [{k: None if isinstance(v, float) and not np.isfinite(v) else decoded(v)
-             for k, v in row.items()} for row in table.astype(object).to_dict("records")]
+    """Records with NaN (and pandas' NA) as null and NumPy scalars as plain numbers."""
+    def plain(v):
+        if v is pd.NA or (isinstance(v, float) and not np.isfinite(v)):
+            return None
+        return decoded(v)
+    return [{k: plain(v) for k, v in row.items()}
+            for row in table.astype(object).to_dict("records")]
 
 
 # ---- HTML page ---------------------------------------------------------------------------------
@@ -220,6 +364,8 @@ table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
 th, td { padding: 0.25em 0.6em; border-bottom: 1px solid #ddd; text-align: right; }
 td { white-space: nowrap; } th { background: #f3f3f3; }
 table.meta th, table.meta td { text-align: left; white-space: normal; }
+/* Wide tables (a GPU sweep's runs) scroll sideways instead of running off the page. */
+div.table { overflow-x: auto; }
 div.figures { display: flex; flex-wrap: wrap; gap: 1em 2em; align-items: flex-start; }
 /* A table-caption is as wide as its figure's image, so captions wrap under it. */
 figure { display: table; margin: 0 0 1em; } img { max-width: 100%; height: auto; }
@@ -240,7 +386,8 @@ def html_page(all_results, all_figures, command_line):
             f"<tr><th>{esc(label)}</th><td>{esc(str(value))}</td></tr>"
             for label, value in header_lines(results)) + "</table>")
         for heading, table in sections(results):
-            body.append(f"<h3>{esc(heading)}</h3>" + table.to_html(index=False, border=0))
+            body.append(f"<h3>{esc(heading)}</h3>"
+                        f'<div class="table">{table.to_html(index=False, border=0)}</div>')
         body.append('<div class="figures">')
         for stem, caption, png in pngs:
             encoded = base64.b64encode(png).decode("ascii")
@@ -339,14 +486,17 @@ def parse_arguments(argv):
     parser.add_argument("files", nargs="+", metavar="FILE",
                         help="dlscale results file (.h5): a run, a rank sweep, a merged study or a "
                              "`dlscale comm` sweep; several are reported one after another")
-    parser.add_argument("--csv", metavar="DIR", help="write runs.csv, study.csv and comm.csv "
-                        "(those the files have) to DIR, one header row each; several files add a "
-                        "`file` column")
+    parser.add_argument("--csv", metavar="DIR", help="write runs.csv, study.csv, "
+                        "study_repeats.csv, failed_points.csv, measurements.csv (long format) "
+                        "and comm.csv (those the files have) to DIR, one header row each; "
+                        "several files add a `file` column")
     parser.add_argument("--json", metavar="FILE", help='write {"runs": [...], "study": [...], '
+                        '"study_repeats": [...], "failed_points": [...], "measurements": [...], '
                         '"comm": [...]} as JSON records to FILE')
     parser.add_argument("--figures", metavar="DIR", help="write the figures as PNG files to DIR: "
-                        "efficiency, throughput, phases, heatmap_RUN, allreduce (prefixed with "
-                        "each file's name when there are several)")
+                        "efficiency, throughput, threads, repeats, phases, heatmap_RUN, "
+                        "resources_RUN, allreduce (prefixed with each file's name when there are "
+                        "several)")
     parser.add_argument("--network", metavar="BANDWIDTH,LATENCY",
                         help="add `dlscale predict`'s efficiency for this network model (e.g. "
                              "100Gbps,2us) beside the measured one, in the table and figure")
@@ -379,7 +529,7 @@ def main(argv=None):
         if args.json:
             outputs[args.json] = json.dumps(
                 {name: json_records(tables[name]) if name in tables else []
-                 for name in ["runs", "study", "comm"]}, indent=1) + "\n"
+                 for name in TABLE_NAMES}, indent=1) + "\n"
         if args.figures or args.html:
             try:
                 from dlscale_figures import figures

@@ -16,7 +16,8 @@ namespace names = schema::comm_file;
 
 Hdf5Handle open_comm_file(const std::filesystem::path& path) {
   OpenedResultsFile opened = open_results_file(path);
-  if (opened.version != schema::version || H5Lexists(opened.file, names::group, H5P_DEFAULT) <= 0)
+  // The /comm group has the same layout since schema 2.
+  if (opened.version < schema::before_measurements_version || H5Lexists(opened.file, names::group, H5P_DEFAULT) <= 0)
     throw UserError(fmt::format("'{}' has no /{} group: it was not written by `dlscale comm`",
                                 path.string(), names::group));
   return std::move(opened.file);

@@ -29,6 +29,7 @@ std::vector<const char*> c_strings(const std::vector<std::string>& values) {
 // Reads `count` variable-length strings through `read` (H5Aread or H5Dread) and frees HDF5's copy.
 template <typename Read>
 std::vector<std::string> read_strings(hid_t space, std::size_t count, Read read) {
+  if (count == 0) return {};  // an empty list: nothing for HDF5 to read or free
   const Hdf5Handle type = string_type();
   std::vector<char*> pointers(count, nullptr);
   read(type.get(), pointers.data());
@@ -185,6 +186,18 @@ std::vector<std::int64_t> read_int64_dataset(hid_t parent, const char* name) {
 }
 
 bool has_child(hid_t parent, const char* name) { return H5Lexists(parent, name, H5P_DEFAULT) > 0; }
+
+std::vector<std::string> child_names(hid_t group) {
+  std::vector<std::string> names;
+  DLSCALE_H5_CHECK(H5Literate(
+      group, H5_INDEX_NAME, H5_ITER_INC, nullptr,
+      [](hid_t, const char* name, const H5L_info_t*, void* collected) -> herr_t {
+        static_cast<std::vector<std::string>*>(collected)->emplace_back(name);
+        return 0;
+      },
+      &names));
+  return names;
+}
 
 bool has_attribute(hid_t object, const char* name) {
   return DLSCALE_H5_CHECK(H5Aexists(object, name)) > 0;

@@ -42,5 +42,7 @@ std::vector<std::string> read_string_dataset(hid_t parent, const char* name);
 // Whether `parent` has a group or dataset called `name`.
 bool has_child(hid_t parent, const char* name);
 bool has_attribute(hid_t object, const char* name);
+// The names of a group's members, in alphabetical order.
+std::vector<std::string> child_names(hid_t group);
 
 }  // namespace dlscale::results::hdf5

@@ -41,6 +41,8 @@ void read_run_attributes(hid_t file, RunRecord& record, long long version) {
   config.warmup_iterations = int(read_integer_attribute(file, schema::warmup_iterations));
   config.measured_iterations = int(read_integer_attribute(file, schema::measured_iterations));
   config.threads_per_rank = int(read_integer_attribute(file, schema::threads_per_rank));
+  if (has_attribute(file, schema::repeat))  // schema 3
+    config.repeat = int(read_integer_attribute(file, schema::repeat));
   config.comm_backend = read_string_attribute(file, schema::comm_backend);
   config.device = read_string_attribute(file, schema::device);
   config.seed = std::uint64_t(read_integer_attribute(file, schema::seed));
@@ -64,6 +66,22 @@ void read_run_attributes(hid_t file, RunRecord& record, long long version) {
   config.overlap = read_integer_attribute(file, schema::overlap) != 0;
 }
 
+// Files before the measurement channel kept each rank's peak RSS in ranks/.
+MeasurementRecord peak_memory_measurement(const std::vector<std::uint64_t>& bytes) {
+  MeasurementRecord measurement;
+  measurement.name = schema::peak_resident_bytes;
+  measurement.units = "bytes";
+  measurement.description = "peak resident set size at the end of training (getrusage)";
+  measurement.shape = MeasurementShape::per_rank;
+  measurement.headline = Headline::none;
+  for (const std::uint64_t value : bytes) {
+    measurement.values.push_back({double(value)});
+    measurement.shared_by.emplace_back();
+    measurement.absent_reasons.emplace_back();
+  }
+  return measurement;
+}
+
 void read_raw_data(hid_t file, RunRecord& record) {
   using namespace hdf5;
   record.phase_seconds = read_double_dataset(file, schema::timings);
@@ -72,7 +90,9 @@ void read_raw_data(hid_t file, RunRecord& record) {
   const Hdf5Handle ranks_group = open_group(file, schema::ranks_group);
   record.environment.rank_hosts = read_string_dataset(ranks_group, schema::host);
   record.parameter_fingerprints = read_uint64_dataset(ranks_group, schema::parameter_fingerprint);
-  record.peak_resident_bytes = read_uint64_dataset(ranks_group, schema::peak_resident_bytes);
+  if (has_child(ranks_group, schema::peak_resident_bytes))  // schema 1 and 2
+    record.measurements.push_back(peak_memory_measurement(
+        read_uint64_dataset(ranks_group, schema::peak_resident_bytes)));
   if (!has_child(file, schema::communication_seconds)) return;  // schema 1
 
   record.local_ranks = read_uint64_dataset(ranks_group, schema::local_rank);
@@ -90,6 +110,63 @@ void read_raw_data(hid_t file, RunRecord& record) {
   const auto bytes = read_double_dataset(buckets_group, schema::bytes);
   for (std::size_t b = 0; b < first.size(); ++b)
     record.buckets.push_back({int(first[b]), int(last.at(b)), bytes.at(b)});
+}
+
+void read_measurements(hid_t file, RunRecord& record) {
+  using namespace hdf5;
+  if (!has_child(file, schema::measurements_group)) return;  // before schema 3
+  const Hdf5Handle group = open_group(file, schema::measurements_group);
+  const auto ranks = std::size_t(record.ranks);
+  for (const std::string& name : child_names(group)) {
+    const Hdf5Handle series = open_group(group, name.c_str());
+    MeasurementRecord measurement;
+    measurement.name = name;
+    measurement.units = read_string_attribute(series, schema::units);
+    measurement.description = read_string_attribute(series, schema::description);
+    try {
+      measurement.shape = shape_from_name(read_string_attribute(series, schema::shape));
+      measurement.headline = headline_from_name(read_string_attribute(series, schema::headline));
+    } catch (const std::invalid_argument& error) {
+      throw UserError(fmt::format("damaged results file: measurement '{}': {}", name, error.what()));
+    }
+    measurement.shared_by = read_string_dataset(series, schema::shared_by);
+    measurement.absent_reasons = read_string_dataset(series, schema::absent_reason);
+    const std::vector<double> values = read_double_dataset(series, schema::value);
+    if (measurement.shared_by.size() != ranks || measurement.absent_reasons.size() != ranks)
+      throw UserError(fmt::format("damaged results file: measurement '{}' does not have {} ranks",
+                                  name, ranks));
+    measurement.values.resize(ranks);
+    measurement.seconds.resize(measurement.shape == MeasurementShape::time_series ? ranks : 0);
+    const auto measured = [&](std::size_t r) { return measurement.absent_reasons[r].empty(); };
+    switch (measurement.shape) {
+      case MeasurementShape::per_rank:
+        if (values.size() != ranks) throw UserError(fmt::format("damaged results file: measurement '{}' has {} values for {} ranks", name, values.size(), ranks));
+        for (std::size_t r = 0; r < ranks; ++r)
+          if (measured(r)) measurement.values[r] = {values[r]};
+        break;
+      case MeasurementShape::per_iteration: {
+        const auto iterations = std::size_t(record.iterations);
+        if (values.size() != iterations * ranks) throw UserError(fmt::format("damaged results file: measurement '{}' has {} values for {} iterations of {} ranks", name, values.size(), iterations, ranks));
+        for (std::size_t r = 0; r < ranks; ++r)
+          if (measured(r))
+            for (std::size_t i = 0; i < iterations; ++i)
+              measurement.values[r].push_back(values[i * ranks + r]);
+        break;
+      }
+      case MeasurementShape::time_series: {
+        const auto sample_ranks = read_int64_dataset(series, schema::rank);
+        const auto seconds = read_double_dataset(series, schema::seconds);
+        if (sample_ranks.size() != values.size() || seconds.size() != values.size()) throw UserError(fmt::format("damaged results file: measurement '{}' has columns of different lengths", name));
+        for (std::size_t k = 0; k < values.size(); ++k) {
+          if (sample_ranks[k] < 0 || std::size_t(sample_ranks[k]) >= ranks) throw UserError(fmt::format("damaged results file: measurement '{}' names rank {}", name, sample_ranks[k]));
+          measurement.seconds[sample_ranks[k]].push_back(seconds[k]);
+          measurement.values[sample_ranks[k]].push_back(values[k]);
+        }
+        break;
+      }
+    }
+    record.measurements.push_back(std::move(measurement));
+  }
 }
 
 void read_summary(hid_t file, RunRecord& record) {
@@ -117,8 +194,29 @@ RunRecord read_run(hid_t group, long long version) {
   RunRecord record;
   read_run_attributes(group, record, version);
   read_raw_data(group, record);
+  read_measurements(group, record);
   read_summary(group, record);
   return record;
+}
+
+std::vector<FailedPoint> read_failed_points(hid_t file) {
+  using namespace hdf5;
+  const Hdf5Handle group = open_group(file, schema::failed_points_group);
+  const auto ranks = read_int64_dataset(group, schema::ranks);
+  const auto threads = read_int64_dataset(group, schema::threads);
+  const auto repeats = read_int64_dataset(group, schema::repeat);
+  const auto batches = read_int64_dataset(group, schema::batch_per_rank_column);
+  const auto seeds = read_uint64_dataset(group, schema::seed_column);
+  const auto reasons = read_string_dataset(group, schema::reason);
+  const std::size_t count = ranks.size();
+  if (threads.size() != count || repeats.size() != count || batches.size() != count ||
+      seeds.size() != count || reasons.size() != count)
+    throw UserError("damaged results file: the columns of /failed_points differ in length");
+  std::vector<FailedPoint> failed;
+  for (std::size_t k = 0; k < count; ++k)
+    failed.push_back({int(ranks[k]), int(threads[k]), int(repeats[k]), int(batches[k]), seeds[k],
+                      reasons[k]});
+  return failed;
 }
 
 }  // namespace
@@ -135,8 +233,8 @@ OpenedResultsFile open_results_file(const std::filesystem::path& path) {
   if (H5Aexists(opened.file, schema::schema_version) <= 0)
     throw UserError(fmt::format("'{}' is not a dlscale results file", path.string()));
   opened.version = hdf5::read_integer_attribute(opened.file, schema::schema_version);
-  if (opened.version != schema::version && opened.version != schema::single_run_version)
-    throw UserError(fmt::format("'{}' has results schema version {}; this dlscale reads {} and {}",
+  if (opened.version < schema::single_run_version || opened.version > schema::version)
+    throw UserError(fmt::format("'{}' has results schema version {}; this dlscale reads {} to {}",
                                 path.string(), opened.version, schema::single_run_version,
                                 schema::version));
   return opened;
@@ -156,6 +254,8 @@ ResultsFile read_results(const std::filesystem::path& path) {
     results.runs.push_back(read_run(file, version));
     return results;
   }
+  if (hdf5::has_child(file, schema::failed_points_group))  // schema 3
+    results.failed_points = read_failed_points(file);
   const long long run_count = hdf5::read_integer_attribute(file, schema::run_count);
   if (run_count == 0) return results;
   const Hdf5Handle runs = hdf5::open_group(file, schema::runs_group);

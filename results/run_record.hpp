@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/phases.hpp"
+#include "results/measurement.hpp"
 
 namespace dlscale::results {
 
@@ -23,6 +24,7 @@ struct RunConfiguration {
   int warmup_iterations = 0;
   int measured_iterations = 0;
   int threads_per_rank = 0;
+  int repeat = 0;  // which run of the same sweep point (--repeat), from 0
   std::string comm_backend;
   std::string device;
   std::uint64_t seed = 0;
@@ -112,8 +114,10 @@ struct RunRecord {
   std::vector<double> layer_backward_seconds;  // [iteration][rank][layer]
   std::vector<BucketRecord> buckets;           // in the order their sums start
   std::vector<std::uint64_t> parameter_fingerprints;  // [rank]
-  std::vector<std::uint64_t> peak_resident_bytes;     // [rank], at the end of training
   std::vector<std::uint64_t> local_ranks;              // [rank]: its index among its host's ranks
+  // Everything the samplers measured (resources, energy, peak RSS) and the iteration end times,
+  // in the order the ranks made them.
+  std::vector<MeasurementRecord> measurements;
   RunSummary summary;
 
   double seconds(int iteration, int rank, Phase phase) const {

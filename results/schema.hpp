@@ -4,7 +4,9 @@
 
 namespace dlscale::results::schema {
 
-inline constexpr long long version = 2;
+inline constexpr long long version = 3;
+// Files before the measurement channel (peak RSS in ranks/, no measurements/); still read.
+inline constexpr long long before_measurements_version = 2;
 // Files with one run at the root, before rank sweeps; still read.
 inline constexpr long long single_run_version = 1;
 
@@ -73,6 +75,17 @@ inline constexpr const char* parameter_fingerprint = "parameter_fingerprint";  /
 inline constexpr const char* peak_resident_bytes = "peak_resident_bytes";      // [rank]
 inline constexpr const char* local_rank = "local_rank";                        // [rank]
 
+// Measurement channel: /runs/run_NNN/measurements/NAME, one group per measurement.
+inline constexpr const char* measurements_group = "measurements";
+inline constexpr const char* description = "description";
+inline constexpr const char* shape = "shape";
+inline constexpr const char* headline = "headline";
+inline constexpr const char* shared_by = "shared_by";            // [rank]
+inline constexpr const char* absent_reason = "absent_reason";    // [rank]
+inline constexpr const char* value = "value";  // per_rank [rank], per_iteration [iteration, rank]
+inline constexpr const char* rank = "rank";        // time_series [sample]
+inline constexpr const char* seconds = "seconds";  // time_series [sample], on the run clock
+
 // Attributes on datasets.
 inline constexpr const char* units = "units";
 inline constexpr const char* dimensions = "dimensions";
@@ -92,7 +105,7 @@ inline constexpr const char* allreduce_algbw_gbps = "allreduce_algbw_gbps";
 inline constexpr const char* allreduce_busbw_gbps = "allreduce_busbw_gbps";
 inline constexpr const char* parameters_identical = "parameters_identical";
 
-// Study group: one entry per run, by rank count.
+// Study group: one entry per run, by thread count, rank count and repeat.
 inline constexpr const char* study_group = "study";
 inline constexpr const char* baseline_ranks = "baseline_ranks";
 inline constexpr const char* ranks = "ranks";
@@ -110,13 +123,36 @@ inline constexpr const char* gap_load_imbalance = "gap_load_imbalance";
 inline constexpr const char* gap_other = "gap_other";
 inline constexpr const char* straggler_rank = "straggler_rank";
 inline constexpr const char* straggler_host = "straggler_host";
+inline constexpr const char* threads = "threads";
+inline constexpr const char* repeat = "repeat";  // also a run attribute
+// A study column NAME_per_sample for each energy measurement, marked with this attribute.
+inline constexpr const char* measurement = "measurement";
+inline constexpr const char* per_sample_suffix = "_per_sample";
+
+// Mean and spread over repeats: one entry per (threads, ranks).
+inline constexpr const char* study_repeats_group = "study_repeats";
+inline constexpr const char* repeats = "repeats";
+inline constexpr const char* iteration_seconds_mean = "iteration_seconds_mean";
+inline constexpr const char* iteration_seconds_std = "iteration_seconds_std";
+inline constexpr const char* iteration_seconds_min = "iteration_seconds_min";
+inline constexpr const char* iteration_seconds_max = "iteration_seconds_max";
+inline constexpr const char* efficiency_mean = "efficiency_mean";
+inline constexpr const char* efficiency_std = "efficiency_std";
+inline constexpr const char* throughput_samples_per_second_mean =
+    "throughput_samples_per_second_mean";
+
+// Sweep points that could not be measured: one entry per point.
+inline constexpr const char* failed_points_group = "failed_points";
+inline constexpr const char* batch_per_rank_column = "batch_per_rank";
+inline constexpr const char* seed_column = "seed";
+inline constexpr const char* reason = "reason";
 
 // ---- `dlscale comm`: a file holding one allreduce sweep (docs/communication.md) --------------
 // In a namespace of its own, so these names stay apart from the training-run names above.
 namespace comm_file {
 
-// A comm file is laid out by results schema 2 (docs/results-format.md): the root attributes
-// (run_count 0) and /comm, no /runs.
+// A comm file is laid out by the results schema (docs/results-format.md), 2 or later: the root
+// attributes (run_count 0) and /comm, no /runs.
 inline constexpr const char* group = "comm";
 
 // /comm attributes. warmup_iterations, node_count and mpi_library_version reuse the names above.

@@ -3,6 +3,7 @@
 // the same as it appears on disk.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,9 +20,12 @@ struct FileOrigin {
   std::string start_time_utc;
 };
 
-// One run's place in the study, against the baseline (the run with the fewest ranks).
+// One run's place in the study, against the baseline: the runs with the fewest ranks at the same
+// thread count, their repeats pooled.
 struct StudyPoint {
   int ranks = 0;
+  int threads = 1;  // per rank
+  int repeat = 0;   // which run of this configuration, from 0
   std::string run;  // its group name in /runs
   double iteration_seconds = 0, iteration_seconds_ci_low = 0, iteration_seconds_ci_high = 0;
   double throughput_samples_per_second = 0;
@@ -31,18 +35,44 @@ struct StudyPoint {
   double gap_communication = 0, gap_load_imbalance = 0, gap_other = 0;  // fractions of T(n)
   int straggler_rank = 0;
   std::string straggler_host;
+  // Joules per sample of each energy measurement that was measured (name, J/sample).
+  std::vector<std::pair<std::string, double>> energy_joules_per_sample;
+};
+
+// The repeats of one configuration (threads, ranks): their mean and spread.
+struct RepeatSpread {
+  int threads = 1;
+  int ranks = 0;
+  int repeats = 0;
+  double iteration_seconds_mean = 0, iteration_seconds_std = 0;  // std: sample, n - 1; 0 for one
+  double iteration_seconds_min = 0, iteration_seconds_max = 0;
+  double efficiency_mean = 0, efficiency_std = 0;
+  double throughput_samples_per_second_mean = 0;
 };
 
 struct StudySummary {
   std::string scaling;
   int baseline_ranks = 0;
-  std::vector<StudyPoint> points;  // by rank count
+  std::vector<StudyPoint> points;          // by thread count, rank count, repeat
+  std::vector<RepeatSpread> configurations;  // by thread count, rank count
+};
+
+// A sweep point that could not be measured, and why: "out of memory (estimate ...)", "diverged at
+// iteration N (...)", "exceeded --point-timeout ...". Kept, not dropped.
+struct FailedPoint {
+  int ranks = 0;
+  int threads = 1;
+  int repeat = 0;
+  int batch_per_rank = 0;
+  std::uint64_t seed = 0;
+  std::string reason;
 };
 
 struct ResultsFile {
   FileOrigin origin;
   std::vector<RunRecord> runs;
   std::optional<StudySummary> study;  // written whenever there are runs
+  std::vector<FailedPoint> failed_points;
 };
 
 // The group name of run `index` in /runs.

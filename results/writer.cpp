@@ -1,7 +1,9 @@
 // HDF5 layout of a run; docs/results-format.md is the reader's description of the same.
 #include "results/writer.hpp"
 
+#include <algorithm>
 #include <functional>
+#include <limits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -57,6 +59,7 @@ void write_run_attributes(hid_t file, const RunRecord& record) {
   write_attribute(file, schema::warmup_iterations, (long long)config.warmup_iterations);
   write_attribute(file, schema::measured_iterations, (long long)config.measured_iterations);
   write_attribute(file, schema::threads_per_rank, (long long)config.threads_per_rank);
+  write_attribute(file, schema::repeat, (long long)config.repeat);
   write_attribute(file, schema::comm_backend, config.comm_backend);
   write_attribute(file, schema::device, config.device);
   write_attribute(file, schema::seed, (long long)config.seed);
@@ -96,9 +99,6 @@ void write_raw_data(hid_t file, const RunRecord& record) {
   write_dataset(ranks_group, schema::host, record.environment.rank_hosts);
   write_dataset(ranks_group, schema::parameter_fingerprint, record.parameter_fingerprints,
                 {ranks});
-  const Hdf5Handle peak_memory =
-      write_dataset(ranks_group, schema::peak_resident_bytes, record.peak_resident_bytes, {ranks});
-  write_attribute(peak_memory, schema::units, std::string("bytes"));
   write_dataset(ranks_group, schema::local_rank, record.local_ranks, {ranks});
 
   const Hdf5Handle layers_group = create_group(file, schema::layers_group);
@@ -131,6 +131,58 @@ void write_raw_data(hid_t file, const RunRecord& record) {
   write_dataset(buckets_group, schema::last_layer, last, {bucket_count});
   write_attribute(write_dataset(buckets_group, schema::bytes, bytes, {bucket_count}),
                   schema::units, std::string("bytes"));
+}
+
+// Every measurement the same way, whatever it is: pandas reads a time series as a long table
+// (rank, seconds, value), and NaN stands where a rank could not measure.
+void write_measurements(hid_t file, const RunRecord& record) {
+  using namespace hdf5;
+  const Hdf5Handle group = create_group(file, schema::measurements_group);
+  const auto ranks = std::size_t(record.ranks);
+  for (const auto& measurement : record.measurements) {
+    const Hdf5Handle series = create_group(group, measurement.name.c_str());
+    write_attribute(series, schema::units, measurement.units);
+    write_attribute(series, schema::description, measurement.description);
+    write_attribute(series, schema::shape, std::string(shape_name(measurement.shape)));
+    write_attribute(series, schema::headline, std::string(headline_name(measurement.headline)));
+    write_dataset(series, schema::shared_by, measurement.shared_by);
+    write_dataset(series, schema::absent_reason, measurement.absent_reasons);
+    const double absent = std::numeric_limits<double>::quiet_NaN();
+    std::vector<double> values;
+    switch (measurement.shape) {
+      case MeasurementShape::per_rank:
+        for (std::size_t r = 0; r < ranks; ++r)
+          values.push_back(measurement.values[r].empty() ? absent : measurement.values[r].front());
+        write_dataset(series, schema::value, values, {ranks});
+        break;
+      case MeasurementShape::per_iteration: {
+        const auto iterations = std::size_t(record.iterations);
+        values.assign(iterations * ranks, absent);
+        for (std::size_t r = 0; r < ranks; ++r)
+          for (std::size_t i = 0; i < std::min(iterations, measurement.values[r].size()); ++i)
+            values[i * ranks + r] = measurement.values[r][i];
+        const Hdf5Handle dataset = write_dataset(series, schema::value, values, {iterations, ranks});
+        write_attribute(dataset, schema::dimensions, std::vector<std::string>{"iteration", "rank"});
+        break;
+      }
+      case MeasurementShape::time_series: {
+        std::vector<std::int64_t> sample_ranks;
+        std::vector<double> seconds;
+        for (std::size_t r = 0; r < ranks; ++r)
+          for (std::size_t k = 0; k < measurement.values[r].size(); ++k) {
+            sample_ranks.push_back(std::int64_t(r));
+            seconds.push_back(measurement.seconds[r].at(k));
+            values.push_back(measurement.values[r][k]);
+          }
+        const hsize_t samples = values.size();
+        write_dataset(series, schema::rank, sample_ranks, {samples});
+        write_attribute(write_dataset(series, schema::seconds, seconds, {samples}), schema::units,
+                        std::string("seconds"));
+        write_dataset(series, schema::value, values, {samples});
+        break;
+      }
+    }
+  }
 }
 
 void write_summary(hid_t file, const RunRecord& record) {
@@ -185,15 +237,19 @@ void write_study(hid_t file, const StudySummary& study) {
     const Hdf5Handle dataset = write_dataset(group, name, values, {count});
     if (units != nullptr) write_attribute(dataset, schema::units, std::string(units));
   };
-  std::vector<std::int64_t> ranks, stragglers;
+  std::vector<std::int64_t> ranks, threads, repeats, stragglers;
   std::vector<std::string> runs, straggler_hosts;
   for (const auto& point : points) {
     ranks.push_back(point.ranks);
+    threads.push_back(point.threads);
+    repeats.push_back(point.repeat);
     runs.push_back(point.run);
     stragglers.push_back(point.straggler_rank);
     straggler_hosts.push_back(point.straggler_host);
   }
   write_dataset(group, schema::ranks, ranks, {count});
+  write_dataset(group, schema::threads, threads, {count});
+  write_dataset(group, schema::repeat, repeats, {count});
   write_dataset(group, schema::run, runs);
   column(schema::iteration_seconds, &StudyPoint::iteration_seconds, "seconds");
   column(schema::iteration_seconds_ci_low, &StudyPoint::iteration_seconds_ci_low, "seconds");
@@ -210,6 +266,77 @@ void write_study(hid_t file, const StudySummary& study) {
   column(schema::gap_other, &StudyPoint::gap_other, nullptr);
   write_dataset(group, schema::straggler_rank, stragglers, {count});
   write_dataset(group, schema::straggler_host, straggler_hosts);
+  // One column per energy measurement; NaN for a run that could not measure it.
+  std::vector<std::string> energy_names;
+  for (const auto& point : points)
+    for (const auto& [name, joules] : point.energy_joules_per_sample)
+      if (std::find(energy_names.begin(), energy_names.end(), name) == energy_names.end())
+        energy_names.push_back(name);
+  for (const auto& name : energy_names) {
+    std::vector<double> values;
+    for (const auto& point : points) {
+      values.push_back(std::numeric_limits<double>::quiet_NaN());
+      for (const auto& [measured, joules] : point.energy_joules_per_sample)
+        if (measured == name) values.back() = joules;
+    }
+    const Hdf5Handle dataset =
+        write_dataset(group, (name + schema::per_sample_suffix).c_str(), values, {count});
+    write_attribute(dataset, schema::units, std::string("J/sample"));
+    write_attribute(dataset, schema::measurement, name);
+  }
+}
+
+void write_study_repeats(hid_t file, const StudySummary& study) {
+  using namespace hdf5;
+  const Hdf5Handle group = create_group(file, schema::study_repeats_group);
+  const auto& rows = study.configurations;
+  const hsize_t count = rows.size();
+  const auto column = [&](const char* name, auto member, const char* units) {
+    std::vector<double> values;
+    for (const auto& row : rows) values.push_back(row.*member);
+    const Hdf5Handle dataset = write_dataset(group, name, values, {count});
+    if (units != nullptr) write_attribute(dataset, schema::units, std::string(units));
+  };
+  std::vector<std::int64_t> threads, ranks, repeats;
+  for (const auto& row : rows) {
+    threads.push_back(row.threads);
+    ranks.push_back(row.ranks);
+    repeats.push_back(row.repeats);
+  }
+  write_dataset(group, schema::threads, threads, {count});
+  write_dataset(group, schema::ranks, ranks, {count});
+  write_dataset(group, schema::repeats, repeats, {count});
+  column(schema::iteration_seconds_mean, &RepeatSpread::iteration_seconds_mean, "seconds");
+  column(schema::iteration_seconds_std, &RepeatSpread::iteration_seconds_std, "seconds");
+  column(schema::iteration_seconds_min, &RepeatSpread::iteration_seconds_min, "seconds");
+  column(schema::iteration_seconds_max, &RepeatSpread::iteration_seconds_max, "seconds");
+  column(schema::efficiency_mean, &RepeatSpread::efficiency_mean, nullptr);
+  column(schema::efficiency_std, &RepeatSpread::efficiency_std, nullptr);
+  column(schema::throughput_samples_per_second_mean,
+         &RepeatSpread::throughput_samples_per_second_mean, "samples/s");
+}
+
+void write_failed_points(hid_t file, const std::vector<FailedPoint>& failed) {
+  using namespace hdf5;
+  const Hdf5Handle group = create_group(file, schema::failed_points_group);
+  std::vector<std::int64_t> ranks, threads, repeats, batches;
+  std::vector<std::uint64_t> seeds;
+  std::vector<std::string> reasons;
+  for (const auto& point : failed) {
+    ranks.push_back(point.ranks);
+    threads.push_back(point.threads);
+    repeats.push_back(point.repeat);
+    batches.push_back(point.batch_per_rank);
+    seeds.push_back(point.seed);
+    reasons.push_back(point.reason);
+  }
+  const hsize_t count = failed.size();
+  write_dataset(group, schema::ranks, ranks, {count});
+  write_dataset(group, schema::threads, threads, {count});
+  write_dataset(group, schema::repeat, repeats, {count});
+  write_dataset(group, schema::batch_per_rank_column, batches, {count});
+  write_dataset(group, schema::seed_column, seeds, {count});
+  write_dataset(group, schema::reason, reasons);
 }
 
 void write_origin_attributes(hid_t file, const FileOrigin& origin, std::size_t run_count) {
@@ -245,9 +372,14 @@ void write_results(const ResultsFile& results, const std::filesystem::path& path
       const Hdf5Handle run = hdf5::create_group(runs, run_group_name(index).c_str());
       write_run_attributes(run, results.runs[index]);
       write_raw_data(run, results.runs[index]);
+      write_measurements(run, results.runs[index]);
       write_summary(run, results.runs[index]);
     }
-    if (results.study) write_study(file, *results.study);
+    if (results.study) {
+      write_study(file, *results.study);
+      write_study_repeats(file, *results.study);
+    }
+    write_failed_points(file, results.failed_points);
   });
 }
 

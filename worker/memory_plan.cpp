@@ -16,12 +16,27 @@ std::uint64_t estimate_training_bytes(const workloads::Workload& workload, int b
   return workload.network_device_bytes(batch) + velocity + data;
 }
 
+namespace {
+
+constexpr double usable_fraction = 0.9;  // the rest is for MPI, libraries and the OS
+
+}  // namespace
+
+std::string memory_shortfall(const workloads::Workload& workload, int batch, int distinct_batches,
+                             int ranks_on_device, std::uint64_t available_bytes) {
+  const std::uint64_t needed =
+      estimate_training_bytes(workload, batch, distinct_batches) * std::uint64_t(ranks_on_device);
+  if (double(needed) <= usable_fraction * double(available_bytes)) return {};
+  return fmt::format("out of memory (estimate {} > {} available)", format_bytes(needed),
+                     format_bytes(available_bytes));
+}
+
 void check_memory_fits(const workloads::Workload& workload, int batch, int distinct_batches,
                        int ranks_on_device, std::uint64_t available_bytes,
                        const std::string& device_description) {
   const std::uint64_t per_rank = estimate_training_bytes(workload, batch, distinct_batches);
   const std::uint64_t device_total = per_rank * std::uint64_t(ranks_on_device);
-  if (double(device_total) <= 0.9 * double(available_bytes)) return;
+  if (double(device_total) <= usable_fraction * double(available_bytes)) return;
   throw UserError(fmt::format(
       "--batch {}: {} needs about {} per rank ({} for the {} rank(s) sharing {}), but {} is "
       "available; use a smaller --batch or fewer ranks per host",

@@ -13,6 +13,12 @@ namespace dlscale::worker {
 std::uint64_t estimate_training_bytes(const workloads::Workload& workload, int batch,
                                       int distinct_batches);
 
+// Empty when `ranks_on_device` ranks of this size fit in available_bytes, keeping a tenth of it
+// for MPI, libraries and the OS; otherwise why not: "out of memory (estimate X GiB > Y GiB
+// available)", X for all the ranks sharing the device.
+std::string memory_shortfall(const workloads::Workload& workload, int batch, int distinct_batches,
+                             int ranks_on_device, std::uint64_t available_bytes);
+
 // Refuses (UserError naming --batch, the model and the device) when `ranks_on_device` ranks of
 // this size would not fit in the device's available_bytes, keeping a tenth of it for MPI,
 // libraries and the OS.

@@ -3,7 +3,11 @@
 // step, so a GPU step is never stopped between its layers to be timed.
 #include "worker/training_loop.hpp"
 
+#include <cmath>
 #include <map>
+
+#include <fmt/format.h>
+
 
 namespace dlscale::worker {
 
@@ -30,10 +34,25 @@ GradientExchange make_gradient_exchange(const kernels::Network<float>& network,
   return {plan_buckets(counts, bucket_bytes), overlap};
 }
 
+// Each iteration's end on the run clock: the timeline that the samples are plotted against.
+results::Measurement iteration_end_times(std::vector<double> seconds) {
+  results::Measurement times;
+  times.name = "iteration_end_seconds";
+  times.units = "seconds";
+  times.description = "when each iteration's work was done, on the run clock (host, after the "
+                      "step's device events were read)";
+  times.shape = results::MeasurementShape::per_iteration;
+  times.values = std::move(seconds);
+  return times;
+}
+
 RankMeasurements train(kernels::Network<float>& network, kernels::SgdMomentum<float>& optimizer,
                        const DeviceDataset& data, comm::GradientCommunicator& communicator,
                        const GradientExchange& exchange, kernels::Device& device,
-                       const TrainingSchedule& schedule, const IterationObserver& observer) {
+                       const TrainingSchedule& schedule,
+                       const std::vector<std::unique_ptr<Sampler>>& samplers,
+                       const IterationObserver& observer) {
+  const RunClock clock;
   const int iterations = schedule.total_iterations();
   const std::size_t layer_count = network.layers().size();
   RankMeasurements measured;
@@ -50,6 +69,7 @@ RankMeasurements train(kernels::Network<float>& network, kernels::SgdMomentum<fl
     return network.gradients().subspan(bucket.offset, bucket.count);
   };
   StepEvents events(device, layer_count);
+  std::vector<double> iteration_end_seconds(iterations);
 
   // Queues one whole step on the device: forward with the loss, backward (starting each bucket's
   // sum once its layers are done, or summing all after backward), then the SGD update.
@@ -86,6 +106,8 @@ RankMeasurements train(kernels::Network<float>& network, kernels::SgdMomentum<fl
   bool device_captures = capturable;
 
   for (int iteration = 0; iteration < iterations; ++iteration) {
+    if (iteration == schedule.warmup_iterations)
+      for (const auto& sampler : samplers) sampler->start(clock);
     if (iteration == 0 || !device_captures) {
       queue_step(iteration);
     } else {
@@ -122,8 +144,20 @@ RankMeasurements train(kernels::Network<float>& network, kernels::SgdMomentum<fl
         : exchange.overlap ? communicator.last_exchange_seconds()
                            : seconds[index_of(Phase::allreduce)];
     measured.loss[iteration] = network.loss();
-    if (observer) observer(iteration, seconds[index_of(Phase::step)]);
+    iteration_end_seconds[iteration] = clock.seconds();
+    IterationReport report{iteration, seconds[index_of(Phase::step)],
+                           iteration_end_seconds[iteration], {}};
+    // The summed gradients are the same on every rank, so every rank sees their divergence in
+    // the same iteration; the optimizer's pass over them has flagged any NaN or infinity.
+    if (!std::isfinite(measured.loss[iteration]))
+      report.divergence = fmt::format("loss {}", measured.loss[iteration]);
+    else if (optimizer.saw_nonfinite_gradient())
+      report.divergence = "a gradient is not finite";
+    if (observer) observer(report);
   }
+  for (const auto& sampler : samplers)
+    for (auto& measurement : sampler->stop()) measured.series.push_back(std::move(measurement));
+  measured.series.push_back(iteration_end_times(std::move(iteration_end_seconds)));
   return measured;
 }
 

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <functional>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "comm/gradient_communicator.hpp"
@@ -15,6 +17,7 @@
 #include "optimizer/sgd_momentum.hpp"
 #include "worker/device_dataset.hpp"
 #include "worker/gradient_buckets.hpp"
+#include "worker/sampling/sampler.hpp"
 
 namespace dlscale::worker {
 
@@ -39,14 +42,30 @@ struct RankMeasurements {
   std::vector<double> communication_seconds;   // [iteration]: first bucket start to last done
   std::vector<double> layer_backward_seconds;  // [iteration][layer]
   std::vector<double> loss;                    // this rank's mean batch loss, per iteration
+  // What the samplers measured over the measured iterations, and each iteration's end on the
+  // same run clock.
+  std::vector<results::Measurement> series;
 };
 
-// Called after every iteration with (iteration, step seconds); used for progress reporting.
-using IterationObserver = std::function<void(int iteration, double step_seconds)>;
+// What the loop tells its observer after every iteration.
+struct IterationReport {
+  int iteration = 0;
+  double step_seconds = 0;
+  double clock_seconds = 0;  // the iteration's end on the run clock (0 at the start barrier)
+  // Non-empty when this rank saw a loss or a summed gradient that is NaN or infinite.
+  std::string divergence;
+};
 
+// Called after every iteration, outside the timed phases: progress, and the driver's decision to
+// stop a point (it may throw).
+using IterationObserver = std::function<void(const IterationReport&)>;
+
+// `samplers` are started before the first measured iteration and stopped after the last.
 RankMeasurements train(kernels::Network<float>& network, kernels::SgdMomentum<float>& optimizer,
                        const DeviceDataset& data, comm::GradientCommunicator& communicator,
                        const GradientExchange& exchange, kernels::Device& device,
-                       const TrainingSchedule& schedule, const IterationObserver& observer = {});
+                       const TrainingSchedule& schedule,
+                       const std::vector<std::unique_ptr<Sampler>>& samplers = {},
+                       const IterationObserver& observer = {});
 
 }  // namespace dlscale::worker

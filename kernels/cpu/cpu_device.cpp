@@ -141,12 +141,17 @@ class CpuMath final : public MathOps<T> {
   }
 
   void sgd_momentum_update(std::size_t count, T learning_rate, T momentum, T gradient_scale,
-                           const T* gradient, T* velocity, T* parameters) override {
-#pragma omp parallel for simd if (count > parallel_threshold)
+                           const T* gradient, T* velocity, T* parameters,
+                           std::int32_t* nonfinite_gradient) override {
+    int nonfinite = 0;
+    // g - g is 0 for every finite g and NaN for NaN or an infinity; it vectorizes, isfinite may not.
+#pragma omp parallel for simd reduction(| : nonfinite) if (count > parallel_threshold)
     for (std::size_t i = 0; i < count; ++i) {
+      nonfinite |= int(gradient[i] - gradient[i] != T(0));
       velocity[i] = momentum * velocity[i] + gradient_scale * gradient[i];
       parameters[i] -= learning_rate * velocity[i];
     }
+    if (nonfinite != 0) *nonfinite_gradient = 1;
   }
 };
 

@@ -265,10 +265,12 @@ __global__ void mean_loss_kernel(std::size_t rows, const double* row_losses, T* 
   if (threadIdx.x == 0) loss[0] = T(sum / double(rows));
 }
 
-// v = momentum * v + scale * g; p -= learning_rate * v
+// v = momentum * v + scale * g; p -= learning_rate * v. A NaN or infinite gradient raises the
+// flag (a benign race: every writer writes 1).
 template <typename T>
 __device__ void sgd_momentum_step(T learning_rate, T momentum, T gradient_scale, T gradient,
-                                  T& velocity, T& parameter) {
+                                  T& velocity, T& parameter, std::int32_t* nonfinite_gradient) {
+  if (!isfinite(gradient)) *nonfinite_gradient = 1;
   velocity = momentum * velocity + gradient_scale * gradient;
   parameter -= learning_rate * velocity;
 }
@@ -277,17 +279,18 @@ __device__ void sgd_momentum_step(T learning_rate, T momentum, T gradient_scale,
 template <typename T>
 __global__ void sgd_momentum_kernel(std::size_t count, T learning_rate, T momentum,
                                     T gradient_scale, const T* gradient, T* velocity,
-                                    T* parameters) {
+                                    T* parameters, std::int32_t* nonfinite_gradient) {
   for (std::size_t i = thread_index(); i < count; i += grid_stride())
     sgd_momentum_step(learning_rate, momentum, gradient_scale, gradient[i], velocity[i],
-                      parameters[i]);
+                      parameters[i], nonfinite_gradient);
 }
 
 // The SGD step on 16-byte packs: all three arrays 16-byte aligned, `packs` packs long.
 template <typename T>
 __global__ void sgd_momentum_packed_kernel(std::size_t packs, T learning_rate, T momentum,
                                            T gradient_scale, const Packed<T>* gradient,
-                                           Packed<T>* velocity, Packed<T>* parameters) {
+                                           Packed<T>* velocity, Packed<T>* parameters,
+                                           std::int32_t* nonfinite_gradient) {
   for (std::size_t i = thread_index(); i < packs; i += grid_stride()) {
     const Packed<T> g = gradient[i];
     Packed<T> v = velocity[i];
@@ -295,7 +298,7 @@ __global__ void sgd_momentum_packed_kernel(std::size_t packs, T learning_rate, T
 #pragma unroll
     for (int j = 0; j < Packed<T>::size; ++j)
       sgd_momentum_step(learning_rate, momentum, gradient_scale, g.values[j], v.values[j],
-                        p.values[j]);
+                        p.values[j], nonfinite_gradient);
     velocity[i] = v;
     parameters[i] = p;
   }
@@ -477,7 +480,8 @@ class CudaMath final : public MathOps<T> {
   }
 
   void sgd_momentum_update(std::size_t count, T learning_rate, T momentum, T gradient_scale,
-                           const T* gradient, T* velocity, T* parameters) override {
+                           const T* gradient, T* velocity, T* parameters,
+                           std::int32_t* nonfinite_gradient) override {
     if (count == 0) return;
     std::size_t done = 0;
     if (aligned_16(gradient) && aligned_16(velocity) && aligned_16(parameters)) {
@@ -486,7 +490,7 @@ class CudaMath final : public MathOps<T> {
         sgd_momentum_packed_kernel<<<grid_for(packs), elementwise_threads, 0, context_.stream>>>(
             packs, learning_rate, momentum, gradient_scale,
             reinterpret_cast<const Packed<T>*>(gradient), reinterpret_cast<Packed<T>*>(velocity),
-            reinterpret_cast<Packed<T>*>(parameters));
+            reinterpret_cast<Packed<T>*>(parameters), nonfinite_gradient);
         DLSCALE_CUDA_CHECK(cudaGetLastError());
       }
       done = packs * Packed<T>::size;
@@ -494,7 +498,7 @@ class CudaMath final : public MathOps<T> {
     if (done < count) {
       sgd_momentum_kernel<<<grid_for(count - done), elementwise_threads, 0, context_.stream>>>(
           count - done, learning_rate, momentum, gradient_scale, gradient + done,
-          velocity + done, parameters + done);
+          velocity + done, parameters + done, nonfinite_gradient);
       DLSCALE_CUDA_CHECK(cudaGetLastError());
     }
   }

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "results/reader.hpp"
 #include "tests/cli/dlscale_under_mpirun.hpp"
 #include "workloads/workload_registry.hpp"
 
@@ -115,6 +116,70 @@ TEST_F(CommandLine, WeakSweepRunsEveryPointInOneLaunchAndOneFile) {
   EXPECT_TRUE(fs::exists(directory_ / "sweep.h5"));
 }
 
+TEST_F(CommandLine, SampledResourcesAreSummarizedAndWritten) {
+  const Outcome outcome = run_dlscale(
+      "--model fcn:64,32,4 --batch 8 --iters 200 --sample-interval 0.02 --out sampled.h5");
+  for (int r = 0; r < ranks; ++r) EXPECT_EQ(outcome.rank_exit_codes[r], 0) << "rank " << r;
+  for (const char* expected : {"process_cpu_cores", "cores mean", "process_rss_bytes",
+                               "MiB peak", "host_cpu_utilisation_percent"})
+    EXPECT_NE(outcome.stdout_text.find(expected), std::string::npos)
+        << "the summary lacks '" << expected << "':\n" << outcome.stdout_text;
+  EXPECT_TRUE(fs::exists(directory_ / "sampled.h5"));
+}
+
+TEST_F(CommandLine, ThreadSweepWithRepeatsIsOneStudyWithTheSpread) {
+  const Outcome outcome = run_dlscale(
+      "--model fcn:64,32,4 --batch 8 --iters 3 --warmup 1 --threads 1,2 --repeat 3 "
+      "--sample-interval 0 --out repeats.h5");
+  for (int r = 0; r < ranks; ++r) EXPECT_EQ(outcome.rank_exit_codes[r], 0) << "rank " << r;
+  const std::string& text = outcome.stdout_text;
+  EXPECT_NE(text.find("across repeats: mean +- sample standard deviation"), std::string::npos)
+      << text;
+  // Six runs (2 thread counts x 3 repeats) in the study, one spread row per thread count.
+  std::size_t summaries = 0;
+  for (std::size_t at = text.find("bit-identical"); at != std::string::npos;
+       at = text.find("bit-identical", at + 1))
+    ++summaries;
+  EXPECT_EQ(summaries, 6u) << text;
+  EXPECT_TRUE(fs::exists(directory_ / "repeats.h5"));
+}
+
+TEST_F(CommandLine, FailedSweepPointsAreKeptWithTheirReasonAndTheSweepGoesOn) {
+  // Every point over its time limit: both are kept, with the reason, and the exit status says so.
+  const Outcome timed_out = run_dlscale(
+      "--model fcn:64,32,4 --batch 8 --iters 5 --ranks 1,2 --point-timeout 1e-9 "
+      "--out timeout.h5");
+  for (int r = 0; r < ranks; ++r) EXPECT_EQ(timed_out.rank_exit_codes[r], 3) << "rank " << r;
+  EXPECT_NE(timed_out.stdout_text.find("exceeded --point-timeout 1e-09 s at iteration 0"),
+            std::string::npos)
+      << timed_out.stdout_text;
+  EXPECT_TRUE(fs::exists(directory_ / "timeout.h5"));
+
+  // A point that cannot fit is refused for memory before it allocates anything.
+  const Outcome too_big = run_dlscale(
+      "--model fcn-s --batch 1000000 --ranks 1,2 --sample-interval 0 --out too_big.h5");
+  for (int r = 0; r < ranks; ++r) EXPECT_EQ(too_big.rank_exit_codes[r], 3) << "rank " << r;
+  EXPECT_NE(too_big.stdout_text.find("out of memory (estimate"), std::string::npos)
+      << too_big.stdout_text;
+  EXPECT_LT(too_big.seconds, seconds_allowed_for_refusal);
+
+  // A learning rate of 1e6 blows up a residual net within a few steps: a point that diverges is
+  // kept as a row of the study table, and the sweep still runs every point.
+  const Outcome diverged = run_dlscale(
+      "--model resnet-56 --batch 4 --iters 8 --warmup 1 --ranks 1,2 --lr 1e6 "
+      "--sample-interval 0 --out diverged.h5");
+  EXPECT_NE(diverged.stdout_text.find("diverged at iteration"), std::string::npos)
+      << diverged.stdout_text;
+  EXPECT_NE(diverged.stdout_text.find(" ranks    iter ms"), std::string::npos)
+      << "the study table was not printed:\n" << diverged.stdout_text;
+  for (int r = 0; r < ranks; ++r) EXPECT_EQ(diverged.rank_exit_codes[r], 3) << "rank " << r;
+  const auto file = dlscale::results::read_results(directory_ / "diverged.h5");
+  EXPECT_EQ(file.runs.size() + file.failed_points.size(), 2u)
+      << "the sweep did not go on past the failed point";
+  ASSERT_FALSE(file.failed_points.empty());
+  EXPECT_NE(file.failed_points.front().reason.find("diverged at iteration"), std::string::npos);
+}
+
 // Runs a dlscale subcommand that needs no mpirun; returns its exit status and stderr.
 std::pair<int, std::string> run_alone(const fs::path& directory, const std::string& arguments) {
   const std::string command = "cd " + directory.string() + " && " + DLSCALE_EXECUTABLE + " " +
@@ -142,7 +207,7 @@ TEST_F(CommandLine, MergeJoinsRunsOfOneWorkloadAndRefusesOthers) {
   EXPECT_FALSE(fs::exists(directory_ / "refused.h5"));
   std::tie(status, errors) = run_alone(directory_, "merge two.h5 two.h5 -o refused.h5");
   EXPECT_EQ(status, 2);
-  EXPECT_NE(errors.find("both ran on 2 ranks"), std::string::npos) << errors;
+  EXPECT_NE(errors.find("are both repeat 0 of 2 ranks x 1 threads"), std::string::npos) << errors;
   std::tie(status, errors) = run_alone(directory_, "merge one.h5 two.h5 -o study.h5");
   EXPECT_EQ(status, 2) << "an existing study must not be clobbered";
 }

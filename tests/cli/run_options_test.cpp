@@ -24,7 +24,7 @@ TEST(RunOptions, DefaultsTrainFcnRWithTheWorkloadBatch) {
   EXPECT_EQ(options.action, RunOptions::Action::train);
   EXPECT_EQ(options.model, "fcn-r");
   EXPECT_FALSE(options.batch.has_value());
-  EXPECT_EQ(options.threads, 1);
+  EXPECT_EQ(options.threads, std::vector<int>{1});
 }
 
 TEST(RunOptions, ReadsLongAndShortOptions) {
@@ -41,9 +41,30 @@ TEST(RunOptions, ZeroAndNegativeNumbersNameTheOption) {
   EXPECT_EQ(error_of({"--batch", "0"}), "--batch must be a positive integer, got 0");
   EXPECT_EQ(error_of({"--batch", "-3"}), "--batch must be a positive integer, got -3");
   EXPECT_EQ(error_of({"--iters", "0"}), "--iters must be a positive integer, got 0");
-  EXPECT_EQ(error_of({"--threads", "-1"}), "--threads must be a positive integer, got -1");
+  EXPECT_EQ(error_of({"--threads", "-1"}),
+            "--threads: '-1' is not a thread count in 1..1024 (expected a list such as 1,2,4)");
   EXPECT_EQ(error_of({"--warmup", "-1"}), "--warmup must be zero or a positive integer, got -1");
   EXPECT_NE(error_of({"--lr", "0"}).find("--lr"), std::string::npos);
+}
+
+TEST(RunOptions, ThreadListsRepeatsSamplingAndTimeoutAreRead) {
+  const auto options = parse_run_options({"--threads", "4,1,2,2", "--repeat", "3",
+                                          "--sample-interval", "0.1", "--point-timeout", "60"});
+  EXPECT_EQ(options.threads, (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(options.repeats, 3);
+  EXPECT_EQ(options.sample_interval_seconds, 0.1);
+  EXPECT_EQ(options.point_timeout_seconds, 60);
+  EXPECT_EQ(parse_run_options({"--sample-interval", "0"}).sample_interval_seconds, 0);
+}
+
+TEST(RunOptions, BadThreadListsRepeatsAndIntervalsNameTheOption) {
+  EXPECT_NE(error_of({"--threads", "1,,2"}).find("--threads: ''"), std::string::npos);
+  EXPECT_NE(error_of({"--threads", "2000"}).find("1..1024"), std::string::npos);
+  EXPECT_EQ(error_of({"--repeat", "0"}), "--repeat must be a positive integer, got 0");
+  EXPECT_NE(error_of({"--repeat", "1000"}).find("at most 100"), std::string::npos);
+  EXPECT_NE(error_of({"--sample-interval", "0.001"}).find("--sample-interval"), std::string::npos);
+  EXPECT_NE(error_of({"--sample-interval", "-1"}).find("--sample-interval"), std::string::npos);
+  EXPECT_NE(error_of({"--point-timeout", "-5"}).find("--point-timeout"), std::string::npos);
 }
 
 TEST(RunOptions, NonNumbersAndUnknownOptionsAreOneLineErrors) {

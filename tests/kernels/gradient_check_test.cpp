@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "kernels/cpu/cpu_device.hpp"
@@ -174,6 +175,26 @@ TEST(Optimizer, SgdMomentumFollowsTheHeavyBallRecurrence) {
   optimizer.step(parameter, gradient, 0.5);  // v = 1.0, p = 1 - 0.1
   optimizer.step(parameter, gradient, 0.5);  // v = 0.9 + 1.0, p = 0.9 - 0.19
   EXPECT_NEAR(parameter[0], 0.71, 1e-15);
+  EXPECT_FALSE(optimizer.saw_nonfinite_gradient());
+}
+
+TEST(Optimizer, ANaNOrInfiniteGradientIsFlaggedAndStaysFlagged) {
+  CpuDevice device(2);
+  for (const float bad : {std::numeric_limits<float>::quiet_NaN(),
+                          std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity()}) {
+    const std::size_t count = 100000;  // enough for the parallel loop
+    SgdMomentum<float> optimizer(device, count, 0.1f, 0.9f);
+    std::vector<float> parameters(count, 1.0f), gradients(count, 0.5f);
+    optimizer.step(parameters, gradients, 1.0f);
+    EXPECT_FALSE(optimizer.saw_nonfinite_gradient()) << "finite gradients raised the flag";
+    gradients[count - 7] = bad;
+    optimizer.step(parameters, gradients, 1.0f);
+    EXPECT_TRUE(optimizer.saw_nonfinite_gradient()) << "a gradient of " << bad << " went unseen";
+    gradients[count - 7] = 0.5f;
+    optimizer.step(parameters, gradients, 1.0f);
+    EXPECT_TRUE(optimizer.saw_nonfinite_gradient()) << "the flag was cleared";
+  }
 }
 
 }  // namespace

@@ -28,7 +28,8 @@ REPORT = os.path.join(HERE, "..", "..", "report", "dlscale_report.py")
 MAKE_SAMPLE = os.path.join(HERE, "make_sample_study.py")
 DATA_PREFIX = "data:image/png;base64,"
 # The figures of the sample study, in the order the page shows them.
-FIGURES = ["efficiency", "throughput", "phases", "heatmap_run_001", "heatmap_run_002", "allreduce"]
+FIGURES = ["efficiency", "throughput", "phases", "heatmap_run_001", "heatmap_run_002",
+           "resources_run_000", "resources_run_001", "resources_run_002", "allreduce"]
 # A pixel matches when every channel is within this of the PNG's (colour management and
 # rounding move values by a step or two); an image loaded when almost all of its pixels match.
 PIXEL_TOLERANCE = 8 / 255

@@ -1,11 +1,16 @@
 # Writes a small, plausible dlscale results file with h5py, laid out exactly as
 # docs/results-format.md describes, for testing `dlscale report` before real sweeps exist. The
-# default is schema 2: a weak-scaling sweep of three runs at 1, 2 and 4 ranks (the 4-rank run on two
-# hosts, its last rank a deliberate straggler), a /study table computed from the timings with the
-# documented definitions, and a /comm allreduce sweep. Options write the variants the report must
-# also handle: a schema-1 single run at the root, a file without /comm, a /comm-only file as
-# `dlscale comm` writes it, and the optional /study/predicted_efficiency.
-# Usage: make_sample_study.py OUT.h5 [--schema 1] [--no-comm] [--comm-only] [--predicted-efficiency]
+# default is schema 3: a weak-scaling sweep of three runs at 1, 2 and 4 ranks (the 4-rank run on two
+# hosts, its last rank a deliberate straggler), each with its measurements (CPU, memory, iteration
+# end times; RAPL energy absent with a reason), a /study table computed from the timings with the
+# documented definitions, /study_repeats, an empty /failed_points and a /comm allreduce sweep.
+# Options write the variants the report must also handle: a thread sweep, repeats, failed points,
+# a file holding only failed points, GPU measurements with energy, the older schema 2 and schema-1
+# single run, a file without /comm, a /comm-only file as `dlscale comm` writes it, and the optional
+# /study/predicted_efficiency.
+# Usage: make_sample_study.py OUT.h5 [--schema 1|2|3] [--threads 1,2] [--repeats N]
+#            [--failed-points] [--failed-only] [--gpu] [--no-comm] [--comm-only]
+#            [--predicted-efficiency]
 import argparse
 
 import h5py
@@ -21,7 +26,17 @@ BOOTSTRAP_RESAMPLES = 2000
 SWEEP_HOSTS = {1: ["node-a"], 2: ["node-a", "node-a"], 4: ["node-a", "node-a", "node-b", "node-b"]}
 STRAGGLER_SLOWDOWN = 1.12  # the last rank of a multi-host run computes this much slower
 BUS_BANDWIDTH = {1: 4.0e9, 2: 1.5e9}  # bytes/s of the gradient allreduce, by host count
+THREAD_SPEEDUP_EXPONENT = 0.7  # compute takes threads**-0.7 of its one-thread time
 STRING = h5py.string_dtype()  # variable-length UTF-8
+# Schema 3 measurements: the samplers' interval, the hosts' cores and what RAPL says on a machine
+# without it; on --gpu, each rank has its own GPU drawing about this much power.
+SAMPLE_INTERVAL = 0.1
+HOST_CORES = 16
+RAPL_ABSENT = "no readable /sys/class/powercap/intel-rapl:*/energy_uj (No such file or directory)"
+GPU_WATTS = 250.0
+# Sweep points that could not be measured (--failed-points, --failed-only): (ranks, reason).
+FAILED_POINTS = [(8, "out of memory (estimate 9.0 GiB > 8.0 GiB available)"),
+                 (16, "exceeded --point-timeout 60 s at iteration 12")]
 
 
 def string_list(values):
@@ -32,13 +47,14 @@ def layer_parameters():
     return [fan_in * fan_out + fan_out for fan_in, fan_out in zip(LAYER_SIZES, LAYER_SIZES[1:])]
 
 
-def simulate_timings(rng, hosts):
+def simulate_timings(rng, hosts, threads):
     """Phase times [iterations, ranks, 5] of a blocking (no-overlap) data-parallel run."""
     ranks, host_count = len(hosts), len(set(hosts))
     ranks_per_node = max(hosts.count(h) for h in set(hosts))
     shape = (WARMUP + MEASURED, ranks)
-    # Ranks on one host share memory bandwidth, so compute slows as they are added.
-    sharing = 1.0 + 0.05 * (ranks_per_node - 1)
+    # Ranks on one host share memory bandwidth, so compute slows as they are added; threads help
+    # less than linearly.
+    sharing = (1.0 + 0.05 * (ranks_per_node - 1)) * threads ** -THREAD_SPEEDUP_EXPONENT
     speed = np.ones(ranks)
     if host_count > 1:
         speed[-1] = STRAGGLER_SLOWDOWN
@@ -58,10 +74,85 @@ def simulate_timings(rng, hosts):
     return np.stack([forward, backward, allreduce, update, step], axis=-1)
 
 
-def write_run(group, rng, hosts, scaling):
-    """Writes one run's attributes and datasets into group (a /runs/run_NNN or the root)."""
+def write_measurement(parent, name, units, shape, headline, shared_by, absent, value,
+                      rank=None, seconds=None):
+    """One measurements/NAME group as the writer lays it out."""
+    group = parent.create_group(name)
+    group.attrs["units"] = units
+    group.attrs["description"] = f"sample {name}"
+    group.attrs["shape"] = shape
+    group.attrs["headline"] = headline
+    group.create_dataset("shared_by", data=string_list(shared_by))
+    group.create_dataset("absent_reason", data=string_list(absent))
+    if shape == "time_series":
+        group.create_dataset("rank", data=np.asarray(rank, dtype=np.int64))
+        group.create_dataset("seconds", data=np.asarray(seconds, dtype=np.float64))
+    group.create_dataset("value", data=np.asarray(value, dtype=np.float64))
+
+
+def write_measurements(group, rng, hosts, timings, threads, gpu):
+    """Schema 3 measurements/ of one run, sampled every SAMPLE_INTERVAL over its measured
+    iterations on a run clock that each iteration's step time advances. Returns the joules per
+    sample of each energy measurement that was measured, for /study."""
     ranks = len(hosts)
-    timings = simulate_timings(rng, hosts)
+    measurements = group.create_group("measurements")
+    ends = 0.05 + np.cumsum(timings[:, :, 4], axis=0)  # [iteration, rank] on the run clock
+    write_measurement(measurements, "iteration_end_seconds", "seconds", "per_iteration", "none",
+                      [""] * ranks, [""] * ranks, ends)
+    # Each rank samples from the end of its warm-up to the end of its last iteration.
+    times = [np.append(np.arange(ends[WARMUP - 1, r], ends[-1, r], SAMPLE_INTERVAL), ends[-1, r])
+             for r in range(ranks)]
+    sample_rank = np.concatenate([np.full(len(t), r) for r, t in enumerate(times)])
+    sample_seconds = np.concatenate(times)
+    # Rates (CPU cores, utilisation, power) are between samples: none at the first one.
+    rate_rank = np.concatenate([np.full(len(t) - 1, r) for r, t in enumerate(times)])
+    rate_seconds = np.concatenate([t[1:] for t in times])
+
+    def series(name, units, headline, shared_by, value, rates=True):
+        rank, seconds = (rate_rank, rate_seconds) if rates else (sample_rank, sample_seconds)
+        write_measurement(measurements, name, units, "time_series", headline, shared_by,
+                          [""] * ranks, value(rank, seconds), rank, seconds)
+
+    noise = rng.normal
+    series("process_cpu_cores", "cores", "mean", [""] * ranks,
+           lambda rank, seconds: 0.95 * threads + noise(0, 0.03, len(rank)))
+    rss = 300e6 + rng.uniform(0, 8e6, ranks)
+    series("process_rss_bytes", "bytes", "mean_and_peak", [""] * ranks,
+           lambda rank, seconds: rss[rank] + 1e5 * seconds, rates=False)
+    busy = {h: min(100.0, 100.0 * hosts.count(h) * threads / HOST_CORES) for h in set(hosts)}
+    series("host_cpu_utilisation_percent", "%", "mean", hosts,
+           lambda rank, seconds: np.array([busy[hosts[r]] for r in rank]) + noise(0, 1, len(rank)))
+    series("host_memory_used_bytes", "bytes", "none", hosts,
+           lambda rank, seconds: 4e9 + 1e6 * seconds, rates=False)
+    write_measurement(measurements, "cpu_package_power_watts", "W", "time_series", "none", hosts,
+                      [RAPL_ABSENT] * ranks, [], [], [])
+    write_measurement(measurements, "cpu_package_energy_joules", "J", "per_rank", "energy", hosts,
+                      [RAPL_ABSENT] * ranks, np.full(ranks, np.nan))
+    write_measurement(measurements, "peak_resident_bytes", "bytes", "per_rank", "none",
+                      [""] * ranks, [""] * ranks, np.round(rss + 2e6))
+    write_measurement(measurements, "sampler_ticks", "ticks", "per_rank", "none", [""] * ranks,
+                      [""] * ranks, [len(t) for t in times])
+    if not gpu:
+        return {}
+    local = [hosts[:r].count(hosts[r]) for r in range(ranks)]
+    gpus = [f"{h}:gpu{i}" for h, i in zip(hosts, local)]
+    series("gpu_utilisation_percent", "%", "mean", gpus,
+           lambda rank, seconds: np.clip(85 + noise(0, 5, len(rank)), 0, 100))
+    series("gpu_power_watts", "W", "mean", gpus,
+           lambda rank, seconds: GPU_WATTS + noise(0, 10, len(rank)))
+    series("gpu_memory_used_bytes", "bytes", "mean_and_peak", gpus,
+           lambda rank, seconds: 6e9 + 1e6 * seconds, rates=False)
+    joules = GPU_WATTS * (ends[-1] - ends[WARMUP - 1])
+    write_measurement(measurements, "gpu_energy_joules", "J", "per_rank", "energy", gpus,
+                      [""] * ranks, joules)
+    return {"gpu_energy_joules": joules.sum() / (MEASURED * BATCH_PER_RANK * ranks)}
+
+
+def write_run(group, rng, hosts, scaling, schema=3, threads=1, repeat=0, gpu=False):
+    """Writes one run's attributes and datasets into group (a /runs/run_NNN or the root). Returns
+    its measured timings and (schema 3) the joules per sample of its energy measurements."""
+    ranks = len(hosts)
+    timings = simulate_timings(rng, hosts, threads)
     measured = timings[WARMUP:]
     parameters = layer_parameters()
     parameter_count = sum(parameters)
@@ -73,7 +164,7 @@ def write_run(group, rng, hosts, scaling):
         "blas": "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Zen MAX_THREADS=64",
         "cpu_model": "AMD EPYC 7B13", "model": "fcn:1024,2048,2048,10", "model_family": "FCN",
         "model_description": "1024-2048-2048-10, sigmoid", "scaling": scaling,
-        "comm_backend": "mpi", "device": "cpu",
+        "comm_backend": "mpi", "device": "cuda" if gpu else "cpu",
         "world_size": np.int64(ranks), "launch_world_size": np.int64(4),
         "node_count": np.int64(len(set(hosts))),
         "ranks_per_node": np.int64(max(hosts.count(h) for h in set(hosts))),
@@ -81,9 +172,12 @@ def write_run(group, rng, hosts, scaling):
         "training_flops_per_sample": np.float64(flops_per_sample),
         "batch_per_rank": np.int64(BATCH_PER_RANK), "bucket_mb": np.float64(25.0),
         "overlap": np.int64(0), "warmup_iterations": np.int64(WARMUP),
-        "measured_iterations": np.int64(MEASURED), "threads_per_rank": np.int64(1),
-        "seed": np.int64(1), "learning_rate": np.float64(0.01), "momentum": np.float64(0.9),
+        "measured_iterations": np.int64(MEASURED), "threads_per_rank": np.int64(threads),
+        "seed": np.int64(1 + repeat), "learning_rate": np.float64(0.01),
+        "momentum": np.float64(0.9),
     }
+    if schema >= 3:
+        attributes["repeat"] = np.int64(repeat)
     for name, value in attributes.items():
         group.attrs[name] = value
 
@@ -104,9 +198,15 @@ def write_run(group, rng, hosts, scaling):
     group.create_dataset("ranks/host", data=string_list(hosts))
     group.create_dataset("ranks/parameter_fingerprint",
                          data=np.full(ranks, 0x9E3779B97F4A7C15, dtype=np.uint64))
-    d = group.create_dataset("ranks/peak_resident_bytes", dtype=np.uint64,
-                             data=(310e6 + rng.uniform(0, 8e6, ranks)).astype(np.uint64))
-    d.attrs["units"] = "bytes"
+    energy = {}
+    if schema >= 3:  # peak RSS moved to measurements/
+        group.create_dataset("ranks/local_rank", dtype=np.uint64,
+                             data=[hosts[:r].count(hosts[r]) for r in range(ranks)])
+        energy = write_measurements(group, rng, hosts, timings, threads, gpu)
+    else:
+        d = group.create_dataset("ranks/peak_resident_bytes", dtype=np.uint64,
+                                 data=(310e6 + rng.uniform(0, 8e6, ranks)).astype(np.uint64))
+        d.attrs["units"] = "bytes"
 
     group.create_dataset("layers/kind", data=string_list(["dense"] * len(parameters)))
     group.create_dataset("layers/parameter_count", data=np.array(parameters, dtype=np.int64))
@@ -145,65 +245,122 @@ def write_run(group, rng, hosts, scaling):
     summary.attrs["allreduce_algbw_gbps"] = np.float64(algbw)
     summary.attrs["allreduce_busbw_gbps"] = np.float64(algbw * 2 * (ranks - 1) / ranks)
     summary.attrs["parameters_identical"] = np.int64(1)
-    return measured
+    return measured, energy
 
 
-def write_study(file, rng, sweep, scaling, predicted_efficiency):
-    """The /study table from each run's measured timings, with the documented definitions."""
-    rank_counts = sorted(sweep)
-    p = rank_counts[0]
-    iteration_times = {n: sweep[n][1][:, :, 4].max(1) for n in rank_counts}  # T_i(n)
-    T = {n: iteration_times[n].mean() for n in rank_counts}
+def write_study(file, rng, sweep, scaling, predicted_efficiency, schema):
+    """The /study table from each run's measured timings, with the documented definitions.
+    sweep: one dict per run (threads, ranks, repeat, run, measured, hosts, energy), in study
+    order. Each thread count has its own baseline, the fewest ranks, its repeats pooled."""
+    iteration_times = [point["measured"][:, :, 4].max(1) for point in sweep]  # T_i(n)
+    baseline = {}  # threads -> (p, the pooled T_i(p) of its repeats)
+    for point, times in zip(sweep, iteration_times):
+        p, pooled = baseline.get(point["threads"], (point["ranks"], []))
+        if point["ranks"] < p:
+            p, pooled = point["ranks"], []
+        if point["ranks"] == p:
+            pooled = pooled + [times]
+        baseline[point["threads"]] = (p, pooled)
 
-    def efficiency(n, Tn, Tp):
+    def efficiency(n, p, Tn, Tp):
         return Tp / Tn if scaling == "weak" else p * Tp / (n * Tn)
 
-    def resampled_means(n):
-        times = iteration_times[n]
+    def resampled_means(times):
         picks = rng.integers(0, len(times), (BOOTSTRAP_RESAMPLES, len(times)))
         return times[picks].mean(1)
 
-    columns = {name: [] for name in [
-        "ranks", "run", "iteration_seconds", "iteration_seconds_ci_low",
-        "iteration_seconds_ci_high", "throughput_samples_per_second", "speedup", "efficiency",
-        "efficiency_ci_low", "efficiency_ci_high", "karp_flatt", "gap_communication",
-        "gap_load_imbalance", "gap_other", "straggler_rank", "straggler_host"]}
-    for n in rank_counts:
-        run_name, measured, hosts = sweep[n]
+    names = ["ranks", "run", "iteration_seconds", "iteration_seconds_ci_low",
+             "iteration_seconds_ci_high", "throughput_samples_per_second", "speedup", "efficiency",
+             "efficiency_ci_low", "efficiency_ci_high", "karp_flatt", "gap_communication",
+             "gap_load_imbalance", "gap_other", "straggler_rank", "straggler_host"]
+    columns = {name: [] for name in names + ["threads", "repeat"]}
+    energy_names = sorted({name for point in sweep for name in point["energy"]})
+    energy = {name: [point["energy"].get(name, np.nan) for point in sweep]
+              for name in energy_names}
+    for point, times in zip(sweep, iteration_times):
+        n, run_name, measured, hosts = point["ranks"], point["run"], point["measured"], \
+            point["hosts"]
+        p, pooled = baseline[point["threads"]]
+        pooled = np.concatenate(pooled)
+        Tn, Tp = times.mean(), pooled.mean()
         global_batch = BATCH_PER_RANK * n if scaling == "weak" else BATCH_PER_RANK * p
-        e = efficiency(n, T[n], T[p])
+        e = efficiency(n, p, Tn, Tp)
         speedup = e * n
-        boot_n = resampled_means(n)
-        boot_e = efficiency(n, boot_n, resampled_means(p))
+        boot_n = resampled_means(times)
+        boot_e = efficiency(n, p, boot_n, resampled_means(pooled))
         compute = measured[:, :, [0, 1, 3]].sum(-1)
-        gap_communication = measured[:, :, 2].min(1).mean() / T[n]
-        gap_load_imbalance = (compute.max(1) - compute.mean(1)).mean() / T[n]
+        gap_communication = measured[:, :, 2].min(1).mean() / Tn
+        gap_load_imbalance = (compute.max(1) - compute.mean(1)).mean() / Tn
         relative_speedup, relative_ranks = speedup / p, n / p
         karp_flatt = np.nan if n == p else \
             (1 / relative_speedup - 1 / relative_ranks) / (1 - 1 / relative_ranks)
         straggler = int(compute.mean(0).argmax())
-        row = [n, run_name, T[n], *np.percentile(boot_n, [2.5, 97.5]), global_batch / T[n],
+        row = [n, run_name, Tn, *np.percentile(boot_n, [2.5, 97.5]), global_batch / Tn,
                speedup, e, *np.percentile(boot_e, [2.5, 97.5]), karp_flatt, gap_communication,
                gap_load_imbalance, 1 - e - gap_communication - gap_load_imbalance, straggler,
-               hosts[straggler]]
+               hosts[straggler], point["threads"], point["repeat"]]
         for name, value in zip(columns, row):
             columns[name].append(value)
+    if schema < 3:  # threads and repeat came with schema 3
+        del columns["threads"], columns["repeat"]
 
     study = file.create_group("study")
     for name, values in columns.items():
         if name in ("run", "straggler_host"):
             study.create_dataset(name, data=string_list(values))
-        elif name in ("ranks", "straggler_rank"):
+        elif name in ("ranks", "straggler_rank", "threads", "repeat"):
             study.create_dataset(name, data=np.array(values, dtype=np.int64))
         else:
             study.create_dataset(name, data=np.array(values, dtype=np.float64))
+    for name, values in energy.items():
+        d = study.create_dataset(f"{name}_per_sample", data=np.array(values, dtype=np.float64))
+        d.attrs["units"] = "J/sample"
+        d.attrs["measurement"] = name
     if predicted_efficiency:
         # A stand-in for `dlscale predict`: efficiency slightly above the measured one.
         measured_efficiency = np.array(columns["efficiency"])
         study.create_dataset("predicted_efficiency",
                              data=np.minimum(1.0, measured_efficiency + 0.03))
     study.attrs["scaling"] = scaling
-    study.attrs["baseline_ranks"] = np.int64(p)
+    study.attrs["baseline_ranks"] = np.int64(min(p for p, _ in baseline.values()))
+    if schema >= 3:
+        write_study_repeats(file, columns)
+
+
+def write_study_repeats(file, study):
+    """/study_repeats: mean, sample standard deviation, min and max over the repeats of each
+    (threads, ranks), in the order of /study."""
+    keys = list(dict.fromkeys(zip(study["threads"], study["ranks"])))
+    columns = {name: [] for name in [
+        "threads", "ranks", "repeats", "iteration_seconds_mean", "iteration_seconds_std",
+        "iteration_seconds_min", "iteration_seconds_max", "efficiency_mean", "efficiency_std",
+        "throughput_samples_per_second_mean"]}
+    for threads, ranks in keys:
+        rows = [i for i, key in enumerate(zip(study["threads"], study["ranks"]))
+                if key == (threads, ranks)]
+        T = np.array([study["iteration_seconds"][i] for i in rows])
+        e = np.array([study["efficiency"][i] for i in rows])
+        X = np.array([study["throughput_samples_per_second"][i] for i in rows])
+        std = (lambda x: float(np.std(x, ddof=1)) if len(x) > 1 else 0.0)
+        for name, value in zip(columns, [threads, ranks, len(rows), T.mean(), std(T), T.min(),
+                                         T.max(), e.mean(), std(e), X.mean()]):
+            columns[name].append(value)
+    group = file.create_group("study_repeats")
+    for name, values in columns.items():
+        dtype = np.int64 if name in ("threads", "ranks", "repeats") else np.float64
+        group.create_dataset(name, data=np.array(values, dtype=dtype))
+
+
+def write_failed_points(file, points):
+    """/failed_points: (ranks, threads, repeat, reason) of each point, possibly none."""
+    group = file.create_group("failed_points")
+    group.create_dataset("ranks", data=np.array([p[0] for p in points], dtype=np.int64))
+    group.create_dataset("threads", data=np.array([p[1] for p in points], dtype=np.int64))
+    group.create_dataset("repeat", data=np.array([p[2] for p in points], dtype=np.int64))
+    group.create_dataset("batch_per_rank", data=np.full(len(points), BATCH_PER_RANK,
+                                                        dtype=np.int64))
+    group.create_dataset("seed", data=np.array([1 + p[2] for p in points], dtype=np.uint64))
+    group.create_dataset("reason", data=string_list([p[3] for p in points]))
 
 
 def write_comm(file, rng, ranks=4):
@@ -231,23 +388,36 @@ def write_comm(file, rng, ranks=4):
 def main():
     parser = argparse.ArgumentParser(description="Write a sample dlscale results file.")
     parser.add_argument("out")
-    parser.add_argument("--schema", type=int, choices=[1, 2], default=2)
+    parser.add_argument("--schema", type=int, choices=[1, 2, 3], default=3)
+    parser.add_argument("--threads", default="1", help="thread counts per rank, e.g. 1,2 "
+                        "(schema 3)")
+    parser.add_argument("--repeats", type=int, default=1, help="runs of each point (schema 3)")
+    parser.add_argument("--failed-points", action="store_true",
+                        help="add points that could not be measured to /failed_points")
+    parser.add_argument("--failed-only", action="store_true",
+                        help="only failed points: no runs, no /study")
+    parser.add_argument("--gpu", action="store_true", help="GPU measurements and their energy")
     parser.add_argument("--no-comm", action="store_true", help="leave out /comm")
     parser.add_argument("--comm-only", action="store_true", help="only /comm, as `dlscale comm`")
     parser.add_argument("--predicted-efficiency", action="store_true",
                         help="add the optional /study/predicted_efficiency")
     args = parser.parse_args()
+    thread_counts = sorted(int(t) for t in args.threads.split(","))
+    if args.schema < 3 and (thread_counts != [1] or args.repeats != 1 or args.failed_points
+                            or args.failed_only or args.gpu):
+        parser.error("--threads, --repeats, --failed-points, --failed-only and --gpu need "
+                     "--schema 3")
     rng = np.random.default_rng(20261123)
     with h5py.File(args.out, "w") as f:
         if args.schema == 1:
             # Schema 1: one run, its attributes and datasets at the root; no /study, no /comm.
-            write_run(f, rng, SWEEP_HOSTS[2], "none")
+            write_run(f, rng, SWEEP_HOSTS[2], "none", schema=1)
             for name in ("communication_seconds", "layers", "buckets"):  # added in schema 2
                 del f[name]
             del f.attrs["scaling"]
             f.attrs["schema_version"] = np.int64(1)
             return
-        f.attrs["schema_version"] = np.int64(2)
+        f.attrs["schema_version"] = np.int64(args.schema)
         f.attrs["dlscale_version"] = "0.1.0"
         f.attrs["git_commit"] = "0123456789ab"
         f.attrs["start_time_utc"] = "2026-11-23T01:00:00Z"
@@ -257,13 +427,26 @@ def main():
             write_comm(f, rng)
             return
         f.attrs["command_line"] = "dlscale --model fcn:1024,2048,2048,10 --ranks 1,2,4 --batch 64"
-        f.attrs["run_count"] = np.int64(len(SWEEP_HOSTS))
-        sweep = {}
-        for index, (ranks, hosts) in enumerate(sorted(SWEEP_HOSTS.items())):
-            name = f"run_{index:03d}"
-            sweep[ranks] = (name, write_run(f.create_group(f"runs/{name}"), rng, hosts, "weak"),
-                            hosts)
-        write_study(f, rng, sweep, "weak", args.predicted_efficiency)
+        failed = [(ranks, thread_counts[-1], 0, reason) for ranks, reason in FAILED_POINTS]
+        if args.failed_only:
+            f.attrs["run_count"] = np.int64(0)
+            f.create_group("runs")
+            write_failed_points(f, failed)
+            return
+        sweep = []
+        for threads in thread_counts:
+            for ranks, hosts in sorted(SWEEP_HOSTS.items()):
+                for repeat in range(args.repeats):
+                    name = f"run_{len(sweep):03d}"
+                    measured, energy = write_run(f.create_group(f"runs/{name}"), rng, hosts,
+                                                 "weak", args.schema, threads, repeat, args.gpu)
+                    sweep.append({"threads": threads, "ranks": ranks, "repeat": repeat,
+                                  "run": name, "measured": measured, "hosts": hosts,
+                                  "energy": energy})
+        f.attrs["run_count"] = np.int64(len(sweep))
+        write_study(f, rng, sweep, "weak", args.predicted_efficiency, args.schema)
+        if args.schema >= 3:
+            write_failed_points(f, failed if args.failed_points else [])
         if not args.no_comm:
             write_comm(f, rng)
 

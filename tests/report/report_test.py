@@ -1,9 +1,12 @@
 # Tests `dlscale report` (report/dlscale_report.py) end to end on sample files written by
 # make_sample_study.py: the printed efficiency table, CSV and JSON read back with pandas and
-# compared with the HDF5, the PNG figures, the schema-1, /comm-only and several-file inputs, and
-# bad input (missing, not HDF5, not dlscale, unsupported schema, damaged) giving one error line,
-# exit status 2 and no output files. Plain Python; exits non-zero at the first failure.
+# compared with the HDF5, the PNG figures, schema-3 measurements (headlines, measurements.csv,
+# resource figures), thread sweeps, repeats, failed points and a file of failed points only, the
+# schema-2, schema-1, /comm-only and several-file inputs, and bad input (missing, not HDF5, not
+# dlscale, unsupported schema, damaged) giving one error line, exit status 2 and no output files.
+# Plain Python; exits non-zero at the first failure.
 # Usage: python3 report_test.py
+import html
 import io
 import json
 import os
@@ -26,6 +29,9 @@ REPORT = os.path.join(HERE, "..", "..", "report", "dlscale_report.py")
 MAKE_SAMPLE = os.path.join(HERE, "make_sample_study.py")
 PHASES = ["forward", "backward", "allreduce", "update", "step"]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+TABLES = ["comm", "failed_points", "measurements", "runs", "study", "study_repeats"]
+MEASUREMENT_COLUMNS = ["run", "name", "units", "rank", "iteration", "seconds", "value"]
+EN_DASH = "–"
 
 
 class Failure(Exception):
@@ -62,9 +68,33 @@ def close(a, b):
                        atol=0, equal_nan=True)
 
 
-def read_study(f):
+def read_group(f, group):
     return {name: d.asstr()[()] if h5py.check_string_dtype(d.dtype) else d[()]
-            for name, d in f["study"].items()}
+            for name, d in f[group].items()}
+
+
+def read_study(f):
+    return read_group(f, "study")
+
+
+def peak_resident_bytes(run):
+    """Schema 3 keeps it in measurements/, schema 1 and 2 in ranks/."""
+    if "measurements/peak_resident_bytes" in run:
+        return run["measurements/peak_resident_bytes/value"][()]
+    return run["ranks/peak_resident_bytes"][()]
+
+
+def check_group_matches(table, f, group, source):
+    """table (read back from CSV or JSON) holds the datasets of f[group] unchanged."""
+    expected = read_group(f, group)
+    expect(set(table.columns) == set(expected),
+           f"{source}: {group} columns {sorted(table.columns)}, file {sorted(expected)}")
+    for name, values in expected.items():
+        if values.dtype == object:
+            expect(list(table[name]) == list(values), f"{source}: {group} {name} differs")
+        else:
+            expect(close(table[name], values), f"{source}: {group} {name} is "
+                                                f"{list(table[name])}, file {list(values)}")
 
 
 def check_tables_match_file(runs, study, comm, path, source):
@@ -83,22 +113,20 @@ def check_tables_match_file(runs, study, comm, path, source):
                 "throughput_samples_per_second": summary["throughput_samples_per_second"],
                 "communication_fraction": summary["communication_fraction"],
                 "allreduce_busbw_gbps": summary["allreduce_busbw_gbps"],
-                "peak_rss_mib": run["ranks/peak_resident_bytes"][()].max() / 2**20}
+                "threads": run.attrs["threads_per_rank"], "repeat": run.attrs.get("repeat", 0),
+                "peak_rss_mib": peak_resident_bytes(run).max() / 2**20}
             for name, value in expected.items():
                 expect(close(row[name], value),
                        f"{source}: {run.name} {name} is {row[name]}, the file has {value}")
-        expected_study = read_study(f)
-        expect(set(study.columns) == set(expected_study),
-               f"{source}: study columns {sorted(study.columns)}, file {sorted(expected_study)}")
-        for name, values in expected_study.items():
-            if values.dtype == object:
-                expect(list(study[name]) == list(values), f"{source}: study {name} differs")
-            else:
-                expect(close(study[name], values), f"{source}: study {name} is "
-                                                   f"{list(study[name])}, file {list(values)}")
+        check_group_matches(study, f, "study", source)
         expect(set(comm.columns) == set(f["comm"]), f"{source}: comm columns {list(comm.columns)}")
         for name in f["comm"]:
             expect(close(comm[name], f["comm"][name][()]), f"{source}: comm {name} differs")
+
+
+def json_table(records):
+    # precise_float: pandas' default JSON number parser rounds the last digit or two.
+    return pd.read_json(io.StringIO(json.dumps(records)), precise_float=True)
 
 
 def check_png(path):
@@ -112,11 +140,16 @@ def check_png(path):
     expect(len(colours) > 50, f"{path} has {len(colours)} colours: blank or nearly")
 
 
+def printed_table(stdout, heading):
+    """The data lines of the printed table whose heading starts with `heading`."""
+    section = stdout.split("\n" + heading, 1)
+    expect(len(section) == 2, f"no {heading!r} table printed:\n{stdout}")
+    return section[1].split("\n\n", 1)[0].split("\n== ", 1)[0].splitlines()[2:]
+
+
 def printed_efficiencies_match(stdout, path):
     """Every /study row is printed with its efficiency and interval, as the table shows them."""
-    section = stdout.split("Scaling study", 1)
-    expect(len(section) == 2, "no scaling study table printed")
-    table = section[1].split("\n\n", 1)[0].splitlines()[2:]  # after the heading and header
+    table = printed_table(stdout, "Scaling study")
     rows = {line.split()[0]: line for line in table}
     with h5py.File(path, "r") as f:
         study = read_study(f)
@@ -144,17 +177,20 @@ def test_sweep_tables_and_figures(directory):
 
     with open(json_path) as handle:
         document = json.load(handle)
-    expect(sorted(document) == ["comm", "runs", "study"], f"JSON keys {sorted(document)}")
-    # precise_float: pandas' default JSON number parser rounds the last digit or two.
-    tables = {name: pd.read_json(io.StringIO(json.dumps(records)), precise_float=True)
-              for name, records in document.items()}
+    expect(sorted(document) == TABLES, f"JSON keys {sorted(document)}")
+    tables = {name: json_table(records) for name, records in document.items()}
     check_tables_match_file(tables["runs"], tables["study"], tables["comm"], sample, "JSON")
 
     for stem in ["efficiency", "throughput", "phases", "heatmap_run_001", "heatmap_run_002",
-                 "allreduce"]:
+                 "resources_run_000", "resources_run_001", "resources_run_002", "allreduce"]:
         check_png(os.path.join(figure_dir, f"{stem}.png"))
     expect(not os.path.exists(os.path.join(figure_dir, "heatmap_run_000.png")),
            "a one-rank run got a heatmap")
+    # One thread count and one repeat: neither their figures nor the repeats table.
+    for stem in ["threads", "repeats"]:
+        expect(not os.path.exists(os.path.join(figure_dir, f"{stem}.png")),
+               f"{stem}.png drawn for a sweep without them")
+    expect("Across repeats" not in result.stdout, "a repeats table for single runs")
     expect(not [n for n in os.listdir(directory) + os.listdir(csv_dir) if "partial" in n],
            "temporary files left behind")
 
@@ -166,7 +202,7 @@ def test_html_is_self_contained(directory):
     with open(page, encoding="utf-8") as handle:
         text = handle.read()
     images = text.count('<img src="data:image/png;base64,')
-    expect(images == 6, f"the page embeds {images} PNG images, expected 6")
+    expect(images == 9, f"the page embeds {images} PNG images, expected 9")
     for outside in ["http://", "https://", "<script", "<link", 'src="file:']:
         expect(outside not in text, f"the page contains {outside}")
     for header in ["fcn:1024,2048,2048,10", "0.1.0", "0123456789ab", "dlscale --model",
@@ -183,13 +219,208 @@ def test_optional_parts_missing(directory):
     printed_efficiencies_match(result.stdout, sample)
     expect("predicted" not in result.stdout, "a predicted efficiency appeared from nowhere")
     expect("Allreduce sweep" not in result.stdout, "an allreduce sweep appeared from nowhere")
-    expect(sorted(os.listdir(csv_dir)) == ["runs.csv", "study.csv"],
+    expect(sorted(os.listdir(csv_dir)) == [f"{name}.csv" for name in TABLES if name != "comm"],
            f"CSV files {sorted(os.listdir(csv_dir))}")
     with open(json_path) as handle:
         expect(json.load(handle)["comm"] == [], "JSON comm is not an empty list")
     # Without /comm, the bandwidth figure still shows the training runs' gradient allreduces.
     for stem in ["efficiency", "throughput", "phases", "allreduce"]:
         check_png(os.path.join(figure_dir, f"{stem}.png"))
+
+
+def test_schema_2_still_reports(directory):
+    """A schema 2 file (peak RSS in ranks/, no measurements, repeats or failed points) gives the
+    same tables as before, and no table or figure of what it cannot have."""
+    sample = make_sample(directory, "schema2.h5", "--schema", "2")
+    csv_dir, figure_dir = os.path.join(directory, "csv"), os.path.join(directory, "figures")
+    json_path = os.path.join(directory, "tables.json")
+    result = report_ok(sample, "--csv", csv_dir, "--json", json_path, "--figures", figure_dir)
+    printed_efficiencies_match(result.stdout, sample)
+    expect(sorted(os.listdir(csv_dir)) == ["comm.csv", "runs.csv", "study.csv"],
+           f"schema 2 CSV files {sorted(os.listdir(csv_dir))}")
+    tables = {name: pd.read_csv(os.path.join(csv_dir, f"{name}.csv"))
+              for name in ["runs", "study", "comm"]}
+    check_tables_match_file(tables["runs"], tables["study"], tables["comm"], sample, "CSV")
+    with open(json_path) as handle:
+        document = json.load(handle)
+    expect(all(document[name] == [] for name in ["measurements", "failed_points",
+                                                 "study_repeats"]),
+           "schema 2 JSON has schema 3 tables")
+    expect(sorted(os.listdir(figure_dir)) == sorted(
+        f"{stem}.png" for stem in ["efficiency", "throughput", "phases", "heatmap_run_001",
+                                   "heatmap_run_002", "allreduce"]),
+        f"schema 2 figures {sorted(os.listdir(figure_dir))}")
+
+
+def test_failed_point_shows_dash_and_reason(directory):
+    sample = make_sample(directory, "failed.h5", "--failed-points")
+    csv_dir = os.path.join(directory, "csv")
+    json_path = os.path.join(directory, "tables.json")
+    result = report_ok(sample, "--csv", csv_dir, "--json", json_path)
+    rows = printed_table(result.stdout, "Scaling study")
+    with h5py.File(sample, "r") as f:
+        failed = read_group(f, "failed_points")
+        expect(len(failed["ranks"]) == 2, "the sample has no failed points")
+        for ranks, reason in zip(failed["ranks"], failed["reason"]):
+            row = [line for line in rows if line.split()[0] == str(ranks)]
+            expect(len(row) == 1, f"no study row for the failed point at {ranks} ranks:\n"
+                                  + "\n".join(rows))
+            numbers = row[0].replace(reason, "").split()[1:]
+            expect(reason in row[0], f"the row of {ranks} ranks lacks {reason!r}: {row[0]}")
+            expect(numbers and all(n == EN_DASH for n in numbers),
+                   f"the failed point's numbers are not all {EN_DASH!r}: {row[0]}")
+        # Measured rows come first, in rank order, and keep their numbers.
+        printed_ranks = [int(line.split()[0]) for line in rows]
+        expect(printed_ranks == sorted(printed_ranks), f"study rows out of order: {printed_ranks}")
+        measured = [line for line in rows if EN_DASH not in line]
+        expect(len(measured) == len(f["study/ranks"]), "measured rows missing or dashed")
+        check_group_matches(pd.read_csv(os.path.join(csv_dir, "failed_points.csv")), f,
+                            "failed_points", "CSV")
+        with open(json_path) as handle:
+            check_group_matches(json_table(json.load(handle)["failed_points"]), f,
+                                "failed_points", "JSON")
+    expect("failed points: 2" in result.stdout, "the header does not count the failed points")
+
+
+def test_only_failed_points_reports(directory):
+    """A sweep whose every point failed: no runs and no /study, and still a report."""
+    sample = make_sample(directory, "all-failed.h5", "--failed-only")
+    csv_dir, figure_dir = os.path.join(directory, "csv"), os.path.join(directory, "figures")
+    json_path, page = os.path.join(directory, "tables.json"), os.path.join(directory, "page.html")
+    result = report_ok(sample, "--csv", csv_dir, "--json", json_path, "--figures", figure_dir,
+                       "--html", page)
+    rows = printed_table(result.stdout, "Sweep points (none could be measured)")
+    with h5py.File(sample, "r") as f:
+        failed = read_group(f, "failed_points")
+    expect(len(rows) == len(failed["ranks"]), f"failed points printed:\n{result.stdout}")
+    for line, ranks, reason in zip(rows, failed["ranks"], failed["reason"]):
+        expect(line.split()[0] == str(ranks) and reason in line, f"row {line!r}")
+    expect("Runs (" not in result.stdout, "a runs table without runs")
+    expect(sorted(os.listdir(csv_dir)) == ["failed_points.csv"],
+           f"CSV files {sorted(os.listdir(csv_dir))}")
+    with open(json_path) as handle:
+        document = json.load(handle)
+    expect(document["runs"] == [] and len(document["failed_points"]) == len(failed["ranks"]),
+           f"JSON {document}")
+    expect(os.listdir(figure_dir) == [], f"figures without runs: {os.listdir(figure_dir)}")
+    with open(page, encoding="utf-8") as handle:
+        expect(html.escape(failed["reason"][0]) in handle.read(),
+               "the page lacks the failure reason")
+
+
+def test_repeat_table_shows_mean_and_spread(directory):
+    sample = make_sample(directory, "repeats.h5", "--repeats", "3", "--no-comm")
+    figure_dir = os.path.join(directory, "figures")
+    result = report_ok(sample, "--figures", figure_dir)
+    rows = printed_table(result.stdout, "Across repeats")
+    with h5py.File(sample, "r") as f:
+        spread = read_group(f, "study_repeats")
+        expect(sorted(f["study/repeat"][()]) == sorted([0, 1, 2] * 3), "the sample's repeats")
+    expect(len(rows) == len(spread["ranks"]), "repeats rows:\n" + "\n".join(rows))
+    for line, ranks, repeats, mean, std, low, high, e_mean, e_std in zip(
+            rows, spread["ranks"], spread["repeats"], spread["iteration_seconds_mean"],
+            spread["iteration_seconds_std"], spread["iteration_seconds_min"],
+            spread["iteration_seconds_max"], spread["efficiency_mean"], spread["efficiency_std"]):
+        expect(line.split()[:2] == [str(ranks), str(repeats)], f"row {line!r} is not {ranks}")
+        for text in [" ± ", f"{e_mean:.3f} ± {e_std:.3f}", " .. "]:
+            expect(text in line, f"the repeats row of {ranks} ranks lacks {text!r}: {line}")
+        numbers = line.replace("±", " ").replace("..", " ").split()
+        values = [float(n) for n in numbers[2:7]]  # mean, std, min, max, efficiency mean
+        # As printed: 4 significant digits, the std 2, the efficiency 3 decimals.
+        expected = [mean, std, low, high, e_mean]
+        tolerance = [1e-3 * mean, 5e-2 * std, 1e-3 * low, 1e-3 * high, 1e-3]
+        expect(all(abs(v - e) <= t for v, e, t in zip(values, expected, tolerance)),
+               f"repeats row {line!r} shows {values}, the file has {expected}")
+    study_rows = printed_table(result.stdout, "Scaling study")
+    expect(len(study_rows) == 9, "the study table does not list every repeat")
+    check_png(os.path.join(figure_dir, "repeats.png"))
+    expect(not os.path.exists(os.path.join(figure_dir, "threads.png")),
+           "threads.png drawn for one thread count")
+
+
+def test_measurements_csv_is_long_format(directory):
+    sample = make_sample(directory, "measured.h5", "--no-comm")
+    csv_dir = os.path.join(directory, "csv")
+    json_path = os.path.join(directory, "tables.json")
+    report_ok(sample, "--csv", csv_dir, "--json", json_path)
+    table = pd.read_csv(os.path.join(csv_dir, "measurements.csv"))
+    expect(list(table.columns) == MEASUREMENT_COLUMNS,
+           f"measurements.csv columns {list(table.columns)}, expected {MEASUREMENT_COLUMNS}")
+    with open(json_path) as handle:
+        from_json = json_table(json.load(handle)["measurements"])
+    expect(len(from_json) == len(table), "JSON and CSV measurements differ in length")
+    with h5py.File(sample, "r") as f:
+        for run in sorted(f["runs"]):
+            for name, group in f[f"runs/{run}/measurements"].items():
+                rows = table[(table["run"] == run) & (table["name"] == name)]
+                shape = group.attrs["shape"]
+                absent = group["absent_reason"].asstr()[()]
+                if all(absent):  # nothing measured: no rows, never zeros
+                    expect(rows.empty, f"{run} {name} is absent but has rows")
+                    continue
+                expect(set(rows["units"]) == {group.attrs["units"]}, f"{run} {name} units")
+                if shape == "time_series":
+                    expect(list(rows["rank"]) == list(group["rank"][()]) and
+                           close(rows["seconds"], group["seconds"][()]) and
+                           close(rows["value"], group["value"][()]),
+                           f"{run} {name}: the time series differs from the file")
+                elif shape == "per_iteration":
+                    value = group["value"][()]
+                    expect(len(rows) == value.size and
+                           close(rows.sort_values(["iteration", "rank"])["value"],
+                                 value.reshape(-1)), f"{run} {name}: per-iteration values")
+                    expect(rows["iteration"].max() == value.shape[0] - 1,
+                           f"{run} {name} iterations")
+                else:
+                    expect(close(rows["value"], group["value"][()]), f"{run} {name} per-rank")
+
+
+def test_run_headlines_count_shared_sources_once(directory):
+    """The runs table's measurement means are over sources: each rank's own process, but a host
+    (or a GPU) once, however many ranks on it sampled it; absent ones say why."""
+    sample = make_sample(directory, "gpu.h5", "--gpu", "--no-comm")
+    csv_dir = os.path.join(directory, "csv")
+    result = report_ok(sample, "--csv", csv_dir)
+    runs = pd.read_csv(os.path.join(csv_dir, "runs.csv"))
+    with h5py.File(sample, "r") as f:
+        for row in runs.to_dict("records"):
+            group = f[f"runs/{row['run']}/measurements"]
+            for name in ["process_cpu_cores", "host_cpu_utilisation_percent", "gpu_power_watts"]:
+                m = group[name]
+                rank, value = m["rank"][()], m["value"][()]
+                shared_by = m["shared_by"].asstr()[()]
+                first = {}
+                for r, key in enumerate(shared_by):
+                    first.setdefault(key or r, r)
+                means = [value[rank == r].mean() for r in first.values()]
+                expect(close(row[f"{name}_mean"], np.mean(means)),
+                       f"{row['run']} {name}_mean is {row[f'{name}_mean']}, expected "
+                       f"{np.mean(means)} over {len(means)} sources")
+            expect(close(row["gpu_energy_joules_per_sample"],
+                         f["study/gpu_energy_joules_per_sample"][list(
+                             f["study/run"].asstr()[()]).index(row["run"])]),
+                   f"{row['run']} J/sample differs from /study")
+    header = result.stdout.split("\nRuns (", 1)[1].splitlines()[1]
+    for name in ["CPU cores", "host CPU %", "GPU W", "gpu_energy J/sample"]:
+        expect(name in header, f"the runs table lacks {name!r}: {header}")
+    expect("not measured: cpu_package_energy_joules, cpu_package_power_watts: no readable"
+           in result.stdout, "the absent RAPL measurements are not named with their reason")
+
+
+def test_threads_and_resource_figures(directory):
+    sample = make_sample(directory, "threads.h5", "--threads", "1,2", "--no-comm")
+    figure_dir = os.path.join(directory, "figures")
+    result = report_ok(sample, "--figures", figure_dir)
+    header = result.stdout.split("Scaling study", 1)[1].splitlines()[1].split()
+    expect(header[:2] == ["threads", "ranks"] and "repeat" not in header,
+           f"study header {header}: threads varies, repeat does not")
+    rows = printed_table(result.stdout, "Scaling study")
+    expect([line.split()[0] for line in rows] == ["1"] * 3 + ["2"] * 3,
+           "study rows not ordered by threads")
+    check_png(os.path.join(figure_dir, "threads.png"))
+    with h5py.File(sample, "r") as f:
+        for run in f["runs"]:
+            check_png(os.path.join(figure_dir, f"resources_{run}.png"))
 
 
 def test_schema_1_single_run(directory):
@@ -275,8 +506,11 @@ def test_help():
 
 def main():
     tests = [test_sweep_tables_and_figures, test_html_is_self_contained,
-             test_optional_parts_missing, test_schema_1_single_run, test_comm_only,
-             test_several_files, test_bad_input]
+             test_optional_parts_missing, test_schema_2_still_reports,
+             test_failed_point_shows_dash_and_reason, test_only_failed_points_reports,
+             test_repeat_table_shows_mean_and_spread, test_measurements_csv_is_long_format,
+             test_run_headlines_count_shared_sources_once, test_threads_and_resource_figures,
+             test_schema_1_single_run, test_comm_only, test_several_files, test_bad_input]
     try:
         test_help()
         for test in tests:
@@ -286,7 +520,7 @@ def main():
     except Failure as failure:
         print(f"FAIL: {failure}")
         return 1
-    print("OK: dlscale report tables, CSV, JSON, figures and errors")
+    print("OK: dlscale report tables, CSV, JSON, figures, measurements, failed points and errors")
     return 0
 
 

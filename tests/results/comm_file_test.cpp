@@ -95,7 +95,7 @@ TEST_F(CommFile, RootSaysSchema2WithNoRuns) {
   write_comm(sample_record(), path, false);
   const Hdf5Handle file(DLSCALE_H5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)),
                         H5Fclose);
-  EXPECT_EQ(hdf5::read_integer_attribute(file, schema::schema_version), 2);
+  EXPECT_EQ(hdf5::read_integer_attribute(file, schema::schema_version), schema::version);
   EXPECT_EQ(hdf5::read_integer_attribute(file, schema::run_count), 0);
   const Hdf5Handle group = hdf5::open_group(file, schema::comm_file::group);
   EXPECT_EQ(hdf5::dataset_shape(hdf5::open_dataset(group, schema::comm_file::seconds)),
@@ -134,7 +134,6 @@ TEST_F(CommFile, ATrainingRunFileIsNotAnAllreduceSweep) {
   run.communication_seconds = {0.0};
   run.environment.rank_hosts = {"host"};
   run.parameter_fingerprints = {1};
-  run.peak_resident_bytes = {1};
   run.local_ranks = {0};
   run.summary.gflops_per_rank = {1.0};
   run.summary.load_imbalance_seconds = {0.0};

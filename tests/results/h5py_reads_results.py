@@ -23,7 +23,7 @@ RUN_STRINGS = ORIGIN_STRINGS + ["mpi_library_version", "blas", "cpu_model", "mod
                                 "slurm_array_task_id"]
 RUN_INTEGERS = ["world_size", "launch_world_size", "node_count", "ranks_per_node",
                 "parameter_count", "batch_per_rank", "warmup_iterations",
-                "measured_iterations", "threads_per_rank", "seed", "overlap",
+                "measured_iterations", "threads_per_rank", "repeat", "seed", "overlap",
                 "intra_host_ring_hops", "inter_host_ring_hops"]
 RUN_FLOATS = ["training_flops_per_sample", "learning_rate", "momentum", "bucket_mb"]
 STUDY_FLOATS = ["iteration_seconds", "iteration_seconds_ci_low", "iteration_seconds_ci_high",
@@ -70,7 +70,7 @@ def check_origin_attributes(f):
     for name in ORIGIN_STRINGS:
         attribute(f, name, str)
     version = attribute(f, "schema_version", np.int64)
-    expect(version == 2, f"attribute /@schema_version is {version}, expected 2")
+    expect(version == 3, f"attribute /@schema_version is {version}, expected 3")
     return int(attribute(f, "run_count", np.int64))
 
 
@@ -102,8 +102,6 @@ def check_raw_data(f, iterations, ranks):
     host = dataset(f, "ranks/host", h5py.string_dtype(), (ranks,))
     expect(all(host.asstr()[()]), "/ranks/host has an empty host name")
     dataset(f, "ranks/parameter_fingerprint", np.uint64, (ranks,))
-    peak_memory = dataset(f, "ranks/peak_resident_bytes", np.uint64, (ranks,))
-    expect((peak_memory[()] > 0).all(), "ranks/peak_resident_bytes has a zero entry")
     local = dataset(f, "ranks/local_rank", np.uint64, (ranks,))[()]
     hosts = list(host.asstr()[()])
     expected_local = [hosts[:r].count(hosts[r]) for r in range(ranks)]
@@ -124,6 +122,56 @@ def check_raw_data(f, iterations, ranks):
     expected_bytes = [4 * parameters[a:b + 1].sum() for a, b in zip(first, last)]
     expect(np.allclose(sizes, expected_bytes), "buckets/bytes differ from their layers' parameters")
     expect(sizes.sum() == 4 * parameters.sum(), "the buckets do not hold every gradient")
+
+
+MEASUREMENT_SHAPES = ["per_rank", "per_iteration", "time_series"]
+MEASUREMENT_HEADLINES = ["none", "mean", "peak", "mean_and_peak", "energy"]
+
+
+def check_measurements(run, iterations, ranks, sampled):
+    """Every measurement reads the same way; absent ones say why and hold NaN, never zero."""
+    group = run.get("measurements")
+    expect(isinstance(group, h5py.Group), f"group {run.name}/measurements is missing")
+    for name, m in group.items():
+        where = f"{run.name}/measurements/{name}"
+        for key in ("units", "description", "shape", "headline"):
+            attribute(m, key, str)
+        shape = m.attrs["shape"]
+        expect(shape in MEASUREMENT_SHAPES, f"{where}@shape is '{shape}'")
+        expect(m.attrs["headline"] in MEASUREMENT_HEADLINES, f"{where}@headline is unknown")
+        dataset(m, "shared_by", h5py.string_dtype(), (ranks,))
+        reasons = dataset(m, "absent_reason", h5py.string_dtype(), (ranks,)).asstr()[()]
+        if shape == "per_rank":
+            value = dataset(m, "value", np.float64, (ranks,))[()]
+            for r in range(ranks):
+                expect(np.isnan(value[r]) == bool(reasons[r]),
+                       f"{where}: rank {r} is NaN exactly when it is absent")
+        elif shape == "per_iteration":
+            dataset(m, "value", np.float64, (iterations, ranks))
+        else:
+            samples = m["value"].shape[0]
+            sample_ranks = dataset(m, "rank", np.int64, (samples,))[()]
+            seconds = dataset(m, "seconds", np.float64, (samples,))[()]
+            expect(((sample_ranks >= 0) & (sample_ranks < ranks)).all(), f"{where}: bad rank")
+            expect((np.diff(sample_ranks) >= 0).all(), f"{where}: samples not grouped by rank")
+            for r in range(ranks):
+                mine = seconds[sample_ranks == r]
+                expect((np.diff(mine) > 0).all(), f"{where}: rank {r}'s times do not increase")
+                expect(bool(reasons[r]) == (len(mine) == 0),
+                       f"{where}: rank {r} has samples exactly when it is not absent")
+    peak = group["peak_resident_bytes"]
+    expect(peak.attrs["units"] == "bytes", "peak_resident_bytes is not in bytes")
+    expect((peak["value"][()] > 0).all(), "peak_resident_bytes has a zero entry")
+    ends = group["iteration_end_seconds/value"][()]
+    expect((np.diff(ends, axis=0) > 0).all(), "iteration_end_seconds do not increase")
+    if sampled:
+        cores = group["process_cpu_cores"]
+        expect(cores.attrs["units"] == "cores", "process_cpu_cores is not in cores")
+        for r in range(ranks):
+            expect((cores["rank"][()] == r).sum() >= 1, f"rank {r} has no CPU sample")
+        # Samples and iterations share the run clock: the samples lie inside the run.
+        expect(cores["seconds"][()].max() <= ends.max() + 1.0,
+               "a sample is stamped after the run ended")
 
 
 def check_summary(f, ranks, measured):
@@ -171,6 +219,7 @@ def check_run(run):
                                             f"expected {warmup} warm-up + {measured} measured")
     timings = check_timings(run, iterations, ranks, warmup)
     check_raw_data(run, iterations, ranks)
+    check_measurements(run, iterations, ranks, sampled=True)
     table = check_summary(run, ranks, measured)
     check_step_is_sum_of_phases(timings)
     check_step_median(timings, table, warmup)
@@ -194,6 +243,16 @@ def check_study(f, run_ranks):
            "an efficiency lies outside its confidence interval")
     dataset(f, "study/straggler_rank", np.int64, (points,))
     dataset(f, "study/straggler_host", h5py.string_dtype(), (points,))
+    dataset(f, "study/threads", np.int64, (points,))
+    dataset(f, "study/repeat", np.int64, (points,))
+    spread = f.get("study_repeats")
+    expect(isinstance(spread, h5py.Group), "group /study_repeats is missing")
+    configurations = spread["ranks"].shape[0]
+    repeats = dataset(f, "study_repeats/repeats", np.int64, (configurations,))[()]
+    expect(repeats.sum() == points, "/study_repeats/repeats do not add up to the runs")
+    failed = f.get("failed_points")
+    expect(isinstance(failed, h5py.Group), "group /failed_points is missing")
+    expect(failed["reason"].shape == failed["ranks"].shape, "/failed_points columns differ")
 
 
 def check(path):

@@ -1,5 +1,6 @@
 // The results file: a full round trip through HDF5, and the promise never to clobber an existing
 // file or leave a half-written one under the final name.
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -34,8 +35,8 @@ class ResultsFile : public ::testing::Test {
 
   static RunRecord sample_record() {
     RunRecord record;
-    record.configuration = {"fcn:4,3,2", "FCN", "4-3-2, sigmoid", 23, 138.0, 8, 1, 2, 2, "mpi",
-                            "cpu", 99, 0.05, 0.9, "strong", 2.5, true};
+    record.configuration = {"fcn:4,3,2", "FCN", "4-3-2, sigmoid", 23, 138.0, 8, 1, 2, 2, 1,
+                            "mpi", "cpu", 99, 0.05, 0.9, "strong", 2.5, true};
     record.environment = {"0.1.0", "abc123", "dlscale --model fcn:4,3,2", "2026-11-22T12:00:00Z",
                           "Open MPI v4.1.4", "OpenBLAS", "Test CPU",
                           {{"gpu_name", "Test GPU"}, {"cudnn", "9.14.0"}}, 51234.5,
@@ -49,7 +50,15 @@ class ResultsFile : public ::testing::Test {
     for (int i = 0; i < 3 * 2 * 3; ++i) record.layer_backward_seconds.push_back(1e-4 * i);
     record.buckets = {{2, 2, 32}, {0, 0, 60}};
     record.parameter_fingerprints = {0xfedcba9876543210ULL, 0xfedcba9876543210ULL};
-    record.peak_resident_bytes = {1ULL << 33, 123456789};
+    // One measurement of each shape; rank 1 could not measure the per-rank one.
+    record.measurements = {
+        {"peak_resident_bytes", "bytes", "peak RSS", results::MeasurementShape::per_rank,
+         results::Headline::peak, {"", ""}, {"", "no getrusage here"}, {}, {{8589934592.0}, {}}},
+        {"iteration_end_seconds", "seconds", "ends", results::MeasurementShape::per_iteration,
+         results::Headline::none, {"", ""}, {"", ""}, {}, {{0.1, 0.2, 0.3}, {0.15, 0.25, 0.35}}},
+        {"host_cpu_utilisation_percent", "%", "host CPU", results::MeasurementShape::time_series,
+         results::Headline::mean, {"node-a", "node-b"}, {"", ""}, {{0.0, 0.5}, {0.01}},
+         {{50.0, 75.0}, {99.0}}}};
     record.local_ranks = {0, 0};
     record.environment.inter_host_ring_hops = 2;
     record.environment.slurm = {"4242", "study", "node[1-2]", "1(x2)", "2", "3"};
@@ -127,7 +136,20 @@ TEST_F(ResultsFile, RoundTripRestoresEveryField) {
   EXPECT_EQ(read.phase_seconds, written.phase_seconds);
   EXPECT_EQ(read.loss, written.loss);
   EXPECT_EQ(read.parameter_fingerprints, written.parameter_fingerprints);
-  EXPECT_EQ(read.peak_resident_bytes, written.peak_resident_bytes);
+  ASSERT_EQ(read.measurements.size(), written.measurements.size());
+  for (const auto& expected : written.measurements) {
+    const auto found = std::find_if(read.measurements.begin(), read.measurements.end(),
+                                    [&](const auto& m) { return m.name == expected.name; });
+    ASSERT_NE(found, read.measurements.end()) << expected.name << " was not read back";
+    EXPECT_EQ(found->units, expected.units) << expected.name;
+    EXPECT_EQ(found->shape, expected.shape) << expected.name;
+    EXPECT_EQ(found->headline, expected.headline) << expected.name;
+    EXPECT_EQ(found->shared_by, expected.shared_by) << expected.name;
+    EXPECT_EQ(found->absent_reasons, expected.absent_reasons) << expected.name;
+    EXPECT_EQ(found->seconds, expected.seconds) << expected.name;
+    EXPECT_EQ(found->values, expected.values) << expected.name;
+  }
+  EXPECT_EQ(read.configuration.repeat, 1);
   EXPECT_EQ(read.summary.phase_statistics[2].p95, 4);
   EXPECT_EQ(read.summary.throughput_samples_per_second, 1234.5);
   EXPECT_EQ(read.summary.communication_fraction, 0.25);
@@ -135,6 +157,21 @@ TEST_F(ResultsFile, RoundTripRestoresEveryField) {
   EXPECT_EQ(read.summary.gflops_per_rank, written.summary.gflops_per_rank);
   EXPECT_EQ(read.summary.load_imbalance_seconds, written.summary.load_imbalance_seconds);
   EXPECT_TRUE(read.summary.parameters_identical);
+}
+
+TEST_F(ResultsFile, FailedPointsAreKeptWithTheirReasons) {
+  const fs::path path = directory_ / "failed.h5";
+  auto file = sample_file({sample_record()});
+  file.failed_points = {{4, 2, 1, 64, 43, "out of memory (estimate 9.0 GiB > 8.0 GiB available)"},
+                        {2, 1, 0, 64, 42, "diverged at iteration 3 (loss nan)"}};
+  write_results(file, path, false);
+  const auto read = read_results(path);
+  ASSERT_EQ(read.failed_points.size(), 2u);
+  EXPECT_EQ(read.failed_points[0].ranks, 4);
+  EXPECT_EQ(read.failed_points[0].threads, 2);
+  EXPECT_EQ(read.failed_points[0].repeat, 1);
+  EXPECT_EQ(read.failed_points[0].seed, 43u);
+  EXPECT_EQ(read.failed_points[1].reason, "diverged at iteration 3 (loss nan)");
 }
 
 TEST_F(ResultsFile, ExistingFileIsNeverClobberedWithoutOverwrite) {

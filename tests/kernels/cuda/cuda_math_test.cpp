@@ -534,10 +534,13 @@ TYPED_TEST(CudaMathTest, SgdMomentumUpdateMatchesCpu) {
         auto device_gradient = upload(device, gradient);
         auto device_velocity = upload(device, velocity);
         auto device_parameters = upload(device, parameters);
+        DeviceArray<std::int32_t> nonfinite(device, 1);
+        nonfinite.copy_from_host(std::vector<std::int32_t>{0});
         device.math<T>().sgd_momentum_update(count - offset, learning_rate, momentum,
                                              gradient_scale, device_gradient.data() + offset,
                                              device_velocity.data() + offset,
-                                             device_parameters.data() + offset);
+                                             device_parameters.data() + offset, nonfinite.data());
+        EXPECT_EQ(nonfinite.to_host().front(), 0) << "finite gradients raised the flag";
         return Result{download(device, device_velocity), download(device, device_parameters)};
       };
       const Result expected = run(this->cpu());
