@@ -414,7 +414,7 @@ void print_report(const std::vector<ThreadResult>& results, const Options& optio
              "median of {} measured iterations after {} warm-up\n",
              options.measured_iterations, options.warmup_iterations);
   fmt::print("- step GFLOP/s = training_flops_per_sample * batch / median step s (3x forward, "
-             "../shared/workloads.md); ratio = step GFLOP/s / sgemm GFLOP/s\n");
+             "docs/workloads.md); ratio = step GFLOP/s / sgemm GFLOP/s\n");
   fmt::print("- timer overhead = {} clock reads per step x {:.1f} ns per phase-boundary event "
              "(mean of {} calls) / median step\n\n",
              clock_reads_per_step, 1e9 * results.front().lap_seconds, options.timer_calls);

@@ -9,6 +9,7 @@
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
+#include "cli/command_setup.hpp"
 #include "core/errors.hpp"
 
 namespace dlscale::cli {
@@ -46,7 +47,7 @@ po::options_description option_descriptions(CommOptions& options, RawValues& raw
       ("warmup,w", po::value(&raw.warmup)->default_value(defaults.warmup_iterations),
        "warm-up calls per size, checked but not timed into the statistics")
       ("comm", po::value(&options.comm)->default_value(defaults.comm),
-       "allreduce backend, the same one training uses: mpi, mpi-nbc or nccl")
+       "allreduce backend, the same one training uses: mpi, mpi-nbc, mpi-hier or nccl")
       ("device", po::value(&options.device),
        "where the buffers live: cpu, or cuda (each rank's GPU; the default with --comm nccl, "
        "and with --comm mpi it measures staging through the host)");
@@ -139,7 +140,12 @@ CommOptions parse_comm_options(const std::vector<std::string>& arguments) {
   const po::options_description descriptions = option_descriptions(options, raw);
   po::variables_map values;
   try {
-    po::store(po::command_line_parser(arguments).options(descriptions).run(), values);
+    const auto parsed = po::command_line_parser(arguments)
+                            .options(descriptions)
+                            .style(strict_command_line_style())
+                            .run();
+    refuse_stray_arguments(parsed);
+    po::store(parsed, values);
     po::notify(values);
   } catch (const po::error& error) {
     throw UserError(error.what());

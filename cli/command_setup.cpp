@@ -46,13 +46,35 @@ int exit_status_alone(const std::function<int()>& command) {
   }
 }
 
+int strict_command_line_style() {
+  namespace style = boost::program_options::command_line_style;
+  return style::default_style & ~style::allow_guessing;
+}
+
+void refuse_stray_arguments(const boost::program_options::parsed_options& parsed) {
+  namespace po = boost::program_options;
+  const auto strays = po::collect_unrecognized(parsed.options, po::include_positional);
+  if (strays.empty()) return;
+  const bool first_word = !parsed.options.empty() && parsed.options.front().position_key == 0;
+  if (first_word)
+    throw UserError(fmt::format("unknown subcommand '{}' (subcommands: run, comm, report, merge, "
+                                "predict, slurm; see dlscale --help)",
+                                strays.front()));
+  throw UserError(fmt::format("unexpected argument '{}': this command takes options only",
+                              strays.front()));
+}
+
 boost::program_options::variables_map parse_command_line(
     int argc, char** argv, const boost::program_options::options_description& options,
     const boost::program_options::positional_options_description& positional) {
   namespace po = boost::program_options;
   po::variables_map values;
   try {
-    po::store(po::command_line_parser(argc, argv).options(options).positional(positional).run(),
+    po::store(po::command_line_parser(argc, argv)
+                  .options(options)
+                  .positional(positional)
+                  .style(strict_command_line_style())
+                  .run(),
               values);
     po::notify(values);
   } catch (const po::error& error) {

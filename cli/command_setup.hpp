@@ -26,6 +26,14 @@ int exit_status_of(const comm::MpiSession& mpi, const std::function<int()>& comm
 // "dlscale: error: ..." and gives 2, any other failure 1.
 int exit_status_alone(const std::function<int()>& command);
 
+// Boost.Program_options' style for every subcommand, without its guessing of abbreviations: an
+// option must be spelled out, so "--out" is never taken for "--output".
+int strict_command_line_style();
+
+// Throws UserError for words that are neither options nor their values, for a command that takes
+// no positional arguments: the first one may be a mistyped subcommand ("dlscale reprot").
+void refuse_stray_arguments(const boost::program_options::parsed_options& parsed);
+
 // Parses argv (argv[0] is skipped) against `options`, with `positional` arguments; a bad option
 // becomes a UserError naming it.
 boost::program_options::variables_map parse_command_line(

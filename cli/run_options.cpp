@@ -3,12 +3,15 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
+#include "cli/command_setup.hpp"
 #include "cli/count_list.hpp"
 #include "core/errors.hpp"
 #include "worker/slurm_allocation.hpp"
@@ -62,7 +65,9 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
       ("comm", po::value(&options.comm)->default_value(defaults.comm),
        "gradient allreduce backend: mpi (overlapped sums on a communication thread making "
        "blocking calls; GPU buffers are staged through the host), mpi-nbc (overlapped sums "
-       "with MPI_Iallreduce; CPU only) or nccl (GPU buffers, one GPU per rank)");
+       "with MPI_Iallreduce; CPU only), mpi-hier (overlapped hierarchical sums: shared memory "
+       "inside each host, MPI between hosts; the same ranks on every host) or nccl (GPU "
+       "buffers, one GPU per rank)");
 
   po::options_description scaling("Scaling study (one launch, growing groups of ranks)");
   scaling.add_options()
@@ -121,6 +126,24 @@ po::options_description informational_options(std::string& config_path) {
        "read options from FILE, one 'key = value' per line with the long option names; "
        "the command line wins");
   return general;
+}
+
+// The text of a --config file: a regular file of reasonable size, read whole, so a device or a
+// huge file cannot grow the process without bound.
+std::string read_config_file(const std::string& path) {
+  constexpr std::uintmax_t largest_config_bytes = 1 << 20;
+  std::error_code error;
+  const auto status = std::filesystem::status(path, error);
+  if (error || !std::filesystem::exists(status))
+    throw UserError(fmt::format("--config: cannot read '{}'", path));
+  if (!std::filesystem::is_regular_file(status))
+    throw UserError(fmt::format("--config: '{}' is not a regular file", path));
+  if (std::filesystem::file_size(path, error) > largest_config_bytes || error)
+    throw UserError(fmt::format("--config: '{}' is larger than 1 MiB; a config file holds "
+                                "'key = value' lines", path));
+  std::ifstream file(path);
+  if (!file) throw UserError(fmt::format("--config: cannot read '{}'", path));
+  return {std::istreambuf_iterator<char>(file), {}};
 }
 
 int positive(long long value, const char* option) {
@@ -192,12 +215,19 @@ RunOptions parse_run_options(const std::vector<std::string>& arguments) {
   visible.add(informational_options(config_path)).add(option_descriptions(options, raw));
   po::variables_map values;
   try {
-    po::store(po::command_line_parser(arguments).options(visible).run(), values);
+    const auto parsed = po::command_line_parser(arguments)
+                            .options(visible)
+                            .style(strict_command_line_style())
+                            .run();
+    refuse_stray_arguments(parsed);
+    po::store(parsed, values);
     if (values.count("config")) {
-      const std::string path = values["config"].as<std::string>();
-      std::ifstream file(path);
-      if (!file) throw UserError(fmt::format("--config: cannot read '{}'", path));
-      po::store(po::parse_config_file(file, visible), values);
+      std::istringstream file(read_config_file(values["config"].as<std::string>()));
+      const auto from_file = po::parse_config_file(file, visible);
+      for (const auto& option : from_file.options)
+        if (option.string_key == "config")
+          throw UserError("--config: a config file cannot name another with 'config ='");
+      po::store(from_file, values);
     }
     po::notify(values);
   } catch (const po::error& error) {

@@ -150,7 +150,11 @@ int slurm_command(int argc, char** argv) {
   return exit_status_alone([&] {
     po::variables_map values;
     try {
-      const auto parsed = po::command_line_parser(argc, argv).options(visible).allow_unregistered().run();
+      const auto parsed = po::command_line_parser(argc, argv)
+                              .options(visible)
+                              .style(strict_command_line_style())
+                              .allow_unregistered()
+                              .run();
       po::store(parsed, values);
       po::notify(values);
       options.dlscale_options = po::collect_unrecognized(parsed.options, po::include_positional);

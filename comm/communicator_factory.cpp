@@ -11,7 +11,9 @@
 
 namespace dlscale::comm {
 
-std::vector<std::string> communicator_backends() { return {"mpi", "mpi-nbc", "nccl"}; }
+std::vector<std::string> communicator_backends() {
+  return {"mpi", "mpi-nbc", "mpi-hier", "nccl"};
+}
 
 void check_backend(const std::string& backend, const std::string& device_name) {
   require_choice("--comm", "backend", backend, communicator_backends());
@@ -34,9 +36,10 @@ std::unique_ptr<GradientCommunicator> make_gradient_communicator(const std::stri
     return std::make_unique<NcclGradientCommunicator>(group,
                                                       dynamic_cast<kernels::CudaDevice&>(device));
 #endif
-  return std::make_unique<MpiGradientCommunicator>(
-      group, device,
-      backend == "mpi" ? BackgroundSums::blocking_calls : BackgroundSums::nonblocking_collectives);
+  const BackgroundSums background = backend == "mpi-nbc"    ? BackgroundSums::nonblocking_collectives
+                                    : backend == "mpi-hier" ? BackgroundSums::hierarchical
+                                                            : BackgroundSums::blocking_calls;
+  return std::make_unique<MpiGradientCommunicator>(group, device, background);
 }
 
 }  // namespace dlscale::comm

@@ -31,6 +31,17 @@ MpiGradientCommunicator::MpiGradientCommunicator(MPI_Comm parent, kernels::Devic
   DLSCALE_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
   DLSCALE_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
   DLSCALE_MPI_CHECK(MPI_Comm_size(comm_, &size_));
+  if (background == BackgroundSums::hierarchical)
+    hierarchical_ = std::make_unique<HierarchicalAllreduce>(comm_);
+}
+
+std::string MpiGradientCommunicator::backend_name() const {
+  switch (background_) {
+    case BackgroundSums::blocking_calls: return "mpi";
+    case BackgroundSums::nonblocking_collectives: return "mpi-nbc";
+    case BackgroundSums::hierarchical: return "mpi-hier";
+  }
+  return "mpi";
 }
 
 MpiGradientCommunicator::~MpiGradientCommunicator() {
@@ -53,10 +64,14 @@ int MpiGradientCommunicator::sum_in_pieces(std::span<float> values, std::size_t 
     host = staging_;
   }
   int status = MPI_SUCCESS;
-  for (std::size_t offset = 0; offset < host.size() && status == MPI_SUCCESS;
-       offset += piece_count) {
-    const auto count = int(std::min(piece_count, host.size() - offset));
-    status = MPI_Allreduce(MPI_IN_PLACE, host.data() + offset, count, MPI_FLOAT, MPI_SUM, comm_);
+  if (hierarchical_) {
+    status = hierarchical_->run(host.data(), host.size());
+  } else {
+    for (std::size_t offset = 0; offset < host.size() && status == MPI_SUCCESS;
+         offset += piece_count) {
+      const auto count = int(std::min(piece_count, host.size() - offset));
+      status = MPI_Allreduce(MPI_IN_PLACE, host.data() + offset, count, MPI_FLOAT, MPI_SUM, comm_);
+    }
   }
   if (status == MPI_SUCCESS && host.data() != values.data())
     device_.copy_to_device(values.data(), host.data(), values.size_bytes());
@@ -113,7 +128,7 @@ void MpiGradientCommunicator::progress_loop() {
           first_start_ = std::chrono::steady_clock::now();
           exchange_started_ = true;  // read by wait_all() only after this sum completes
         }
-        if (background_ == BackgroundSums::blocking_calls) {
+        if (background_ != BackgroundSums::nonblocking_collectives) {
           if (status == MPI_SUCCESS) status = sum_in_pieces(sum.values, background_piece_count);
           continue;
         }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -14,6 +15,7 @@
 #include <mpi.h>
 
 #include "comm/gradient_communicator.hpp"
+#include "comm/hierarchical_allreduce.hpp"
 
 namespace dlscale::comm {
 
@@ -26,6 +28,9 @@ enum class BackgroundSums {
   // Open MPI runs them in libnbc, which summed at a third of the blocking rate here
   // (docs/performance.md), so this is the comparison, not the default.
   nonblocking_collectives,
+  // Blocking calls of dlscale's hierarchical allreduce (backend "mpi-hier"): shared memory
+  // inside each host, MPI between hosts (comm/hierarchical_allreduce.hpp).
+  hierarchical,
 };
 
 class MpiGradientCommunicator final : public GradientCommunicator {
@@ -38,9 +43,7 @@ class MpiGradientCommunicator final : public GradientCommunicator {
   MpiGradientCommunicator(const MpiGradientCommunicator&) = delete;
   MpiGradientCommunicator& operator=(const MpiGradientCommunicator&) = delete;
 
-  std::string backend_name() const override {
-    return background_ == BackgroundSums::blocking_calls ? "mpi" : "mpi-nbc";
-  }
+  std::string backend_name() const override;
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
@@ -60,6 +63,7 @@ class MpiGradientCommunicator final : public GradientCommunicator {
   void progress_loop();
 
   kernels::Device& device_;
+  std::unique_ptr<HierarchicalAllreduce> hierarchical_;  // for BackgroundSums::hierarchical
   std::vector<float> staging_;  // host copy of a device buffer being summed
 
   BackgroundSums background_;

@@ -1,4 +1,4 @@
-// Metric definitions (see ../shared/workloads.md and docs/results-format.md):
+// Metric definitions (see docs/workloads.md and docs/results-format.md):
 //  - phase statistics: over all (measured iteration, rank) samples;
 //  - throughput: global samples / sum over iterations of the slowest rank's step;
 //  - communication fraction: total allreduce time / total step time, over all ranks;

@@ -1,6 +1,6 @@
 // Rank 0's analysis across runs: speedup, efficiency with confidence intervals, the Karp-Flatt
 // serial fraction, and where the lost efficiency went. Definitions: docs/results-format.md,
-// section /study, after ../shared/workloads.md.
+// section /study, after docs/workloads.md.
 #pragma once
 
 #include <string>

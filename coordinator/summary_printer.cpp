@@ -37,7 +37,7 @@ std::string format_summary(const results::RunRecord& record) {
                  config.comm_backend);
   fmt::format_to(line, "device          {}", environment.cpu_model);
   for (const auto& [name, value] : environment.device_properties)
-    if (name == "cuda_driver" || name == "cudnn" || name == "precision")
+    if (name == "cuda_driver" || name == "cudnn" || name == "precision" || name == "onednn_isa")
       fmt::format_to(line, ", {} {}", name, value);
   fmt::format_to(line, "\n\n");
 
@@ -63,7 +63,7 @@ std::string format_summary(const results::RunRecord& record) {
   fmt::format_to(line, "compute         {:.2f} GFLOP/s per rank (mean; slowest rank {} at {:.2f})",
                  mean_gflops, std::distance(summary.gflops_per_rank.begin(), slowest), *slowest);
   if (environment.device_gemm_gflops > 0)
-    fmt::format_to(line, ": {:.1f}% of the {:.0f} GFLOP/s GEMM measured on this device",
+    fmt::format_to(line, ": {:.1f}% of the {:.0f} GFLOP/s float GEMM measured on this device",
                    100 * mean_gflops / environment.device_gemm_gflops,
                    environment.device_gemm_gflops);
   fmt::format_to(line, "\n");

@@ -43,6 +43,9 @@ constexpr double sgd_momentum = 0.9;           // the benchmark's optimizer, fix
 constexpr int distinct_batches_per_rank = 8;   // cycled through; made before training
 constexpr std::uint64_t synthetic_data_bytes_per_rank = std::uint64_t(1) << 30;
 constexpr int gpu_gemm_order = 8192;           // the yardstick GEMM: 1.1 TFLOP, long enough to time
+// On a CPU: 2.1 GFLOP, 6 of them in well under a second at the rates of current cores, and large
+// enough that the GEMM runs at its full rate.
+constexpr int cpu_gemm_order = 1024;
 
 // The CUDA ordinal the device drew, for NVML; -1 on a device that names none.
 int gpu_index_of(const kernels::Device& device) {
@@ -118,6 +121,12 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
       *run.network, std::size_t(plan.bucket_mb * (1 << 20)), plan.overlap);
   const auto samplers =
       worker::make_samplers({plan.sample_interval_seconds, gpu_index_of(device)});
+  // A CPU rank's yardstick: the float GEMM rate of one rank at this point's thread count,
+  // measured by rank 0 while the others wait asleep (so they leave it the cores).
+  double cpu_gemm_gflops = 0;
+  if (device.memory_is_host() && host_group.rank() == 0)
+    cpu_gemm_gflops = worker::measure_gemm_gflops(device, cpu_gemm_order);
+  comm::quiet_barrier(group);
   host_group.barrier();  // start the clock together
 
   // After every iteration, outside the timed phases: the ranks agree whether to go on, so a
@@ -151,6 +160,7 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
   results::RunEnvironment point_environment = environment;
   point_environment.cpu_model = device.description();
   point_environment.device_properties = device.properties();  // this point's threads
+  if (device.memory_is_host()) point_environment.device_gemm_gflops = cpu_gemm_gflops;
   auto record = coordinator::gather_run(host_group, report, configuration, point_environment);
   if (!record) return record;
   for (const auto& layer : run.network->layers())
@@ -173,8 +183,8 @@ results::RunEnvironment launch_environment(kernels::Device& device, const comm::
   environment.mpi_library_version = comm::mpi_library_version();
   environment.blas = kernels::cpu_blas_description();
   environment.device_properties = device.properties();
-  // GPUs are held against their own GEMM rate, measured here; the CPU's is measured by
-  // dlscale-bench-step, since a long GEMM before every CPU run would cost more than the run.
+  // A GPU is held against its own GEMM rate, measured once here; a CPU's depends on each
+  // point's threads and is measured with the point.
   if (mpi.world_rank() == 0 && !device.memory_is_host())
     environment.device_gemm_gflops = worker::measure_gemm_gflops(device, gpu_gemm_order);
   environment.launch_world_size = mpi.world_size();

@@ -25,7 +25,7 @@ void check_device_name(const std::string& name) {
 #endif
 }
 
-int devices_per_host(const std::string& name) {
+int devices_per_host([[maybe_unused]] const std::string& name) {
 #ifdef DLSCALE_HAVE_CUDA
   if (name == "cuda") return std::max(visible_gpu_count(), 1);
 #endif

@@ -20,7 +20,7 @@ struct LstmGeometry {
   std::size_t parameter_count() const {
     return input_weight_count() + recurrent_weight_count() + 4 * std::size_t(hidden);
   }
-  // 2 * 4h * (x + h) per step, forward (../shared/workloads.md counts 6x for training).
+  // 2 * 4h * (x + h) per step, forward (docs/workloads.md counts 6x for training).
   double forward_flops_per_sample() const {
     return 2.0 * steps * 4.0 * hidden * (double(inputs) + hidden);
   }

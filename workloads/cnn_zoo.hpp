@@ -1,4 +1,4 @@
-// The convolutional networks of ../shared/workloads.md, layer by layer.
+// The convolutional networks of docs/workloads.md, layer by layer.
 #pragma once
 
 #include <memory>

@@ -1,4 +1,4 @@
-// Built-in workloads, with the shapes and CPU batch sizes of ../shared/workloads.md.
+// Built-in workloads, with the shapes and CPU batch sizes of docs/workloads.md.
 #include "workloads/workload_registry.hpp"
 
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-// CPU kernels. GEMMs go to OpenBLAS; the element-wise work is written out here, parallelised with
+// CPU kernels. Float GEMMs go to oneDNN's matmul, double ones to OpenBLAS; the element-wise work is written out here, parallelised with
 // OpenMP over the same thread count, because it is a few percent of a step and needs no library.
 #include "kernels/cpu/cpu_device.hpp"
 
@@ -20,6 +20,7 @@
 #include "kernels/cpu/dnnl_check.hpp"
 #include "kernels/cpu/dnnl_image_kernels.hpp"
 #include "kernels/cpu/dnnl_lstm_kernel.hpp"
+#include "kernels/cpu/dnnl_matmul.hpp"
 
 namespace dlscale::kernels {
 
@@ -36,11 +37,14 @@ CBLAS_TRANSPOSE to_cblas(Transpose transpose) {
 template <typename T>
 class CpuMath final : public MathOps<T> {
  public:
+  // Float GEMMs go to oneDNN's matmul; double ones (the gradient checks) to OpenBLAS.
+  explicit CpuMath(DnnlMatmul* float_matmul = nullptr) : float_matmul_(float_matmul) {}
+
   void gemm(Transpose transpose_a, Transpose transpose_b, int m, int n, int k, T alpha,
             const T* a, int lda, const T* b, int ldb, T beta, T* c, int ldc) override {
     if constexpr (std::is_same_v<T, float>)
-      cblas_sgemm(CblasRowMajor, to_cblas(transpose_a), to_cblas(transpose_b), m, n, k, alpha, a,
-                  lda, b, ldb, beta, c, ldc);
+      float_matmul_->multiply(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                              ldc);
     else
       cblas_dgemm(CblasRowMajor, to_cblas(transpose_a), to_cblas(transpose_b), m, n, k, alpha, a,
                   lda, b, ldb, beta, c, ldc);
@@ -153,6 +157,9 @@ class CpuMath final : public MathOps<T> {
     }
     if (nonfinite != 0) *nonfinite_gradient = 1;
   }
+
+ private:
+  DnnlMatmul* float_matmul_;
 };
 
 class CpuEvent final : public DeviceEvent {
@@ -172,6 +179,31 @@ std::string read_cpu_model() {
   return "unknown CPU";
 }
 
+// The instruction set oneDNN's kernels run on here, by its own name.
+std::string onednn_isa_name() {
+  using isa = dnnl::cpu_isa;
+  switch (dnnl::get_effective_cpu_isa()) {
+    case isa::sse41: return "sse41";
+    case isa::avx: return "avx";
+    case isa::avx2: return "avx2";
+    case isa::avx2_vnni: return "avx2_vnni";
+    case isa::avx512_core: return "avx512_core";
+    case isa::avx512_core_vnni: return "avx512_core_vnni";
+    case isa::avx512_core_bf16: return "avx512_core_bf16";
+    case isa::avx512_core_amx: return "avx512_core_amx";
+    default: return "other (" + std::to_string(int(dnnl::get_effective_cpu_isa())) + ")";
+  }
+}
+
+// Whether /proc/cpuinfo lists this CPU flag (e.g. "avx2").
+bool cpu_has_flag(const std::string& flag) {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line))
+    if (line.rfind("flags", 0) == 0) return (line + " ").find(" " + flag + " ") != std::string::npos;
+  return false;
+}
+
 }  // namespace
 
 CpuDevice::CpuDevice(int compute_threads)
@@ -179,7 +211,8 @@ CpuDevice::CpuDevice(int compute_threads)
       dnnl_engine_(DLSCALE_DNNL_CHECK(dnnl::engine(dnnl::engine::kind::cpu, 0))),
       dnnl_stream_(DLSCALE_DNNL_CHECK(dnnl::stream(dnnl_engine_))),
       image_layouts_(dnnl_engine_),
-      math_float_(std::make_unique<CpuMath<float>>()),
+      float_matmul_(std::make_unique<DnnlMatmul>(dnnl_engine_, dnnl_stream_)),
+      math_float_(std::make_unique<CpuMath<float>>(float_matmul_.get())),
       math_double_(std::make_unique<CpuMath<double>>()) {
   openblas_set_num_threads(compute_threads);
   omp_set_num_threads(compute_threads);
@@ -187,6 +220,16 @@ CpuDevice::CpuDevice(int compute_threads)
   if (compute_threads > 1 && openblas_get_parallel() != openblas_uses_openmp)
     spdlog::warn("this OpenBLAS is not the OpenMP build; its threads and the element-wise "
                  "kernels' OpenMP threads will compete (install libopenblas-openmp-dev)");
+  // The float kernels are oneDNN's, chosen from the CPU's flags; say so if they fell back.
+  static const bool warned = [] {
+    const std::string isa = onednn_isa_name();
+    if (cpu_has_flag("avx2") && (isa == "sse41" || isa == "avx"))
+      spdlog::warn("oneDNN runs generic {} kernels on a CPU with AVX2 (is ONEDNN_MAX_CPU_ISA "
+                   "set?); every GEMM and convolution will be several times slower",
+                   isa);
+    return true;
+  }();
+  (void)warned;
 }
 
 CpuDevice::~CpuDevice() = default;
@@ -199,7 +242,9 @@ DeviceProperties CpuDevice::properties() const {
           {"blas", cpu_blas_description()},
           {"onednn", fmt::format("{}.{}.{}", dnnl_version()->major, dnnl_version()->minor,
                                  dnnl_version()->patch)},
-          {"onednn_image_layout", image_layouts_.native_name()}};
+          {"onednn_image_layout", image_layouts_.native_name()},
+          {"onednn_isa", onednn_isa_name()},
+          {"openblas_core", openblas_get_corename()}};
 }
 
 std::size_t CpuDevice::free_memory_bytes() const { return available_memory_bytes(); }

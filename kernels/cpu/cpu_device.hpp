@@ -8,6 +8,7 @@
 
 #include "kernels/device.hpp"
 #include "kernels/cpu/dnnl_image_layouts.hpp"
+#include "kernels/cpu/dnnl_matmul.hpp"
 
 namespace dlscale::kernels {
 
@@ -58,6 +59,7 @@ class CpuDevice final : public Device {
   dnnl::engine dnnl_engine_;
   dnnl::stream dnnl_stream_;
   DnnlImageLayouts image_layouts_;
+  std::unique_ptr<DnnlMatmul> float_matmul_;
   std::unique_ptr<MathOps<float>> math_float_;
   std::unique_ptr<MathOps<double>> math_double_;
 };

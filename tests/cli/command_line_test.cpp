@@ -44,6 +44,22 @@ TEST_F(CommandLine, UnknownOptionAndUnreadableConfigAreRefused) {
   expect_refused("--config /nonexistent/run.cfg", "/nonexistent/run.cfg");
 }
 
+TEST_F(CommandLine, UnknownSubcommandsStrayWordsAndAbbreviationsAreRefused) {
+  expect_refused("reprot s.h5", "unknown subcommand 'reprot'");
+  expect_refused("frobnicate", "unknown subcommand 'frobnicate'");
+  expect_refused("--model fcn:8,4 extra", "unexpected argument 'extra'");
+  expect_refused("--model fcn:8,4 --iter 3", "--iter");  // no guessing: --iters is meant
+}
+
+TEST_F(CommandLine, ConfigThatIsNotASmallRegularFileIsRefusedAtOnce) {
+  expect_refused("--config /dev/zero", "not a regular file");
+  expect_refused("--config " + directory_.string(), "not a regular file");
+  std::ofstream(directory_ / "nested.cfg") << "config = other.cfg\n";
+  expect_refused("--config nested.cfg", "config =");
+  std::ofstream(directory_ / "huge.cfg") << std::string(2 << 20, '#');
+  expect_refused("--config huge.cfg", "larger than 1 MiB");
+}
+
 TEST_F(CommandLine, UnavailableDeviceOrBackendIsRefused) {
   expect_refused("--device tpu", "--device");
   expect_refused("--comm carrier-pigeon", "--comm");

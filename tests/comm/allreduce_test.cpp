@@ -17,9 +17,10 @@ namespace {
 
 // Rank r contributes (i % 1000) * (r + 1): the exact sum is (i % 1000) * n(n+1)/2, far below
 // 2^24, so every partial sum is an integer that float represents exactly.
-void expect_exact_allreduce(std::size_t count) {
+void expect_exact_allreduce(std::size_t count,
+                            BackgroundSums algorithm = BackgroundSums::blocking_calls) {
   kernels::CpuDevice device(1);
-  MpiGradientCommunicator communicator(MPI_COMM_WORLD, device);
+  MpiGradientCommunicator communicator(MPI_COMM_WORLD, device, algorithm);
   const int n = communicator.size();
   std::vector<float> values(count);
   for (std::size_t i = 0; i < count; ++i) values[i] = float((i % 1000) * (communicator.rank() + 1));
@@ -35,6 +36,20 @@ TEST(MpiAllreduce, SumIsExactForOneValue) { expect_exact_allreduce(1); }
 TEST(MpiAllreduce, SumIsExactForAnOddSizedLargeBuffer) { expect_exact_allreduce(3'000'017); }
 
 TEST(MpiAllreduce, EmptyBufferIsANoOp) { expect_exact_allreduce(0); }
+
+// The hierarchical sum: fewer values than ranks (empty slices), a buffer spanning several
+// shared-memory pieces with a ragged last one, and nothing at all.
+TEST(HierarchicalAllreduce, SumIsExactForOneValue) {
+  expect_exact_allreduce(1, BackgroundSums::hierarchical);
+}
+
+TEST(HierarchicalAllreduce, SumIsExactAcrossSeveralPieces) {
+  expect_exact_allreduce(3'000'017, BackgroundSums::hierarchical);
+}
+
+TEST(HierarchicalAllreduce, EmptyBufferIsANoOp) {
+  expect_exact_allreduce(0, BackgroundSums::hierarchical);
+}
 
 TEST(MpiGather, RootReceivesEveryRanksValuesInOrder) {
   MpiHostGroup communicator(MPI_COMM_WORLD);

@@ -53,9 +53,9 @@ TEST(Convergence, LstmLossFallsOnMarkovSequences) {
 
 TEST(Convergence, CnnLossFallsOnPrototypeImages) {
   const auto workload = workloads::make_workload("alexnet-r");
-  // Seed 4: since the dense layer reads its image in NCHW (the same random weights, permuted),
-  // seed 3 at this learning rate is one of the starts that diverge; 4 and 5 converge.
-  const auto [first, last] = first_and_last_loss(*workload, 16, 0.01f, 80, 4);
+  // At 0.01 some starts diverge, and which ones moved when the float GEMMs moved to oneDNN (other
+  // rounding); at 0.005 over 120 steps seeds 3 and 4 both converge on 1 to 4 ranks.
+  const auto [first, last] = first_and_last_loss(*workload, 16, 0.005f, 120);
   EXPECT_LT(last, 0.5 * first) << "loss went from " << first << " to " << last;
 }
 

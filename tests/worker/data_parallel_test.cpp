@@ -115,13 +115,17 @@ INSTANTIATE_TEST_SUITE_P(
     Exchanges, DataParallel,
     ::testing::Values(Exchange{0, false}, Exchange{0, true}, Exchange{200, true},
                       Exchange{4, true}, Exchange{4, false},
-                      Exchange{200, true, comm::BackgroundSums::nonblocking_collectives}),
+                      Exchange{200, true, comm::BackgroundSums::nonblocking_collectives},
+                      Exchange{200, true, comm::BackgroundSums::hierarchical},
+                      Exchange{0, false, comm::BackgroundSums::hierarchical}),
     [](const auto& info) {
       return (info.param.bucket_bytes == 0 ? std::string("OneBucket")
                                            : "Buckets" + std::to_string(info.param.bucket_bytes)) +
              (info.param.overlap ? "Overlapped" : "AfterBackward") +
              (info.param.background == comm::BackgroundSums::blocking_calls ? ""
-                                                                           : "WithIallreduce");
+              : info.param.background == comm::BackgroundSums::hierarchical
+                  ? "Hierarchical"
+                  : "WithIallreduce");
     });
 
 }  // namespace

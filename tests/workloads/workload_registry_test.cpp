@@ -1,4 +1,4 @@
-// Workload shapes, sizes, spec parsing and synthetic data, against ../shared/workloads.md.
+// Workload shapes, sizes, spec parsing and synthetic data, against docs/workloads.md.
 #include <gtest/gtest.h>
 
 #include <set>

@@ -1,0 +1,106 @@
+// Every rank sums its slice of all the host's copies in slot order, so the host's result is the
+// same bits whichever rank computes which slice; the slice's sum across hosts is one
+// MPI_Allreduce, whose result MPI gives every participant alike.
+#include "comm/hierarchical_allreduce.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "comm/mpi_check.hpp"
+#include "core/errors.hpp"
+
+namespace dlscale::comm {
+
+namespace {
+
+// Each rank's slot in the shared window: 4 MiB. Small enough for a container's /dev/shm with
+// many ranks, large enough that a piece costs far more than its three host barriers.
+constexpr std::size_t slot_bytes = std::size_t(4) << 20;
+
+}  // namespace
+
+HierarchicalAllreduce::HierarchicalAllreduce(MPI_Comm comm) {
+  int rank = 0;
+  DLSCALE_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  DLSCALE_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host_));
+  DLSCALE_MPI_CHECK(MPI_Comm_rank(host_, &host_rank_));
+  DLSCALE_MPI_CHECK(MPI_Comm_size(host_, &host_size_));
+  DLSCALE_MPI_CHECK(MPI_Comm_split(comm, host_rank_, rank, &slice_));
+  DLSCALE_MPI_CHECK(MPI_Comm_size(slice_, &hosts_));
+  int fewest = 0, most = 0;
+  DLSCALE_MPI_CHECK(MPI_Allreduce(&host_size_, &fewest, 1, MPI_INT, MPI_MIN, comm));
+  DLSCALE_MPI_CHECK(MPI_Allreduce(&host_size_, &most, 1, MPI_INT, MPI_MAX, comm));
+  if (fewest != most)
+    throw UserError(fmt::format("--comm mpi-hier needs the same number of ranks on every host, "
+                                "but hosts have between {} and {}; use --comm mpi",
+                                fewest, most));
+  slot_count_ = slot_bytes / sizeof(float);
+  float* mine = nullptr;
+  DLSCALE_MPI_CHECK(MPI_Win_allocate_shared(MPI_Aint(slot_bytes), sizeof(float), MPI_INFO_NULL,
+                                            host_, &mine, &window_));
+  MPI_Aint size = 0;
+  int unit = 0;
+  DLSCALE_MPI_CHECK(MPI_Win_shared_query(window_, 0, &size, &unit, &slots_));
+  // One passive epoch for the window's life; MPI_Win_sync orders the loads and stores.
+  DLSCALE_MPI_CHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, window_));
+  DLSCALE_MPI_CHECK(MPI_Comm_set_errhandler(host_, MPI_ERRORS_RETURN));
+  DLSCALE_MPI_CHECK(MPI_Comm_set_errhandler(slice_, MPI_ERRORS_RETURN));
+}
+
+HierarchicalAllreduce::~HierarchicalAllreduce() {
+  if (window_ != MPI_WIN_NULL) {
+    MPI_Win_unlock_all(window_);
+    MPI_Win_free(&window_);
+  }
+  if (slice_ != MPI_COMM_NULL) MPI_Comm_free(&slice_);
+  if (host_ != MPI_COMM_NULL) MPI_Comm_free(&host_);
+}
+
+int HierarchicalAllreduce::host_barrier() {
+  int status = MPI_Win_sync(window_);
+  if (status == MPI_SUCCESS) status = MPI_Barrier(host_);
+  if (status == MPI_SUCCESS) status = MPI_Win_sync(window_);
+  return status;
+}
+
+int HierarchicalAllreduce::run(float* values, std::size_t count) {
+  int status = MPI_SUCCESS;
+  for (std::size_t offset = 0; offset < count && status == MPI_SUCCESS; offset += slot_count_)
+    status = run_piece(values + offset, std::min(slot_count_, count - offset));
+  return status;
+}
+
+int HierarchicalAllreduce::run_piece(float* values, std::size_t count) {
+  const auto slice_begin = [&](int slice) { return count * std::size_t(slice) / host_size_; };
+  float* my_slot = slots_ + std::size_t(host_rank_) * slot_count_;
+  std::memcpy(my_slot, values, count * sizeof(float));
+  int status = host_barrier();
+  if (status != MPI_SUCCESS) return status;
+
+  // Reduce-scatter: slice host_rank_ of every slot, summed in slot order into my slot.
+  const std::size_t begin = slice_begin(host_rank_), end = slice_begin(host_rank_ + 1);
+  for (std::size_t i = begin; i < end; ++i) {
+    float sum = slots_[i];
+    for (int slot = 1; slot < host_size_; ++slot) sum += slots_[std::size_t(slot) * slot_count_ + i];
+    my_slot[i] = sum;
+  }
+  if (hosts_ > 1 && end > begin)
+    status = MPI_Allreduce(MPI_IN_PLACE, my_slot + begin, int(end - begin), MPI_FLOAT, MPI_SUM,
+                           slice_);
+  // Every rank must reach the barriers, failed or not, so none waits forever.
+  const int published = host_barrier();
+  if (status == MPI_SUCCESS) status = published;
+
+  // Allgather: each slice from the slot of the rank that summed it.
+  for (int slice = 0; slice < host_size_; ++slice) {
+    const std::size_t from = slice_begin(slice), to = slice_begin(slice + 1);
+    std::memcpy(values + from, slots_ + std::size_t(slice) * slot_count_ + from,
+                (to - from) * sizeof(float));
+  }
+  const int read = host_barrier();  // before the next piece overwrites the slots
+  return status == MPI_SUCCESS ? read : status;
+}
+
+}  // namespace dlscale::comm

@@ -1,0 +1,41 @@
+// A hierarchical allreduce of host floats, as NCCL and Horovod build one: the ranks of a host sum
+// through one MPI-3 shared-memory window (each rank sums its slice of every rank's copy: a
+// reduce-scatter with no messages), each slice is summed across hosts by the ranks that own it
+// (one MPI_Allreduce per slice, all hosts' owners of slice j together), and every rank then reads
+// the summed slices back (an allgather, again through shared memory).
+// Constructed once per communicator, like a gloo algorithm; run() per buffer.
+#pragma once
+
+#include <cstddef>
+
+#include <mpi.h>
+
+namespace dlscale::comm {
+
+class HierarchicalAllreduce {
+ public:
+  // Collective over `comm`. Throws UserError when the hosts hold different numbers of its ranks
+  // (each host's slices must line up), LibraryError when the window cannot be made.
+  explicit HierarchicalAllreduce(MPI_Comm comm);
+  ~HierarchicalAllreduce();
+  HierarchicalAllreduce(const HierarchicalAllreduce&) = delete;
+  HierarchicalAllreduce& operator=(const HierarchicalAllreduce&) = delete;
+
+  // Sums `count` floats in place across every rank of the communicator; the same bits on every
+  // rank. Collective. Returns an MPI error code (MPI_SUCCESS), for the communication thread to
+  // report. Buffers larger than the window go through in pieces.
+  int run(float* values, std::size_t count);
+
+ private:
+  int run_piece(float* values, std::size_t count);
+  int host_barrier();
+
+  MPI_Comm host_ = MPI_COMM_NULL;   // this host's ranks
+  MPI_Comm slice_ = MPI_COMM_NULL;  // the ranks with this host index, one per host
+  int host_rank_ = 0, host_size_ = 1, hosts_ = 1;
+  MPI_Win window_ = MPI_WIN_NULL;
+  float* slots_ = nullptr;  // host_size_ slots of slot_count_ floats, one written by each rank
+  std::size_t slot_count_ = 0;
+};
+
+}  // namespace dlscale::comm

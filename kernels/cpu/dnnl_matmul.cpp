@@ -1,0 +1,58 @@
+// One matmul primitive per GEMM shape: a training step repeats the same few shapes, so after the
+// first step every GEMM is a map lookup and an execute.
+#include "kernels/cpu/dnnl_matmul.hpp"
+
+#include "kernels/cpu/dnnl_check.hpp"
+
+namespace dlscale::kernels {
+
+namespace {
+
+using tag_dims = dnnl::memory::dims;
+
+// A row-major rows x cols matrix with leading dimension ld, or its transpose stored that way.
+dnnl::memory::desc matrix(int rows, int cols, int ld, bool transposed) {
+  const tag_dims strides = transposed ? tag_dims{1, ld} : tag_dims{ld, 1};
+  return dnnl::memory::desc({rows, cols}, dnnl::memory::data_type::f32, strides);
+}
+
+}  // namespace
+
+DnnlMatmul::DnnlMatmul(const dnnl::engine& engine, dnnl::stream& stream)
+    : engine_(engine), stream_(stream) {}
+
+const DnnlMatmul::Prepared& DnnlMatmul::prepared(const Shape& shape) {
+  const auto found = primitives_.find(shape);
+  if (found != primitives_.end()) return found->second;
+  const auto [transpose_a, transpose_b, m, n, k, lda, ldb, ldc, alpha, beta] = shape;
+  Prepared made{{}, matrix(m, k, lda, transpose_a), matrix(k, n, ldb, transpose_b),
+                matrix(m, n, ldc, false)};
+  dnnl::primitive_attr attributes;
+  if (alpha != 1.0f) attributes.set_output_scales(0, {alpha});
+  if (beta != 0.0f) {
+    dnnl::post_ops sum;
+    sum.append_sum(beta);
+    attributes.set_post_ops(sum);
+  }
+  const dnnl::matmul::primitive_desc description = DLSCALE_DNNL_CHECK(dnnl::matmul::primitive_desc(
+      dnnl::matmul::desc(made.a, made.b, made.c), attributes, engine_));
+  made.primitive = DLSCALE_DNNL_CHECK(dnnl::matmul(description));
+  return primitives_.emplace(shape, std::move(made)).first->second;
+}
+
+void DnnlMatmul::multiply(Transpose transpose_a, Transpose transpose_b, int m, int n, int k,
+                          float alpha, const float* a, int lda, const float* b, int ldb,
+                          float beta, float* c, int ldc) {
+  if (m == 0 || n == 0) return;
+  const Prepared& p = prepared({transpose_a == Transpose::yes, transpose_b == Transpose::yes, m, n,
+                                k, lda, ldb, ldc, alpha, beta});
+  // oneDNN reads its inputs through non-const handles; it does not write them.
+  dnnl::memory a_memory(p.a, engine_, const_cast<float*>(a));
+  dnnl::memory b_memory(p.b, engine_, const_cast<float*>(b));
+  dnnl::memory c_memory(p.c, engine_, c);
+  DLSCALE_DNNL_CHECK(p.primitive.execute(
+      stream_, {{DNNL_ARG_SRC, a_memory}, {DNNL_ARG_WEIGHTS, b_memory}, {DNNL_ARG_DST, c_memory}}));
+  stream_.wait();
+}
+
+}  // namespace dlscale::kernels

@@ -1,0 +1,39 @@
+// Float GEMMs on oneDNN's matmul. oneDNN picks its kernel from the CPU's feature flags (AVX2,
+// AVX-512, AMX) at run time, so a CPU newer than the library still gets vector kernels, where
+// OpenBLAS 0.3.21 picks its kernel from CPU model numbers and falls back to generic code on
+// models it does not know (docs/performance.md measures the difference).
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <tuple>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "kernels/device.hpp"
+
+namespace dlscale::kernels {
+
+class DnnlMatmul {
+ public:
+  DnnlMatmul(const dnnl::engine& engine, dnnl::stream& stream);
+
+  // c[m x n] = alpha * op(a) * op(b) + beta * c, row-major with leading dimensions, as
+  // MathOps::gemm. The primitive for each shape is made once and kept.
+  void multiply(Transpose transpose_a, Transpose transpose_b, int m, int n, int k, float alpha,
+                const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
+
+ private:
+  using Shape = std::tuple<bool, bool, int, int, int, int, int, int, float, float>;
+  struct Prepared {
+    dnnl::matmul primitive;
+    dnnl::memory::desc a, b, c;
+  };
+  const Prepared& prepared(const Shape& shape);
+
+  dnnl::engine engine_;
+  dnnl::stream& stream_;
+  std::map<Shape, Prepared> primitives_;
+};
+
+}  // namespace dlscale::kernels
