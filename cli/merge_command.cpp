@@ -127,7 +127,8 @@ int merge_command(int argc, char** argv) {
     merged.failed_points = std::move(failed_points);
     fmt::print("{}", coordinator::format_study(*merged.study, merged.failed_points));
     results::write_results(merged, output, overwrite);
-    fmt::print("merged {} runs from {} files into {}\n", merged.runs.size(), inputs.size(), output);
+    fmt::print("merged {} run{} from {} files into {}\n", merged.runs.size(),
+               merged.runs.size() == 1 ? "" : "s", inputs.size(), output);
     return 0;
   });
 }

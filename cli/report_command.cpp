@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "cli/data_files.hpp"
+
 namespace dlscale::cli {
 
 namespace {
@@ -22,10 +24,8 @@ std::string setting(const char* environment_name, const std::string& built_in) {
 }
 
 std::string report_script() {
-  const std::filesystem::path installed = DLSCALE_REPORT_SCRIPT_INSTALLED;
-  return setting("DLSCALE_REPORT_SCRIPT", std::filesystem::exists(installed)
-                                              ? installed.string()
-                                              : std::string(DLSCALE_REPORT_SCRIPT_SOURCE));
+  return setting("DLSCALE_REPORT_SCRIPT",
+                 data_file("dlscale_report.py", "report/dlscale_report.py").string());
 }
 
 }  // namespace

@@ -83,6 +83,12 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
   plan.schedule = {options.warmup_iterations, options.measured_iterations};
   kernels::check_device_name(options.device);
   comm::check_backend(options.comm, options.device);
+  const int logical_cpus = logical_cpu_count();
+  if (options.threads.back() > logical_cpus && !options.oversubscribe)
+    throw UserError(fmt::format("--threads {}: more than the {} logical CPUs of {}; threads "
+                                "beyond the cores only slow every rank down (add "
+                                "--oversubscribe to measure it anyway)",
+                                options.threads.back(), logical_cpus, host_name()));
   plan.device_name = options.device;
   plan.device_settings = {options.threads.front(), precision_of(options.precision),
                           placement.local_rank};

@@ -56,6 +56,8 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
        "compute threads per rank (OpenBLAS and OpenMP), or a list (1,2,4,8) to measure each "
        "in this launch; keep ranks x threads <= physical cores. Inside a Slurm job the "
        "default is SLURM_CPUS_PER_TASK")
+      ("oversubscribe", po::bool_switch(&options.oversubscribe),
+       "allow --threads above this host's logical CPUs (refused otherwise)")
       ("device", po::value(&options.device)->default_value(defaults.device),
        "where each rank computes: cpu, or cuda (GPU local_rank % visible GPUs; cuBLAS, cuDNN, "
        "and each step captured once as a CUDA graph and replayed)")

@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/command_setup.hpp"
+#include "cli/data_files.hpp"
 #include "cli/run_options.hpp"
 #include "core/errors.hpp"
 #include "results/output_file.hpp"
@@ -38,9 +39,7 @@ struct SlurmOptions {
 
 // The installed copy of a slurm/ script, or this source tree's.
 std::filesystem::path slurm_script(const std::string& name) {
-  const std::filesystem::path installed = std::filesystem::path(DLSCALE_SLURM_DIR_INSTALLED) / name;
-  return std::filesystem::exists(installed) ? installed
-                                            : std::filesystem::path(DLSCALE_SLURM_DIR_SOURCE) / name;
+  return data_file("slurm/" + name, "slurm/" + name);
 }
 
 // Refuses anything but `pattern`; the message names the option and what is allowed.

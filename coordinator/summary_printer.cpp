@@ -2,6 +2,7 @@
 #include "coordinator/summary_printer.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 
 #include <fmt/format.h>
@@ -32,8 +33,9 @@ std::string format_summary(const results::RunRecord& record) {
                  with_thousands_separators(config.parameter_count), record.ranks, record.ranks == 1 ? "" : "s",
                  environment.node_count, environment.node_count == 1 ? "" : "s", config.device,
                  config.threads_per_rank);
-  fmt::format_to(line, "batch {}/rank, {} measured iterations after {} warm-up, comm {}\n",
-                 config.batch_per_rank, config.measured_iterations, config.warmup_iterations,
+  fmt::format_to(line, "batch {}/rank, {} measured iteration{} after {} warm-up, comm {}\n",
+                 config.batch_per_rank, config.measured_iterations,
+                 config.measured_iterations == 1 ? "" : "s", config.warmup_iterations,
                  config.comm_backend);
   fmt::format_to(line, "device          {}", environment.cpu_model);
   for (const auto& [name, value] : environment.device_properties)
@@ -67,13 +69,16 @@ std::string format_summary(const results::RunRecord& record) {
                    100 * mean_gflops / environment.device_gemm_gflops,
                    environment.device_gemm_gflops);
   fmt::format_to(line, "\n");
-  fmt::format_to(line, "communication   {:.1f}% of step time exposed; {:.1f} MB in {} bucket{}{}, "
-                       "{:.3f} ms first start to last done: algbw {:.2f} GB/s, busbw {:.2f} GB/s\n",
-                 summary.communication_fraction * 100, summary.allreduce_bytes / 1e6,
-                 record.buckets.size(), record.buckets.size() == 1 ? "" : "s",
-                 config.overlap ? " overlapped with backward" : " after backward",
-                 summary.allreduce_seconds * 1e3, summary.allreduce_algbw_gbps,
-                 summary.allreduce_busbw_gbps);
+  if (record.ranks == 1)
+    fmt::format_to(line, "communication   none: one rank has no gradients to sum\n");
+  else
+    fmt::format_to(line, "communication   {:.1f}% of step time exposed; {:.1f} MB in {} bucket{}{}, "
+                         "{:.3f} ms first start to last done: algbw {:.2f} GB/s, busbw {:.2f} GB/s\n",
+                   summary.communication_fraction * 100, summary.allreduce_bytes / 1e6,
+                   record.buckets.size(), record.buckets.size() == 1 ? "" : "s",
+                   config.overlap ? " overlapped with backward" : " after backward",
+                   summary.allreduce_seconds * 1e3, summary.allreduce_algbw_gbps,
+                   summary.allreduce_busbw_gbps);
   fmt::format_to(line, "load imbalance  {:.3f} ms median, {:.3f} ms max (max - min compute across ranks)\n",
                  imbalance[imbalance.size() / 2] * 1e3, imbalance.back() * 1e3);
   const std::size_t last_iteration = std::size_t(record.iterations - 1) * record.ranks;
@@ -109,8 +114,11 @@ std::string format_summary(const results::RunRecord& record) {
     }
     fmt::format_to(line, " ({} {})\n", m.sources, m.sources == 1 ? "source" : "sources");
   }
-  fmt::format_to(line, "parameters      {} on all {} ranks after the last step\n",
-                 summary.parameters_identical ? "bit-identical" : "DIFFERENT", record.ranks);
+  if (record.ranks == 1)
+    fmt::format_to(line, "parameters      one rank: no replicas to compare\n");
+  else
+    fmt::format_to(line, "parameters      {} on all {} ranks after the last step\n",
+                   summary.parameters_identical ? "bit-identical" : "DIFFERENT", record.ranks);
   return out;
 }
 
@@ -154,13 +162,16 @@ std::string format_study(const results::StudySummary& study,
     for (const auto& [name, joules] : p.energy_joules_per_sample)
       energy += fmt::format(" {:>12.4g}", joules);
     fmt::format_to(line,
-                   "{} {:>10.2f} {:>12.1f} {:>8.2f} {:>6.1f}% [{:>4.0f},{:>4.0f}] {:>10.3f} "
-                   "{:>6.1f}% {:>8.1f}% {:>6.1f}%{}  rank {} on {}\n",
+                   "{} {:>10.2f} {:>12.1f} {:>8.2f} {:>6.1f}% [{:>4.0f},{:>4.0f}] {:>10} "
+                   "{:>6.1f}% {:>8.1f}% {:>6.1f}%{}  {}\n",
                    key_columns(p.ranks, p.threads, p.repeat), p.iteration_seconds * 1e3,
                    p.throughput_samples_per_second, p.speedup, p.efficiency * 100,
-                   p.efficiency_ci_low * 100, p.efficiency_ci_high * 100, p.karp_flatt,
+                   p.efficiency_ci_low * 100, p.efficiency_ci_high * 100,
+                   std::isnan(p.karp_flatt) ? "-" : fmt::format("{:.3f}", p.karp_flatt),
                    p.gap_communication * 100, p.gap_load_imbalance * 100, p.gap_other * 100,
-                   energy, p.straggler_rank, p.straggler_host);
+                   energy,
+                   p.ranks == 1 ? "-"
+                                : fmt::format("rank {} on {}", p.straggler_rank, p.straggler_host));
   }
   for (const auto& f : failed_points)
     fmt::format_to(line, "{} {:>10}  {}\n", key_columns(f.ranks, f.threads, f.repeat), "-",

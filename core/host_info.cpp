@@ -51,6 +51,8 @@ std::uint64_t available_memory_bytes() {
   return available;
 }
 
+int logical_cpu_count() { return std::max(1, int(sysconf(_SC_NPROCESSORS_ONLN))); }
+
 int physical_core_count() {
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::set<std::pair<std::string, std::string>> cores;  // (physical id, core id)
@@ -64,7 +66,7 @@ int physical_core_count() {
     if (key == "core id") cores.emplace(package, value);
   }
   if (!cores.empty()) return int(cores.size());
-  return std::max(1, int(sysconf(_SC_NPROCESSORS_ONLN)));
+  return logical_cpu_count();
 }
 
 std::uint64_t peak_resident_bytes() {

@@ -11,6 +11,9 @@ std::string host_name();
 // Memory this host can still give: MemAvailable, or less if a cgroup (a Slurm job, say) caps it.
 std::uint64_t available_memory_bytes();
 
+// Logical CPUs online on this host.
+int logical_cpu_count();
+
 // Distinct physical cores (core id per package in /proc/cpuinfo); the logical CPUs online where
 // /proc/cpuinfo does not say.
 int physical_core_count();

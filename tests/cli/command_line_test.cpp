@@ -51,6 +51,11 @@ TEST_F(CommandLine, UnknownSubcommandsStrayWordsAndAbbreviationsAreRefused) {
   expect_refused("--model fcn:8,4 --iter 3", "--iter");  // no guessing: --iters is meant
 }
 
+TEST_F(CommandLine, MoreThreadsThanLogicalCpusNeedOversubscribe) {
+  expect_refused("--model fcn:8,4 --threads 1024", "--oversubscribe");
+  expect_refused("--model fcn:8,4 --threads 1,1024", "logical CPUs");
+}
+
 TEST_F(CommandLine, ConfigThatIsNotASmallRegularFileIsRefusedAtOnce) {
   expect_refused("--config /dev/zero", "not a regular file");
   expect_refused("--config " + directory_.string(), "not a regular file");
@@ -125,7 +130,7 @@ TEST_F(CommandLine, WeakSweepRunsEveryPointInOneLaunchAndOneFile) {
       "--out sweep.h5");
   for (int r = 0; r < ranks; ++r) EXPECT_EQ(outcome.rank_exit_codes[r], 0) << "rank " << r;
   EXPECT_TRUE(outcome.error_lines.empty());
-  EXPECT_NE(outcome.stdout_text.find("bit-identical on all 1 ranks"), std::string::npos);
+  EXPECT_NE(outcome.stdout_text.find("one rank: no replicas to compare"), std::string::npos);
   EXPECT_NE(outcome.stdout_text.find("bit-identical on all 2 ranks"), std::string::npos);
   EXPECT_NE(outcome.stdout_text.find("weak scaling against 1 rank"), std::string::npos)
       << outcome.stdout_text;
