@@ -1,7 +1,11 @@
 // Reads the layout written by writer.cpp.
 #include "results/reader.hpp"
 
+#include <cmath>
+#include <new>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/errors.hpp"
 #include "results/hdf5_io.hpp"
@@ -10,6 +14,33 @@
 namespace dlscale::results {
 
 namespace {
+
+// Bounds that no real run comes near, so a damaged count cannot size an allocation.
+constexpr long long most_ranks = 1 << 20;
+constexpr long long most_iterations = 10'000'000;
+constexpr hsize_t most_layers = 100'000;
+
+[[noreturn]] void damaged(const std::string& what) {
+  throw UserError("damaged results file: " + what);
+}
+
+// Checks a dataset's shape before it is read, so a damaged file can neither make the reader
+// allocate whatever it declares nor leave an entry unread.
+void require_shape(hid_t parent, const char* name, const std::vector<hsize_t>& expected) {
+  const auto shape = hdf5::dataset_shape(hdf5::open_dataset(parent, name));
+  if (shape == expected) return;
+  const auto dims = [](const std::vector<hsize_t>& s) { return fmt::format("{}", fmt::join(s, " x ")); };
+  damaged(fmt::format("dataset '{}' has shape [{}], expected [{}]", name, dims(shape),
+                      dims(expected)));
+}
+
+// The length of a one-dimensional dataset, at most `largest`.
+hsize_t require_length(hid_t parent, const char* name, hsize_t largest) {
+  const auto shape = hdf5::dataset_shape(hdf5::open_dataset(parent, name));
+  if (shape.size() != 1 || shape[0] > largest)
+    damaged(fmt::format("dataset '{}' is not a list of at most {} entries", name, largest));
+  return shape[0];
+}
 
 void read_run_attributes(hid_t file, RunRecord& record, long long version) {
   using namespace hdf5;
@@ -31,15 +62,22 @@ void read_run_attributes(hid_t file, RunRecord& record, long long version) {
     env.device_gemm_gflops = read_double_attribute(file, schema::device_gemm_gflops);
   env.node_count = int(read_integer_attribute(file, schema::node_count));
   env.ranks_per_node = int(read_integer_attribute(file, schema::ranks_per_node));
-  record.ranks = int(read_integer_attribute(file, schema::world_size));
+  const long long world_size = read_integer_attribute(file, schema::world_size);
+  if (world_size < 1 || world_size > most_ranks)
+    damaged(fmt::format("world_size is {}", world_size));
+  record.ranks = int(world_size);
   config.model = read_string_attribute(file, schema::model);
   config.model_family = read_string_attribute(file, schema::model_family);
   config.model_description = read_string_attribute(file, schema::model_description);
   config.parameter_count = std::uint64_t(read_integer_attribute(file, schema::parameter_count));
   config.training_flops_per_sample = read_double_attribute(file, schema::training_flops_per_sample);
   config.batch_per_rank = int(read_integer_attribute(file, schema::batch_per_rank));
-  config.warmup_iterations = int(read_integer_attribute(file, schema::warmup_iterations));
-  config.measured_iterations = int(read_integer_attribute(file, schema::measured_iterations));
+  const long long warmup = read_integer_attribute(file, schema::warmup_iterations);
+  const long long measured = read_integer_attribute(file, schema::measured_iterations);
+  if (warmup < 0 || measured < 1 || warmup + measured > most_iterations)
+    damaged(fmt::format("{} warm-up and {} measured iterations", warmup, measured));
+  config.warmup_iterations = int(warmup);
+  config.measured_iterations = int(measured);
   config.threads_per_rank = int(read_integer_attribute(file, schema::threads_per_rank));
   if (has_attribute(file, schema::repeat))  // schema 3
     config.repeat = int(read_integer_attribute(file, schema::repeat));
@@ -84,20 +122,37 @@ MeasurementRecord peak_memory_measurement(const std::vector<std::uint64_t>& byte
 
 void read_raw_data(hid_t file, RunRecord& record) {
   using namespace hdf5;
+  const auto ranks = hsize_t(record.ranks);
+  const auto iterations =
+      hsize_t(record.configuration.warmup_iterations + record.configuration.measured_iterations);
+  record.iterations = int(iterations);
+  require_shape(file, schema::timings, {iterations, ranks, phase_count});
   record.phase_seconds = read_double_dataset(file, schema::timings);
-  record.iterations = int(dataset_shape(open_dataset(file, schema::timings)).front());
+  for (const double seconds : record.phase_seconds)
+    if (!std::isfinite(seconds) || seconds < 0)
+      damaged(fmt::format("timings hold {} s", seconds));
+  require_shape(file, schema::loss, {iterations, ranks});
   record.loss = read_double_dataset(file, schema::loss);
   const Hdf5Handle ranks_group = open_group(file, schema::ranks_group);
+  require_shape(ranks_group, schema::host, {ranks});
   record.environment.rank_hosts = read_string_dataset(ranks_group, schema::host);
+  require_shape(ranks_group, schema::parameter_fingerprint, {ranks});
   record.parameter_fingerprints = read_uint64_dataset(ranks_group, schema::parameter_fingerprint);
-  if (has_child(ranks_group, schema::peak_resident_bytes))  // schema 1 and 2
+  if (has_child(ranks_group, schema::peak_resident_bytes)) {  // schema 1 and 2
+    require_shape(ranks_group, schema::peak_resident_bytes, {ranks});
     record.measurements.push_back(peak_memory_measurement(
         read_uint64_dataset(ranks_group, schema::peak_resident_bytes)));
+  }
   if (!has_child(file, schema::communication_seconds)) return;  // schema 1
 
+  require_shape(ranks_group, schema::local_rank, {ranks});
   record.local_ranks = read_uint64_dataset(ranks_group, schema::local_rank);
+  require_shape(file, schema::communication_seconds, {iterations, ranks});
   record.communication_seconds = read_double_dataset(file, schema::communication_seconds);
   const Hdf5Handle layers_group = open_group(file, schema::layers_group);
+  const hsize_t layers = require_length(layers_group, schema::kind, most_layers);
+  require_shape(layers_group, schema::parameter_count_per_layer, {layers});
+  require_shape(layers_group, schema::backward_seconds, {iterations, ranks, layers});
   const auto kinds = read_string_dataset(layers_group, schema::kind);
   const auto layer_parameters =
       read_int64_dataset(layers_group, schema::parameter_count_per_layer);
@@ -105,6 +160,9 @@ void read_raw_data(hid_t file, RunRecord& record) {
     record.layers.push_back({kinds[i], std::uint64_t(layer_parameters.at(i))});
   record.layer_backward_seconds = read_double_dataset(layers_group, schema::backward_seconds);
   const Hdf5Handle buckets_group = open_group(file, schema::buckets_group);
+  const hsize_t buckets = require_length(buckets_group, schema::first_layer, layers);
+  require_shape(buckets_group, schema::last_layer, {buckets});
+  require_shape(buckets_group, schema::bytes, {buckets});
   const auto first = read_int64_dataset(buckets_group, schema::first_layer);
   const auto last = read_int64_dataset(buckets_group, schema::last_layer);
   const auto bytes = read_double_dataset(buckets_group, schema::bytes);
@@ -116,7 +174,7 @@ void read_measurements(hid_t file, RunRecord& record) {
   using namespace hdf5;
   if (!has_child(file, schema::measurements_group)) return;  // before schema 3
   const Hdf5Handle group = open_group(file, schema::measurements_group);
-  const auto ranks = std::size_t(record.ranks);
+  const auto ranks = hsize_t(record.ranks);
   for (const std::string& name : child_names(group)) {
     const Hdf5Handle series = open_group(group, name.c_str());
     MeasurementRecord measurement;
@@ -127,26 +185,36 @@ void read_measurements(hid_t file, RunRecord& record) {
       measurement.shape = shape_from_name(read_string_attribute(series, schema::shape));
       measurement.headline = headline_from_name(read_string_attribute(series, schema::headline));
     } catch (const std::invalid_argument& error) {
-      throw UserError(fmt::format("damaged results file: measurement '{}': {}", name, error.what()));
+      damaged(fmt::format("measurement '{}': {}", name, error.what()));
+    }
+    require_shape(series, schema::shared_by, {ranks});
+    require_shape(series, schema::absent_reason, {ranks});
+    switch (measurement.shape) {
+      case MeasurementShape::per_rank: require_shape(series, schema::value, {ranks}); break;
+      case MeasurementShape::per_iteration:
+        require_shape(series, schema::value, {hsize_t(record.iterations), ranks});
+        break;
+      case MeasurementShape::time_series: {
+        // Samples every 10 ms for a day on every rank is far beyond any real run.
+        const hsize_t samples = require_length(series, schema::value, ranks * 10'000'000);
+        require_shape(series, schema::rank, {samples});
+        require_shape(series, schema::seconds, {samples});
+        break;
+      }
     }
     measurement.shared_by = read_string_dataset(series, schema::shared_by);
     measurement.absent_reasons = read_string_dataset(series, schema::absent_reason);
     const std::vector<double> values = read_double_dataset(series, schema::value);
-    if (measurement.shared_by.size() != ranks || measurement.absent_reasons.size() != ranks)
-      throw UserError(fmt::format("damaged results file: measurement '{}' does not have {} ranks",
-                                  name, ranks));
     measurement.values.resize(ranks);
     measurement.seconds.resize(measurement.shape == MeasurementShape::time_series ? ranks : 0);
     const auto measured = [&](std::size_t r) { return measurement.absent_reasons[r].empty(); };
     switch (measurement.shape) {
       case MeasurementShape::per_rank:
-        if (values.size() != ranks) throw UserError(fmt::format("damaged results file: measurement '{}' has {} values for {} ranks", name, values.size(), ranks));
         for (std::size_t r = 0; r < ranks; ++r)
           if (measured(r)) measurement.values[r] = {values[r]};
         break;
       case MeasurementShape::per_iteration: {
         const auto iterations = std::size_t(record.iterations);
-        if (values.size() != iterations * ranks) throw UserError(fmt::format("damaged results file: measurement '{}' has {} values for {} iterations of {} ranks", name, values.size(), iterations, ranks));
         for (std::size_t r = 0; r < ranks; ++r)
           if (measured(r))
             for (std::size_t i = 0; i < iterations; ++i)
@@ -156,9 +224,9 @@ void read_measurements(hid_t file, RunRecord& record) {
       case MeasurementShape::time_series: {
         const auto sample_ranks = read_int64_dataset(series, schema::rank);
         const auto seconds = read_double_dataset(series, schema::seconds);
-        if (sample_ranks.size() != values.size() || seconds.size() != values.size()) throw UserError(fmt::format("damaged results file: measurement '{}' has columns of different lengths", name));
         for (std::size_t k = 0; k < values.size(); ++k) {
-          if (sample_ranks[k] < 0 || std::size_t(sample_ranks[k]) >= ranks) throw UserError(fmt::format("damaged results file: measurement '{}' names rank {}", name, sample_ranks[k]));
+          if (sample_ranks[k] < 0 || hsize_t(sample_ranks[k]) >= ranks)
+            damaged(fmt::format("measurement '{}' names rank {}", name, sample_ranks[k]));
           measurement.seconds[sample_ranks[k]].push_back(seconds[k]);
           measurement.values[sample_ranks[k]].push_back(values[k]);
         }
@@ -173,6 +241,10 @@ void read_summary(hid_t file, RunRecord& record) {
   using namespace hdf5;
   auto& summary = record.summary;
   const Hdf5Handle group = open_group(file, schema::summary_group);
+  require_shape(group, schema::phase_statistics, {phase_count, statistic_names.size()});
+  require_shape(group, schema::gflops_per_rank, {hsize_t(record.ranks)});
+  require_shape(group, schema::load_imbalance_seconds,
+                {hsize_t(record.configuration.measured_iterations)});
   const std::vector<double> table = read_double_dataset(group, schema::phase_statistics);
   for (std::size_t p = 0; p < phase_count; ++p) {
     const double* row = table.data() + p * statistic_names.size();
@@ -202,16 +274,16 @@ RunRecord read_run(hid_t group, long long version) {
 std::vector<FailedPoint> read_failed_points(hid_t file) {
   using namespace hdf5;
   const Hdf5Handle group = open_group(file, schema::failed_points_group);
+  const hsize_t count = require_length(group, schema::ranks, hsize_t(most_ranks));
+  for (const char* column : {schema::threads, schema::repeat, schema::batch_per_rank_column,
+                             schema::seed_column, schema::reason})
+    require_shape(group, column, {count});
   const auto ranks = read_int64_dataset(group, schema::ranks);
   const auto threads = read_int64_dataset(group, schema::threads);
   const auto repeats = read_int64_dataset(group, schema::repeat);
   const auto batches = read_int64_dataset(group, schema::batch_per_rank_column);
   const auto seeds = read_uint64_dataset(group, schema::seed_column);
   const auto reasons = read_string_dataset(group, schema::reason);
-  const std::size_t count = ranks.size();
-  if (threads.size() != count || repeats.size() != count || batches.size() != count ||
-      seeds.size() != count || reasons.size() != count)
-    throw UserError("damaged results file: the columns of /failed_points differ in length");
   std::vector<FailedPoint> failed;
   for (std::size_t k = 0; k < count; ++k)
     failed.push_back({int(ranks[k]), int(threads[k]), int(repeats[k]), int(batches[k]), seeds[k],
@@ -240,7 +312,30 @@ OpenedResultsFile open_results_file(const std::filesystem::path& path) {
   return opened;
 }
 
+namespace {
+ResultsFile read_whole_file(const std::filesystem::path& path);
+}  // namespace
+
 ResultsFile read_results(const std::filesystem::path& path) {
+  // Whatever fails while reading a file that opened as a dlscale file is the file's doing.
+  try {
+    return read_whole_file(path);
+  } catch (const UserError& error) {
+    const std::string message = error.what();
+    const std::string prefix = "damaged results file: ";
+    if (message.rfind(prefix, 0) != 0) throw;
+    throw UserError(prefix + path.string() + ": " + message.substr(prefix.size()));
+  } catch (const LibraryError& error) {
+    throw UserError(fmt::format("damaged results file: {}: {}", path.string(), error.what()));
+  } catch (const std::bad_alloc&) {
+    throw UserError(fmt::format("damaged results file: {}: it declares more data than fits in "
+                                "memory", path.string()));
+  }
+}
+
+namespace {
+
+ResultsFile read_whole_file(const std::filesystem::path& path) {
   const OpenedResultsFile opened = open_results_file(path);
   const hid_t file = opened.file;
   const long long version = opened.version;
@@ -264,5 +359,7 @@ ResultsFile read_results(const std::filesystem::path& path) {
         read_run(hdf5::open_group(runs, run_group_name(std::size_t(index)).c_str()), version));
   return results;
 }
+
+}  // namespace
 
 }  // namespace dlscale::results

@@ -1,14 +1,16 @@
-// The results file: a full round trip through HDF5, and the promise never to clobber an existing
-// file or leave a half-written one under the final name.
-#include <algorithm>
+// The results file: a full round trip through HDF5, the promise never to clobber an existing file
+// or leave a half-written one under the final name, and damaged files refused in one line.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "core/errors.hpp"
+#include "results/hdf5_io.hpp"
 #include "results/output_file.hpp"
 #include "results/reader.hpp"
 #include "results/writer.hpp"
@@ -172,6 +174,47 @@ TEST_F(ResultsFile, FailedPointsAreKeptWithTheirReasons) {
   EXPECT_EQ(read.failed_points[0].repeat, 1);
   EXPECT_EQ(read.failed_points[0].seed, 43u);
   EXPECT_EQ(read.failed_points[1].reason, "diverged at iteration 3 (loss nan)");
+}
+
+// A file whose numbers contradict each other is refused in one line naming the file, before the
+// reader allocates what the damage declares.
+TEST_F(ResultsFile, DamagedFilesAreRefusedInOneLine) {
+  const auto damage = [&](const std::string& name, const std::function<void(hid_t run)>& edit) {
+    const fs::path path = directory_ / (name + ".h5");
+    write_results(sample_file({sample_record()}), path, false);
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    const hid_t run = H5Gopen2(file, "runs/run_000", H5P_DEFAULT);
+    edit(run);
+    H5Gclose(run);
+    H5Fclose(file);
+    try {
+      read_results(path);
+      ADD_FAILURE() << name << ": read without complaint";
+    } catch (const UserError& error) {
+      const std::string message = error.what();
+      EXPECT_EQ(message.rfind("damaged results file: " + path.string(), 0), 0u) << message;
+      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    }
+  };
+  const auto set_integer = [](hid_t object, const char* name, long long value) {
+    H5Adelete(object, name);
+    results::hdf5::write_attribute(object, name, value);
+  };
+  damage("zero-ranks", [&](hid_t run) { set_integer(run, "world_size", 0); });
+  damage("huge-ranks", [&](hid_t run) { set_integer(run, "world_size", 1LL << 40); });
+  damage("more-iterations", [&](hid_t run) { set_integer(run, "measured_iterations", 1000); });
+  damage("negative-time", [&](hid_t run) {
+    const hid_t timings = H5Dopen2(run, "timings", H5P_DEFAULT);
+    std::vector<double> values(3 * 2 * phase_count, -1.0);
+    H5Dwrite(timings, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
+    H5Dclose(timings);
+  });
+  damage("short-gflops", [&](hid_t run) {
+    H5Ldelete(run, "summary/gflops_per_rank", H5P_DEFAULT);
+    const hid_t summary = H5Gopen2(run, "summary", H5P_DEFAULT);
+    results::hdf5::write_dataset(summary, "gflops_per_rank", std::vector<double>{1.0}, {1});
+    H5Gclose(summary);
+  });
 }
 
 TEST_F(ResultsFile, ExistingFileIsNeverClobberedWithoutOverwrite) {
