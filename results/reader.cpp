@@ -128,9 +128,13 @@ void read_raw_data(hid_t file, RunRecord& record) {
   record.iterations = int(iterations);
   require_shape(file, schema::timings, {iterations, ranks, phase_count});
   record.phase_seconds = read_double_dataset(file, schema::timings);
-  for (const double seconds : record.phase_seconds)
-    if (!std::isfinite(seconds) || seconds < 0)
-      damaged(fmt::format("timings hold {} s", seconds));
+  for (std::size_t k = 0; k < record.phase_seconds.size(); ++k) {
+    const double seconds = record.phase_seconds[k];
+    // Every phase takes zero or more seconds; a whole step always takes some.
+    const bool step = k % phase_count == index_of(Phase::step);
+    if (!std::isfinite(seconds) || seconds < 0 || (step && seconds == 0))
+      damaged(fmt::format("timings hold a {} of {} s", phase_names[k % phase_count], seconds));
+  }
   require_shape(file, schema::loss, {iterations, ranks});
   record.loss = read_double_dataset(file, schema::loss);
   const Hdf5Handle ranks_group = open_group(file, schema::ranks_group);

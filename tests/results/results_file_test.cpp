@@ -209,6 +209,12 @@ TEST_F(ResultsFile, DamagedFilesAreRefusedInOneLine) {
     H5Dwrite(timings, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
     H5Dclose(timings);
   });
+  damage("zero-steps", [&](hid_t run) {
+    const hid_t timings = H5Dopen2(run, "timings", H5P_DEFAULT);
+    std::vector<double> values(3 * 2 * phase_count, 0.0);
+    H5Dwrite(timings, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
+    H5Dclose(timings);
+  });
   damage("short-gflops", [&](hid_t run) {
     H5Ldelete(run, "summary/gflops_per_rank", H5P_DEFAULT);
     const hid_t summary = H5Gopen2(run, "summary", H5P_DEFAULT);
