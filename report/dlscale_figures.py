@@ -3,21 +3,26 @@
 # against threads, the spread across repeats, median phase times per step, per-rank heatmaps of
 # step and compute time, each run's resources over time, and allreduce bus bandwidth against
 # message size. Each title names the model, the scaling mode and the host count; docs/report.md
-# explains how to read each figure.
+# explains how to read each figure. Every text from a results file (titles, host and run names)
+# is drawn as printable, literal text.
 import io
+import warnings
 
 import matplotlib
 import numpy as np
 import pandas as pd
 
 matplotlib.use("Agg")  # PNG files only: never needs a display
+matplotlib.rcParams["text.parse_math"] = False  # a '$' in a model or host name is just a '$'
+# A name in a script the font lacks is drawn as boxes; that is no reason for a warning on stderr.
+warnings.filterwarnings("ignore", message="Glyph .* missing from", category=UserWarning)
 import matplotlib.pyplot as plt  # noqa: E402 - must follow the backend choice
 from matplotlib.ticker import (FixedLocator, FuncFormatter, LogFormatter, MaxNLocator,  # noqa: E402
                                NullFormatter, NullLocator, ScalarFormatter)
 
 from dlscale_results import (COMM_LINE_INTERCEPT, COMM_LINE_SLOPE, COMM_BUSBW_P50, COMM_BUSBW_P95,  # noqa: E402
                              COMM_BYTES, COMM_RANKS, PHASES, PREDICTED_EFFICIENCY, STUDY_REPEAT,
-                             STUDY_THREADS, human_bytes, plural)
+                             STUDY_THREADS, human_bytes, plural, printable)
 
 FIGURE_NOTES = {
     "efficiency": "Parallel efficiency E(n) with 95% bootstrap intervals; 1 is ideal. The gap "
@@ -213,7 +218,7 @@ def phases_figure(results):
     unit, scale = time_unit(medians["step"].max())
     labels = [plural(run.ranks, "rank") for run in results.runs]
     if len(set(labels)) < len(labels):  # repeated rank counts: tell the runs apart
-        labels = [f"{label}\n{run.name}" for label, run in zip(labels, results.runs)]
+        labels = [f"{label}\n{printable(run.name)}" for label, run in zip(labels, results.runs)]
     fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(labels) + 2.5), 4.2))
     bottom = np.zeros(len(labels))
     names = {"allreduce": "allreduce (exposed)"}
@@ -248,12 +253,13 @@ def heatmap_figure(results, run):
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     if run.ranks <= 16:
         axes[0].set_yticks(range(run.ranks))
-        axes[0].set_yticklabels([f"{r} {h}" for r, h in enumerate(run.hosts)] if run.hosts
+        axes[0].set_yticklabels([f"{r} {printable(h)}" for r, h in enumerate(run.hosts)]
+                                if run.hosts
                                 else list(range(run.ranks)))
     else:
         axes[0].yaxis.set_major_locator(MaxNLocator(integer=True))
     axes[0].set_ylabel("rank")
-    fig.suptitle(f"Per-rank times of {run.name}: {results.describe(run)}")
+    fig.suptitle(f"Per-rank times of {printable(run.name)}: {results.describe(run)}")
     return fig
 
 
@@ -298,9 +304,10 @@ def resources_figure(results, run, panels):
             points = table[table["rank"] == rank]
             key = measurement.shared_by[rank]
             ax.plot(points["seconds"], points["value"] / scale, "-", linewidth=1.2,
-                    marker="." if len(points) < 60 else None, label=key or f"rank {rank}")
+                    marker="." if len(points) < 60 else None,
+                    label=printable(key) if key else f"rank {rank}")
         ax.set_ylim(0, max(105, ax.get_ylim()[1]) if units == "%" else ax.get_ylim()[1] * 1.05)
-        ax.set_ylabel(f"{label}\n({units})")
+        ax.set_ylabel(f"{label}\n({printable(units)})")
         ax.grid(True, alpha=0.3)
         handles, labels = ax.get_legend_handles_labels()
         if len(sources) > LEGEND_LINES:  # keep the shading's entries, drop the lines'
@@ -312,7 +319,7 @@ def resources_figure(results, run, panels):
                       fontsize="small")
     axes[-1, 0].set_xlabel("run clock (s since the start barrier)")
     axes[-1, 0].set_xlim(left=0)
-    fig.suptitle(f"Resources over time of {run.name}: {results.describe(run)}")
+    fig.suptitle(f"Resources over time of {printable(run.name)}: {results.describe(run)}")
     return fig
 
 
@@ -332,7 +339,7 @@ def allreduce_figure(results, training):
         alpha = results.comm_attrs.get(COMM_LINE_INTERCEPT)
         beta = results.comm_attrs.get(COMM_LINE_SLOPE)
         ranks = results.comm_attrs.get(COMM_RANKS)
-        if alpha is not None and beta and ranks:
+        if alpha is not None and np.isfinite(alpha) and beta is not None and beta > 0 and ranks:
             # The fit t = alpha + beta * bytes, as bus bandwidth like the measured points.
             fitted = comm[COMM_BYTES] / (alpha + beta * comm[COMM_BYTES]) / 1e9
             ax.plot(comm[COMM_BYTES], fitted * 2 * (ranks - 1) / ranks, "--", color="black",
@@ -342,7 +349,7 @@ def allreduce_figure(results, training):
               for run in training]
     many = len(set(labels)) < len(labels)
     if many:  # repeats or thread counts: tell the runs apart, in a legend beside the axes
-        labels = [f"{label} ({run.name}, {plural(run.threads, 'thread')}/rank)"
+        labels = [f"{label} ({printable(run.name)}, {plural(run.threads, 'thread')}/rank)"
                   for label, run in zip(labels, training)]
     for run, label in zip(training, labels):
         ax.plot(run.summary["allreduce_bytes"], run.summary["allreduce_busbw_gbps"], "D",
@@ -403,7 +410,9 @@ def figures(results):
             add(f"resources_{run.name}", FIGURE_NOTES["resources"],
                 resources_figure(results, run, panels))
     # Training runs alone are worth a figure when there are two rank counts to compare.
-    training = [run for run in results.runs if run.ranks > 1 and "allreduce_bytes" in run.summary]
+    training = [run for run in results.runs
+                if run.ranks > 1 and run.summary.get("allreduce_bytes", 0) > 0
+                and "allreduce_busbw_gbps" in run.summary]
     if has_sweep(results) or len(training) >= 2:
         add("allreduce", FIGURE_NOTES["allreduce"], allreduce_figure(results, training))
     return pngs

@@ -11,7 +11,9 @@ import base64
 import html
 import json
 import os
+import re
 import shlex
+import stat
 import subprocess
 import sys
 import tempfile
@@ -28,9 +30,9 @@ try:
                                  COMM_BUSBW_P95, COMM_BYTES, COMM_RANKS, COMM_SECONDS_P50,
                                  COMM_SECONDS_P95, MEASUREMENT_COLUMNS, PHASES,
                                  PREDICTED_EFFICIENCY, STUDY_REPEAT, STUDY_THREADS, ReportError,
-                                 decoded, human_bytes, load_results_file, plural)
+                                 decoded, human_bytes, load_results_file, plural, printable)
 except ImportError as missing:
-    sys.exit(f"dlscale report: error: {sys.executable} cannot import {missing.name}; "
+    sys.exit(f"dlscale: error: {sys.executable} cannot import {missing.name}; "
              f"install {DEPENDENCIES}")
 
 EXAMPLES = """\
@@ -38,6 +40,7 @@ examples:
   dlscale report sweep.h5                      print the run and scaling tables
   dlscale report sweep.h5 --html sweep.html    one page with tables and figures, to open anywhere
   dlscale report a.h5 b.h5 --csv tables/ --json tables.json --figures figures/
+  dlscale report sweep.h5 --json - | jq .study  the tables as JSON on standard output
   dlscale report sweep.h5 --network 1.5GB/s,30us --html sweep.html   with predicted efficiency
 
 The run table has one row per run (medians over measured iterations and ranks, and the headline
@@ -243,7 +246,8 @@ def comm_heading(results):
 
 
 def header_lines(results):
-    """Provenance, as (label, value) pairs for the text and HTML headers; unknowns left out."""
+    """Provenance, as (label, value) pairs for the text and HTML headers; unknowns left out.
+    Values from the file are made printable: a model name cannot carry terminal escapes."""
     def known(name):
         return results.first(name, None)
     lines = []
@@ -277,7 +281,7 @@ def header_lines(results):
                                        "below)"))
     for reason, names in not_measured(results).items():
         lines.append(("not measured", f"{', '.join(names)}: {reason}"))
-    return lines
+    return [(label, printable(value)) for label, value in lines]
 
 
 def not_measured(results):
@@ -292,8 +296,18 @@ def not_measured(results):
     return reasons
 
 
+def printable_table(table):
+    """The display table with every text from the file (run and host names, failure reasons,
+    measurement names in the headers) made printable."""
+    table = table.rename(columns=printable)
+    for name in table.columns[table.dtypes == object]:
+        table[name] = table[name].map(lambda v: printable(v) if isinstance(v, str) else v)
+    return table
+
+
 def sections(results):
-    """(heading, display table) for each table the file has, in the order shown."""
+    """(heading, display table) for each table the file has, in the order shown; the tables'
+    texts are printable."""
     parts = []
     if results.runs:
         parts.append(("Runs (times are medians over measured iterations and all ranks; CPU, "
@@ -314,11 +328,11 @@ def sections(results):
                       "slowest repeat)", repeats_display(results)))
     if results.comm is not None:
         parts.append((comm_heading(results), comm_display(results.comm)))
-    return parts
+    return [(heading, printable_table(table)) for heading, table in parts]
 
 
 def text_report(results):
-    lines = [f"== {results.path}: {results.describe()} =="]
+    lines = [f"== {printable(results.path)}: {results.describe()} =="]
     lines += [f"{label}: {value}" for label, value in header_lines(results)]
     for heading, table in sections(results):
         lines += ["", heading + ":", table.to_string(index=False)]
@@ -376,12 +390,13 @@ code { background: #f3f3f3; }
 
 def html_page(all_results, all_figures, command_line):
     esc = html.escape
-    title = "dlscale report: " + ", ".join(sorted({str(r.first("model", "allreduce sweep"))
+    title = "dlscale report: " + ", ".join(sorted({printable(r.first("model", "allreduce sweep"))
                                                    for r in all_results}))
     body = [f"<h1>{esc(title)}</h1>",
-            f"<p>Made by <code>{esc(command_line)}</code>.</p>"]
+            f"<p>Made by <code>{esc(printable(command_line))}</code>.</p>"]
     for results, pngs in zip(all_results, all_figures):
-        body.append(f"<section><h2>{esc(results.path)}: {esc(results.describe())}</h2>")
+        body.append(f"<section><h2>{esc(printable(results.path))}: {esc(results.describe())}"
+                    "</h2>")
         body.append('<table class="meta">' + "".join(
             f"<tr><th>{esc(label)}</th><td>{esc(str(value))}</td></tr>"
             for label, value in header_lines(results)) + "</table>")
@@ -401,45 +416,139 @@ def html_page(all_results, all_figures, command_line):
 
 
 # ---- output ------------------------------------------------------------------------------------
+# Like every dlscale command, the report writes only where it is told: into directories that
+# exist, to names that are regular files or new. It never replaces or writes through a device
+# (/dev/full), a pipe or a symbolic link (which could point anywhere).
 
-def write_atomically(path, data):
-    """Write under a temporary name beside path, then rename, so path is never left partial."""
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        handle, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.partial-",
-                                             dir=directory)
-    except OSError as error:
-        raise ReportError(f"{path}: cannot write ({error.strerror})") from None
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data.encode("utf-8") if isinstance(data, str) else data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes 0600; give the usual permissions
-        os.replace(temporary, path)
-    except OSError as error:
-        os.unlink(temporary)
-        raise ReportError(f"{path}: cannot write ({error.strerror})") from None
+STANDARD_OUTPUT = "-"  # --json -: the JSON on standard output, instead of the tables
 
 
-def output_directory(path):
-    if os.path.exists(path) and not os.path.isdir(path):
-        raise ReportError(f"{path}: exists and is not a directory")
+def probe_directory(option, directory):
+    """Creates and removes a file in directory: the only test that holds for root, ACLs and
+    read-only mounts alike."""
     try:
-        os.makedirs(path, exist_ok=True)
+        handle, probe = tempfile.mkstemp(prefix=".dlscale-report-probe-", dir=directory)
+        os.close(handle)
+        os.unlink(probe)
     except OSError as error:
-        raise ReportError(f"{path}: cannot create directory ({error.strerror})") from None
+        raise ReportError(f"{option}: cannot write in directory '{directory}': "
+                          f"{error.strerror}") from None
+
+
+def check_output_directory(option, path):
+    """--csv DIR and --figures DIR: an existing directory, not a link to one."""
+    try:
+        status = os.lstat(path.rstrip("/") or "/")
+    except FileNotFoundError:
+        raise ReportError(f"{option}: directory '{path}' does not exist") from None
+    except OSError as error:
+        raise ReportError(f"{option}: '{path}': {error.strerror}") from None
+    if stat.S_ISLNK(status.st_mode):
+        raise ReportError(f"{option}: '{path}' is a symbolic link")
+    if not stat.S_ISDIR(status.st_mode):
+        raise ReportError(f"{option}: '{path}' is not a directory")
+    probe_directory(option, path)
     return path
 
 
-def output_file(path):
-    """Checks up front that path can be written, so a bad one fails before any work is shown."""
-    directory = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise ReportError(f"{path}: is a directory")
+def check_output_file(option, path, probe=True):
+    """--json FILE, --html FILE and each file written into a --csv or --figures directory: new
+    or a regular file, in a directory that exists."""
+    if not os.path.basename(path):
+        raise ReportError(f"{option}: '{path}' is not a file name")
+    try:
+        status = os.lstat(path)
+    except FileNotFoundError:
+        status = None
+    except OSError as error:
+        raise ReportError(f"{option}: '{path}': {error.strerror}") from None
+    if status is not None and stat.S_ISLNK(status.st_mode):
+        raise ReportError(f"{option}: '{path}' is a symbolic link")
+    if status is not None and not stat.S_ISREG(status.st_mode):
+        raise ReportError(f"{option}: '{path}' is not a regular file")
+    directory = os.path.dirname(path) or "."
     if not os.path.isdir(directory):
-        raise ReportError(f"{path}: cannot write (no directory {directory})")
+        raise ReportError(f"{option}: directory '{directory}' does not exist")
+    if probe:
+        probe_directory(option, directory)
     return path
+
+
+def check_distinct(outputs, inputs):
+    """No output replaces an input file or another output."""
+    seen = {}
+    for option, path, _ in outputs:
+        for input_path in inputs:
+            if os.path.exists(path) and os.path.samefile(path, input_path):
+                raise ReportError(f"{option}: '{path}' is the input file '{input_path}'")
+        key = os.path.realpath(path)
+        if key in seen:
+            raise ReportError(f"{option}: '{path}' is also the {seen[key]} output")
+        seen[key] = option
+
+
+def write_all(outputs):
+    """Writes each (option, path, contents) under a temporary name beside path, and only when all
+    are complete renames them into place: a failed write (a full disk, a file size limit) leaves
+    none of them behind, partial or whole."""
+    staged = []  # (temporary, path)
+    try:
+        for option, path, data in outputs:
+            try:
+                handle, temporary = tempfile.mkstemp(
+                    prefix=f".{os.path.basename(path)}.partial-", dir=os.path.dirname(path) or ".")
+            except OSError as error:
+                raise ReportError(f"{option}: cannot write '{path}': {error.strerror}") from None
+            staged.append((temporary, path))
+            try:
+                with os.fdopen(handle, "wb") as out:
+                    # surrogateescape: a path given in bytes that are not UTF-8 (in the `file`
+                    # column) is written back as those bytes.
+                    out.write(data.encode("utf-8", "surrogateescape")
+                              if isinstance(data, str) else data)
+                umask = os.umask(0)
+                os.umask(umask)
+                os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes 0600; the usual permissions
+            except OSError as error:
+                raise ReportError(f"{option}: cannot write '{path}': {error.strerror}") from None
+        while staged:
+            temporary, path = staged[0]
+            try:
+                os.replace(temporary, path)
+            except OSError as error:
+                raise ReportError(f"cannot write '{path}': {error.strerror}") from None
+            staged.pop(0)
+    finally:
+        for temporary, _ in staged:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+
+
+def file_stems(prefix, stems):
+    """Figure file names, 'PREFIXSTEM.png', from stems that hold run names: characters other than
+    letters, digits, '.', '_', '+' and '-' become '_', and a name made twice gets a number."""
+    names = []
+    for stem in stems:
+        base = re.sub(r"[^A-Za-z0-9._+-]", "_", f"{prefix}{stem}")[:200].lstrip(".") or "figure"
+        name, count = base, 1
+        while name in names:
+            count += 1
+            name = f"{base}-{count}"
+        names.append(name)
+    return [f"{name}.png" for name in names]
+
+
+def print_standard_output(text):
+    """Prints text; a reader that went away (`| head`) is not an error, a full disk is."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:  # `dlscale report ... | head`: the reader has seen enough
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except OSError as error:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise ReportError(f"cannot write to standard output: {error.strerror}") from None
 
 
 def figure_prefixes(paths):
@@ -473,7 +582,12 @@ def add_prediction(results, network, algorithm):
     if finished.returncode != 0:
         lines = finished.stderr.strip().splitlines() or ["no message"]
         raise ReportError(f"{results.path}: prediction failed: {lines[-1]}")
-    predicted = {row["ranks"]: row["efficiency"] for row in json.loads(finished.stdout)["predictions"]}
+    try:
+        predicted = {int(row["ranks"]): float(row["efficiency"])
+                     for row in json.loads(finished.stdout)["predictions"]}
+    except (ValueError, KeyError, TypeError):
+        raise ReportError(f"{results.path}: prediction failed: {executable} predict printed "
+                          "no predictions") from None
     results.study[PREDICTED_EFFICIENCY] = results.study["ranks"].map(predicted)
 
 
@@ -486,14 +600,17 @@ def parse_arguments(argv):
     parser.add_argument("files", nargs="+", metavar="FILE",
                         help="dlscale results file (.h5): a run, a rank sweep, a merged study or a "
                              "`dlscale comm` sweep; several are reported one after another")
-    parser.add_argument("--csv", metavar="DIR", help="write runs.csv, study.csv, "
+    parser.add_argument("--csv", metavar="DIR", help="write, into the existing directory DIR, "
+                        "runs.csv, study.csv, "
                         "study_repeats.csv, failed_points.csv, measurements.csv (long format) "
                         "and comm.csv (those the files have) to DIR, one header row each; "
                         "several files add a `file` column")
     parser.add_argument("--json", metavar="FILE", help='write {"runs": [...], "study": [...], '
                         '"study_repeats": [...], "failed_points": [...], "measurements": [...], '
-                        '"comm": [...]} as JSON records to FILE')
-    parser.add_argument("--figures", metavar="DIR", help="write the figures as PNG files to DIR: "
+                        '"comm": [...]} as JSON records to FILE, or to standard output instead '
+                        'of the tables for -')
+    parser.add_argument("--figures", metavar="DIR", help="write the figures as PNG files into "
+                        "the existing directory DIR: "
                         "efficiency, throughput, threads, repeats, phases, heatmap_RUN, "
                         "resources_RUN, allreduce (prefixed with each file's name when there are "
                         "several)")
@@ -517,19 +634,26 @@ def main(argv=None):
                 add_prediction(results, args.network, args.algorithm)
         # Every output path is checked, and every output made in memory, before anything is
         # printed or written: a user error then leaves no trace.
-        csv_directory = output_directory(args.csv) if args.csv else None
-        figure_directory = output_directory(args.figures) if args.figures else None
-        for path in filter(None, [args.json, args.html]):
-            output_file(path)
-        outputs = {}  # path -> contents
+        csv_directory = check_output_directory("--csv", args.csv) if args.csv else None
+        figure_directory = check_output_directory("--figures", args.figures) \
+            if args.figures else None
+        json_to_standard_output = args.json == STANDARD_OUTPUT
+        if args.json and not json_to_standard_output:
+            check_output_file("--json", args.json)
+        if args.html:
+            check_output_file("--html", args.html)
+        outputs = []  # (option, path, contents)
         tables = machine_tables(all_results)
         if csv_directory:
             for name, table in tables.items():
-                outputs[os.path.join(csv_directory, f"{name}.csv")] = table.to_csv(index=False)
+                outputs.append(("--csv", os.path.join(csv_directory, f"{name}.csv"),
+                                table.to_csv(index=False)))
+        json_text = None
         if args.json:
-            outputs[args.json] = json.dumps(
-                {name: json_records(tables[name]) if name in tables else []
-                 for name in TABLE_NAMES}, indent=1) + "\n"
+            json_text = json.dumps({name: json_records(tables[name]) if name in tables else []
+                                    for name in TABLE_NAMES}, indent=1) + "\n"
+            if not json_to_standard_output:
+                outputs.append(("--json", args.json, json_text))
         if args.figures or args.html:
             try:
                 from dlscale_figures import figures
@@ -538,19 +662,25 @@ def main(argv=None):
             all_figures = [figures(results) for results in all_results]
             if figure_directory:
                 for prefix, pngs in zip(figure_prefixes(args.files), all_figures):
-                    for stem, _, png in pngs:
-                        outputs[os.path.join(figure_directory, f"{prefix}{stem}.png")] = png
+                    names = file_stems(prefix, [stem for stem, _, _ in pngs])
+                    for name, (_, _, png) in zip(names, pngs):
+                        outputs.append(("--figures", os.path.join(figure_directory, name), png))
             if args.html:
                 command_line = shlex.join(["dlscale", "report", *argv])
-                outputs[args.html] = html_page(all_results, all_figures, command_line)
-        try:
-            print("\n\n".join(text_report(results) for results in all_results), flush=True)
-        except BrokenPipeError:  # `dlscale report ... | head`: the reader has seen enough
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        for path, data in outputs.items():
-            write_atomically(path, data)
+                outputs.append(("--html", args.html,
+                                html_page(all_results, all_figures, command_line)))
+        for option, path, _ in outputs:
+            if option in ("--csv", "--figures"):  # a link or device put in the directory
+                check_output_file(option, path, probe=False)
+        check_distinct(outputs, args.files)
+        if json_to_standard_output:
+            print_standard_output(json_text.rstrip("\n"))
+        else:
+            print_standard_output("\n\n".join(text_report(results) for results in all_results))
+        write_all(outputs)
     except ReportError as error:
-        print(f"dlscale report: error: {error}", file=sys.stderr)
+        # One line whatever the message holds: a path or a name from a file may hold line breaks.
+        print(f"dlscale: error: {printable(error)}", file=sys.stderr)
         return 2
     return 0
 

@@ -1,9 +1,18 @@
 # Reads dlscale results files (HDF5, laid out as docs/results-format.md describes: schema 3, and the
 # older schema 2 and single-run schema 1) into plain Python, NumPy and pandas objects for
-# `dlscale report`. Measurements are read the same way whatever their name; the few names the
-# report needs by name are defined at the top, so that a change there is one edit. Input problems
-# become a ReportError naming the file: the report prints it as one line and exits with status 2.
+# `dlscale report`. Every group, dataset and attribute the report uses is checked on the way in:
+# its type, its shape against its run's own world_size and iteration count, its size, and its
+# values (timings finite and non-negative), so that the tables and figures can trust what they
+# get. Input problems become a ReportError naming the file: the report prints it as one line and
+# exits with status 2. Measurements are read the same way whatever their name; the few names the
+# report needs by name are defined at the top, so that a change there is one edit.
+import math
 import os
+import pickle
+import resource
+import signal
+import sys
+import traceback
 
 import h5py
 import numpy as np
@@ -38,11 +47,12 @@ MEASUREMENTS_GROUP = "measurements"
 PEAK_RESIDENT = "peak_resident_bytes"  # per rank; in schema 1 and 2 it is ranks/peak_resident_bytes
 ITERATION_END = "iteration_end_seconds"  # per iteration, on the same run clock as the samples
 PER_RANK, PER_ITERATION, TIME_SERIES = "per_rank", "per_iteration", "time_series"
+HEADLINES = ["none", "mean", "peak", "mean_and_peak", "energy"]
 # The long table of any measurement, as measurements.csv writes it (after `run`, `name`, `units`).
 MEASUREMENT_COLUMNS = ["rank", "iteration", "seconds", "value"]
 
-# The /comm group (written by `dlscale comm`, documented in docs/communication.md). Each name is
-# optional: what is missing is left out of the tables and the figure.
+# The /comm group (written by `dlscale comm`, documented in docs/communication.md). Each name but
+# bytes is optional: what is missing is left out of the tables and the figure.
 COMM_GROUP = "comm"
 COMM_BYTES = "bytes"
 COMM_SECONDS_P50, COMM_SECONDS_P95 = "seconds_p50", "seconds_p95"
@@ -54,9 +64,34 @@ COMM_RANKS = "ranks"
 COMM_LINE_INTERCEPT, COMM_LINE_SLOPE = "fit_line_intercept_seconds", "fit_line_seconds_per_byte"
 COMM_ALPHA, COMM_BETA = "alpha_seconds", "beta_seconds_per_byte"
 
+# The attributes of the root and of a run that the report shows as text; others are never read.
+TEXT_ATTRIBUTES = ["model", "model_family", "model_description", "dlscale_version", "git_commit",
+                   "command_line", "start_time_utc", "device", "cpu_model", "blas",
+                   "mpi_library_version", "scaling"]
+# Limits on what a file may make the report allocate. Most datasets have the exact shape their
+# run's world_size and iteration count give; these bound the rest and those two themselves.
+MAX_DATASET_BYTES = 2**30  # a dataset the report reads
+MAX_ATTRIBUTE_BYTES = 2**20
+MAX_SWEEP_POINTS = 2**16  # rows of /failed_points and /study_repeats, /comm message sizes
+# A time series has a sample per rank per --sample-interval (0.01 s at least) of the measured
+# iterations; more than ten times that many samples is not a dlscale file.
+SMALLEST_SAMPLE_INTERVAL_SECONDS = 0.01
+TIME_SERIES_MARGIN = 10
+# No time, rate, count or measurement is larger: such a value only makes sums overflow.
+LARGEST_VALUE = 1e30
+# The reading child's CPU time: a second for every 4 MiB of file on top of a few seconds is many
+# times what a real file takes, and stops HDF5 looping on a damaged structure.
+READ_CPU_SECONDS = 3
+READ_BYTES_PER_CPU_SECOND = 4 * 2**20
+
 
 class ReportError(Exception):
     """A problem with the user's input or output paths: one line on stderr, exit status 2."""
+
+
+class DamagedFile(Exception):
+    """What is wrong inside a results file, naming the HDF5 object; load_results_file adds the
+    file's path."""
 
 
 def decoded(value):
@@ -67,19 +102,273 @@ def decoded(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
-def attributes(obj):
-    return {name: decoded(value) for name, value in obj.attrs.items()}
+def clean_text(value):
+    """A str from an HDF5 string or name: bytes that are not UTF-8 (h5py hands them on as
+    surrogate escapes) become U+FFFD, so that the text can always be encoded again."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    try:
+        raw = value.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate that stands for no byte
+        raw = value.encode("utf-8", "replace")
+    return raw.decode("utf-8", "replace")
 
 
-def required(container, name, where):
-    """container[name], or a KeyError that names the missing object for the error message."""
-    if name not in container:
-        raise KeyError(f"{where}{name} is missing")
-    return container[name]
+def printable(text):
+    """text with control characters, line breaks and other unprintable characters (terminal
+    escape sequences, bidirectional overrides) written as Python escapes (\\x1b, \\n, \\u202e): a
+    file or a path cannot then move the cursor, recolour the terminal or add a line."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
-def column(dataset):
-    return dataset.asstr()[()] if h5py.check_string_dtype(dataset.dtype) else dataset[()]
+def shown(value):
+    """A value as an error message shows it: short, and repr-quoted when it is text."""
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {list(value.shape)}"
+    if isinstance(value, h5py.Empty):
+        return "empty"
+    text = repr(decoded(value))
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+# ---- checked access ----------------------------------------------------------------------------
+# Each returns what the report needs or raises DamagedFile saying what is wrong and where.
+
+def where(obj, attribute=None):
+    """'/runs/run_000/timings', or '/runs/run_000/@world_size' for one of its attributes."""
+    name = clean_text(obj.name)
+    if attribute is None:
+        return name
+    return f"{name.rstrip('/')}/@{clean_text(attribute)}"
+
+
+def member(group, path, kind):
+    """group[path], an h5py.Group or h5py.Dataset as `kind` says, or None where it is missing.
+    Links are followed only when hard: a soft or external link could point anywhere, even at
+    another file or a device outside this one."""
+    obj = group
+    for part in path.split("/"):
+        if not isinstance(obj, h5py.Group):
+            raise DamagedFile(f"{where(obj)} is not a group")
+        link = obj.get(part, getlink=True)
+        if link is None:
+            return None
+        if not isinstance(link, h5py.HardLink):
+            raise DamagedFile(f"{where(obj).rstrip('/')}/{clean_text(part)} is a link, which "
+                              "dlscale never writes")
+        obj = obj[part]
+    if not isinstance(obj, kind):
+        raise DamagedFile(f"{where(obj)} is not a {'group' if kind is h5py.Group else 'dataset'}")
+    return obj
+
+
+def required_member(group, path, kind):
+    obj = member(group, path, kind)
+    if obj is None:
+        raise DamagedFile(f"{where(group).rstrip('/')}/{path} is missing")
+    return obj
+
+
+def children(group, kind):
+    """[(name, member)] of every member of group, by name, each of `kind`."""
+    return [(clean_text(name), required_member(group, name, kind)) for name in sorted(group)]
+
+
+def shape_text(shape):
+    return "none" if shape is None else "[" + ", ".join("n" if n is None else str(n)
+                                                         for n in shape) + "]"
+
+
+def check_size(dataset, shape, max_rows=None, why=""):
+    """Checks dataset's declared size and shape before any of it is read: shape entries of None
+    match any length (up to max_rows, for the first)."""
+    actual = dataset.shape
+    if actual is None or len(actual) != len(shape) or any(
+            want is not None and n != want for n, want in zip(actual, shape)):
+        raise DamagedFile(f"{where(dataset)} has shape {shape_text(actual)}, not "
+                          f"{shape_text(shape)}")
+    size = int(np.prod(actual, dtype=np.float64)) * dataset.dtype.itemsize
+    if size > MAX_DATASET_BYTES:
+        raise DamagedFile(f"{where(dataset)} declares {human_bytes(size)}, more than the "
+                          f"{human_bytes(MAX_DATASET_BYTES)} the report reads")
+    if max_rows is not None and actual and actual[0] > max_rows:
+        raise DamagedFile(f"{where(dataset)} has {actual[0]} rows, more than {max_rows}{why}")
+
+
+def numbers(dataset, shape, integer=False, finite=True, minimum=None, max_rows=None, why=""):
+    """The values of a numeric dataset of `shape` (see check_size) as int64 or float64. Never
+    infinite or above LARGEST_VALUE; NaN only where not `finite` (a rank that measured nothing);
+    none below minimum."""
+    kind = dataset.dtype.kind
+    if kind not in ("iu" if integer else "iuf"):
+        raise DamagedFile(f"{where(dataset)} holds {dataset.dtype}, not "
+                          f"{'integers' if integer else 'numbers'}")
+    check_size(dataset, shape, max_rows, why)
+    values = np.asarray(dataset[()])
+    if integer:
+        if kind == "u" and values.size and values.max() > np.iinfo(np.int64).max:
+            raise DamagedFile(f"{where(dataset)} holds {values.max()}, too large")
+        values = values.astype(np.int64)
+    else:
+        values = values.astype(np.float64)
+        with np.errstate(invalid="ignore"):  # NaN compares as False, quietly
+            bad = ~(np.abs(values) <= LARGEST_VALUE) if finite else np.abs(values) > LARGEST_VALUE
+        if bad.any():
+            raise DamagedFile(f"{where(dataset)} holds {values[bad].flat[0]}")
+    if minimum is not None and (values < minimum).any():
+        raise DamagedFile(f"{where(dataset)} holds {values[values < minimum].flat[0]}, below "
+                          f"{minimum}")
+    return values
+
+
+def texts(dataset, shape, max_rows=None):
+    """The strings of a string dataset of `shape` (see check_size), as a list of str."""
+    if h5py.check_string_dtype(dataset.dtype) is None:
+        raise DamagedFile(f"{where(dataset)} holds {dataset.dtype}, not strings")
+    check_size(dataset, shape, max_rows)
+    return [clean_text(text) for text in dataset.asstr(errors="replace")[()].tolist()]
+
+
+REQUIRED = object()  # the default of an attribute that must be there
+
+
+def attribute(obj, name, default):
+    """obj.attrs[name], default where it is absent (DamagedFile where default is REQUIRED)."""
+    if name not in obj.attrs:
+        if default is REQUIRED:
+            raise DamagedFile(f"{where(obj, name)} is missing")
+        return None
+    try:
+        declared = obj.attrs.get_id(name)
+        size = int(np.prod(declared.shape or (), dtype=np.float64)) * declared.dtype.itemsize
+        if size > MAX_ATTRIBUTE_BYTES:
+            raise DamagedFile(f"{where(obj, name)} declares {human_bytes(size)}, more than "
+                              f"{human_bytes(MAX_ATTRIBUTE_BYTES)}")
+        return obj.attrs[name]
+    except (OSError, TypeError, ValueError) as error:  # a type h5py cannot turn into a value
+        raise DamagedFile(f"{where(obj, name)} cannot be read ({error})") from None
+
+
+def integer_attribute(obj, name, minimum, default=REQUIRED):
+    value = attribute(obj, name, default)
+    if value is None:
+        return default
+    if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)):
+        raise DamagedFile(f"{where(obj, name)} is {shown(value)}, not an integer")
+    if value < minimum:
+        raise DamagedFile(f"{where(obj, name)} is {value}, below {minimum}")
+    return int(value)
+
+
+def number_attribute(obj, name, minimum=None, allow_nan=False, default=REQUIRED):
+    """A real scalar, never infinite or above LARGEST_VALUE; NaN only if allow_nan (a fit that
+    needs two ranks)."""
+    value = attribute(obj, name, default)
+    if value is None:
+        return default
+    if not isinstance(value, (int, float, np.integer, np.floating)) or \
+            isinstance(value, (bool, np.bool_)):
+        raise DamagedFile(f"{where(obj, name)} is {shown(value)}, not a number")
+    value = float(value)
+    if abs(value) > LARGEST_VALUE or (np.isnan(value) and not allow_nan) or \
+            (minimum is not None and value < minimum):
+        raise DamagedFile(f"{where(obj, name)} is {value}")
+    return value
+
+
+def text_attribute(obj, name, default=REQUIRED):
+    value = attribute(obj, name, default)
+    if value is None:
+        return default
+    if not isinstance(value, (str, bytes)):
+        raise DamagedFile(f"{where(obj, name)} is {shown(value)}, not a string")
+    return clean_text(value)
+
+
+def text_list_attribute(obj, name, default, needed):
+    """A 1-D string array attribute (phases, statistics): distinct names including `needed`."""
+    value = attribute(obj, name, REQUIRED if default is REQUIRED else None)
+    if value is None:
+        return list(default)
+    if not isinstance(value, np.ndarray) or value.ndim != 1 or \
+            not all(isinstance(v, (str, bytes)) for v in value.tolist()):
+        raise DamagedFile(f"{where(obj, name)} is {shown(value)}, not a list of names")
+    names = [clean_text(v) for v in value.tolist()]
+    missing = [n for n in needed if n not in names]
+    if missing or len(set(names)) < len(names):
+        raise DamagedFile(f"{where(obj, name)} is {names}: "
+                          + (f"{missing[0]!r} is missing" if missing else "a name repeats"))
+    return names
+
+
+def text_attributes(obj):
+    """{name: text} of the TEXT_ATTRIBUTES obj has."""
+    found = {}
+    for name in TEXT_ATTRIBUTES:
+        value = text_attribute(obj, name, None)
+        if value is not None:
+            found[name] = value
+    return found
+
+
+# The columns of the tables stored one dataset per column (/study, /study_repeats,
+# /failed_points, /comm): (kind, minimum, NaN allowed). Others are numbers or text, not checked
+# further; no column may be infinite.
+INTEGER, NUMBER, TEXT = "integer", "number", "text"
+TIME = (NUMBER, 0, False)  # seconds, rates and ratios of them: finite and non-negative
+OPTIONAL_NUMBER = (NUMBER, None, True)
+STUDY_KINDS = {
+    "ranks": (INTEGER, 1, False), "threads": (INTEGER, 1, False), "repeat": (INTEGER, 0, False),
+    "run": (TEXT,), "straggler_host": (TEXT,), "straggler_rank": (INTEGER, 0, False),
+    **{name: TIME for name in ["iteration_seconds", "iteration_seconds_ci_low",
+                               "iteration_seconds_ci_high", "throughput_samples_per_second",
+                               "speedup", "efficiency", "efficiency_ci_low",
+                               "efficiency_ci_high"]}}
+STUDY_REPEATS_KINDS = {"threads": (INTEGER, 1, False), "ranks": (INTEGER, 1, False),
+                       "repeats": (INTEGER, 1, False),
+                       **{name: TIME for name in STUDY_REPEATS_COLUMNS[3:]}}
+FAILED_POINTS_KINDS = {"ranks": (INTEGER, 1, False), "threads": (INTEGER, 1, False),
+                       "repeat": (INTEGER, 0, False), "batch_per_rank": (INTEGER, 1, False),
+                       "seed": (INTEGER, 0, False), "reason": (TEXT,)}
+COMM_KINDS = {COMM_BYTES: (NUMBER, 1, False),
+              **{name: TIME for name in [COMM_SECONDS_P50, COMM_SECONDS_P95, COMM_ALGBW_P50,
+                                         COMM_BUSBW_P50, COMM_BUSBW_P95]}}
+
+
+def no_iterations(count):
+    """An Int64 column of `count` missing values (a per-rank or time-series measurement)."""
+    return pd.arrays.IntegerArray(np.zeros(count, dtype=np.int64), np.ones(count, dtype=bool))
+
+
+def read_column(name, dataset, rows, kinds, max_rows=None, why=""):
+    """One column of a table: its dataset checked as kinds[name] says."""
+    kind, *checks = kinds.get(name, (None,))
+    if kind == TEXT or (kind is None and h5py.check_string_dtype(dataset.dtype) is not None):
+        return texts(dataset, (rows,), max_rows)
+    if kind == INTEGER:
+        return numbers(dataset, (rows,), integer=True, minimum=checks[0], max_rows=max_rows,
+                       why=why)
+    minimum, nan = checks if kind == NUMBER else (None, True)
+    return numbers(dataset, (rows,), finite=not nan, minimum=minimum, max_rows=max_rows, why=why)
+
+
+def read_table(group, rows, kinds, required, leading, max_rows=None, why=""):
+    """The group's datasets as a DataFrame, one column each: those in `leading` first, the others
+    by name. All have `rows` entries, or all one length up to max_rows when rows is None."""
+    datasets = dict(children(group, h5py.Dataset))
+    missing = [name for name in required if name not in datasets]
+    if missing:
+        raise DamagedFile(f"{where(group).rstrip('/')}/{missing[0]} is missing")
+    names = [n for n in leading if n in datasets] + sorted(set(datasets) - set(leading))
+    columns = {}
+    for name in names:
+        columns[name] = read_column(name, datasets[name], rows, kinds, max_rows, why)
+        if rows is None:  # the first column sets the length of the others
+            rows = len(columns[name])
+    return pd.DataFrame(columns, columns=names)
 
 
 class Measurement:
@@ -87,35 +376,52 @@ class Measurement:
     long table (rank, iteration, seconds, value) whatever its shape. A rank that could not measure
     has no rows; why not is in absent_reason."""
 
-    def __init__(self, name, group):
+    def __init__(self, name, group, run):
         self.name = name
-        attrs = attributes(group)
-        where = group.name + "/"
-        self.units = attrs.get("units", "")
-        self.description = attrs.get("description", "")
-        self.shape = required(attrs, "shape", where + "@")
-        self.headline = attrs.get("headline", "none")
-        self.shared_by = list(column(required(group, "shared_by", where)))
-        self.absent_reason = list(column(required(group, "absent_reason", where)))
-        value = required(group, "value", where)[()]
-        measured = [r for r, reason in enumerate(self.absent_reason) if not reason]
+        self.units = text_attribute(group, "units", "")
+        self.description = text_attribute(group, "description", "")
+        self.shape = text_attribute(group, "shape")
+        self.headline = text_attribute(group, "headline", "none")
+        for attribute_name, value, allowed in [("shape", self.shape,
+                                                [PER_RANK, PER_ITERATION, TIME_SERIES]),
+                                               ("headline", self.headline, HEADLINES)]:
+            if value not in allowed:
+                raise DamagedFile(f"{where(group, attribute_name)} is {value!r}, not one of "
+                                  f"{', '.join(allowed)}")
+        ranks = run.ranks
+        self.shared_by = texts(required_member(group, "shared_by", h5py.Dataset), (ranks,))
+        self.absent_reason = texts(required_member(group, "absent_reason", h5py.Dataset),
+                                   (ranks,))
+        # The run clock and memory cannot be negative; other values may (a temperature).
+        minimum = 0 if name in (ITERATION_END, PEAK_RESIDENT) else None
+        value = required_member(group, "value", h5py.Dataset)
         if self.shape == TIME_SERIES:
-            table = pd.DataFrame({"rank": required(group, "rank", where)[()].astype(np.int64),
-                                  "iteration": pd.array([pd.NA] * len(value), dtype="Int64"),
-                                  "seconds": required(group, "seconds", where)[()],
-                                  "value": value})
-        elif self.shape == PER_ITERATION:
-            iterations, ranks = value.shape
+            value = numbers(value, (None,), finite=False, minimum=minimum,
+                            max_rows=run.most_samples, why=f" ({TIME_SERIES_MARGIN} times what "
+                            f"{plural(ranks, 'rank')} sample in {run.measured_seconds:.3g} s)")
+            samples = len(value)
+            rank = numbers(required_member(group, "rank", h5py.Dataset), (samples,),
+                           integer=True, minimum=0)
+            if samples and rank.max() >= ranks:
+                raise DamagedFile(f"{where(group)}/rank holds rank {rank.max()} of a run of "
+                                  f"{ranks}")
             table = pd.DataFrame({
-                "rank": np.tile(np.arange(ranks, dtype=np.int64), iterations),
-                "iteration": pd.array(np.repeat(np.arange(iterations), ranks), dtype="Int64"),
+                "rank": rank, "iteration": no_iterations(samples),
+                "seconds": numbers(required_member(group, "seconds", h5py.Dataset), (samples,),
+                                   minimum=0),
+                "value": value})
+        elif self.shape == PER_ITERATION:
+            value = numbers(value, (run.iterations, ranks), finite=False, minimum=minimum)
+            table = pd.DataFrame({
+                "rank": np.tile(np.arange(ranks, dtype=np.int64), run.iterations),
+                "iteration": pd.array(np.repeat(np.arange(run.iterations), ranks), dtype="Int64"),
                 "seconds": np.nan, "value": value.reshape(-1)})
-        elif self.shape == PER_RANK:
-            table = pd.DataFrame({"rank": np.arange(len(value), dtype=np.int64),
-                                  "iteration": pd.array([pd.NA] * len(value), dtype="Int64"),
-                                  "seconds": np.nan, "value": value})
         else:
-            raise ValueError(f"{where}@shape is {self.shape!r}")
+            value = numbers(value, (ranks,), finite=False, minimum=minimum)
+            table = pd.DataFrame({"rank": np.arange(ranks, dtype=np.int64),
+                                  "iteration": no_iterations(ranks),
+                                  "seconds": np.nan, "value": value})
+        measured = [r for r, reason in enumerate(self.absent_reason) if not reason]
         self.table = table[table["rank"].isin(measured)].reset_index(drop=True)
 
     def sources(self):
@@ -147,48 +453,77 @@ class Measurement:
         return columns
 
 
+# The run summary attributes the report shows; all are finite and non-negative.
+SUMMARY_NUMBERS = ["throughput_samples_per_second", "communication_fraction",
+                   "allreduce_busbw_gbps", "allreduce_bytes"]
+
+
 class Run:
     """One training run: its configuration, summary metrics, measured per-rank times and (schema
     3) its measurements."""
 
     def __init__(self, name, group):
         self.name = name
-        self.attrs = attributes(group)
-        where = group.name.rstrip("/") + "/"
-        timings = required(group, "timings", where)
-        phases = decoded(timings.attrs.get("phases", np.array(PHASES)))
-        self.first_measured_iteration = int(required(self.attrs, "warmup_iterations", where + "@"))
-        measured = timings[self.first_measured_iteration:]
-        self.step = measured[:, :, phases.index("step")]
-        self.compute = sum(measured[:, :, phases.index(p)] for p in COMPUTE_PHASES)
-        statistics = required(group, "summary/phase_statistics", where)
+        self.attrs = text_attributes(group)
+        self.ranks = integer_attribute(group, "world_size", 1)
+        self.threads = integer_attribute(group, "threads_per_rank", 1, default=1)
+        self.repeat = integer_attribute(group, "repeat", 0, default=0)
+        self.attrs["batch_per_rank"] = integer_attribute(group, "batch_per_rank", 1, default=None)
+        warmup = integer_attribute(group, "warmup_iterations", 0)
+        measured = integer_attribute(group, "measured_iterations", 1, default=None)
+        timings = required_member(group, "timings", h5py.Dataset)
+        phases = text_list_attribute(timings, "phases", PHASES, PHASES)
+        shape = timings.shape or ()
+        iterations = warmup + measured if measured is not None else (shape or [0])[0]
+        if iterations <= warmup:
+            raise DamagedFile(f"{where(timings)} has {iterations} iterations, none measured "
+                              f"after {warmup} warm-up")
+        values = numbers(timings, (iterations, self.ranks, len(phases)), minimum=0)
+        self.iterations, self.first_measured_iteration = iterations, warmup
+        measured_values = values[warmup:]
+        self.step = measured_values[:, :, phases.index("step")]
+        self.compute = sum(measured_values[:, :, phases.index(p)] for p in COMPUTE_PHASES)
+        # The samplers run through the measured iterations: their length bounds a time series.
+        self.measured_seconds = float(self.step.sum(axis=0).max())
+        self.most_samples = int(TIME_SERIES_MARGIN * self.ranks * (
+            self.measured_seconds / SMALLEST_SAMPLE_INTERVAL_SECONDS + 2))
+
+        statistics = required_member(group, "summary/phase_statistics", h5py.Dataset)
+        rows = text_list_attribute(statistics, "phases", PHASES, PHASES)
+        columns = text_list_attribute(statistics, "statistics", STATISTICS, ["median", "p95"])
         self.phase_statistics = pd.DataFrame(
-            statistics[()], index=decoded(statistics.attrs.get("phases", np.array(PHASES))),
-            columns=decoded(statistics.attrs.get("statistics", np.array(STATISTICS))))
-        self.summary = attributes(group["summary"])
-        self.ranks = int(required(self.attrs, "world_size", where + "@"))
-        self.hosts = list(column(group["ranks/host"])) if "ranks/host" in group else []
-        self.threads = int(self.attrs.get("threads_per_rank", 1))
-        self.repeat = int(self.attrs.get("repeat", 0))
+            numbers(statistics, (len(rows), len(columns)), minimum=0), index=rows,
+            columns=columns)
+        summary = required_member(group, "summary", h5py.Group)
+        self.summary = {}
+        for name in SUMMARY_NUMBERS:
+            value = number_attribute(summary, name, minimum=0, default=None)
+            if value is not None:
+                self.summary[name] = value
+        hosts = member(group, "ranks/host", h5py.Dataset)
+        self.hosts = texts(hosts, (self.ranks,)) if hosts is not None else []
+        measurements = member(group, MEASUREMENTS_GROUP, h5py.Group)
         self.measurements = {}
-        if MEASUREMENTS_GROUP in group:
-            self.measurements = {name: Measurement(name, series)
-                                 for name, series in sorted(group[MEASUREMENTS_GROUP].items())}
+        if measurements is not None:
+            self.measurements = {name: Measurement(name, series, self)
+                                 for name, series in children(measurements, h5py.Group)}
+        peaks = member(group, f"ranks/{PEAK_RESIDENT}", h5py.Dataset)  # schema 1 and 2
         if PEAK_RESIDENT in self.measurements:
             peaks = self.measurements[PEAK_RESIDENT].table["value"]
             self.peak_rss_bytes = float(peaks.max()) if peaks.notna().any() else np.nan
-        elif f"ranks/{PEAK_RESIDENT}" in group:  # schema 1 and 2
-            self.peak_rss_bytes = float(group[f"ranks/{PEAK_RESIDENT}"][()].max())
+        elif peaks is not None:
+            self.peak_rss_bytes = float(numbers(peaks, (self.ranks,), minimum=0).max())
         else:
             self.peak_rss_bytes = np.nan
 
     def iteration_ends(self):
         """When each iteration (warm-up included) ended on the run clock, at its last rank, or
-        None where the file has no iteration_end_seconds."""
+        None where the file has no iteration_end_seconds for every iteration."""
         ends = self.measurements.get(ITERATION_END)
-        if ends is None or ends.table.empty:
+        if ends is None or ends.shape != PER_ITERATION or ends.table.empty:
             return None
-        return ends.table.groupby("iteration")["value"].max().to_numpy(dtype=float)
+        ends = ends.table.groupby("iteration")["value"].max().to_numpy(dtype=float)
+        return ends if len(ends) == self.iterations and np.isfinite(ends).all() else None
 
     def series(self, name):
         """The time series `name` as a long table with one rank per source (a host's CPU
@@ -202,56 +537,83 @@ class Run:
 class ResultsFile:
     """Everything the report shows from one file: runs, the /study table and the /comm sweep."""
 
-    def __init__(self, path, handle):
+    def __init__(self, path, handle, version):
         self.path = path
-        self.attrs = attributes(handle)
-        if self.attrs["schema_version"] == 1:  # one run, stored at the root
+        self.attrs = text_attributes(handle)
+        if version == 1:  # one run, stored at the root
             self.runs = [Run("run", handle)]
         else:
-            self.runs = [Run(name, group) for name, group in sorted(handle.get("runs", {}).items())]
+            runs = member(handle, "runs", h5py.Group)
+            self.runs = [Run(name, group) for name, group in children(runs, h5py.Group)] \
+                if runs is not None else []
         self.study, self.study_attrs = None, {}
         self.energy_columns = {}  # /study column NAME_per_sample -> measurement NAME
-        if "study" in handle:
-            group = handle["study"]
-            leading = [STUDY_THREADS, "ranks", STUDY_REPEAT] + STUDY_COLUMNS[1:]
-            names = [n for n in leading if n in group] + sorted(set(group) - set(leading))
-            self.study = pd.DataFrame({name: column(group[name]) for name in names})
-            order = [n for n in (STUDY_THREADS, "ranks", STUDY_REPEAT) if n in self.study]
-            self.study = self.study.sort_values(order, kind="stable").reset_index(drop=True)
-            self.study_attrs = attributes(handle["study"])
-            self.energy_columns = {name: decoded(group[name].attrs[STUDY_MEASUREMENT])
-                                   for name in names if STUDY_MEASUREMENT in group[name].attrs}
+        group = member(handle, "study", h5py.Group)
+        if group is not None:
+            # One row per run, whatever the file says.
+            study = read_table(group, len(self.runs), STUDY_KINDS, ["ranks"],
+                               [STUDY_THREADS, "ranks", STUDY_REPEAT] + STUDY_COLUMNS[1:])
+            order = [n for n in (STUDY_THREADS, "ranks", STUDY_REPEAT) if n in study]
+            self.study = study.sort_values(order, kind="stable").reset_index(drop=True)
+            scaling = text_attribute(group, "scaling", None)
+            baseline = integer_attribute(group, "baseline_ranks", 1, default=None)
+            self.study_attrs = {name: value for name, value in [
+                ("scaling", scaling), ("baseline_ranks", baseline)] if value is not None}
+            for name, dataset in children(group, h5py.Dataset):
+                measurement = text_attribute(dataset, STUDY_MEASUREMENT, None)
+                if measurement is not None:
+                    self.energy_columns[name] = measurement
         # Schema 3 only; None where the file predates them (an empty table is "none failed").
         self.study_repeats = None
-        if STUDY_REPEATS_GROUP in handle:
-            group = handle[STUDY_REPEATS_GROUP]
-            names = [n for n in STUDY_REPEATS_COLUMNS if n in group] + \
-                sorted(set(group) - set(STUDY_REPEATS_COLUMNS))
-            self.study_repeats = pd.DataFrame({name: column(group[name]) for name in names})
+        group = member(handle, STUDY_REPEATS_GROUP, h5py.Group)
+        if group is not None:
+            # One row per (threads, ranks): never more than /study has rows.
+            most = len(self.study) if self.study is not None else MAX_SWEEP_POINTS
+            self.study_repeats = read_table(group, None, STUDY_REPEATS_KINDS,
+                                            STUDY_REPEATS_COLUMNS, STUDY_REPEATS_COLUMNS, most,
+                                            " (one per thread and rank count of /study)")
         self.failed_points = None
-        if FAILED_POINTS_GROUP in handle:
-            group = handle[FAILED_POINTS_GROUP]
-            names = [n for n in FAILED_POINTS_COLUMNS if n in group] + \
-                sorted(set(group) - set(FAILED_POINTS_COLUMNS))
-            self.failed_points = pd.DataFrame({name: column(group[name]) for name in names},
-                                              columns=names)
+        group = member(handle, FAILED_POINTS_GROUP, h5py.Group)
+        if group is not None:
+            self.failed_points = read_table(group, None, FAILED_POINTS_KINDS,
+                                            [n for n in FAILED_POINTS_COLUMNS if n != "seed"],
+                                            FAILED_POINTS_COLUMNS, MAX_SWEEP_POINTS)
         self.comm, self.comm_attrs = None, {}
-        if COMM_GROUP in handle and COMM_BYTES in handle[COMM_GROUP]:
-            group = handle[COMM_GROUP]
-            sizes = len(group[COMM_BYTES])
-            # Every per-message-size dataset, the known ones first, so new ones still reach CSV.
+        group = member(handle, COMM_GROUP, h5py.Group)
+        if group is not None:
+            sizes = numbers(required_member(group, COMM_BYTES, h5py.Dataset), (None,),
+                            minimum=1, max_rows=MAX_SWEEP_POINTS)
+            if len(sizes) == 0:
+                raise DamagedFile(f"{where(group)}/{COMM_BYTES} is empty")
+            # Every per-message-size dataset, the known ones first, so new ones still reach CSV;
+            # the others (per rank, per call) are not read.
             known = [COMM_BYTES, COMM_SECONDS_P50, COMM_SECONDS_P95, COMM_ALGBW_P50,
                      COMM_BUSBW_P50, COMM_BUSBW_P95]
-            names = [n for n in known if n in group] + sorted(set(group) - set(known))
-            self.comm = pd.DataFrame({n: column(group[n]) for n in names
-                                      if isinstance(group[n], h5py.Dataset)
-                                      and group[n].shape == (sizes,)})
-            self.comm_attrs = attributes(group)
+            datasets = {name: dataset for name, dataset in children(group, (h5py.Dataset,
+                                                                             h5py.Group))
+                        if name in known or (
+                            isinstance(dataset, h5py.Dataset)
+                            and dataset.shape == (len(sizes),)
+                            and (dataset.dtype.kind in "iuf"
+                                 or h5py.check_string_dtype(dataset.dtype) is not None))}
+            for name, dataset in datasets.items():
+                if not isinstance(dataset, h5py.Dataset):
+                    raise DamagedFile(f"{where(dataset)} is not a dataset")
+            names = [n for n in known if n in datasets] + sorted(set(datasets) - set(known))
+            self.comm = pd.DataFrame({name: read_column(name, datasets[name], len(sizes),
+                                                        COMM_KINDS) for name in names},
+                                     columns=names)
+            ranks = integer_attribute(group, COMM_RANKS, 1, default=None)
+            self.comm_attrs = {} if ranks is None else {COMM_RANKS: ranks}
+            for name in (COMM_LINE_INTERCEPT, COMM_LINE_SLOPE, COMM_ALPHA, COMM_BETA):
+                value = number_attribute(group, name, allow_nan=True, default=None)
+                if value is not None:
+                    self.comm_attrs[name] = value
 
     def first(self, name, default=None):
         """An attribute from the root, or else from the first run (schema 1 keeps all at root)."""
         for source in [self.attrs] + [run.attrs for run in self.runs]:
-            if name in source:
+            if source.get(name) is not None:
                 return source[name]
         return default
 
@@ -272,10 +634,11 @@ class ResultsFile:
         return ", ".join(parts)
 
     def describe(self, run=None):
-        """'MODEL, weak scaling, 2 hosts': the context every figure title names."""
+        """'MODEL, weak scaling, 2 hosts': the context every heading and figure title names,
+        printable."""
         model = str(self.first("model", "allreduce sweep" if self.comm is not None
                                else "no run measured"))
-        return ", ".join(filter(None, [model, self.setting(run)]))
+        return printable(", ".join(filter(None, [model, self.setting(run)])))
 
     def varies(self, column):
         """Whether the study rows and failed points differ in `column` (threads, repeat): only
@@ -291,10 +654,59 @@ class ResultsFile:
 
 
 def load_results_file(path):
+    """The ResultsFile at path, or a ReportError of one line saying why it cannot be read.
+    It is read in a child process: a file damaged so that the HDF5 library itself crashes (a
+    segmentation fault in its C code, which no check before it can foresee) then ends the child,
+    and the report says so instead of dying with it."""
     if not os.path.exists(path):
         raise ReportError(f"{path}: no such file")
     if os.path.isdir(path):
         raise ReportError(f"{path}: is a directory, not a results file")
+    if not os.path.isfile(path):  # a pipe or a device: HDF5 could wait on it forever
+        raise ReportError(f"{path}: is not a regular file")
+    cpu_seconds = math.ceil(READ_CPU_SECONDS + os.path.getsize(path) / READ_BYTES_PER_CPU_SECOND)
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(read_end)
+        code = 1
+        try:
+            # Past the limit SIGXCPU ends the child, without a core file.
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+            resource.setrlimit(resource.RLIMIT_CPU, (
+                cpu_seconds if hard == resource.RLIM_INFINITY else min(cpu_seconds, hard), hard))
+            try:
+                result = read_results_file(path)
+            except ReportError as error:
+                result = error
+            with os.fdopen(write_end, "wb") as pipe:
+                pickle.dump(result, pipe, protocol=pickle.HIGHEST_PROTOCOL)
+            code = 0
+        except BaseException:  # a bug, not a damaged file: its traceback, as it would be
+            traceback.print_exc()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(child, 0)
+    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
+        raise ReportError(f"damaged results file: {path}: reading it took more than "
+                          f"{cpu_seconds} s of CPU time (HDF5 looping on a damaged structure)")
+    if os.WIFSIGNALED(status):
+        raise ReportError(f"damaged results file: {path}: the HDF5 library crashed reading it "
+                          f"({signal.Signals(os.WTERMSIG(status)).name})")
+    if os.WEXITSTATUS(status) != 0 or not data:
+        raise RuntimeError(f"reading {path} failed in a child process, whose error is above")
+    result = pickle.loads(data)
+    if isinstance(result, ReportError):
+        raise result
+    return result
+
+
+def read_results_file(path):
     try:
         if not h5py.is_hdf5(path):
             raise ReportError(f"{path}: not an HDF5 file")
@@ -302,15 +714,19 @@ def load_results_file(path):
             if "schema_version" not in handle.attrs:
                 raise ReportError(f"{path}: not a dlscale results file "
                                   "(no schema_version attribute)")
-            version = decoded(handle.attrs["schema_version"])
+            version = integer_attribute(handle, "schema_version", 0)
             if version not in SUPPORTED_SCHEMA_VERSIONS:
                 raise ReportError(f"{path}: schema version {version} is not supported (this report "
                                   f"reads {' and '.join(map(str, SUPPORTED_SCHEMA_VERSIONS))}); "
                                   "use a matching dlscale")
-            return ResultsFile(path, handle)
-    except (KeyError, ValueError, IndexError, TypeError, OSError) as error:
+            return ResultsFile(path, handle, version)
+    except (ReportError, KeyboardInterrupt):
+        raise
+    except DamagedFile as damage:
+        raise ReportError(f"damaged results file: {path}: {damage}") from None
+    except Exception as error:  # HDF5 tripping over a damaged structure, in any of its ways
         detail = error.args[0] if isinstance(error, KeyError) and error.args else error
-        raise ReportError(f"{path}: damaged or incomplete dlscale file ({detail})") from None
+        raise ReportError(f"damaged results file: {path}: {detail}") from None
 
 
 def plural(count, noun):

@@ -92,6 +92,7 @@ def main():
         sample = os.path.join(directory, "sweep.h5")
         page = os.path.join(directory, "report.html")
         figure_directory = os.path.join(directory, "figures")
+        os.mkdir(figure_directory)
         subprocess.run([sys.executable, MAKE_SAMPLE, sample, "--predicted-efficiency"],
                        check=True)
         subprocess.run([sys.executable, REPORT, sample, "--html", page,

@@ -10,6 +10,7 @@ import html
 import io
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -23,6 +24,7 @@ except ImportError as error:  # the test cannot run, so it must not pass
     print(f"FAIL: {sys.executable} cannot import {error.name}; install python3-h5py "
           "python3-numpy python3-pandas python3-matplotlib")
     sys.exit(1)
+
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPORT = os.path.join(HERE, "..", "..", "report", "dlscale_report.py")
@@ -46,6 +48,13 @@ def expect(condition, message):
 def make_sample(directory, name, *options):
     path = os.path.join(directory, name)
     subprocess.run([sys.executable, MAKE_SAMPLE, path, *options], check=True)
+    return path
+
+
+def new_directory(directory, name):
+    """An output directory for --csv or --figures: the report writes only into existing ones."""
+    path = os.path.join(directory, name)
+    os.mkdir(path)
     return path
 
 
@@ -162,7 +171,7 @@ def printed_efficiencies_match(stdout, path):
 
 def test_sweep_tables_and_figures(directory):
     sample = make_sample(directory, "sweep.h5", "--predicted-efficiency")
-    csv_dir, figure_dir = os.path.join(directory, "csv"), os.path.join(directory, "figures")
+    csv_dir, figure_dir = new_directory(directory, "csv"), new_directory(directory, "figures")
     json_path = os.path.join(directory, "tables.json")
     result = report_ok(sample, "--csv", csv_dir, "--json", json_path, "--figures", figure_dir)
     printed_efficiencies_match(result.stdout, sample)
@@ -212,9 +221,9 @@ def test_html_is_self_contained(directory):
 
 def test_optional_parts_missing(directory):
     sample = make_sample(directory, "no-comm.h5", "--no-comm")
-    csv_dir = os.path.join(directory, "csv")
+    csv_dir = new_directory(directory, "csv")
     json_path = os.path.join(directory, "tables.json")
-    figure_dir = os.path.join(directory, "figures")
+    figure_dir = new_directory(directory, "figures")
     result = report_ok(sample, "--csv", csv_dir, "--json", json_path, "--figures", figure_dir)
     printed_efficiencies_match(result.stdout, sample)
     expect("predicted" not in result.stdout, "a predicted efficiency appeared from nowhere")
@@ -232,7 +241,7 @@ def test_schema_2_still_reports(directory):
     """A schema 2 file (peak RSS in ranks/, no measurements, repeats or failed points) gives the
     same tables as before, and no table or figure of what it cannot have."""
     sample = make_sample(directory, "schema2.h5", "--schema", "2")
-    csv_dir, figure_dir = os.path.join(directory, "csv"), os.path.join(directory, "figures")
+    csv_dir, figure_dir = new_directory(directory, "csv"), new_directory(directory, "figures")
     json_path = os.path.join(directory, "tables.json")
     result = report_ok(sample, "--csv", csv_dir, "--json", json_path, "--figures", figure_dir)
     printed_efficiencies_match(result.stdout, sample)
@@ -254,7 +263,7 @@ def test_schema_2_still_reports(directory):
 
 def test_failed_point_shows_dash_and_reason(directory):
     sample = make_sample(directory, "failed.h5", "--failed-points")
-    csv_dir = os.path.join(directory, "csv")
+    csv_dir = new_directory(directory, "csv")
     json_path = os.path.join(directory, "tables.json")
     result = report_ok(sample, "--csv", csv_dir, "--json", json_path)
     rows = printed_table(result.stdout, "Scaling study")
@@ -285,7 +294,7 @@ def test_failed_point_shows_dash_and_reason(directory):
 def test_only_failed_points_reports(directory):
     """A sweep whose every point failed: no runs and no /study, and still a report."""
     sample = make_sample(directory, "all-failed.h5", "--failed-only")
-    csv_dir, figure_dir = os.path.join(directory, "csv"), os.path.join(directory, "figures")
+    csv_dir, figure_dir = new_directory(directory, "csv"), new_directory(directory, "figures")
     json_path, page = os.path.join(directory, "tables.json"), os.path.join(directory, "page.html")
     result = report_ok(sample, "--csv", csv_dir, "--json", json_path, "--figures", figure_dir,
                        "--html", page)
@@ -310,7 +319,7 @@ def test_only_failed_points_reports(directory):
 
 def test_repeat_table_shows_mean_and_spread(directory):
     sample = make_sample(directory, "repeats.h5", "--repeats", "3", "--no-comm")
-    figure_dir = os.path.join(directory, "figures")
+    figure_dir = new_directory(directory, "figures")
     result = report_ok(sample, "--figures", figure_dir)
     rows = printed_table(result.stdout, "Across repeats")
     with h5py.File(sample, "r") as f:
@@ -340,7 +349,7 @@ def test_repeat_table_shows_mean_and_spread(directory):
 
 def test_measurements_csv_is_long_format(directory):
     sample = make_sample(directory, "measured.h5", "--no-comm")
-    csv_dir = os.path.join(directory, "csv")
+    csv_dir = new_directory(directory, "csv")
     json_path = os.path.join(directory, "tables.json")
     report_ok(sample, "--csv", csv_dir, "--json", json_path)
     table = pd.read_csv(os.path.join(csv_dir, "measurements.csv"))
@@ -379,7 +388,7 @@ def test_run_headlines_count_shared_sources_once(directory):
     """The runs table's measurement means are over sources: each rank's own process, but a host
     (or a GPU) once, however many ranks on it sampled it; absent ones say why."""
     sample = make_sample(directory, "gpu.h5", "--gpu", "--no-comm")
-    csv_dir = os.path.join(directory, "csv")
+    csv_dir = new_directory(directory, "csv")
     result = report_ok(sample, "--csv", csv_dir)
     runs = pd.read_csv(os.path.join(csv_dir, "runs.csv"))
     with h5py.File(sample, "r") as f:
@@ -409,7 +418,7 @@ def test_run_headlines_count_shared_sources_once(directory):
 
 def test_threads_and_resource_figures(directory):
     sample = make_sample(directory, "threads.h5", "--threads", "1,2", "--no-comm")
-    figure_dir = os.path.join(directory, "figures")
+    figure_dir = new_directory(directory, "figures")
     result = report_ok(sample, "--figures", figure_dir)
     header = result.stdout.split("Scaling study", 1)[1].splitlines()[1].split()
     expect(header[:2] == ["threads", "ranks"] and "repeat" not in header,
@@ -425,8 +434,8 @@ def test_threads_and_resource_figures(directory):
 
 def test_schema_1_single_run(directory):
     sample = make_sample(directory, "schema1.h5", "--schema", "1")
-    csv_dir = os.path.join(directory, "csv")
-    figure_dir = os.path.join(directory, "figures")
+    csv_dir = new_directory(directory, "csv")
+    figure_dir = new_directory(directory, "figures")
     result = report_ok(sample, "--csv", csv_dir, "--figures", figure_dir)
     expect("Runs (" in result.stdout and "Scaling study" not in result.stdout,
            f"schema 1 output:\n{result.stdout}")
@@ -441,7 +450,7 @@ def test_schema_1_single_run(directory):
 
 def test_comm_only(directory):
     sample = make_sample(directory, "comm.h5", "--comm-only")
-    figure_dir = os.path.join(directory, "figures")
+    figure_dir = new_directory(directory, "figures")
     result = report_ok(sample, "--figures", figure_dir)
     expect("Allreduce sweep (/comm, 4 ranks)" in result.stdout, f"comm output:\n{result.stdout}")
     expect(os.listdir(figure_dir) == ["allreduce.png"], f"figures {os.listdir(figure_dir)}")
@@ -451,8 +460,8 @@ def test_comm_only(directory):
 def test_several_files(directory):
     sweep = make_sample(directory, "sweep.h5")
     single = make_sample(directory, "single.h5", "--schema", "1")
-    csv_dir = os.path.join(directory, "csv")
-    figure_dir = os.path.join(directory, "figures")
+    csv_dir = new_directory(directory, "csv")
+    figure_dir = new_directory(directory, "figures")
     result = report_ok(sweep, single, "--csv", csv_dir, "--figures", figure_dir)
     expect(result.stdout.index(f"== {sweep}") < result.stdout.index(f"== {single}"),
            "files not reported in the order given")
@@ -481,7 +490,7 @@ def test_bad_input(directory):
     cases = [(os.path.join(directory, "missing.h5"), "no such file"),
              (not_hdf5, "not an HDF5 file"), (not_dlscale, "no schema_version"),
              (future, "schema version 99"), (damaged, "/runs/run_001/timings")]
-    outputs = os.path.join(directory, "out")
+    outputs = new_directory(directory, "out")
     for path, problem in cases:
         # The bad file comes second, so nothing must be written for the good one either.
         result = report(good, path, "--html", os.path.join(outputs, "page.html"),
@@ -489,12 +498,187 @@ def test_bad_input(directory):
         lines = result.stderr.splitlines()
         expect(result.returncode == 2, f"{problem}: exit status {result.returncode}")
         expect(len(lines) == 1, f"{problem}: stderr has {len(lines)} lines:\n{result.stderr}")
-        expect(lines[0].startswith("dlscale report: error: ") and path in lines[0]
+        expect(lines[0].startswith("dlscale: error: ") and path in lines[0]
                and problem in lines[0], f"{problem}: stderr is {lines[0]!r}")
         expect(result.stdout == "", f"{problem}: printed tables before failing")
         left = os.listdir(outputs) if os.path.isdir(outputs) else []
         expect(left == [] and not os.path.exists(os.path.join(directory, "tables.json")),
                f"{problem}: output files left behind: {left}")
+
+
+def expect_refused(result, problem, text):
+    """The report failed as a user error: status 2, one line naming `text`, nothing printed."""
+    lines = result.stderr.splitlines()
+    expect(result.returncode == 2, f"{problem}: exit status {result.returncode}")
+    expect(len(lines) == 1, f"{problem}: stderr has {len(lines)} lines:\n{result.stderr}")
+    expect(lines[0].startswith("dlscale: error: ") and text in lines[0],
+           f"{problem}: stderr is {lines[0]!r}, expected {text!r} in it")
+    expect(result.stdout == "", f"{problem}: printed tables before failing")
+
+
+def test_output_targets_must_be_regular_files_and_directories(directory):
+    """--json, --html, --csv and --figures never replace or write through a device, a symbolic
+    link or a directory, and never create a missing directory."""
+    sample = make_sample(directory, "sweep.h5")
+    elsewhere = os.path.join(directory, "elsewhere.txt")
+    with open(elsewhere, "w") as handle:
+        handle.write("keep me\n")
+    link = os.path.join(directory, "link.json")
+    os.symlink(elsewhere, link)
+    directory_link = os.path.join(directory, "directory-link")
+    os.symlink(new_directory(directory, "real"), directory_link)
+    planted = new_directory(directory, "planted")  # a link where runs.csv will go
+    os.symlink(elsewhere, os.path.join(planted, "runs.csv"))
+    a_file = os.path.join(directory, "a-file")
+    open(a_file, "w").close()
+    missing = os.path.join(directory, "missing")
+    cases = [(["--json", "/dev/full"], "--json: '/dev/full' is not a regular file"),
+             (["--html", "/dev/null"], "--html: '/dev/null' is not a regular file"),
+             (["--json", link], f"--json: '{link}' is a symbolic link"),
+             (["--html", directory], f"--html: '{directory}' is not a regular file"),
+             (["--json", os.path.join(missing, "t.json")],
+              f"--json: directory '{missing}' does not exist"),
+             (["--csv", missing], f"--csv: directory '{missing}' does not exist"),
+             (["--figures", missing], f"--figures: directory '{missing}' does not exist"),
+             (["--csv", a_file], f"--csv: '{a_file}' is not a directory"),
+             (["--figures", directory_link], f"--figures: '{directory_link}' is a symbolic link"),
+             (["--csv", planted], "--csv: '" + os.path.join(planted, "runs.csv")
+              + "' is a symbolic link"),
+             (["--json", sample], f"--json: '{sample}' is the input file"),
+             (["--json", elsewhere, "--html", elsewhere], f"--html: '{elsewhere}' is also the "
+                                                          "--json output")]
+    before = sorted(os.listdir(directory))
+    for options, text in cases:
+        expect_refused(report(sample, *options), " ".join(options), text)
+        expect(sorted(os.listdir(directory)) == before and os.listdir(planted) == ["runs.csv"]
+               and os.listdir(directory_link) == [], f"{options}: files written or removed")
+        with open(elsewhere) as handle:
+            expect(handle.read() == "keep me\n", f"{options}: wrote through a symbolic link")
+
+
+def test_json_to_standard_output(directory):
+    sample = make_sample(directory, "sweep.h5")
+    json_path = os.path.join(directory, "tables.json")
+    report_ok(sample, "--json", json_path)
+    result = report_ok(sample, "--json", "-")
+    with open(json_path) as handle:
+        expect(json.loads(result.stdout) == json.load(handle),
+               "--json - prints other tables than --json FILE writes")
+    expect(not os.path.exists(os.path.join(directory, "-")), "--json - wrote a file named -")
+
+
+def test_failed_write_leaves_nothing(directory):
+    """A write that fails (here a file size limit, as a full disk would) leaves no output, whole or
+    partial, and an older output file as it was."""
+    sample = make_sample(directory, "sweep.h5")
+    outputs = new_directory(directory, "out")
+    json_path = os.path.join(outputs, "tables.json")
+    with open(json_path, "w") as handle:
+        handle.write("older\n")
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (8192, resource.getrlimit(
+            resource.RLIMIT_FSIZE)[1]))
+    result = subprocess.run([sys.executable, REPORT, sample, "--csv", outputs, "--json", json_path],
+                            capture_output=True, text=True, timeout=600, preexec_fn=small_files)
+    lines = result.stderr.splitlines()
+    expect(result.returncode == 2 and len(lines) == 1 and "File too large" in lines[0],
+           f"a write past the file size limit: status {result.returncode}, {result.stderr!r}")
+    expect(os.listdir(outputs) == ["tables.json"], f"left behind: {sorted(os.listdir(outputs))}")
+    with open(json_path) as handle:
+        expect(handle.read() == "older\n", "the older tables.json was replaced")
+
+
+def test_damaged_files_give_one_line(directory):
+    """Datasets of the wrong shape or type, missing groups, NaN or negative timings, attributes
+    of the wrong type, huge declared sizes and links: one line naming the file and the object."""
+    def damaged(name, change):
+        path = make_sample(directory, f"{name}.h5", *(["--schema", "1"] if "root" in name else []))
+        with h5py.File(path, "a") as f:
+            change(f)
+        return path
+
+    def replace(f, name, data=None, **options):
+        del f[name]
+        f.create_dataset(name, data=data, **options)
+
+    def nan_timing(f):
+        f["runs/run_001/timings"][3, 1, 0] = np.nan
+
+    def negative_timing(f):
+        f["runs/run_002/timings"][5, 0, 2] = -0.5
+
+    def set_attribute(path, name, value):
+        return lambda f: f[path].attrs.__setitem__(name, value)
+    cases = [
+        ("nan", nan_timing, "/runs/run_001/timings holds nan"),
+        ("negative", negative_timing, "/runs/run_002/timings holds -0.5, below 0"),
+        ("ranks", lambda f: replace(f, "runs/run_001/timings",
+                                    f["runs/run_001/timings"][:, :1, :]),
+         "/runs/run_001/timings has shape [22, 1, 5], not [22, 2, 5]"),
+        ("type", lambda f: replace(f, "runs/run_002/summary/phase_statistics",
+                                   np.full((5, 6), "x", dtype=h5py.string_dtype())),
+         "/runs/run_002/summary/phase_statistics holds object, not numbers"),
+        ("group", lambda f: f["runs/run_000"].move("summary", "elsewhere"),
+         "/runs/run_000/summary/phase_statistics is missing"),
+        ("schema", set_attribute("/", "schema_version", "three"),
+         "/@schema_version is 'three', not an integer"),
+        ("world", set_attribute("runs/run_000", "world_size", "one"),
+         "/runs/run_000/@world_size is 'one', not an integer"),
+        ("model", set_attribute("runs/run_000", "model", np.arange(3)),
+         "/runs/run_000/@model is an array of shape [3], not a string"),
+        ("huge", lambda f: replace(f, "runs/run_002/measurements/process_cpu_cores/value",
+                                   shape=(2**40,), dtype="f8", chunks=(1024,)),
+         "/runs/run_002/measurements/process_cpu_cores/value declares 8192 GiB"),
+        ("samples", lambda f: replace(f, "runs/run_000/measurements/process_rss_bytes/value",
+                                      shape=(10**6,), dtype="f8", chunks=(1024,)),
+         "/runs/run_000/measurements/process_rss_bytes/value has 1000000 rows, more than"),
+        ("measurement", lambda f: replace(f, "runs/run_001/measurements/peak_resident_bytes/value",
+                                          np.ones(3)),
+         "/runs/run_001/measurements/peak_resident_bytes/value has shape [3], not [2]"),
+        ("study", lambda f: replace(f, "study/efficiency", np.ones(7)),
+         "/study/efficiency has shape [7], not [3]"),
+        ("link", lambda f: (f.__delitem__("runs/run_001/ranks/host"),
+                            f.__setitem__("runs/run_001/ranks/host",
+                                          h5py.ExternalLink("/dev/zero", "/x"))),
+         "/runs/run_001/ranks/host is a link"),
+        ("root", set_attribute("/", "warmup_iterations", np.int64(-1)),
+         "/@warmup_iterations is -1, below 0")]
+    for name, change, text in cases:
+        path = damaged(name, change)
+        expect_refused(report(path), name, f"damaged results file: {path}: {text}")
+    truncated = make_sample(directory, "truncated.h5")
+    with open(truncated, "r+b") as handle:
+        handle.truncate(os.path.getsize(truncated) // 2)
+    expect_refused(report(truncated), "truncated", f"damaged results file: {truncated}: ")
+
+
+def test_names_from_the_file_are_printed_escaped(directory):
+    """Terminal escapes, line breaks and markup in a model, host or command line are printed as
+    \\x1b escapes in the text output and HTML-escaped in the page."""
+    sample = make_sample(directory, "sweep.h5")
+    with h5py.File(sample, "a") as f:
+        f.attrs["command_line"] = "dlscale \x1b]0;title\x07 <b>bold</b> & more"
+        for run in f["runs"].values():
+            run.attrs["model"] = "\x1b[2J\x1b[31mred\nsecond line\u202e"
+        hosts = f["runs/run_002/ranks/host"].asstr()[()]
+        hosts[3] = "<script>alert(1)</script>\x1b[1A"
+        del f["runs/run_002/ranks/host"]
+        f["runs/run_002/ranks/host"] = hosts.astype(h5py.string_dtype())
+    page = os.path.join(directory, "page.html")
+    result = report_ok(sample, "--html", page)
+    expect(all(line.isprintable() for line in result.stdout.splitlines()),
+           "the tables hold unprintable characters")
+    for text in [r"\x1b[2J\x1b[31mred\nsecond line\u202e", r"dlscale \x1b]0;title\x07",
+                 r"<script>alert(1)</script>\x1b[1A"]:
+        expect(text in result.stdout, f"the tables lack {text!r}:\n{result.stdout}")
+    with open(page, encoding="utf-8") as handle:
+        text = handle.read()
+    expect("<script" not in text and "<b>bold" not in text and "\x1b" not in text,
+           "the page holds a name unescaped")
+    for escaped in [r"&lt;script&gt;alert(1)&lt;/script&gt;\x1b[1A",
+                    r"&lt;b&gt;bold&lt;/b&gt; &amp; more", r"\x1b[31mred\nsecond line"]:
+        expect(escaped in text, f"the page lacks {escaped!r}")
 
 
 def test_help():
@@ -510,7 +694,10 @@ def main():
              test_failed_point_shows_dash_and_reason, test_only_failed_points_reports,
              test_repeat_table_shows_mean_and_spread, test_measurements_csv_is_long_format,
              test_run_headlines_count_shared_sources_once, test_threads_and_resource_figures,
-             test_schema_1_single_run, test_comm_only, test_several_files, test_bad_input]
+             test_schema_1_single_run, test_comm_only, test_several_files, test_bad_input,
+             test_output_targets_must_be_regular_files_and_directories,
+             test_json_to_standard_output, test_failed_write_leaves_nothing,
+             test_damaged_files_give_one_line, test_names_from_the_file_are_printed_escaped]
     try:
         test_help()
         for test in tests:
