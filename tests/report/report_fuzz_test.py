@@ -4,7 +4,7 @@
 # and negative values written, and attributes given the wrong type or garbage text. Every case must
 # exit 0 or 2 within 10 s, with nothing on stderr on success and one "dlscale: error: " line on
 # failure, never a traceback; print only printable lines; and leave no output file when it fails.
-# report_test.py runs it; on its own:
+# CTest runs it as report_survives_damaged_files; on its own:
 #   python3 report_fuzz_test.py [--cases N] [--seed S] [--keep DIR] [--verbose]
 # Each case runs the report script in a child forked from this process, which has imported the
 # report's modules once: a case then costs the reading and the drawing, not Python's start-up.

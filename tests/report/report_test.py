@@ -3,7 +3,10 @@
 # compared with the HDF5, the PNG figures, schema-3 measurements (headlines, measurements.csv,
 # resource figures), thread sweeps, repeats, failed points and a file of failed points only, the
 # schema-2, schema-1, /comm-only and several-file inputs, and bad input (missing, not HDF5, not
-# dlscale, unsupported schema, damaged) giving one error line, exit status 2 and no output files.
+# dlscale, unsupported schema, damaged) giving one error line, exit status 2 and no output files;
+# output targets that are devices, links, directories or in missing directories refused, --json -,
+# a failed write leaving nothing, damaged files named in one line, and names printed escaped.
+# report_fuzz_test.py, its own CTest test, throws a corpus of mutated files at the report.
 # Plain Python; exits non-zero at the first failure.
 # Usage: python3 report_test.py
 import html
