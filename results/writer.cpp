@@ -224,6 +224,16 @@ void write_summary(hid_t file, const RunRecord& record) {
                   (long long)(summary.parameters_identical ? 1 : 0));
 }
 
+// One float64 column of a table: `member` of every row, with its units when it has any.
+template <typename Row>
+void write_column(hid_t group, const char* name, const std::vector<Row>& rows,
+                  double Row::*member, const char* units) {
+  std::vector<double> values;
+  for (const auto& row : rows) values.push_back(row.*member);
+  const Hdf5Handle dataset = hdf5::write_dataset(group, name, values, {hsize_t(rows.size())});
+  if (units != nullptr) hdf5::write_attribute(dataset, schema::units, std::string(units));
+}
+
 void write_study(hid_t file, const StudySummary& study) {
   using namespace hdf5;
   const Hdf5Handle group = create_group(file, schema::study_group);
@@ -231,11 +241,8 @@ void write_study(hid_t file, const StudySummary& study) {
   write_attribute(group, schema::baseline_ranks, (long long)study.baseline_ranks);
   const auto& points = study.points;
   const hsize_t count = points.size();
-  const auto column = [&](const char* name, auto member, const char* units) {
-    std::vector<double> values;
-    for (const auto& point : points) values.push_back(point.*member);
-    const Hdf5Handle dataset = write_dataset(group, name, values, {count});
-    if (units != nullptr) write_attribute(dataset, schema::units, std::string(units));
+  const auto column = [&](const char* name, double StudyPoint::*member, const char* units) {
+    write_column(group, name, points, member, units);
   };
   std::vector<std::int64_t> ranks, threads, repeats, stragglers;
   std::vector<std::string> runs, straggler_hosts;
@@ -291,11 +298,8 @@ void write_study_repeats(hid_t file, const StudySummary& study) {
   const Hdf5Handle group = create_group(file, schema::study_repeats_group);
   const auto& rows = study.configurations;
   const hsize_t count = rows.size();
-  const auto column = [&](const char* name, auto member, const char* units) {
-    std::vector<double> values;
-    for (const auto& row : rows) values.push_back(row.*member);
-    const Hdf5Handle dataset = write_dataset(group, name, values, {count});
-    if (units != nullptr) write_attribute(dataset, schema::units, std::string(units));
+  const auto column = [&](const char* name, double RepeatSpread::*member, const char* units) {
+    write_column(group, name, rows, member, units);
   };
   std::vector<std::int64_t> threads, ranks, repeats;
   for (const auto& row : rows) {
