@@ -384,6 +384,7 @@ CaseResult run_case(const WorkloadCase& spec, kernels::Device& device,
         worker::make_gradient_exchange(*network, 0, false), profiled, schedule, {},
         [&](const worker::IterationReport& report) {
           if (report.iteration == warmup - 1) result.profile.clear();
+          return true;
         });
     double total = 0;
     for (int i = warmup; i < schedule.total_iterations(); ++i)

@@ -1,6 +1,9 @@
 // Logger and provenance set-up shared by the subcommands.
 #include "cli/command_setup.hpp"
 
+#include <new>
+#include <stdexcept>
+
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -10,6 +13,22 @@
 #include "core/errors.hpp"
 
 namespace dlscale::cli {
+
+namespace {
+
+// A failure that is not the user's: what a user can do about it, in one line. The standard
+// library's own words ("std::bad_alloc", "vector::_M_range_check: ...") mean nothing to them.
+std::string describe_failure(const std::exception& error) {
+  if (dynamic_cast<const std::bad_alloc*>(&error) != nullptr)
+    return "out of memory: this process could not allocate what it needed (lower --batch, use "
+           "fewer ranks per node, or free memory)";
+  if (dynamic_cast<const std::logic_error*>(&error) != nullptr)
+    return fmt::format("internal error, please report it with the command line: {}",
+                       error.what());
+  return error.what();
+}
+
+}  // namespace
 
 void start_command_logging(int rank) {
   auto logger = spdlog::stderr_color_mt("dlscale");
@@ -28,7 +47,7 @@ int exit_status_of(const comm::MpiSession& mpi, const std::function<int()>& comm
     return 2;
   } catch (const std::exception& error) {
     // A failure on one rank alone: the others may be inside a collective, so end the job.
-    spdlog::error("{}", error.what());
+    spdlog::error("{}", describe_failure(error));
     if (mpi.world_size() > 1) mpi.abort_job(1);
     return 1;
   }
@@ -41,7 +60,7 @@ int exit_status_alone(const std::function<int()>& command) {
     fmt::print(stderr, "dlscale: error: {}\n", error.what());
     return 2;
   } catch (const std::exception& error) {
-    fmt::print(stderr, "dlscale: error: {}\n", error.what());
+    fmt::print(stderr, "dlscale: error: {}\n", describe_failure(error));
     return 1;
   }
 }

@@ -114,10 +114,17 @@ int merge_command(int argc, char** argv) {
       if (file.runs.empty()) throw UserError(fmt::format("'{}' holds no training runs", input));
       failed_points.insert(failed_points.end(), file.failed_points.begin(),
                            file.failed_points.end());
-      for (std::size_t index = 0; index < file.runs.size(); ++index)
-        runs.push_back({file.runs[index],
-                        fmt::format("{} {}", input, results::run_group_name(index))});
+      for (std::size_t index = 0; index < file.runs.size(); ++index) {
+        const std::string name = fmt::format("{} {}", input, results::run_group_name(index));
+        // A study compares whole runs; one cut short stays in its own file.
+        if (!file.runs[index].partial_reason.empty()) {
+          fmt::print("leaving out {}: partial, {}\n", name, file.runs[index].partial_reason);
+          continue;
+        }
+        runs.push_back({file.runs[index], name});
+      }
     }
+    if (runs.empty()) throw UserError("the inputs hold no complete training runs to merge");
     check_comparable(runs);
 
     results::ResultsFile merged;

@@ -1,8 +1,10 @@
+// `dlscale predict`: parses the options, reads the study and the network model, and hands them
+// to coordinator::predict_scaling; the coordinator's printer formats the result.
 #include "cli/predict_command.hpp"
 
 #include "cli/command_setup.hpp"
 
-#include <cmath>
+#include <algorithm>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -11,7 +13,8 @@
 #include <fmt/format.h>
 
 #include "coordinator/performance_model.hpp"
-#include "coordinator/scaling_study.hpp"
+#include "coordinator/prediction_printer.hpp"
+#include "coordinator/scaling_prediction.hpp"
 #include "core/errors.hpp"
 #include "results/comm_reader.hpp"
 #include "results/output_file.hpp"
@@ -34,39 +37,11 @@ struct PredictOptions {
   std::string algorithm = "ring";
   std::string overlap = "measured";
   std::string json_path;  // "-" for standard output, instead of the table
+  std::string hold_out;   // measured rank counts not to predict from
+  bool hold_out_probes = false;
+  bool no_calibration = false;
+  int ranks_per_node = 0;  // 0: as measured
 };
-
-struct PredictedRow {
-  int ranks = 0;
-  double iteration_seconds = 0, efficiency = 0, speedup = 0;
-  double gap_communication = 0, gap_load_imbalance = 0, gap_other = 0;
-  double measured_iteration_seconds = 0;  // 0: not measured
-};
-
-// Numbers as JSON allows them: NaN and infinities become null.
-std::string json_number(double value) {
-  return std::isfinite(value) ? fmt::format("{:.9g}", value) : "null";
-}
-
-std::string predictions_json(const std::string& model, const coordinator::NetworkModel& network,
-                             const std::string& algorithm, const std::vector<PredictedRow>& rows) {
-  std::string out = fmt::format(
-      "{{\"model\": \"{}\", \"algorithm\": \"{}\", \"alpha_seconds\": {}, "
-      "\"beta_seconds_per_byte\": {}, \"predictions\": [",
-      model, algorithm, json_number(network.alpha_seconds), json_number(network.beta_seconds_per_byte));
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const auto& r = rows[i];
-    out += fmt::format(
-        "{}\n  {{\"ranks\": {}, \"iteration_seconds\": {}, \"efficiency\": {}, \"speedup\": {}, "
-        "\"gap_communication\": {}, \"gap_load_imbalance\": {}, \"gap_other\": {}, "
-        "\"measured_iteration_seconds\": {}}}",
-        i == 0 ? "" : ",", r.ranks, json_number(r.iteration_seconds), json_number(r.efficiency),
-        json_number(r.speedup), json_number(r.gap_communication),
-        json_number(r.gap_load_imbalance), json_number(r.gap_other),
-        r.measured_iteration_seconds > 0 ? json_number(r.measured_iteration_seconds) : "null");
-  }
-  return out + "\n]}\n";
-}
 
 // "100Gbps,2us": a link bandwidth (bits: Gbps, Mbps, Gbit/s; bytes: GB/s, MB/s) and a latency
 // (ns, us, ms, s).
@@ -87,17 +62,33 @@ coordinator::NetworkModel parse_network(const std::string& text) {
   const double latency = std::stod(match[3]) * seconds.at(match[4]);
   if (!(bandwidth > 0))
     throw UserError(fmt::format("--network '{}': the bandwidth must be positive", text));
-  return {latency, 1 / bandwidth, fmt::format("--network {}", text)};
+  return coordinator::uniform_network(latency, 1 / bandwidth, fmt::format("--network {}", text));
 }
 
 coordinator::NetworkModel network_from_comm(const std::string& path) {
   const results::CommRecord sweep = results::read_comm(path);
-  if (sweep.ranks < 2 || !(sweep.fit.beta_seconds_per_byte > 0))
-    throw UserError(fmt::format("--comm '{}': the sweep ran on {} rank(s) and has no per-step "
-                                "alpha and beta; run `dlscale comm` on 2 or more ranks",
-                                path, sweep.ranks));
-  return {sweep.fit.alpha_seconds, sweep.fit.beta_seconds_per_byte,
-          fmt::format("--comm {} ({} ranks, {})", path, sweep.ranks, sweep.backend)};
+  return coordinator::network_of_sweep(sweep, path);
+}
+
+// "8,64,512": rank counts from 1 to max_ranks, for `option`.
+std::vector<int> parse_counts(const std::string& option, const std::string& text) {
+  std::vector<int> ranks;
+  std::stringstream list(text);
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    std::size_t used = 0;
+    long long n = 0;
+    try {
+      n = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || n < 1 || n > max_ranks)
+      throw UserError(fmt::format("{}: '{}' is not a rank count from 1 to {}", option, item,
+                                  max_ranks));
+    ranks.push_back(int(n));
+  }
+  return ranks;
 }
 
 std::vector<int> parse_rank_list(const std::string& text, const std::vector<int>& measured) {
@@ -105,37 +96,12 @@ std::vector<int> parse_rank_list(const std::string& text, const std::vector<int>
   if (text.empty()) {
     for (int n = 1; n <= 1024; n *= 2) ranks.push_back(n);
   } else {
-    std::stringstream list(text);
-    std::string item;
-    while (std::getline(list, item, ',')) {
-      std::size_t used = 0;
-      long long n = 0;
-      try {
-        n = std::stoll(item, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used == 0 || used != item.size() || n < 1 || n > max_ranks)
-        throw UserError(fmt::format("--ranks: '{}' is not a rank count from 1 to {}", item,
-                                    max_ranks));
-      ranks.push_back(int(n));
-    }
+    const auto asked = parse_counts("--ranks", text);
+    ranks.insert(ranks.end(), asked.begin(), asked.end());
   }
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
   return ranks;
-}
-
-// The measured run nearest to `ranks` in rank count (on a log scale; ties go to the larger).
-const results::RunRecord& reference_run(const std::vector<results::RunRecord>& runs, int ranks) {
-  const results::RunRecord* best = &runs.front();
-  for (const auto& run : runs) {
-    const double distance = std::abs(std::log2(double(run.ranks) / ranks));
-    const double best_distance = std::abs(std::log2(double(best->ranks) / ranks));
-    if (distance < best_distance || (distance == best_distance && run.ranks > best->ranks))
-      best = &run;
-  }
-  return *best;
 }
 
 std::string help_text(const po::options_description& options) {
@@ -145,15 +111,20 @@ std::string help_text(const po::options_description& options) {
           "gradient buckets) and a network model, it predicts the iteration time, efficiency\n"
           "and the gap split (exposed communication, stragglers, other) at any rank count up\n"
           "to 100,000. The allreduce model is alpha-beta: ring 2(N-1)a + 2(N-1)/N m b, or\n"
-          "tree 2 log2(N) a + 2 m b, replayed over the buckets in backward order.\n\n"
+          "tree 2 log2(N) a + 2 m b, replayed over the buckets in backward order, with a and b\n"
+          "by message size and link (intra-node, inter-node) from a `dlscale comm` file.\n"
+          "Compute slows as nodes fill, by the runs' node-sharing probes; the wait for\n"
+          "stragglers is the expected maximum over N ranks of the measured spread.\n\n"
           "Usage: dlscale predict FILE.h5 (--network BANDWIDTH,LATENCY | --comm COMM.h5) [options]\n\n"
        << options
        << "\nExamples:\n"
           "  dlscale predict s.h5 --ranks 1024 --network 100Gbps,2us\n"
           "  dlscale predict s.h5 --ranks 8,64,512,4096 --network 25GB/s,5us --algorithm tree\n"
-          "  mpirun -np 2 dlscale comm -b 1K -e 64M -f 2 --out c.h5 && dlscale predict s.h5 --comm c.h5\n\n"
+          "  mpirun -np 2 dlscale comm -b 1K -e 64M -f 2 --out c.h5 && dlscale predict s.h5 --comm c.h5\n"
+          "  dlscale predict s.h5 --comm c.h5 --hold-out 4   # 4 from the smaller runs\n\n"
           "Rank counts that were measured are predicted too, beside the measurement, so the\n"
-          "model can be judged. Compute comes from the measured run nearest in rank count.\n";
+          "model can be judged. Compute comes from the measured run nearest in rank count\n"
+          "(docs/scaling-model.md).\n";
   return text.str();
 }
 
@@ -176,7 +147,17 @@ int predict_command(int argc, char** argv) {
       ("overlap", po::value(&options.overlap)->default_value(options.overlap),
        "bucket sums during backward: on, off, or as measured")
       ("json", po::value(&options.json_path),
-       "write the predictions as JSON to FILE ('-': standard output, instead of the table)");
+       "write the predictions as JSON to FILE ('-': standard output, instead of the table)")
+      ("hold-out", po::value(&options.hold_out),
+       "measured rank counts not to predict from (their measurements stay beside the "
+       "prediction): checks the model on what it did not see")
+      ("hold-out-probes", po::bool_switch(&options.hold_out_probes),
+       "leave out the held-out runs' node-sharing probes too")
+      ("no-calibration", po::bool_switch(&options.no_calibration),
+       "use the --comm sweep's allreduce times as they are, not scaled to what a run at the "
+       "sweep's rank count measured inside training")
+      ("ranks-per-node", po::value(&options.ranks_per_node),
+       "ranks on one node at the predicted scales (default: the most any measured run had)");
   po::options_description hidden;
   hidden.add_options()("file", po::value(&options.path));
   po::options_description all;
@@ -198,8 +179,16 @@ int predict_command(int argc, char** argv) {
     const coordinator::NetworkModel network = options.network.empty()
                                                   ? network_from_comm(options.comm_path)
                                                   : parse_network(options.network);
-    const AllreduceAlgorithm algorithm =
+    if (values.count("ranks-per-node") && options.ranks_per_node < 1)
+      throw UserError("--ranks-per-node: must be 1 or more");
+    coordinator::PredictionSettings settings;
+    settings.algorithm =
         options.algorithm == "ring" ? AllreduceAlgorithm::ring : AllreduceAlgorithm::tree;
+    if (options.overlap != "measured") settings.overlap = options.overlap == "on";
+    settings.ranks_per_node = options.ranks_per_node;
+    if (!options.hold_out.empty()) settings.held_out = parse_counts("--hold-out", options.hold_out);
+    settings.hold_out_probes = options.hold_out_probes;
+    settings.calibrate_communication = !options.no_calibration;
 
     const results::ResultsFile file = results::read_results(options.path);
     if (file.runs.empty())
@@ -212,68 +201,17 @@ int predict_command(int argc, char** argv) {
     std::vector<int> measured_ranks;
     for (const auto& run : file.runs) measured_ranks.push_back(run.ranks);
     const std::vector<int> ranks = parse_rank_list(options.ranks, measured_ranks);
-
-    const auto& baseline_run = *std::min_element(
-        file.runs.begin(), file.runs.end(), [](const auto& a, const auto& b) { return a.ranks < b.ranks; });
-    const auto& config = baseline_run.configuration;
-    const bool strong = config.scaling == "strong";
-    const double global_batch = double(config.batch_per_rank) * baseline_run.ranks;
-    const auto batch_at = [&](int n) { return strong ? global_batch / n : double(config.batch_per_rank); };
-    const auto predict = [&](int n) {
-      const auto& run = reference_run(file.runs, n);
-      const bool overlap = options.overlap == "measured" ? run.configuration.overlap : options.overlap == "on";
-      return coordinator::predict_iteration(coordinator::profile_of(run), network, algorithm,
-                                            overlap, n, batch_at(n));
-    };
-    const int p = baseline_run.ranks;
-    const double baseline_seconds = predict(p).iteration_seconds;
-    const results::StudySummary study = coordinator::analyze_study(file.runs);
-
-    std::vector<PredictedRow> rows;
-    for (int n : ranks) {
-      const auto prediction = predict(n);
-      PredictedRow row;
-      row.ranks = n;
-      row.iteration_seconds = prediction.iteration_seconds;
-      // E = X(n)/X(p) * p/n with X = global batch / iteration time, as in the study.
-      row.efficiency = (batch_at(n) * n / row.iteration_seconds) /
-                       (batch_at(p) * p / baseline_seconds) * p / n;
-      row.speedup = row.efficiency * n;
-      row.gap_communication = prediction.exposed_communication_seconds / row.iteration_seconds;
-      row.gap_load_imbalance = prediction.straggler_wait_seconds / row.iteration_seconds;
-      row.gap_other = 1 - row.efficiency - row.gap_communication - row.gap_load_imbalance;
-      for (const auto& point : study.points)
-        if (point.ranks == n) row.measured_iteration_seconds = point.iteration_seconds;
-      rows.push_back(row);
-    }
+    const auto prediction = coordinator::predict_scaling(file.runs, network, ranks, settings);
     if (!options.json_path.empty()) {
-      const std::string json = predictions_json(config.model, network, options.algorithm, rows);
+      const std::string json =
+          coordinator::format_prediction_json(prediction, network, options.algorithm);
       if (options.json_path == "-") {
         fmt::print("{}", json);
         return 0;
       }
       results::write_text_atomically(options.json_path, json);
     }
-
-    fmt::print("{} ({} scaling, {}), {} allreduce, {}; alpha {:.3g} us, 1/beta {:.3g} GB/s\n",
-               config.model, strong ? "strong" : "weak",
-               strong ? fmt::format("global batch {:g}", global_batch)
-                      : fmt::format("batch {}/rank", config.batch_per_rank),
-               options.algorithm, network.source, network.alpha_seconds * 1e6,
-               1 / network.beta_seconds_per_byte / 1e9);
-    fmt::print("{:>7} {:>11} {:>11} {:>9} {:>7} {:>10} {:>7}  {:>16}\n", "ranks", "iter ms",
-               "efficiency", "speedup", "comm", "imbalance", "other", "measured iter ms");
-    for (const auto& row : rows) {
-      const std::string measured =
-          row.measured_iteration_seconds > 0
-              ? fmt::format("{:.2f} ({:+.1f}%)", row.measured_iteration_seconds * 1e3,
-                            (row.iteration_seconds / row.measured_iteration_seconds - 1) * 100)
-              : "";
-      fmt::print("{:>7} {:>11.2f} {:>10.1f}% {:>9.1f} {:>6.1f}% {:>9.1f}% {:>6.1f}%  {:>16}\n",
-                 row.ranks, row.iteration_seconds * 1e3, row.efficiency * 100, row.speedup,
-                 row.gap_communication * 100, row.gap_load_imbalance * 100, row.gap_other * 100,
-                 measured);
-    }
+    fmt::print("{}", coordinator::format_prediction_table(prediction, network, options.algorithm));
     return 0;
   });
 }

@@ -114,6 +114,7 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
   plan.scaling = recorded_scaling(options);
   plan.sample_interval_seconds = options.sample_interval_seconds;
   plan.point_timeout_seconds = options.point_timeout_seconds;
+  plan.stall_timeout_seconds = options.stall_timeout_seconds;
   plan.overwrite = options.overwrite;
   if (mpi.world_rank() == 0) {
     plan.output_path = options.output_path.empty()

@@ -2,6 +2,7 @@
 #include "cli/run_options.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -26,6 +27,7 @@ namespace {
 struct RawNumbers {
   long long batch = 0, iterations = 0, warmup = 0, seed = 0, global_batch = 0, repeats = 1;
   std::string threads = "1";
+  std::string stall_timeout = "auto";
 };
 
 constexpr int most_threads = 1024;
@@ -87,7 +89,11 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
       ("point-timeout", po::value(&options.point_timeout_seconds)
                             ->default_value(defaults.point_timeout_seconds),
        "seconds a sweep point may train before it is stopped and recorded as failed; 0: no "
-       "limit");
+       "limit")
+      ("stall-timeout", po::value(&raw.stall_timeout)->default_value(raw.stall_timeout),
+       "seconds without a heartbeat from a rank, or without any rank finishing an iteration, "
+       "after which the job ends, naming the ranks and hosts (exit 4); the finished points stay "
+       "in the results file. auto: 10x the slowest step so far, at least 60; 0: off");
 
   po::options_description measuring("Measuring");
   measuring.add_options()
@@ -172,6 +178,21 @@ void check_values(RunOptions& options, const RawNumbers& raw, const po::variable
   if (!(options.point_timeout_seconds >= 0) || options.point_timeout_seconds > 1e7)
     throw UserError(fmt::format("--point-timeout must be 0 (no limit) or a number of seconds, "
                                 "got {}", options.point_timeout_seconds));
+  if (raw.stall_timeout == "auto") {
+    options.stall_timeout_seconds = -1;
+  } else {
+    try {
+      std::size_t used = 0;
+      options.stall_timeout_seconds = std::stod(raw.stall_timeout, &used);
+      if (used != raw.stall_timeout.size()) throw std::invalid_argument("trailing text");
+    } catch (const std::exception&) {
+      options.stall_timeout_seconds = std::nan("");
+    }
+    const double timeout = options.stall_timeout_seconds;
+    if (!(timeout == 0 || (timeout >= 2 && timeout <= 1e7)))
+      throw UserError(fmt::format("--stall-timeout must be auto, 0 (off) or 2 to 1e7 seconds, "
+                                  "got '{}'", raw.stall_timeout));
+  }
   if (raw.warmup < 0 || raw.warmup > INT32_MAX)
     throw UserError(fmt::format("--warmup must be zero or a positive integer, got {}", raw.warmup));
   options.warmup_iterations = int(raw.warmup);
@@ -310,7 +331,11 @@ std::string run_help_text() {
           "  dlscale --list-models\n\n"
           "Exit status: 0 on success, 2 for a bad option or input, 1 for a failure while running,\n"
           "3 when some sweep points could not be measured (out of memory, diverged, past\n"
-          "--point-timeout): they are kept in the results file with the reason.\n"
+          "--point-timeout): they are kept in the results file with the reason; 4 when a rank\n"
+          "stalled (--stall-timeout); 128+N after signal N (143: SIGTERM, as Slurm sends at a\n"
+          "time limit; 130: SIGINT): every finished point is kept, and the point under way is\n"
+          "kept as far as it got, marked partial. The results file is rewritten as each point\n"
+          "finishes, so even a killed job keeps its finished points.\n"
           "The results file is documented in docs/results-format.md.\n";
   return text.str();
 }

@@ -1,5 +1,6 @@
 #include "cli/slurm_command.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -100,6 +101,19 @@ std::string settings_block(const SlurmOptions& options) {
   return block + settings_end;
 }
 
+// The one line printed after the script is written: what it holds and how to start it.
+std::string written_summary(const SlurmOptions& options) {
+  const auto count = [](const std::string& list) {
+    return 1 + std::count(list.begin(), list.end(), ',');
+  };
+  const auto jobs = count(options.nodes) * count(options.tasks_per_node);
+  return fmt::format("wrote {}: {} run job{} ({} node{} x {} task{} per node) and a merge job; "
+                     "submit them with `bash {}`",
+                     options.output_path, jobs, jobs == 1 ? "" : "s", options.nodes,
+                     options.nodes == "1" ? "" : "s", options.tasks_per_node,
+                     options.tasks_per_node == "1" ? "" : "s", options.output_path);
+}
+
 std::string read_template() {
   const auto path = slurm_script("dlscale-node-study.sh");
   std::ifstream file(path);
@@ -177,6 +191,7 @@ int slurm_command(int argc, char** argv) {
       results::write_text_atomically(options.output_path, script);
       std::filesystem::permissions(options.output_path, std::filesystem::perms::owner_exec,
                                    std::filesystem::perm_options::add);
+      fmt::print("{}\n", written_summary(options));
     }
     return 0;
   });

@@ -1,6 +1,8 @@
 // MPI sums of gradient buffers: blocking, or in the background on a communication thread.
 #include "comm/mpi_gradient_communicator.hpp"
 
+#include <pthread.h>
+
 #include <climits>
 #include <utility>
 
@@ -8,6 +10,7 @@
 
 #include "comm/mpi_check.hpp"
 #include "core/errors.hpp"
+#include "core/thread_names.hpp"
 
 namespace dlscale::comm {
 
@@ -87,7 +90,10 @@ void MpiGradientCommunicator::start_allreduce_sum(std::span<float> values,
                                                   const kernels::DeviceEvent& ready) {
   {
     std::lock_guard lock(mutex_);
-    if (!progress_thread_.joinable()) progress_thread_ = std::thread([this] { progress_loop(); });
+    if (!progress_thread_.joinable()) {
+      progress_thread_ = std::thread([this] { progress_loop(); });
+      pthread_setname_np(progress_thread_.native_handle(), communication_thread_name);
+    }
     queued_.push_back({values, &ready});
     ++unfinished_;
   }

@@ -1,6 +1,8 @@
 // Fits the latency-bandwidth (alpha-beta, Hockney) model to an allreduce sweep: the straight line
 // t(m) = a + b*m through the per-size times, then the ring allreduce's per-hop alpha and beta for n
 // ranks from t = 2(n-1)*alpha + 2(n-1)/n * m * beta (docs/communication.md has the formulas).
+// One line rarely describes a whole sweep (MPI changes protocol and algorithm with the size), so
+// a piecewise fit gives each range of sizes a line of its own.
 #pragma once
 
 #include <span>
@@ -17,5 +19,24 @@ namespace dlscale::coordinator {
 // Throws std::invalid_argument unless bytes and seconds have the same length.
 results::AlphaBetaFit fit_alpha_beta(std::span<const double> bytes,
                                      std::span<const double> seconds, int ranks);
+
+// The sizes (ascending) split into at most `max_pieces` contiguous ranges of at least
+// `min_sizes_per_piece` sizes each, each range fitted as above but with a >= 0 and b >= 0. The
+// split minimises the total squared relative error (dynamic programming over the split points);
+// the number of pieces is the smallest whose RMS relative error is within 5%, or within 1.25x of
+// the best any allowed number reaches. Fewer sizes than one piece needs: one piece of all of them.
+// Throws std::invalid_argument unless bytes and seconds have the same length.
+inline constexpr int default_max_pieces = 4;
+inline constexpr int default_min_sizes_per_piece = 2;
+results::PiecewiseAlphaBetaFit fit_piecewise_alpha_beta(
+    std::span<const double> bytes, std::span<const double> seconds, int ranks,
+    int max_pieces = default_max_pieces, int min_sizes_per_piece = default_min_sizes_per_piece);
+
+// The piece whose sizes hold `bytes`; between two pieces the nearer on a log scale, below the
+// first the first, above the last the last. The fit must have at least one piece.
+const results::AlphaBetaPiece& piece_for(const results::PiecewiseAlphaBetaFit& fit, double bytes);
+
+// The fitted time of one call of `bytes` bytes on the sweep's own rank count.
+double fitted_seconds(const results::PiecewiseAlphaBetaFit& fit, double bytes);
 
 }  // namespace dlscale::coordinator

@@ -2,7 +2,8 @@
 //  - a call's time is the maximum over ranks: the collective is done when its last rank is;
 //  - p50 and p95 over the measured calls of a size (coordinator/statistics.hpp quantiles);
 //  - algbw = bytes / time / 1e9, busbw = algbw * 2(n-1)/n, as nccl-tests defines them;
-//  - the alpha-beta fit goes through the p50 times (coordinator/alpha_beta_fit.hpp).
+//  - the alpha-beta fits, one line and piecewise, go through the p50 times
+//    (coordinator/alpha_beta_fit.hpp).
 #include "coordinator/comm_sweep_summary.hpp"
 
 #include <algorithm>
@@ -36,6 +37,19 @@ void summarize_comm_sweep(results::CommRecord& record) {
     p50_seconds.push_back(size.seconds_p50);
   }
   record.fit = fit_alpha_beta(bytes, p50_seconds, record.ranks);
+  record.piecewise_fit = fit_piecewise_alpha_beta(bytes, p50_seconds, record.ranks);
+}
+
+results::LinkSweep link_sweep_of(results::CommRecord sweep, const std::string& link,
+                                 int communicators) {
+  summarize_comm_sweep(sweep);
+  return {link,
+          sweep.ranks,
+          communicators,
+          std::move(sweep.seconds),
+          std::move(sweep.sizes),
+          sweep.fit,
+          std::move(sweep.piecewise_fit)};
 }
 
 }  // namespace dlscale::coordinator

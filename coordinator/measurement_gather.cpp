@@ -57,7 +57,8 @@ class Unpacker {
     return size;
   }
   void raw(void* data, std::size_t size) {
-    std::memcpy(data, bytes_.data() + offset_, take(size));
+    // An empty vector's data() may be null, and memcpy takes no null pointer even for 0 bytes.
+    if (take(size) > 0) std::memcpy(data, bytes_.data() + offset_, size);
     offset_ += size;
   }
   const std::string& bytes_;

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "coordinator/measurement_summary.hpp"
+#include "coordinator/scaling_metrics.hpp"
 #include "coordinator/statistics.hpp"
 
 namespace dlscale::coordinator {
@@ -161,7 +162,7 @@ results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs)
     const double baseline_mean = mean(baseline.iteration_seconds);
     // Efficiency from mean iteration times: E = X(n)/X(p) * p/n, with X = global batch / T.
     const auto efficiency_of = [&](const RunTimes& times, double t_n, double t_p, int n) {
-      return (times.global_batch / t_n) / (baseline.global_batch / t_p) * double(p) / n;
+      return scaling_efficiency(times.global_batch, t_n, n, baseline.global_batch, t_p, p);
     };
     const RunTimes times = times_of(run);
     const int n = run.ranks;
@@ -193,9 +194,12 @@ results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs)
                               : (1 / relative_speedup - 1 / relative_ranks) /
                                     (1 - 1 / relative_ranks);
 
-    point.gap_communication = times.exposed_communication / point.iteration_seconds;
-    point.gap_load_imbalance = times.waiting_for_stragglers / point.iteration_seconds;
-    point.gap_other = 1 - point.efficiency - point.gap_communication - point.gap_load_imbalance;
+    const EfficiencyGap gap =
+        split_efficiency_gap(point.efficiency, point.iteration_seconds,
+                             times.exposed_communication, times.waiting_for_stragglers);
+    point.gap_communication = gap.communication;
+    point.gap_load_imbalance = gap.load_imbalance;
+    point.gap_other = gap.other;
     point.straggler_rank = times.straggler_rank;
     point.straggler_host = run.environment.rank_hosts.at(times.straggler_rank);
     for (const auto& headline : summarize_measurements(run))

@@ -37,6 +37,8 @@ std::string format_summary(const results::RunRecord& record) {
                  config.batch_per_rank, config.measured_iterations,
                  config.measured_iterations == 1 ? "" : "s", config.warmup_iterations,
                  config.comm_backend);
+  if (!record.partial_reason.empty())
+    fmt::format_to(line, "partial         {}\n", record.partial_reason);
   fmt::format_to(line, "device          {}", environment.cpu_model);
   for (const auto& [name, value] : environment.device_properties)
     if (name == "cuda_driver" || name == "cudnn" || name == "precision" || name == "onednn_isa")

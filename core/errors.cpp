@@ -11,7 +11,8 @@ namespace dlscale {
 LibraryError::LibraryError(std::string_view library, std::string_view call, std::string_view file,
                            int line, std::string_view message)
     : std::runtime_error(
-          fmt::format("{} call failed at {}:{}: {}: {}", library, file, line, call, message)) {}
+          fmt::format("{} call failed at {}:{}: {}: {}", library, file, line, call, message)),
+      library_message_(message) {}
 
 void require_choice(std::string_view option, std::string_view what, const std::string& value,
                     const std::vector<std::string>& choices) {

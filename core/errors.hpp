@@ -29,6 +29,12 @@ class LibraryError : public std::runtime_error {
  public:
   LibraryError(std::string_view library, std::string_view call, std::string_view file, int line,
                std::string_view message);
+  // The library's own words, without the call and where it was made: for messages about a
+  // user's file, where the call site means nothing to them.
+  const std::string& library_message() const { return library_message_; }
+
+ private:
+  std::string library_message_;
 };
 
 // Throws UserError "OPTION: unknown WHAT 'VALUE' (available: A, B)" unless value is a choice.

@@ -1,4 +1,5 @@
-// Host identification and memory, from gethostname, /proc and the cgroup v2 files.
+// Host identification and memory, from gethostname, /proc and the process's own memory cgroup
+// (v2, or v1's memory controller), as Slurm and container runtimes set it.
 #include "core/host_info.hpp"
 
 #include <sys/resource.h>
@@ -6,9 +7,12 @@
 
 #include <algorithm>
 #include <climits>
+#include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <utility>
 
@@ -16,12 +20,61 @@ namespace dlscale {
 
 namespace {
 
+constexpr std::uint64_t unlimited = std::numeric_limits<std::uint64_t>::max();
+
 // A number from a one-line cgroup file, or nothing ("max", missing file).
-std::uint64_t read_cgroup_value(const char* path) {
+std::uint64_t read_cgroup_value(const std::string& path) {
   std::ifstream file(path);
   std::uint64_t value = 0;
   if (file >> value) return value;
-  return std::numeric_limits<std::uint64_t>::max();
+  return unlimited;
+}
+
+// Where this process's memory cgroup is, from /proc/self/cgroup: the v2 line "0::/path" or the
+// v1 memory controller's "N:memory:/path" (or "N:memory,...:/path").
+struct MemoryCgroup {
+  std::string directory;  // under the mount point, from its root
+  std::string limit_file, usage_file;
+};
+
+std::optional<MemoryCgroup> own_memory_cgroup() {
+  std::ifstream cgroups("/proc/self/cgroup");
+  std::optional<MemoryCgroup> v2;
+  for (std::string line; std::getline(cgroups, line);) {
+    const auto first = line.find(':');
+    const auto second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    const std::string controllers = line.substr(first + 1, second - first - 1);
+    const std::string path = line.substr(second + 1);
+    if (controllers.empty() && line.compare(0, first, "0") == 0)
+      v2 = MemoryCgroup{"/sys/fs/cgroup" + path, "memory.max", "memory.current"};
+    std::string controller;
+    for (std::istringstream names(controllers); std::getline(names, controller, ',');)
+      if (controller == "memory")
+        return MemoryCgroup{"/sys/fs/cgroup/memory" + path, "memory.limit_in_bytes",
+                            "memory.usage_in_bytes"};
+  }
+  return v2;
+}
+
+// The room left under the tightest limit from this process's cgroup up to the root (a job's
+// cgroup may sit below the one that holds the limit). A cgroup namespace that shows only part of
+// the path is followed as far as it shows.
+std::uint64_t cgroup_room_bytes() {
+  const auto cgroup = own_memory_cgroup();
+  if (!cgroup) return unlimited;
+  std::uint64_t room = unlimited;
+  for (std::filesystem::path directory = cgroup->directory;;
+       directory = directory.parent_path()) {
+    const std::uint64_t limit = read_cgroup_value(directory / cgroup->limit_file);
+    const std::uint64_t used = read_cgroup_value(directory / cgroup->usage_file);
+    if (limit != unlimited && used != unlimited)
+      room = std::min(room, used <= limit ? limit - used : 0);
+    if (!directory.has_relative_path() || directory == directory.parent_path() ||
+        directory.string().size() <= std::string("/sys/fs/cgroup").size())
+      break;
+  }
+  return room;
 }
 
 }  // namespace
@@ -44,11 +97,7 @@ std::uint64_t available_memory_bytes() {
     }
     meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
   }
-  const std::uint64_t limit = read_cgroup_value("/sys/fs/cgroup/memory.max");
-  const std::uint64_t used = read_cgroup_value("/sys/fs/cgroup/memory.current");
-  if (limit != std::numeric_limits<std::uint64_t>::max() && used <= limit)
-    available = std::min(available, limit - used);
-  return available;
+  return std::min(available, cgroup_room_bytes());
 }
 
 int logical_cpu_count() { return std::max(1, int(sysconf(_SC_NPROCESSORS_ONLN))); }

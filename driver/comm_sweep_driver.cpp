@@ -1,9 +1,13 @@
-// The allreduce sweep's driver: the device and communicator, the sweep on every rank, then
-// gather, statistics, alpha-beta fit, table and results file on rank 0.
+// The allreduce sweep's driver: the device and communicator, the sweep on every rank (and on each
+// kind of link alone where a launch mixes them), then gather, statistics, alpha-beta fits, table
+// and results file on rank 0.
 #include "driver/comm_sweep_driver.hpp"
 
 #include <cstdio>
 #include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -12,6 +16,7 @@
 #include "comm/communicator_factory.hpp"
 #include "comm/mpi_check.hpp"
 #include "comm/mpi_host_group.hpp"
+#include "comm/rank_group.hpp"
 #include "coordinator/comm_sweep_gather.hpp"
 #include "coordinator/comm_sweep_printer.hpp"
 #include "coordinator/comm_sweep_summary.hpp"
@@ -27,11 +32,84 @@ namespace {
 
 // Every rank must learn whether any rank saw a wrong sum, so that all exit with the same status.
 std::uint64_t wrong_elements_on_all_ranks(MPI_Comm comm,
-                                          const worker::AllreduceSweepMeasurements& measurements) {
-  unsigned long long mine = 0, total = 0;
+                                          const worker::AllreduceSweepMeasurements& measurements,
+                                          std::uint64_t link_wrong_elements) {
+  unsigned long long mine = link_wrong_elements, total = 0;
   for (const std::uint64_t wrong : measurements.wrong_elements) mine += wrong;
   DLSCALE_MPI_CHECK(MPI_Allreduce(&mine, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm));
   return total;
+}
+
+// A communicator split off for a link sweep, freed when done; MPI_COMM_NULL on ranks left out.
+class SplitComm {
+ public:
+  SplitComm() = default;
+  SplitComm(const SplitComm&) = delete;
+  SplitComm& operator=(const SplitComm&) = delete;
+  ~SplitComm() {
+    if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+  }
+  MPI_Comm comm = MPI_COMM_NULL;
+};
+
+// The sweep on `link_comm` (every rank of the launch calls it; those with MPI_COMM_NULL sit it
+// out asleep). Returns the link's sweep on world rank 0, which is rank 0 of its communicator.
+std::optional<results::LinkSweep> measure_link_sweep(const CommSweepPlan& plan,
+                                                     const comm::MpiSession& mpi,
+                                                     kernels::Device& device, MPI_Comm link_comm,
+                                                     const std::string& link, int communicators,
+                                                     std::uint64_t& wrong_elements) {
+  std::optional<results::LinkSweep> sweep;
+  comm::quiet_barrier(mpi.world());
+  if (link_comm != MPI_COMM_NULL) {
+    comm::MpiHostGroup group(link_comm);
+    auto communicator = comm::make_gradient_communicator(plan.comm_backend, link_comm, device);
+    const auto measurements = worker::measure_allreduce_sweep(*communicator, group, device,
+                                                              plan.element_counts, plan.schedule);
+    for (const std::uint64_t wrong : measurements.wrong_elements) wrong_elements += wrong;
+    auto record = coordinator::gather_comm_sweep(group, measurements, plan.element_counts,
+                                                 plan.schedule, host_name(),
+                                                 communicator->backend_name());
+    if (record && mpi.world_rank() == 0)
+      sweep = coordinator::link_sweep_of(std::move(*record), link, communicators);
+  }
+  comm::quiet_barrier(mpi.world());
+  return sweep;
+}
+
+// Where the launch has several ranks on each of several hosts, its sweep mixes shared-memory and
+// network hops; each kind is then swept alone: the ranks of each host (every host at once), and
+// one rank per host. Elsewhere the whole sweep is of one kind, and nothing more is measured.
+std::vector<results::LinkSweep> measure_link_sweeps(const CommSweepPlan& plan,
+                                                    const comm::MpiSession& mpi,
+                                                    kernels::Device& device,
+                                                    std::uint64_t& wrong_elements) {
+  SplitComm host, leaders;
+  DLSCALE_MPI_CHECK(MPI_Comm_split_type(mpi.world(), MPI_COMM_TYPE_SHARED, mpi.world_rank(),
+                                        MPI_INFO_NULL, &host.comm));
+  int local_rank = 0, ranks_on_host = 1;
+  DLSCALE_MPI_CHECK(MPI_Comm_rank(host.comm, &local_rank));
+  DLSCALE_MPI_CHECK(MPI_Comm_size(host.comm, &ranks_on_host));
+  DLSCALE_MPI_CHECK(MPI_Comm_split(mpi.world(), local_rank == 0 ? 0 : MPI_UNDEFINED,
+                                   mpi.world_rank(), &leaders.comm));
+  int hosts = local_rank == 0 ? 1 : 0, most_on_a_host = ranks_on_host;
+  DLSCALE_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &hosts, 1, MPI_INT, MPI_SUM, mpi.world()));
+  DLSCALE_MPI_CHECK(
+      MPI_Allreduce(MPI_IN_PLACE, &most_on_a_host, 1, MPI_INT, MPI_MAX, mpi.world()));
+  int ranks_on_first_host = ranks_on_host;
+  DLSCALE_MPI_CHECK(MPI_Bcast(&ranks_on_first_host, 1, MPI_INT, 0, mpi.world()));
+  std::vector<results::LinkSweep> links;
+  if (hosts < 2 || most_on_a_host < 2) return links;
+  spdlog::info("the launch mixes links ({} hosts, up to {} ranks on one): sweeping the "
+               "intra-node and inter-node links alone too", hosts, most_on_a_host);
+  if (ranks_on_first_host >= 2)
+    if (auto sweep = measure_link_sweep(plan, mpi, device, host.comm, "intra_node", hosts,
+                                        wrong_elements))
+      links.push_back(std::move(*sweep));
+  if (auto sweep = measure_link_sweep(plan, mpi, device, leaders.comm, "inter_node", 1,
+                                      wrong_elements))
+    links.push_back(std::move(*sweep));
+  return links;
 }
 
 }  // namespace
@@ -62,7 +140,10 @@ int run_comm_sweep_plan(const CommSweepPlan& plan, const comm::MpiSession& mpi,
   auto record = coordinator::gather_comm_sweep(group, measurements, plan.element_counts,
                                                plan.schedule,
                                                host_name(), communicator->backend_name());
-  const std::uint64_t wrong_elements = wrong_elements_on_all_ranks(mpi.world(), measurements);
+  std::uint64_t link_wrong_elements = 0;
+  auto links = measure_link_sweeps(plan, mpi, *device, link_wrong_elements);
+  const std::uint64_t wrong_elements =
+      wrong_elements_on_all_ranks(mpi.world(), measurements, link_wrong_elements);
 
   // Writing is agreed on, so a refusal on rank 0 (say, the file appeared meanwhile) fails every
   // rank, not only rank 0.
@@ -74,6 +155,7 @@ int run_comm_sweep_plan(const CommSweepPlan& plan, const comm::MpiSession& mpi,
     record->start_time_utc = origin.start_time_utc;
     record->mpi_library_version = comm::mpi_library_version();
     coordinator::summarize_comm_sweep(*record);
+    record->links = std::move(links);
     std::fputs(coordinator::format_comm_table(*record).c_str(), stdout);
     // A file with wrong sums must not feed `dlscale predict`, so none is written.
     if (wrong_elements == 0) {

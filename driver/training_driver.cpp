@@ -25,12 +25,16 @@
 #include "core/host_info.hpp"
 #include "core/number_format.hpp"
 #include "driver/progress_line.hpp"
+#include "driver/results_journal.hpp"
+#include "driver/stall_watchdog.hpp"
+#include "driver/stop_signals.hpp"
 #include "kernels/cpu/cpu_device.hpp"
 #include "optimizer/sgd_momentum.hpp"
-#include "results/writer.hpp"
+#include "results/schema.hpp"
 #include "worker/device_dataset.hpp"
 #include "worker/gemm_rate.hpp"
 #include "worker/memory_plan.hpp"
+#include "worker/node_sharing_probe.hpp"
 #include "worker/parameter_fingerprint.hpp"
 #include "worker/sampling/sampler.hpp"
 #include "worker/slurm_allocation.hpp"
@@ -52,6 +56,14 @@ int gpu_index_of(const kernels::Device& device) {
   for (const auto& [name, value] : device.properties())
     if (name == "gpu_index") return std::stoi(value);
   return -1;
+}
+
+// The stop signal any rank of `comm` received (the largest number), or 0: one decision for all.
+int agreed_stop_signal(MPI_Comm comm) {
+  const int mine = stop_signal_received();
+  int agreed = 0;
+  DLSCALE_MPI_CHECK(MPI_Allreduce(&mine, &agreed, 1, MPI_INT, MPI_MAX, comm));
+  return agreed;
 }
 
 // Runs a point's set-up on every rank of the group; running out of memory on any rank fails the
@@ -80,12 +92,13 @@ struct PointSetUp {
 };
 
 // One sweep point on the ranks of `group`. Returns the run's record on the group's rank 0
-// (world rank 0), nothing elsewhere. Throws PointFailure, on every rank of the group, for a point
-// that cannot be measured.
+// (world rank 0), nothing elsewhere; a stop signal ends it early, as a partial run, or with
+// nothing when no measured iteration had finished. Throws PointFailure, on every rank of the
+// group, for a point that cannot be measured.
 std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const SweepPoint& point,
                                               kernels::Device& device, MPI_Comm group,
                                               const results::RunEnvironment& environment,
-                                              ProgressLine& progress) {
+                                              ProgressLine& progress, StallWatchdog& watchdog) {
   const workloads::Workload& workload = *plan.workload;
   comm::MpiHostGroup host_group(group);
   const comm::HostPlacement placement = comm::host_placement(group);
@@ -127,12 +140,20 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
   if (device.memory_is_host() && host_group.rank() == 0)
     cpu_gemm_gflops = worker::measure_gemm_gflops(device, cpu_gemm_order);
   comm::quiet_barrier(group);
+  // How much slower compute gets with the point's ranks side by side, for `dlscale predict`.
+  auto node_sharing = worker::probe_node_sharing(*run.network, *run.data, device, group,
+                                                 plan.schedule.total_iterations(),
+                                                 [&] { watchdog.progressed(); });
   host_group.barrier();  // start the clock together
 
   // After every iteration, outside the timed phases: the ranks agree whether to go on, so a
-  // divergence seen by one rank, or the time limit, stops all of them at the same iteration.
+  // divergence seen by one rank, the time limit or a stop signal ends all of them at the same
+  // iteration.
+  int stop_signal = 0;
+  watchdog.progressed();
   const auto after_iteration = [&](const worker::IterationReport& report) {
     progress.iteration_done(report.iteration, report.step_seconds);
+    watchdog.progressed(report.step_seconds);
     comm::agree_on_success(group, [&] {
       if (!report.divergence.empty())
         throw PointFailure(
@@ -141,12 +162,19 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
         throw PointFailure(fmt::format("exceeded --point-timeout {} s at iteration {}",
                                        plan.point_timeout_seconds, report.iteration));
     });
+    stop_signal = agreed_stop_signal(group);
+    return stop_signal == 0;
   };
   coordinator::RankReport report;
   report.measurements = worker::train(*run.network, *run.optimizer, *run.data, *run.communicator,
                                       run.exchange, device, plan.schedule, samplers,
                                       after_iteration);
+  for (auto& measurement : node_sharing)
+    report.measurements.series.push_back(std::move(measurement));
   progress.end_point();
+  const int measured_iterations =
+      int(report.measurements.loss.size()) - plan.schedule.warmup_iterations;
+  if (measured_iterations <= 0) return std::nullopt;  // stopped during the warm-up
   report.parameter_fingerprint = worker::parameter_fingerprint(device, run.network->parameters());
   report.host = host_name();
   report.local_rank = placement.local_rank;
@@ -154,7 +182,7 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
   results::RunConfiguration configuration{
       workload.name(), workload.family(), workload.description(), workload.parameter_count(),
       workload.training_flops_per_sample(), batch, plan.schedule.warmup_iterations,
-      plan.schedule.measured_iterations, point.threads, point.repeat,
+      measured_iterations, point.threads, point.repeat,
       run.communicator->backend_name(), device.name(), point.seed, plan.learning_rate,
       sgd_momentum, plan.scaling, plan.bucket_mb, plan.overlap};
   results::RunEnvironment point_environment = environment;
@@ -169,6 +197,10 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
     record->buckets.push_back(
         {bucket.first_layer, bucket.last_layer, double(bucket.count * sizeof(float))});
   record->summary = coordinator::summarize(*record);
+  if (stop_signal != 0)
+    record->partial_reason = fmt::format("interrupted by {} after {} of {} measured iterations",
+                                         stop_signal_name(stop_signal), measured_iterations,
+                                         plan.schedule.measured_iterations);
   return record;
 }
 
@@ -204,14 +236,36 @@ int distinct_batches(const workloads::Workload& workload, int batch) {
 int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
                       const results::FileOrigin& origin) {
   const bool coordinator_rank = mpi.world_rank() == 0;
+  install_stop_signal_handlers();
   std::unique_ptr<kernels::Device> device = std::move(plan.device);
-  results::ResultsFile results;
-  results.origin = origin;
+  const auto points = int(plan.points.size());
+  // The file's name is taken before any training: a clash, an unwritable directory or a full
+  // disk costs seconds, not a run. From here on the file holds every finished point.
+  std::optional<ResultsJournal> journal;
+  comm::agree_on_success(mpi.world(), [&] {
+    if (!coordinator_rank) return;
+    int most_ranks = 0;
+    for (const auto& point : plan.points) most_ranks = std::max(most_ranks, point.ranks);
+    journal.emplace(plan.output_path, plan.overwrite, origin,
+                    expected_results_bytes(points, most_ranks, plan.schedule.total_iterations()));
+  });
+  // A stalled rank ends the job from the watchdog's thread, after the file says so.
+  StallWatchdog watchdog(mpi.world(), {.timeout_seconds = plan.stall_timeout_seconds,
+                                       .exit_status = exit_stalled},
+                         [&](const std::string& diagnosis) {
+                           std::string kept;
+                           if (journal)
+                             kept = fmt::format(
+                                 "; the finished points are kept in {}",
+                                 journal->finish_for_exit("interrupted: " + diagnosis).string());
+                           spdlog::error("{}{}", diagnosis, kept);
+                         });
   const results::RunEnvironment environment = launch_environment(*device, mpi, origin);
 
   ProgressLine progress(coordinator_rank);
-  const auto points = int(plan.points.size());
-  for (int index = 0; index < points; ++index) {
+  int stop_signal = 0;
+  int completed_points = 0;
+  for (int index = 0; index < points && stop_signal == 0; ++index) {
     const SweepPoint& point = plan.points[index];
     const comm::RankGroup group(mpi.world(), point.ranks);
     if (group.contains_this_rank()) {
@@ -223,18 +277,20 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
       }
       progress.begin_point(index + 1, points, point.ranks, plan.schedule.total_iterations());
       try {
-        auto record = train_point(plan, point, *device, group.comm(), environment, progress);
+        auto record =
+            train_point(plan, point, *device, group.comm(), environment, progress, watchdog);
         if (record) {
           std::fputs(coordinator::format_summary(*record).c_str(), stdout);
           std::fputs("\n", stdout);
           std::fflush(stdout);
-          results.runs.push_back(std::move(*record));
+          if (record->partial_reason.empty()) ++completed_points;
+          journal->add_run(std::move(*record));
         }
       } catch (const PointFailure& failure) {
         progress.end_point();
         if (coordinator_rank) {
-          results.failed_points.push_back({point.ranks, point.threads, point.repeat,
-                                           point.batch_per_rank, point.seed, failure.what()});
+          journal->add_failed_point({point.ranks, point.threads, point.repeat,
+                                     point.batch_per_rank, point.seed, failure.what()});
           spdlog::warn("point {} of {} ({} rank(s) x {} thread(s){}) failed: {}; going on",
                        index + 1, points, point.ranks, point.threads,
                        point.repeat > 0 ? fmt::format(", repeat {}", point.repeat) : "",
@@ -243,32 +299,40 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
       }
     }
     comm::quiet_barrier(mpi.world());  // ranks outside this point wait here, asleep
+    stop_signal = agreed_stop_signal(mpi.world());
   }
 
-  // Writing is agreed on, so a refusal on rank 0 (say, the file appeared meanwhile) fails
-  // every rank, not only rank 0.
-  comm::agree_on_success(mpi.world(), [&] {
-    if (!coordinator_rank) return;
-    if (!results.runs.empty()) results.study = coordinator::analyze_study(results.runs);
-    if (points > 1)
+  // Only rank 0 holds the results; every rank leaves with its status.
+  int status = 0;
+  if (coordinator_rank) {
+    const std::string file_status =
+        stop_signal == 0 ? std::string(results::schema::status_complete)
+                         : "interrupted: " + stop_signal_name(stop_signal);
+    const results::ResultsFile& results = journal->finish(file_status);
+    if (points > 1 && stop_signal == 0)
       std::fputs(coordinator::format_study(results.study.value_or(results::StudySummary{}),
                                            results.failed_points)
                      .c_str(),
                  stdout);
-    results::write_results(results, plan.output_path, plan.overwrite);
-    fmt::print("results         {}\n", plan.output_path.string());
+    fmt::print("results         {}\n", journal->location().string());
     std::fflush(stdout);
-  });
-  // Only rank 0 knows the outcome; every rank leaves with the same status.
-  int status = 0;
-  if (coordinator_rank) {
     const bool replicas_differ =
         std::any_of(results.runs.begin(), results.runs.end(),
                     [](const auto& r) { return !r.summary.parameters_identical; });
-    if (replicas_differ) {
+    const bool partial = !results.runs.empty() && !results.runs.back().partial_reason.empty();
+    if (stop_signal != 0) {
+      spdlog::error("interrupted by {}: kept {} completed point(s) of {}{} in {}",
+                    stop_signal_name(stop_signal), completed_points, points,
+                    partial ? " and the measured iterations of the one under way (marked partial)"
+                            : "",
+                    journal->location().string());
+      status = 128 + stop_signal;
+    } else if (replicas_differ) {
       spdlog::error(
           "parameters differ between ranks after training: data-parallel replicas diverged");
       status = 1;
+    } else if (journal->rescued()) {
+      status = 1;  // the results are kept, but not where the user asked
     } else if (!results.failed_points.empty()) {
       spdlog::error("{} of {} sweep point(s) could not be measured; kept in the results file "
                     "with the reason",

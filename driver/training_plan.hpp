@@ -40,6 +40,7 @@ struct TrainingPlan {
   std::string scaling = "none";       // recorded with the runs: weak, strong or none
   double sample_interval_seconds = 0.2;  // 0: resources are not sampled
   double point_timeout_seconds = 0;      // 0: no limit
+  double stall_timeout_seconds = -1;     // see StallSettings: -1 automatic, 0 off
   // A sweep keeps a point that does not fit as a failed point; a single run was refused instead.
   bool check_memory_per_point = false;
   std::filesystem::path output_path;  // rank 0 only, checked writable

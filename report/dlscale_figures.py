@@ -1,6 +1,6 @@
 # The figures of `dlscale report`, drawn with matplotlib's Agg backend to PNG bytes: scaling
 # efficiency and throughput against rank count (one line per thread count), time per mini-batch
-# against threads, the spread across repeats, median phase times per step, per-rank heatmaps of
+# against threads, the spread across repeats, mean phase times per step, per-rank heatmaps of
 # step and compute time, each run's resources over time, and allreduce bus bandwidth against
 # message size. Each title names the model, the scaling mode and the host count; docs/report.md
 # explains how to read each figure. Every text from a results file (titles, host and run names)
@@ -17,7 +17,7 @@ matplotlib.rcParams["text.parse_math"] = False  # a '$' in a model or host name 
 # A name in a script the font lacks is drawn as boxes; that is no reason for a warning on stderr.
 warnings.filterwarnings("ignore", message="Glyph .* missing from", category=UserWarning)
 import matplotlib.pyplot as plt  # noqa: E402 - must follow the backend choice
-from matplotlib.ticker import (FixedLocator, FuncFormatter, LogFormatter, MaxNLocator,  # noqa: E402
+from matplotlib.ticker import (FixedLocator, FuncFormatter, MaxNLocator,  # noqa: E402
                                NullFormatter, NullLocator, ScalarFormatter)
 
 from dlscale_results import (COMM_LINE_INTERCEPT, COMM_LINE_SLOPE, COMM_BUSBW_P50, COMM_BUSBW_P95,  # noqa: E402
@@ -28,8 +28,9 @@ FIGURE_NOTES = {
     "efficiency": "Parallel efficiency E(n) with 95% bootstrap intervals; 1 is ideal. The gap "
                   "below 1 is split in the study table.",
     "throughput": "Global samples per second; the dashed line is the baseline scaled linearly.",
-    "phases": "Median time of each phase per step; the black mark is the median step. Exposed "
-              "allreduce is communication that backward did not hide, including waiting.",
+    "phases": "Mean time of each phase per step, stacked to the mean step (the black mark); "
+              "'other' is the part of the step outside the four phases. Exposed allreduce is "
+              "communication that backward did not hide, including waiting.",
     "heatmap": "Left: each rank's step time per measured iteration (slow iterations are bright "
                "columns). Right: compute time (forward + backward + update): a straggler is a "
                "bright row. Step times even out because every rank waits for it in the allreduce.",
@@ -100,7 +101,12 @@ def mean_over_repeats(results, rows, study_column, repeats_column):
     return spread["ranks"].to_numpy(), spread[repeats_column].to_numpy()
 
 
-def efficiency_figure(results, study):
+def efficiency_figure(results, study, predicted_for):
+    """predicted_for: the network of the predicted efficiency, as `dlscale report --network`
+    asked `dlscale predict`; None for a file's own /study/predicted_efficiency, which does not
+    record the network it assumed."""
+    predicted_label = f"predicted for {printable(predicted_for)}" if predicted_for \
+        else "predicted (network not recorded)"
     fig, ax = plt.subplots(figsize=(6.2, 4.2))
     ax.axhline(1.0, color="grey", linestyle="--", label="ideal")
     for index, (label, rows) in enumerate(thread_groups(results, study)):
@@ -116,7 +122,7 @@ def efficiency_figure(results, study):
         if PREDICTED_EFFICIENCY in rows:
             predicted = rows.drop_duplicates("ranks")
             ax.plot(predicted["ranks"], predicted[PREDICTED_EFFICIENCY], "s:", color=colour,
-                    alpha=0.7, label=f"predicted{', ' + label if label else ''}")
+                    alpha=0.7, label=f"{predicted_label}{', ' + label if label else ''}")
     rank_axis(ax, sorted(study["ranks"].unique()))
     ax.set_ylim(0, max(1.1, float(np.nanmax(study.get("efficiency_ci_high", study["efficiency"])))
                        + 0.05))
@@ -142,14 +148,31 @@ def throughput_figure(results, study):
         ax.plot(rows["ranks"] * repeat_offsets(rows), rows["throughput_samples_per_second"], "o",
                 color=colour, label=label or "measured")
     ax.set_yscale("log")  # so that linear scaling is a straight line, as on the rank axis
-    plain = LogFormatter(labelOnlyBase=False)
-    ax.yaxis.set_major_formatter(plain)
-    ax.yaxis.set_minor_formatter(plain)
+    measured_value_ticks(ax.yaxis, study["throughput_samples_per_second"])
     rank_axis(ax, sorted(study["ranks"].unique()))
     ax.set_ylabel("throughput (samples/s, log scale)")
     ax.set_title(f"Throughput: {results.describe()}")
     ax.legend(loc="best")
     return fig
+
+
+def measured_value_ticks(axis, values, most=8):
+    """Labelled ticks at the measured values of a log axis, instead of matplotlib's powers of
+    ten: a sweep often spans less than a decade, and would have no label where its points are.
+    Values closer than 1/(2 most) of the axis' decades to a labelled one are left unlabelled."""
+    values = np.sort(np.unique(np.asarray(values, dtype=float)))
+    values = values[np.isfinite(values) & (values > 0)]
+    if not len(values):
+        return
+    logs = np.log10(values)
+    spacing = max(logs[-1] - logs[0], 0.3) / (2 * most)
+    ticks = [values[0]]
+    for value, log in zip(values[1:], logs[1:]):
+        if log - np.log10(ticks[-1]) >= spacing:
+            ticks.append(value)
+    axis.set_major_locator(FixedLocator(ticks))
+    axis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:,.0f}" if x >= 100 else f"{x:.3g}"))
+    axis.set_minor_locator(NullLocator())
 
 
 def threads_figure(results):
@@ -214,8 +237,13 @@ def repeats_figure(results):
 
 
 def phases_figure(results):
-    medians = pd.DataFrame({run.name: run.phase_statistics["median"] for run in results.runs}).T
-    unit, scale = time_unit(medians["step"].max())
+    """Mean phase times stacked to the mean step: means add up, where medians do not. What the
+    step holds beyond the four phases (timers, the optimizer's bookkeeping) is drawn as 'other'
+    when it is visible; files without means (the writer's statistics attribute) show medians."""
+    statistic = "mean" if all("mean" in run.phase_statistics for run in results.runs) \
+        else "median"
+    times = pd.DataFrame({run.name: run.phase_statistics[statistic] for run in results.runs}).T
+    unit, scale = time_unit(times["step"].max())
     labels = [plural(run.ranks, "rank") for run in results.runs]
     if len(set(labels)) < len(labels):  # repeated rank counts: tell the runs apart
         labels = [f"{label}\n{printable(run.name)}" for label, run in zip(labels, results.runs)]
@@ -223,13 +251,18 @@ def phases_figure(results):
     bottom = np.zeros(len(labels))
     names = {"allreduce": "allreduce (exposed)"}
     for phase in PHASES[:4]:
-        ax.bar(labels, medians[phase] * scale, 0.6, bottom=bottom, label=names.get(phase, phase))
-        bottom += medians[phase].to_numpy() * scale
+        ax.bar(labels, times[phase] * scale, 0.6, bottom=bottom, label=names.get(phase, phase))
+        bottom += times[phase].to_numpy() * scale
+    step = times["step"].to_numpy() * scale
+    other = np.clip(step - bottom, 0, None)
+    if statistic == "mean" and (other > 0.005 * step).any():  # more than a hairline
+        ax.bar(labels, other, 0.6, bottom=bottom, color="lightgrey", hatch="//",
+               edgecolor="grey", linewidth=0, label="other (step - phases)")
     positions = np.arange(len(labels))
-    ax.hlines(medians["step"] * scale, positions - 0.36, positions + 0.36, color="black",
-              linewidth=2, label="median step")
+    ax.hlines(step, positions - 0.36, positions + 0.36, color="black", linewidth=2,
+              label=f"{statistic} step")
     ax.set_xlim(-0.7, len(labels) - 0.3)  # a lone bar stays a bar, not a wall
-    ax.set_ylabel(f"median time per step ({unit})")
+    ax.set_ylabel(f"{statistic} time per step ({unit})")
     ax.set_title(f"Phase times: {results.describe()}")
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(True, axis="y", alpha=0.3)
@@ -377,8 +410,9 @@ def allreduce_figure(results, training):
     return fig
 
 
-def figures(results):
-    """[(file stem, caption, PNG bytes)] for every figure this file has data for."""
+def figures(results, predicted_for=None):
+    """[(file stem, caption, PNG bytes)] for every figure this file has data for; predicted_for
+    names the network of a `--network` prediction in results.study."""
     pngs = []
 
     def add(stem, caption, fig):  # rendered and closed at once: a sweep can have many figures
@@ -391,7 +425,8 @@ def figures(results):
     # One rank count makes no scaling curve; a /study without these columns is not plotted.
     if study is not None and study["ranks"].nunique() >= 2 and \
             {"ranks", "efficiency", "throughput_samples_per_second"} <= set(study):
-        add("efficiency", FIGURE_NOTES["efficiency"], efficiency_figure(results, study))
+        add("efficiency", FIGURE_NOTES["efficiency"],
+            efficiency_figure(results, study, predicted_for))
         add("throughput", FIGURE_NOTES["throughput"], throughput_figure(results, study))
     spread = results.study_repeats
     if spread is not None and len(spread) and spread[STUDY_THREADS].nunique() >= 2:

@@ -245,9 +245,10 @@ def comm_heading(results):
     return text
 
 
-def header_lines(results):
-    """Provenance, as (label, value) pairs for the text and HTML headers; unknowns left out.
-    Values from the file are made printable: a model name cannot carry terminal escapes."""
+def header_lines(results, predicted_for=None):
+    """Provenance, as (label, value) pairs for the text and HTML headers; unknowns left out,
+    and the network of a --network prediction (predicted_for) where there is one. Values from
+    the file are made printable: a model name cannot carry terminal escapes."""
     def known(name):
         return results.first(name, None)
     lines = []
@@ -276,6 +277,8 @@ def header_lines(results):
                         ("MPI", "mpi_library_version")]:
         if known(name) is not None:
             lines.append((label, known(name)))
+    if predicted_for is not None:
+        lines.append(("predicted for", f"{predicted_for} (dlscale predict)"))
     if results.failed_points is not None and not results.failed_points.empty:
         lines.append(("failed points", f"{len(results.failed_points)} (rows with their reason "
                                        "below)"))
@@ -331,9 +334,9 @@ def sections(results):
     return [(heading, printable_table(table)) for heading, table in parts]
 
 
-def text_report(results):
+def text_report(results, predicted_for=None):
     lines = [f"== {printable(results.path)}: {results.describe()} =="]
-    lines += [f"{label}: {value}" for label, value in header_lines(results)]
+    lines += [f"{label}: {value}" for label, value in header_lines(results, predicted_for)]
     for heading, table in sections(results):
         lines += ["", heading + ":", table.to_string(index=False)]
     return "\n".join(lines)
@@ -388,18 +391,18 @@ code { background: #f3f3f3; }
 """
 
 
-def html_page(all_results, all_figures, command_line):
+def html_page(all_results, all_figures, command_line, predicted_for):
     esc = html.escape
     title = "dlscale report: " + ", ".join(sorted({printable(r.first("model", "allreduce sweep"))
                                                    for r in all_results}))
     body = [f"<h1>{esc(title)}</h1>",
             f"<p>Made by <code>{esc(printable(command_line))}</code>.</p>"]
-    for results, pngs in zip(all_results, all_figures):
+    for results, pngs, network in zip(all_results, all_figures, predicted_for):
         body.append(f"<section><h2>{esc(printable(results.path))}: {esc(results.describe())}"
                     "</h2>")
         body.append('<table class="meta">' + "".join(
             f"<tr><th>{esc(label)}</th><td>{esc(str(value))}</td></tr>"
-            for label, value in header_lines(results)) + "</table>")
+            for label, value in header_lines(results, network)) + "</table>")
         for heading, table in sections(results):
             body.append(f"<h3>{esc(heading)}</h3>"
                         f'<div class="table">{table.to_html(index=False, border=0)}</div>')
@@ -540,6 +543,19 @@ def file_stems(prefix, stems):
     return [f"{name}.png" for name in names]
 
 
+def what_was_written(outputs, contents):
+    """One line saying what was written: 'wrote r.html (7 figures, 3 tables), t.json (4 tables),
+    5 CSV files in t/, 7 figures in f/'. contents: {option: what its one file holds}."""
+    parts = [f"{path} ({contents[option]})" for option, path, _ in outputs
+             if option in ("--html", "--json")]
+    for option, kind in (("--csv", "CSV file"), ("--figures", "figure")):
+        written = [path for written_option, path, _ in outputs if written_option == option]
+        if written:
+            directory = os.path.join(os.path.dirname(written[0]), "")  # with its '/'
+            parts.append(f"{plural(len(written), kind)} in {directory}")
+    return "wrote " + ", ".join(parts)
+
+
 def print_standard_output(text):
     """Prints text; a reader that went away (`| head`) is not an error, a full disk is."""
     try:
@@ -568,9 +584,11 @@ def figure_prefixes(paths):
 
 def add_prediction(results, network, algorithm):
     """Adds the predicted efficiency at the measured rank counts to results.study, from
-    `dlscale predict` (the same binary that runs this report, when it does)."""
+    `dlscale predict` (the same binary that runs this report, when it does). Returns the network
+    it was predicted for, as `dlscale predict` read it ('10 Gbit/s, 5 us, ring allreduce'), or
+    None for a file without a study."""
     if results.study is None:
-        return
+        return None
     executable = os.environ.get("DLSCALE_EXECUTABLE", "dlscale")
     ranks = ",".join(str(int(n)) for n in results.study["ranks"])
     command = [executable, "predict", results.path, "--network", network, "--algorithm",
@@ -583,12 +601,28 @@ def add_prediction(results, network, algorithm):
         lines = finished.stderr.strip().splitlines() or ["no message"]
         raise ReportError(f"{results.path}: prediction failed: {lines[-1]}")
     try:
+        prediction = json.loads(finished.stdout)
         predicted = {int(row["ranks"]): float(row["efficiency"])
-                     for row in json.loads(finished.stdout)["predictions"]}
+                     for row in prediction["predictions"]}
     except (ValueError, KeyError, TypeError):
         raise ReportError(f"{results.path}: prediction failed: {executable} predict printed "
                           "no predictions") from None
     results.study[PREDICTED_EFFICIENCY] = results.study["ranks"].map(predicted)
+    return network_description(prediction, network, algorithm)
+
+
+def network_description(prediction, network, algorithm):
+    """The network of a prediction in words, from the alpha and beta that `dlscale predict`
+    parsed (so '100Gbps,2us' and '12.5GB/s,2000ns' read the same); as given if it has none."""
+    try:
+        alpha = float(prediction["alpha_seconds"])
+        beta = float(prediction["beta_seconds_per_byte"])
+        algorithm = str(prediction.get("algorithm", algorithm))
+    except (KeyError, TypeError, ValueError):
+        return f"{network}, {algorithm} allreduce"
+    if not (np.isfinite(alpha) and np.isfinite(beta) and beta > 0):
+        return f"{network}, {algorithm} allreduce"
+    return f"{8 / beta / 1e9:.3g} Gbit/s, {alpha * 1e6:.3g} us, {algorithm} allreduce"
 
 
 def parse_arguments(argv):
@@ -629,9 +663,9 @@ def main(argv=None):
     args = parse_arguments(argv)
     try:
         all_results = [load_results_file(path) for path in args.files]
-        if args.network:
-            for results in all_results:
-                add_prediction(results, args.network, args.algorithm)
+        # The network each file's --network prediction was made for; None: no prediction.
+        predicted_for = [add_prediction(results, args.network, args.algorithm)
+                         if args.network else None for results in all_results]
         # Every output path is checked, and every output made in memory, before anything is
         # printed or written: a user error then leaves no trace.
         csv_directory = check_output_directory("--csv", args.csv) if args.csv else None
@@ -644,6 +678,7 @@ def main(argv=None):
             check_output_file("--html", args.html)
         outputs = []  # (option, path, contents)
         tables = machine_tables(all_results)
+        contents = {"--json": plural(len(tables), "table")}  # in words, for the closing line
         if csv_directory:
             for name, table in tables.items():
                 outputs.append(("--csv", os.path.join(csv_directory, f"{name}.csv"),
@@ -659,7 +694,8 @@ def main(argv=None):
                 from dlscale_figures import figures
             except ImportError as missing:
                 raise ReportError(f"figures need {missing.name}: install {DEPENDENCIES}") from None
-            all_figures = [figures(results) for results in all_results]
+            all_figures = [figures(results, network)
+                           for results, network in zip(all_results, predicted_for)]
             if figure_directory:
                 for prefix, pngs in zip(figure_prefixes(args.files), all_figures):
                     names = file_stems(prefix, [stem for stem, _, _ in pngs])
@@ -667,8 +703,12 @@ def main(argv=None):
                         outputs.append(("--figures", os.path.join(figure_directory, name), png))
             if args.html:
                 command_line = shlex.join(["dlscale", "report", *argv])
+                contents["--html"] = (
+                    f"{plural(sum(map(len, all_figures)), 'figure')}, "
+                    f"{plural(sum(len(sections(results)) for results in all_results), 'table')}")
                 outputs.append(("--html", args.html,
-                                html_page(all_results, all_figures, command_line)))
+                                html_page(all_results, all_figures, command_line,
+                                          predicted_for)))
         for option, path, _ in outputs:
             if option in ("--csv", "--figures"):  # a link or device put in the directory
                 check_output_file(option, path, probe=False)
@@ -676,8 +716,14 @@ def main(argv=None):
         if json_to_standard_output:
             print_standard_output(json_text.rstrip("\n"))
         else:
-            print_standard_output("\n\n".join(text_report(results) for results in all_results))
+            print_standard_output("\n\n".join(
+                text_report(results, network)
+                for results, network in zip(all_results, predicted_for)))
         write_all(outputs)
+        if outputs and json_to_standard_output:  # standard output carries only the JSON
+            print(printable(what_was_written(outputs, contents)), file=sys.stderr)
+        elif outputs:  # after a blank line: the last table ends at the blank line
+            print_standard_output("\n" + printable(what_was_written(outputs, contents)))
     except ReportError as error:
         # One line whatever the message holds: a path or a name from a file may hold line breaks.
         print(f"dlscale: error: {printable(error)}", file=sys.stderr)

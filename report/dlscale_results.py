@@ -18,7 +18,7 @@ import h5py
 import numpy as np
 import pandas as pd
 
-SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3)
+SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3, 4)
 PHASES = ["forward", "backward", "allreduce", "update", "step"]
 STATISTICS = ["median", "mean", "p5", "p95", "min", "max"]
 COMPUTE_PHASES = ["forward", "backward", "update"]  # the allreduce is communication, not compute
@@ -67,7 +67,7 @@ COMM_ALPHA, COMM_BETA = "alpha_seconds", "beta_seconds_per_byte"
 # The attributes of the root and of a run that the report shows as text; others are never read.
 TEXT_ATTRIBUTES = ["model", "model_family", "model_description", "dlscale_version", "git_commit",
                    "command_line", "start_time_utc", "device", "cpu_model", "blas",
-                   "mpi_library_version", "scaling"]
+                   "mpi_library_version", "scaling", "status"]
 # Limits on what a file may make the report allocate. Most datasets have the exact shape their
 # run's world_size and iteration count give; these bound the rest and those two themselves.
 MAX_DATASET_BYTES = 2**30  # a dataset the report reads
@@ -468,6 +468,8 @@ class Run:
         self.ranks = integer_attribute(group, "world_size", 1)
         self.threads = integer_attribute(group, "threads_per_rank", 1, default=1)
         self.repeat = integer_attribute(group, "repeat", 0, default=0)
+        # Schema 4: why a run stopped early (a stop signal); None for one that ran to the end.
+        self.partial = text_attribute(group, "partial", None)
         self.attrs["batch_per_rank"] = integer_attribute(group, "batch_per_rank", 1, default=None)
         warmup = integer_attribute(group, "warmup_iterations", 0)
         measured = integer_attribute(group, "measured_iterations", 1, default=None)
@@ -550,8 +552,9 @@ class ResultsFile:
         self.energy_columns = {}  # /study column NAME_per_sample -> measurement NAME
         group = member(handle, "study", h5py.Group)
         if group is not None:
-            # One row per run, whatever the file says.
-            study = read_table(group, len(self.runs), STUDY_KINDS, ["ranks"],
+            # One row per run that ran to the end, whatever the file says.
+            whole_runs = sum(1 for run in self.runs if run.partial is None)
+            study = read_table(group, whole_runs, STUDY_KINDS, ["ranks"],
                                [STUDY_THREADS, "ranks", STUDY_REPEAT] + STUDY_COLUMNS[1:])
             order = [n for n in (STUDY_THREADS, "ranks", STUDY_REPEAT) if n in study]
             self.study = study.sort_values(order, kind="stable").reset_index(drop=True)

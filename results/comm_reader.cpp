@@ -1,10 +1,13 @@
 // Reads the layout written by comm_writer.cpp.
 #include "results/comm_reader.hpp"
 
+#include <new>
+
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
 #include "results/hdf5_io.hpp"
+#include "results/read_in_child.hpp"
 #include "results/reader.hpp"
 #include "results/schema.hpp"
 
@@ -68,20 +71,116 @@ void read_datasets(hid_t group, const std::filesystem::path& path, CommRecord& r
                             algbw_p95[s], busbw_p50[s], busbw_p95[s], wrong[s]});
 }
 
+AlphaBetaFit read_fit_attributes(hid_t group) {
+  using namespace hdf5;
+  AlphaBetaFit fit;
+  fit.alpha_seconds = read_double_attribute(group, names::alpha_seconds);
+  fit.beta_seconds_per_byte = read_double_attribute(group, names::beta_seconds_per_byte);
+  fit.line_intercept_seconds = read_double_attribute(group, names::fit_line_intercept_seconds);
+  fit.line_seconds_per_byte = read_double_attribute(group, names::fit_line_seconds_per_byte);
+  fit.relative_rms_error = read_double_attribute(group, names::fit_relative_rms_error);
+  fit.max_relative_error = read_double_attribute(group, names::fit_max_relative_error);
+  return fit;
+}
+
+// The piecewise fit where the file has one (written since it was added); else left empty.
+void read_piecewise_fit(hid_t group, const std::filesystem::path& path,
+                        PiecewiseAlphaBetaFit& piecewise) {
+  using namespace hdf5;
+  if (!has_attribute(group, names::piecewise_fit_relative_rms_error)) return;
+  piecewise.relative_rms_error =
+      read_double_attribute(group, names::piecewise_fit_relative_rms_error);
+  piecewise.max_relative_error =
+      read_double_attribute(group, names::piecewise_fit_max_relative_error);
+  if (!has_child(group, names::fit_pieces_group)) return;
+  const Hdf5Handle pieces = open_group(group, names::fit_pieces_group);
+  const auto min_bytes = read_double_dataset(pieces, names::min_bytes);
+  const std::vector<std::vector<double>> columns = {
+      read_double_dataset(pieces, names::max_bytes),
+      read_double_dataset(pieces, names::fit_line_intercept_seconds),
+      read_double_dataset(pieces, names::fit_line_seconds_per_byte),
+      read_double_dataset(pieces, names::alpha_seconds),
+      read_double_dataset(pieces, names::beta_seconds_per_byte),
+      read_double_dataset(pieces, names::fit_relative_rms_error),
+      read_double_dataset(pieces, names::fit_max_relative_error)};
+  for (const auto& column : columns)
+    if (column.size() != min_bytes.size())
+      throw UserError(fmt::format("'{}': the /{}/{} datasets disagree in length", path.string(),
+                                  names::group, names::fit_pieces_group));
+  for (std::size_t k = 0; k < min_bytes.size(); ++k)
+    piecewise.pieces.push_back(
+        {min_bytes[k], columns[0][k],
+         {columns[1][k], columns[2][k], columns[3][k], columns[4][k], columns[5][k],
+          columns[6][k]}});
+}
+
+// /comm/intra_node and /comm/inter_node, where the sweep made them.
+void read_link_sweeps(hid_t group, const std::filesystem::path& path, CommRecord& record) {
+  using namespace hdf5;
+  for (const char* name : {names::intra_node_group, names::inter_node_group}) {
+    if (!has_child(group, name)) continue;
+    const Hdf5Handle link_group = open_group(group, name);
+    LinkSweep link;
+    link.link = name;
+    link.ranks = int(read_integer_attribute(link_group, names::ranks));
+    link.communicators = int(read_integer_attribute(link_group, names::communicators));
+    link.fit = read_fit_attributes(link_group);
+    const auto bytes = read_uint64_dataset(link_group, names::bytes);
+    const auto count = read_uint64_dataset(link_group, names::count);
+    const auto p50 = read_double_dataset(link_group, names::seconds_p50);
+    const auto p95 = read_double_dataset(link_group, names::seconds_p95);
+    const auto algbw_p50 = read_double_dataset(link_group, names::algbw_gbps_p50);
+    const auto algbw_p95 = read_double_dataset(link_group, names::algbw_gbps_p95);
+    const auto busbw_p50 = read_double_dataset(link_group, names::busbw_gbps_p50);
+    const auto busbw_p95 = read_double_dataset(link_group, names::busbw_gbps_p95);
+    const auto wrong = read_uint64_dataset(link_group, names::wrong_elements);
+    link.seconds = read_double_dataset(link_group, names::seconds);
+    const std::size_t sizes = bytes.size();
+    const bool consistent =
+        link.ranks >= 1 && count.size() == sizes && p50.size() == sizes && p95.size() == sizes &&
+        algbw_p50.size() == sizes && algbw_p95.size() == sizes && busbw_p50.size() == sizes &&
+        busbw_p95.size() == sizes && wrong.size() == sizes &&
+        link.seconds.size() == sizes * std::size_t(record.measured_iterations) * link.ranks;
+    if (!consistent)
+      throw UserError(fmt::format("'{}': the /{}/{} datasets disagree in length", path.string(),
+                                  names::group, name));
+    for (std::size_t s = 0; s < sizes; ++s)
+      link.sizes.push_back({bytes[s], count[s], p50[s], p95[s], algbw_p50[s], algbw_p95[s],
+                            busbw_p50[s], busbw_p95[s], wrong[s]});
+    read_piecewise_fit(link_group, path, link.piecewise_fit);
+    record.links.push_back(std::move(link));
+  }
+}
+
+CommRecord read_comm_checked(const std::filesystem::path& path) {
+  silence_hdf5_error_printing();
+  try {
+    const Hdf5Handle file = open_comm_file(path);
+    CommRecord record;
+    record.dlscale_version = hdf5::read_string_attribute(file, schema::dlscale_version);
+    record.git_commit = hdf5::read_string_attribute(file, schema::git_commit);
+    record.command_line = hdf5::read_string_attribute(file, schema::command_line);
+    record.start_time_utc = hdf5::read_string_attribute(file, schema::start_time_utc);
+    const Hdf5Handle group = hdf5::open_group(file, names::group);
+    read_group_attributes(group, record);
+    read_datasets(group, path, record);
+    read_piecewise_fit(group, path, record.piecewise_fit);
+    read_link_sweeps(group, path, record);
+    return record;
+  } catch (const LibraryError& error) {
+    throw UserError(
+        fmt::format("damaged results file: {}: {}", path.string(), error.library_message()));
+  } catch (const std::bad_alloc&) {
+    throw UserError(fmt::format("damaged results file: {}: it declares more data than fits in "
+                                "memory", path.string()));
+  }
+}
+
 }  // namespace
 
 CommRecord read_comm(const std::filesystem::path& path) {
-  silence_hdf5_error_printing();
-  const Hdf5Handle file = open_comm_file(path);
-  CommRecord record;
-  record.dlscale_version = hdf5::read_string_attribute(file, schema::dlscale_version);
-  record.git_commit = hdf5::read_string_attribute(file, schema::git_commit);
-  record.command_line = hdf5::read_string_attribute(file, schema::command_line);
-  record.start_time_utc = hdf5::read_string_attribute(file, schema::start_time_utc);
-  const Hdf5Handle group = hdf5::open_group(file, names::group);
-  read_group_attributes(group, record);
-  read_datasets(group, path, record);
-  return record;
+  read_in_child(path, [&] { read_comm_checked(path); });
+  return read_comm_checked(path);
 }
 
 }  // namespace dlscale::results

@@ -33,6 +33,37 @@ struct AlphaBetaFit {
   double max_relative_error = 0;       // max |t - fit| / t
 };
 
+// One piece of a piecewise alpha-beta fit: a contiguous range of the sweep's sizes (one protocol
+// or algorithm of the MPI library), with a line of its own through their p50 times. Its intercept
+// and slope are held non-negative, so that alpha and beta stay physical at other rank counts.
+struct AlphaBetaPiece {
+  double min_bytes = 0;  // the smallest size it was fitted to
+  double max_bytes = 0;  // the largest
+  AlphaBetaFit fit;      // over those sizes; its errors are the piece's own
+};
+
+// Lines fitted piece by piece (coordinator/alpha_beta_fit.hpp), and their error over all sizes.
+// Computed from the p50 times, so `dlscale predict` can also compute it for files written before
+// it was stored.
+struct PiecewiseAlphaBetaFit {
+  std::vector<AlphaBetaPiece> pieces;  // ascending sizes
+  double relative_rms_error = 0;
+  double max_relative_error = 0;
+};
+
+// The sweep again over one kind of link alone, made when a launch has several ranks on each of
+// several hosts: "intra_node" sums among the ranks of each host (every host at once),
+// "inter_node" among one rank per host. Times are those of the communicator that holds rank 0.
+struct LinkSweep {
+  std::string link;        // intra_node or inter_node
+  int ranks = 0;           // in each communicator
+  int communicators = 0;   // summing at the same time
+  std::vector<double> seconds;  // [size][measured iteration][rank of rank 0's communicator]
+  std::vector<CommSizeStatistics> sizes;
+  AlphaBetaFit fit;
+  PiecewiseAlphaBetaFit piecewise_fit;
+};
+
 struct CommRecord {
   // What made the file.
   std::string dlscale_version;
@@ -52,6 +83,10 @@ struct CommRecord {
   std::vector<double> seconds;  // [size][measured iteration][rank], each rank's own clock
   std::vector<CommSizeStatistics> sizes;
   AlphaBetaFit fit;
+  PiecewiseAlphaBetaFit piecewise_fit;
+  // Intra-node and inter-node sweeps, where the launch mixes both kinds of link; empty otherwise
+  // (then the whole sweep is of one kind, node_count says which) and in files before them.
+  std::vector<LinkSweep> links;
 
   double call_seconds(std::size_t size, int iteration, int rank) const {
     return seconds[(size * std::size_t(measured_iterations) + std::size_t(iteration)) *

@@ -3,6 +3,10 @@
 
 #include <cstdlib>
 
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+
 namespace dlscale::results::hdf5 {
 
 namespace {
@@ -58,6 +62,14 @@ Hdf5Handle open_attribute(hid_t object, const char* name) {
 template <typename T>
 T read_scalar_attribute(hid_t object, const char* name, hid_t memory_type) {
   const Hdf5Handle attribute = open_attribute(object, name);
+  // One number, or the read would write past `value`; a string would not convert at all.
+  const Hdf5Handle type(DLSCALE_H5_CHECK(H5Aget_type(attribute)), H5Tclose);
+  const H5T_class_t type_class = H5Tget_class(type);
+  const Hdf5Handle space(DLSCALE_H5_CHECK(H5Aget_space(attribute)), H5Sclose);
+  if ((type_class != H5T_INTEGER && type_class != H5T_FLOAT) ||
+      H5Sget_simple_extent_npoints(space) != 1)
+    throw UserError(fmt::format("damaged results file: attribute '{}' is not a single number",
+                                name));
   T value{};
   DLSCALE_H5_CHECK(H5Aread(attribute, memory_type, &value));
   return value;

@@ -2,9 +2,12 @@
 #include "results/output_file.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <fstream>
 
@@ -12,6 +15,7 @@
 #include <fmt/std.h>
 
 #include "core/errors.hpp"
+#include "core/host_info.hpp"
 
 namespace dlscale::results {
 
@@ -23,16 +27,64 @@ fs::path directory_of(const fs::path& path) {
   return path.has_parent_path() ? path.parent_path() : fs::path(".");
 }
 
+constexpr std::size_t longest_file_name = 255;  // NAME_MAX of Linux file systems
+
+// ".NAME.partial-HOST-" names every temporary file of NAME written on this host; the name is cut
+// so that the whole stays a legal file name however long NAME is.
+std::string temporary_prefix_for(const fs::path& path) {
+  const std::string suffix = fmt::format(".partial-{}-", host_name());
+  const std::size_t room_for_pid = 12;
+  std::string name = path.filename().string();
+  const std::size_t room = longest_file_name - 1 - suffix.size() - room_for_pid;
+  if (name.size() > room) name.resize(room);
+  return "." + name + suffix;
+}
+
 fs::path temporary_path_for(const fs::path& path) {
-  return directory_of(path) / fmt::format(".{}.partial-{}", path.filename().string(), getpid());
+  return directory_of(path) / (temporary_prefix_for(path) + std::to_string(getpid()));
+}
+
+bool process_is_gone(const std::string& pid_text) {
+  int pid = 0;
+  const auto [end, error] = std::from_chars(pid_text.data(), pid_text.data() + pid_text.size(), pid);
+  if (error != std::errc() || end != pid_text.data() + pid_text.size() || pid <= 0) return false;
+  return ::kill(pid, 0) != 0 && errno == ESRCH;
 }
 
 }  // namespace
+
+int remove_abandoned_temporaries(const fs::path& path) {
+  const std::string prefix = temporary_prefix_for(path);
+  std::error_code error;
+  int removed = 0;
+  for (const auto& entry : fs::directory_iterator(directory_of(path), error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0 || !process_is_gone(name.substr(prefix.size()))) continue;
+    std::error_code ignored;
+    if (entry.is_regular_file(ignored) && fs::remove(entry.path(), ignored)) ++removed;
+  }
+  return removed;
+}
+
+void check_free_space(const fs::path& path, std::uint64_t bytes_needed) {
+  struct statvfs volume {};
+  if (::statvfs(directory_of(path).c_str(), &volume) != 0) return;  // cannot tell: try anyway
+  const std::uint64_t free_bytes = std::uint64_t(volume.f_bavail) * volume.f_frsize;
+  if (free_bytes < bytes_needed)
+    throw UserError(fmt::format("--out: '{}' has {:.1f} MiB free; the results need about {:.1f} "
+                                "MiB (free some space, or choose another directory)",
+                                directory_of(path).string(), free_bytes / 1048576.0,
+                                bytes_needed / 1048576.0));
+}
 
 void check_output_path(const fs::path& path, bool overwrite) {
   if (path.empty() || !path.has_filename())
     throw UserError(fmt::format("--out: '{}' is not a file name", path.string()));
   std::error_code error;
+  // A link is refused even when it dangles: the file would be renamed over the link itself.
+  if (fs::is_symlink(fs::symlink_status(path, error)))
+    throw UserError(fmt::format("--out: '{}' is a symbolic link; give the path of the file itself",
+                                path.string()));
   const auto status = fs::status(path, error);
   if (fs::exists(status)) {
     if (!fs::is_regular_file(status))
@@ -48,7 +100,7 @@ void check_output_path(const fs::path& path, bool overwrite) {
   // Creating the real temporary file is the only test that holds for root, ACLs and read-only
   // mounts alike.
   const fs::path probe = temporary_path_for(path);
-  const int descriptor = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+  const int descriptor = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (descriptor < 0)
     throw UserError(fmt::format("--out: cannot write in directory '{}': {}", directory.string(),
                                 std::strerror(errno)));

@@ -9,6 +9,7 @@
 
 #include "core/errors.hpp"
 #include "results/hdf5_io.hpp"
+#include "results/read_in_child.hpp"
 #include "results/schema.hpp"
 
 namespace dlscale::results {
@@ -269,6 +270,8 @@ void read_summary(hid_t file, RunRecord& record) {
 RunRecord read_run(hid_t group, long long version) {
   RunRecord record;
   read_run_attributes(group, record, version);
+  if (hdf5::has_attribute(group, schema::partial))  // schema 4
+    record.partial_reason = hdf5::read_string_attribute(group, schema::partial);
   read_raw_data(group, record);
   read_measurements(group, record);
   read_summary(group, record);
@@ -317,11 +320,11 @@ OpenedResultsFile open_results_file(const std::filesystem::path& path) {
 }
 
 namespace {
-ResultsFile read_whole_file(const std::filesystem::path& path);
-}  // namespace
 
-ResultsFile read_results(const std::filesystem::path& path) {
-  // Whatever fails while reading a file that opened as a dlscale file is the file's doing.
+ResultsFile read_whole_file(const std::filesystem::path& path);
+
+// Whatever fails while reading a file that opened as a dlscale file is the file's doing.
+ResultsFile read_checked(const std::filesystem::path& path) {
   try {
     return read_whole_file(path);
   } catch (const UserError& error) {
@@ -330,11 +333,19 @@ ResultsFile read_results(const std::filesystem::path& path) {
     if (message.rfind(prefix, 0) != 0) throw;
     throw UserError(prefix + path.string() + ": " + message.substr(prefix.size()));
   } catch (const LibraryError& error) {
-    throw UserError(fmt::format("damaged results file: {}: {}", path.string(), error.what()));
+    throw UserError(
+        fmt::format("damaged results file: {}: {}", path.string(), error.library_message()));
   } catch (const std::bad_alloc&) {
     throw UserError(fmt::format("damaged results file: {}: it declares more data than fits in "
                                 "memory", path.string()));
   }
+}
+
+}  // namespace
+
+ResultsFile read_results(const std::filesystem::path& path) {
+  read_in_child(path, [&] { read_checked(path); });
+  return read_checked(path);
 }
 
 namespace {
@@ -349,6 +360,8 @@ ResultsFile read_whole_file(const std::filesystem::path& path) {
   origin.git_commit = hdf5::read_string_attribute(file, schema::git_commit);
   origin.command_line = hdf5::read_string_attribute(file, schema::command_line);
   origin.start_time_utc = hdf5::read_string_attribute(file, schema::start_time_utc);
+  if (hdf5::has_attribute(file, schema::status))  // schema 4
+    results.status = hdf5::read_string_attribute(file, schema::status);
   if (version == schema::single_run_version) {
     results.runs.push_back(read_run(file, version));
     return results;

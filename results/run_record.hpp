@@ -119,6 +119,9 @@ struct RunRecord {
   // in the order the ranks made them.
   std::vector<MeasurementRecord> measurements;
   RunSummary summary;
+  // Empty for a run that completed; else why it stopped early ("interrupted by SIGTERM after 7
+  // of 20 measured iterations"). Its measured_iterations count what it kept.
+  std::string partial_reason;
 
   double seconds(int iteration, int rank, Phase phase) const {
     return phase_seconds[(std::size_t(iteration) * ranks + rank) * phase_count + index_of(phase)];

@@ -4,7 +4,9 @@
 
 namespace dlscale::results::schema {
 
-inline constexpr long long version = 3;
+inline constexpr long long version = 4;
+// Files before the file status and partial runs (both read as complete); still read.
+inline constexpr long long before_status_version = 3;
 // Files before the measurement channel (peak RSS in ranks/, no measurements/); still read.
 inline constexpr long long before_measurements_version = 2;
 // Files with one run at the root, before rank sweeps; still read.
@@ -13,6 +15,11 @@ inline constexpr long long single_run_version = 1;
 // Root attributes: the file's origin.
 inline constexpr const char* schema_version = "schema_version";
 inline constexpr const char* run_count = "run_count";
+// "complete"; "running" while points are still to come (a file left so was cut off without a
+// word); or "interrupted: WHY" (a signal, a stalled rank).
+inline constexpr const char* status = "status";
+inline constexpr const char* status_complete = "complete";
+inline constexpr const char* status_running = "running";
 inline constexpr const char* dlscale_version = "dlscale_version";
 inline constexpr const char* git_commit = "git_commit";
 inline constexpr const char* command_line = "command_line";
@@ -28,6 +35,8 @@ inline constexpr const char* device_gemm_gflops = "device_gemm_gflops";
 // Run attributes (each /runs/run_NNN group); the origin attributes above repeat there.
 inline constexpr const char* runs_group = "runs";
 inline constexpr const char* world_size = "world_size";
+// Only on a run cut short: why, and how many of its measured iterations it kept.
+inline constexpr const char* partial = "partial";
 inline constexpr const char* launch_world_size = "launch_world_size";
 inline constexpr const char* intra_host_ring_hops = "intra_host_ring_hops";
 inline constexpr const char* inter_host_ring_hops = "inter_host_ring_hops";
@@ -178,6 +187,20 @@ inline constexpr const char* busbw_gbps_p50 = "busbw_gbps_p50";
 inline constexpr const char* busbw_gbps_p95 = "busbw_gbps_p95";
 inline constexpr const char* wrong_elements = "wrong_elements";
 inline constexpr const char* seconds = "seconds";  // [size, iteration, rank]
+
+// Optional: absent in files written before them; readers must do without.
+// The piecewise alpha-beta fit: /comm attributes for its error over all sizes, and /comm/fit_pieces
+// with one entry per piece: min_bytes, max_bytes and the fit's names above as [piece] datasets.
+inline constexpr const char* piecewise_fit_relative_rms_error = "piecewise_fit_relative_rms_error";
+inline constexpr const char* piecewise_fit_max_relative_error = "piecewise_fit_max_relative_error";
+inline constexpr const char* fit_pieces_group = "fit_pieces";
+inline constexpr const char* min_bytes = "min_bytes";
+inline constexpr const char* max_bytes = "max_bytes";
+// /comm/intra_node and /comm/inter_node: the sweep over one kind of link alone, laid out as /comm
+// (attributes ranks, communicators and the fit; bytes, seconds_p50, ..., seconds; fit_pieces).
+inline constexpr const char* intra_node_group = "intra_node";
+inline constexpr const char* inter_node_group = "inter_node";
+inline constexpr const char* communicators = "communicators";
 
 }  // namespace comm_file
 

@@ -70,6 +70,7 @@ struct FailedPoint {
 
 struct ResultsFile {
   FileOrigin origin;
+  std::string status = "complete";  // see schema::status
   std::vector<RunRecord> runs;
   std::optional<StudySummary> study;  // written whenever there are runs
   std::vector<FailedPoint> failed_points;

@@ -39,6 +39,7 @@ void write_run_attributes(hid_t file, const RunRecord& record) {
   if (!property_names.empty()) write_attribute(file, schema::device_properties, property_names);
   write_attribute(file, schema::device_gemm_gflops, env.device_gemm_gflops);
   write_attribute(file, schema::world_size, (long long)record.ranks);
+  if (!record.partial_reason.empty()) write_attribute(file, schema::partial, record.partial_reason);
   write_attribute(file, schema::launch_world_size, (long long)env.launch_world_size);
   write_attribute(file, schema::intra_host_ring_hops, (long long)env.intra_host_ring_hops);
   write_attribute(file, schema::inter_host_ring_hops, (long long)env.inter_host_ring_hops);
@@ -343,9 +344,11 @@ void write_failed_points(hid_t file, const std::vector<FailedPoint>& failed) {
   write_dataset(group, schema::reason, reasons);
 }
 
-void write_origin_attributes(hid_t file, const FileOrigin& origin, std::size_t run_count) {
+void write_origin_attributes(hid_t file, const FileOrigin& origin, std::size_t run_count,
+                             const std::string& status) {
   using namespace hdf5;
   write_attribute(file, schema::schema_version, schema::version);
+  write_attribute(file, schema::status, status);
   write_attribute(file, schema::dlscale_version, origin.dlscale_version);
   write_attribute(file, schema::git_commit, origin.git_commit);
   write_attribute(file, schema::command_line, origin.command_line);
@@ -357,20 +360,24 @@ void write_origin_attributes(hid_t file, const FileOrigin& origin, std::size_t r
 
 
 void write_results_file(const std::filesystem::path& path, bool overwrite, const FileOrigin& origin,
-                        std::size_t run_count, const std::function<void(hid_t file)>& write) {
+                        std::size_t run_count, const std::string& status,
+                        const std::function<void(hid_t file)>& write) {
   silence_hdf5_error_printing();
   write_atomically(path, overwrite, [&](const std::filesystem::path& temporary) {
+    // The temporary name is this process's own (see output_file.cpp): one left by a dead process
+    // of the same number is replaced.
     const Hdf5Handle file(
-        DLSCALE_H5_CHECK(H5Fcreate(temporary.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT)),
+        DLSCALE_H5_CHECK(H5Fcreate(temporary.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)),
         H5Fclose);
-    write_origin_attributes(file, origin, run_count);
+    write_origin_attributes(file, origin, run_count, status);
     write(file);
     DLSCALE_H5_CHECK(H5Fflush(file, H5F_SCOPE_GLOBAL));
   });
 }
 
 void write_results(const ResultsFile& results, const std::filesystem::path& path, bool overwrite) {
-  write_results_file(path, overwrite, results.origin, results.runs.size(), [&](hid_t file) {
+  write_results_file(path, overwrite, results.origin, results.runs.size(), results.status,
+                     [&](hid_t file) {
     const Hdf5Handle runs = hdf5::create_group(file, schema::runs_group);
     for (std::size_t index = 0; index < results.runs.size(); ++index) {
       const Hdf5Handle run = hdf5::create_group(runs, run_group_name(index).c_str());

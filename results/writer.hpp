@@ -13,9 +13,10 @@ namespace dlscale::results {
 // Writes `results` to `path` atomically (see output_file.hpp).
 void write_results(const ResultsFile& results, const std::filesystem::path& path, bool overwrite);
 
-// Creates a dlscale file atomically: its root attributes, then whatever write(file) adds (the
-// runs, or a comm sweep).
+// Creates a dlscale file atomically: its root attributes (status: see schema::status), then
+// whatever write(file) adds (the runs, or a comm sweep).
 void write_results_file(const std::filesystem::path& path, bool overwrite, const FileOrigin& origin,
-                        std::size_t run_count, const std::function<void(hid_t file)>& write);
+                        std::size_t run_count, const std::string& status,
+                        const std::function<void(hid_t file)>& write);
 
 }  // namespace dlscale::results

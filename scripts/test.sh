@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's second command, and what CI runs: installs what is missing, builds, and runs the
-# whole test suite with CTest (the GPU tests only where a GPU is). Extra arguments go to ctest.
+# whole test suite with CTest (the GPU tests only where a GPU is), then scripts/sanitizer-tests.sh
+# (DLSCALE_SANITIZER_TESTS=0 leaves that out). Extra arguments go to the main suite's ctest.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-dependencies.sh"
@@ -14,3 +15,7 @@ if ! nvidia-smi --query-gpu=name --format=csv,noheader >/dev/null 2>&1; then
   gpu_filter=(-LE gpu)
 fi
 ctest --output-on-failure --timeout 600 "${gpu_filter[@]}" "$@"
+# Then the sanitizer build: ASan and UBSan on the reader, the MPI tests and real runs.
+if [[ ${DLSCALE_SANITIZER_TESTS:-1} != 0 ]]; then
+  "$root/scripts/sanitizer-tests.sh"
+fi

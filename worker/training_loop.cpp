@@ -105,6 +105,7 @@ RankMeasurements train(kernels::Network<float>& network, kernels::SgdMomentum<fl
   std::map<const float*, std::unique_ptr<kernels::CapturedWork>> captured_steps;
   bool device_captures = capturable;
 
+  int completed = 0;
   for (int iteration = 0; iteration < iterations; ++iteration) {
     if (iteration == schedule.warmup_iterations)
       for (const auto& sampler : samplers) sampler->start(clock);
@@ -153,7 +154,15 @@ RankMeasurements train(kernels::Network<float>& network, kernels::SgdMomentum<fl
       report.divergence = fmt::format("loss {}", measured.loss[iteration]);
     else if (optimizer.saw_nonfinite_gradient())
       report.divergence = "a gradient is not finite";
-    if (observer) observer(report);
+    completed = iteration + 1;
+    if (observer && !observer(report)) break;
+  }
+  if (completed < iterations) {  // stopped early: keep the iterations that ran
+    measured.phase_seconds.resize(std::size_t(completed) * phase_count);
+    measured.communication_seconds.resize(completed);
+    measured.layer_backward_seconds.resize(std::size_t(completed) * layer_count);
+    measured.loss.resize(completed);
+    iteration_end_seconds.resize(completed);
   }
   for (const auto& sampler : samplers)
     for (auto& measurement : sampler->stop()) measured.series.push_back(std::move(measurement));

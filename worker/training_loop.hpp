@@ -57,10 +57,12 @@ struct IterationReport {
 };
 
 // Called after every iteration, outside the timed phases: progress, and the driver's decision to
-// stop a point (it may throw).
-using IterationObserver = std::function<void(const IterationReport&)>;
+// stop a point. It returns false to end training after this iteration, keeping what was measured
+// (an interrupted run), or throws to discard the point.
+using IterationObserver = std::function<bool(const IterationReport&)>;
 
-// `samplers` are started before the first measured iteration and stopped after the last.
+// `samplers` are started before the first measured iteration and stopped after the last. The
+// measurements hold the iterations that ran: fewer than scheduled when the observer stopped it.
 RankMeasurements train(kernels::Network<float>& network, kernels::SgdMomentum<float>& optimizer,
                        const DeviceDataset& data, comm::GradientCommunicator& communicator,
                        const GradientExchange& exchange, kernels::Device& device,

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # A host lost in the middle of a dlscale training run across 3 emulated hosts
-# (tests/multihost/netns_cluster.sh) must end the job with a non-zero status within 60 s.
+# (tests/multihost/netns_cluster.sh) must end the job with a non-zero status within 60 s:
+# through Open MPI's keepalives when they are set short, and through dlscale's stall watchdog
+# (--stall-timeout) when they are left at Open MPI's defaults.
 #   unreachable: host 2's cable is pulled at the switch; its processes live on, silent, as on a
 #                node that lost power or network. The output must name host 2.
 #   crashed:     every process of host 1 (daemon and rank) is killed; the kernel closes its
@@ -19,14 +21,18 @@ mapfile -t hosts < <("$cluster_script" hosts "$cluster")
 deadline_seconds=60
 
 # Starts a long run, one rank per host, in the background (run_pid, output in $1), and returns
-# once it is training: when dlscale has logged its first iteration.
+# once it is training: when dlscale has logged its first iteration. $2 is "keepalive" for Open
+# MPI's fast keepalive settings, or "defaults"; the rest are dlscale options.
 start_long_run() {
-  local log=$1 waited
-  "$cluster_script" mpirun "$cluster" -np 3 --map-by node \
-    --mca oob_tcp_keepalive_time 5 --mca oob_tcp_keepalive_intvl 2 \
-    --mca oob_tcp_keepalive_probes 3 \
+  local log=$1 keepalive=$2 waited
+  shift 2
+  local settings=()
+  [[ $keepalive == keepalive ]] && settings=(--mca oob_tcp_keepalive_time 5
+    --mca oob_tcp_keepalive_intvl 2 --mca oob_tcp_keepalive_probes 3)
+  rm -f "$work_dir/long.h5"
+  "$cluster_script" mpirun "$cluster" -np 3 --map-by node "${settings[@]}" \
     "$dlscale" --model fcn:784,512,10 --batch 16 --iters 1000000 --warmup 1 \
-    --out "$work_dir/long.h5" >"$log" 2>&1 &
+    --out "$work_dir/long.h5" "$@" >"$log" 2>&1 &
   run_pid=$!
   for ((waited = 0; waited < 600; ++waited)); do
     if grep -q 'info: iteration ' "$log"; then return 0; fi
@@ -62,7 +68,7 @@ expect_failure_in_time() {
 failures=0
 
 echo "unreachable: pulling ${hosts[2]}'s cable mid-run"
-start_long_run "$work_dir/unreachable.log"
+start_long_run "$work_dir/unreachable.log" keepalive
 started=$SECONDS
 "$cluster_script" link "$cluster" "${hosts[2]}" down
 expect_failure_in_time unreachable "$started" || failures=$((failures + 1))
@@ -79,7 +85,7 @@ fi
 "$cluster_script" link "$cluster" "${hosts[2]}" up
 
 echo "crashed: killing every process of ${hosts[1]} mid-run"
-start_long_run "$work_dir/crashed.log"
+start_long_run "$work_dir/crashed.log" keepalive
 started=$SECONDS
 "$cluster_script" kill-host "$cluster" "${hosts[1]}"
 expect_failure_in_time crashed "$started" || failures=$((failures + 1))
@@ -92,5 +98,23 @@ else
   echo "note: crashed: this time the output does not name ${hosts[1]}; its output:"
 fi
 sed 's/^/    /' "$work_dir/crashed.log"
+
+# The same pulled cable with Open MPI's own defaults (8 minutes): dlscale's stall watchdog,
+# whose heartbeats do not depend on Open MPI, ends the job and names the rank and its host.
+echo "unreachable, Open MPI defaults: pulling ${hosts[2]}'s cable mid-run, --stall-timeout 5"
+start_long_run "$work_dir/watchdog.log" defaults --stall-timeout 5
+started=$SECONDS
+"$cluster_script" link "$cluster" "${hosts[2]}" down
+expect_failure_in_time "unreachable, watchdog" "$started" || failures=$((failures + 1))
+if grep -q "stalled: rank 2 (${hosts[2]}) sent no heartbeat" "$work_dir/watchdog.log"; then
+  echo "ok: unreachable, watchdog: the output names rank 2 on ${hosts[2]}:"
+  grep -F "stalled:" "$work_dir/watchdog.log" | sed 's/^/    /'
+else
+  echo "FAIL: unreachable, watchdog: no line naming rank 2 on ${hosts[2]}; the output was:"
+  cat "$work_dir/watchdog.log"
+  failures=$((failures + 1))
+fi
+"$cluster_script" kill-host "$cluster" "${hosts[2]}"
+"$cluster_script" link "$cluster" "${hosts[2]}" up
 
 ((failures == 0))

@@ -5,10 +5,14 @@
 # schema-2, schema-1, /comm-only and several-file inputs, and bad input (missing, not HDF5, not
 # dlscale, unsupported schema, damaged) giving one error line, exit status 2 and no output files;
 # output targets that are devices, links, directories or in missing directories refused, --json -,
-# a failed write leaving nothing, damaged files named in one line, and names printed escaped.
-# report_fuzz_test.py, its own CTest test, throws a corpus of mutated files at the report.
+# a failed write leaving nothing, damaged files named in one line, and names printed escaped; the
+# closing line saying what was written; throughput ticks at the measured values, phase bars that
+# add up to the step, and a prediction named by its network.
+# results_files_fuzz_test.py, its own CTest test, throws a corpus of mutated files at the report,
+# `dlscale predict` and `dlscale merge`.
 # Plain Python; exits non-zero at the first failure.
 # Usage: python3 report_test.py
+import collections
 import html
 import io
 import json
@@ -684,6 +688,111 @@ def test_names_from_the_file_are_printed_escaped(directory):
         expect(escaped in text, f"the page lacks {escaped!r}")
 
 
+def test_says_what_it_wrote(directory):
+    """One closing line names every output and what it holds; with --json - it goes to stderr,
+    so that standard output is the JSON alone; without output files there is none."""
+    sample = make_sample(directory, "sweep.h5")
+    csv_dir, figure_dir = new_directory(directory, "csv"), new_directory(directory, "figures")
+    json_path, page = os.path.join(directory, "t.json"), os.path.join(directory, "r.html")
+    result = report_ok(sample, "--csv", csv_dir, "--json", json_path, "--figures", figure_dir,
+                       "--html", page)
+    figures, csvs = len(os.listdir(figure_dir)), len(os.listdir(csv_dir))
+    # The JSON holds the same tables as the CSV files (and [] for those the file lacks).
+    expected = (f"wrote {json_path} ({csvs} tables), {page} ({figures} figures, 3 tables), "
+                f"{csvs} CSV files in {csv_dir}/, {figures} figures in {figure_dir}/")
+    lines = result.stdout.splitlines()
+    expect(lines[-1] == expected and lines[-2] == "",
+           f"the last lines are {lines[-2:]}, expected ['', {expected!r}]")
+    expect(result.stderr == "", f"stderr: {result.stderr!r}")
+
+    result = report_ok(sample, "--json", "-", "--html", page)
+    json.loads(result.stdout)  # nothing else on standard output
+    expect(result.stderr == f"wrote {page} ({figures} figures, 3 tables)\n",
+           f"with --json -, stderr is {result.stderr!r}")
+    for arguments in [[], ["--json", "-"]]:
+        result = report_ok(sample, *arguments)
+        expect("wrote" not in result.stdout + result.stderr, f"{arguments}: a 'wrote' line")
+
+
+def load_in_process(path):
+    """The report's own reading of path, for the figure functions."""
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "report"))
+    import dlscale_figures
+    import dlscale_results
+    return dlscale_results.load_results_file(path), dlscale_figures
+
+
+def test_throughput_axis_is_labelled_at_the_measured_values(directory):
+    """A sweep spanning less than a decade still has labels where its points are."""
+    sample = make_sample(directory, "sweep.h5")
+    results, figures = load_in_process(sample)
+    fig = figures.throughput_figure(results, results.study)
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    labels = {tick.get_text().replace(",", "") for tick in ax.get_yticklabels() if tick.get_text()}
+    measured = {f"{x:.0f}" for x in results.study["throughput_samples_per_second"]}
+    expect(measured <= labels, f"throughput axis labels {sorted(labels)}, measured {measured}")
+    low, high = ax.get_ylim()
+    expect(all(low <= float(x) <= high for x in labels), f"labels {labels} outside {low}..{high}")
+
+
+def test_phase_bars_add_up_to_the_step(directory):
+    """The phase bars are means, stacked to the mean step; a remainder of the step outside the
+    four phases is an 'other' segment of its own, named in the legend."""
+    sample = make_sample(directory, "sweep.h5")
+    with h5py.File(sample, "a") as f:  # 20% of run_002's mean step outside the phases
+        statistics = f["runs/run_002/summary/phase_statistics"]
+        mean = list(statistics.attrs["statistics"]).index("mean")
+        values = statistics[()]
+        values[4, mean] = 1.2 * values[:4, mean].sum()
+        statistics[...] = values
+    results, figures = load_in_process(sample)
+    fig = figures.phases_figure(results)
+    ax = fig.axes[0]
+    tops = collections.defaultdict(float)
+    for bar in ax.patches:
+        tops[round(bar.get_x(), 6)] += bar.get_height()
+    steps = [run.phase_statistics["mean"]["step"] for run in results.runs]
+    scale = 1e3 if max(steps) < 1 else 1.0  # the figure's unit: ms or s
+    expect(close(sorted(tops.values()), sorted(np.array(steps) * scale)),
+           f"stacked bars end at {sorted(tops.values())}, mean steps {steps}")
+    legend = [text.get_text() for text in ax.get_legend().get_texts()]
+    expect("other (step - phases)" in legend and "mean step" in legend, f"legend {legend}")
+    fig = figures.phases_figure(load_in_process(make_sample(directory, "plain.h5"))[0])
+    legend = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
+    expect("other (step - phases)" not in legend, f"an 'other' segment of nothing: {legend}")
+
+
+def test_prediction_names_its_network(directory):
+    """With --network, the legend, the tables' header and the page name the network that
+    `dlscale predict` (here a stand-in printing its JSON) predicted for; a file's own predicted
+    efficiency says it does not know the network."""
+    sample = make_sample(directory, "sweep.h5", "--predicted-efficiency")
+    fake = os.path.join(directory, "dlscale")
+    with open(fake, "w") as handle:
+        handle.write("#!/bin/sh\ncat <<'EOF'\n" + json.dumps({
+            "model": "m", "algorithm": "ring", "alpha_seconds": 5e-6,
+            "beta_seconds_per_byte": 8e-10,
+            "predictions": [{"ranks": n, "efficiency": 0.9} for n in (1, 2, 4)]}) + "\nEOF\n")
+    os.chmod(fake, 0o755)
+    page = os.path.join(directory, "page.html")
+    result = subprocess.run([sys.executable, REPORT, sample, "--network", "10Gbps,5us",
+                             "--html", page], capture_output=True, text=True, timeout=600,
+                            env=dict(os.environ, DLSCALE_EXECUTABLE=fake))
+    expect(result.returncode == 0, f"report --network exited {result.returncode}: {result.stderr}")
+    network = "10 Gbit/s, 5 us, ring allreduce"
+    expect(f"predicted for: {network} (dlscale predict)" in result.stdout,
+           f"the header does not name the network:\n{result.stdout[:1500]}")
+    with open(page, encoding="utf-8") as handle:
+        expect(network in handle.read(), "the page does not name the network")
+    results, figures = load_in_process(sample)
+    for predicted_for, label in [(network, f"predicted for {network}"),
+                                 (None, "predicted (network not recorded)")]:
+        fig = figures.efficiency_figure(results, results.study, predicted_for)
+        legend = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
+        expect(label in legend, f"efficiency legend {legend}, expected {label!r}")
+
+
 def test_help():
     result = report_ok("--help")
     for text in ["--csv DIR", "--json FILE", "--figures DIR", "--html FILE", "examples:",
@@ -700,7 +809,9 @@ def main():
              test_schema_1_single_run, test_comm_only, test_several_files, test_bad_input,
              test_output_targets_must_be_regular_files_and_directories,
              test_json_to_standard_output, test_failed_write_leaves_nothing,
-             test_damaged_files_give_one_line, test_names_from_the_file_are_printed_escaped]
+             test_damaged_files_give_one_line, test_names_from_the_file_are_printed_escaped,
+             test_says_what_it_wrote, test_throughput_axis_is_labelled_at_the_measured_values,
+             test_phase_bars_add_up_to_the_step, test_prediction_names_its_network]
     try:
         test_help()
         for test in tests:

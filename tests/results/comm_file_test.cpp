@@ -90,6 +90,37 @@ TEST_F(CommFile, RoundTripRestoresEveryField) {
   EXPECT_EQ(read.call_seconds(1, 1, 2), written.seconds.back());
 }
 
+TEST_F(CommFile, PiecewiseFitAndLinkSweepsRoundTrip) {
+  CommRecord written = sample_record();
+  const AlphaBetaFit small{4e-7, 1e-9, 1e-7, 7.5e-10, 0.01, 0.02};
+  const AlphaBetaFit large{0, 5e-10, 0, 3.75e-10, 0.03, 0.05};
+  written.piecewise_fit = {{{8, 8, small}, {16, 16, large}}, 0.02, 0.05};
+  LinkSweep inter;
+  inter.link = "inter_node";
+  inter.ranks = 2;
+  inter.communicators = 1;
+  inter.sizes = written.sizes;
+  for (int i = 0; i < 2 * 2 * 2; ++i) inter.seconds.push_back(2e-6 * (i + 1));
+  inter.fit = written.fit;
+  inter.piecewise_fit = {{{8, 16, large}}, 0.03, 0.05};
+  written.links = {inter};
+  const fs::path path = directory_ / "pieces.h5";
+  write_comm(written, path, false);
+  const CommRecord read = read_comm(path);
+  ASSERT_EQ(read.piecewise_fit.pieces.size(), 2u);
+  EXPECT_EQ(read.piecewise_fit.pieces[1].max_bytes, 16);
+  EXPECT_EQ(read.piecewise_fit.pieces[0].fit.beta_seconds_per_byte, small.beta_seconds_per_byte);
+  EXPECT_EQ(read.piecewise_fit.relative_rms_error, 0.02);
+  ASSERT_EQ(read.links.size(), 1u);
+  EXPECT_EQ(read.links[0].link, "inter_node");
+  EXPECT_EQ(read.links[0].ranks, 2);
+  EXPECT_EQ(read.links[0].seconds, inter.seconds);
+  EXPECT_EQ(read.links[0].sizes.size(), 2u);
+  EXPECT_EQ(read.links[0].sizes[1].seconds_p50, inter.sizes[1].seconds_p50);
+  EXPECT_EQ(read.links[0].piecewise_fit.pieces.size(), 1u);
+  EXPECT_EQ(read.links[0].fit.alpha_seconds, written.fit.alpha_seconds);
+}
+
 TEST_F(CommFile, RootSaysSchema2WithNoRuns) {
   const fs::path path = directory_ / "comm.h5";
   write_comm(sample_record(), path, false);

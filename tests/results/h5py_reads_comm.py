@@ -32,7 +32,7 @@ def check(path):
         for name in ROOT_STRINGS:
             attribute(f, name, str)
         version = attribute(f, "schema_version", np.int64)
-        expect(version == 3, f"attribute /@schema_version is {version}, expected 3")
+        expect(version == 4, f"attribute /@schema_version is {version}, expected 4")
         runs = attribute(f, "run_count", np.int64)
         expect(runs == 0, f"attribute /@run_count is {runs}, expected 0")
         expect("runs" not in f, "a comm file has no /runs group")
@@ -90,6 +90,22 @@ def check(path):
               comm.attrs["fit_line_intercept_seconds"] / (2 * (n - 1)))
         close("/comm@beta_seconds_per_byte", comm.attrs["beta_seconds_per_byte"],
               comm.attrs["fit_line_seconds_per_byte"] * n / (2 * (n - 1)))
+
+        # The piecewise fit: contiguous pieces over the sizes, non-negative lines, and its stored
+        # error is the error of each size under its own piece's line.
+        pieces = comm["fit_pieces"]
+        low, high = pieces["min_bytes"][()], pieces["max_bytes"][()]
+        a, b = pieces["fit_line_intercept_seconds"][()], pieces["fit_line_seconds_per_byte"][()]
+        expect(low[0] == m[0] and high[-1] == m[-1], "/comm/fit_pieces do not span the sizes")
+        expect((a >= 0).all() and (b >= 0).all(), "/comm/fit_pieces has a negative line")
+        piece = np.searchsorted(high, m)  # each size's piece: the first that ends at or after it
+        expect((low[piece] <= m).all(), "a size lies between two /comm/fit_pieces")
+        relative = (t - a[piece] - b[piece] * m) / t
+        close("/comm@piecewise_fit_relative_rms_error",
+              comm.attrs["piecewise_fit_relative_rms_error"], np.sqrt(np.mean(relative ** 2)),
+              rtol=1e-6)
+        close("/comm/fit_pieces/beta_seconds_per_byte", pieces["beta_seconds_per_byte"][()],
+              b * n / (2 * (n - 1)))
         return sizes, n
 
 

@@ -70,7 +70,7 @@ def check_origin_attributes(f):
     for name in ORIGIN_STRINGS:
         attribute(f, name, str)
     version = attribute(f, "schema_version", np.int64)
-    expect(version == 3, f"attribute /@schema_version is {version}, expected 3")
+    expect(version == 4, f"attribute /@schema_version is {version}, expected 4")
     return int(attribute(f, "run_count", np.int64))
 
 

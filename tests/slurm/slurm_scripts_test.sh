@@ -73,8 +73,15 @@ PY
 
 # 2. A node-count study written by `dlscale slurm` (one node here, so the sizes are 1 and 2
 #    tasks per node), its jobs, and the dependent merge-and-report job.
-"$dlscale" slurm --nodes 1 --tasks-per-node 1,2 --time 00:05:00 --dlscale "$dlscale" \
-  "${tiny[@]}" -o "$work/study.sh"
+#    It says in one line what it wrote.
+written=$("$dlscale" slurm --nodes 1 --tasks-per-node 1,2 --time 00:05:00 --dlscale "$dlscale" \
+  "${tiny[@]}" -o "$work/study.sh")
+expected="wrote $work/study.sh: 2 run jobs (1 node x 1,2 tasks per node) and a merge job;"
+expected+=" submit them with \`bash $work/study.sh\`"
+if [[ $written != "$expected" ]]; then
+  echo "FAIL: dlscale slurm -o printed '$written', expected '$expected'"
+  exit 1
+fi
 submitted=$(DLSCALE_RESULTS=$work/study bash "$work/study.sh")
 echo "$submitted"
 mapfile -t jobs < <(grep -o 'submitted job [0-9]*' <<<"$submitted" | awk '{print $3}')

@@ -3,11 +3,14 @@
 // it did, which is what it took from the training loop's cores.
 #include "worker/sampling/periodic_sampler.hpp"
 
+#include <pthread.h>
 #include <time.h>
 
 #include <chrono>
 #include <cmath>
 #include <stdexcept>
+
+#include "core/thread_names.hpp"
 
 namespace dlscale::worker {
 
@@ -53,6 +56,7 @@ void PeriodicSampler::start(const RunClock& clock) {
   if (thread_.joinable()) throw std::logic_error("periodic sampler: started twice");
   clock_ = &clock;
   thread_ = std::thread([this] { sample_until_stopped(); });
+  pthread_setname_np(thread_.native_handle(), sampling_thread_name);
   std::unique_lock lock(mutex_);
   wake_.wait(lock, [this] { return first_read_taken_; });
 }

@@ -1,0 +1,268 @@
+#include "coordinator/scaling_prediction.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "coordinator/scaling_study.hpp"
+#include "core/errors.hpp"
+#include "worker/node_sharing_probe.hpp"
+
+namespace dlscale::coordinator {
+
+namespace {
+
+constexpr double not_measured = std::numeric_limits<double>::quiet_NaN();
+
+const results::MeasurementRecord* find_measurement(const results::RunRecord& run,
+                                                   const char* name) {
+  for (const auto& measurement : run.measurements)
+    if (measurement.name == name) return &measurement;
+  return nullptr;
+}
+
+// The mean of the values the ranks measured (absent ones left out); NaN if none did.
+double mean_measured(const results::MeasurementRecord& measurement) {
+  double sum = 0;
+  int count = 0;
+  for (const auto& values : measurement.values)
+    for (double value : values)
+      if (std::isfinite(value)) {
+        sum += value;
+        ++count;
+      }
+  return count > 0 ? sum / count : not_measured;
+}
+
+// The measured run nearest to `ranks` in rank count (on a log scale; ties go to the larger).
+const results::RunRecord& nearest_run(const std::vector<const results::RunRecord*>& runs,
+                                      int ranks) {
+  const results::RunRecord* best = runs.front();
+  for (const auto* run : runs) {
+    const double distance = std::abs(std::log2(double(run->ranks) / ranks));
+    const double best_distance = std::abs(std::log2(double(best->ranks) / ranks));
+    if (distance < best_distance || (distance == best_distance && run->ranks > best->ranks))
+      best = run;
+  }
+  return *best;
+}
+
+bool contains(const std::vector<int>& values, int value) {
+  return std::find(values.begin(), values.end(), value) != values.end();
+}
+
+}  // namespace
+
+NodeSharingCurve node_sharing_curve(const std::vector<const results::RunRecord*>& runs) {
+  // One pass time per rank count (the mean of its probes), all against one unshared time: the
+  // mean of every probe's alone phase. Ratios between two rank counts are then ratios of their
+  // own pass times, whatever the alone phases measured.
+  std::map<int, std::pair<double, int>> shared_sums;  // ranks -> (sum of pass times, probes)
+  double alone_sum = 0;
+  int alone_probes = 0;
+  for (const auto* run : runs) {
+    const auto* shared = find_measurement(*run, worker::node_sharing_shared_seconds);
+    const auto* alone = find_measurement(*run, worker::node_sharing_alone_seconds);
+    if (shared == nullptr || alone == nullptr) continue;
+    const double shared_seconds = mean_measured(*shared), alone_seconds = mean_measured(*alone);
+    if (!(shared_seconds > 0) || !(alone_seconds > 0)) continue;
+    shared_sums[run->ranks].first += shared_seconds;
+    shared_sums[run->ranks].second += 1;
+    alone_sum += alone_seconds;
+    ++alone_probes;
+  }
+  NodeSharingCurve curve;
+  curve.slowdown.emplace_back(1, 1.0);
+  for (const auto& [ranks, sum] : shared_sums)
+    if (ranks > 1)
+      curve.slowdown.emplace_back(ranks, sum.first / sum.second / (alone_sum / alone_probes));
+  return curve;
+}
+
+double slowdown_at(const NodeSharingCurve& curve, int ranks, int ranks_per_node,
+                   std::string& how) {
+  const auto& points = curve.slowdown;
+  if (ranks <= 1) {
+    how = "alone";
+    return 1;
+  }
+  if (points.size() < 2) {
+    how = "none";
+    return 1;
+  }
+  for (std::size_t k = 0; k < points.size(); ++k) {
+    if (points[k].first == ranks) {
+      how = "probed";
+      return points[k].second;
+    }
+    if (points[k].first > ranks) {  // between k-1 and k
+      const auto& [n0, s0] = points[k - 1];
+      const auto& [n1, s1] = points[k];
+      how = "interpolated";
+      return s0 + (s1 - s0) * double(ranks - n0) / double(n1 - n0);
+    }
+  }
+  const auto& [largest, at_largest] = points.back();
+  const int on_a_node = std::min(ranks, std::max(largest, ranks_per_node));
+  if (on_a_node <= largest) {
+    how = "held";
+    return at_largest;
+  }
+  const auto& [before, at_before] = points[points.size() - 2];
+  const double per_rank = (at_largest - at_before) / double(largest - before);
+  how = "extrapolated";
+  return std::max(at_largest, at_largest + per_rank * double(on_a_node - largest));
+}
+
+ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_runs,
+                                  const NetworkModel& network, const std::vector<int>& ranks,
+                                  const PredictionSettings& settings) {
+  if (all_runs.empty()) throw UserError("predict: no training runs to predict from");
+  ScalingPrediction result;
+  // One thread count: the one of the run with the fewest ranks (and of the study's baseline).
+  const auto& first =
+      *std::min_element(all_runs.begin(), all_runs.end(), [](const auto& a, const auto& b) {
+        return std::tuple(a.ranks, a.configuration.threads_per_rank) <
+               std::tuple(b.ranks, b.configuration.threads_per_rank);
+      });
+  result.threads_per_rank = first.configuration.threads_per_rank;
+  std::vector<results::RunRecord> same_threads;
+  std::vector<const results::RunRecord*> usable, probed;
+  for (const auto& run : all_runs)
+    if (run.configuration.threads_per_rank == result.threads_per_rank) same_threads.push_back(run);
+  if (same_threads.size() < all_runs.size())
+    result.notes.push_back(fmt::format("only the runs at {} thread(s) per rank are used",
+                                       result.threads_per_rank));
+  for (int held : settings.held_out)
+    if (std::none_of(same_threads.begin(), same_threads.end(),
+                     [&](const auto& run) { return run.ranks == held; }))
+      throw UserError(fmt::format("--hold-out {}: no run was measured at {} ranks", held, held));
+  for (const auto& run : same_threads) {
+    const bool held = contains(settings.held_out, run.ranks);
+    if (!held) usable.push_back(&run);
+    if (!held || !settings.hold_out_probes) probed.push_back(&run);
+  }
+  if (usable.empty()) throw UserError("--hold-out: no measured run is left to predict from");
+  const auto& baseline_run = **std::min_element(
+      usable.begin(), usable.end(),
+      [](const auto* a, const auto* b) { return a->ranks < b->ranks; });
+  if (baseline_run.ranks != first.ranks)
+    throw UserError(fmt::format("--hold-out: {} ranks is the study's efficiency baseline; hold "
+                                "out larger rank counts only",
+                                first.ranks));
+  const auto& config = baseline_run.configuration;
+  result.model = config.model;
+  result.scaling = study_scaling(config);
+  result.baseline_ranks = baseline_run.ranks;
+  const bool strong = result.scaling == "strong";
+  result.batch_per_rank = config.batch_per_rank;
+  result.global_batch = double(config.batch_per_rank) * baseline_run.ranks;
+  const auto batch_at = [&](int n) {
+    return strong ? result.global_batch / n : double(config.batch_per_rank);
+  };
+
+  result.ranks_per_node = settings.ranks_per_node;
+  if (result.ranks_per_node <= 0)
+    for (const auto& run : same_threads)
+      result.ranks_per_node = std::max(result.ranks_per_node, run.environment.ranks_per_node);
+  result.ranks_per_node = std::max(1, result.ranks_per_node);
+
+  result.node_sharing = node_sharing_curve(probed);
+  if (result.node_sharing.slowdown.size() < 2)
+    result.notes.push_back("no node-sharing probe in the file (one-rank runs only, or written "
+                           "before probes): compute per rank is held as measured");
+  if (!settings.held_out.empty() && !settings.hold_out_probes)
+    result.notes.push_back("held-out runs: their training is not used; their node-sharing "
+                           "probes (compute only) are");
+
+  // The straggler sample of a one-rank reference comes from the nearest run with several ranks.
+  std::vector<const results::RunRecord*> multi_rank;
+  for (const auto* run : usable)
+    if (run->ranks > 1) multi_rank.push_back(run);
+  if (multi_rank.empty())
+    result.notes.push_back("stragglers: no run with several ranks to predict from; the spread "
+                           "of one rank's iterations stands in for the spread across ranks");
+
+  // Communication inside training against the sweep's model, where a run has the sweep's rank
+  // count: the ratio then holds the same ranks' sums in both, and only the conditions differ.
+  if (settings.calibrate_communication && network.measured_ranks > 1) {
+    double scales = 0;
+    int calibrating = 0;
+    for (const auto* run : usable) {
+      if (run->ranks != network.measured_ranks || run->buckets.empty()) continue;
+      const Scaling own{.ranks = run->ranks,
+                        .ranks_per_node = result.ranks_per_node,
+                        .batch_per_rank = double(run->configuration.batch_per_rank),
+                        .overlap = run->configuration.overlap};
+      scales += communication_calibration(profile_of(*run), network, settings.algorithm, own,
+                                          measured_communication_span_seconds(*run));
+      ++calibrating;
+    }
+    if (calibrating > 0) {
+      result.communication_scale = scales / calibrating;
+      result.notes.push_back(fmt::format(
+          "communication: inside the {}-rank run the sums took {:.2f}x the sweep's model (first "
+          "bucket's start to last one's end); every predicted allreduce is scaled by that",
+          network.measured_ranks, result.communication_scale));
+    } else {
+      result.notes.push_back(fmt::format(
+          "communication: no run at the sweep's {} ranks to hold the sweep against training; "
+          "its model is used as it is",
+          network.measured_ranks));
+    }
+  }
+
+  const auto predict = [&](int n, PredictedPoint& point) {
+    const auto& run = nearest_run(usable, n);
+    ComputeProfile profile = profile_of(run);
+    if (run.ranks == 1 && !multi_rank.empty())
+      profile.compute_deviations = compute_deviations_of(nearest_run(multi_rank, n));
+    std::string how_reference;
+    const double at_n =
+        slowdown_at(result.node_sharing, n, result.ranks_per_node, point.slowdown_how);
+    const double at_reference =
+        slowdown_at(result.node_sharing, run.ranks, result.ranks_per_node, how_reference);
+    point.ranks = n;
+    point.reference_ranks = run.ranks;
+    point.compute_slowdown = at_n / at_reference;
+    const bool overlap = settings.overlap.value_or(run.configuration.overlap);
+    point.iteration = predict_iteration(profile, network, settings.algorithm,
+                                        {.ranks = n,
+                                         .ranks_per_node = result.ranks_per_node,
+                                         .batch_per_rank = batch_at(n),
+                                         .compute_slowdown = point.compute_slowdown,
+                                         .communication_scale = result.communication_scale,
+                                         .overlap = overlap});
+  };
+
+  PredictedPoint baseline;
+  predict(result.baseline_ranks, baseline);
+  const int p = result.baseline_ranks;
+  const results::StudySummary study = analyze_study(same_threads);
+  for (int n : ranks) {
+    PredictedPoint point;
+    predict(n, point);
+    const double t = point.iteration.iteration_seconds;
+    point.efficiency = scaling_efficiency(batch_at(n) * n, t, n, batch_at(p) * p,
+                                          baseline.iteration.iteration_seconds, p);
+    point.speedup = point.efficiency * n;
+    point.gap = split_efficiency_gap(point.efficiency, t,
+                                     point.iteration.exposed_communication_seconds,
+                                     point.iteration.straggler_wait_seconds);
+    point.held_out = contains(settings.held_out, n);
+    point.measured_iteration_seconds = point.measured_efficiency = not_measured;
+    for (const auto& configuration : study.configurations)
+      if (configuration.ranks == n) {
+        point.measured_iteration_seconds = configuration.iteration_seconds_mean;
+        point.measured_efficiency = configuration.efficiency_mean;
+      }
+    result.points.push_back(point);
+  }
+  return result;
+}
+
+}  // namespace dlscale::coordinator

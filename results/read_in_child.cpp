@@ -1,0 +1,93 @@
+// fork(), a pipe for the child's error message, and waitpid(): the child only reads and exits.
+#include "results/read_in_child.hpp"
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+
+namespace dlscale::results {
+
+namespace {
+
+// A results file is read in well under a second; a damaged one must not keep a command busy.
+constexpr rlim_t most_cpu_seconds = 20;
+
+[[noreturn]] void child(int message_pipe, const std::function<void()>& read) {
+  const rlimit cpu{most_cpu_seconds, most_cpu_seconds};
+  ::setrlimit(RLIMIT_CPU, &cpu);
+  // A crash here is reported by the parent; the kernel need not write a core file for it.
+  const rlimit no_core{0, 0};
+  ::setrlimit(RLIMIT_CORE, &no_core);
+  int status = 0;
+  std::string message;
+  try {
+    read();
+  } catch (const UserError& error) {
+    message = error.what();
+    status = 2;
+  } catch (const std::exception& error) {
+    message = error.what();
+    status = 1;
+  }
+  for (std::size_t sent = 0; sent < message.size();) {
+    const ssize_t n = ::write(message_pipe, message.data() + sent, message.size() - sent);
+    if (n <= 0) break;
+    sent += std::size_t(n);
+  }
+  ::_exit(status);  // no destructors, atexit handlers or stdio flushes of the parent's state
+}
+
+}  // namespace
+
+void read_in_child(const std::filesystem::path& path, const std::function<void()>& read) {
+  int pipe_ends[2];
+  if (::pipe(pipe_ends) != 0)
+    throw std::runtime_error(fmt::format("pipe() failed: {}", std::strerror(errno)));
+  std::fflush(nullptr);  // nothing buffered is written twice
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(pipe_ends[0]);
+    ::close(pipe_ends[1]);
+    throw std::runtime_error(fmt::format("fork() failed: {}", std::strerror(errno)));
+  }
+  if (pid == 0) {
+    ::close(pipe_ends[0]);
+    child(pipe_ends[1], read);
+  }
+  ::close(pipe_ends[1]);
+  std::string message;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(pipe_ends[0], buffer, sizeof buffer)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    message.append(buffer, std::size_t(n));
+  }
+  ::close(pipe_ends[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) {
+    const int signal = WTERMSIG(status);
+    throw UserError(fmt::format(
+        "damaged results file: {}: {}", path.string(),
+        signal == SIGXCPU ? fmt::format("reading it took more than {} s of CPU time",
+                                        most_cpu_seconds)
+                          : fmt::format("the HDF5 library crashed reading it (SIG{})",
+                                        sigabbrev_np(signal) ? sigabbrev_np(signal) : "?")));
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 2) throw UserError(message);
+  if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+    throw UserError(fmt::format("damaged results file: {}: {}", path.string(), message));
+}
+
+}  // namespace dlscale::results

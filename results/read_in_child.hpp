@@ -1,0 +1,17 @@
+// Reading a file that may be damaged, first in a child process. The HDF5 library trusts offsets
+// stored in the file (its global heap reader, H5HG_read, follows them into unmapped memory), so a
+// few changed bytes can crash it: in a child, that crash is a one-line "damaged results file"
+// error instead of the command's own death.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+
+namespace dlscale::results {
+
+// Runs read() in a forked child, with its CPU time bounded. Returns if read() returned there;
+// rethrows its UserError's message as a UserError; throws UserError "damaged results file: PATH:
+// ..." if the child crashed or ran out of time. Call read() again in this process afterwards.
+void read_in_child(const std::filesystem::path& path, const std::function<void()>& read);
+
+}  // namespace dlscale::results

@@ -1,0 +1,185 @@
+// The parts of `dlscale predict`'s model on inputs whose answers are known: the expected wait for
+// the slowest of N ranks, allreduce times over intra-node and inter-node links, the node-sharing
+// slowdown curve, and predictions that hold measured runs out.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "coordinator/performance_model.hpp"
+#include "coordinator/scaling_prediction.hpp"
+#include "coordinator/scaling_study.hpp"
+#include "core/errors.hpp"
+#include "worker/node_sharing_probe.hpp"
+
+namespace dlscale::coordinator {
+namespace {
+
+TEST(ExpectedExcessOfMaximum, IsExactForATwoPointSample) {
+  // Draws of -1 or +1: the maximum of two is -1 only if both are -1 (1/4), so E[max] = 1/2.
+  EXPECT_DOUBLE_EQ(expected_excess_of_maximum({-1, 1}, 2), 0.5);
+  // Of three: -1 with probability 1/8, so E[max] = 3/4.
+  EXPECT_DOUBLE_EQ(expected_excess_of_maximum({-1, 1}, 3), 0.75);
+  EXPECT_DOUBLE_EQ(expected_excess_of_maximum({-1, 1}, 1), 0);
+  EXPECT_DOUBLE_EQ(expected_excess_of_maximum({}, 8), 0);
+}
+
+TEST(ExpectedExcessOfMaximum, GrowsWithTheRanksUpToTheSampleMaximum) {
+  std::vector<double> sample;
+  for (int k = 0; k < 100; ++k) sample.push_back(std::sin(k * 1.7));  // spread in [-1, 1]
+  double mean = 0;
+  for (double x : sample) mean += x / double(sample.size());
+  double previous = 0;
+  for (int n : {2, 4, 16, 64, 1024, 100000}) {
+    const double excess = expected_excess_of_maximum(sample, n);
+    EXPECT_GT(excess, previous) << n;
+    EXPECT_LE(excess, *std::max_element(sample.begin(), sample.end()) - mean + 1e-12) << n;
+    previous = excess;
+  }
+}
+
+results::PiecewiseAlphaBetaFit link(double alpha, double beta) {
+  return uniform_network(alpha, beta, "").intra_node;
+}
+
+TEST(AllreduceSeconds, RingOnOneLinkIsTheTextbookFormula) {
+  const auto network = uniform_network(2e-6, 1e-9, "test");
+  // 2(N-1) alpha + 2(N-1)/N m beta with N = 8, m = 1 MB.
+  EXPECT_NEAR(allreduce_seconds(network, AllreduceAlgorithm::ring, 8, 8, 1e6),
+              14 * 2e-6 + 14.0 / 8 * 1e6 * 1e-9, 1e-15);
+  EXPECT_NEAR(allreduce_seconds(network, AllreduceAlgorithm::tree, 8, 8, 1e6),
+              6 * 2e-6 + 2 * 1e6 * 1e-9, 1e-15);
+  EXPECT_EQ(allreduce_seconds(network, AllreduceAlgorithm::ring, 1, 1, 1e6), 0);
+}
+
+TEST(AllreduceSeconds, UsesTheIntraNodeLinkWithinANodeAndTheSlowerAcrossNodes) {
+  NetworkModel network{link(1e-6, 1e-10), link(5e-6, 1e-9), "test", {}};
+  const double m = 4e6;
+  const auto ring = [&](int n, double alpha, double beta) {
+    return 2 * (n - 1) * (alpha + m / n * beta);
+  };
+  // 4 ranks on one node of 4: shared memory only.
+  EXPECT_NEAR(allreduce_seconds(network, AllreduceAlgorithm::ring, 4, 4, m), ring(4, 1e-6, 1e-10),
+              1e-15);
+  // 8 ranks, 4 to a node: every step waits for the network hop.
+  EXPECT_NEAR(allreduce_seconds(network, AllreduceAlgorithm::ring, 8, 4, m), ring(8, 5e-6, 1e-9),
+              1e-15);
+  // One rank per node: the network only, even if it were faster than shared memory.
+  NetworkModel fast_network{link(1e-6, 1e-9), link(1e-7, 1e-11), "test", {}};
+  EXPECT_NEAR(allreduce_seconds(fast_network, AllreduceAlgorithm::ring, 8, 1, m),
+              ring(8, 1e-7, 1e-11), 1e-15);
+}
+
+// A run of `ranks` ranks whose every rank computes `compute` seconds per iteration (forward,
+// backward, update 1:2:1; rank r adds r * spread), exposes `exposed` seconds of allreduce, with a
+// node-sharing probe that measured `slowdown` where ranks > 1.
+results::RunRecord run_of(int ranks, double compute, double spread, double exposed,
+                          double slowdown) {
+  results::RunRecord run;
+  run.ranks = ranks;
+  run.iterations = 6;
+  run.configuration.batch_per_rank = 32;
+  run.configuration.scaling = "weak";
+  run.configuration.threads_per_rank = 1;
+  run.configuration.warmup_iterations = 1;
+  run.configuration.overlap = false;
+  run.environment.ranks_per_node = ranks;
+  run.layers = {{"dense", 100}};
+  for (int r = 0; r < ranks; ++r) run.environment.rank_hosts.push_back("host");
+  for (int i = 0; i < run.iterations; ++i)
+    for (int r = 0; r < ranks; ++r) {
+      const double c = compute + r * spread;
+      run.phase_seconds.insert(run.phase_seconds.end(),
+                               {c / 4, c / 2, ranks > 1 ? exposed : 0, c / 4, c + exposed});
+      run.layer_backward_seconds.push_back(c / 2);
+    }
+  if (ranks > 1) {
+    results::MeasurementRecord shared, alone;
+    shared.name = worker::node_sharing_shared_seconds;
+    alone.name = worker::node_sharing_alone_seconds;
+    for (int r = 0; r < ranks; ++r) {
+      shared.values.push_back({0.1 * slowdown});
+      alone.values.push_back(r == 0 ? std::vector<double>{0.1} : std::vector<double>{});
+    }
+    run.measurements = {shared, alone};
+  }
+  return run;
+}
+
+TEST(NodeSharingCurve, IsTheRatioOfSharedToAloneProbes) {
+  const std::vector<results::RunRecord> runs = {run_of(1, 1, 0, 0, 1), run_of(2, 1, 0, 0, 1.2),
+                                                run_of(4, 1, 0, 0, 1.6)};
+  const auto curve = node_sharing_curve({&runs[0], &runs[1], &runs[2]});
+  ASSERT_EQ(curve.slowdown.size(), 3u);
+  EXPECT_EQ(curve.slowdown[0], std::make_pair(1, 1.0));
+  EXPECT_NEAR(curve.slowdown[2].second, 1.6, 1e-12);
+  std::string how;
+  EXPECT_NEAR(slowdown_at(curve, 2, 4, how), 1.2, 1e-12);
+  EXPECT_EQ(how, "probed");
+  EXPECT_NEAR(slowdown_at(curve, 3, 4, how), 1.4, 1e-12);
+  EXPECT_EQ(how, "interpolated");
+  // Beyond the probes, nodes of 4 are full already: 64 ranks are 16 nodes like the probed one.
+  EXPECT_NEAR(slowdown_at(curve, 64, 4, how), 1.6, 1e-12);
+  EXPECT_EQ(how, "held");
+  // Nodes of 8: 2 more ranks on the node than probed, at 0.2 per rank.
+  EXPECT_NEAR(slowdown_at(curve, 64, 8, how), 2.4, 1e-12);
+  EXPECT_EQ(how, "extrapolated");
+  EXPECT_EQ(slowdown_at(NodeSharingCurve{{{1, 1.0}}}, 8, 8, how), 1.0);
+  EXPECT_EQ(how, "none");
+}
+
+TEST(PredictScaling, ReproducesAMeasuredRunFromItself) {
+  const std::vector<results::RunRecord> runs = {run_of(1, 1.0, 0, 0, 1),
+                                                run_of(2, 1.0, 0, 0.25, 1)};
+  // A network whose allreduce of the 400 bytes of gradients takes 0.25 s on 2 ranks.
+  const auto network = uniform_network(0.125, 0, "test");
+  auto with_buckets = runs;
+  for (auto& run : with_buckets) run.buckets = {{0, 0, 400}};
+  const auto prediction = predict_scaling(with_buckets, network, {1, 2}, {});
+  ASSERT_EQ(prediction.points.size(), 2u);
+  const auto& two = prediction.points[1];
+  EXPECT_NEAR(two.iteration.iteration_seconds, 1.25, 1e-12);
+  EXPECT_NEAR(two.measured_iteration_seconds, 1.25, 1e-12);
+  // The study's own efficiency and gap code: the same numbers as analyze_study's.
+  const auto study = analyze_study(with_buckets);
+  EXPECT_NEAR(two.efficiency, study.points[1].efficiency, 1e-12);
+  EXPECT_NEAR(two.gap.communication, study.points[1].gap_communication, 1e-12);
+  EXPECT_NEAR(two.measured_efficiency, study.points[1].efficiency, 1e-12);
+}
+
+TEST(PredictScaling, CarriesComputeByTheProbedSlowdownAndStragglersByOrderStatistics) {
+  std::vector<results::RunRecord> runs = {run_of(1, 1.0, 0, 0, 1), run_of(2, 1.0, 0.2, 0, 1.1),
+                                          run_of(4, 1.5, 0.2, 0, 1.65)};
+  const auto prediction = predict_scaling(runs, uniform_network(0, 0, "test"), {4},
+                                          {.held_out = {4}});
+  const auto& four = prediction.points.front();
+  EXPECT_TRUE(four.held_out);
+  EXPECT_EQ(four.reference_ranks, 2);
+  EXPECT_NEAR(four.compute_slowdown, 1.5, 1e-12);  // 1.65 / 1.1
+  // Mean compute at 2 ranks is 1.1 s; times 1.5.
+  EXPECT_NEAR(four.iteration.compute_seconds, 1.65, 1e-12);
+  // Deviations +-0.1 scaled by sqrt(2): the maximum of 4 draws is the high one with
+  // probability 15/16, so the wait is 0.1414 * (15/16 - 1/16) = 0.1237, times the slowdown.
+  EXPECT_NEAR(four.iteration.straggler_wait_seconds, 0.1 * std::sqrt(2.0) * 0.875 * 1.5, 1e-12);
+}
+
+TEST(PredictScaling, LeavingOutTheHeldOutProbesExtrapolates) {
+  std::vector<results::RunRecord> runs = {run_of(1, 1.0, 0, 0, 1), run_of(2, 1.0, 0, 0, 1.1),
+                                          run_of(4, 1.5, 0, 0, 1.65)};
+  const auto prediction = predict_scaling(
+      runs, uniform_network(0, 0, "test"), {4},
+      {.ranks_per_node = 4, .held_out = {4}, .hold_out_probes = true});
+  EXPECT_EQ(prediction.points.front().slowdown_how, "extrapolated");
+  EXPECT_NEAR(prediction.points.front().compute_slowdown, 1.3 / 1.1, 1e-12);
+}
+
+TEST(PredictScaling, RefusesToHoldOutTheBaselineOrWhatWasNotMeasured) {
+  const std::vector<results::RunRecord> runs = {run_of(1, 1.0, 0, 0, 1), run_of(2, 1.0, 0, 0, 1)};
+  const auto network = uniform_network(0, 0, "test");
+  EXPECT_THROW(predict_scaling(runs, network, {2}, {.held_out = {1}}), UserError);
+  EXPECT_THROW(predict_scaling(runs, network, {2}, {.held_out = {3}}), UserError);
+}
+
+}  // namespace
+}  // namespace dlscale::coordinator

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# `dlscale predict` on a rank count it did not see: a --ranks 1,2,3 sweep with one rank on each
+# of 3 emulated hosts (tests/multihost/netns_cluster.sh), which share this machine's cores, and a
+# `dlscale comm` sweep on the same 3 ranks. Predicting 3 ranks from the 1- and 2-rank runs (their
+# compute, the node-sharing probes, the stragglers' spread and the sweep's alpha-beta pieces)
+# must land within 15% of the 3-rank run's measured iteration time and efficiency.
+# The emulated hosts each offer 2 slots on a 2-core machine, so Open MPI would busy-poll as if
+# every rank had a core of its own; mpi_yield_when_idle makes waiting ranks yield instead, as
+# Open MPI does by itself when it knows a node is oversubscribed.
+# usage: predict_holds_out_largest_point.sh DLSCALE PYTHON
+set -euo pipefail
+
+dlscale=$1 python=$2
+coordinator_tests=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=../multihost/cluster_test_setup.sh
+source "$coordinator_tests/../multihost/cluster_test_setup.sh"
+start_cluster 3 --slots 2
+mpi=("$cluster_script" mpirun "$cluster" -np 3 --map-by node --mca mpi_yield_when_idle 1)
+
+"${mpi[@]}" "$dlscale" --model alexnet-r --batch 32 --iters 20 --warmup 3 --ranks 1,2,3 \
+  --out "$work_dir/study.h5"
+"${mpi[@]}" "$dlscale" comm -b 1K -e 1M -f 2 -n 10 -w 2 --out "$work_dir/comm.h5"
+"$python" "$coordinator_tests/predict_matches_measurement.py" "$dlscale" "$work_dir/study.h5" \
+  "$work_dir/comm.h5" --hold-out 3

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# A stop signal in the middle of a sweep keeps what was finished:
+#   SIGTERM to mpirun during point 2 of a `--ranks 1,2` sweep (Slurm sends SIGTERM at a job's time
+#   limit): point 1 stays whole, point 2 keeps its measured iterations, marked partial, the file
+#   says it was interrupted, and one line says what was kept;
+#   SIGINT (Ctrl-C) to a single rank during its second repeat: it exits 130.
+# usage: interrupted_sweep_test.sh MPIEXEC DLSCALE PYTHON
+set -euo pipefail
+mpiexec=$1 dlscale=$2 python=$3
+work=$(mktemp -d)
+trap 'kill -KILL $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+
+# Waits up to 120 s for a line matching $2 in file $1 while process $3 runs.
+wait_for_line() {
+  local waited
+  for ((waited = 0; waited < 1200; ++waited)); do
+    grep -q "$2" "$1" && return 0
+    kill -0 "$3" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "FAIL: no line matching '$2' appeared; the output:"; cat "$work"/*.txt; exit 1
+}
+
+# Point 1 (one rank) takes a few seconds; point 2 is stopped once it has measured iterations.
+$mpiexec -np 2 --oversubscribe "$dlscale" --model fcn:784,1024,10 --batch 32 --ranks 1,2 \
+  --iters 400 --warmup 1 --out "$work/s.h5" >"$work/out.txt" 2>"$work/err.txt" &
+run=$!
+wait_for_line "$work/err.txt" 'on 2 rank(s) x 1 thread(s)' "$run"
+sleep 2
+kill -TERM "$run"
+status=0
+wait "$run" || status=$?
+((status != 0)) || { echo "FAIL: the interrupted job exited 0"; exit 1; }
+kept_line=$(grep -c 'interrupted by SIGTERM: kept 1 completed point(s) of 2 and the measured iterations of the one under way (marked partial)' "$work/err.txt" || true)
+[[ $kept_line == 1 ]] || { echo "FAIL: no single line saying what was kept:"; cat "$work/err.txt"; exit 1; }
+"$python" - "$work/s.h5" <<'PY'
+import sys
+import h5py
+with h5py.File(sys.argv[1], "r") as f:
+    status = f.attrs["status"]
+    assert status == "interrupted: SIGTERM", f"file status {status!r}"
+    runs = f["runs"]
+    assert list(runs) == ["run_000", "run_001"], list(runs)
+    whole, partial = runs["run_000"], runs["run_001"]
+    assert "partial" not in whole.attrs and whole.attrs["measured_iterations"] == 400
+    assert whole.attrs["world_size"] == 1 and partial.attrs["world_size"] == 2
+    kept = int(partial.attrs["measured_iterations"])
+    assert 0 < kept < 400, kept
+    assert partial.attrs["partial"] == f"interrupted by SIGTERM after {kept} of 400 measured iterations", partial.attrs["partial"]
+    assert partial["timings"].shape == (1 + kept, 2, 5), partial["timings"].shape
+    # The study covers the whole point only.
+    assert list(f["study/ranks"][()]) == [1], list(f["study/ranks"][()])
+print(f"ok: SIGTERM kept point 1 and {kept} measured iterations of point 2, marked partial")
+PY
+"$dlscale" report "$work/s.h5" >"$work/report.txt" 2>&1 || {
+  echo "FAIL: report cannot read the interrupted file:"; cat "$work/report.txt"; exit 1; }
+
+# One rank, no mpirun: the exit status is dlscale's own.
+"$dlscale" --model fcn:784,1024,10 --batch 32 --repeat 2 --iters 4000 --warmup 1 \
+  --out "$work/r.h5" >"$work/single-out.txt" 2>"$work/single-err.txt" &
+run=$!
+wait_for_line "$work/single-err.txt" 'repeat 1 (seed' "$run"
+sleep 1
+kill -INT "$run"
+status=0
+wait "$run" || status=$?
+((status == 130)) || { echo "FAIL: SIGINT gave exit status $status, not 130"; cat "$work/single-err.txt"; exit 1; }
+grep -q 'interrupted by SIGINT: kept 1 completed point(s) of 2' "$work/single-err.txt" || {
+  echo "FAIL: no line saying what SIGINT kept:"; cat "$work/single-err.txt"; exit 1; }
+echo "ok: SIGINT exits 130 and keeps the finished repeat"

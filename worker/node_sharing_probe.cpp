@@ -1,0 +1,123 @@
+// Shared passes first, so that every rank's first touch of its buffers falls in the warm-up;
+// then rank 0 alone. Ranks that sit a phase out wait in comm::quiet_barrier, asleep, as the
+// ranks outside a sweep point do, so they leave the cores to the ranks being timed. In the shared
+// phase a rank that has done its timed passes keeps computing (untimed) until every rank has,
+// so that no timed pass runs beside fewer ranks than the point has.
+#include "worker/node_sharing_probe.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "comm/mpi_check.hpp"
+#include "comm/rank_group.hpp"
+#include "core/run_clock.hpp"
+#include "kernels/device.hpp"
+#include "network/network.hpp"
+#include "worker/device_dataset.hpp"
+
+namespace dlscale::worker {
+
+namespace {
+
+// Median seconds of one forward+backward pass over at least `iterations` passes, and as many more
+// as make `seconds` in all, after `warmup` untimed ones, timed with device events. The median, so
+// that a moment when something else took the core moves it little. No update: the parameters
+// stay as they are. With `group`, the rank then goes on with untimed passes until every rank of
+// the group has finished its timed ones.
+double median_pass_seconds(kernels::Network<float>& network, const DeviceDataset& data,
+                           kernels::Device& device, int warmup, int iterations, double seconds,
+                           const std::function<void()>& after_each_pass,
+                           MPI_Comm group = MPI_COMM_NULL) {
+  const auto start = device.make_event(), end = device.make_event();
+  const auto pass = [&](int i) {
+    device.record(*start);
+    network.forward_loss(data.batch(), data.inputs(i), data.labels(i));
+    network.backward(data.batch(), data.inputs(i));
+    device.record(*end);
+    const double pass_seconds = device.elapsed_seconds(*start, *end);
+    if (after_each_pass) after_each_pass();
+    return pass_seconds;
+  };
+  int i = 0;
+  for (; i < warmup; ++i) pass(i);
+  std::vector<double> timed;
+  double total = 0;
+  for (; int(timed.size()) < iterations || total < seconds; ++i) {
+    timed.push_back(pass(i));
+    total += timed.back();
+  }
+  if (group != MPI_COMM_NULL) {
+    MPI_Request everyone_done = MPI_REQUEST_NULL;
+    DLSCALE_MPI_CHECK(MPI_Ibarrier(group, &everyone_done));
+    for (int done = 0;; ++i) {
+      DLSCALE_MPI_CHECK(MPI_Test(&everyone_done, &done, MPI_STATUS_IGNORE));
+      if (done) break;
+      pass(i);
+    }
+  }
+  std::sort(timed.begin(), timed.end());
+  const std::size_t middle = timed.size() / 2;
+  return timed.size() % 2 == 1 ? timed[middle] : (timed[middle - 1] + timed[middle]) / 2;
+}
+
+results::Measurement per_rank_seconds(const char* name, const char* description) {
+  results::Measurement measurement;
+  measurement.name = name;
+  measurement.units = "seconds";
+  measurement.description = description;
+  measurement.shape = results::MeasurementShape::per_rank;
+  measurement.headline = results::Headline::none;
+  return measurement;
+}
+
+}  // namespace
+
+std::vector<results::Measurement> probe_node_sharing(kernels::Network<float>& network,
+                                                     const DeviceDataset& data,
+                                                     kernels::Device& device, MPI_Comm group,
+                                                     int point_iterations,
+                                                     const std::function<void()>& after_each_pass,
+                                                     const NodeSharingProbeSchedule& schedule) {
+  int rank = 0, size = 1;
+  DLSCALE_MPI_CHECK(MPI_Comm_rank(group, &rank));
+  DLSCALE_MPI_CHECK(MPI_Comm_size(group, &size));
+  if (size < 2) return {};
+  const RunClock clock;
+
+  auto shared = per_rank_seconds(
+      node_sharing_shared_seconds,
+      "node-sharing probe: median forward+backward seconds of one pass with every rank of the run "
+      "computing at once (compute only, no gradient sums)");
+  auto alone = per_rank_seconds(
+      node_sharing_alone_seconds,
+      "node-sharing probe: median forward+backward seconds of one pass on rank 0 while the other "
+      "ranks of the run sleep");
+  if (point_iterations < schedule.least_point_iterations) {
+    shared.absent_reason = alone.absent_reason = fmt::format(
+        "not probed: a point of {} iterations is shorter than the {} a probe is worth",
+        point_iterations, schedule.least_point_iterations);
+    return {std::move(shared), std::move(alone)};
+  }
+  comm::quiet_barrier(group);
+  shared.values = {median_pass_seconds(network, data, device, schedule.warmup_iterations,
+                                       schedule.measured_iterations, schedule.shared_seconds,
+                                       after_each_pass, group)};
+  comm::quiet_barrier(group);
+
+  if (rank == 0)
+    alone.values = {median_pass_seconds(network, data, device, 0, schedule.measured_iterations,
+                                        schedule.alone_seconds, after_each_pass)};
+  else
+    alone.absent_reason = "rank 0 alone measures the rate of an unshared node";
+  comm::quiet_barrier(group);
+
+  auto cost = per_rank_seconds(node_sharing_probe_seconds,
+                               "node-sharing probe: wall-clock seconds this rank spent in it, "
+                               "before training (its cost)");
+  cost.values = {clock.seconds()};
+  return {std::move(shared), std::move(alone), std::move(cost)};
+}
+
+}  // namespace dlscale::worker

@@ -1,0 +1,57 @@
+// The node-sharing probe: how much slower a rank computes while the other ranks of its sweep
+// point compute beside it (memory bandwidth, shared caches, clocks, or cores shared by
+// oversubscribed or emulated hosts). A few compute-only forward+backward passes of the point's own
+// network, first on rank 0 alone while the others sleep, then on every rank at once; `dlscale
+// predict` scales compute by the ratio (docs/scaling-model.md). No gradient is summed and no
+// parameter changes, so the training that follows starts exactly where it would have.
+#pragma once
+
+#include <mpi.h>
+
+#include <functional>
+#include <vector>
+
+#include "results/measurement.hpp"
+
+namespace dlscale::kernels {
+class Device;
+template <typename T>
+class Network;
+}  // namespace dlscale::kernels
+
+namespace dlscale::worker {
+
+class DeviceDataset;
+
+// The measurement names, for the writer's generic channel and for `dlscale predict`.
+inline constexpr const char* node_sharing_alone_seconds = "node_sharing_alone_seconds";
+inline constexpr const char* node_sharing_shared_seconds = "node_sharing_shared_seconds";
+inline constexpr const char* node_sharing_probe_seconds = "node_sharing_probe_seconds";
+
+// Each phase times at least `measured_iterations` passes and goes on until its timed passes add
+// up to `measured_seconds`, so that a small workload's probe averages over more than a moment of
+// the node's life, and a large one's costs no more than the passes asked for.
+struct NodeSharingProbeSchedule {
+  // A point of fewer iterations is a smoke test, not a measurement to predict from: a probe of
+  // five passes or more would cost more than a third of it, so none runs.
+  int least_point_iterations = 10;
+  int warmup_iterations = 1;    // before the shared passes, on every rank (first touch, caches)
+  int measured_iterations = 2;  // timed, at least, in each of the two phases
+  double shared_seconds = 0.3;  // timed passes of the shared phase add up to at least this
+  double alone_seconds = 0.15;  // and of the alone phase
+};
+
+// Collective over `group` (the point's ranks). Returns this rank's per_rank measurements:
+//   node_sharing_shared_seconds  median forward+backward seconds, every rank of the group at once
+//   node_sharing_alone_seconds   the same on rank 0 alone (absent on the other ranks)
+//   node_sharing_probe_seconds   wall-clock seconds this rank spent in the probe: its cost
+// Nothing on a group of one rank: there alone and shared are the same. For a point of fewer than
+// schedule.least_point_iterations iterations (`point_iterations`, warm-up included), the shared
+// and alone measurements are absent with that reason, and nothing runs. `after_each_pass`, if
+// given, is called after every pass (a heartbeat for a watchdog: a large model's probe is long).
+std::vector<results::Measurement> probe_node_sharing(
+    kernels::Network<float>& network, const DeviceDataset& data, kernels::Device& device,
+    MPI_Comm group, int point_iterations, const std::function<void()>& after_each_pass = {},
+    const NodeSharingProbeSchedule& schedule = {});
+
+}  // namespace dlscale::worker
