@@ -70,6 +70,8 @@ NetworkModel network_of_sweep(const results::CommRecord& sweep, const std::strin
       .inter_node = whole,
       .source = fmt::format("--comm {} ({} ranks on {} host{}, {})", path, sweep.ranks,
                             sweep.node_count, sweep.node_count == 1 ? "" : "s", sweep.backend),
+      .intra_node_ranks = sweep.ranks,
+      .inter_node_ranks = sweep.ranks,
       .measured_ranks = sweep.ranks};
   bool intra = false, inter = false;
   for (const auto& link : sweep.links) {
@@ -77,9 +79,11 @@ NetworkModel network_of_sweep(const results::CommRecord& sweep, const std::strin
     if (link.ranks < 2 || !usable(fit)) continue;
     if (link.link == "intra_node") {
       network.intra_node = fit;
+      network.intra_node_ranks = link.ranks;
       intra = true;
     } else if (link.link == "inter_node") {
       network.inter_node = fit;
+      network.inter_node_ranks = link.ranks;
       inter = true;
     }
   }
@@ -98,14 +102,23 @@ NetworkModel network_of_sweep(const results::CommRecord& sweep, const std::strin
   return network;
 }
 
+HopCost hop_cost(const results::PiecewiseAlphaBetaFit& link, int sweep_ranks, double bytes) {
+  const auto& latency = link.pieces.front().fit;
+  const auto& piece = piece_for(link, bytes).fit;
+  double beta = piece.beta_seconds_per_byte;
+  if (bytes > 0 && sweep_ranks > 1)
+    beta += (piece.alpha_seconds - latency.alpha_seconds) * sweep_ranks / bytes;
+  return {latency.alpha_seconds, std::max(0.0, beta)};
+}
+
 double allreduce_seconds(const NetworkModel& network, AllreduceAlgorithm algorithm, int ranks,
                          int ranks_per_node, double bytes) {
   if (ranks <= 1) return 0;
   const int per_node = std::max(1, ranks_per_node);
   const bool intra_hops = per_node > 1;
   const bool inter_hops = ranks > per_node;
-  const auto& intra = piece_for(network.intra_node, bytes).fit;
-  const auto& inter = piece_for(network.inter_node, bytes).fit;
+  const HopCost intra = hop_cost(network.intra_node, network.intra_node_ranks, bytes);
+  const HopCost inter = hop_cost(network.inter_node, network.inter_node_ranks, bytes);
   // Each step of the collective moves `step_bytes` over every link at once, so it lasts as long
   // as the slowest kind of link it uses.
   const auto step_seconds = [&](double step_bytes) {

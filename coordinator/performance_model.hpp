@@ -14,7 +14,6 @@
 // docs/scaling-model.md explains each part and how well it holds.
 #pragma once
 
-#include <span>
 #include <string>
 #include <vector>
 
@@ -23,13 +22,17 @@
 
 namespace dlscale::coordinator {
 
-// Per-hop alpha and beta of the two kinds of link, each by message size.
+// Per-hop alpha and beta of the two kinds of link, each by message size. A link's latency is its
+// smallest messages' alpha (the first piece's); what a larger piece's line adds above that latency
+// is carried to other rank counts as bandwidth, at the busbw the sweep measured for that size.
 struct NetworkModel {
   results::PiecewiseAlphaBetaFit intra_node;  // hops between ranks of one node (shared memory)
   results::PiecewiseAlphaBetaFit inter_node;  // hops between nodes (the network)
   std::string source;                         // where they came from, for the report
   std::vector<std::string> notes;             // what stood in for what was not measured
-  int measured_ranks = 0;  // the sweep's rank count; 0 for a network given by hand
+  int intra_node_ranks = 0;  // the rank count each link was fitted on; 0 for a network by hand
+  int inter_node_ranks = 0;
+  int measured_ranks = 0;  // the whole sweep's rank count; 0 for a network given by hand
 };
 
 // One alpha and beta for every hop and size (`--network BANDWIDTH,LATENCY`).
@@ -42,6 +45,15 @@ NetworkModel uniform_network(double alpha_seconds, double beta_seconds_per_byte,
 NetworkModel network_of_sweep(const results::CommRecord& sweep, const std::string& path);
 
 enum class AllreduceAlgorithm { ring, tree };
+
+// A link's cost of one hop for a message of `bytes`: its latency (the first piece's alpha) and
+// the seconds per byte that, with that latency, give the piece's own line on the sweep's rank
+// count: beta + (alpha_piece - alpha_latency) * sweep_ranks / bytes, never below 0.
+struct HopCost {
+  double alpha_seconds = 0;
+  double beta_seconds_per_byte = 0;
+};
+HopCost hop_cost(const results::PiecewiseAlphaBetaFit& link, int sweep_ranks, double bytes);
 
 // One allreduce of `bytes` over `ranks` ranks placed `ranks_per_node` to a node, in rank order.
 double allreduce_seconds(const NetworkModel& network, AllreduceAlgorithm algorithm, int ranks,

@@ -582,6 +582,31 @@ def figure_prefixes(paths):
     return [p + "-" for p in prefixes]
 
 
+def load_held_back(path):
+    """load_results_file(path), with what its reading child writes to stderr held back: a
+    damaged file is our one line, not also the last words of an HDF5 library that crashed on it
+    (glibc's 'corrupted double-linked list', HDF5's error stack). Anything written on the way to
+    a result or to another error (a bug's traceback) is passed on."""
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as held:
+        saved = os.dup(2)
+        os.dup2(held.fileno(), 2)
+        damaged = False
+        try:
+            return load_results_file(path)
+        except ReportError:
+            damaged = True
+            raise
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            if not damaged:
+                held.seek(0)
+                sys.stderr.buffer.write(held.read())
+                sys.stderr.flush()
+
+
 def add_prediction(results, network, algorithm):
     """Adds the predicted efficiency at the measured rank counts to results.study, from
     `dlscale predict` (the same binary that runs this report, when it does). Returns the network
@@ -662,7 +687,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     args = parse_arguments(argv)
     try:
-        all_results = [load_results_file(path) for path in args.files]
+        all_results = [load_held_back(path) for path in args.files]
         # The network each file's --network prediction was made for; None: no prediction.
         predicted_for = [add_prediction(results, args.network, args.algorithm)
                          if args.network else None for results in all_results]

@@ -2,6 +2,7 @@
 #include "results/hdf5_io.hpp"
 
 #include <cstdlib>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -76,13 +77,20 @@ T read_scalar_attribute(hid_t object, const char* name, hid_t memory_type) {
 }
 
 Hdf5Handle write_numeric_dataset(hid_t parent, const char* name, hid_t file_type,
-                                 hid_t memory_type, const void* data,
+                                 hid_t memory_type, const void* data, std::size_t count,
                                  const std::vector<hsize_t>& shape) {
+  hsize_t elements = 1;
+  for (const hsize_t extent : shape) elements *= extent;
+  // A record whose vectors disagree with its shape would be read past their end.
+  if (elements != count)
+    throw std::logic_error(fmt::format("dataset '{}' has {} values for {} places", name, count,
+                                       elements));
   const Hdf5Handle space = simple_space(shape);
   Hdf5Handle dataset(DLSCALE_H5_CHECK(H5Dcreate2(parent, name, file_type, space, H5P_DEFAULT,
                                                  H5P_DEFAULT, H5P_DEFAULT)),
                      H5Dclose);
-  DLSCALE_H5_CHECK(H5Dwrite(dataset, memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
+  if (count > 0)
+    DLSCALE_H5_CHECK(H5Dwrite(dataset, memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
   return dataset;
 }
 
@@ -152,19 +160,19 @@ long long read_integer_attribute(hid_t object, const char* name) {
 Hdf5Handle write_dataset(hid_t parent, const char* name, std::span<const double> values,
                          const std::vector<hsize_t>& shape) {
   return write_numeric_dataset(parent, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, values.data(),
-                               shape);
+                               values.size(), shape);
 }
 
 Hdf5Handle write_dataset(hid_t parent, const char* name, std::span<const std::uint64_t> values,
                          const std::vector<hsize_t>& shape) {
   return write_numeric_dataset(parent, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, values.data(),
-                               shape);
+                               values.size(), shape);
 }
 
 Hdf5Handle write_dataset(hid_t parent, const char* name, std::span<const std::int64_t> values,
                          const std::vector<hsize_t>& shape) {
   return write_numeric_dataset(parent, name, H5T_STD_I64LE, H5T_NATIVE_INT64, values.data(),
-                               shape);
+                               values.size(), shape);
 }
 
 Hdf5Handle write_dataset(hid_t parent, const char* name, const std::vector<std::string>& values) {

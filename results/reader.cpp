@@ -1,6 +1,7 @@
 // Reads the layout written by writer.cpp.
 #include "results/reader.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <new>
 
@@ -148,7 +149,18 @@ void read_raw_data(hid_t file, RunRecord& record) {
     record.measurements.push_back(peak_memory_measurement(
         read_uint64_dataset(ranks_group, schema::peak_resident_bytes)));
   }
-  if (!has_child(file, schema::communication_seconds)) return;  // schema 1
+  if (!has_child(file, schema::communication_seconds)) {  // schema 1
+    // Sums were blocking then: communication is the allreduce phase. Local ranks follow from
+    // the hosts, in rank order. No layers or buckets were recorded.
+    record.communication_seconds.resize(std::size_t(iterations * ranks));
+    for (hsize_t i = 0; i < iterations * ranks; ++i)
+      record.communication_seconds[i] =
+          record.phase_seconds[i * phase_count + index_of(Phase::allreduce)];
+    const auto& hosts = record.environment.rank_hosts;
+    for (auto host = hosts.begin(); host != hosts.end(); ++host)
+      record.local_ranks.push_back(std::uint64_t(std::count(hosts.begin(), host, *host)));
+    return;
+  }
 
   require_shape(ranks_group, schema::local_rank, {ranks});
   record.local_ranks = read_uint64_dataset(ranks_group, schema::local_rank);

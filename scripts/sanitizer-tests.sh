@@ -4,7 +4,7 @@
 # labelled `sanitize` under both: the results reader and writer, the MPI tests at 1, 2 and 4
 # ranks, real runs of dlscale under mpirun, and predict and merge on the fuzz corpus of damaged
 # results files. tests/CMakeLists.txt sets the sanitizers' options; any report fails its test.
-# scripts/test.sh runs it after the main suite (about 20 minutes on 2 cores). Extra arguments go
+# scripts/test.sh runs it after the main suite (up to half an hour on 2 cores). Extra arguments go
 # to ctest.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -71,6 +71,27 @@ TEST(AllreduceSeconds, UsesTheIntraNodeLinkWithinANodeAndTheSlowerAcrossNodes) {
               ring(8, 1e-7, 1e-11), 1e-15);
 }
 
+TEST(AllreduceSeconds, CarriesALargePiecesExtraLatencyAsBandwidth) {
+  // Swept on 4 ranks: 6 alpha + 1.5 m beta. Small messages: alpha 1 us, beta 1 ns/B; large:
+  // alpha 100 us, beta 0.5 ns/B (a line with a large intercept, as rendezvous gives).
+  const results::AlphaBetaFit small{.alpha_seconds = 1e-6, .beta_seconds_per_byte = 1e-9};
+  const results::AlphaBetaFit large{.alpha_seconds = 1e-4, .beta_seconds_per_byte = 5e-10};
+  const results::PiecewiseAlphaBetaFit link{
+      .pieces = {{.min_bytes = 8, .max_bytes = 4096, .fit = small},
+                 {.min_bytes = 8192, .max_bytes = 1e8, .fit = large}}};
+  NetworkModel network{.intra_node = link, .inter_node = link, .intra_node_ranks = 4,
+                       .inter_node_ranks = 4};
+  const double m = 1e6;
+  // On the sweep's own 4 ranks: exactly the large piece's line.
+  EXPECT_NEAR(allreduce_seconds(network, AllreduceAlgorithm::ring, 4, 4, m),
+              6 * 1e-4 + 1.5 * m * 5e-10, 1e-12);
+  // On 64 ranks the latency term is the small messages' alpha, and the extra 99 us per hop of
+  // the large piece travels as bandwidth: beta + 99 us * 4 / m.
+  const double beta = 5e-10 + 99e-6 * 4 / m;
+  EXPECT_NEAR(allreduce_seconds(network, AllreduceAlgorithm::ring, 64, 64, m),
+              126 * (1e-6 + m / 64 * beta), 1e-12);
+}
+
 // A run of `ranks` ranks whose every rank computes `compute` seconds per iteration (forward,
 // backward, update 1:2:1; rank r adds r * spread), exposes `exposed` seconds of allreduce, with a
 // node-sharing probe that measured `slowdown` where ranks > 1.

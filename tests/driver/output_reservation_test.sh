@@ -12,7 +12,7 @@ work=$(mktemp -d)
 small_disk=""
 cleanup() {
   kill -KILL $(jobs -p) 2>/dev/null || true
-  [[ -n $small_disk ]] && umount "$small_disk"
+  if [[ -n $small_disk ]]; then umount "$small_disk" || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT

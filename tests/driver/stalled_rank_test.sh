@@ -9,7 +9,7 @@ mpiexec=$1 dlscale=$2 python=$3
 work=$(mktemp -d)
 stopped=""
 cleanup() {
-  [[ -n $stopped ]] && kill -CONT "$stopped" 2>/dev/null
+  [[ -n $stopped ]] && kill -CONT "$stopped" 2>/dev/null || true
   kill -KILL $(jobs -p) 2>/dev/null || true
   rm -rf "$work"
 }

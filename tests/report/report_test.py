@@ -793,6 +793,38 @@ def test_prediction_names_its_network(directory):
         expect(label in legend, f"efficiency legend {legend}, expected {label!r}")
 
 
+def test_a_crashing_library_adds_no_lines(directory):
+    """What the reading child writes to stderr as the HDF5 library crashes in it (glibc's
+    'corrupted double-linked list') is held back: the report prints its one line. What it
+    writes on the way to another error (a bug's traceback) is passed on."""
+    script = f"""
+import os, sys
+sys.path.insert(0, {os.path.join(HERE, "..", "..", "report")!r})
+import dlscale_report
+from dlscale_results import ReportError
+def crashing(path):
+    if os.fork() == 0:
+        os.write(2, b"corrupted double-linked list\\n")
+        os._exit(0)
+    os.wait()
+    if sys.argv[1] == "damaged":
+        raise ReportError(f"damaged results file: {{path}}: the HDF5 library crashed reading it "
+                          "(SIGABRT)")
+    raise RuntimeError("a bug")
+dlscale_report.load_results_file = crashing
+sys.exit(dlscale_report.main(["x.h5"]))
+"""
+    result = subprocess.run([sys.executable, "-c", script, "damaged"], capture_output=True,
+                            text=True, timeout=600)
+    expect(result.returncode == 2 and result.stderr == "dlscale: error: damaged results file: "
+           "x.h5: the HDF5 library crashed reading it (SIGABRT)\n",
+           f"a crash in the reading child: status {result.returncode}, {result.stderr!r}")
+    result = subprocess.run([sys.executable, "-c", script, "bug"], capture_output=True,
+                            text=True, timeout=600)
+    expect("corrupted double-linked list" in result.stderr and "RuntimeError: a bug" in
+           result.stderr, f"a bug's output was held back: {result.stderr!r}")
+
+
 def test_help():
     result = report_ok("--help")
     for text in ["--csv DIR", "--json FILE", "--figures DIR", "--html FILE", "examples:",
@@ -811,7 +843,8 @@ def main():
              test_json_to_standard_output, test_failed_write_leaves_nothing,
              test_damaged_files_give_one_line, test_names_from_the_file_are_printed_escaped,
              test_says_what_it_wrote, test_throughput_axis_is_labelled_at_the_measured_values,
-             test_phase_bars_add_up_to_the_step, test_prediction_names_its_network]
+             test_phase_bars_add_up_to_the_step, test_prediction_names_its_network,
+             test_a_crashing_library_adds_no_lines]
     try:
         test_help()
         for test in tests:

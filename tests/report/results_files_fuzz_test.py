@@ -1,6 +1,6 @@
 # Fuzzes the three commands that read results files, `dlscale report`, `dlscale predict` and
 # `dlscale merge`, with a fixed-seed corpus of damaged files: mutated copies of real files that
-# the dlscale under test writes (a rank sweep, repeats and thread counts, single runs, an
+# the dlscale under test writes (a rank sweep, a sweep with repeats, single runs, an
 # allreduce sweep) and of make_sample_study.py's samples (schemas 1 to 3, GPU, failed points).
 # Bytes are flipped (anywhere, in the first 4 KiB or in the heap of variable-length strings), the
 # file cut short or extended; datasets resized, retyped, deleted, made huge or replaced by groups
@@ -13,7 +13,9 @@
 # CTest runs it as results_files_survive_fuzzing. On its own:
 #   python3 results_files_fuzz_test.py DLSCALE [--mpiexec MPIEXEC] [--tools predict,merge]
 #       [--cases N] [--seed S] [--keep DIR] [--verbose]
-# --tools predict,merge leaves the report out, e.g. for a sanitizer build of dlscale. The report
+# --tools predict,merge leaves the report out, e.g. for a sanitizer build of dlscale; for one built
+# with AddressSanitizer, whose shadow memory needs terabytes of address space, the 1 GiB limit is
+# left out (--memory-limit MIB sets it; 0: none) and ASAN_OPTIONS must limit allocations. The report
 # runs in a child forked from a worker that imported its modules once (as `dlscale report`, which
 # only execs the same script, would run it; --report-via binary execs `DLSCALE report` instead, at
 # about a second of Python start-up per case). A case past 10 s is run again once on its own at
@@ -24,7 +26,7 @@ import gc
 import multiprocessing
 import os
 import resource
-import runpy
+import select
 import shutil
 import signal
 import subprocess
@@ -46,19 +48,20 @@ CASES = 1000
 WORKERS = 2  # CI's cores
 TOOLS = ["report", "predict", "merge"]
 WALL_SECONDS = 10  # per command and case
-MEMORY_BYTES = 2**30  # address space per command (RLIMIT_AS)
+MEMORY_MIB = 1024  # address space per command (RLIMIT_AS), unless dlscale is built with ASan
 FIGURES_EVERY = 20  # one case in this many also draws the figures, with a --network prediction
 NETWORK = "10Gbps,5us"
 TIMED_OUT = f"still running after {WALL_SECONDS} s"
 # Files the dlscale under test writes, as (ranks under mpiexec or None for one process without
 # it, arguments): tiny, so that they take seconds. Without an mpiexec only the 1-rank run is made.
+# All but run-sweep sample nothing, so that their layout is the same from one test to the next.
 TINY = ["--model", "fcn:64,32,4", "--batch", "8", "--iters", "3", "--warmup", "1"]
 REAL_SAMPLES = {
     "run-sweep": (2, TINY + ["--ranks", "1,2", "--bucket-mb", "0.001",
                              "--sample-interval", "0.02"]),
     "run-repeats": (2, TINY + ["--ranks", "1,2", "--repeat", "2", "--sample-interval", "0"]),
-    "run-1": (None, TINY),
-    "run-2": (2, TINY + ["--bucket-mb", "0.001"]),
+    "run-1": (None, TINY + ["--sample-interval", "0"]),
+    "run-2": (2, TINY + ["--bucket-mb", "0.001", "--sample-interval", "0"]),
     "comm": (2, ["comm", "-b", "8", "-e", "1K", "-f", "4", "-n", "3", "-w", "1"]),
 }
 # A case made from one of these is merged with the other, undamaged: two files, two rank counts.
@@ -377,20 +380,23 @@ def make_case(samples, directory, seed, index, tools):
 # ---- running one command -----------------------------------------------------------------------
 
 def limits():
-    """In the command's process: 1 GiB of address space, no core files, and a CPU limit that
-    ends a spinning command even if the wall clock does not get to it."""
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
+    """In the command's process: 1 GiB of address space (--memory-limit), no core files, and a
+    CPU limit that ends a spinning command even if the wall clock does not get to it."""
+    if SETTINGS["memory_mib"]:
+        memory = SETTINGS["memory_mib"] * 2**20
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_CPU, (WALL_SECONDS, WALL_SECONDS + 5))
 
 
 def report_in_process(arguments):
-    """Runs the report script as `python3 dlscale_report.py ARGUMENTS` would, in this (forked)
-    process: its exit status."""
+    """Runs the report as `python3 dlscale_report.py ARGUMENTS` would (its last line is
+    `sys.exit(main())`), in this forked process, from the module imported once: its exit
+    status."""
+    import dlscale_report
     sys.argv = [REPORT, *arguments]
     try:
-        runpy.run_path(REPORT, run_name="__main__")
-        return 0
+        sys.exit(dlscale_report.main(arguments))
     except SystemExit as exit:  # as the interpreter does with sys.exit(value)
         if exit.code is None or isinstance(exit.code, int):
             return exit.code or 0
@@ -433,12 +439,12 @@ def run_command(command, prefix):
     except OSError:
         pass  # the child did it first, or has ended
     status = None
-    while time.monotonic() - started < WALL_SECONDS:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        status = None
-        time.sleep(0.005)
+    ended = os.pidfd_open(pid)  # readable once the child has ended
+    try:
+        if select.select([ended], [], [], WALL_SECONDS)[0]:
+            status = os.waitpid(pid, 0)[1]
+    finally:
+        os.close(ended)
     try:
         os.killpg(pid, signal.SIGKILL)  # past its time, or a child of it left behind
     except (ProcessLookupError, PermissionError):
@@ -516,7 +522,7 @@ def merge_problem(status, stderr, merged):
 # ---- one case -----------------------------------------------------------------------------------
 # Each pool worker runs whole cases: makes the mutated file, runs the commands, checks them.
 
-SETTINGS = {}  # set in each worker: dlscale, samples, directory, seed, tools, report_via
+SETTINGS = {}  # set in each worker: dlscale, samples, directory, seed, tools, report_via, ...
 
 
 def commands_of_case(path, sample, index, directory):
@@ -602,27 +608,36 @@ def make_samples(directory, dlscale, mpiexec):
     for name, (ranks, arguments) in REAL_SAMPLES.items():
         if ranks is not None and not mpiexec:
             continue
-        path = os.path.join(directory, f"{name}.h5")
         launcher = [mpiexec, "-n", str(ranks)] if ranks is not None else []
-        finished = subprocess.run([*launcher, dlscale, *arguments, "--out", path],
-                                  capture_output=True, text=True, env=environment, timeout=300)
+        # A name without the temporary directory's: the command line the file records then has
+        # the same length in every run, and so has the file's layout (where bytes are flipped).
+        finished = subprocess.run([*launcher, dlscale, *arguments, "--out", f"{name}.h5"],
+                                  capture_output=True, text=True, env=environment, timeout=300,
+                                  cwd=directory)
         if finished.returncode != 0:
             sys.exit(f"FAIL: cannot make the sample {name}: {' '.join(finished.args)} exited "
                      f"{finished.returncode}:\n{finished.stderr[-3000:]}")
-        samples[name] = path
+        samples[name] = os.path.join(directory, f"{name}.h5")
     return samples
 
 
-def fuzz(dlscale, mpiexec, cases, seed, tools, keep, report_via, verbose):
+def built_with_address_sanitizer(path):
+    with open(path, "rb") as binary:
+        return b"__asan_init" in binary.read()
+
+
+def fuzz(dlscale, mpiexec, cases, seed, tools, keep, report_via, memory_mib, verbose):
     """Runs the corpus; returns (results of every case, samples made, seconds)."""
     sys.path.insert(0, REPORT_DIRECTORY)
     import dlscale_figures  # noqa: F401 - imported once, for every forked report
+    import dlscale_report  # noqa: F401
     import dlscale_results  # noqa: F401
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="dlscale-fuzz-") as directory:
         samples = make_samples(directory, dlscale, mpiexec)
         settings = {"dlscale": dlscale, "samples": samples, "directory": directory, "seed": seed,
-                    "tools": tools, "keep": keep, "report_via": report_via}
+                    "tools": tools, "keep": keep, "report_via": report_via,
+                    "memory_mib": memory_mib}
         # The report asks this dlscale for predictions (--network), as `dlscale report` does.
         os.environ["DLSCALE_EXECUTABLE"] = dlscale
         results = {}
@@ -685,6 +700,11 @@ def main():
     parser.add_argument("--report-via", choices=["fork", "binary"], default="fork",
                         help="run the report in a child forked from the test (default) or as "
                              "`DLSCALE report`")
+    parser.add_argument("--memory-limit", metavar="MIB", type=int,
+                        help=f"address space of each command (default {MEMORY_MIB}; 0: none, "
+                             "the default for a dlscale built with AddressSanitizer, whose shadow "
+                             "memory needs terabytes of it: limit its allocations with "
+                             "ASAN_OPTIONS=max_allocation_size_mb=1024 instead)")
     parser.add_argument("--keep", metavar="DIR",
                         help="copy the files of failing cases, and what failed, to DIR")
     parser.add_argument("--verbose", action="store_true", help="each case's mutations and outcome")
@@ -694,9 +714,14 @@ def main():
     if unknown or not tools:
         parser.error(f"--tools: choose from {','.join(TOOLS)}")
     dlscale = os.path.abspath(args.dlscale)
+    memory_mib = args.memory_limit
+    if memory_mib is None:
+        memory_mib = 0 if built_with_address_sanitizer(dlscale) else MEMORY_MIB
+    if not memory_mib:
+        print("no address-space limit: use ASAN_OPTIONS=max_allocation_size_mb=1024 or the like")
     results, samples, seconds = fuzz(dlscale, args.mpiexec, args.cases, args.seed, tools,
                                      args.keep and os.path.abspath(args.keep), args.report_via,
-                                     args.verbose)
+                                     memory_mib, args.verbose)
     failing = summary(results, samples, seconds, tools)
     print(f"{failing} of {len(results)} cases failed" if failing else "every case passed")
     return 1 if failing else 0
