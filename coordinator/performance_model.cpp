@@ -56,7 +56,7 @@ double compute_seconds(const results::RunRecord& run, int iteration, int rank) {
 NetworkModel uniform_network(double alpha_seconds, double beta_seconds_per_byte,
                              std::string source) {
   const auto link = single_piece(alpha_seconds, beta_seconds_per_byte);
-  return {.intra_node = link, .inter_node = link, .source = std::move(source)};
+  return {.intra_node = link, .inter_node = link, .source = std::move(source), .notes = {}};
 }
 
 NetworkModel network_of_sweep(const results::CommRecord& sweep, const std::string& path) {
@@ -70,6 +70,7 @@ NetworkModel network_of_sweep(const results::CommRecord& sweep, const std::strin
       .inter_node = whole,
       .source = fmt::format("--comm {} ({} ranks on {} host{}, {})", path, sweep.ranks,
                             sweep.node_count, sweep.node_count == 1 ? "" : "s", sweep.backend),
+      .notes = {},
       .intra_node_ranks = sweep.ranks,
       .inter_node_ranks = sweep.ranks,
       .measured_ranks = sweep.ranks};

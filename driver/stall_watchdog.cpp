@@ -182,8 +182,15 @@ StallWatchdog::~StallWatchdog() {
   if (receive_socket_ >= 0) ::close(receive_socket_);
 }
 
+void StallWatchdog::begin_point() {
+  step_timed_ = false;
+  slowest_step_seconds_ = 0;
+  progressed();
+}
+
 void StallWatchdog::progressed(double step_seconds) {
   progress_.fetch_add(1, std::memory_order_relaxed);
+  if (step_seconds > 0) step_timed_ = true;
   double slowest = slowest_step_seconds_.load(std::memory_order_relaxed);
   while (step_seconds > slowest &&
          !slowest_step_seconds_.compare_exchange_weak(slowest, step_seconds)) {
@@ -253,8 +260,11 @@ void StallWatchdog::diagnose(double now) {
                         silent.size() == 1 ? "" : "s", named(silent), seconds_text(longest),
                         seconds_text(timeout)));
   }
-  // Only rank 0 watches every rank, so only it can tell that none of them progresses.
-  if (rank_ != 0 || peers_.size() < 2 || now - last_progress_seconds_ <= timeout) return;
+  // Only rank 0 watches every rank, so only it can tell that none of them progresses; and only
+  // once an iteration of this point has shown how long one takes (a large model's first step,
+  // or its set-up, may take minutes, while the heartbeats show that the ranks are alive).
+  if (rank_ != 0 || peers_.size() < 2 || !step_timed_ || now - last_progress_seconds_ <= timeout)
+    return;
   std::uint64_t fewest = peers_.front().progress;
   for (const auto& peer : peers_) fewest = std::min(fewest, peer.progress);
   std::vector<const Peer*> behind;

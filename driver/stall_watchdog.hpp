@@ -39,8 +39,12 @@ class StallWatchdog {
   StallWatchdog(const StallWatchdog&) = delete;
   StallWatchdog& operator=(const StallWatchdog&) = delete;
 
+  // A new sweep point begins: until its first iteration ends, nothing says how long one takes,
+  // so only silence (no heartbeat) counts as a stall.
+  void begin_point();
+
   // The calling rank made progress: an iteration ended (its step time sets the automatic
-  // timeout), or a point's set-up finished (step_seconds 0).
+  // timeout), or a step of a point's set-up finished (step_seconds 0).
   void progressed(double step_seconds = 0);
 
   // The timeout in force now, in seconds.
@@ -64,7 +68,8 @@ class StallWatchdog {
   std::vector<std::vector<unsigned char>> destinations_;  // sockaddr_in of each watcher address
   std::vector<Peer> peers_;                               // the ranks this rank watches
   std::atomic<std::uint64_t> progress_{0};
-  std::atomic<double> slowest_step_seconds_{0};
+  std::atomic<double> slowest_step_seconds_{0};  // in this point
+  std::atomic<bool> step_timed_{false};          // an iteration of this point has ended
   std::atomic<bool> stopping_{false};
   std::chrono::steady_clock::time_point start_;
   double last_progress_seconds_ = 0;  // watcher thread only

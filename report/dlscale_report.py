@@ -2,9 +2,9 @@
 # dlscale report: turns dlscale results files (HDF5, docs/results-format.md, schema 3, and the older
 # schema 2 and single-run schema 1) into a per-run table, a scaling-study table (with the sweep
 # points that failed) and a table across repeats on standard output, and on request into CSV or
-# JSON tables, PNG figures and one self-contained HTML page. The dlscale binary
-# execs it for `dlscale report FILE...`; it also runs on its own, beside its two modules
-# dlscale_results.py (reading files) and dlscale_figures.py (drawing). It needs only Debian's
+# JSON tables, PNG figures and one self-contained HTML page, then says in one line what it wrote.
+# The dlscale binary execs it for `dlscale report FILE...`; it also runs on its own, beside its two
+# modules dlscale_results.py (reading files) and dlscale_figures.py (drawing). It needs Debian's
 # python3-h5py, python3-numpy, python3-pandas and python3-matplotlib. docs/report.md explains it.
 import argparse
 import base64
