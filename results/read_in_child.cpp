@@ -1,6 +1,7 @@
 // fork(), a pipe for the child's error message, and waitpid(): the child only reads and exits.
 #include "results/read_in_child.hpp"
 
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,11 +21,18 @@ namespace dlscale::results {
 namespace {
 
 // A results file is read in well under a second; a damaged one must not keep a command busy.
-constexpr rlim_t most_cpu_seconds = 20;
+// The soft limit raises SIGXCPU; the hard one, a second later, would be an unexplained SIGKILL.
+constexpr rlim_t most_cpu_seconds = 5;
 
 [[noreturn]] void child(int message_pipe, const std::function<void()>& read) {
-  const rlimit cpu{most_cpu_seconds, most_cpu_seconds};
+  const rlimit cpu{most_cpu_seconds, most_cpu_seconds + 1};
   ::setrlimit(RLIMIT_CPU, &cpu);
+  // What the C library says as it aborts on a corrupted heap ("free(): invalid pointer") is not
+  // for the user: the parent reports the crash in one line.
+  if (const int null = ::open("/dev/null", O_WRONLY); null >= 0) {
+    ::dup2(null, STDERR_FILENO);
+    ::close(null);
+  }
   // A crash here is reported by the parent; the kernel need not write a core file for it.
   const rlimit no_core{0, 0};
   ::setrlimit(RLIMIT_CORE, &no_core);
@@ -80,7 +88,7 @@ void read_in_child(const std::filesystem::path& path, const std::function<void()
     const int signal = WTERMSIG(status);
     throw UserError(fmt::format(
         "damaged results file: {}: {}", path.string(),
-        signal == SIGXCPU ? fmt::format("reading it took more than {} s of CPU time",
+        signal == SIGXCPU || signal == SIGKILL ? fmt::format("reading it took more than {} s of CPU time",
                                         most_cpu_seconds)
                           : fmt::format("the HDF5 library crashed reading it (SIG{})",
                                         sigabbrev_np(signal) ? sigabbrev_np(signal) : "?")));
