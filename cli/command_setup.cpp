@@ -11,10 +11,13 @@
 
 #include "core/build_info.hpp"
 #include "core/errors.hpp"
+#include "core/printable_text.hpp"
 
 namespace dlscale::cli {
 
 namespace {
+
+// Every error is one line, whatever text from files, options or libraries it quotes.
 
 // A failure that is not the user's: what a user can do about it, in one line. The standard
 // library's own words ("std::bad_alloc", "vector::_M_range_check: ...") mean nothing to them.
@@ -24,8 +27,8 @@ std::string describe_failure(const std::exception& error) {
            "fewer ranks per node, or free memory)";
   if (dynamic_cast<const std::logic_error*>(&error) != nullptr)
     return fmt::format("internal error, please report it with the command line: {}",
-                       error.what());
-  return error.what();
+                       printable(error.what()));
+  return printable(error.what());
 }
 
 }  // namespace
@@ -43,7 +46,7 @@ int exit_status_of(const comm::MpiSession& mpi, const std::function<int()>& comm
     return command();
   } catch (const UserError& error) {
     // Agreed errors reach every rank; rank 0 speaks for all of them.
-    if (mpi.world_rank() == 0) spdlog::error("{}", error.what());
+    if (mpi.world_rank() == 0) spdlog::error("{}", printable(error.what()));
     return 2;
   } catch (const std::exception& error) {
     // A failure on one rank alone: the others may be inside a collective, so end the job.
@@ -57,7 +60,7 @@ int exit_status_alone(const std::function<int()>& command) {
   try {
     return command();
   } catch (const UserError& error) {
-    fmt::print(stderr, "dlscale: error: {}\n", error.what());
+    fmt::print(stderr, "dlscale: error: {}\n", printable(error.what()));
     return 2;
   } catch (const std::exception& error) {
     fmt::print(stderr, "dlscale: error: {}\n", describe_failure(error));

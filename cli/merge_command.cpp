@@ -50,8 +50,7 @@ void check_comparable(const std::vector<SourcedRun>& runs) {
     const auto settings = study_settings(candidate.run);
     for (std::size_t k = 0; k < settings.size(); ++k)
       if (settings[k].second != reference[k].second)
-        // {:?} escapes what a damaged or hostile file may hold (control characters).
-        throw UserError(fmt::format("cannot merge: {:?} has {} {:?} but {:?} has {:?}",
+        throw UserError(fmt::format("cannot merge: {} has {} '{}' but {} has '{}'",
                                     candidate.origin, settings[k].first, settings[k].second,
                                     runs.front().origin, reference[k].second));
     const auto point = [](const results::RunRecord& run) {

@@ -36,10 +36,7 @@ std::optional<results::RunRecord> gather_run(comm::HostGroup& group,
   for (const auto& [host, count] : ranks_on_host)
     record.environment.ranks_per_node = std::max(record.environment.ranks_per_node, count);
   record.ranks = group.size();
-  if (record.ranks > 1)
-    for (int r = 0; r < record.ranks; ++r)
-      ++(hosts[r] == hosts[(r + 1) % record.ranks] ? record.environment.intra_host_ring_hops
-                                                    : record.environment.inter_host_ring_hops);
+  record.environment.count_ring_hops();
   record.local_ranks.assign(local_ranks.begin(), local_ranks.end());
   record.iterations = int(report.measurements.loss.size());
   record.phase_seconds.resize(seconds.size());

@@ -182,7 +182,8 @@ StallWatchdog::~StallWatchdog() {
   if (receive_socket_ >= 0) ::close(receive_socket_);
 }
 
-void StallWatchdog::begin_point() {
+void StallWatchdog::begin_point(int ranks) {
+  point_ranks_ = ranks;
   step_timed_ = false;
   slowest_step_seconds_ = 0;
   progressed();
@@ -263,13 +264,15 @@ void StallWatchdog::diagnose(double now) {
   // Only rank 0 watches every rank, so only it can tell that none of them progresses; and only
   // once an iteration of this point has shown how long one takes (a large model's first step,
   // or its set-up, may take minutes, while the heartbeats show that the ranks are alive).
-  if (rank_ != 0 || peers_.size() < 2 || !step_timed_ || now - last_progress_seconds_ <= timeout)
+  const std::size_t training = std::min(peers_.size(), std::size_t(point_ranks_.load()));
+  if (rank_ != 0 || training < 2 || !step_timed_ || now - last_progress_seconds_ <= timeout)
     return;
+  // Peers are in rank order: the first `training` of them train this point.
   std::uint64_t fewest = peers_.front().progress;
-  for (const auto& peer : peers_) fewest = std::min(fewest, peer.progress);
+  for (std::size_t r = 0; r < training; ++r) fewest = std::min(fewest, peers_[r].progress);
   std::vector<const Peer*> behind;
-  for (const auto& peer : peers_)
-    if (peer.progress == fewest) behind.push_back(&peer);
+  for (std::size_t r = 0; r < training; ++r)
+    if (peers_[r].progress == fewest) behind.push_back(&peers_[r]);
   end_job(fmt::format("stalled: no rank progressed for {}, though all are alive; furthest "
                       "behind: rank{} {} (--stall-timeout {})",
                       seconds_text(now - last_progress_seconds_), behind.size() == 1 ? "" : "s",

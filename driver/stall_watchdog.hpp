@@ -39,9 +39,10 @@ class StallWatchdog {
   StallWatchdog(const StallWatchdog&) = delete;
   StallWatchdog& operator=(const StallWatchdog&) = delete;
 
-  // A new sweep point begins: until its first iteration ends, nothing says how long one takes,
+  // A new sweep point begins on world ranks 0..ranks-1 (the others wait, so only these are
+  // judged by their progress): until its first iteration ends, nothing says how long one takes,
   // so only silence (no heartbeat) counts as a stall.
-  void begin_point();
+  void begin_point(int ranks);
 
   // The calling rank made progress: an iteration ended (its step time sets the automatic
   // timeout), or a step of a point's set-up finished (step_seconds 0).
@@ -70,6 +71,7 @@ class StallWatchdog {
   std::atomic<std::uint64_t> progress_{0};
   std::atomic<double> slowest_step_seconds_{0};  // in this point
   std::atomic<bool> step_timed_{false};          // an iteration of this point has ended
+  std::atomic<int> point_ranks_{0};              // ranks training in this point
   std::atomic<bool> stopping_{false};
   std::chrono::steady_clock::time_point start_;
   double last_progress_seconds_ = 0;  // watcher thread only

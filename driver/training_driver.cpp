@@ -99,7 +99,7 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
                                               kernels::Device& device, MPI_Comm group,
                                               const results::RunEnvironment& environment,
                                               ProgressLine& progress, StallWatchdog& watchdog) {
-  watchdog.begin_point();
+  watchdog.begin_point(point.ranks);
   const workloads::Workload& workload = *plan.workload;
   comm::MpiHostGroup host_group(group);
   const comm::HostPlacement placement = comm::host_placement(group);

@@ -1,7 +1,6 @@
 // Reads the layout written by comm_writer.cpp.
 #include "results/comm_reader.hpp"
 
-#include <new>
 
 #include <fmt/format.h>
 
@@ -154,9 +153,9 @@ void read_link_sweeps(hid_t group, const std::filesystem::path& path, CommRecord
 
 CommRecord read_comm_checked(const std::filesystem::path& path) {
   silence_hdf5_error_printing();
-  try {
+  CommRecord record;
+  blame_damage_on_file(path, [&] {
     const Hdf5Handle file = open_comm_file(path);
-    CommRecord record;
     record.dlscale_version = hdf5::read_string_attribute(file, schema::dlscale_version);
     record.git_commit = hdf5::read_string_attribute(file, schema::git_commit);
     record.command_line = hdf5::read_string_attribute(file, schema::command_line);
@@ -166,14 +165,8 @@ CommRecord read_comm_checked(const std::filesystem::path& path) {
     read_datasets(group, path, record);
     read_piecewise_fit(group, path, record.piecewise_fit);
     read_link_sweeps(group, path, record);
-    return record;
-  } catch (const LibraryError& error) {
-    throw UserError(
-        fmt::format("damaged results file: {}: {}", path.string(), error.library_message()));
-  } catch (const std::bad_alloc&) {
-    throw UserError(fmt::format("damaged results file: {}: it declares more data than fits in "
-                                "memory", path.string()));
-  }
+  });
+  return record;
 }
 
 }  // namespace

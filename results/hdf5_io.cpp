@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "core/printable_text.hpp"
 
 namespace dlscale::results::hdf5 {
 
@@ -39,13 +40,23 @@ std::vector<std::string> read_strings(hid_t space, std::size_t count, Read read)
   std::vector<char*> pointers(count, nullptr);
   read(type.get(), pointers.data());
   std::vector<std::string> values;
-  for (char* pointer : pointers) values.emplace_back(pointer != nullptr ? pointer : "");
+  // Text from a file is printed as names and in messages: never with terminal controls in it.
+  for (char* pointer : pointers) values.push_back(printable(pointer != nullptr ? pointer : ""));
   DLSCALE_H5_CHECK(H5Dvlen_reclaim(type, space, H5P_DEFAULT, pointers.data()));
   return values;
 }
 
 std::size_t element_count(hid_t space) {
   return std::size_t(DLSCALE_H5_CHECK(H5Sget_simple_extent_npoints(space)));
+}
+
+// HDF5 zeroes a 1 MiB conversion buffer for every H5Dwrite by default: most of the time that a
+// results file of small datasets takes to write. A buffer of 64 KiB still moves large
+// datasets in few strips.
+Hdf5Handle small_transfer() {
+  Hdf5Handle transfer(DLSCALE_H5_CHECK(H5Pcreate(H5P_DATASET_XFER)), H5Pclose);
+  DLSCALE_H5_CHECK(H5Pset_buffer(transfer, 64 << 10, nullptr, nullptr));
+  return transfer;
 }
 
 Hdf5Handle write_attribute_raw(hid_t object, const char* name, hid_t type, hid_t space,
@@ -90,7 +101,7 @@ Hdf5Handle write_numeric_dataset(hid_t parent, const char* name, hid_t file_type
                                                  H5P_DEFAULT, H5P_DEFAULT)),
                      H5Dclose);
   if (count > 0)
-    DLSCALE_H5_CHECK(H5Dwrite(dataset, memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
+    DLSCALE_H5_CHECK(H5Dwrite(dataset, memory_type, H5S_ALL, H5S_ALL, small_transfer(), data));
   return dataset;
 }
 
@@ -182,7 +193,7 @@ Hdf5Handle write_dataset(hid_t parent, const char* name, const std::vector<std::
                                                  H5P_DEFAULT, H5P_DEFAULT)),
                      H5Dclose);
   const auto pointers = c_strings(values);
-  DLSCALE_H5_CHECK(H5Dwrite(dataset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, pointers.data()));
+  DLSCALE_H5_CHECK(H5Dwrite(dataset, type, H5S_ALL, H5S_ALL, small_transfer(), pointers.data()));
   return dataset;
 }
 

@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <string>
 
 #include <fmt/format.h>
@@ -96,6 +97,18 @@ void read_in_child(const std::filesystem::path& path, const std::function<void()
   if (WIFEXITED(status) && WEXITSTATUS(status) == 2) throw UserError(message);
   if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
     throw UserError(fmt::format("damaged results file: {}: {}", path.string(), message));
+}
+
+void blame_damage_on_file(const std::filesystem::path& path, const std::function<void()>& read) {
+  try {
+    read();
+  } catch (const LibraryError& error) {
+    throw UserError(
+        fmt::format("damaged results file: {}: {}", path.string(), error.library_message()));
+  } catch (const std::bad_alloc&) {
+    throw UserError(fmt::format("damaged results file: {}: it declares more data than fits in "
+                                "memory", path.string()));
+  }
 }
 
 }  // namespace dlscale::results

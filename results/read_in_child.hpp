@@ -1,7 +1,7 @@
 // Reading a file that may be damaged, first in a child process. The HDF5 library trusts offsets
 // stored in the file (its global heap reader, H5HG_read, follows them into unmapped memory), so a
 // few changed bytes can crash it: in a child, that crash is a one-line "damaged results file"
-// error instead of the command's own death.
+// error instead of the command's own death. The readers' errors for damage are worded here too.
 #pragma once
 
 #include <filesystem>
@@ -13,5 +13,9 @@ namespace dlscale::results {
 // rethrows its UserError's message as a UserError; throws UserError "damaged results file: PATH:
 // ..." if the child crashed or ran out of time. Call read() again in this process afterwards.
 void read_in_child(const std::filesystem::path& path, const std::function<void()>& read);
+
+// Runs read(), turning what a damaged file makes it throw (an HDF5 failure, or an allocation of
+// a size the file declares) into UserError "damaged results file: PATH: ...".
+void blame_damage_on_file(const std::filesystem::path& path, const std::function<void()>& read);
 
 }  // namespace dlscale::results

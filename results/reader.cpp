@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <new>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -93,14 +92,17 @@ void read_run_attributes(hid_t file, RunRecord& record, long long version) {
     return;  // one blocking allreduce of all gradients, before buckets existed
   }
   env.launch_world_size = int(read_integer_attribute(file, schema::launch_world_size));
-  env.intra_host_ring_hops = int(read_integer_attribute(file, schema::intra_host_ring_hops));
-  env.inter_host_ring_hops = int(read_integer_attribute(file, schema::inter_host_ring_hops));
-  env.slurm = {read_string_attribute(file, schema::slurm_job_id),
-               read_string_attribute(file, schema::slurm_job_name),
-               read_string_attribute(file, schema::slurm_node_list),
-               read_string_attribute(file, schema::slurm_tasks_per_node),
-               read_string_attribute(file, schema::slurm_cpus_per_task),
-               read_string_attribute(file, schema::slurm_array_task_id)};
+  if (has_attribute(file, schema::intra_host_ring_hops)) {  // early schema 2: from the hosts
+    env.intra_host_ring_hops = int(read_integer_attribute(file, schema::intra_host_ring_hops));
+    env.inter_host_ring_hops = int(read_integer_attribute(file, schema::inter_host_ring_hops));
+  }
+  if (has_attribute(file, schema::slurm_job_id))  // early schema-2 files have no Slurm record
+    env.slurm = {read_string_attribute(file, schema::slurm_job_id),
+                 read_string_attribute(file, schema::slurm_job_name),
+                 read_string_attribute(file, schema::slurm_node_list),
+                 read_string_attribute(file, schema::slurm_tasks_per_node),
+                 read_string_attribute(file, schema::slurm_cpus_per_task),
+                 read_string_attribute(file, schema::slurm_array_task_id)};
   config.scaling = read_string_attribute(file, schema::scaling);
   config.bucket_mb = read_double_attribute(file, schema::bucket_mb);
   config.overlap = read_integer_attribute(file, schema::overlap) != 0;
@@ -120,6 +122,15 @@ MeasurementRecord peak_memory_measurement(const std::vector<std::uint64_t>& byte
     measurement.absent_reasons.emplace_back();
   }
   return measurement;
+}
+
+// Files without ranks/local_rank: each rank's index among the ranks on its host, which the
+// launch placed in rank order.
+std::vector<std::uint64_t> local_ranks_from_hosts(const std::vector<std::string>& hosts) {
+  std::vector<std::uint64_t> local_ranks;
+  for (auto host = hosts.begin(); host != hosts.end(); ++host)
+    local_ranks.push_back(std::uint64_t(std::count(hosts.begin(), host, *host)));
+  return local_ranks;
 }
 
 void read_raw_data(hid_t file, RunRecord& record) {
@@ -142,6 +153,7 @@ void read_raw_data(hid_t file, RunRecord& record) {
   const Hdf5Handle ranks_group = open_group(file, schema::ranks_group);
   require_shape(ranks_group, schema::host, {ranks});
   record.environment.rank_hosts = read_string_dataset(ranks_group, schema::host);
+  if (!has_attribute(file, schema::intra_host_ring_hops)) record.environment.count_ring_hops();
   require_shape(ranks_group, schema::parameter_fingerprint, {ranks});
   record.parameter_fingerprints = read_uint64_dataset(ranks_group, schema::parameter_fingerprint);
   if (has_child(ranks_group, schema::peak_resident_bytes)) {  // schema 1 and 2
@@ -150,20 +162,22 @@ void read_raw_data(hid_t file, RunRecord& record) {
         read_uint64_dataset(ranks_group, schema::peak_resident_bytes)));
   }
   if (!has_child(file, schema::communication_seconds)) {  // schema 1
-    // Sums were blocking then: communication is the allreduce phase. Local ranks follow from
-    // the hosts, in rank order. No layers or buckets were recorded.
+    // Sums were blocking then: communication is the allreduce phase. No layers or buckets were
+    // recorded.
     record.communication_seconds.resize(std::size_t(iterations * ranks));
     for (hsize_t i = 0; i < iterations * ranks; ++i)
       record.communication_seconds[i] =
           record.phase_seconds[i * phase_count + index_of(Phase::allreduce)];
-    const auto& hosts = record.environment.rank_hosts;
-    for (auto host = hosts.begin(); host != hosts.end(); ++host)
-      record.local_ranks.push_back(std::uint64_t(std::count(hosts.begin(), host, *host)));
+    record.local_ranks = local_ranks_from_hosts(record.environment.rank_hosts);
     return;
   }
 
-  require_shape(ranks_group, schema::local_rank, {ranks});
-  record.local_ranks = read_uint64_dataset(ranks_group, schema::local_rank);
+  if (has_child(ranks_group, schema::local_rank)) {  // early schema 2: from the hosts
+    require_shape(ranks_group, schema::local_rank, {ranks});
+    record.local_ranks = read_uint64_dataset(ranks_group, schema::local_rank);
+  } else {
+    record.local_ranks = local_ranks_from_hosts(record.environment.rank_hosts);
+  }
   require_shape(file, schema::communication_seconds, {iterations, ranks});
   record.communication_seconds = read_double_dataset(file, schema::communication_seconds);
   const Hdf5Handle layers_group = open_group(file, schema::layers_group);
@@ -337,20 +351,18 @@ ResultsFile read_whole_file(const std::filesystem::path& path);
 
 // Whatever fails while reading a file that opened as a dlscale file is the file's doing.
 ResultsFile read_checked(const std::filesystem::path& path) {
-  try {
-    return read_whole_file(path);
-  } catch (const UserError& error) {
-    const std::string message = error.what();
-    const std::string prefix = "damaged results file: ";
-    if (message.rfind(prefix, 0) != 0) throw;
-    throw UserError(prefix + path.string() + ": " + message.substr(prefix.size()));
-  } catch (const LibraryError& error) {
-    throw UserError(
-        fmt::format("damaged results file: {}: {}", path.string(), error.library_message()));
-  } catch (const std::bad_alloc&) {
-    throw UserError(fmt::format("damaged results file: {}: it declares more data than fits in "
-                                "memory", path.string()));
-  }
+  ResultsFile results;
+  blame_damage_on_file(path, [&] {
+    try {
+      results = read_whole_file(path);
+    } catch (const UserError& error) {
+      const std::string message = error.what();
+      const std::string prefix = "damaged results file: ";
+      if (message.rfind(prefix, 0) != 0) throw;
+      throw UserError(prefix + path.string() + ": " + message.substr(prefix.size()));
+    }
+  });
+  return results;
 }
 
 }  // namespace

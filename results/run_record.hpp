@@ -66,6 +66,16 @@ struct RunEnvironment {
   int intra_host_ring_hops = 0;
   int inter_host_ring_hops = 0;
   SlurmAllocation slurm;
+
+  // Sets the ring hops from rank_hosts.
+  void count_ring_hops() {
+    intra_host_ring_hops = inter_host_ring_hops = 0;
+    const std::size_t ranks = rank_hosts.size();
+    if (ranks < 2) return;
+    for (std::size_t r = 0; r < ranks; ++r)
+      ++(rank_hosts[r] == rank_hosts[(r + 1) % ranks] ? intra_host_ring_hops
+                                                       : inter_host_ring_hops);
+  }
 };
 
 // A top-level layer of the network, forward order.

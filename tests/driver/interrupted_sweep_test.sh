@@ -21,13 +21,19 @@ wait_for_line() {
   echo "FAIL: no line matching '$2' appeared; the output:"; cat "$work"/*.txt; exit 1
 }
 
-# Point 1 (one rank) takes a few seconds; point 2 is stopped once it has measured iterations.
-$mpiexec -np 2 --oversubscribe "$dlscale" --model fcn:784,1024,10 --batch 32 --ranks 1,2 \
-  --iters 400 --warmup 1 --out "$work/s.h5" >"$work/out.txt" 2>"$work/err.txt" &
+# Point 1 (one rank) takes a few seconds; point 2 (two ranks on the same cores: no faster, and it
+# begins with a short probe) is stopped halfway through point 1's time, once it has measured
+# iterations. Timing from the output keeps this independent of the machine's speed.
+$mpiexec -np 2 --oversubscribe "$dlscale" --model fcn:784,2048,2048,10 --batch 64 --ranks 1,2 \
+  --iters 300 --warmup 1 --out "$work/s.h5" >"$work/out.txt" 2>"$work/err.txt" &
 run=$!
+wait_for_line "$work/err.txt" 'on 1 rank(s) x 1 thread(s)' "$run"
+point1_start=$(date +%s%N)
 wait_for_line "$work/err.txt" 'on 2 rank(s) x 1 thread(s)' "$run"
-sleep 2
-kill -TERM "$run"
+point1_ns=$(($(date +%s%N) - point1_start))
+sleep "$(awk -v ns="$point1_ns" 'BEGIN { printf "%.2f", ns * 0.6e-9 }')"
+kill -TERM "$run" 2>/dev/null || {
+  echo "FAIL: point 2 ended before the signal (point 1 took $((point1_ns / 1000000)) ms)"; exit 1; }
 status=0
 wait "$run" || status=$?
 ((status != 0)) || { echo "FAIL: the interrupted job exited 0"; exit 1; }
@@ -42,11 +48,11 @@ with h5py.File(sys.argv[1], "r") as f:
     runs = f["runs"]
     assert list(runs) == ["run_000", "run_001"], list(runs)
     whole, partial = runs["run_000"], runs["run_001"]
-    assert "partial" not in whole.attrs and whole.attrs["measured_iterations"] == 400
+    assert "partial" not in whole.attrs and whole.attrs["measured_iterations"] == 300
     assert whole.attrs["world_size"] == 1 and partial.attrs["world_size"] == 2
     kept = int(partial.attrs["measured_iterations"])
-    assert 0 < kept < 400, kept
-    assert partial.attrs["partial"] == f"interrupted by SIGTERM after {kept} of 400 measured iterations", partial.attrs["partial"]
+    assert 0 < kept < 300, kept
+    assert partial.attrs["partial"] == f"interrupted by SIGTERM after {kept} of 300 measured iterations", partial.attrs["partial"]
     assert partial["timings"].shape == (1 + kept, 2, 5), partial["timings"].shape
     # The study covers the whole point only.
     assert list(f["study/ranks"][()]) == [1], list(f["study/ranks"][()])
@@ -56,7 +62,7 @@ PY
   echo "FAIL: report cannot read the interrupted file:"; cat "$work/report.txt"; exit 1; }
 
 # One rank, no mpirun: the exit status is dlscale's own.
-"$dlscale" --model fcn:784,1024,10 --batch 32 --repeat 2 --iters 4000 --warmup 1 \
+"$dlscale" --model fcn:784,2048,2048,10 --batch 64 --repeat 2 --iters 300 --warmup 1 \
   --out "$work/r.h5" >"$work/single-out.txt" 2>"$work/single-err.txt" &
 run=$!
 wait_for_line "$work/single-err.txt" 'repeat 1 (seed' "$run"

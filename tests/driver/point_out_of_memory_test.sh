@@ -39,12 +39,15 @@ model=(--model fcn:100000,2,2 --batch 256 --iters 3 --warmup 1)
 estimate_bytes() {
   local out
   out=$( (echo $BASHPID >"$cgroup/cgroup.procs"; exec "$dlscale" "${model[@]}" --out "$work/probe.h5") 2>&1 || true)
+  echo "$out" >"$work/probe.txt"
   sed -n 's/.*needs about \([0-9.]*\) \([KMG]\)iB per rank.*/\1 \2/p' <<<"$out" |
     awk '{ f = $2 == "G" ? 2^30 : $2 == "M" ? 2^20 : 2^10; printf "%d\n", $1 * f }'
 }
-echo $((64 << 20)) >"$cgroup/$limit_file"   # too small for anything: the run states its need
+# Room to start (libraries and page cache count against the cgroup too), too little for the data.
+echo $((384 << 20)) >"$cgroup/$limit_file"
 per_rank=$(estimate_bytes)
-[[ -n $per_rank ]] || { echo "FAIL: could not read the per-rank memory estimate"; exit 1; }
+[[ -n $per_rank ]] || {
+  echo "FAIL: could not read the per-rank memory estimate from the refusal:"; cat "$work/probe.txt"; exit 1; }
 # One rank's point fits with room for the processes themselves; two ranks' points do not.
 limit=$((per_rank * 5 / 4 + (400 << 20)))
 echo "$limit" >"$cgroup/$limit_file"

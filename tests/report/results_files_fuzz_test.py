@@ -66,8 +66,9 @@ REAL_SAMPLES = {
 }
 # A case made from one of these is merged with the other, undamaged: two files, two rank counts.
 MERGE_PARTNERS = {"run-1": "run-2", "run-2": "run-1"}
-# make_sample_study.py options of the synthetic samples (report mostly: they lack what predict
-# and merge need from dlscale's own writer). Six runs at most, so that figures stay fast.
+# make_sample_study.py options of the synthetic samples: older schemas and layouts (no Slurm
+# record, no ring hops) and what a CPU machine does not write. Six runs at most, so that figures
+# stay fast.
 SYNTHETIC_SAMPLES = {
     "sweep": [], "gpu": ["--gpu", "--failed-points", "--predicted-efficiency"],
     "threads": ["--threads", "1,2", "--no-comm"], "repeats": ["--repeats", "2", "--no-comm"],
@@ -550,8 +551,8 @@ def commands_of_case(path, sample, index, directory):
 
 
 def run_case(index):
-    """(index, sample, mutations, {tool: (exit status or 'timeout', first line of stderr)},
-    [(tool, kind, detail)])."""
+    """(index, sample, mutations, {tool: (exit status or 'timeout', first line of stderr, wall
+    seconds)}, [(tool, kind, detail)])."""
     settings = SETTINGS
     directory = settings["directory"]
     path, sample, mutations = make_case(settings["samples"], directory, settings["seed"], index,
@@ -560,9 +561,9 @@ def run_case(index):
     exits, problems = {}, []
     prefix = os.path.join(directory, f"case-{index:04d}")
     for tool, command in commands.items():
-        status, stdout, stderr, _ = run_command(command, prefix)
+        status, stdout, stderr, wall = run_command(command, prefix)
         exits[tool] = ("timeout" if status is None else os.waitstatus_to_exitcode(status),
-                       (stderr.splitlines() or [""])[0][:300])
+                       (stderr.splitlines() or [""])[0][:300], wall)
         if tool == "report":
             problem = report_problem(status, stdout, stderr, output,
                                      index % FIGURES_EVERY == 0)
@@ -647,6 +648,9 @@ def fuzz(dlscale, mpiexec, cases, seed, tools, keep, report_via, memory_mib, ver
                 results[result[0]] = result
                 if verbose:
                     show(result)
+                elif len(results) % 100 == 0:  # where the time goes, should CTest stop it
+                    print(f"{len(results)} of {cases} cases in {time.monotonic() - started:.0f} s",
+                          flush=True)
         # A case slower than WALL_SECONDS may have met a busy machine: once more, on its own.
         slow = [index for index, result in sorted(results.items())
                 if any(kind == TIMED_OUT for _, kind, _ in result[4])]
@@ -661,7 +665,7 @@ def fuzz(dlscale, mpiexec, cases, seed, tools, keep, report_via, memory_mib, ver
 def show(result, prefix=""):
     index, sample, mutations, exits, problems = result
     print(f"{prefix}case {index} ({sample}; {'; '.join(mutations)[:300]!r})"
-          + "".join(f"\n  {tool}: {code} {message}" for tool, (code, message) in exits.items())
+          + "".join(f"\n  {tool}: {code} {message}" for tool, (code, message, _) in exits.items())
           + "".join(f"\n  FAIL {tool}: {kind}" for tool, kind, _ in problems), flush=True)
 
 
@@ -672,7 +676,14 @@ def summary(results, samples, seconds, tools):
           f"{seconds:.0f} s with {WORKERS} workers")
     for tool in tools:
         counts = collections.Counter(result[3][tool][0] for result in results.values())
-        print(f"  {tool}: exit statuses {dict(sorted(counts.items(), key=str))}")
+        mean = sum(result[3][tool][2] for result in results.values()) / max(len(results), 1)
+        print(f"  {tool}: exit statuses {dict(sorted(counts.items(), key=str))}, "
+              f"{mean:.2f} s each on average")
+    walls = sorted(((wall, tool, index) for index, result in results.items()
+                    for tool, (_, _, wall) in result[3].items()), reverse=True)
+    if walls:
+        print("  slowest: " + ", ".join(f"{tool} on case {index} {wall:.1f} s"
+                                        for wall, tool, index in walls[:3]))
     groups = collections.defaultdict(list)
     for index, sample, mutations, _, problems in sorted(results.values()):
         for tool, kind, detail in problems:

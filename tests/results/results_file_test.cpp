@@ -223,6 +223,37 @@ TEST_F(ResultsFile, DamagedFilesAreRefusedInOneLine) {
   });
 }
 
+TEST_F(ResultsFile, TextFromTheFileIsReadPrintable) {
+  RunRecord record = sample_record();
+  record.configuration.model = "\x1b[2Jfcn\nx";
+  record.environment.rank_hosts = {"node-a\u202e", "node-b"};
+  const fs::path path = directory_ / "text.h5";
+  write_results(sample_file({record}), path, false);
+  const RunRecord read = read_results(path).runs.at(0);
+  EXPECT_EQ(read.configuration.model, "\\x1b[2Jfcn\\nx");
+  EXPECT_EQ(read.environment.rank_hosts.at(0), "node-a\\u202e");
+}
+
+// Schema-2 files from before the Slurm record and the host topology were kept.
+TEST_F(ResultsFile, EarlySchema2FilesReadWithTheTopologyFromTheHosts) {
+  const fs::path path = directory_ / "early.h5";
+  write_results(sample_file({sample_record()}), path, false);
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  const hid_t run = H5Gopen2(file, "runs/run_000", H5P_DEFAULT);
+  for (const char* name : {"slurm_job_id", "slurm_job_name", "slurm_node_list",
+                           "slurm_tasks_per_node", "slurm_cpus_per_task", "slurm_array_task_id",
+                           "intra_host_ring_hops", "inter_host_ring_hops"})
+    ASSERT_GE(H5Adelete(run, name), 0) << name;
+  ASSERT_GE(H5Ldelete(run, "ranks/local_rank", H5P_DEFAULT), 0);
+  H5Gclose(run);
+  H5Fclose(file);
+  const RunRecord read = read_results(path).runs.at(0);
+  EXPECT_EQ(read.environment.slurm.job_id, "");
+  EXPECT_EQ(read.environment.intra_host_ring_hops, 0);  // node-a -> node-b -> node-a
+  EXPECT_EQ(read.environment.inter_host_ring_hops, 2);
+  EXPECT_EQ(read.local_ranks, (std::vector<std::uint64_t>{0, 0}));
+}
+
 TEST_F(ResultsFile, ExistingFileIsNeverClobberedWithoutOverwrite) {
   const fs::path path = directory_ / "precious.h5";
   std::ofstream(path) << "keep me";
