@@ -1,0 +1,62 @@
+# The Python examples in the docs run as printed: every ```python block of docs/results-format.md,
+# docs/report.md and docs/communication.md, each in a fresh interpreter, in a directory holding
+# the files they name (run.h5 and study.h5 from a real rank sweep, comm.h5 from a real allreduce
+# sweep, tables/ and tables.json from `dlscale report`), so that a schema change cannot leave a
+# reader's first script failing.
+# usage: docs_examples_test.py DLSCALE MPIEXEC
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DOCS = os.path.join(HERE, "..", "..", "docs")
+PAGES = ["results-format.md", "report.md", "communication.md"]
+TINY = ["--model", "fcn:64,32,4", "--batch", "8", "--iters", "4", "--warmup", "1"]
+
+
+def make_files(dlscale, mpiexec, directory):
+    launch = [mpiexec, "-np", "2", dlscale]
+    # Three runs with sampled series (run_000 to run_002), as the examples read them.
+    subprocess.run(launch + TINY + ["--ranks", "1,2", "--repeat", "2", "--sample-interval",
+                                    "0.01", "--out", "study.h5"], cwd=directory, check=True,
+                   stdout=subprocess.DEVNULL)
+    shutil.copyfile(os.path.join(directory, "study.h5"), os.path.join(directory, "run.h5"))
+    subprocess.run(launch + ["comm", "-b", "8", "-e", "4K", "-f", "4", "-n", "3", "-w", "1",
+                             "--out", "comm.h5"], cwd=directory, check=True,
+                   stdout=subprocess.DEVNULL)
+    subprocess.run([dlscale, "report", "study.h5", "--csv", "tables", "--json", "tables.json"],
+                   cwd=directory, check=True, stdout=subprocess.DEVNULL)
+
+
+def examples(page):
+    with open(os.path.join(DOCS, page), encoding="utf-8") as handle:
+        return re.findall(r"^```python\n(.*?)^```", handle.read(), re.S | re.M)
+
+
+def main():
+    dlscale, mpiexec = os.path.abspath(sys.argv[1]), sys.argv[2]
+    failures = 0
+    with tempfile.TemporaryDirectory(prefix="dlscale-docs-") as directory:
+        os.makedirs(os.path.join(directory, "tables"))
+        make_files(dlscale, mpiexec, directory)
+        for page in PAGES:
+            found = examples(page)
+            if not found:
+                print(f"FAIL: {page} has no Python example any more")
+                failures += 1
+            for index, code in enumerate(found, 1):
+                ran = subprocess.run([sys.executable, "-c", code], cwd=directory,
+                                     capture_output=True, text=True, timeout=120)
+                if ran.returncode != 0:
+                    failures += 1
+                    print(f"FAIL: {page}, example {index}:\n{code}{ran.stderr}")
+                else:
+                    print(f"ok: {page}, example {index}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
