@@ -179,6 +179,9 @@ int predict_command(int argc, char** argv) {
     const coordinator::NetworkModel network = options.network.empty()
                                                   ? network_from_comm(options.comm_path)
                                                   : parse_network(options.network);
+    // A JSON export replaces an earlier one, as `dlscale report` does; never a device or a link.
+    if (!options.json_path.empty() && options.json_path != "-")
+      results::check_output_path(options.json_path, true, "--json");
     if (values.count("ranks-per-node") && options.ranks_per_node < 1)
       throw UserError("--ranks-per-node: must be 1 or more");
     coordinator::PredictionSettings settings;

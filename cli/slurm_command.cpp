@@ -178,7 +178,8 @@ int slurm_command(int argc, char** argv) {
       fmt::print("{}", help_text(visible));
       return 0;
     }
-    if (!options.output_path.empty()) results::check_output_path(options.output_path, options.overwrite);
+    if (!options.output_path.empty())
+      results::check_output_path(options.output_path, options.overwrite, "--output");
     const std::string block = settings_block(options);
     std::string script = read_template();
     const auto begin = script.find(settings_begin), end = script.find(settings_end);

@@ -77,33 +77,36 @@ void check_free_space(const fs::path& path, std::uint64_t bytes_needed) {
                                 bytes_needed / 1048576.0));
 }
 
-void check_output_path(const fs::path& path, bool overwrite) {
+void check_output_path(const fs::path& path, bool overwrite, std::string_view option) {
   if (path.empty() || !path.has_filename())
-    throw UserError(fmt::format("--out: '{}' is not a file name", path.string()));
+    throw UserError(fmt::format("{}: '{}' is not a file name", option, path.string()));
   std::error_code error;
   // A link is refused even when it dangles: the file would be renamed over the link itself.
   if (fs::is_symlink(fs::symlink_status(path, error)))
-    throw UserError(fmt::format("--out: '{}' is a symbolic link; give the path of the file itself",
-                                path.string()));
+    throw UserError(fmt::format("{}: '{}' is a symbolic link; give the path of the file itself",
+                                option, path.string()));
   const auto status = fs::status(path, error);
   if (fs::exists(status)) {
+    // A rename over a device (/dev/full, /dev/null) would replace it with a regular file.
     if (!fs::is_regular_file(status))
-      throw UserError(fmt::format("--out: '{}' exists and is not a regular file", path.string()));
+      throw UserError(
+          fmt::format("{}: '{}' exists and is not a regular file", option, path.string()));
     if (!overwrite)
       throw UserError(fmt::format(
-          "--out: '{}' already exists; pass --overwrite to replace it, or choose another name",
-          path.string()));
+          "{}: '{}' already exists; pass --overwrite to replace it, or choose another name",
+          option, path.string()));
   }
   const fs::path directory = directory_of(path);
   if (!fs::is_directory(directory, error))
-    throw UserError(fmt::format("--out: directory '{}' does not exist", directory.string()));
+    throw UserError(
+        fmt::format("{}: directory '{}' does not exist", option, directory.string()));
   // Creating the real temporary file is the only test that holds for root, ACLs and read-only
   // mounts alike.
   const fs::path probe = temporary_path_for(path);
   const int descriptor = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (descriptor < 0)
-    throw UserError(fmt::format("--out: cannot write in directory '{}': {}", directory.string(),
-                                std::strerror(errno)));
+    throw UserError(fmt::format("{}: cannot write in directory '{}': {}", option,
+                                directory.string(), std::strerror(errno)));
   ::close(descriptor);
   fs::remove(probe, error);
 }

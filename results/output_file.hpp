@@ -6,13 +6,16 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <string_view>
 
 namespace dlscale::results {
 
 // Checked before training starts, so a bad path costs the user seconds, not a run. Throws
-// UserError if the file exists (and overwrite is false) or its directory is missing or not
-// writable.
-void check_output_path(const std::filesystem::path& path, bool overwrite);
+// UserError, naming `option`, if the path is a symbolic link, exists and is not a regular file
+// (a device is never replaced), exists and overwrite is false, or its directory is missing or
+// not writable.
+void check_output_path(const std::filesystem::path& path, bool overwrite,
+                       std::string_view option = "--out");
 
 // Removes the temporary files of `path` that processes on this host left behind when they were
 // killed mid-write (the writing process is gone). Returns how many it removed.
@@ -27,7 +30,8 @@ void check_free_space(const std::filesystem::path& path, std::uint64_t bytes_nee
 void write_atomically(const std::filesystem::path& path, bool overwrite,
                       const std::function<void(const std::filesystem::path&)>& write);
 
-// A text export (JSON, CSV) written the same way; an existing file is replaced.
+// A text export (JSON, a script) written the same way; an existing regular file is replaced.
+// Call check_output_path(path, true, option) first.
 void write_text_atomically(const std::filesystem::path& path, const std::string& text);
 
 }  // namespace dlscale::results

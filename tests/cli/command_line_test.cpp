@@ -3,6 +3,7 @@
 // writes its results file, and an existing file is never clobbered.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -235,7 +236,13 @@ TEST_F(CommandLine, MergeJoinsRunsOfOneWorkloadAndRefusesOthers) {
 
 TEST_F(CommandLine, PredictRefusesBadInputInOneLine) {
   ASSERT_EQ(run_dlscale("--model fcn:16,8,4 --batch 4 --iters 2 --out p.h5").rank_exit_codes[0], 0);
+  // Targets that are not regular files (a FIFO stands in for a device) are never replaced.
+  ASSERT_EQ(::mkfifo((directory_ / "fifo").c_str(), 0644), 0);
+  fs::create_symlink(directory_ / "elsewhere.json", directory_ / "link.json");
   for (const auto& [arguments, named] : std::vector<std::pair<std::string, std::string>>{
+           {"predict p.h5 --network 1Gbps,1us --json fifo", "--json: 'fifo' exists and is not"},
+           {"predict p.h5 --network 1Gbps,1us --json link.json", "symbolic link"},
+           {"predict p.h5 --network 1Gbps,1us --json no/such/dir.json", "does not exist"},
            {"predict p.h5 --network fast", "--network 'fast'"},
            {"predict p.h5", "network model"},
            {"predict absent.h5 --network 1Gbps,1us", "absent.h5"},
@@ -246,6 +253,9 @@ TEST_F(CommandLine, PredictRefusesBadInputInOneLine) {
     EXPECT_EQ(std::count(errors.begin(), errors.end(), '\n'), 1) << arguments << ": " << errors;
     EXPECT_NE(errors.find(named), std::string::npos) << arguments << ": " << errors;
   }
+  EXPECT_TRUE(fs::is_fifo(directory_ / "fifo"));
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(directory_ / "link.json")));
+  EXPECT_FALSE(fs::exists(directory_ / "elsewhere.json"));
 }
 
 TEST_F(CommandLine, SlurmScriptsAreRefusedAnythingThatCouldBecomeShellCode) {
