@@ -5,9 +5,7 @@
 
 #include "comm/mpi_gradient_communicator.hpp"
 #include "core/errors.hpp"
-#ifdef DLSCALE_HAVE_NCCL
-#include "comm/nccl/nccl_gradient_communicator.hpp"
-#endif
+#include "kernels/gpu_module.hpp"
 
 namespace dlscale::comm {
 
@@ -31,11 +29,14 @@ std::unique_ptr<GradientCommunicator> make_gradient_communicator(const std::stri
                                                                  MPI_Comm group,
                                                                  kernels::Device& device) {
   check_backend(backend, device.name());
-#ifdef DLSCALE_HAVE_NCCL
-  if (backend == "nccl")
-    return std::make_unique<NcclGradientCommunicator>(group,
-                                                      dynamic_cast<kernels::CudaDevice&>(device));
-#endif
+  if (backend == "nccl") {
+    using MakeNccl = GradientCommunicator* (*)(MPI_Comm, kernels::Device&);
+    const auto make = reinterpret_cast<MakeNccl>(
+        kernels::gpu_module_entry("dlscale_nccl_make_communicator", "--comm nccl"));
+    if (make == nullptr)
+      throw UserError("--comm nccl: dlscale's CUDA module was built without NCCL; reinstall dlscale");
+    return std::unique_ptr<GradientCommunicator>(make(group, device));
+  }
   const BackgroundSums background = backend == "mpi-nbc"    ? BackgroundSums::nonblocking_collectives
                                     : backend == "mpi-hier" ? BackgroundSums::hierarchical
                                                             : BackgroundSums::blocking_calls;

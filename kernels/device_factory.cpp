@@ -8,9 +8,7 @@
 
 #include "core/errors.hpp"
 #include "kernels/cpu/cpu_device.hpp"
-#ifdef DLSCALE_HAVE_CUDA
-#include "kernels/cuda/cuda_device.hpp"
-#endif
+#include "kernels/gpu_module.hpp"
 
 namespace dlscale::kernels {
 
@@ -18,25 +16,20 @@ std::vector<std::string> device_names() { return {"cpu", "cuda"}; }
 
 void check_device_name(const std::string& name) {
   require_choice("--device", "device", name, device_names());
-#ifndef DLSCALE_HAVE_CUDA
-  if (name == "cuda")
+  if (name == "cuda" && !gpu_module_built())
     throw UserError("--device cuda: this dlscale was built without CUDA (no CUDA toolkit was "
                     "found when it was configured); rebuild with -DDLSCALE_WITH_CUDA=ON");
-#endif
 }
 
-int devices_per_host([[maybe_unused]] const std::string& name) {
-#ifdef DLSCALE_HAVE_CUDA
-  if (name == "cuda") return std::max(visible_gpu_count(), 1);
-#endif
+int devices_per_host(const std::string& name) {
+  if (name == "cuda") return std::max(visible_gpu_count("--device cuda"), 1);
   return 1;
 }
 
 std::unique_ptr<Device> make_device(const std::string& name, const DeviceSettings& settings) {
   check_device_name(name);
-#ifdef DLSCALE_HAVE_CUDA
   if (name == "cuda") {
-    const int gpus = visible_gpu_count();
+    const int gpus = visible_gpu_count("--device cuda");
     if (gpus == 0) {
       const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
       throw UserError(fmt::format("--device cuda: no CUDA GPU is visible to this process{}",
@@ -44,9 +37,8 @@ std::unique_ptr<Device> make_device(const std::string& name, const DeviceSetting
                                       ? fmt::format(" (CUDA_VISIBLE_DEVICES={})", visible)
                                       : std::string(" (no driver, or no GPU)")));
     }
-    return std::make_unique<CudaDevice>(settings.local_rank % gpus, settings.precision);
+    return make_cuda_device(settings.local_rank % gpus, settings.precision);
   }
-#endif
   return std::make_unique<CpuDevice>(settings.compute_threads);
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The installed tree works wherever it is moved: `cmake --install` into a prefix, the prefix moved
 # elsewhere, and its dlscale still finds its own report and Slurm scripts beside its binary (the
-# installed report script is swapped for a marker, so the source tree's copy cannot pass for it).
+# installed report script is swapped for a marker, so the source tree's copy cannot pass for it),
+# and, in a build with CUDA, its CUDA module.
 # usage: installed_tree_test.sh BUILD_DIR
 set -euo pipefail
 build_dir=$1
@@ -25,4 +26,22 @@ printf '\n# installed copy marker\n' >> "$template"
 "$dlscale" slurm --nodes 1,2 --model fcn-r --output "$work/study.sh" >/dev/null
 grep -q "installed copy marker" "$work/study.sh" ||
   { echo "FAIL: the Slurm study script does not come from the moved tree"; exit 1; }
+
+# A build with CUDA installs lib/dlscale/libdlscale_cuda.so, which --device cuda loads from the
+# moved tree: it then gets at least as far as counting the GPUs. Without it, one line says so.
+module=$(find "$work/moved" -name libdlscale_cuda.so)
+if [[ -n $module ]]; then
+  cuda_run=("$dlscale" --device cuda --model fcn:4,3,2 --batch 2 --iters 1 --warmup 0)
+  status=0
+  out=$("${cuda_run[@]}" --out "$work/gpu.h5" 2>&1) || status=$?
+  [[ $status == 0 || $out == *"no CUDA GPU is visible"* ]] ||
+    { echo "FAIL: --device cuda did not load the moved tree's CUDA module: $out"; exit 1; }
+  mv "$module" "$work/elsewhere.so"
+  status=0
+  out=$("${cuda_run[@]}" --out "$work/gpu2.h5" 2>&1) || status=$?
+  [[ $status == 2 && $out == *"--device cuda: cannot load dlscale's CUDA support: libdlscale_cuda.so is neither beside"* &&
+     $(wc -l <<<"$out") == 1 ]] ||
+    { echo "FAIL: a missing CUDA module gave exit $status and: $out"; exit 1; }
+  echo "OK: --device cuda loads the moved tree's CUDA module, and names it when it is missing"
+fi
 echo "OK: the installed tree works after being moved"

@@ -1,0 +1,95 @@
+// dlopen of libdlscale_cuda.so from beside the executable (the build tree, and tests one folder
+// below it) or from the installed lib/dlscale; DLSCALE_GPU_MODULE_FROM_BIN comes from CMake.
+#include "kernels/gpu_module.hpp"
+
+#include <dlfcn.h>
+
+#include <array>
+#include <filesystem>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+
+namespace dlscale::kernels {
+
+namespace {
+
+constexpr const char* module_name = "libdlscale_cuda.so";
+
+struct GpuModule {
+  void* handle = nullptr;
+  std::string error;  // why it could not be loaded
+  int (*visible_gpu_count)() = nullptr;
+  Device* (*make_device)(int, Precision) = nullptr;
+};
+
+GpuModule load() {
+  GpuModule module;
+  if (!gpu_module_built()) {
+    module.error = "this dlscale was built without CUDA (no CUDA toolkit or cuDNN was found when "
+                   "it was configured); rebuild with -DDLSCALE_WITH_CUDA=ON";
+    return module;
+  }
+  std::error_code error;
+  const auto bin = std::filesystem::read_symlink("/proc/self/exe", error).parent_path();
+  const std::array<std::filesystem::path, 3> candidates = {
+      bin / module_name, bin / ".." / module_name, bin / DLSCALE_GPU_MODULE_FROM_BIN / module_name};
+  for (const auto& candidate : candidates) {
+    if (!std::filesystem::exists(candidate, error)) continue;
+    // RTLD_NOW: a missing CUDA library or symbol shows here, not in the middle of a run.
+    module.handle = ::dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (module.handle == nullptr) {
+      module.error = ::dlerror();
+      return module;
+    }
+    module.visible_gpu_count = reinterpret_cast<int (*)()>(
+        ::dlsym(module.handle, "dlscale_cuda_visible_gpu_count"));
+    module.make_device = reinterpret_cast<Device* (*)(int, Precision)>(
+        ::dlsym(module.handle, "dlscale_cuda_make_device"));
+    if (!module.visible_gpu_count || !module.make_device) {
+      module.error = fmt::format("{} lacks dlscale's entry points; reinstall dlscale",
+                                 candidate.string());
+      module.handle = nullptr;
+    }
+    return module;
+  }
+  module.error = fmt::format("{} is neither beside {} nor in {}; reinstall dlscale", module_name,
+                             bin.string(), (bin / DLSCALE_GPU_MODULE_FROM_BIN).lexically_normal().string());
+  return module;
+}
+
+const GpuModule& loaded() {
+  static const GpuModule module = load();
+  return module;
+}
+
+const GpuModule& required(const char* option) {
+  const GpuModule& module = loaded();
+  if (module.handle == nullptr)
+    throw UserError(fmt::format("{}: cannot load dlscale's CUDA support: {}", option, module.error));
+  return module;
+}
+
+}  // namespace
+
+bool gpu_module_built() {
+#ifdef DLSCALE_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+int visible_gpu_count(const char* option) { return required(option).visible_gpu_count(); }
+
+std::unique_ptr<Device> make_cuda_device(int gpu_index, Precision precision) {
+  return std::unique_ptr<Device>(required("--device cuda").make_device(gpu_index, precision));
+}
+
+void* gpu_module_entry(const char* name, const char* option) {
+  return ::dlsym(required(option).handle, name);
+}
+
+}  // namespace dlscale::kernels
