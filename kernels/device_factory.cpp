@@ -17,8 +17,7 @@ std::vector<std::string> device_names() { return {"cpu", "cuda"}; }
 void check_device_name(const std::string& name) {
   require_choice("--device", "device", name, device_names());
   if (name == "cuda" && !gpu_module_built())
-    throw UserError("--device cuda: this dlscale was built without CUDA (no CUDA toolkit was "
-                    "found when it was configured); rebuild with -DDLSCALE_WITH_CUDA=ON");
+    throw UserError(fmt::format("--device cuda: {}", built_without_cuda));
 }
 
 int devices_per_host(const std::string& name) {

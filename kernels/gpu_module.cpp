@@ -28,8 +28,7 @@ struct GpuModule {
 GpuModule load() {
   GpuModule module;
   if (!gpu_module_built()) {
-    module.error = "this dlscale was built without CUDA (no CUDA toolkit or cuDNN was found when "
-                   "it was configured); rebuild with -DDLSCALE_WITH_CUDA=ON";
+    module.error = built_without_cuda;
     return module;
   }
   std::error_code error;

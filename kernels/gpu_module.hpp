@@ -8,8 +8,12 @@
 
 namespace dlscale::kernels {
 
-// Whether this dlscale was built with the module (a CUDA toolkit and cuDNN were found).
+// Whether this dlscale was built with the module (a CUDA toolkit and cuDNN were found), and what
+// to say when it was not.
 bool gpu_module_built();
+inline constexpr const char* built_without_cuda =
+    "this dlscale was built without CUDA (no CUDA toolkit or cuDNN was found when it was "
+    "configured); rebuild with -DDLSCALE_WITH_CUDA=ON";
 
 // Each of these throws UserError, naming `option` (or --device cuda) and what dlopen said, when
 // the module cannot be loaded: a build without CUDA, or a node without the CUDA libraries.
