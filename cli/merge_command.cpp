@@ -109,11 +109,14 @@ int merge_command(int argc, char** argv) {
 
     std::vector<SourcedRun> runs;
     std::vector<results::FailedPoint> failed_points;
+    std::vector<results::NodeSharingProbe> probes;
     for (const auto& input : inputs) {
       const auto file = results::read_results(input);
       if (file.runs.empty()) throw UserError(fmt::format("'{}' holds no training runs", input));
       failed_points.insert(failed_points.end(), file.failed_points.begin(),
                            file.failed_points.end());
+      probes.insert(probes.end(), file.node_sharing_probes.begin(),
+                    file.node_sharing_probes.end());
       for (std::size_t index = 0; index < file.runs.size(); ++index) {
         const std::string name = fmt::format("{} {}", input, results::run_group_name(index));
         // A study compares whole runs; one cut short stays in its own file.
@@ -132,6 +135,7 @@ int merge_command(int argc, char** argv) {
     for (auto& sourced : runs) merged.runs.push_back(std::move(sourced.run));
     merged.study = coordinator::analyze_study(merged.runs);
     merged.failed_points = std::move(failed_points);
+    merged.node_sharing_probes = std::move(probes);
     fmt::print("{}", coordinator::format_study(*merged.study, merged.failed_points));
     results::write_results(merged, output, overwrite);
     fmt::print("merged {} run{} from {} files into {}\n", merged.runs.size(),

@@ -123,8 +123,11 @@ std::string help_text(const po::options_description& options) {
           "  mpirun -np 2 dlscale comm -b 1K -e 64M -f 2 --out c.h5 && dlscale predict s.h5 --comm c.h5\n"
           "  dlscale predict s.h5 --comm c.h5 --hold-out 4   # 4 from the smaller runs\n\n"
           "Rank counts that were measured are predicted too, beside the measurement, so the\n"
-          "model can be judged. Compute comes from the measured run nearest in rank count\n"
-          "(docs/scaling-model.md).\n";
+          "model can be judged. Compute comes from the measured run nearest in rank count,\n"
+          "slowed as the nodes fill by what the node-sharing probes measured: each sweep\n"
+          "point's, and those a launch larger than its sweep runs without training (say\n"
+          "`mpirun -np 16 dlscale --ranks 1,2,4` probes 8 and 16 ranks). See\n"
+          "docs/scaling-model.md.\n";
   return text.str();
 }
 
@@ -157,7 +160,8 @@ int predict_command(int argc, char** argv) {
        "use the --comm sweep's allreduce times as they are, not scaled to what a run at the "
        "sweep's rank count measured inside training")
       ("ranks-per-node", po::value(&options.ranks_per_node),
-       "ranks on one node at the predicted scales (default: the most any measured run had)");
+       "ranks on one node at the predicted scales (default: the most any measured run or "
+       "node-sharing probe had)");
   po::options_description hidden;
   hidden.add_options()("file", po::value(&options.path));
   po::options_description all;
@@ -204,7 +208,8 @@ int predict_command(int argc, char** argv) {
     std::vector<int> measured_ranks;
     for (const auto& run : file.runs) measured_ranks.push_back(run.ranks);
     const std::vector<int> ranks = parse_rank_list(options.ranks, measured_ranks);
-    const auto prediction = coordinator::predict_scaling(file.runs, network, ranks, settings);
+    const auto prediction = coordinator::predict_scaling(file.runs, file.node_sharing_probes, network, ranks,
+                                                            settings);
     if (!options.json_path.empty()) {
       const std::string json =
           coordinator::format_prediction_json(prediction, network, options.algorithm);

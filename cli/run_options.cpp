@@ -78,7 +78,9 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
       ("ranks", po::value(&options.ranks),
        "run on the first N ranks for each N in a comma-separated list (e.g. 1,2,4), or 'all': "
        "powers of two up to the launch's size, and that size; the other ranks wait. One "
-       "results file holds every point")
+       "results file holds every point. A launch larger than its largest point then probes, "
+       "without training, how compute slows at each doubling of it and at the launch's size "
+       "(a few passes each), for `dlscale predict`")
       ("scaling", po::value(&options.scaling)->default_value(defaults.scaling),
        "weak: every rank keeps --batch; strong: --global-batch is split over the ranks")
       ("global-batch", po::value(&raw.global_batch),

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "coordinator/scaling_study.hpp"
 #include "core/errors.hpp"
@@ -57,22 +58,32 @@ bool contains(const std::vector<int>& values, int value) {
 
 }  // namespace
 
-NodeSharingCurve node_sharing_curve(const std::vector<const results::RunRecord*>& runs) {
-  // One pass time per rank count (the mean of its probes), all against one unshared time: the
-  // mean of every probe's alone phase. Ratios between two rank counts are then ratios of their
-  // own pass times, whatever the alone phases measured.
+std::optional<results::NodeSharingProbe> node_sharing_probe_of(const results::RunRecord& run) {
+  const auto* shared = find_measurement(run, worker::node_sharing_shared_seconds);
+  const auto* alone = find_measurement(run, worker::node_sharing_alone_seconds);
+  if (shared == nullptr || alone == nullptr) return std::nullopt;
+  results::NodeSharingProbe probe{.ranks = run.ranks,
+                                  .threads = run.configuration.threads_per_rank,
+                                  .batch_per_rank = run.configuration.batch_per_rank,
+                                  .ranks_per_node = run.environment.ranks_per_node,
+                                  .shared_seconds = mean_measured(*shared),
+                                  .alone_seconds = mean_measured(*alone)};
+  if (!(probe.shared_seconds > 0) || !(probe.alone_seconds > 0) || probe.batch_per_rank < 1)
+    return std::nullopt;
+  return probe;
+}
+
+NodeSharingCurve node_sharing_curve(const std::vector<results::NodeSharingProbe>& probes) {
+  // One pass time per sample per rank count (the mean of its probes), all against one unshared
+  // time: the mean of every probe's alone phase. Ratios between two rank counts are then ratios
+  // of their own pass times, whatever the alone phases measured.
   std::map<int, std::pair<double, int>> shared_sums;  // ranks -> (sum of pass times, probes)
   double alone_sum = 0;
   int alone_probes = 0;
-  for (const auto* run : runs) {
-    const auto* shared = find_measurement(*run, worker::node_sharing_shared_seconds);
-    const auto* alone = find_measurement(*run, worker::node_sharing_alone_seconds);
-    if (shared == nullptr || alone == nullptr) continue;
-    const double shared_seconds = mean_measured(*shared), alone_seconds = mean_measured(*alone);
-    if (!(shared_seconds > 0) || !(alone_seconds > 0)) continue;
-    shared_sums[run->ranks].first += shared_seconds;
-    shared_sums[run->ranks].second += 1;
-    alone_sum += alone_seconds;
+  for (const auto& probe : probes) {
+    shared_sums[probe.ranks].first += probe.shared_seconds / probe.batch_per_rank;
+    shared_sums[probe.ranks].second += 1;
+    alone_sum += probe.alone_seconds / probe.batch_per_rank;
     ++alone_probes;
   }
   NodeSharingCurve curve;
@@ -119,6 +130,7 @@ double slowdown_at(const NodeSharingCurve& curve, int ranks, int ranks_per_node,
 }
 
 ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_runs,
+                                  const std::vector<results::NodeSharingProbe>& launch_probes,
                                   const NetworkModel& network, const std::vector<int>& ranks,
                                   const PredictionSettings& settings) {
   if (all_runs.empty()) throw UserError("predict: no training runs to predict from");
@@ -131,7 +143,8 @@ ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_run
       });
   result.threads_per_rank = first.configuration.threads_per_rank;
   std::vector<results::RunRecord> same_threads;
-  std::vector<const results::RunRecord*> usable, probed;
+  std::vector<const results::RunRecord*> usable;
+  std::vector<results::NodeSharingProbe> probes;
   for (const auto& run : all_runs)
     if (run.configuration.threads_per_rank == result.threads_per_rank) same_threads.push_back(run);
   if (same_threads.size() < all_runs.size())
@@ -144,8 +157,15 @@ ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_run
   for (const auto& run : same_threads) {
     const bool held = contains(settings.held_out, run.ranks);
     if (!held) usable.push_back(&run);
-    if (!held || !settings.hold_out_probes) probed.push_back(&run);
+    if (held && settings.hold_out_probes) continue;
+    if (const auto probe = node_sharing_probe_of(run)) probes.push_back(*probe);
   }
+  std::vector<int> probed_only;
+  for (const auto& probe : launch_probes)
+    if (probe.threads == result.threads_per_rank) {
+      probes.push_back(probe);
+      probed_only.push_back(probe.ranks);
+    }
   if (usable.empty()) throw UserError("--hold-out: no measured run is left to predict from");
   const auto& baseline_run = **std::min_element(
       usable.begin(), usable.end(),
@@ -169,12 +189,19 @@ ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_run
   if (result.ranks_per_node <= 0)
     for (const auto& run : same_threads)
       result.ranks_per_node = std::max(result.ranks_per_node, run.environment.ranks_per_node);
+  if (settings.ranks_per_node <= 0)
+    for (const auto& probe : launch_probes)
+      if (probe.threads == result.threads_per_rank)
+        result.ranks_per_node = std::max(result.ranks_per_node, probe.ranks_per_node);
   result.ranks_per_node = std::max(1, result.ranks_per_node);
 
-  result.node_sharing = node_sharing_curve(probed);
+  result.node_sharing = node_sharing_curve(probes);
   if (result.node_sharing.slowdown.size() < 2)
     result.notes.push_back("no node-sharing probe in the file (one-rank runs only, or written "
                            "before probes): compute per rank is held as measured");
+  if (!probed_only.empty())
+    result.notes.push_back(fmt::format("node sharing probed without training at {} ranks",
+                                       fmt::join(probed_only, ", ")));
   if (!settings.held_out.empty() && !settings.hold_out_probes)
     result.notes.push_back("held-out runs: their training is not used; their node-sharing "
                            "probes (compute only) are");

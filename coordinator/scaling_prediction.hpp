@@ -12,18 +12,24 @@
 #include "coordinator/performance_model.hpp"
 #include "coordinator/scaling_metrics.hpp"
 #include "results/run_record.hpp"
+#include "results/study_record.hpp"
 
 namespace dlscale::coordinator {
 
-// Compute slowdown with k ranks computing side by side, from the runs' node-sharing probes
-// (worker/node_sharing_probe.hpp): s(k) = the shared pass time at k ranks / the mean alone pass
-// time of all the probes; s(1) = 1. So s(N)/s(n) is the ratio of the probes' own pass times at N
-// and n ranks. Runs without a probe (one rank, or files written before it) add nothing.
+// Compute slowdown with k ranks computing side by side, from node-sharing probes
+// (worker/node_sharing_probe.hpp), per sample: s(k) = the shared pass time per sample at k ranks
+// / the mean alone pass time per sample of all the probes; s(1) = 1. So s(N)/s(n) is the ratio of
+// the probes' own pass times per sample at N and n ranks (under strong scaling their batches
+// differ, as the runs' do).
 struct NodeSharingCurve {
   std::vector<std::pair<int, double>> slowdown;  // ascending ranks, (1, 1) first
 };
 
-NodeSharingCurve node_sharing_curve(const std::vector<const results::RunRecord*>& runs);
+// The probe a training run made before its point (none from a one-rank run, or a file written
+// before probes).
+std::optional<results::NodeSharingProbe> node_sharing_probe_of(const results::RunRecord& run);
+
+NodeSharingCurve node_sharing_curve(const std::vector<results::NodeSharingProbe>& probes);
 
 // s at N ranks: probed where a probe ran at N, interpolated linearly between probed counts, and
 // beyond the largest probed count K at min(N, max(K, ranks_per_node)) ranks on a node: held at s(K)
@@ -34,7 +40,7 @@ double slowdown_at(const NodeSharingCurve& curve, int ranks, int ranks_per_node,
 struct PredictionSettings {
   AllreduceAlgorithm algorithm = AllreduceAlgorithm::ring;
   std::optional<bool> overlap;  // none: as the reference run measured
-  int ranks_per_node = 0;       // 0: the most ranks any measured run had on one host
+  int ranks_per_node = 0;  // 0: the most ranks any measured run or probe had on one host
   std::vector<int> held_out;    // measured rank counts whose runs are not predicted from
   bool hold_out_probes = false;  // leave out the held-out runs' node-sharing probes too
   // Scale the sweep's allreduce times to what they were inside training, from a run at the
@@ -72,7 +78,9 @@ struct ScalingPrediction {
 
 // Throws UserError where the runs cannot support a prediction (nothing left after the hold-out,
 // the baseline held out, a rank to hold out that was not measured).
+// `launch_probes`: the file's probes on rank counts the sweep did not train.
 ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& runs,
+                                  const std::vector<results::NodeSharingProbe>& launch_probes,
                                   const NetworkModel& network, const std::vector<int>& ranks,
                                   const PredictionSettings& settings);
 

@@ -75,6 +75,12 @@ void ResultsJournal::add_failed_point(results::FailedPoint point) {
   save();
 }
 
+void ResultsJournal::add_node_sharing_probe(results::NodeSharingProbe probe) {
+  const std::lock_guard lock(mutex_);
+  results_.node_sharing_probes.push_back(probe);
+  save();
+}
+
 const results::ResultsFile& ResultsJournal::finish(const std::string& status) {
   const std::lock_guard lock(mutex_);
   results_.status = status;

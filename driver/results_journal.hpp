@@ -23,6 +23,7 @@ class ResultsJournal {
   // Each adds to the file and rewrites it, status "running".
   void add_run(results::RunRecord run);
   void add_failed_point(results::FailedPoint point);
+  void add_node_sharing_probe(results::NodeSharingProbe probe);
 
   // The last write: the study of the complete runs, and `status` ("complete", or
   // "interrupted: WHY"). Returns the file as written.

@@ -1,13 +1,15 @@
-// The run driver: sweep points in turn, each on its group of ranks; gather, summary and the
-// results file on rank 0. Every decision that ends a point or the run is agreed on by the ranks
+// The run driver: sweep points in turn, each on its group of ranks, then node-sharing probes on
+// the rank counts beyond them; gather, summary and the results file on rank 0. Every decision that ends a point or the run is agreed on by the ranks
 // concerned, so no rank waits in a collective that another has left.
 #include "driver/training_driver.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <new>
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -24,6 +26,7 @@
 #include "core/errors.hpp"
 #include "core/host_info.hpp"
 #include "core/number_format.hpp"
+#include "core/run_clock.hpp"
 #include "driver/progress_line.hpp"
 #include "driver/results_journal.hpp"
 #include "driver/stall_watchdog.hpp"
@@ -205,6 +208,96 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
   return record;
 }
 
+// The rank counts beyond the sweep's largest point that the launch holds, for node-sharing
+// probes without training: each doubling of that point, and the whole launch (full node
+// occupancy, where compute per rank is slowest). Cheap beside training there, and it lets
+// `dlscale predict` carry compute past the sweep from measurements (docs/scaling-model.md).
+std::vector<int> probe_only_rank_counts(const std::vector<SweepPoint>& points, int world_size) {
+  int largest = 1;
+  for (const auto& point : points) largest = std::max(largest, point.ranks);
+  std::vector<int> counts;
+  for (long long k = 2LL * largest; k < world_size; k *= 2) counts.push_back(int(k));
+  if (world_size > largest) counts.push_back(world_size);
+  return counts;
+}
+
+// The device with `threads` compute threads: `device` itself, or a new one in its place.
+void use_threads(std::unique_ptr<kernels::Device>& device, const TrainingPlan& plan, int threads) {
+  if (threads == device->compute_threads()) return;
+  device.reset();  // one device at a time: the CPU's threads are process-wide
+  kernels::DeviceSettings settings = plan.device_settings;
+  settings.compute_threads = threads;
+  device = kernels::make_device(plan.device_name, settings);
+}
+
+// The point that `dlscale predict` measures efficiency against: the fewest ranks, then threads.
+const SweepPoint& baseline_point(const std::vector<SweepPoint>& points) {
+  return *std::min_element(points.begin(), points.end(), [](const auto& a, const auto& b) {
+    return std::tuple(a.ranks, a.threads) < std::tuple(b.ranks, b.threads);
+  });
+}
+
+// A node-sharing probe on the ranks of `group` (the first `ranks` of the launch), with the
+// network of the sweep's baseline point as it would be at this rank count, and nothing trained.
+// Returns the probe on the group's rank 0, nothing elsewhere. Throws PointFailure, on every rank
+// of the group, where the network does not fit.
+std::optional<results::NodeSharingProbe> probe_without_training(const TrainingPlan& plan,
+                                                                kernels::Device& device,
+                                                                MPI_Comm group,
+                                                                StallWatchdog& watchdog) {
+  const RunClock clock;
+  const SweepPoint& baseline = baseline_point(plan.points);
+  results::NodeSharingProbe probe;
+  DLSCALE_MPI_CHECK(MPI_Comm_size(group, &probe.ranks));
+  watchdog.begin_point(probe.ranks);
+  probe.threads = device.compute_threads();
+  // Strong scaling splits the global batch further; the curve is per sample (see predict).
+  probe.batch_per_rank =
+      plan.scaling == "strong"
+          ? std::max(1, int(std::lround(double(baseline.batch_per_rank) * baseline.ranks /
+                                        probe.ranks)))
+          : baseline.batch_per_rank;
+  const comm::HostPlacement placement = comm::host_placement(group);
+  DLSCALE_MPI_CHECK(MPI_Allreduce(&placement.ranks_on_host, &probe.ranks_per_node, 1, MPI_INT,
+                                  MPI_MAX, group));
+  const workloads::Workload& workload = *plan.workload;
+  const int batches = distinct_batches(workload, probe.batch_per_rank);
+  comm::agree_on_success(group, [&] {
+    const int devices = kernels::devices_per_host(device.name());
+    const std::string shortfall = worker::memory_shortfall(
+        workload, probe.batch_per_rank, batches,
+        (placement.ranks_on_host + devices - 1) / devices, device.free_memory_bytes());
+    if (!shortfall.empty()) throw PointFailure(shortfall);
+  });
+  int group_rank = 0;
+  DLSCALE_MPI_CHECK(MPI_Comm_rank(group, &group_rank));
+  std::unique_ptr<kernels::Network<float>> network;
+  std::unique_ptr<worker::DeviceDataset> data;
+  set_up_or_fail_point(group, [&] {
+    network = workload.build_network(device, probe.batch_per_rank);
+    network->initialize(baseline.seed);
+    data = std::make_unique<worker::DeviceDataset>(device, workload, probe.batch_per_rank,
+                                                   batches, baseline.seed, group_rank);
+  });
+  const auto measurements =
+      worker::probe_node_sharing(*network, *data, device, group, plan.schedule.total_iterations(),
+                                 [&] { watchdog.progressed(); });
+  const auto value = [&](const char* name) {
+    for (const auto& measurement : measurements)
+      if (measurement.name == name && !measurement.values.empty())
+        return measurement.values.front();
+    return 0.0;
+  };
+  double shared_sum = 0;
+  const double shared = value(worker::node_sharing_shared_seconds);
+  DLSCALE_MPI_CHECK(MPI_Reduce(&shared, &shared_sum, 1, MPI_DOUBLE, MPI_SUM, 0, group));
+  if (group_rank != 0) return std::nullopt;
+  probe.shared_seconds = shared_sum / probe.ranks;
+  probe.alone_seconds = value(worker::node_sharing_alone_seconds);
+  probe.probe_seconds = clock.seconds();
+  return probe;
+}
+
 // What every run of this launch shares: provenance, libraries, the device and the job.
 results::RunEnvironment launch_environment(kernels::Device& device, const comm::MpiSession& mpi,
                                            const results::FileOrigin& origin) {
@@ -270,12 +363,7 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
     const SweepPoint& point = plan.points[index];
     const comm::RankGroup group(mpi.world(), point.ranks);
     if (group.contains_this_rank()) {
-      if (point.threads != device->compute_threads()) {
-        device.reset();  // one device at a time: the CPU's threads are process-wide
-        kernels::DeviceSettings settings = plan.device_settings;
-        settings.compute_threads = point.threads;
-        device = kernels::make_device(plan.device_name, settings);
-      }
+      use_threads(device, plan, point.threads);
       progress.begin_point(index + 1, points, point.ranks, plan.schedule.total_iterations());
       try {
         auto record =
@@ -302,6 +390,32 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
     comm::quiet_barrier(mpi.world());  // ranks outside this point wait here, asleep
     stop_signal = agreed_stop_signal(mpi.world());
   }
+
+  // Beyond the sweep: how compute slows as the launch's nodes fill, without training there.
+  if (plan.schedule.total_iterations() >= worker::NodeSharingProbeSchedule{}.least_point_iterations)
+    for (int ranks : probe_only_rank_counts(plan.points, mpi.world_size())) {
+      if (stop_signal != 0) break;
+      const comm::RankGroup group(mpi.world(), ranks);
+      if (group.contains_this_rank()) {
+        use_threads(device, plan, baseline_point(plan.points).threads);
+        try {
+          const auto probe = probe_without_training(plan, *device, group.comm(), watchdog);
+          if (probe) {
+            spdlog::info("node-sharing probe on {} ranks ({} on a node), no training: one pass "
+                         "takes {:.3g} s, {:.2f}x the {:.3g} s of one rank alone ({:.1f} s)",
+                         probe->ranks, probe->ranks_per_node, probe->shared_seconds,
+                         probe->shared_seconds / probe->alone_seconds, probe->alone_seconds,
+                         probe->probe_seconds);
+            journal->add_node_sharing_probe(*probe);
+          }
+        } catch (const PointFailure& failure) {
+          if (coordinator_rank)
+            spdlog::warn("no node-sharing probe on {} ranks: {}", ranks, failure.what());
+        }
+      }
+      comm::quiet_barrier(mpi.world());
+      stop_signal = agreed_stop_signal(mpi.world());
+    }
 
   // Only rank 0 holds the results; every rank leaves with its status.
   int status = 0;

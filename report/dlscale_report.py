@@ -342,17 +342,20 @@ def text_report(results, predicted_for=None):
     return "\n".join(lines)
 
 
-TABLE_NAMES = ["runs", "study", "study_repeats", "failed_points", "measurements", "comm"]
+TABLE_NAMES = ["runs", "study", "study_repeats", "failed_points", "node_sharing_probes",
+               "measurements", "comm"]
 
 
 def machine_tables(all_results):
     """The tables of all files (TABLE_NAMES), with a `file` column when there are several. The
-    study, study_repeats, failed_points and comm tables are the file's datasets unchanged."""
+    study, study_repeats, failed_points, node_sharing_probes and comm tables are the file's
+    datasets unchanged."""
     tables = {name: [] for name in TABLE_NAMES}
     for results in all_results:
         for name, table in [("runs", runs_table(results) if results.runs else None),
                             ("study", results.study), ("study_repeats", results.study_repeats),
                             ("failed_points", results.failed_points),
+                            ("node_sharing_probes", results.node_sharing_probes),
                             ("measurements", measurements_table(results)),
                             ("comm", results.comm)]:
             if table is not None:
@@ -661,11 +664,13 @@ def parse_arguments(argv):
                              "`dlscale comm` sweep; several are reported one after another")
     parser.add_argument("--csv", metavar="DIR", help="write, into the existing directory DIR, "
                         "runs.csv, study.csv, "
-                        "study_repeats.csv, failed_points.csv, measurements.csv (long format) "
+                        "study_repeats.csv, failed_points.csv, node_sharing_probes.csv, "
+                        "measurements.csv (long format) "
                         "and comm.csv (those the files have) to DIR, one header row each; "
                         "several files add a `file` column")
     parser.add_argument("--json", metavar="FILE", help='write {"runs": [...], "study": [...], '
-                        '"study_repeats": [...], "failed_points": [...], "measurements": [...], '
+                        '"study_repeats": [...], "failed_points": [...], '
+                        '"node_sharing_probes": [...], "measurements": [...], '
                         '"comm": [...]} as JSON records to FILE, or to standard output instead '
                         'of the tables for -')
     parser.add_argument("--figures", metavar="DIR", help="write the figures as PNG files into "

@@ -18,7 +18,7 @@ import h5py
 import numpy as np
 import pandas as pd
 
-SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3, 4)
+SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3, 4, 5)
 PHASES = ["forward", "backward", "allreduce", "update", "step"]
 STATISTICS = ["median", "mean", "p5", "p95", "min", "max"]
 COMPUTE_PHASES = ["forward", "backward", "update"]  # the allreduce is communication, not compute
@@ -40,6 +40,10 @@ STUDY_REPEATS_COLUMNS = ["threads", "ranks", "repeats", "iteration_seconds_mean"
                          "efficiency_mean", "efficiency_std", "throughput_samples_per_second_mean"]
 FAILED_POINTS_GROUP = "failed_points"
 FAILED_POINTS_COLUMNS = ["ranks", "threads", "repeat", "batch_per_rank", "seed", "reason"]
+# Schema 5: node-sharing probes on rank counts the sweep did not train (docs/scaling-model.md).
+NODE_SHARING_PROBES_GROUP = "node_sharing_probes"
+NODE_SHARING_PROBES_COLUMNS = ["ranks", "threads", "batch_per_rank", "ranks_per_node",
+                               "shared_seconds", "alone_seconds", "probe_seconds"]
 
 # The measurement channel (schema 3): /runs/run_NNN/measurements/NAME. Every measurement is read
 # the same way; these names are the ones the report needs by name.
@@ -72,7 +76,7 @@ TEXT_ATTRIBUTES = ["model", "model_family", "model_description", "dlscale_versio
 # run's world_size and iteration count give; these bound the rest and those two themselves.
 MAX_DATASET_BYTES = 2**30  # a dataset the report reads
 MAX_ATTRIBUTE_BYTES = 2**20
-MAX_SWEEP_POINTS = 2**16  # rows of /failed_points and /study_repeats, /comm message sizes
+MAX_SWEEP_POINTS = 2**16  # rows of /failed_points, /study_repeats, /node_sharing_probes, /comm sizes
 # A time series has a sample per rank per --sample-interval (0.01 s at least) of the measured
 # iterations; more than ten times that many samples is not a dlscale file.
 SMALLEST_SAMPLE_INTERVAL_SECONDS = 0.01
@@ -315,7 +319,7 @@ def text_attributes(obj):
 
 
 # The columns of the tables stored one dataset per column (/study, /study_repeats,
-# /failed_points, /comm): (kind, minimum, NaN allowed). Others are numbers or text, not checked
+# /failed_points, /node_sharing_probes, /comm): (kind, minimum, NaN allowed). Others are numbers or text, not checked
 # further; no column may be infinite.
 INTEGER, NUMBER, TEXT = "integer", "number", "text"
 TIME = (NUMBER, 0, False)  # seconds, rates and ratios of them: finite and non-negative
@@ -333,6 +337,10 @@ STUDY_REPEATS_KINDS = {"threads": (INTEGER, 1, False), "ranks": (INTEGER, 1, Fal
 FAILED_POINTS_KINDS = {"ranks": (INTEGER, 1, False), "threads": (INTEGER, 1, False),
                        "repeat": (INTEGER, 0, False), "batch_per_rank": (INTEGER, 1, False),
                        "seed": (INTEGER, 0, False), "reason": (TEXT,)}
+NODE_SHARING_PROBES_KINDS = {"ranks": (INTEGER, 1, False), "threads": (INTEGER, 1, False),
+                             "batch_per_rank": (INTEGER, 1, False),
+                             "ranks_per_node": (INTEGER, 1, False),
+                             **{name: TIME for name in NODE_SHARING_PROBES_COLUMNS[4:]}}
 COMM_KINDS = {COMM_BYTES: (NUMBER, 1, False),
               **{name: TIME for name in [COMM_SECONDS_P50, COMM_SECONDS_P95, COMM_ALGBW_P50,
                                          COMM_BUSBW_P50, COMM_BUSBW_P95]}}
@@ -581,6 +589,12 @@ class ResultsFile:
             self.failed_points = read_table(group, None, FAILED_POINTS_KINDS,
                                             [n for n in FAILED_POINTS_COLUMNS if n != "seed"],
                                             FAILED_POINTS_COLUMNS, MAX_SWEEP_POINTS)
+        self.node_sharing_probes = None  # schema 5
+        group = member(handle, NODE_SHARING_PROBES_GROUP, h5py.Group)
+        if group is not None:
+            self.node_sharing_probes = read_table(group, None, NODE_SHARING_PROBES_KINDS,
+                                                  NODE_SHARING_PROBES_COLUMNS,
+                                                  NODE_SHARING_PROBES_COLUMNS, MAX_SWEEP_POINTS)
         self.comm, self.comm_attrs = None, {}
         group = member(handle, COMM_GROUP, h5py.Group)
         if group is not None:

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -20,6 +21,7 @@ namespace {
 constexpr long long most_ranks = 1 << 20;
 constexpr long long most_iterations = 10'000'000;
 constexpr hsize_t most_layers = 100'000;
+constexpr double most_seconds = 1e9;  // 30 years: longer is not a measured time
 
 [[noreturn]] void damaged(const std::string& what) {
   throw UserError("damaged results file: " + what);
@@ -324,6 +326,42 @@ std::vector<FailedPoint> read_failed_points(hid_t file) {
   return failed;
 }
 
+std::vector<NodeSharingProbe> read_node_sharing_probes(hid_t file) {
+  using namespace hdf5;
+  const Hdf5Handle group = open_group(file, schema::node_sharing_probes_group);
+  const hsize_t count = require_length(group, schema::ranks, hsize_t(most_ranks));
+  for (const char* column : {schema::threads, schema::batch_per_rank_column,
+                             schema::ranks_per_node, schema::shared_seconds,
+                             schema::alone_seconds, schema::probe_seconds})
+    require_shape(group, column, {count});
+  const auto ranks = read_int64_dataset(group, schema::ranks);
+  const auto threads = read_int64_dataset(group, schema::threads);
+  const auto batches = read_int64_dataset(group, schema::batch_per_rank_column);
+  const auto ranks_per_node = read_int64_dataset(group, schema::ranks_per_node);
+  const auto shared = read_double_dataset(group, schema::shared_seconds);
+  const auto alone = read_double_dataset(group, schema::alone_seconds);
+  const auto cost = read_double_dataset(group, schema::probe_seconds);
+  std::vector<NodeSharingProbe> probes;
+  for (std::size_t k = 0; k < count; ++k) {
+    // predict divides by these: a damaged entry is refused here, not turned into a NaN there.
+    const auto positive = [&](const char* name, double value, double largest) {
+      if (!(value > 0 && value <= largest))
+        damaged(fmt::format("{}/{}[{}] is {}, not in (0, {}]",
+                            schema::node_sharing_probes_group, name, k, value, largest));
+    };
+    positive(schema::ranks, double(ranks[k]), double(most_ranks));
+    positive(schema::threads, double(threads[k]), double(most_ranks));
+    positive(schema::batch_per_rank_column, double(batches[k]), double(INT32_MAX));
+    positive(schema::ranks_per_node, double(ranks_per_node[k]), double(ranks[k]));
+    positive(schema::shared_seconds, shared[k], most_seconds);
+    positive(schema::alone_seconds, alone[k], most_seconds);
+    positive(schema::probe_seconds, cost[k], most_seconds);
+    probes.push_back({int(ranks[k]), int(threads[k]), int(batches[k]), int(ranks_per_node[k]),
+                      shared[k], alone[k], cost[k]});
+  }
+  return probes;
+}
+
 }  // namespace
 
 OpenedResultsFile open_results_file(const std::filesystem::path& path) {
@@ -392,6 +430,8 @@ ResultsFile read_whole_file(const std::filesystem::path& path) {
   }
   if (hdf5::has_child(file, schema::failed_points_group))  // schema 3
     results.failed_points = read_failed_points(file);
+  if (hdf5::has_child(file, schema::node_sharing_probes_group))  // schema 5
+    results.node_sharing_probes = read_node_sharing_probes(file);
   const long long run_count = hdf5::read_integer_attribute(file, schema::run_count);
   if (run_count == 0) return results;
   const Hdf5Handle runs = hdf5::open_group(file, schema::runs_group);

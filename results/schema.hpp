@@ -4,7 +4,7 @@
 
 namespace dlscale::results::schema {
 
-inline constexpr long long version = 4;
+inline constexpr long long version = 5;
 // Files before the file status and partial runs (both read as complete); still read.
 inline constexpr long long before_status_version = 3;
 // Files before the measurement channel (peak RSS in ranks/, no measurements/); still read.
@@ -155,6 +155,13 @@ inline constexpr const char* failed_points_group = "failed_points";
 inline constexpr const char* batch_per_rank_column = "batch_per_rank";
 inline constexpr const char* seed_column = "seed";
 inline constexpr const char* reason = "reason";
+
+// Node-sharing probes on rank counts the sweep did not train: one entry per probe. ranks, threads,
+// batch_per_rank and ranks_per_node reuse the names above.
+inline constexpr const char* node_sharing_probes_group = "node_sharing_probes";
+inline constexpr const char* shared_seconds = "shared_seconds";
+inline constexpr const char* alone_seconds = "alone_seconds";
+inline constexpr const char* probe_seconds = "probe_seconds";
 
 // ---- `dlscale comm`: a file holding one allreduce sweep (docs/communication.md) --------------
 // In a namespace of its own, so these names stay apart from the training-run names above.

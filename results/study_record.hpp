@@ -68,12 +68,26 @@ struct FailedPoint {
   std::string reason;
 };
 
+// A node-sharing probe (worker/node_sharing_probe.hpp) on a rank count that the sweep did not
+// train: compute-only passes on the first `ranks` ranks of the launch, so that `dlscale predict`
+// knows how compute slows as the nodes fill beyond the largest trained point.
+struct NodeSharingProbe {
+  int ranks = 0;
+  int threads = 1;  // per rank
+  int batch_per_rank = 0;
+  int ranks_per_node = 0;     // the most of its ranks on one host
+  double shared_seconds = 0;  // one pass, every rank at once: the mean of the ranks' medians
+  double alone_seconds = 0;   // one pass on rank 0 alone: its median
+  double probe_seconds = 0;   // the probe's wall time on rank 0, set-up included: its cost
+};
+
 struct ResultsFile {
   FileOrigin origin;
   std::string status = "complete";  // see schema::status
   std::vector<RunRecord> runs;
   std::optional<StudySummary> study;  // written whenever there are runs
   std::vector<FailedPoint> failed_points;
+  std::vector<NodeSharingProbe> node_sharing_probes;  // by rank count
 };
 
 // The group name of run `index` in /runs.

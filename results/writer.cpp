@@ -344,6 +344,26 @@ void write_failed_points(hid_t file, const std::vector<FailedPoint>& failed) {
   write_dataset(group, schema::reason, reasons);
 }
 
+void write_node_sharing_probes(hid_t file, const std::vector<NodeSharingProbe>& probes) {
+  using namespace hdf5;
+  const Hdf5Handle group = create_group(file, schema::node_sharing_probes_group);
+  std::vector<std::int64_t> ranks, threads, batches, ranks_per_node;
+  for (const auto& probe : probes) {
+    ranks.push_back(probe.ranks);
+    threads.push_back(probe.threads);
+    batches.push_back(probe.batch_per_rank);
+    ranks_per_node.push_back(probe.ranks_per_node);
+  }
+  const hsize_t count = probes.size();
+  write_dataset(group, schema::ranks, ranks, {count});
+  write_dataset(group, schema::threads, threads, {count});
+  write_dataset(group, schema::batch_per_rank_column, batches, {count});
+  write_dataset(group, schema::ranks_per_node, ranks_per_node, {count});
+  write_column(group, schema::shared_seconds, probes, &NodeSharingProbe::shared_seconds, "seconds");
+  write_column(group, schema::alone_seconds, probes, &NodeSharingProbe::alone_seconds, "seconds");
+  write_column(group, schema::probe_seconds, probes, &NodeSharingProbe::probe_seconds, "seconds");
+}
+
 void write_origin_attributes(hid_t file, const FileOrigin& origin, std::size_t run_count,
                              const std::string& status) {
   using namespace hdf5;
@@ -391,6 +411,7 @@ void write_results(const ResultsFile& results, const std::filesystem::path& path
       write_study_repeats(file, *results.study);
     }
     write_failed_points(file, results.failed_points);
+    write_node_sharing_probes(file, results.node_sharing_probes);
   });
 }
 

@@ -3,6 +3,7 @@
 // slowdown curve, and predictions that hold measured runs out.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -131,7 +132,11 @@ results::RunRecord run_of(int ranks, double compute, double spread, double expos
 TEST(NodeSharingCurve, IsTheRatioOfSharedToAloneProbes) {
   const std::vector<results::RunRecord> runs = {run_of(1, 1, 0, 0, 1), run_of(2, 1, 0, 0, 1.2),
                                                 run_of(4, 1, 0, 0, 1.6)};
-  const auto curve = node_sharing_curve({&runs[0], &runs[1], &runs[2]});
+  std::vector<results::NodeSharingProbe> probes;
+  for (const auto& run : runs)
+    if (const auto probe = node_sharing_probe_of(run)) probes.push_back(*probe);
+  ASSERT_EQ(probes.size(), 2u);  // none from the one-rank run
+  const auto curve = node_sharing_curve(probes);
   ASSERT_EQ(curve.slowdown.size(), 3u);
   EXPECT_EQ(curve.slowdown[0], std::make_pair(1, 1.0));
   EXPECT_NEAR(curve.slowdown[2].second, 1.6, 1e-12);
@@ -157,7 +162,7 @@ TEST(PredictScaling, ReproducesAMeasuredRunFromItself) {
   const auto network = uniform_network(0.125, 0, "test");
   auto with_buckets = runs;
   for (auto& run : with_buckets) run.buckets = {{0, 0, 400}};
-  const auto prediction = predict_scaling(with_buckets, network, {1, 2}, {});
+  const auto prediction = predict_scaling(with_buckets, {}, network, {1, 2}, {});
   ASSERT_EQ(prediction.points.size(), 2u);
   const auto& two = prediction.points[1];
   EXPECT_NEAR(two.iteration.iteration_seconds, 1.25, 1e-12);
@@ -172,7 +177,7 @@ TEST(PredictScaling, ReproducesAMeasuredRunFromItself) {
 TEST(PredictScaling, CarriesComputeByTheProbedSlowdownAndStragglersByOrderStatistics) {
   std::vector<results::RunRecord> runs = {run_of(1, 1.0, 0, 0, 1), run_of(2, 1.0, 0.2, 0, 1.1),
                                           run_of(4, 1.5, 0.2, 0, 1.65)};
-  const auto prediction = predict_scaling(runs, uniform_network(0, 0, "test"), {4},
+  const auto prediction = predict_scaling(runs, {}, uniform_network(0, 0, "test"), {4},
                                           {.held_out = {4}});
   const auto& four = prediction.points.front();
   EXPECT_TRUE(four.held_out);
@@ -189,17 +194,57 @@ TEST(PredictScaling, LeavingOutTheHeldOutProbesExtrapolates) {
   std::vector<results::RunRecord> runs = {run_of(1, 1.0, 0, 0, 1), run_of(2, 1.0, 0, 0, 1.1),
                                           run_of(4, 1.5, 0, 0, 1.65)};
   const auto prediction = predict_scaling(
-      runs, uniform_network(0, 0, "test"), {4},
+      runs, {}, uniform_network(0, 0, "test"), {4},
       {.ranks_per_node = 4, .held_out = {4}, .hold_out_probes = true});
   EXPECT_EQ(prediction.points.front().slowdown_how, "extrapolated");
   EXPECT_NEAR(prediction.points.front().compute_slowdown, 1.3 / 1.1, 1e-12);
 }
 
+TEST(NodeSharingCurve, IsPerSampleSoThatStrongScalingsBatchesDoNotCountTwice) {
+  // A pass that costs 1 ms per sample alone and 1.5 ms per sample with 4 ranks side by side:
+  // probed at batch 64 on 2 ranks and at batch 32 on 4 (a global batch of 128).
+  const results::NodeSharingProbe two{.ranks = 2, .threads = 1, .batch_per_rank = 64,
+                                      .ranks_per_node = 2, .shared_seconds = 0.064 * 1.2,
+                                      .alone_seconds = 0.064};
+  const results::NodeSharingProbe four{.ranks = 4, .threads = 1, .batch_per_rank = 32,
+                                       .ranks_per_node = 4, .shared_seconds = 0.032 * 1.5,
+                                       .alone_seconds = 0.032};
+  const auto curve = node_sharing_curve({two, four});
+  ASSERT_EQ(curve.slowdown.size(), 3u);
+  EXPECT_NEAR(curve.slowdown[1].second, 1.2, 1e-12);
+  EXPECT_NEAR(curve.slowdown[2].second, 1.5, 1e-12);
+}
+
+TEST(PredictScaling, UsesProbesBeyondTheSweepInsteadOfExtrapolating) {
+  // Trained at 1 and 2 ranks (slowdown 1.1 at 2); probed without training at 8 (slowdown 2.2).
+  std::vector<results::RunRecord> runs = {run_of(1, 1.0, 0, 0, 1), run_of(2, 1.0, 0, 0, 1.1)};
+  const results::NodeSharingProbe eight{.ranks = 8, .threads = 1, .batch_per_rank = 32,
+                                        .ranks_per_node = 8, .shared_seconds = 0.22,
+                                        .alone_seconds = 0.1, .probe_seconds = 1};
+  auto other_threads = eight;
+  other_threads.threads = 4;  // of another thread count: not this study's
+  other_threads.shared_seconds = 10;
+  const auto prediction = predict_scaling(runs, {eight, other_threads},
+                                          uniform_network(0, 0, "test"), {8, 4},
+                                          {.ranks_per_node = 8});
+  const auto& at_eight = prediction.points[0];
+  EXPECT_EQ(at_eight.slowdown_how, "probed");
+  EXPECT_EQ(at_eight.reference_ranks, 2);
+  EXPECT_NEAR(at_eight.compute_slowdown, 2.2 / 1.1, 1e-12);
+  EXPECT_NEAR(at_eight.iteration.compute_seconds, 2.0, 1e-12);
+  // 4 lies between the trained 2 and the probed 8.
+  EXPECT_EQ(prediction.points[1].slowdown_how, "interpolated");
+  EXPECT_NEAR(prediction.points[1].compute_slowdown, (1.1 + (2.2 - 1.1) / 3) / 1.1, 1e-12);
+  EXPECT_TRUE(std::any_of(prediction.notes.begin(), prediction.notes.end(), [](const auto& note) {
+    return note.find("probed without training at 8 ranks") != std::string::npos;
+  }));
+}
+
 TEST(PredictScaling, RefusesToHoldOutTheBaselineOrWhatWasNotMeasured) {
   const std::vector<results::RunRecord> runs = {run_of(1, 1.0, 0, 0, 1), run_of(2, 1.0, 0, 0, 1)};
   const auto network = uniform_network(0, 0, "test");
-  EXPECT_THROW(predict_scaling(runs, network, {2}, {.held_out = {1}}), UserError);
-  EXPECT_THROW(predict_scaling(runs, network, {2}, {.held_out = {3}}), UserError);
+  EXPECT_THROW(predict_scaling(runs, {}, network, {2}, {.held_out = {1}}), UserError);
+  EXPECT_THROW(predict_scaling(runs, {}, network, {2}, {.held_out = {3}}), UserError);
 }
 
 }  // namespace

@@ -2,8 +2,9 @@
 # real sweep measured, the predicted iteration time (from the sweep's own runs and the alpha-beta
 # fit of a real `dlscale comm` run) must lie within 15% of the measured one, and the predicted
 # efficiency within 15% of the measured efficiency. With --hold-out N: the same for rank count N
-# only, predicted without its run (from the smaller runs and the node-sharing probes).
-# Usage: python3 predict_matches_measurement.py DLSCALE STUDY.h5 COMM.h5 [--hold-out N]
+# only, predicted without its run (from the smaller runs and the node-sharing probes). Further
+# options go to `dlscale predict` as they are (--hold-out-probes, say).
+# Usage: python3 predict_matches_measurement.py DLSCALE STUDY.h5 COMM.h5 [--hold-out N] [OPTIONS]
 import json
 import subprocess
 import sys
@@ -13,10 +14,9 @@ TOLERANCE = 0.15
 
 def main():
     dlscale, study, comm = sys.argv[1:4]
-    held_out = sys.argv[5] if len(sys.argv) > 5 and sys.argv[4] == "--hold-out" else None
-    command = [dlscale, "predict", study, "--comm", comm, "--ranks", "1"]
-    if held_out:
-        command += ["--hold-out", held_out]
+    options = sys.argv[4:]
+    held_out = options[options.index("--hold-out") + 1] if "--hold-out" in options else None
+    command = [dlscale, "predict", study, "--comm", comm, "--ranks", "1"] + options
     table = subprocess.run(command, capture_output=True, text=True, check=False)
     print(table.stdout + table.stderr, end="")  # the whole table, for whoever reads a failure
     finished = subprocess.run(command + ["--json", "-"], capture_output=True, text=True,
@@ -45,7 +45,8 @@ def main():
               f"{row['iteration_seconds'] * 1e3:.2f} ms predicted, "
               f"{row['measured_iteration_seconds'] * 1e3:.2f} ms measured ({time_error:+.1%}); "
               f"efficiency {row['efficiency']:.3f} predicted, {row['measured_efficiency']:.3f} "
-              f"measured ({efficiency_error:+.1%})")
+              f"measured ({efficiency_error:+.1%}); compute slowdown "
+              f"{row['compute_slowdown_from']}")
     return 1 if failures else 0
 
 

@@ -363,6 +363,17 @@ def write_failed_points(file, points):
     group.create_dataset("reason", data=string_list([p[3] for p in points]))
 
 
+def write_node_sharing_probes(file):
+    """/node_sharing_probes: probes on 8 and 16 ranks that trained nothing (schema 5)."""
+    group = file.create_group("node_sharing_probes")
+    for name, values in [("ranks", [8, 16]), ("threads", [1, 1]),
+                         ("batch_per_rank", [BATCH_PER_RANK] * 2), ("ranks_per_node", [8, 16])]:
+        group.create_dataset(name, data=np.array(values, dtype=np.int64))
+    for name, values in [("shared_seconds", [0.061, 0.083]), ("alone_seconds", [0.05, 0.051]),
+                         ("probe_seconds", [1.2, 1.4])]:
+        group.create_dataset(name, data=np.array(values, dtype=np.float64))
+
+
 def write_comm(file, rng, ranks=4):
     """An allreduce sweep over message sizes, 4 B to 64 MiB, following a latency-bandwidth model."""
     message_bytes = 2.0 ** np.arange(2, 27)
@@ -396,6 +407,8 @@ def main():
                         help="add points that could not be measured to /failed_points")
     parser.add_argument("--failed-only", action="store_true",
                         help="only failed points: no runs, no /study")
+    parser.add_argument("--node-sharing-probes", action="store_true",
+                        help="add /node_sharing_probes on rank counts the sweep did not train")
     parser.add_argument("--gpu", action="store_true", help="GPU measurements and their energy")
     parser.add_argument("--no-comm", action="store_true", help="leave out /comm")
     parser.add_argument("--comm-only", action="store_true", help="only /comm, as `dlscale comm`")
@@ -447,6 +460,8 @@ def main():
         write_study(f, rng, sweep, "weak", args.predicted_efficiency, args.schema)
         if args.schema >= 3:
             write_failed_points(f, failed if args.failed_points else [])
+        if args.node_sharing_probes:
+            write_node_sharing_probes(f)
         if not args.no_comm:
             write_comm(f, rng)
 

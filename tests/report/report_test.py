@@ -38,7 +38,8 @@ REPORT = os.path.join(HERE, "..", "..", "report", "dlscale_report.py")
 MAKE_SAMPLE = os.path.join(HERE, "make_sample_study.py")
 PHASES = ["forward", "backward", "allreduce", "update", "step"]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-TABLES = ["comm", "failed_points", "measurements", "runs", "study", "study_repeats"]
+TABLES = ["comm", "failed_points", "measurements", "node_sharing_probes", "runs", "study",
+          "study_repeats"]
 MEASUREMENT_COLUMNS = ["run", "name", "units", "rank", "iteration", "seconds", "value"]
 EN_DASH = "–"
 
@@ -235,7 +236,8 @@ def test_optional_parts_missing(directory):
     printed_efficiencies_match(result.stdout, sample)
     expect("predicted" not in result.stdout, "a predicted efficiency appeared from nowhere")
     expect("Allreduce sweep" not in result.stdout, "an allreduce sweep appeared from nowhere")
-    expect(sorted(os.listdir(csv_dir)) == [f"{name}.csv" for name in TABLES if name != "comm"],
+    expect(sorted(os.listdir(csv_dir)) == [f"{name}.csv" for name in TABLES
+                                           if name not in ("comm", "node_sharing_probes")],
            f"CSV files {sorted(os.listdir(csv_dir))}")
     with open(json_path) as handle:
         expect(json.load(handle)["comm"] == [], "JSON comm is not an empty list")
@@ -296,6 +298,19 @@ def test_failed_point_shows_dash_and_reason(directory):
             check_group_matches(json_table(json.load(handle)["failed_points"]), f,
                                 "failed_points", "JSON")
     expect("failed points: 2" in result.stdout, "the header does not count the failed points")
+
+
+def test_node_sharing_probes_are_exported_unchanged(directory):
+    sample = make_sample(directory, "probes.h5", "--node-sharing-probes")
+    csv_dir = new_directory(directory, "csv")
+    json_path = os.path.join(directory, "tables.json")
+    report_ok(sample, "--csv", csv_dir, "--json", json_path)
+    with h5py.File(sample, "r") as f:
+        check_group_matches(pd.read_csv(os.path.join(csv_dir, "node_sharing_probes.csv")), f,
+                            "node_sharing_probes", "CSV")
+        with open(json_path) as handle:
+            check_group_matches(json_table(json.load(handle)["node_sharing_probes"]), f,
+                                "node_sharing_probes", "JSON")
 
 
 def test_only_failed_points_reports(directory):
@@ -836,6 +851,7 @@ def main():
     tests = [test_sweep_tables_and_figures, test_html_is_self_contained,
              test_optional_parts_missing, test_schema_2_still_reports,
              test_failed_point_shows_dash_and_reason, test_only_failed_points_reports,
+             test_node_sharing_probes_are_exported_unchanged,
              test_repeat_table_shows_mean_and_spread, test_measurements_csv_is_long_format,
              test_run_headlines_count_shared_sources_once, test_threads_and_resource_figures,
              test_schema_1_single_run, test_comm_only, test_several_files, test_bad_input,

@@ -70,7 +70,7 @@ def check_origin_attributes(f):
     for name in ORIGIN_STRINGS:
         attribute(f, name, str)
     version = attribute(f, "schema_version", np.int64)
-    expect(version == 4, f"attribute /@schema_version is {version}, expected 4")
+    expect(version == 5, f"attribute /@schema_version is {version}, expected 5")
     return int(attribute(f, "run_count", np.int64))
 
 
@@ -253,6 +253,11 @@ def check_study(f, run_ranks):
     failed = f.get("failed_points")
     expect(isinstance(failed, h5py.Group), "group /failed_points is missing")
     expect(failed["reason"].shape == failed["ranks"].shape, "/failed_points columns differ")
+    probes = f.get("node_sharing_probes")
+    expect(isinstance(probes, h5py.Group), "group /node_sharing_probes is missing")
+    for name in ["threads", "batch_per_rank", "ranks_per_node", "shared_seconds",
+                 "alone_seconds", "probe_seconds"]:
+        expect(probes[name].shape == probes["ranks"].shape, "/node_sharing_probes columns differ")
 
 
 def check(path):

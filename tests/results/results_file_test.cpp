@@ -176,6 +176,37 @@ TEST_F(ResultsFile, FailedPointsAreKeptWithTheirReasons) {
   EXPECT_EQ(read.failed_points[1].reason, "diverged at iteration 3 (loss nan)");
 }
 
+TEST_F(ResultsFile, NodeSharingProbesAreKeptAndADamagedOneIsRefused) {
+  const fs::path path = directory_ / "probes.h5";
+  auto file = sample_file({sample_record()});
+  file.node_sharing_probes = {{8, 1, 128, 8, 0.25, 0.2, 1.5}, {16, 1, 128, 16, 0.3, 0.2, 1.7}};
+  write_results(file, path, false);
+  const auto read = read_results(path);
+  ASSERT_EQ(read.node_sharing_probes.size(), 2u);
+  EXPECT_EQ(read.node_sharing_probes[1].ranks, 16);
+  EXPECT_EQ(read.node_sharing_probes[1].ranks_per_node, 16);
+  EXPECT_EQ(read.node_sharing_probes[1].batch_per_rank, 128);
+  EXPECT_EQ(read.node_sharing_probes[0].shared_seconds, 0.25);
+  EXPECT_EQ(read.node_sharing_probes[0].alone_seconds, 0.2);
+  EXPECT_EQ(read.node_sharing_probes[0].probe_seconds, 1.5);
+
+  // predict divides by the alone time: a zero there is damage, named in one line.
+  const hid_t h5 = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  const hid_t alone = H5Dopen2(h5, "node_sharing_probes/alone_seconds", H5P_DEFAULT);
+  const std::vector<double> zeros(2, 0.0);
+  H5Dwrite(alone, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, zeros.data());
+  H5Dclose(alone);
+  H5Fclose(h5);
+  try {
+    read_results(path);
+    ADD_FAILURE() << "a zero alone time was read without complaint";
+  } catch (const UserError& error) {
+    EXPECT_NE(std::string(error.what()).find("node_sharing_probes/alone_seconds[0] is 0"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
 // A file whose numbers contradict each other is refused in one line naming the file, before the
 // reader allocates what the damage declares.
 TEST_F(ResultsFile, DamagedFilesAreRefusedInOneLine) {
