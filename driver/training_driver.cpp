@@ -85,6 +85,20 @@ void set_up_or_fail_point(MPI_Comm group, const std::function<void()>& set_up) {
   });
 }
 
+// Throws PointFailure, on every rank of the group, where any rank's estimate of the network, its
+// data and its buffers exceeds its device's free memory (shared by the ranks on one device).
+void fail_unless_it_fits(MPI_Comm group, const workloads::Workload& workload, int batch,
+                         int batches, kernels::Device& device,
+                         const comm::HostPlacement& placement) {
+  comm::agree_on_success(group, [&] {
+    const int devices = kernels::devices_per_host(device.name());
+    const int ranks_on_device = (placement.ranks_on_host + devices - 1) / devices;
+    const std::string shortfall = worker::memory_shortfall(
+        workload, batch, batches, ranks_on_device, device.free_memory_bytes());
+    if (!shortfall.empty()) throw PointFailure(shortfall);
+  });
+}
+
 // Everything one point holds while it trains, made on every rank of its group.
 struct PointSetUp {
   std::unique_ptr<comm::GradientCommunicator> communicator;
@@ -109,13 +123,7 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
   const int batch = point.batch_per_rank;
   const int batches = distinct_batches(workload, batch);
   if (plan.check_memory_per_point)
-    comm::agree_on_success(group, [&] {
-      const int devices = kernels::devices_per_host(device.name());
-      const int ranks_on_device = (placement.ranks_on_host + devices - 1) / devices;
-      const std::string shortfall = worker::memory_shortfall(
-          workload, batch, batches, ranks_on_device, device.free_memory_bytes());
-      if (!shortfall.empty()) throw PointFailure(shortfall);
-    });
+    fail_unless_it_fits(group, workload, batch, batches, device, placement);
 
   PointSetUp run;
   run.communicator = comm::make_gradient_communicator(plan.comm_backend, group, device);
@@ -262,13 +270,7 @@ std::optional<results::NodeSharingProbe> probe_without_training(const TrainingPl
                                   MPI_MAX, group));
   const workloads::Workload& workload = *plan.workload;
   const int batches = distinct_batches(workload, probe.batch_per_rank);
-  comm::agree_on_success(group, [&] {
-    const int devices = kernels::devices_per_host(device.name());
-    const std::string shortfall = worker::memory_shortfall(
-        workload, probe.batch_per_rank, batches,
-        (placement.ranks_on_host + devices - 1) / devices, device.free_memory_bytes());
-    if (!shortfall.empty()) throw PointFailure(shortfall);
-  });
+  fail_unless_it_fits(group, workload, probe.batch_per_rank, batches, device, placement);
   int group_rank = 0;
   DLSCALE_MPI_CHECK(MPI_Comm_rank(group, &group_rank));
   std::unique_ptr<kernels::Network<float>> network;
