@@ -9,10 +9,12 @@ rounds=$1
 shift
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# shellcheck source-path=SCRIPTDIR source=../scripts/mpi-environment.sh
 source "$(dirname "$0")/../scripts/mpi-environment.sh"
 for ((round = 1; round <= rounds; ++round)); do
   for dlscale in "$@"; do
     # One file per rank: GNU time names it from the rank Open MPI gives each process.
+    # shellcheck disable=SC2016  # expanded by the rank's own shell
     mpirun -np 4 sh -c '/usr/bin/time -o "$0.$OMPI_COMM_WORLD_RANK" \
       -f "%w voluntary switches, %U + %S CPU s" "$@"' "$work/time" "$dlscale" --model fcn-r \
       --batch 1024 --iters 8 --warmup 1 --ranks 1 --sample-interval 0 --out "$work/w.h5" \
