@@ -2,8 +2,10 @@
 #include "results/writer.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -225,11 +227,13 @@ void write_summary(hid_t file, const RunRecord& record) {
                   (long long)(summary.parameters_identical ? 1 : 0));
 }
 
-// One float64 column of a table: `member` of every row, with its units when it has any.
-template <typename Row>
+// One column of a table: `member` of every row (int members as int64), with its units when it
+// has any.
+template <typename Row, typename Value>
 void write_column(hid_t group, const char* name, const std::vector<Row>& rows,
-                  double Row::*member, const char* units) {
-  std::vector<double> values;
+                  Value Row::*member, const char* units = nullptr) {
+  using Stored = std::conditional_t<std::is_same_v<Value, int>, std::int64_t, Value>;
+  std::vector<Stored> values;
   for (const auto& row : rows) values.push_back(row.*member);
   const Hdf5Handle dataset = hdf5::write_dataset(group, name, values, {hsize_t(rows.size())});
   if (units != nullptr) hdf5::write_attribute(dataset, schema::units, std::string(units));
@@ -324,41 +328,23 @@ void write_study_repeats(hid_t file, const StudySummary& study) {
 void write_failed_points(hid_t file, const std::vector<FailedPoint>& failed) {
   using namespace hdf5;
   const Hdf5Handle group = create_group(file, schema::failed_points_group);
-  std::vector<std::int64_t> ranks, threads, repeats, batches;
-  std::vector<std::uint64_t> seeds;
+  write_column(group, schema::ranks, failed, &FailedPoint::ranks);
+  write_column(group, schema::threads, failed, &FailedPoint::threads);
+  write_column(group, schema::repeat, failed, &FailedPoint::repeat);
+  write_column(group, schema::batch_per_rank_column, failed, &FailedPoint::batch_per_rank);
+  write_column(group, schema::seed_column, failed, &FailedPoint::seed);
   std::vector<std::string> reasons;
-  for (const auto& point : failed) {
-    ranks.push_back(point.ranks);
-    threads.push_back(point.threads);
-    repeats.push_back(point.repeat);
-    batches.push_back(point.batch_per_rank);
-    seeds.push_back(point.seed);
-    reasons.push_back(point.reason);
-  }
-  const hsize_t count = failed.size();
-  write_dataset(group, schema::ranks, ranks, {count});
-  write_dataset(group, schema::threads, threads, {count});
-  write_dataset(group, schema::repeat, repeats, {count});
-  write_dataset(group, schema::batch_per_rank_column, batches, {count});
-  write_dataset(group, schema::seed_column, seeds, {count});
+  for (const auto& point : failed) reasons.push_back(point.reason);
   write_dataset(group, schema::reason, reasons);
 }
 
 void write_node_sharing_probes(hid_t file, const std::vector<NodeSharingProbe>& probes) {
   using namespace hdf5;
   const Hdf5Handle group = create_group(file, schema::node_sharing_probes_group);
-  std::vector<std::int64_t> ranks, threads, batches, ranks_per_node;
-  for (const auto& probe : probes) {
-    ranks.push_back(probe.ranks);
-    threads.push_back(probe.threads);
-    batches.push_back(probe.batch_per_rank);
-    ranks_per_node.push_back(probe.ranks_per_node);
-  }
-  const hsize_t count = probes.size();
-  write_dataset(group, schema::ranks, ranks, {count});
-  write_dataset(group, schema::threads, threads, {count});
-  write_dataset(group, schema::batch_per_rank_column, batches, {count});
-  write_dataset(group, schema::ranks_per_node, ranks_per_node, {count});
+  write_column(group, schema::ranks, probes, &NodeSharingProbe::ranks);
+  write_column(group, schema::threads, probes, &NodeSharingProbe::threads);
+  write_column(group, schema::batch_per_rank_column, probes, &NodeSharingProbe::batch_per_rank);
+  write_column(group, schema::ranks_per_node, probes, &NodeSharingProbe::ranks_per_node);
   write_column(group, schema::shared_seconds, probes, &NodeSharingProbe::shared_seconds, "seconds");
   write_column(group, schema::alone_seconds, probes, &NodeSharingProbe::alone_seconds, "seconds");
   write_column(group, schema::probe_seconds, probes, &NodeSharingProbe::probe_seconds, "seconds");
