@@ -1,12 +1,12 @@
 #!/usr/bin/python3
 # PyTorch reference for dlscale: builds each dlscale workload in PyTorch with the same layer
-# shapes, trains it on random data (SGD momentum 0.9) and prints the median training-step time
-# as a Markdown table.
-#   --device cpu (default): at each model's reference CPU batch, one row per thread count
-#       (the reference for dlscale-bench-step).
+# shapes, trains it on random data (SGD momentum 0.9) and prints the median training-step time.
+#   --device cpu (default): at each model's reference CPU batch, per thread count, eager and
+#       torch.compile: one "RESULT torch-MODE ..." line each, for
+#       benchmarks/compare_with_frameworks.sh (run it with benchmarks/peers/.venv/bin/python).
 #   --device cuda: on one GPU, one row per --cases entry (model:batch) at one --precision:
 #       fp32 (TF32 off), tf32 (TF32 on for matmul and cuDNN) or bf16 (autocast to bfloat16),
-#       with cudnn.benchmark on (the fast PyTorch eager setting).
+#       with cudnn.benchmark on (the fast PyTorch eager setting); a Markdown table.
 import argparse
 import contextlib
 import ctypes
@@ -281,21 +281,36 @@ def main_cuda(args, expected):
         sys.exit(f"{failures} case(s) failed")
 
 
-def median_step(network, inputs, labels, threads, iters, warmup):
-    torch.set_num_threads(threads)
-    set_blas_threads(threads)
-    network.train()
+def cpu_step_function(network, inputs, labels, mode):
+    """One training step on the CPU: zero_grad, forward, cross-entropy, backward, SGD update.
+    mode "compile": the network under torch.compile (inductor, default mode; AOTAutograd
+    compiles its backward too) and the optimizer's update as its own compiled function, as
+    PyTorch's "compiling the optimizer" recipe does; backward() itself stays a call between them."""
     optimizer = torch.optim.SGD(network.parameters(), lr=0.01, momentum=0.9)
     loss_function = nn.CrossEntropyLoss()
-    times = []
-    for i in range(warmup + iters):
-        start = time.perf_counter()
+    forward = torch.compile(network) if mode == "compile" else network
+    update = torch.compile(optimizer.step) if mode == "compile" else optimizer.step
+
+    def step():
         optimizer.zero_grad(set_to_none=True)
-        loss_function(network(inputs), labels).backward()
-        optimizer.step()
-        if i >= warmup:
+        loss_function(forward(inputs), labels).backward()
+        update()
+    return step
+
+
+def time_cpu_steps(step, iters, warmup):
+    """(median of `iters` timed steps, seconds of the first step): the first step of a compiled
+    function is its compilation, reported apart and never counted as a step."""
+    start = time.perf_counter()
+    step()
+    first_seconds = time.perf_counter() - start
+    times = []
+    for i in range(max(warmup - 1, 0) + iters):
+        start = time.perf_counter()
+        step()
+        if i >= max(warmup - 1, 0):
             times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return statistics.median(times), first_seconds
 
 
 def main():
@@ -306,17 +321,19 @@ def main():
     parser.add_argument("--models", default="fcn-r,fcn-s",
                         help="cpu: models, each at its reference CPU batch")
     parser.add_argument("--threads", default="1,2", help="cpu: thread counts")
+    parser.add_argument("--modes", default="eager,compile",
+                        help="cpu: eager, compile (torch.compile, inductor) or both")
     parser.add_argument("--cases", help="cuda: MODEL:BATCH,... (default: " + CUDA_CASES + ")")
     parser.add_argument("--precision", choices=("fp32", "tf32", "bf16"), default="fp32",
                         help="cuda: fp32 (TF32 off), tf32 (TF32 on), bf16 (autocast)")
-    parser.add_argument("--iters", type=int, help="measured steps (default: cpu 8, cuda 30)")
+    parser.add_argument("--iters", type=int, help="measured steps (default: cpu 5, cuda 30)")
     parser.add_argument("--warmup", type=int, help="warm-up steps (default: cpu 2, cuda 5)")
     parser.add_argument("--dlscale", default=os.path.join(here, "..", "build", "dlscale"),
                         help="dlscale binary whose --list-models counts are checked")
     args = parser.parse_args()
     cuda = args.device == "cuda"
     if args.iters is None:
-        args.iters = 30 if cuda else 8
+        args.iters = 30 if cuda else 5
     if args.warmup is None:
         args.warmup = 5 if cuda else 2
     if args.iters < 1 or args.warmup < 0:
@@ -332,28 +349,46 @@ def main():
         sys.exit(f"unknown model(s) {unknown}; known: {', '.join(BATCH)}")
     torch.manual_seed(0)
     torch.set_num_interop_threads(1)
+    torch.set_float32_matmul_precision("highest")  # float32 everywhere, as dlscale
     expected = dlscale_parameter_counts(args.dlscale)
 
-    print("# PyTorch reference: training step at the dlscale reference CPU batch\n")
-    print(f"- command: `{' '.join(sys.argv)}`")
-    print(f"- PyTorch {torch.__version__} (Python {sys.version.split()[0]}), "
-          f"mkldnn available: {torch.backends.mkldnn.is_available()}, float32, training mode")
-    print("- step: zero_grad, forward, cross-entropy, backward, SGD(lr=0.01, momentum=0.9); "
-          f"median of {args.iters} measured steps after {args.warmup} warm-up\n")
-    print("| model | batch | threads | median step s | parameters | dlscale parameters |")
-    print("|---|---:|---:|---:|---:|---:|")
+    modes = args.modes.split(",")
+    if set(modes) - {"eager", "compile"} or not modes:
+        sys.exit(f"--modes: {args.modes!r}; want eager, compile or both")
+    print(f"# PyTorch {torch.__version__} (Python {sys.version.split()[0]}), "
+          f"mkldnn available {torch.backends.mkldnn.is_available()}, float32, training mode; "
+          "step: zero_grad, forward, cross-entropy, backward, SGD(lr=0.01, momentum=0.9); "
+          f"median of {args.iters} measured steps after {args.warmup} warm-up", file=sys.stderr)
+    if any(m.startswith("lstm-") for m in models):
+        print("# torch's LSTM has two biases per gate (b_ih, b_hh): 4,096 parameters more "
+              "than dlscale's single bias", file=sys.stderr)
+    failures = 0
     for name in models:
         network, inputs, labels, extra = build(name, BATCH[name])
         count = sum(p.numel() for p in network.parameters())
         if count != expected[name] + extra:
             sys.exit(f"{name}: {count:,} parameters in torch, {expected[name]:,} in dlscale")
+        network.train()
         for threads in thread_counts:
-            step = median_step(network, inputs, labels, threads, args.iters, args.warmup)
-            print(f"| {name} | {BATCH[name]} | {threads} | {step:.4f} | {count:,} | "
-                  f"{expected[name]:,} |", flush=True)
-    if any(m.startswith("lstm-") for m in models):
-        print("\ntorch's LSTM has two biases per gate (b_ih, b_hh): 4,096 parameters more "
-              "than dlscale's single bias.")
+            torch.set_num_threads(threads)
+            set_blas_threads(threads)
+            for mode in modes:
+                # Line format read by benchmarks/compare_with_frameworks.sh: tool model batch
+                # threads median-step-s compile-s parameters, or "failed" and the reason.
+                prefix = f"RESULT torch-{mode} {name} {BATCH[name]} {threads}"
+                try:
+                    if mode == "compile":
+                        torch._dynamo.reset()  # compile afresh for this thread count
+                    step = cpu_step_function(network, inputs, labels, mode)
+                    median, first = time_cpu_steps(step, args.iters, args.warmup)
+                    compile_seconds = max(first - median, 0.0) if mode == "compile" else 0.0
+                    print(f"{prefix} {median:.6f} {compile_seconds:.3f} {count}", flush=True)
+                except Exception as error:  # a compile failure is a result of its own
+                    failures += 1
+                    reason = " ".join(str(error).split())[:200] or type(error).__name__
+                    print(f"{prefix} failed {type(error).__name__}: {reason}", flush=True)
+    if failures:
+        sys.exit(f"{failures} case(s) failed")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-// CPU kernels. Float GEMMs go to oneDNN's matmul, double ones to OpenBLAS; the element-wise work is written out here, parallelised with
-// OpenMP over the same thread count, because it is a few percent of a step and needs no library.
+// CPU kernels. Float GEMMs go to the faster of oneDNN's matmul and OpenBLAS for each shape, double
+// ones to OpenBLAS; the element-wise work is written out here, parallelised with OpenMP over the
+// same thread count, because it is a few percent of a step and needs no library.
 #include "kernels/cpu/cpu_device.hpp"
 
 #include <cblas.h>
@@ -21,6 +22,7 @@
 #include "kernels/cpu/dnnl_image_kernels.hpp"
 #include "kernels/cpu/dnnl_lstm_kernel.hpp"
 #include "kernels/cpu/dnnl_matmul.hpp"
+#include "kernels/cpu/fastest_float_gemm.hpp"
 
 namespace dlscale::kernels {
 
@@ -37,13 +39,14 @@ CBLAS_TRANSPOSE to_cblas(Transpose transpose) {
 template <typename T>
 class CpuMath final : public MathOps<T> {
  public:
-  // Float GEMMs go to oneDNN's matmul; double ones (the gradient checks) to OpenBLAS.
-  explicit CpuMath(DnnlMatmul* float_matmul = nullptr) : float_matmul_(float_matmul) {}
+  // Float GEMMs go to the faster library per shape; double ones (the gradient checks) to
+  // OpenBLAS.
+  explicit CpuMath(FastestFloatGemm* float_gemm = nullptr) : float_gemm_(float_gemm) {}
 
   void gemm(Transpose transpose_a, Transpose transpose_b, int m, int n, int k, T alpha,
             const T* a, int lda, const T* b, int ldb, T beta, T* c, int ldc) override {
     if constexpr (std::is_same_v<T, float>)
-      float_matmul_->multiply(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
+      float_gemm_->multiply(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
                               ldc);
     else
       cblas_dgemm(CblasRowMajor, to_cblas(transpose_a), to_cblas(transpose_b), m, n, k, alpha, a,
@@ -159,7 +162,7 @@ class CpuMath final : public MathOps<T> {
   }
 
  private:
-  DnnlMatmul* float_matmul_;
+  FastestFloatGemm* float_gemm_;
 };
 
 class CpuEvent final : public DeviceEvent {
@@ -212,7 +215,8 @@ CpuDevice::CpuDevice(int compute_threads)
       dnnl_stream_(DLSCALE_DNNL_CHECK(dnnl::stream(dnnl_engine_))),
       image_layouts_(dnnl_engine_),
       float_matmul_(std::make_unique<DnnlMatmul>(dnnl_engine_, dnnl_stream_)),
-      math_float_(std::make_unique<CpuMath<float>>(float_matmul_.get())),
+      float_gemm_(std::make_unique<FastestFloatGemm>(*float_matmul_, float_gemm_policy())),
+      math_float_(std::make_unique<CpuMath<float>>(float_gemm_.get())),
       math_double_(std::make_unique<CpuMath<double>>()) {
   openblas_set_num_threads(compute_threads);
   omp_set_num_threads(compute_threads);
@@ -244,6 +248,9 @@ DeviceProperties CpuDevice::properties() const {
                                  dnnl_version()->patch)},
           {"onednn_image_layout", image_layouts_.native_name()},
           {"onednn_isa", onednn_isa_name()},
+          {"float_gemm", float_gemm_policy() == "fastest"
+                             ? "per shape, the faster of oneDNN matmul and OpenBLAS sgemm"
+                             : float_gemm_policy() + " (DLSCALE_CPU_GEMM)"},
           {"openblas_core", openblas_get_corename()}};
 }
 

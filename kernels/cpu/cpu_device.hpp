@@ -9,6 +9,7 @@
 #include "kernels/device.hpp"
 #include "kernels/cpu/dnnl_image_layouts.hpp"
 #include "kernels/cpu/dnnl_matmul.hpp"
+#include "kernels/cpu/fastest_float_gemm.hpp"
 
 namespace dlscale::kernels {
 
@@ -60,6 +61,7 @@ class CpuDevice final : public Device {
   dnnl::stream dnnl_stream_;
   DnnlImageLayouts image_layouts_;
   std::unique_ptr<DnnlMatmul> float_matmul_;
+  std::unique_ptr<FastestFloatGemm> float_gemm_;
   std::unique_ptr<MathOps<float>> math_float_;
   std::unique_ptr<MathOps<double>> math_double_;
 };

@@ -1,7 +1,7 @@
-// Float GEMMs on oneDNN's matmul. oneDNN picks its kernel from the CPU's feature flags (AVX2,
-// AVX-512, AMX) at run time, so a CPU newer than the library still gets vector kernels, where
-// OpenBLAS 0.3.21 picks its kernel from CPU model numbers and falls back to generic code on
-// models it does not know (docs/performance.md measures the difference).
+// Float GEMMs on oneDNN's matmul, one of the two libraries FastestFloatGemm chooses between.
+// oneDNN picks its kernel from the CPU's feature flags (AVX2, AVX-512, AMX) at run time, so a CPU
+// newer than the library still gets vector kernels, where OpenBLAS 0.3.21 picks its kernel from
+// CPU model numbers and falls back to older code on models it does not know.
 #pragma once
 
 #include <cstddef>

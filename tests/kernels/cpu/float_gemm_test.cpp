@@ -1,12 +1,18 @@
-// The CPU device's float GEMM (oneDNN's matmul) against a plain triple loop in double: every
-// transpose combination, leading dimensions wider than the matrices, alpha and beta, and a
-// repeated shape, which reuses its cached primitive with new pointers.
+// The CPU device's float GEMM against a plain triple loop in double, with each library
+// DLSCALE_CPU_GEMM can name: every transpose combination, leading dimensions wider than the
+// matrices, alpha and beta, and a repeated shape, which reuses its cached primitive and choice
+// with new pointers. With "fastest" the first call of a shape also times both libraries: an
+// accumulating GEMM (beta != 0) must still add into its output exactly once.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
+#include <string>
+#include <tuple>
 #include <vector>
 
+#include "core/errors.hpp"
 #include "kernels/cpu/cpu_device.hpp"
 
 namespace dlscale::kernels {
@@ -18,10 +24,18 @@ struct GemmCase {
   float alpha, beta;
 };
 
-class FloatGemm : public ::testing::TestWithParam<GemmCase> {};
+// Sets DLSCALE_CPU_GEMM for one test and restores the unset default after it.
+class GemmPolicy {
+ public:
+  explicit GemmPolicy(const std::string& policy) { ::setenv("DLSCALE_CPU_GEMM", policy.c_str(), 1); }
+  ~GemmPolicy() { ::unsetenv("DLSCALE_CPU_GEMM"); }
+};
+
+class FloatGemm : public ::testing::TestWithParam<std::tuple<GemmCase, std::string>> {};
 
 TEST_P(FloatGemm, MatchesATripleLoop) {
-  const GemmCase c = GetParam();
+  const auto& [c, policy] = GetParam();
+  const GemmPolicy chosen(policy);
   CpuDevice device(2);
   const bool ta = c.transpose_a == Transpose::yes, tb = c.transpose_b == Transpose::yes;
   // Stored shapes, with 3 columns of padding to make every leading dimension wider than needed.
@@ -57,12 +71,24 @@ TEST_P(FloatGemm, MatchesATripleLoop) {
 
 INSTANTIATE_TEST_SUITE_P(
     TransposesLeadingDimensionsAlphaBeta, FloatGemm,
-    ::testing::Values(GemmCase{Transpose::no, Transpose::no, 5, 7, 9, 1, 0},
-                      GemmCase{Transpose::no, Transpose::yes, 64, 33, 129, 1, 0},
-                      GemmCase{Transpose::yes, Transpose::no, 17, 65, 31, 1, 1},
-                      GemmCase{Transpose::yes, Transpose::yes, 8, 8, 300, 0.5f, 0},
-                      GemmCase{Transpose::no, Transpose::no, 40, 12, 70, -2, 0.25f},
-                      GemmCase{Transpose::no, Transpose::yes, 1, 1, 1000, 1, 1}));
+    ::testing::Combine(
+        ::testing::Values(GemmCase{Transpose::no, Transpose::no, 5, 7, 9, 1, 0},
+                          GemmCase{Transpose::no, Transpose::yes, 64, 33, 129, 1, 0},
+                          GemmCase{Transpose::yes, Transpose::no, 17, 65, 31, 1, 1},
+                          GemmCase{Transpose::yes, Transpose::yes, 8, 8, 300, 0.5f, 0},
+                          GemmCase{Transpose::no, Transpose::no, 40, 12, 70, -2, 0.25f},
+                          GemmCase{Transpose::no, Transpose::yes, 1, 1, 1000, 1, 1}),
+        ::testing::Values("fastest", "onednn", "openblas")));
+
+TEST(FloatGemmPolicy, AnUnknownLibraryIsAUserErrorNamingTheVariable) {
+  const GemmPolicy chosen("mkl");
+  try {
+    CpuDevice device(1);
+    FAIL() << "DLSCALE_CPU_GEMM=mkl was accepted";
+  } catch (const UserError& error) {
+    EXPECT_STREQ(error.what(), "DLSCALE_CPU_GEMM=mkl: want fastest, onednn or openblas");
+  }
+}
 
 }  // namespace
 }  // namespace dlscale::kernels

@@ -1,36 +1,45 @@
 #!/usr/bin/env bash
-# Side-by-side training-step times of dlscale and PyTorch (benchmarks/pytorch_reference.py, the
-# same models with the same layer shapes), printed as one Markdown table.
-# ratio = PyTorch step s / dlscale step s, so > 1 means dlscale is faster.
+# dlscale's training step beside the frameworks its users train with, on the same machine, as one
+# Markdown table. ratio = fastest peer's step s / dlscale's step s, so > 1 means dlscale is faster.
 #
-# CPU (default): dlscale-bench-step, then pytorch_reference.py, at the reference CPU batches and
-# thread counts, one after the other.
-#   usage: benchmarks/compare_with_pytorch.sh [--models a,b] [--threads 1,2] [--iters N] [--warmup N]
+# CPU (default): every workload at its reference CPU batch, at 1 thread and at all cores, timed in
+#   dlscale (dlscale-bench-step), PyTorch eager and torch.compile (pytorch_reference.py) and
+#   TensorFlow/Keras with and without XLA (peers/tensorflow_reference.py), one process per tool,
+#   model and thread count. Rounds interleave the tools (their order rotates each round); each
+#   cell is the median over rounds of each round's median step, with the range of the rounds;
+#   compile time is reported apart. Then the scaling peer (compare_scaling_with_ddp.sh): PyTorch
+#   DDP over gloo beside `dlscale --ranks`, and gloo's allreduce beside `dlscale comm`.
+#   Needs the peers: benchmarks/peers/install.sh (a virtual environment; network once).
+#   usage: benchmarks/compare_with_frameworks.sh [--models a,b] [--threads 1,N] [--rounds R]
+#          [--iters N] [--warmup N] [--scaling yes|no]
+#          (defaults: all ten models, 1 and nproc threads, 2 rounds, 5, 2, yes)
 #
 # GPU: for each case (model batch) and precision, one single-rank dlscale run
 #   mpirun -np 1 $BUILD_DIR/dlscale --device cuda --comm nccl --precision P --model M --batch B ...
 # whose printed summary gives the median of the step phase; then pytorch_reference.py
 # --device cuda once per precision over the same cases. A failed case reads "failed" in its cell,
 # the others go on, and the script exits non-zero at the end.
-#   usage: benchmarks/compare_with_pytorch.sh --device cuda [--models a,b] [--precisions fp32,tf32]
+#   usage: benchmarks/compare_with_frameworks.sh --device cuda [--models a,b] [--precisions fp32,tf32]
 #          [--iters N] [--warmup N]        (defaults: every case below, fp32,tf32, 30, 5)
 #   cases: fcn-s 64, fcn-s 4096, fcn-r 4096, alexnet-s 128, alexnet-r 1024, resnet-50 64,
 #          resnet-56 128, lstm-32 128, lstm-64 1024, vgg-16 64, mobilenet-v2 64
 #          (--models keeps the cases of those models; precisions: fp32, tf32, bf16)
 #
-# benchmarks/compare_with_pytorch.sh --parse-dlscale-summary FILE prints the median step seconds
-# found in a saved dlscale run summary (stdout), as the GPU mode reads it.
+# benchmarks/compare_with_frameworks.sh --parse-dlscale-summary FILE prints the median step
+# seconds found in a saved dlscale run summary (stdout), as the GPU mode reads it.
 #
-# env:   BUILD_DIR (default: build next to this script's parent), PYTHON (default /usr/bin/python3),
-#        MPIRUN (GPU mode; default mpirun),
-#        RAW_DIR (where both tools' full outputs are kept; default: a new temporary directory, or
+# env:   BUILD_DIR (default: build next to this script's parent),
+#        PYTHON (the peers' interpreter; default benchmarks/peers/.venv/bin/python, and in GPU
+#        mode /usr/bin/python3 where that environment is missing), MPIRUN (GPU mode; default mpirun),
+#        RAW_DIR (where every tool's full output is kept; default: a new temporary directory, or
 #        in GPU mode $OUT/compare when OUT is set)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build_dir=${BUILD_DIR:-$here/../build}
-python=${PYTHON:-/usr/bin/python3}
-device=cpu models='' threads='' precisions='' iters='' warmup='' summary_file=''
+peers_python=$here/peers/.venv/bin/python
+python=${PYTHON:-$peers_python}
+device=cpu models='' threads='' precisions='' iters='' warmup='' rounds='' scaling='' summary_file=''
 while (($#)); do
   if (($# < 2)); then echo "option $1 needs a value (see the header of $0)" >&2; exit 2; fi
   case $1 in
@@ -40,6 +49,8 @@ while (($#)); do
     --precisions) precisions=$2 ;;
     --iters) iters=$2 ;;
     --warmup) warmup=$2 ;;
+    --rounds) rounds=$2 ;;
+    --scaling) scaling=$2 ;;
     --parse-dlscale-summary) summary_file=$2 ;;
     *) echo "unknown option $1 (see the header of $0)" >&2; exit 2 ;;
   esac
@@ -103,32 +114,96 @@ step_rows() {
 # dlscale links Open MPI, which refuses to start as root unless told to.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
+# One tool's RESULT lines for one model at one thread count, each prefixed with the round; a tool
+# that dies without a line for its case gets a "failed" line with the last line it printed.
+run_tool() {
+  local round=$1 tool=$2 model=$3 thread_count=$4 log rc=0
+  log=$raw_dir/round$round-$tool-$model-t$thread_count
+  case $tool in
+    dlscale)
+      "$build_dir/benchmarks/dlscale-bench-step" --models "$model" --threads "$thread_count" \
+        --iters "$iters" --warmup "$warmup" --profile-iters 0 --sgemm-repeats 1 \
+        >"$log.md" 2>"$log.err" || rc=$?
+      # The step table's row, and the sgemm column as the run's yardstick.
+      awk -F'|' -v round="$round" '
+        /\| median step s \|/ && !seen { seen = 1; inside = 1; getline; next }
+        inside && !/^\|/ { exit }
+        inside { for (i = 2; i <= 7; i++) gsub(/ /, "", $i)
+                 print "round", round, "RESULT dlscale", $2, $3, $4, $5, "-", "-"
+                 print "round", round, "SGEMM", $4, $7 }' "$log.md" >"$log.result" ;;
+    torch)
+      "$python" "$here/pytorch_reference.py" --models "$model" --threads "$thread_count" \
+        --iters "$iters" --warmup "$warmup" --dlscale "$build_dir/dlscale" \
+        >"$log.out" 2>"$log.err" || rc=$?
+      sed "s/^/round $round /" "$log.out" >"$log.result" ;;
+    tensorflow)
+      "$python" "$here/peers/tensorflow_reference.py" --models "$model" --threads "$thread_count" \
+        --iters "$iters" --warmup "$warmup" --dlscale "$build_dir/dlscale" \
+        >"$log.out" 2>"$log.err" || rc=$?
+      sed "s/^/round $round /" "$log.out" >"$log.result" ;;
+  esac
+  if ! grep -q RESULT "$log.result"; then
+    echo "round $round RESULT $tool $model ${batch_of[$model]} $thread_count failed (exit $rc)" \
+      "$(grep -v '^\s*$' "$log.err" | tail -n1)" >"$log.result"
+  fi
+  cat "$log.result" >>"$results"
+}
+
 run_cpu() {
-  models=${models:-fcn-r,fcn-s} threads=${threads:-1,2} iters=${iters:-8} warmup=${warmup:-2}
+  local all_models=fcn-s,fcn-r,alexnet-r,alexnet-s,vgg-16,resnet-56,resnet-50,mobilenet-v2,lstm-32,lstm-64
+  models=${models:-$all_models} threads=${threads:-1,$(nproc)} rounds=${rounds:-2}
+  iters=${iters:-5} warmup=${warmup:-2} scaling=${scaling:-yes}
+  [[ $threads == 1,1 ]] && threads=1
+  local number
+  for number in "$rounds" "$iters"; do
+    [[ $number =~ ^[1-9][0-9]*$ ]] || { echo "--rounds and --iters must be positive integers" >&2; exit 2; }
+  done
+  [[ $warmup =~ ^[1-9][0-9]*$ ]] || { echo "--warmup must be at least 1 (the first step compiles)" >&2; exit 2; }
+  [[ $scaling == yes || $scaling == no ]] || { echo "--scaling must be yes or no" >&2; exit 2; }
+  if [[ ! -x $python ]]; then
+    echo "compare_with_frameworks.sh: no peers at $python: run benchmarks/peers/install.sh first" >&2
+    exit 1
+  fi
+  if [[ ! -x $build_dir/benchmarks/dlscale-bench-step ]]; then
+    echo "compare_with_frameworks.sh: no $build_dir/benchmarks/dlscale-bench-step: run scripts/build.sh first" >&2
+    exit 1
+  fi
   raw_dir=${RAW_DIR:-$(mktemp -d)}
   mkdir -p "$raw_dir"
+  results=$raw_dir/results.txt
+  : >"$results"
+  declare -gA batch_of=()
+  local model batch
+  while read -r model batch; do batch_of[$model]=$batch; done \
+    < <("$build_dir/dlscale" --list-models | awk 'NR > 1 { print $1, $5 }')
+  IFS=, read -ra model_list <<<"$models"
+  IFS=, read -ra thread_list <<<"$threads"
+  local tools=(dlscale torch tensorflow) round thread_count tool start=$SECONDS
+  for ((round = 1; round <= rounds; round++)); do
+    for thread_count in "${thread_list[@]}"; do
+      for model in "${model_list[@]}"; do
+        for tool in "${tools[@]}"; do
+          echo "[$((SECONDS - start)) s] round $round/$rounds, $thread_count thread(s): $tool $model" >&2
+          run_tool "$round" "$tool" "$model" "$thread_count"
+        done
+        tools=("${tools[@]:1}" "${tools[0]}")  # who goes first rotates
+      done
+    done
+  done
 
-  echo "dlscale-bench-step ..." >&2
-  "$build_dir/benchmarks/dlscale-bench-step" --models "$models" --threads "$threads" \
-    --iters "$iters" --warmup "$warmup" --profile-iters 0 --sgemm-repeats 1 >"$raw_dir/dlscale.md"
-  echo "pytorch_reference.py ..." >&2
-  "$python" "$here/pytorch_reference.py" --models "$models" --threads "$threads" \
-    --iters "$iters" --warmup "$warmup" --dlscale "$build_dir/dlscale" >"$raw_dir/pytorch.md"
-
-  torch_version=$("$python" -c 'import torch; print(torch.__version__)')
-  echo "# dlscale vs PyTorch $torch_version (CPU), median training step"
+  echo "# dlscale against PyTorch, torch.compile and TensorFlow/Keras (CPU), median training step"
   echo
-  echo "- models: $models; threads: $threads; $iters measured steps after $warmup warm-up, each tool"
-  echo "- full outputs: $raw_dir/dlscale.md, $raw_dir/pytorch.md"
+  echo "- $(uname -n): $(lscpu | sed -n 's/^Model name: *//p' | head -n1), $(nproc) cores; $(date -u '+%Y-%m-%d %H:%M UTC'); dlscale git $(git -C "$here" rev-parse --short=12 HEAD)$(git -C "$here" diff --quiet HEAD -- . 2>/dev/null || echo -dirty)"
+  echo "- peers: $("$python" "$here/peers/report_versions.py" 2>/dev/null | paste -sd ';' -)"
+  echo "- $rounds rounds, tools interleaved; $iters measured steps after $warmup warm-up per tool and round; each cell: median over rounds (range of the rounds) [first step's extra time: compilation]"
+  echo "- dlscale's sgemm yardstick per round (GFLOP/s): $(awk '$3 == "SGEMM" { print "t" $4 " " $5 }' "$results" | paste -sd ',' -)"
+  echo "- full outputs: $raw_dir"
   echo
-  echo "| model | batch | threads | dlscale step s | PyTorch step s | PyTorch/dlscale |"
-  echo "|---|---:|---:|---:|---:|---:|"
-  awk 'NR == FNR { torch[$1 " " $3] = $4; next }
-       { key = $1 " " $3
-         if (key in torch)
-           printf "| %s | %s | %s | %s | %s | %.2f |\n", $1, $2, $3, $4, torch[key], torch[key] / $4
-         else printf "| %s | %s | %s | %s | n/a | n/a |\n", $1, $2, $3, $4 }' \
-    <(step_rows "$raw_dir/pytorch.md") <(step_rows "$raw_dir/dlscale.md")
+  "$python" "$here/peers/framework_table.py" "$results"
+  if [[ $scaling == yes ]]; then
+    echo
+    "$here/compare_scaling_with_ddp.sh"
+  fi
 }
 
 # The first line of a failed dlscale run's stderr that says "error", else its last line that is

@@ -1,0 +1,87 @@
+// Times both float GEMM libraries once per shape and remembers the faster. A training step repeats
+// the same few shapes, so the choice is made in the first (warm-up) step and costs nothing after.
+#include "kernels/cpu/fastest_float_gemm.hpp"
+
+#include <cblas.h>
+
+#include <chrono>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+
+namespace dlscale::kernels {
+
+namespace {
+
+// Each library runs once untimed (oneDNN makes its primitive, OpenBLAS wakes its threads), then
+// alternately this many times; the best time of each decides. Alternating keeps a scheduler blip
+// from landing on one library only.
+constexpr int timed_runs_per_library = 3;
+
+CBLAS_TRANSPOSE to_cblas(Transpose transpose) {
+  return transpose == Transpose::yes ? CblasTrans : CblasNoTrans;
+}
+
+}  // namespace
+
+std::string float_gemm_policy() {
+  const char* value = std::getenv("DLSCALE_CPU_GEMM");
+  const std::string policy = value == nullptr || *value == '\0' ? "fastest" : value;
+  if (policy != "fastest" && policy != "onednn" && policy != "openblas")
+    throw UserError(fmt::format("DLSCALE_CPU_GEMM={}: want fastest, onednn or openblas", policy));
+  return policy;
+}
+
+FastestFloatGemm::FastestFloatGemm(DnnlMatmul& matmul, std::string policy)
+    : matmul_(matmul), policy_(std::move(policy)) {}
+
+void FastestFloatGemm::run(FloatGemmLibrary library, Transpose transpose_a, Transpose transpose_b,
+                           int m, int n, int k, float alpha, const float* a, int lda,
+                           const float* b, int ldb, float beta, float* c, int ldc) {
+  if (library == FloatGemmLibrary::onednn)
+    matmul_.multiply(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  else
+    cblas_sgemm(CblasRowMajor, to_cblas(transpose_a), to_cblas(transpose_b), m, n, k, alpha, a,
+                lda, b, ldb, beta, c, ldc);
+}
+
+FloatGemmLibrary FastestFloatGemm::choose(Transpose transpose_a, Transpose transpose_b, int m,
+                                          int n, int k, const float* a, int lda, const float* b,
+                                          int ldb, int ldc) {
+  if (policy_ == "onednn") return FloatGemmLibrary::onednn;
+  if (policy_ == "openblas") return FloatGemmLibrary::openblas;
+  // The trials write a scratch output, never c: a GEMM that accumulates (beta != 0) must run on
+  // its real output exactly once.
+  scratch_output_.resize(std::size_t(m) * ldc);
+  float* scratch = scratch_output_.data();
+  using Clock = std::chrono::steady_clock;
+  const FloatGemmLibrary libraries[] = {FloatGemmLibrary::onednn, FloatGemmLibrary::openblas};
+  double best_seconds[2] = {0, 0};
+  for (int trial = -1; trial < timed_runs_per_library; ++trial)
+    for (int i = 0; i < 2; ++i) {
+      const auto start = Clock::now();
+      run(libraries[i], transpose_a, transpose_b, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, scratch,
+          ldc);
+      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      if (trial == 0 || (trial > 0 && seconds < best_seconds[i])) best_seconds[i] = seconds;
+    }
+  return best_seconds[1] < best_seconds[0] ? FloatGemmLibrary::openblas : FloatGemmLibrary::onednn;
+}
+
+void FastestFloatGemm::multiply(Transpose transpose_a, Transpose transpose_b, int m, int n, int k,
+                                float alpha, const float* a, int lda, const float* b, int ldb,
+                                float beta, float* c, int ldc) {
+  if (m == 0 || n == 0) return;
+  const Shape shape{transpose_a == Transpose::yes, transpose_b == Transpose::yes, m, n, k, lda,
+                    ldb, ldc};
+  auto found = choices_.find(shape);
+  if (found == choices_.end())
+    found = choices_
+                .emplace(shape, choose(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, ldc))
+                .first;
+  run(found->second, transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+}  // namespace dlscale::kernels

@@ -1,0 +1,46 @@
+// Float GEMMs on whichever of oneDNN's matmul and OpenBLAS's sgemm is faster for each shape on
+// this CPU and thread count, measured the first time the shape is seen (as cudnn.benchmark does
+// for convolutions). Neither library wins everywhere, and which one wins changes with the CPU:
+// docs/performance.md has the measurements.
+#pragma once
+
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "kernels/cpu/dnnl_matmul.hpp"
+#include "kernels/device.hpp"
+
+namespace dlscale::kernels {
+
+enum class FloatGemmLibrary { onednn, openblas };
+
+// "fastest" (the default), "onednn" or "openblas", from DLSCALE_CPU_GEMM; any other value is a
+// UserError that names the variable.
+std::string float_gemm_policy();
+
+class FastestFloatGemm {
+ public:
+  FastestFloatGemm(DnnlMatmul& matmul, std::string policy);
+
+  // c[m x n] = alpha * op(a) * op(b) + beta * c, row-major with leading dimensions, as
+  // MathOps::gemm. The first call of a shape also times both libraries on a scratch output.
+  void multiply(Transpose transpose_a, Transpose transpose_b, int m, int n, int k, float alpha,
+                const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
+
+ private:
+  using Shape = std::tuple<bool, bool, int, int, int, int, int, int>;
+  void run(FloatGemmLibrary library, Transpose transpose_a, Transpose transpose_b, int m, int n,
+           int k, float alpha, const float* a, int lda, const float* b, int ldb, float beta,
+           float* c, int ldc);
+  FloatGemmLibrary choose(Transpose transpose_a, Transpose transpose_b, int m, int n, int k,
+                          const float* a, int lda, const float* b, int ldb, int ldc);
+
+  DnnlMatmul& matmul_;
+  std::string policy_;
+  std::map<Shape, FloatGemmLibrary> choices_;
+  std::vector<float> scratch_output_;
+};
+
+}  // namespace dlscale::kernels
