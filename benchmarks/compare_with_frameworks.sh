@@ -175,7 +175,7 @@ run_cpu() {
   declare -gA batch_of=()
   local model batch
   while read -r model batch; do batch_of[$model]=$batch; done \
-    < <("$build_dir/dlscale" --list-models | awk 'NR > 1 { print $1, $5 }')
+    < <("$build_dir/dlscale" --list-models | awk 'NR > 1 && $5 ~ /^[0-9]+$/ { print $1, $5 }')
   IFS=, read -ra model_list <<<"$models"
   IFS=, read -ra thread_list <<<"$threads"
   local tools=(dlscale torch tensorflow) round thread_count tool start=$SECONDS

@@ -298,19 +298,24 @@ def cpu_step_function(network, inputs, labels, mode):
     return step
 
 
-def time_cpu_steps(step, iters, warmup):
-    """(median of `iters` timed steps, seconds of the first step): the first step of a compiled
-    function is its compilation, reported apart and never counted as a step."""
-    start = time.perf_counter()
-    step()
-    first_seconds = time.perf_counter() - start
-    times = []
-    for i in range(max(warmup - 1, 0) + iters):
+def time_cpu_steps(step, iters, warmup, compiled):
+    """(median of `iters` timed steps, compile seconds). The warm-up steps are never timed: a
+    compiled step compiles in its first call and again in its second, when the optimizer's
+    momentum buffers exist, so it gets at least two. Compile seconds: the warm-up steps' time
+    beyond as many median steps."""
+    untimed = max(warmup, 2 if compiled else 1)
+    warmup_seconds = 0.0
+    for _ in range(untimed):
         start = time.perf_counter()
         step()
-        if i >= max(warmup - 1, 0):
-            times.append(time.perf_counter() - start)
-    return statistics.median(times), first_seconds
+        warmup_seconds += time.perf_counter() - start
+    times = []
+    for _ in range(iters):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    median = statistics.median(times)
+    return median, max(warmup_seconds - untimed * median, 0.0)
 
 
 def main():
@@ -380,8 +385,10 @@ def main():
                     if mode == "compile":
                         torch._dynamo.reset()  # compile afresh for this thread count
                     step = cpu_step_function(network, inputs, labels, mode)
-                    median, first = time_cpu_steps(step, args.iters, args.warmup)
-                    compile_seconds = max(first - median, 0.0) if mode == "compile" else 0.0
+                    median, compile_seconds = time_cpu_steps(step, args.iters, args.warmup,
+                                                             mode == "compile")
+                    if mode == "eager":
+                        compile_seconds = 0.0
                     print(f"{prefix} {median:.6f} {compile_seconds:.3f} {count}", flush=True)
                 except Exception as error:  # a compile failure is a result of its own
                     failures += 1
