@@ -1,6 +1,7 @@
 // CPU kernels. Float GEMMs go to the faster of oneDNN's matmul and OpenBLAS for each shape, double
-// ones to OpenBLAS; the element-wise work is written out here, parallelised with OpenMP over the
-// same thread count, because it is a few percent of a step and needs no library.
+// ones to OpenBLAS; float exp() work (sigmoid, softmax) to oneDNN's element-wise kernels. The rest
+// of the element-wise work is written out here, parallelised with OpenMP over the same thread
+// count, because it is a few percent of a step and needs no library.
 #include "kernels/cpu/cpu_device.hpp"
 
 #include <cblas.h>
@@ -13,12 +14,14 @@
 #include <cstring>
 #include <fstream>
 #include <new>
+#include <type_traits>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "core/host_info.hpp"
 #include "kernels/cpu/dnnl_check.hpp"
+#include "kernels/cpu/dnnl_elementwise.hpp"
 #include "kernels/cpu/dnnl_image_kernels.hpp"
 #include "kernels/cpu/dnnl_lstm_kernel.hpp"
 #include "kernels/cpu/dnnl_matmul.hpp"
@@ -39,9 +42,10 @@ CBLAS_TRANSPOSE to_cblas(Transpose transpose) {
 template <typename T>
 class CpuMath final : public MathOps<T> {
  public:
-  // Float GEMMs go to the faster library per shape; double ones (the gradient checks) to
-  // OpenBLAS.
-  explicit CpuMath(FastestFloatGemm* float_gemm = nullptr) : float_gemm_(float_gemm) {}
+  // Float GEMMs go to the faster library per shape and float exp() work to oneDNN; double ones
+  // (the gradient checks) to OpenBLAS and the loops below.
+  CpuMath(FastestFloatGemm* float_gemm = nullptr, DnnlElementwise* float_elementwise = nullptr)
+      : float_gemm_(float_gemm), float_elementwise_(float_elementwise) {}
 
   void gemm(Transpose transpose_a, Transpose transpose_b, int m, int n, int k, T alpha,
             const T* a, int lda, const T* b, int ldb, T beta, T* c, int ldc) override {
@@ -105,8 +109,12 @@ class CpuMath final : public MathOps<T> {
   }
 
   void sigmoid_forward(std::size_t count, const T* x, T* y) override {
+    if constexpr (std::is_same_v<T, float>) {
+      float_elementwise_->logistic(count, x, y);
+    } else {
 #pragma omp parallel for simd if (count > parallel_threshold)
-    for (std::size_t i = 0; i < count; ++i) y[i] = T(1) / (T(1) + std::exp(-x[i]));
+      for (std::size_t i = 0; i < count; ++i) y[i] = T(1) / (T(1) + std::exp(-x[i]));
+    }
   }
 
   void sigmoid_backward(std::size_t count, const T* y, const T* dy, T* dx) override {
@@ -134,6 +142,20 @@ class CpuMath final : public MathOps<T> {
 
   void softmax_cross_entropy(int rows, int classes, const T* logits, const std::int32_t* labels,
                              T* dlogits, T* loss) override {
+    if constexpr (std::is_same_v<T, float>) {
+      // loss = -log p[label] from oneDNN's log-softmax; dlogits = (p - one_hot(label)) / rows.
+      const std::size_t count = std::size_t(rows) * classes;
+      float_elementwise_->log_softmax(rows, classes, logits, dlogits);
+      double loss_sum = 0;
+      for (int r = 0; r < rows; ++r) loss_sum -= dlogits[std::size_t(r) * classes + labels[r]];
+      float_elementwise_->exp(count, dlogits, dlogits);
+      const T inverse_rows = T(1) / T(rows);
+#pragma omp parallel for simd if (count > parallel_threshold)
+      for (std::size_t i = 0; i < count; ++i) dlogits[i] *= inverse_rows;
+      for (int r = 0; r < rows; ++r) dlogits[std::size_t(r) * classes + labels[r]] -= inverse_rows;
+      loss[0] = T(loss_sum / rows);
+      return;
+    }
     double loss_sum = 0;
     const T inverse_rows = T(1) / T(rows);
 #pragma omp parallel for reduction(+ : loss_sum) if (std::size_t(rows) * classes > parallel_threshold)
@@ -172,6 +194,7 @@ class CpuMath final : public MathOps<T> {
 
  private:
   FastestFloatGemm* float_gemm_;
+  DnnlElementwise* float_elementwise_;
 };
 
 class CpuEvent final : public DeviceEvent {
@@ -225,7 +248,8 @@ CpuDevice::CpuDevice(int compute_threads)
       image_layouts_(dnnl_engine_),
       float_matmul_(std::make_unique<DnnlMatmul>(dnnl_engine_, dnnl_stream_)),
       float_gemm_(std::make_unique<FastestFloatGemm>(*float_matmul_, float_gemm_policy())),
-      math_float_(std::make_unique<CpuMath<float>>(float_gemm_.get())),
+      float_elementwise_(std::make_unique<DnnlElementwise>(dnnl_engine_, dnnl_stream_)),
+      math_float_(std::make_unique<CpuMath<float>>(float_gemm_.get(), float_elementwise_.get())),
       math_double_(std::make_unique<CpuMath<double>>()) {
   openblas_set_num_threads(compute_threads);
   omp_set_num_threads(compute_threads);

@@ -7,6 +7,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "kernels/device.hpp"
+#include "kernels/cpu/dnnl_elementwise.hpp"
 #include "kernels/cpu/dnnl_image_layouts.hpp"
 #include "kernels/cpu/dnnl_matmul.hpp"
 #include "kernels/cpu/fastest_float_gemm.hpp"
@@ -62,6 +63,7 @@ class CpuDevice final : public Device {
   DnnlImageLayouts image_layouts_;
   std::unique_ptr<DnnlMatmul> float_matmul_;
   std::unique_ptr<FastestFloatGemm> float_gemm_;
+  std::unique_ptr<DnnlElementwise> float_elementwise_;
   std::unique_ptr<MathOps<float>> math_float_;
   std::unique_ptr<MathOps<double>> math_double_;
 };
