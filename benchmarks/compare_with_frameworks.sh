@@ -213,6 +213,8 @@ error_line() {
 }
 
 run_cuda() {
+  # The GPU machine brings its own PyTorch; the CPU peers' environment is not carried there.
+  [[ -x $python ]] || python=/usr/bin/python3
   local all_cases=(fcn-s:64 fcn-s:4096 fcn-r:4096 alexnet-s:128 alexnet-r:1024 resnet-50:64
                    resnet-56:128 lstm-32:128 lstm-64:1024 vgg-16:64 mobilenet-v2:64)
   precisions=${precisions:-fp32,tf32} iters=${iters:-30} warmup=${warmup:-5}

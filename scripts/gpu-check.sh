@@ -10,7 +10,7 @@
 #          configure build-gpu/ (Release, DLSCALE_WITH_CUDA=ON, nvcc from /usr/local/cuda, sm_90,
 #          tests on) against the bundle, and build it on every core
 #   tests  ctest --test-dir build-gpu -L gpu --output-on-failure (no test labelled gpu: a failure)
-#   bench  BUILD_DIR=build-gpu benchmarks/compare_with_pytorch.sh --device cuda, with the first
+#   bench  BUILD_DIR=build-gpu benchmarks/compare_with_frameworks.sh --device cuda, with the first
 #          python3 that imports torch; skipped (a failure under --bench-only) while that script
 #          has no --device option
 # With no option, all three run in that order; each --X-only option picks its stage, and several
@@ -185,7 +185,7 @@ fi
 # --- bench -------------------------------------------------------------------------------------
 if wants bench; then
   start=$SECONDS
-  compare=benchmarks/compare_with_pytorch.sh
+  compare=benchmarks/compare_with_frameworks.sh
   python=
   for candidate in "${PYTHON:-}" "$(command -v python3 || true)" /usr/bin/python3; do
     if [[ -n $candidate && -x $candidate ]] && "$candidate" -c 'import torch' 2>/dev/null; then

@@ -1,21 +1,28 @@
-"""Prints each peer's version and the math libraries it says it runs on (install.sh's report)."""
+"""Prints each peer's version and the math libraries it says it runs on, one line each
+(install.sh's report, and the header of compare_with_frameworks.sh's table)."""
 import os
 import re
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's start-up banner is not a report
 
 import torch
 
 config = torch.__config__.show()
 blas = re.search(r"BLAS_INFO=(\w+)", config)
-print(f"torch {torch.__version__}: BLAS {blas.group(1) if blas else 'not reported'}, "
-      f"oneDNN {'v' + '.'.join(map(str, torch.backends.mkldnn.version())) if hasattr(torch.backends.mkldnn, 'version') else 'available' if torch.backends.mkldnn.is_available() else 'absent'}, "
-      f"CPU capability {torch.backends.cpu.get_cpu_capability()}, threads {torch.get_num_threads()}")
+mkl = re.search(r"Math Kernel Library Version ([\w.]+)", config)
+onednn = re.search(r"MKL-DNN (v[\d.]+)", config)
+print(f"torch {torch.__version__}: BLAS {blas.group(1) if blas else 'not reported'}"
+      f"{' ' + mkl.group(1) if mkl else ''}, oneDNN {onednn.group(1) if onednn else 'not reported'}, "
+      f"CPU capability {torch.backends.cpu.get_cpu_capability()}")
 
-import keras
-import tensorflow as tf
-
-onednn = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1 (default on x86)")
+# TensorFlow logs its oneDNN banner through absl before TF_CPP_MIN_LOG_LEVEL applies: stderr is
+# closed while it loads.
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+saved_stderr, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+os.dup2(devnull, 2)
+try:
+    import keras
+    import tensorflow as tf
+    from tensorflow.python.util import _pywrap_util_port
+finally:
+    os.dup2(saved_stderr, 2)
 print(f"tensorflow {tf.__version__} with keras {keras.__version__}: oneDNN ops "
-      f"TF_ENABLE_ONEDNN_OPTS={onednn}, XLA CPU JIT available "
-      f"{bool(tf.config.list_logical_devices('CPU'))}, backend {keras.backend.backend()}")
+      f"{'on' if _pywrap_util_port.IsMklEnabled() else 'off'}")
