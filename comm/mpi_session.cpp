@@ -1,6 +1,8 @@
 // MPI initialisation and teardown for the dlscale process.
 #include "comm/mpi_session.hpp"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cstdlib>
 
@@ -9,6 +11,13 @@
 namespace dlscale::comm {
 
 MpiSession::MpiSession(int& argc, char**& argv) {
+  // Open MPI's allreduce allocates a temporary buffer of the message's size in every call. glibc
+  // serves allocations above its mmap ceiling (32 MiB) with fresh mappings, so every large call
+  // faulted in and zeroed m/4096 new pages: busbw at 32-64 MiB halved (docs/communication.md).
+  // Keeping freed memory in the heap, as MPI libraries' leave-pinned modes do, makes the second
+  // call of a size reuse the first one's pages.
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, -1);
   // The main thread calls MPI, and so does a communicator's progress thread while overlapped
   // gradient sums run, never both at once: serialized. Compute threads never call MPI.
   DLSCALE_MPI_CHECK(MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &thread_support_));
