@@ -50,9 +50,15 @@ constexpr double sgd_momentum = 0.9;           // the benchmark's optimizer, fix
 constexpr int distinct_batches_per_rank = 8;   // cycled through; made before training
 constexpr std::uint64_t synthetic_data_bytes_per_rank = std::uint64_t(1) << 30;
 constexpr int gpu_gemm_order = 8192;           // the yardstick GEMM: 1.1 TFLOP, long enough to time
-// On a CPU: 2.1 GFLOP, 6 of them in well under a second at the rates of current cores, and large
-// enough that the GEMM runs at its full rate.
+// On a CPU: 2.1 GFLOP, 8-20 ms at the 100-270 GFLOP/s that one core of this Zen 5 VM has shown.
+// Its best rate is that of order 2048 (107 and 106 GFLOP/s at one thread, side by side), and a
+// measurement holds 25-60 of them: a finer sample of the quiet moments between other jobs' bursts
+// than the 3-4 of order 2048, at two thirds of the cost (0.7-0.8 s; docs/performance.md).
 constexpr int cpu_gemm_order = 1024;
+// Each yardstick measurement times GEMMs for at least this long, twice per point: longer than a
+// burst of another job, and about 1.1 s a point in all. Ten measurements in a row on this idle VM
+// spanned 4-8% at 0.3 s, 5-6% at 0.5 s and 4% at 1 s (max - min over max, 1 and 2 threads).
+constexpr double yardstick_least_seconds = 0.5;
 
 // The CUDA ordinal the device drew, for NVML; -1 on a device that names none.
 int gpu_index_of(const kernels::Device& device) {
@@ -67,6 +73,20 @@ int agreed_stop_signal(MPI_Comm comm) {
   int agreed = 0;
   DLSCALE_MPI_CHECK(MPI_Allreduce(&mine, &agreed, 1, MPI_INT, MPI_MAX, comm));
   return agreed;
+}
+
+// The yardstick: the float GEMM rate of rank 0's device at its present thread count, measured by
+// the group's rank 0 while the others wait asleep (so they leave it the cores, and the device
+// where ranks share one). Returns 0 on the other ranks. Collective over `group`.
+double measure_yardstick(kernels::Device& device, MPI_Comm group) {
+  int group_rank = 0;
+  DLSCALE_MPI_CHECK(MPI_Comm_rank(group, &group_rank));
+  double gflops = 0;
+  if (group_rank == 0)
+    gflops = worker::measure_gemm_gflops(
+        device, device.memory_is_host() ? cpu_gemm_order : gpu_gemm_order, yardstick_least_seconds);
+  comm::quiet_barrier(group);
+  return gflops;
 }
 
 // Runs a point's set-up on every rank of the group; running out of memory on any rank fails the
@@ -134,6 +154,10 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
                plan.schedule.measured_iterations,
                point.repeat > 0 ? fmt::format(", repeat {} (seed {})", point.repeat, point.seed)
                                 : "");
+  // Once before the point's network and data are allocated and once after they are freed, so
+  // that its buffers never compete with the point's for device memory; the two show whether the
+  // machine's rate moved during the point.
+  const double gemm_gflops_before = measure_yardstick(device, group);
   set_up_or_fail_point(group, [&] {
     run.network = workload.build_network(device, batch);
     run.network->initialize(point.seed);
@@ -146,12 +170,6 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
       *run.network, std::size_t(plan.bucket_mb * (1 << 20)), plan.overlap);
   const auto samplers =
       worker::make_samplers({plan.sample_interval_seconds, gpu_index_of(device)});
-  // A CPU rank's yardstick: the float GEMM rate of one rank at this point's thread count,
-  // measured by rank 0 while the others wait asleep (so they leave it the cores).
-  double cpu_gemm_gflops = 0;
-  if (device.memory_is_host() && host_group.rank() == 0)
-    cpu_gemm_gflops = worker::measure_gemm_gflops(device, cpu_gemm_order);
-  comm::quiet_barrier(group);
   // How much slower compute gets with the point's ranks side by side, for `dlscale predict`.
   auto node_sharing = worker::probe_node_sharing(*run.network, *run.data, device, group,
                                                  plan.schedule.total_iterations(),
@@ -197,17 +215,30 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
       measured_iterations, point.threads, point.repeat,
       run.communicator->backend_name(), device.name(), point.seed, plan.learning_rate,
       sgd_momentum, plan.scaling, plan.bucket_mb, plan.overlap};
+  std::vector<results::LayerRecord> layers;
+  for (const auto& layer : run.network->layers())
+    layers.push_back({layer->kind(), layer->parameter_count()});
+  std::vector<results::BucketRecord> buckets;
+  for (const auto& bucket : run.exchange.buckets)
+    buckets.push_back(
+        {bucket.first_layer, bucket.last_layer, double(bucket.count * sizeof(float))});
+  {
+    const PointSetUp finished = std::move(run);  // freed here, in reverse order of making
+  }
+  // A stop signal asks for a quick exit, so the run keeps the yardstick from before only.
+  const double gemm_gflops_after = stop_signal == 0 ? measure_yardstick(device, group) : 0;
+
   results::RunEnvironment point_environment = environment;
   point_environment.cpu_model = device.description();
   point_environment.device_properties = device.properties();  // this point's threads
-  if (device.memory_is_host()) point_environment.device_gemm_gflops = cpu_gemm_gflops;
+  point_environment.device_gemm_gflops_before = gemm_gflops_before;
+  point_environment.device_gemm_gflops_after = gemm_gflops_after;
+  // The faster of the two: the slower one was held back (other work, or a lower clock).
+  point_environment.device_gemm_gflops = std::max(gemm_gflops_before, gemm_gflops_after);
   auto record = coordinator::gather_run(host_group, report, configuration, point_environment);
   if (!record) return record;
-  for (const auto& layer : run.network->layers())
-    record->layers.push_back({layer->kind(), layer->parameter_count()});
-  for (const auto& bucket : run.exchange.buckets)
-    record->buckets.push_back(
-        {bucket.first_layer, bucket.last_layer, double(bucket.count * sizeof(float))});
+  record->layers = std::move(layers);
+  record->buckets = std::move(buckets);
   record->summary = coordinator::summarize(*record);
   if (stop_signal != 0)
     record->partial_reason = fmt::format("interrupted by {} after {} of {} measured iterations",
@@ -311,10 +342,6 @@ results::RunEnvironment launch_environment(kernels::Device& device, const comm::
   environment.mpi_library_version = comm::mpi_library_version();
   environment.blas = kernels::cpu_blas_description();
   environment.device_properties = device.properties();
-  // A GPU is held against its own GEMM rate, measured once here; a CPU's depends on each
-  // point's threads and is measured with the point.
-  if (mpi.world_rank() == 0 && !device.memory_is_host())
-    environment.device_gemm_gflops = worker::measure_gemm_gflops(device, gpu_gemm_order);
   environment.launch_world_size = mpi.world_size();
   if (const auto slurm = worker::slurm_allocation()) environment.slurm = *slurm;
   return environment;

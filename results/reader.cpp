@@ -63,6 +63,10 @@ void read_run_attributes(hid_t file, RunRecord& record, long long version) {
           name, read_string_attribute(file, (schema::device_property_prefix + name).c_str()));
   if (has_attribute(file, schema::device_gemm_gflops))
     env.device_gemm_gflops = read_double_attribute(file, schema::device_gemm_gflops);
+  if (has_attribute(file, schema::device_gemm_gflops_before)) {  // files before: not measured
+    env.device_gemm_gflops_before = read_double_attribute(file, schema::device_gemm_gflops_before);
+    env.device_gemm_gflops_after = read_double_attribute(file, schema::device_gemm_gflops_after);
+  }
   env.node_count = int(read_integer_attribute(file, schema::node_count));
   env.ranks_per_node = int(read_integer_attribute(file, schema::ranks_per_node));
   const long long world_size = read_integer_attribute(file, schema::world_size);

@@ -55,8 +55,13 @@ struct RunEnvironment {
   std::string cpu_model;
   // What the device says of itself (GPU model, driver and library versions, clocks), by name.
   std::vector<std::pair<std::string, std::string>> device_properties;
-  // GFLOP/s of a square float GEMM on rank 0's device, measured in this run; 0 where not measured.
+  // GFLOP/s of a square float GEMM on rank 0's device, measured in this run: the faster of its
+  // measurements before and after the run's measured iterations; 0 where not measured.
   double device_gemm_gflops = 0;
+  // Each of the two measurements, so that a reader sees whether the rate moved during the run;
+  // 0 where not measured: `after` in a run stopped by a signal, both in files from before them.
+  double device_gemm_gflops_before = 0;
+  double device_gemm_gflops_after = 0;
   std::vector<std::string> rank_hosts;  // host name of each rank, in rank order
   int node_count = 0;                   // distinct hosts
   int ranks_per_node = 0;               // the most ranks on any one host

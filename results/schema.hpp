@@ -31,6 +31,9 @@ inline constexpr const char* cpu_model = "cpu_model";
 inline constexpr const char* device_properties = "device_properties";
 inline constexpr const char* device_property_prefix = "device_";
 inline constexpr const char* device_gemm_gflops = "device_gemm_gflops";
+// Its measurements before and after the measured iterations; absent in earlier files (read as 0).
+inline constexpr const char* device_gemm_gflops_before = "device_gemm_gflops_before";
+inline constexpr const char* device_gemm_gflops_after = "device_gemm_gflops_after";
 
 // Run attributes (each /runs/run_NNN group); the origin attributes above repeat there.
 inline constexpr const char* runs_group = "runs";

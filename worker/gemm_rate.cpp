@@ -1,15 +1,17 @@
-// A square GEMM, warmed up once and then timed a few times; the best rate is the device's.
+// A square GEMM, warmed up once and then timed over and over for a minimum wall time; the best
+// rate is the device's.
 #include "worker/gemm_rate.hpp"
 
 #include <algorithm>
 #include <vector>
 
+#include "core/run_clock.hpp"
 #include "kernels/device_array.hpp"
 
 namespace dlscale::worker {
 
-double measure_gemm_gflops(kernels::Device& device, int order) {
-  constexpr int timed_repeats = 5;
+double measure_gemm_gflops(kernels::Device& device, int order, double least_seconds) {
+  constexpr int least_repeats = 3;  // a best of one is no best
   const std::size_t count = std::size_t(order) * order;
   std::vector<float> host(count);
   for (std::size_t i = 0; i < count; ++i) host[i] = float(int(i % 17) - 8) / 8.0f;
@@ -23,8 +25,9 @@ double measure_gemm_gflops(kernels::Device& device, int order) {
   };
   multiply();  // loads the kernels and chooses the algorithm; not timed
   const auto start = device.make_event(), end = device.make_event();
+  const RunClock clock;
   double best_seconds = 0;
-  for (int repeat = 0; repeat < timed_repeats; ++repeat) {
+  for (int repeat = 0; repeat < least_repeats || clock.seconds() < least_seconds; ++repeat) {
     device.record(*start);
     multiply();
     device.record(*end);

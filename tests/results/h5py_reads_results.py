@@ -25,7 +25,8 @@ RUN_INTEGERS = ["world_size", "launch_world_size", "node_count", "ranks_per_node
                 "parameter_count", "batch_per_rank", "warmup_iterations",
                 "measured_iterations", "threads_per_rank", "repeat", "seed", "overlap",
                 "intra_host_ring_hops", "inter_host_ring_hops"]
-RUN_FLOATS = ["training_flops_per_sample", "learning_rate", "momentum", "bucket_mb"]
+RUN_FLOATS = ["training_flops_per_sample", "learning_rate", "momentum", "bucket_mb",
+              "device_gemm_gflops", "device_gemm_gflops_before", "device_gemm_gflops_after"]
 STUDY_FLOATS = ["iteration_seconds", "iteration_seconds_ci_low", "iteration_seconds_ci_high",
                 "throughput_samples_per_second", "speedup", "efficiency", "efficiency_ci_low",
                 "efficiency_ci_high", "karp_flatt", "gap_communication", "gap_load_imbalance",
@@ -81,6 +82,12 @@ def check_run_attributes(run):
         attribute(run, name, np.int64)
     for name in RUN_FLOATS:
         attribute(run, name, np.float64)
+    # The yardstick is the faster of its measurements before and after the measured iterations.
+    before, after = run.attrs["device_gemm_gflops_before"], run.attrs["device_gemm_gflops_after"]
+    yardstick = run.attrs["device_gemm_gflops"]
+    expect(min(before, after) > 0 and yardstick == max(before, after),
+           f"{run.name}@device_gemm_gflops is {yardstick}, not the faster of {before} before and "
+           f"{after} after")
 
 
 def check_timings(f, iterations, ranks, warmup):

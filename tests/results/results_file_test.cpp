@@ -41,8 +41,8 @@ class ResultsFile : public ::testing::Test {
                             "mpi", "cpu", 99, 0.05, 0.9, "strong", 2.5, true};
     record.environment = {"0.1.0", "abc123", "dlscale --model fcn:4,3,2", "2026-11-22T12:00:00Z",
                           "Open MPI v4.1.4", "OpenBLAS", "Test CPU",
-                          {{"gpu_name", "Test GPU"}, {"cudnn", "9.14.0"}}, 51234.5,
-                          {"node-a", "node-b"}, 2, 1, 4};
+                          {{"gpu_name", "Test GPU"}, {"cudnn", "9.14.0"}}, 51234.5, 48123.25,
+                          51234.5, {"node-a", "node-b"}, 2, 1, 4};
     record.ranks = 2;
     record.iterations = 3;
     for (int i = 0; i < 3 * 2 * int(phase_count); ++i) record.phase_seconds.push_back(0.001 * i);
@@ -130,6 +130,8 @@ TEST_F(ResultsFile, RoundTripRestoresEveryField) {
   EXPECT_EQ(read.environment.cpu_model, written.environment.cpu_model);
   EXPECT_EQ(read.environment.device_properties, written.environment.device_properties);
   EXPECT_EQ(read.environment.device_gemm_gflops, written.environment.device_gemm_gflops);
+  EXPECT_EQ(read.environment.device_gemm_gflops_before, 48123.25);
+  EXPECT_EQ(read.environment.device_gemm_gflops_after, 51234.5);
   EXPECT_EQ(read.environment.rank_hosts, written.environment.rank_hosts);
   EXPECT_EQ(read.environment.node_count, 2);
   EXPECT_EQ(read.environment.ranks_per_node, 1);
@@ -283,6 +285,22 @@ TEST_F(ResultsFile, EarlySchema2FilesReadWithTheTopologyFromTheHosts) {
   EXPECT_EQ(read.environment.intra_host_ring_hops, 0);  // node-a -> node-b -> node-a
   EXPECT_EQ(read.environment.inter_host_ring_hops, 2);
   EXPECT_EQ(read.local_ranks, (std::vector<std::uint64_t>{0, 0}));
+}
+
+// Files from before the yardstick was measured twice hold only the faster rate.
+TEST_F(ResultsFile, FilesWithoutTheYardsticksSpreadReadItAsNotMeasured) {
+  const fs::path path = directory_ / "one_yardstick.h5";
+  write_results(sample_file({sample_record()}), path, false);
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  const hid_t run = H5Gopen2(file, "runs/run_000", H5P_DEFAULT);
+  for (const char* name : {"device_gemm_gflops_before", "device_gemm_gflops_after"})
+    ASSERT_GE(H5Adelete(run, name), 0) << name;
+  H5Gclose(run);
+  H5Fclose(file);
+  const RunRecord read = read_results(path).runs.at(0);
+  EXPECT_EQ(read.environment.device_gemm_gflops, 51234.5);
+  EXPECT_EQ(read.environment.device_gemm_gflops_before, 0);
+  EXPECT_EQ(read.environment.device_gemm_gflops_after, 0);
 }
 
 TEST_F(ResultsFile, ExistingFileIsNeverClobberedWithoutOverwrite) {
