@@ -1,7 +1,7 @@
-// Float GEMMs on whichever of oneDNN's matmul and OpenBLAS's sgemm is faster for each shape on
-// this CPU and thread count, measured the first time the shape is seen (as cudnn.benchmark does
-// for convolutions). Neither library wins everywhere, and which one wins changes with the CPU:
-// docs/performance.md has the measurements.
+// Float GEMMs on oneDNN's matmul, or on OpenBLAS's sgemm for a shape where that is clearly faster
+// on this CPU and thread count, measured the first time the shape is seen (as cudnn.benchmark
+// does for convolutions). Which library wins changes with the CPU, and the CPUs of one cluster,
+// or of one cloud VM from day to day, differ: docs/performance.md has the measurements.
 #pragma once
 
 #include <map>
