@@ -43,6 +43,31 @@ def cell(entry):
     return text
 
 
+def print_per_thread_count(cases):
+    """The reference study's view: time per mini-batch of each tool at each thread count, and the
+    speed-up from the fewest to the most threads."""
+    thread_counts = sorted({threads for _, _, threads in cases})
+    if len(thread_counts) < 2:
+        return
+    print("\nTime per mini-batch (s) at each thread count, and the speed-up from "
+          f"{thread_counts[0]} to {thread_counts[-1]} threads:\n")
+    print("| model | batch | tool | " + " | ".join(f"{t} thread(s)" for t in thread_counts)
+          + " | speed-up |")
+    print("|---|---:|---|" + "---:|" * len(thread_counts) + "---:|")
+    models = list(dict.fromkeys((model, batch) for model, batch, _ in cases))
+    for model, batch in models:
+        for tool, header in zip(TOOLS, HEADERS):
+            steps = [cases.get((model, batch, t), {}).get(tool, ([], [], []))[0]
+                     for t in thread_counts]
+            medians = [statistics.median(s) if s else None for s in steps]
+            if all(m is None for m in medians):
+                continue
+            cells = [f"{m:.4f}" if m is not None else "-" for m in medians]
+            speedup = (f"{medians[0] / medians[-1]:.2f}"
+                       if medians[0] is not None and medians[-1] is not None else "n/a")
+            print(f"| {model} | {batch} | {header} | " + " | ".join(cells) + f" | {speedup} |")
+
+
 def main():
     cases = read(sys.argv[1])
     if not cases:
@@ -65,6 +90,7 @@ def main():
         print(f"| {model} | {batch} | {threads} | "
               + " | ".join(cell(tools.get(tool)) for tool in TOOLS)
               + f" | {verdict} | {ratio_text} |")
+    print_per_thread_count(cases)
     if verdicts:
         behind = [f"{m} at {t} thread(s) ({r:.2f})" for m, t, r in verdicts if r < GOAL]
         print(f"\nGoal (fastest peer / dlscale >= {GOAL}): "
