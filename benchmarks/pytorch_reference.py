@@ -12,15 +12,14 @@ import contextlib
 import ctypes
 import os
 import statistics
-import subprocess
 import sys
 import time
 
 import torch
 from torch import nn
 
-BATCH = {"fcn-s": 64, "fcn-r": 1024, "alexnet-r": 1024, "alexnet-s": 16, "vgg-16": 16,
-         "resnet-56": 128, "resnet-50": 16, "mobilenet-v2": 16, "lstm-32": 128, "lstm-64": 128}
+from dlscale_models import BATCH, dlscale_parameter_counts
+
 # The GPU cases of benchmarks/compare_with_pytorch.sh --device cuda (model:batch).
 CUDA_CASES = ("fcn-s:64,fcn-s:4096,fcn-r:4096,alexnet-s:128,alexnet-r:1024,resnet-50:64,"
               "resnet-56:128,lstm-32:128,lstm-64:1024,vgg-16:64,mobilenet-v2:64")
@@ -161,14 +160,6 @@ def build(name, batch):
                                          else (224, 224)))
     classes = [m for m in network.modules() if isinstance(m, nn.Linear)][-1].out_features
     return network, inputs, torch.randint(0, classes, (batch,)), 0
-
-
-def dlscale_parameter_counts(dlscale):
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    listing = subprocess.run([dlscale, "--list-models"], check=True, capture_output=True,
-                             text=True, env=env).stdout
-    rows = (line.split() for line in listing.splitlines())
-    return {f[0]: int(f[2].replace(",", "")) for f in rows if len(f) > 2 and f[0] in BATCH}
 
 
 def set_blas_threads(threads):

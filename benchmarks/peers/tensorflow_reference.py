@@ -6,12 +6,12 @@ import argparse
 import math
 import os
 import statistics
-import subprocess
 import sys
 import time
 
-BATCH = {"fcn-s": 64, "fcn-r": 1024, "alexnet-r": 1024, "alexnet-s": 16, "vgg-16": 16,
-         "resnet-56": 128, "resnet-50": 16, "mobilenet-v2": 16, "lstm-32": 128, "lstm-64": 128}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from dlscale_models import BATCH, dlscale_parameter_counts  # noqa: E402  (benchmarks/)
+
 MODES = {"xla": ("tensorflow-xla", True), "none": ("tensorflow-graph", False)}
 
 
@@ -202,17 +202,6 @@ def build(name, batch):
     data = tf.random.normal((batch, *inputs.shape[1:]))
     labels = tf.random.uniform((batch,), 0, outputs.shape[-1], tf.int32)
     return keras.Model(inputs, outputs), data, labels
-
-
-def dlscale_parameter_counts(dlscale):
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    try:
-        listing = subprocess.run([dlscale, "--list-models"], check=True, capture_output=True,
-                                 text=True, env=env).stdout
-    except (OSError, subprocess.CalledProcessError) as error:
-        sys.exit(f"cannot run {dlscale} --list-models: {error}")
-    rows = (line.split() for line in listing.splitlines())
-    return {f[0]: int(f[2].replace(",", "")) for f in rows if len(f) > 2 and f[0] in BATCH}
 
 
 def measure(model, data, labels, jit_compile, iters, warmup):

@@ -19,23 +19,32 @@ dnnl::memory::desc vector_desc(std::size_t count) {
 DnnlElementwise::DnnlElementwise(const dnnl::engine& engine, dnnl::stream& stream)
     : engine_(engine), stream_(stream) {}
 
+namespace {
+
+// Runs the cached primitive for `key`, made by `make` (a primitive_desc) the first time, reading
+// x and writing y, both of layout `desc`.
+template <typename Primitive, typename Key, typename MakeDescription>
+void run_cached(std::map<Key, Primitive>& cache, const Key& key, MakeDescription make,
+                const dnnl::memory::desc& desc, const dnnl::engine& engine, dnnl::stream& stream,
+                const float* x, float* y) {
+  auto found = cache.find(key);
+  if (found == cache.end())
+    found = cache.emplace(key, DLSCALE_DNNL_CHECK(Primitive(DLSCALE_DNNL_CHECK(make())))).first;
+  DLSCALE_DNNL_CHECK(found->second.execute(
+      stream, {{DNNL_ARG_SRC, wrap(desc, engine, x)}, {DNNL_ARG_DST, wrap(desc, engine, y)}}));
+  stream.wait();
+}
+
+}  // namespace
+
 void DnnlElementwise::run_eltwise(dnnl::algorithm algorithm, std::size_t count, const float* x,
                                   float* y) {
   if (count == 0) return;
   const dnnl::memory::desc desc = vector_desc(count);
-  auto found = eltwise_.find({algorithm, count});
-  if (found == eltwise_.end()) {
-    const dnnl::eltwise_forward::primitive_desc description = DLSCALE_DNNL_CHECK(
-        dnnl::eltwise_forward::primitive_desc(
-            dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, algorithm, desc),
-            engine_));
-    found = eltwise_.emplace(std::pair{algorithm, count},
-                             DLSCALE_DNNL_CHECK(dnnl::eltwise_forward(description)))
-                .first;
-  }
-  DLSCALE_DNNL_CHECK(found->second.execute(
-      stream_, {{DNNL_ARG_SRC, wrap(desc, engine_, x)}, {DNNL_ARG_DST, wrap(desc, engine_, y)}}));
-  stream_.wait();
+  run_cached(eltwise_, std::pair{algorithm, count}, [&] {
+    return dnnl::eltwise_forward::primitive_desc(
+        dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, algorithm, desc), engine_);
+  }, desc, engine_, stream_, x, y);
 }
 
 void DnnlElementwise::logistic(std::size_t count, const float* x, float* y) {
@@ -50,19 +59,10 @@ void DnnlElementwise::log_softmax(int rows, int columns, const float* x, float* 
   if (rows == 0) return;
   const dnnl::memory::desc desc({rows, columns}, dnnl::memory::data_type::f32,
                                 dnnl::memory::format_tag::ab);
-  auto found = log_softmax_.find({rows, columns});
-  if (found == log_softmax_.end()) {
-    const dnnl::logsoftmax_forward::primitive_desc description = DLSCALE_DNNL_CHECK(
-        dnnl::logsoftmax_forward::primitive_desc(
-            dnnl::logsoftmax_forward::desc(dnnl::prop_kind::forward_inference, desc, 1),
-            engine_));
-    found = log_softmax_.emplace(std::pair{rows, columns},
-                                 DLSCALE_DNNL_CHECK(dnnl::logsoftmax_forward(description)))
-                .first;
-  }
-  DLSCALE_DNNL_CHECK(found->second.execute(
-      stream_, {{DNNL_ARG_SRC, wrap(desc, engine_, x)}, {DNNL_ARG_DST, wrap(desc, engine_, y)}}));
-  stream_.wait();
+  run_cached(log_softmax_, std::pair{rows, columns}, [&] {
+    return dnnl::logsoftmax_forward::primitive_desc(
+        dnnl::logsoftmax_forward::desc(dnnl::prop_kind::forward_inference, desc, 1), engine_);
+  }, desc, engine_, stream_, x, y);
 }
 
 }  // namespace dlscale::kernels
