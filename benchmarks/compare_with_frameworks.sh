@@ -196,7 +196,7 @@ run_cpu() {
   echo "- $(uname -n): $(lscpu | sed -n 's/^Model name: *//p' | head -n1), $(nproc) cores; $(date -u '+%Y-%m-%d %H:%M UTC'); dlscale git $(git -C "$here" rev-parse --short=12 HEAD)$(git -C "$here" diff --quiet HEAD -- . 2>/dev/null || echo -dirty)"
   echo "- peers: $("$python" "$here/peers/report_versions.py" 2>/dev/null | paste -sd ';' -)"
   echo "- $rounds rounds, tools interleaved; $iters measured steps after $warmup warm-up per tool and round; each cell: median over rounds (range of the rounds) [first step's extra time: compilation]"
-  echo "- dlscale's sgemm yardstick per round (GFLOP/s): $(awk '$3 == "SGEMM" { print "t" $4 " " $5 }' "$results" | paste -sd ',' -)"
+  echo "- dlscale's 4096³ sgemm next to each of its runs (GFLOP/s, t = threads): $(awk '$3 == "SGEMM" { print "t" $4 " " $5 }' "$results" | paste -sd ',' -)"
   echo "- full outputs: $raw_dir"
   echo
   "$python" "$here/peers/framework_table.py" "$results"
