@@ -20,7 +20,7 @@ from torch import nn
 
 from dlscale_models import BATCH, dlscale_parameter_counts
 
-# The GPU cases of benchmarks/compare_with_pytorch.sh --device cuda (model:batch).
+# The GPU cases of benchmarks/compare_with_frameworks.sh --device cuda (model:batch).
 CUDA_CASES = ("fcn-s:64,fcn-s:4096,fcn-r:4096,alexnet-s:128,alexnet-r:1024,resnet-50:64,"
               "resnet-56:128,lstm-32:128,lstm-64:1024,vgg-16:64,mobilenet-v2:64")
 
