@@ -13,6 +13,9 @@
 #   usage: benchmarks/compare_with_frameworks.sh [--models a,b] [--threads 1,N] [--rounds R]
 #          [--iters N] [--warmup N] [--scaling yes|no]
 #          (defaults: all ten models, 1 and nproc threads, 2 rounds, 5, 2, yes)
+#   Time: on a 2-core machine a round of all ten models at --iters 3 takes about 50 minutes, a
+#   third of it torch.compile compiling, and the scaling part 3 more; --models, --rounds 1 and
+#   --scaling no shorten it.
 #
 # GPU: for each case (model batch) and precision, one single-rank dlscale run
 #   mpirun -np 1 $BUILD_DIR/dlscale --device cuda --comm nccl --precision P --model M --batch B ...
