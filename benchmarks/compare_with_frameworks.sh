@@ -176,12 +176,18 @@ run_cpu() {
   results=$raw_dir/results.txt
   : >"$results"
   declare -gA batch_of=()
-  local model batch
+  local model batch thread_count
   while read -r model batch; do batch_of[$model]=$batch; done \
     < <("$build_dir/dlscale" --list-models | awk 'NR > 1 && $5 ~ /^[0-9]+$/ { print $1, $5 }')
   IFS=, read -ra model_list <<<"$models"
   IFS=, read -ra thread_list <<<"$threads"
-  local tools=(dlscale torch tensorflow) round thread_count tool start=$SECONDS
+  for model in "${model_list[@]}"; do
+    [[ -n ${batch_of[$model]:-} ]] || { echo "--models: unknown model '$model' (built-in models: ${!batch_of[*]})" >&2; exit 2; }
+  done
+  for thread_count in "${thread_list[@]}"; do
+    [[ $thread_count =~ ^[1-9][0-9]*$ ]] || { echo "--threads: '$thread_count' is not a positive integer" >&2; exit 2; }
+  done
+  local tools=(dlscale torch tensorflow) round tool start=$SECONDS
   for ((round = 1; round <= rounds; round++)); do
     for thread_count in "${thread_list[@]}"; do
       for model in "${model_list[@]}"; do
