@@ -50,7 +50,7 @@ constexpr double sgd_momentum = 0.9;           // the benchmark's optimizer, fix
 constexpr int distinct_batches_per_rank = 8;   // cycled through; made before training
 constexpr std::uint64_t synthetic_data_bytes_per_rank = std::uint64_t(1) << 30;
 constexpr int gpu_gemm_order = 8192;           // the yardstick GEMM: 1.1 TFLOP, long enough to time
-// On a CPU: 2.1 GFLOP, 8-20 ms at the 100-270 GFLOP/s that one core of this Zen 5 VM has shown.
+// On a CPU: 2.1 GFLOP, 8-20 ms at the 100-270 GFLOP/s that one core of this project's VMs has shown.
 // Its best rate is that of order 2048 (107 and 106 GFLOP/s at one thread, side by side), and a
 // measurement holds 25-60 of them: a finer sample of the quiet moments between other jobs' bursts
 // than the 3-4 of order 2048, at two thirds of the cost (0.7-0.8 s; docs/performance.md).
