@@ -16,7 +16,8 @@
 #   netns_cluster.sh exec DIR HOST CMD [ARG...]   run CMD in HOST's namespaces
 #   netns_cluster.sh mpirun DIR [MPIRUN ARGS...]  mpirun in host 0 over every host, TCP between hosts
 #   netns_cluster.sh kill-host DIR HOST        SIGKILL every process of HOST (a crashed node)
-#   netns_cluster.sh link DIR HOST up|down     plug HOST's cable in or pull it out at the switch
+#   netns_cluster.sh link DIR HOST up|down     plug HOST's cable in (returning once it reaches the
+#                                              others) or pull it out at the switch
 #   netns_cluster.sh agent DIR HOST COMMAND-LINE  Open MPI's remote launcher (not for people)
 #
 # RATE is a tc rate, e.g. 1gbit or 100mbit; S is each host's slots in the hostfile (default 2).
@@ -60,6 +61,26 @@ kill_namespace_processes() {
     sleep 0.1
   done
   die "processes in namespace $namespace survive SIGKILL: $(ip netns pids "$namespace" | xargs)"
+}
+
+# Returns once HOST reaches every other host of the cluster, or dies after 10 s. A cable plugged
+# back in is not usable at once: the carrier reaches the host's end with a delay, and the
+# neighbour entries that failed while it was out must be learned again. A TCP connection to a
+# port nobody listens on answers "Connection refused" only when the other host is reachable.
+wait_until_reachable() {
+  local dir=$1 host=$2 index other answer tries
+  index=$(host_index "$dir" "$host")
+  ip -n "$host" neigh flush all
+  for ((other = 0; other < $(wc -l <"$dir/hosts"); ++other)); do
+    ((other == index)) && continue
+    for ((tries = 0; ; ++tries)); do
+      answer=$(ip netns exec "$host" timeout 1 bash -c \
+        "exec 3<>/dev/tcp/$subnet_prefix.$((other + 1))/9" 2>&1) || true
+      [[ $answer == *"Connection refused"* ]] && break
+      ((tries < 100)) || die "host $host does not reach $subnet_prefix.$((other + 1)) in 10 s"
+      sleep 0.1
+    done
+  done
 }
 
 tear_down() {
@@ -216,6 +237,7 @@ case $command in
     if (($# != 3)) || [[ $3 != up && $3 != down ]]; then die "usage: link DIR HOST up|down"; fi
     require_cluster "$1"
     ip -n "$(switch_namespace "$1")" link set "port$(host_index "$1" "$2")" "$3"
+    if [[ $3 == up ]]; then wait_until_reachable "$1" "$2"; fi
     ;;
   *)
     die "unknown command '${command}'; see the header of $self"
