@@ -55,7 +55,8 @@ po::options_description option_descriptions(CommOptions& options, RawValues& raw
   po::options_description output("Output");
   output.add_options()
       ("out,o", po::value(&options.output_path),
-       "results file (HDF5; default dlscale-comm-NPr-TIME.h5 in the current directory)")
+       "results file (HDF5, named *.h5; default dlscale-comm-NPr-TIME.h5 in the current "
+       "directory)")
       ("overwrite", po::bool_switch(&options.overwrite), "replace an existing results file")
       ("help,h", "show this help and exit");
   po::options_description all;
@@ -98,6 +99,15 @@ void check_values(CommOptions& options, const RawValues& raw, const po::variable
   options.warmup_iterations = int(raw.warmup);
   if (options.output_path.empty() && values.count("out"))
     throw UserError("--out must not be empty");
+  // nccl-tests users type `-o sum` for the reduction; here it would name the results file.
+  const auto ends_with = [&](std::string_view suffix) {
+    return std::string_view(options.output_path).ends_with(suffix);
+  };
+  if (!options.output_path.empty() && !ends_with(".h5") && !ends_with(".hdf5"))
+    throw UserError(fmt::format(
+        "-o/--out '{}': the results file name must end in .h5 (in nccl-tests -o picks the "
+        "reduction; dlscale comm always sums, as data-parallel training does)",
+        options.output_path));
   if (sweep_element_counts(options).size() > max_sweep_sizes)
     throw UserError(fmt::format("the sweep would have more than {} message sizes; use a larger "
                                 "-f/--stepfactor or -i/--stepbytes",
@@ -148,7 +158,7 @@ CommOptions parse_comm_options(const std::vector<std::string>& arguments) {
     po::store(parsed, values);
     po::notify(values);
   } catch (const po::error& error) {
-    throw UserError(error.what());
+    throw option_error(error, descriptions);
   }
   if (values.count("help")) options.action = CommOptions::Action::show_help;
   else check_values(options, raw, values);

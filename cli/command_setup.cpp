@@ -1,6 +1,12 @@
 // Logger and provenance set-up shared by the subcommands.
 #include "cli/command_setup.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstring>
 #include <new>
 #include <stdexcept>
 
@@ -11,6 +17,7 @@
 
 #include "core/build_info.hpp"
 #include "core/errors.hpp"
+#include "core/nearest_name.hpp"
 #include "core/printable_text.hpp"
 
 namespace dlscale::cli {
@@ -31,7 +38,35 @@ std::string describe_failure(const std::exception& error) {
   return printable(error.what());
 }
 
+bool descriptor_is_open(int descriptor) { return ::fcntl(descriptor, F_GETFD) != -1; }
+
+// Flushes standard output; false, having said why on standard error, if what the command
+// printed could not be written.
+bool standard_output_written() {
+  if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return true;
+  const int write_error = errno;
+  std::fprintf(stderr, "dlscale: error: cannot write to standard output: %s\n",
+               std::strerror(write_error));
+  return false;
+}
+
 }  // namespace
+
+bool prepare_process() {
+  std::signal(SIGXFSZ, SIG_IGN);
+  for (const int descriptor : {STDIN_FILENO, STDERR_FILENO})
+    if (!descriptor_is_open(descriptor)) {
+      const int null_device = ::open("/dev/null", O_RDWR);
+      if (null_device >= 0 && null_device != descriptor) {
+        ::dup2(null_device, descriptor);
+        ::close(null_device);
+      }
+    }
+  if (descriptor_is_open(STDOUT_FILENO)) return true;
+  std::fprintf(stderr, "dlscale: error: standard output is closed; redirect it to a file or "
+                       "to /dev/null\n");
+  return false;
+}
 
 void start_command_logging(int rank) {
   auto logger = spdlog::stderr_color_mt("dlscale");
@@ -43,7 +78,8 @@ void start_command_logging(int rank) {
 
 int exit_status_of(const comm::MpiSession& mpi, const std::function<int()>& command) {
   try {
-    return command();
+    const int status = command();
+    return standard_output_written() ? status : 2;
   } catch (const UserError& error) {
     // Agreed errors reach every rank; rank 0 speaks for all of them.
     if (mpi.world_rank() == 0) spdlog::error("{}", printable(error.what()));
@@ -57,8 +93,11 @@ int exit_status_of(const comm::MpiSession& mpi, const std::function<int()>& comm
 }
 
 int exit_status_alone(const std::function<int()>& command) {
+  const std::size_t report_bytes = std::size_t(1) << 20;
+  if (!::isatty(STDOUT_FILENO)) std::setvbuf(stdout, nullptr, _IOFBF, report_bytes);
   try {
-    return command();
+    const int status = command();
+    return standard_output_written() ? status : 2;
   } catch (const UserError& error) {
     fmt::print(stderr, "dlscale: error: {}\n", printable(error.what()));
     return 2;
@@ -66,6 +105,19 @@ int exit_status_alone(const std::function<int()>& command) {
     fmt::print(stderr, "dlscale: error: {}\n", describe_failure(error));
     return 1;
   }
+}
+
+UserError option_error(const boost::program_options::error& error,
+                       const boost::program_options::options_description& options) {
+  namespace po = boost::program_options;
+  const auto* unknown = dynamic_cast<const po::unknown_option*>(&error);
+  if (unknown == nullptr) return UserError(error.what());
+  std::vector<std::string> known;
+  for (const auto& option : options.options())
+    if (!option->long_name().empty()) known.push_back("--" + option->long_name());
+  std::string typed = unknown->get_option_name();
+  if (!typed.starts_with("-")) typed = "--" + typed;
+  return UserError(error.what() + did_you_mean(typed, known));
 }
 
 int strict_command_line_style() {
@@ -100,7 +152,7 @@ boost::program_options::variables_map parse_command_line(
               values);
     po::notify(values);
   } catch (const po::error& error) {
-    throw UserError(error.what());
+    throw option_error(error, options);
   }
   return values;
 }

@@ -11,20 +11,37 @@
 #include <boost/program_options.hpp>
 
 #include "comm/mpi_session.hpp"
+#include "core/errors.hpp"
 #include "results/study_record.hpp"
 
 namespace dlscale::cli {
 
 void start_command_logging(int rank);
 
+// What every dlscale process does first, whatever its subcommand. A file-size limit (ulimit -f)
+// becomes a failed write, told like a full disk, instead of a silent SIGXFSZ. A closed standard
+// input or error is reopened on /dev/null, so that no results file is ever given their
+// descriptor; a closed standard output is refused, since whatever the command prints would be
+// lost. Returns false, having said why on standard error, if the command must not run.
+bool prepare_process();
+
 // Runs `command` and returns its exit status. A UserError (agreed on by every rank, see
 // comm/collective_agreement.hpp) is logged once by rank 0 and gives 2; any other exception is
-// one rank's failure, logged by that rank, and ends the whole job with 1.
+// one rank's failure, logged by that rank, and ends the whole job with 1. Output that could not
+// be written to standard output (a full disk, /dev/full) gives 2, with one line saying so.
 int exit_status_of(const comm::MpiSession& mpi, const std::function<int()>& command);
 
 // The same for a subcommand that runs without MPI (predict, merge): a UserError prints
-// "dlscale: error: ..." and gives 2, any other failure 1.
+// "dlscale: error: ..." and gives 2, any other failure 1. Standard output, when not a terminal,
+// is kept whole until the end (these commands print one report), so a failed write to it is
+// told once, as 2, and never cuts a table in half with an internal error.
 int exit_status_alone(const std::function<int()>& command);
+
+// The one-line UserError for a mistake Boost.Program_options reports: its message, and for an
+// unknown option the nearest one in `options` ("unrecognised option '--iterations' (did you
+// mean '--iters'?)").
+UserError option_error(const boost::program_options::error& error,
+                       const boost::program_options::options_description& options);
 
 // Boost.Program_options' style for every subcommand, without its guessing of abbreviations: an
 // option must be spelled out, so "--out" is never taken for "--output".

@@ -1,6 +1,7 @@
 // dlscale's entry point: picks the subcommand and hands over. No logic lives here.
 #include <cstring>
 
+#include "cli/command_setup.hpp"
 #include "cli/comm_command.hpp"
 #include "cli/merge_command.hpp"
 #include "cli/predict_command.hpp"
@@ -25,6 +26,7 @@ constexpr Subcommand subcommands[] = {{"comm", dlscale::cli::comm_command},
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!dlscale::cli::prepare_process()) return 2;
   if (argc > 1) {
     for (const auto& subcommand : subcommands)
       if (std::strcmp(argv[1], subcommand.name) == 0) return subcommand.run(argc - 1, argv + 1);

@@ -5,9 +5,12 @@
 #include "cli/command_setup.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <map>
-#include <regex>
+#include <optional>
 #include <sstream>
+#include <string_view>
 
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
@@ -43,26 +46,47 @@ struct PredictOptions {
   int ranks_per_node = 0;  // 0: as measured
 };
 
+// "2.5e3" followed by a unit from `units` (whitespace around either is allowed): the number
+// times the unit's factor, or nothing if the text is not that.
+std::optional<double> quantity(std::string_view text, const std::map<std::string, double>& units) {
+  const auto is_space = [](char c) { return c == ' ' || c == '\t'; };
+  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
+  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
+  double number = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
+  if (error != std::errc() || !std::isfinite(number) || number < 0) return std::nullopt;
+  std::string_view unit(end, std::size_t(text.data() + text.size() - end));
+  while (!unit.empty() && is_space(unit.front())) unit.remove_prefix(1);
+  const auto factor = units.find(std::string(unit));
+  if (factor == units.end()) return std::nullopt;
+  const double value = number * factor->second;
+  return std::isfinite(value) ? std::optional(value) : std::nullopt;
+}
+
 // "100Gbps,2us": a link bandwidth (bits: Gbps, Mbps, Gbit/s; bytes: GB/s, MB/s) and a latency
 // (ns, us, ms, s).
 coordinator::NetworkModel parse_network(const std::string& text) {
-  static const std::regex pattern(
-      R"(^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(Gbps|Gbit/s|Mbps|Mbit/s|GB/s|MB/s)\s*,\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ns|us|ms|s)\s*$)");
-  std::smatch match;
-  if (!std::regex_match(text, match, pattern))
-    throw UserError(fmt::format("--network '{}': expected BANDWIDTH,LATENCY such as 100Gbps,2us "
-                                "(bandwidth in Gbps, Mbps, GB/s or MB/s; latency in ns, us, ms "
-                                "or s)", text));
   static const std::map<std::string, double> bytes_per_second = {
       {"Gbps", 1e9 / 8}, {"Gbit/s", 1e9 / 8}, {"Mbps", 1e6 / 8}, {"Mbit/s", 1e6 / 8},
       {"GB/s", 1e9},     {"MB/s", 1e6}};
   static const std::map<std::string, double> seconds = {
       {"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1}};
-  const double bandwidth = std::stod(match[1]) * bytes_per_second.at(match[2]);
-  const double latency = std::stod(match[3]) * seconds.at(match[4]);
-  if (!(bandwidth > 0))
+  // Longer than any real value: the message must not quote pages of text back.
+  const std::size_t longest = 100;
+  const auto comma = text.find(',');
+  const auto bandwidth = text.size() > longest || comma == std::string::npos
+                             ? std::nullopt
+                             : quantity(std::string_view(text).substr(0, comma), bytes_per_second);
+  const auto latency = bandwidth ? quantity(std::string_view(text).substr(comma + 1), seconds)
+                                 : std::nullopt;
+  if (!bandwidth || !latency)
+    throw UserError(fmt::format("--network '{}': expected BANDWIDTH,LATENCY such as 100Gbps,2us "
+                                "(finite numbers; bandwidth in Gbps, Mbps, GB/s or MB/s; latency "
+                                "in ns, us, ms or s)",
+                                text.size() > longest ? text.substr(0, longest) + "..." : text));
+  if (!(*bandwidth > 0))
     throw UserError(fmt::format("--network '{}': the bandwidth must be positive", text));
-  return coordinator::uniform_network(latency, 1 / bandwidth, fmt::format("--network {}", text));
+  return coordinator::uniform_network(*latency, 1 / *bandwidth, fmt::format("--network {}", text));
 }
 
 coordinator::NetworkModel network_from_comm(const std::string& path) {

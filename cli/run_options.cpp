@@ -156,6 +156,46 @@ std::string read_config_file(const std::string& path) {
   return {std::istreambuf_iterator<char>(file), {}};
 }
 
+// The line of a config file's text where `key` (an option's long name) is set, counted from 1;
+// 0 if no line sets it.
+int config_line_of(const std::string& text, std::string_view key) {
+  std::istringstream lines(text);
+  std::string line;
+  for (int number = 1; std::getline(lines, line); ++number) {
+    const auto start = line.find_first_not_of(" \t");
+    if (start == std::string::npos || line.compare(start, key.size(), key) != 0) continue;
+    const auto next = line.find_first_not_of(" \t", start + key.size());
+    if (next != std::string::npos && line[next] == '=') return number;
+  }
+  return 0;
+}
+
+// Adds the options of a --config file to `values`. A mistake in it is told with the file and,
+// where it can be found, the line: "--config run.ini line 3: unrecognised option 'iterations'
+// (did you mean '--iters'?)".
+void store_config_file(const std::string& path, const po::options_description& options,
+                       po::variables_map& values) {
+  const std::string text = read_config_file(path);
+  try {
+    std::istringstream file(text);
+    const auto from_file = po::parse_config_file(file, options);
+    for (const auto& option : from_file.options)
+      if (option.string_key == "config")
+        throw UserError(fmt::format("--config {} line {}: a config file cannot name another "
+                                    "with 'config ='", path, config_line_of(text, "config")));
+    po::store(from_file, values);
+  } catch (const po::error& error) {
+    std::string where = path;
+    if (const auto* named = dynamic_cast<const po::error_with_option_name*>(&error)) {
+      std::string key = named->get_option_name();
+      key.erase(0, key.find_first_not_of('-'));
+      if (const int line = config_line_of(text, key); line > 0)
+        where += fmt::format(" line {}", line);
+    }
+    throw UserError(fmt::format("--config {}: {}", where, option_error(error, options).what()));
+  }
+}
+
 int positive(long long value, const char* option) {
   if (value < 1 || value > INT32_MAX)
     throw UserError(fmt::format("--{} must be a positive integer, got {}", option, value));
@@ -226,6 +266,9 @@ void check_values(RunOptions& options, const RawNumbers& raw, const po::variable
   options.overlap = !values["no-overlap"].as<bool>();
   if (options.output_path.empty() && values.count("out"))
     throw UserError("--out must not be empty");
+  // An empty list would otherwise mean "no sweep", silently.
+  if (options.ranks.empty() && values.count("ranks"))
+    throw UserError("--ranks must not be empty: give rank counts such as 1,2,4, or all");
   require_choice("--log-level", "level", options.log_level,
                  {"trace", "debug", "info", "warn", "error"});
 }
@@ -246,17 +289,10 @@ RunOptions parse_run_options(const std::vector<std::string>& arguments) {
                             .run();
     refuse_stray_arguments(parsed);
     po::store(parsed, values);
-    if (values.count("config")) {
-      std::istringstream file(read_config_file(values["config"].as<std::string>()));
-      const auto from_file = po::parse_config_file(file, visible);
-      for (const auto& option : from_file.options)
-        if (option.string_key == "config")
-          throw UserError("--config: a config file cannot name another with 'config ='");
-      po::store(from_file, values);
-    }
+    if (values.count("config")) store_config_file(values["config"].as<std::string>(), visible, values);
     po::notify(values);
   } catch (const po::error& error) {
-    throw UserError(error.what());
+    throw option_error(error, visible);
   }
   if (values.count("help")) options.action = RunOptions::Action::show_help;
   else if (values.count("version")) options.action = RunOptions::Action::show_version;
@@ -335,9 +371,9 @@ std::string run_help_text() {
           "3 when some sweep points could not be measured (out of memory, diverged, past\n"
           "--point-timeout): they are kept in the results file with the reason; 4 when a rank\n"
           "stalled (--stall-timeout); 128+N after signal N (143: SIGTERM, as Slurm sends at a\n"
-          "time limit; 130: SIGINT): every finished point is kept, and the point under way is\n"
-          "kept as far as it got, marked partial. The results file is rewritten as each point\n"
-          "finishes, so even a killed job keeps its finished points.\n"
+          "time limit; 130: SIGINT; 129: SIGHUP): every finished point is kept, and the point\n"
+          "under way is kept as far as it got, marked partial. The results file is rewritten as\n"
+          "each point finishes, so even a killed job keeps its finished points.\n"
           "The results file is documented in docs/results-format.md.\n";
   return text.str();
 }

@@ -25,14 +25,12 @@ namespace {
 constexpr std::uint64_t margin_bytes_per_point = std::uint64_t(1) << 20;
 constexpr std::uint64_t most_layers = 256;  // top-level layers: ResNet-50 has about 60
 
-// What a user can act on in a failed write: the system's error message where HDF5 quotes one
-// ("... errno = 28, error message = 'No space left on device' ..."), else the first line.
-std::string reason_of_failure(const std::string& text) {
-  const std::string quoted = "error message = '";
-  if (const auto start = text.find(quoted); start != std::string::npos) {
-    const auto end = text.find('\'', start + quoted.size());
-    if (end != std::string::npos) return text.substr(start + quoted.size(), end - start - quoted.size());
-  }
+// What a user can act on in a failed write: the system's reason ("No space left on device") when
+// the disk refused the bytes, else the first line of what failed.
+std::string reason_of_failure(const std::exception& error) {
+  if (const auto* refused = dynamic_cast<const results::FileWriteError*>(&error))
+    return refused->reason();
+  const std::string text = error.what();
   return text.substr(0, text.find('\n'));
 }
 
@@ -59,7 +57,7 @@ ResultsJournal::ResultsJournal(fs::path path, bool overwrite, results::FileOrigi
     results::write_results(results_, path_, overwrite);
   } catch (const LibraryError& error) {
     throw UserError(fmt::format("--out: cannot write '{}': {}", path_.string(),
-                                reason_of_failure(error.what())));
+                                reason_of_failure(error)));
   }
 }
 
@@ -131,10 +129,10 @@ void ResultsJournal::save() {
     } catch (const std::exception& rescue_error) {
       throw std::runtime_error(fmt::format(
           "cannot write the results to '{}' ({}) nor to '{}' ({})", path_.string(),
-          reason_of_failure(error.what()), rescue.string(), reason_of_failure(rescue_error.what())));
+          reason_of_failure(error), rescue.string(), reason_of_failure(rescue_error)));
     }
     spdlog::error("cannot write '{}' ({}): the results are kept in '{}' instead", path_.string(),
-                  reason_of_failure(error.what()), rescue.string());
+                  reason_of_failure(error), rescue.string());
     path_ = rescue;
     rescued_ = true;
   }

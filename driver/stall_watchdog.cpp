@@ -220,6 +220,7 @@ void StallWatchdog::watch() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   };
   const int poll_milliseconds = int(settings_.heartbeat_interval_seconds * 500);
+  double previous_look = now_seconds();
   while (!stopping_) {
     pollfd ready{receive_socket_, POLLIN, 0};
     if (::poll(&ready, 1, poll_milliseconds) > 0) {
@@ -235,7 +236,16 @@ void StallWatchdog::watch() {
         }
       }
     }
-    diagnose(now_seconds());
+    // A watcher that was itself stopped (SIGSTOP, a suspended machine) heard nothing while it
+    // slept, and its own heartbeats stopped too: that silence is not the others'. Without this,
+    // a stopped rank 0, woken by Open MPI to be ended, would report its own stall a second time.
+    const double now = now_seconds();
+    if (now - previous_look > timeout_seconds() / 2) {
+      for (auto& peer : peers_) peer.last_heard_seconds = now;
+      last_progress_seconds_ = now;
+    }
+    previous_look = now;
+    diagnose(now);
   }
 }
 

@@ -27,6 +27,8 @@ void install_stop_signal_handlers() {
   action.sa_flags = SA_RESTART;
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGINT, &action, nullptr);
+  // A closed terminal or a dropped ssh session: the run stops as on SIGTERM, keeping its results.
+  sigaction(SIGHUP, &action, nullptr);
 }
 
 int stop_signal_received() { return first_stop_signal.load(); }

@@ -9,7 +9,6 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <fstream>
 
 #include <fmt/format.h>
 #include <fmt/std.h>
@@ -111,12 +110,43 @@ void check_output_path(const fs::path& path, bool overwrite, std::string_view op
   fs::remove(probe, error);
 }
 
-void write_atomically(const fs::path& path, bool overwrite,
-                      const std::function<void(const fs::path&)>& write) {
+FileWriteError::FileWriteError(const fs::path& path, int error_number)
+    : UserError(fmt::format("cannot write '{}': {}", path.string(), std::strerror(error_number))),
+      reason_(std::strerror(error_number)) {}
+
+namespace {
+
+// Writes every byte and syncs them to the device, so that a full disk shows here and not as a
+// short file later; errors name `path`, the name the user gave.
+void write_file(const fs::path& temporary, std::string_view contents, const fs::path& path) {
+  const int descriptor = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (descriptor < 0) throw FileWriteError(path, errno);
+  std::size_t written = 0;
+  while (written < contents.size()) {
+    const ssize_t count = ::write(descriptor, contents.data() + written, contents.size() - written);
+    if (count < 0 && errno == EINTR) continue;
+    if (count < 0) {
+      const int write_error = errno;
+      ::close(descriptor);
+      throw FileWriteError(path, write_error);
+    }
+    written += std::size_t(count);
+  }
+  if (::fsync(descriptor) != 0 && errno != EINVAL) {
+    const int sync_error = errno;
+    ::close(descriptor);
+    throw FileWriteError(path, sync_error);
+  }
+  if (::close(descriptor) != 0) throw FileWriteError(path, errno);
+}
+
+}  // namespace
+
+void write_atomically(const fs::path& path, bool overwrite, std::string_view contents) {
   const fs::path temporary = temporary_path_for(path);
   std::error_code ignored;
   try {
-    write(temporary);
+    write_file(temporary, contents, path);
     if (overwrite) {
       fs::rename(temporary, path);
     } else if (::link(temporary.c_str(), path.c_str()) != 0) {
@@ -135,12 +165,7 @@ void write_atomically(const fs::path& path, bool overwrite,
 }
 
 void write_text_atomically(const fs::path& path, const std::string& text) {
-  write_atomically(path, true, [&](const fs::path& temporary) {
-    std::ofstream file(temporary);
-    file << text;
-    file.close();
-    if (!file) throw UserError(fmt::format("cannot write '{}'", path.string()));
-  });
+  write_atomically(path, true, text);
 }
 
 }  // namespace dlscale::results

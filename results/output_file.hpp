@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/errors.hpp"
+
 namespace dlscale::results {
 
 // Checked before training starts, so a bad path costs the user seconds, not a run. Throws
@@ -24,11 +26,24 @@ int remove_abandoned_temporaries(const std::filesystem::path& path);
 // Throws UserError when the directory of `path` has less than `bytes_needed` free.
 void check_free_space(const std::filesystem::path& path, std::uint64_t bytes_needed);
 
-// Calls write(temporary_path), then moves the temporary file to `path`. Without overwrite the
-// move refuses to replace a file that appeared meanwhile. The temporary file is removed if
-// anything fails.
+// A file that could not be written for want of room or rights (a full disk, a file-size limit,
+// a quota): the user's environment, told in one line that names the file and the system's
+// reason.
+class FileWriteError : public UserError {
+ public:
+  FileWriteError(const std::filesystem::path& path, int error_number);
+  // The system's words alone ("No space left on device").
+  const std::string& reason() const { return reason_; }
+
+ private:
+  std::string reason_;
+};
+
+// Writes `contents` to a temporary file beside `path`, then moves it to `path`. Without
+// overwrite the move refuses to replace a file that appeared meanwhile. The temporary file is
+// removed if anything fails; a failed write throws FileWriteError naming `path`.
 void write_atomically(const std::filesystem::path& path, bool overwrite,
-                      const std::function<void(const std::filesystem::path&)>& write);
+                      std::string_view contents);
 
 // A text export (JSON, a script) written the same way; an existing regular file is replaced.
 // Call check_output_path(path, true, option) first.

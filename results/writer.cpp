@@ -371,16 +371,24 @@ void write_results_file(const std::filesystem::path& path, bool overwrite, const
                         std::size_t run_count, const std::string& status,
                         const std::function<void(hid_t file)>& write) {
   silence_hdf5_error_printing();
-  write_atomically(path, overwrite, [&](const std::filesystem::path& temporary) {
-    // The temporary name is this process's own (see output_file.cpp): one left by a dead process
-    // of the same number is replaced.
+  // The file is built in memory (HDF5's core driver, no backing store) and its image written out
+  // in one checked pass: HDF5 1.10 crashes when closing a file whose writes failed, so a full
+  // disk or a file-size limit must never reach it.
+  std::string image;
+  {
+    const Hdf5Handle access(DLSCALE_H5_CHECK(H5Pcreate(H5P_FILE_ACCESS)), H5Pclose);
+    const std::size_t growth_bytes = std::size_t(1) << 20;
+    DLSCALE_H5_CHECK(H5Pset_fapl_core(access, growth_bytes, false));
     const Hdf5Handle file(
-        DLSCALE_H5_CHECK(H5Fcreate(temporary.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)),
-        H5Fclose);
+        DLSCALE_H5_CHECK(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access)), H5Fclose);
     write_origin_attributes(file, origin, run_count, status);
     write(file);
     DLSCALE_H5_CHECK(H5Fflush(file, H5F_SCOPE_GLOBAL));
-  });
+    const ssize_t size = DLSCALE_H5_CHECK(H5Fget_file_image(file, nullptr, 0));
+    image.resize(std::size_t(size));
+    DLSCALE_H5_CHECK(H5Fget_file_image(file, image.data(), image.size()));
+  }
+  write_atomically(path, overwrite, image);
 }
 
 void write_results(const ResultsFile& results, const std::filesystem::path& path, bool overwrite) {

@@ -2,8 +2,10 @@
 #include "workloads/workload_registry.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/errors.hpp"
+#include "core/nearest_name.hpp"
 #include "workloads/cnn_zoo.hpp"
 #include "workloads/fcn_workload.hpp"
 #include "workloads/lstm_workload.hpp"
@@ -30,15 +32,15 @@ std::unique_ptr<Workload> make_workload(const std::string& name_or_spec) {
     return parse_fcn_spec(name_or_spec.substr(fcn_prefix.size()));
   if (name_or_spec.starts_with(lstm_prefix))
     return parse_lstm_spec(name_or_spec.substr(lstm_prefix.size()));
-  std::string known;
+  std::vector<std::string> known;
   for (auto& workload : builtin_workloads()) {
     if (workload->name() == name_or_spec) return std::move(workload);
-    known += (known.empty() ? "" : ", ") + workload->name();
+    known.push_back(workload->name());
   }
   throw UserError(fmt::format(
-      "--model: unknown model '{}' (built-in: {}; or fcn:INPUT,HIDDEN,...,CLASSES or "
+      "--model: unknown model '{}'{} (built-in: {}; or fcn:INPUT,HIDDEN,...,CLASSES or "
       "lstm:SEQ,HIDDEN,LAYERS,VOCAB; see --list-models)",
-      name_or_spec, known));
+      name_or_spec, did_you_mean(name_or_spec, known), fmt::join(known, ", ")));
 }
 
 }  // namespace dlscale::workloads

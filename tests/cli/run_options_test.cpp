@@ -5,6 +5,8 @@
 #include <fstream>
 
 #include "cli/run_options.hpp"
+#include <fmt/format.h>
+
 #include "core/errors.hpp"
 
 namespace dlscale::cli {
@@ -75,6 +77,19 @@ TEST(RunOptions, NonNumbersAndUnknownOptionsAreOneLineErrors) {
   EXPECT_EQ(unknown.find('\n'), std::string::npos);
 }
 
+TEST(RunOptions, AnUnknownOptionSuggestsTheNearestOne) {
+  EXPECT_EQ(error_of({"--iterations", "3"}),
+            "unrecognised option '--iterations' (did you mean '--iters'?)");
+  EXPECT_EQ(error_of({"--bacth", "3"}), "unrecognised option '--bacth' (did you mean '--batch'?)");
+  EXPECT_EQ(error_of({"--frobnicate"}).find("did you mean"), std::string::npos);
+}
+
+TEST(RunOptions, AnEmptyRankListIsRefusedAsAnEmptyThreadListIs) {
+  EXPECT_EQ(error_of({"--ranks", ""}),
+            "--ranks must not be empty: give rank counts such as 1,2,4, or all");
+  EXPECT_NE(error_of({"--threads", ""}), "no error");
+}
+
 TEST(RunOptions, ConfigFileSetsKeysAndTheCommandLineWins) {
   const auto path = std::filesystem::temp_directory_path() / "dlscale_run_options_test.cfg";
   std::ofstream(path) << "model = fcn-s\nbatch = 16\niters = 4\n";
@@ -91,8 +106,12 @@ TEST(RunOptions, MissingOrBadConfigFileNamesIt) {
   const auto path = std::filesystem::temp_directory_path() / "dlscale_bad_config_test.cfg";
   std::ofstream(path) << "colour = blue\n";
   const std::string error = error_of({"--config", path.string()});
-  std::filesystem::remove(path);
   EXPECT_NE(error.find("colour"), std::string::npos) << error;
+  std::ofstream(path) << "# a study\nmodel = fcn-s\n\niterations = 4\n";
+  EXPECT_EQ(error_of({"--config", path.string()}),
+            fmt::format("--config {} line 4: unrecognised option 'iterations' (did you mean "
+                        "'--iters'?)", path.string()));
+  std::filesystem::remove(path);
 }
 
 TEST(RunOptions, HelpListsEveryOptionGroup) {

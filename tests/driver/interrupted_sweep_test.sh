@@ -3,7 +3,8 @@
 #   SIGTERM to mpirun during point 2 of a `--ranks 1,2` sweep (Slurm sends SIGTERM at a job's time
 #   limit): point 1 stays whole, point 2 keeps its measured iterations, marked partial, the file
 #   says it was interrupted, and one line says what was kept;
-#   SIGINT (Ctrl-C) to a single rank during its second repeat: it exits 130.
+#   SIGINT (Ctrl-C) to a single rank during its second repeat: it exits 130; SIGHUP (a closed
+#   terminal) the same way, with 129.
 # usage: interrupted_sweep_test.sh MPIEXEC DLSCALE PYTHON
 set -euo pipefail
 mpiexec=$1 dlscale=$2 python=$3
@@ -74,3 +75,17 @@ wait "$run" || status=$?
 grep -q 'interrupted by SIGINT: kept 1 completed point(s) of 2' "$work/single-err.txt" || {
   echo "FAIL: no line saying what SIGINT kept:"; cat "$work/single-err.txt"; exit 1; }
 echo "ok: SIGINT exits 130 and keeps the finished repeat"
+
+# SIGHUP (the terminal closed, the ssh session dropped) stops a run as SIGTERM does.
+"$dlscale" --model fcn:784,2048,2048,10 --batch 64 --repeat 2 --iters 300 --warmup 1 \
+  --out "$work/h.h5" >"$work/hangup-out.txt" 2>"$work/hangup-err.txt" &
+run=$!
+wait_for_line "$work/hangup-err.txt" 'repeat 1 (seed' "$run"
+sleep 1
+kill -HUP "$run"
+status=0
+wait "$run" || status=$?
+((status == 129)) || { echo "FAIL: SIGHUP gave exit status $status, not 129"; cat "$work/hangup-err.txt"; exit 1; }
+grep -q 'interrupted by SIGHUP: kept 1 completed point(s) of 2' "$work/hangup-err.txt" || {
+  echo "FAIL: no line saying what SIGHUP kept:"; cat "$work/hangup-err.txt"; exit 1; }
+echo "ok: SIGHUP exits 129 and keeps the finished repeat"
