@@ -141,7 +141,8 @@ std::string help_text(const po::options_description& options) {
           "buckets, overlap). Points measured by several inputs (the 1-rank point of every job\n"
           "of a `--ranks all` node study, a resubmitted job) are kept as repeats of the point,\n"
           "numbered in input order, each with its own job, nodes and hosts; the study shows\n"
-          "their spread. The same run given twice is refused.\n\n"
+          "their spread. The same run given twice is refused. An input whose every point\n"
+          "failed adds its failed points.\n\n"
           "Usage: dlscale merge A.h5 B.h5 ... -o study.h5\n\n"
        << options
        << "\nExample:\n"

@@ -118,15 +118,23 @@ void check_runs_would_start(const SlurmOptions& options, const StudySizes& sizes
   // The script gives each rank --cpus-per-task cores (and OMP_NUM_THREADS to match).
   if (run.threads.back() > options.cpus_per_task && !run.oversubscribe)
     throw UserError(fmt::format("--threads {} is more than the job's --cpus-per-task {}: each "
-                                "rank has that many cores; raise --cpus-per-task",
+                                "rank has that many cores; raise --cpus-per-task (or add "
+                                "--oversubscribe)",
                                 run.threads.back(), options.cpus_per_task));
-  for (const int nodes : sizes.node_counts)
-    for (const int tasks : sizes.tasks_per_node) try {
-        batches_per_rank(run, sweep_rank_counts(run, nodes * tasks), 1);
+  // Each job is a launch of nodes x tasks ranks: its rank sweep, and for strong scaling the
+  // global batch split over each of its points. (The workload's default batch only matters for
+  // weak scaling, which always splits, so any stands in for it.)
+  constexpr int any_default_batch = 1;
+  for (const int nodes : sizes.node_counts) {
+    for (const int tasks : sizes.tasks_per_node) {
+      try {
+        batches_per_rank(run, sweep_rank_counts(run, nodes * tasks), any_default_batch);
       } catch (const UserError& error) {
         throw UserError(fmt::format("the job of {} node(s) x {} task(s) would refuse its "
                                     "options: {}", nodes, tasks, error.what()));
       }
+    }
+  }
 }
 
 std::string settings_block(const SlurmOptions& options, const StudySizes& sizes) {
@@ -199,12 +207,12 @@ std::string help_text(const po::options_description& options) {
           "batch job per (nodes, tasks per node) pair, each an `srun --mpi=pmix --cpu-bind=cores\n"
           "dlscale` run on whole nodes (--exclusive, unless --share-nodes), then a job that starts\n"
           "once every run job has ended, however it ended, and merges the results files that\n"
-          "exist into one study file with an HTML report; a job that left none is named in both,\n"
-          "with its exit state. Points measured by several jobs (say, 1 and 2 ranks with\n"
-          "--ranks all) become repeats of the study. The script is slurm/dlscale-node-study.sh\n"
-          "with its settings filled in. Options it does not know are dlscale options for every\n"
-          "run, checked here as each job would check them, so a study is refused before it\n"
-          "queues rather than failing in every job.\n\n"
+          "exist into one study file with an HTML report; a job that left none is named in the\n"
+          "merge job's log and in the report, with its exit state. Points measured by several\n"
+          "jobs (say, 1 and 2 ranks with --ranks all) become repeats of the study. The script\n"
+          "is slurm/dlscale-node-study.sh with its settings filled in. Options it does not know\n"
+          "are dlscale options for every run, checked here as each job would check them, so a\n"
+          "study is refused before it queues rather than failing in every job.\n\n"
           "Usage: dlscale slurm --nodes 1,2,4,8 --tasks-per-node 4 [options] [dlscale options]\n\n"
        << options
        << "\nExample:\n"
@@ -229,7 +237,8 @@ int slurm_command(int argc, char** argv) {
       ("cpus-per-task", po::value(&options.cpus_per_task)->default_value(options.cpus_per_task),
        "cores per rank; dlscale's --threads")
       ("time", po::value(&options.time_limit)->default_value(options.time_limit),
-       "time limit of each job")
+       "time limit of each job, as Slurm reads it: MINUTES, MINUTES:SECONDS, "
+       "HOURS:MINUTES:SECONDS or DAYS-HOURS[:MINUTES[:SECONDS]]")
       ("partition", po::value(&options.partition), "Slurm partition (default: the cluster's)")
       ("account", po::value(&options.account), "Slurm account to charge")
       ("share-nodes", po::bool_switch(&options.share_nodes),
