@@ -263,7 +263,7 @@ TEST_F(CommandLine, MergeKeepsPointsMeasuredBySeveralJobsAsRepeats) {
       << "merge prints the spread over repeats";
 }
 
-TEST_F(CommandLine, MergeKeepsASlurmJobThatLeftNoFileAsAFailedPoint) {
+TEST_F(CommandLine, MergeKeepsFailedPointsAndSlurmJobsThatLeftNoFile) {
   ASSERT_EQ(run_dlscale("--model fcn:16,8,4 --batch 4 --iters 2 --warmup 0 --ranks 1 --out job1.h5")
                 .rank_exit_codes[0],
             0);
@@ -278,6 +278,18 @@ TEST_F(CommandLine, MergeKeepsASlurmJobThatLeftNoFileAsAFailedPoint) {
   EXPECT_EQ(study.failed_points[0].ranks, 4);
   EXPECT_EQ(study.failed_points[0].reason,
             "Slurm job 4242 left no results file (CANCELLED, exit code 0:15)");
+
+  // A job whose every point failed (exit 3) left a file with no runs: its failed points join.
+  ASSERT_EQ(run_dlscale("--model fcn:16,8,4 --batch 4 --iters 2 --warmup 0 --ranks 2 "
+                        "--point-timeout 1e-9 --out failed.h5")
+                .rank_exit_codes[0],
+            3);
+  std::tie(status, errors) = run_alone(directory_, "merge job1.h5 failed.h5 -o with_failed.h5");
+  ASSERT_EQ(status, 0) << errors;
+  const auto with_failed = dlscale::results::read_results(directory_ / "with_failed.h5");
+  EXPECT_EQ(with_failed.runs.size(), 1u);
+  ASSERT_EQ(with_failed.failed_points.size(), 1u);
+  EXPECT_EQ(with_failed.failed_points[0].ranks, 2);
 
   for (const char* malformed : {"x:4:FAILED", "4242:0:FAILED", "4242:4:", "4242"}) {
     std::tie(status, errors) = run_alone(
