@@ -36,16 +36,21 @@ export DLSCALE DLSCALE_RESULTS=$study_dir
 common=(--parsable --time="$TIME_LIMIT" --output="$study_dir/slurm-%j.out" --export=ALL)
 [[ -n $PARTITION ]] && common+=(--partition="$PARTITION")
 [[ -n $ACCOUNT ]] && common+=(--account="$ACCOUNT")
-# Neighbours on a node change what is measured: by default each run has its nodes to itself.
-whole_nodes=(--exclusive)
-[[ $SHARE_NODES == yes ]] && whole_nodes=()
+# Neighbours on a node change what is measured: each run has its nodes to itself, as the run
+# script's `#SBATCH --exclusive` asks. To share, the jobs run a copy of the script without that
+# line (sbatch's --oversubscribe would override it, but also lets jobs share cores).
+run_script=$RUN_SCRIPT
+if [[ $SHARE_NODES == yes ]]; then
+  run_script=$study_dir/dlscale-run-shared.sbatch
+  grep -v '^#SBATCH --exclusive\b' "$RUN_SCRIPT" >"$run_script"
+fi
 
 jobs=() sizes=()
 for nodes in $NODE_COUNTS; do
   for tasks in $TASKS_PER_NODE; do
-    job=$(sbatch "${common[@]}" "${whole_nodes[@]}" --job-name="dlscale-${nodes}x${tasks}" \
-      --nodes="$nodes" --ntasks-per-node="$tasks" --cpus-per-task="$CPUS_PER_TASK" \
-      "$RUN_SCRIPT" "${DLSCALE_OPTIONS[@]}")
+    job=$(sbatch "${common[@]}" --job-name="dlscale-${nodes}x${tasks}" --nodes="$nodes" \
+      --ntasks-per-node="$tasks" --cpus-per-task="$CPUS_PER_TASK" \
+      "$run_script" "${DLSCALE_OPTIONS[@]}")
     echo "submitted job $job: $nodes node(s) x $tasks task(s)"
     jobs+=("$job")
     sizes+=("$job:$nodes:$tasks")

@@ -123,7 +123,23 @@ if not os.path.getsize(os.path.join(out, "report.html")):
 print(f"ok: study of jobs {one_node} and {two_nodes} merged with its 1-rank repeats and report")
 PY
 
-# 3. A study that goes wrong: of 1 and 2 nodes x 1 and 2 tasks, the 2x1 job's points all fail
+# 3. With --share-nodes the jobs leave their nodes open to others, and the runs record that.
+"$dlscale" slurm --nodes 1 --tasks-per-node 1 --share-nodes --time 00:05:00 --dlscale "$dlscale" \
+  "${tiny[@]}" -o "$work/shared.sh" >/dev/null
+submitted=$(DLSCALE_RESULTS=$work/shared bash "$work/shared.sh")
+mapfile -t jobs < <(grep -o 'submitted job [0-9]*' <<<"$submitted" | awk '{print $3}')
+expect_state "${jobs[0]}" COMPLETED
+"$python" - "$work/shared/job-${jobs[0]}/dlscale.h5" <<'PY'
+import sys
+import h5py
+with h5py.File(sys.argv[1], "r") as f:
+    exclusive = f["runs/run_000"].attrs["slurm_node_exclusive"]
+    if exclusive != "no":
+        sys.exit(f"FAIL: a --share-nodes job recorded slurm_node_exclusive={exclusive!r}")
+print("ok: a --share-nodes job recorded that its node was not exclusive")
+PY
+
+# 4. A study that goes wrong: of 1 and 2 nodes x 1 and 2 tasks, the 2x1 job's points all fail
 #    (exit 3, by design: its dlscale is given --point-timeout 1e-9) and the 2x2 job is cancelled
 #    while it waits. The merge job still runs, merges what exists, and names the cancelled job.
 real_dlscale=$dlscale
