@@ -4,7 +4,8 @@
 # and study scripts written by `dlscale slurm` submit their jobs and the dependent merge: the
 # README's `--nodes 1,2 --tasks-per-node 1 --ranks all` study, whose jobs both measure 1 rank
 # (repeats in the merged study), and a study in which one job exits 3 (every point failed) and
-# one is cancelled, which must still end in one merged study and report naming the cancelled job.
+# one is cancelled, which must still end in one merged study and report naming the cancelled job,
+# and a --share-nodes study, whose run records that its node was not exclusive.
 # The results files must carry the job IDs, layout and node exclusivity.
 # Exits 77 (a CTest skip, reported as such) only if Slurm or munge is not installed.
 #
