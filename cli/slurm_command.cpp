@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -107,6 +108,9 @@ const std::string& require_path(const std::string& path, const std::string& opti
 // anything is queued: options dlscale rejects, those the script sets itself, and sizes a job
 // cannot run.
 void check_runs_would_start(const SlurmOptions& options, const StudySizes& sizes) {
+  // Parse as each job will: there SLURM_CPUS_PER_TASK is --cpus-per-task and sets the default
+  // --threads, whatever this shell's (an salloc session's) says.
+  ::setenv("SLURM_CPUS_PER_TASK", std::to_string(options.cpus_per_task).c_str(), 1);
   const RunOptions run = parse_run_options(options.dlscale_options);
   if (run.action != RunOptions::Action::train)
     throw UserError("--help, --version and --list-models are not options of a run; "
