@@ -187,9 +187,13 @@ int merge_command(int argc, char** argv) {
     std::vector<results::NodeSharingProbe> probes;
     for (const auto& input : inputs) {
       const auto file = results::read_results(input);
-      // A job whose every point failed still tells the study why.
-      if (file.runs.empty() && file.failed_points.empty())
-        throw UserError(fmt::format("'{}' holds no training runs", input));
+      // A job whose every point failed still tells the study why. One stopped before its first
+      // point ended (status running or interrupted) has nothing to add; the others still merge.
+      if (file.runs.empty() && file.failed_points.empty()) {
+        fmt::print("leaving out {}: it holds no runs and no failed points (status {})\n", input,
+                   file.status);
+        continue;
+      }
       failed_points.insert(failed_points.end(), file.failed_points.begin(),
                            file.failed_points.end());
       probes.insert(probes.end(), file.node_sharing_probes.begin(),

@@ -92,11 +92,14 @@ inputs=() missing=()
 for size in "$@"; do
   IFS=: read -r job nodes tasks <<<"$size"
   file=$study_dir/job-$job/dlscale.h5
+  state=$(job_state "$job")
   if [[ -s $file ]]; then
+    # A job that exited 3 (failed points) or 143 (its time limit) still left its finished points.
+    [[ $state == COMPLETED* ]] ||
+      echo "job $job ($nodes node(s) x $tasks task(s)) ended $state; merging what it left"
     inputs+=("$file")
     continue
   fi
-  state=$(job_state "$job")
   echo "job $job ($nodes node(s) x $tasks task(s)) left no results file: $state"
   missing+=(--missing-job "$job:$((nodes * tasks)):$state")
 done

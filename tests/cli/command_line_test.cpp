@@ -18,6 +18,8 @@
 
 #include "coordinator/scaling_study.hpp"
 #include "results/reader.hpp"
+#include "results/schema.hpp"
+#include "results/writer.hpp"
 #include "tests/cli/dlscale_under_mpirun.hpp"
 #include "workloads/workload_registry.hpp"
 
@@ -290,6 +292,17 @@ TEST_F(CommandLine, MergeKeepsFailedPointsAndSlurmJobsThatLeftNoFile) {
   EXPECT_EQ(with_failed.runs.size(), 1u);
   ASSERT_EQ(with_failed.failed_points.size(), 1u);
   EXPECT_EQ(with_failed.failed_points[0].ranks, 2);
+
+  // A job stopped before its first point ended left a file with nothing in it: left out, with
+  // a line, and the others still merge.
+  dlscale::results::ResultsFile nothing_yet;
+  nothing_yet.status = dlscale::results::schema::status_running;
+  dlscale::results::write_results(nothing_yet, directory_ / "running.h5", false);
+  std::tie(status, errors) = run_alone(directory_, "merge job1.h5 running.h5 -o without.h5");
+  ASSERT_EQ(status, 0) << errors;
+  EXPECT_NE(dlscale::testing::read_text_file(directory_ / "alone.out")
+                .find("leaving out running.h5: it holds no runs and no failed points"),
+            std::string::npos);
 
   for (const char* malformed : {"x:4:FAILED", "4242:0:FAILED", "4242:4:", "4242"}) {
     std::tie(status, errors) = run_alone(

@@ -163,6 +163,11 @@ expect_state "${jobs[1]}" COMPLETED
 expect_state "${jobs[2]}" FAILED
 expect_state "${jobs[3]}" CANCELLED
 expect_state "${jobs[4]}" COMPLETED
+merge_log=$work/faulty/slurm-${jobs[4]}.out
+for line in "job ${jobs[2]} (2 node(s) x 1 task(s)) ended FAILED, exit code 3:0; merging what it left" \
+  "job ${jobs[3]} (2 node(s) x 2 task(s)) left no results file: CANCELLED"; do
+  grep -qF "$line" "$merge_log" || { echo "FAIL: the merge job's log lacks '$line':"; cat "$merge_log"; exit 1; }
+done
 "$python" - "$work/faulty/job-${jobs[4]}" "${jobs[2]}" "${jobs[3]}" <<'PY'
 import os
 import sys
