@@ -142,7 +142,8 @@ std::string help_text(const po::options_description& options) {
           "of a `--ranks all` node study, a resubmitted job) are kept as repeats of the point,\n"
           "numbered in input order, each with its own job, nodes and hosts; the study shows\n"
           "their spread. The same run given twice is refused. An input whose every point\n"
-          "failed adds its failed points.\n\n"
+          "failed adds its failed points; one with nothing in it (a job stopped before its first\n"
+          "point ended) is left out with a line, as partial runs are.\n\n"
           "Usage: dlscale merge A.h5 B.h5 ... -o study.h5\n\n"
        << options
        << "\nExample:\n"
