@@ -61,13 +61,13 @@ void check_comparable(const std::vector<SourcedRun>& runs) {
 }
 
 // The same run given twice (one file named twice, or a merged study with one of its inputs)
-// would count one measurement as two repeats.
+// would count one measurement as two repeats. Not by its repeat number, which a merge renumbers:
+// repeats of one launch differ in seed.
 void refuse_runs_given_twice(const std::vector<SourcedRun>& runs) {
   const auto identity = [](const results::RunRecord& run) {
     return std::tie(run.environment.start_time_utc, run.environment.command_line,
                     run.environment.rank_hosts, run.environment.slurm.job_id, run.ranks,
-                    run.configuration.threads_per_rank, run.configuration.repeat,
-                    run.configuration.seed);
+                    run.configuration.threads_per_rank, run.configuration.seed);
   };
   std::map<decltype(identity(runs.front().run)), const SourcedRun*> seen;
   for (const auto& candidate : runs) {

@@ -263,6 +263,12 @@ TEST_F(CommandLine, MergeKeepsPointsMeasuredBySeveralJobsAsRepeats) {
   EXPECT_NE(dlscale::testing::read_text_file(directory_ / "alone.out").find("across repeats"),
             std::string::npos)
       << "merge prints the spread over repeats";
+
+  // A merged study with one of its inputs again: job1's run, renumbered repeat 1 in the study,
+  // is still the same run.
+  const auto [again, again_errors] = run_alone(directory_, "merge study.h5 job1.h5 -o again.h5");
+  EXPECT_EQ(again, 2);
+  EXPECT_NE(again_errors.find("same run, given twice"), std::string::npos) << again_errors;
 }
 
 TEST_F(CommandLine, MergeKeepsFailedPointsAndSlurmJobsThatLeftNoFile) {
