@@ -1,6 +1,10 @@
 #include "cli/merge_command.hpp"
 
+#include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <chrono>
+#include <map>
 #include <sstream>
 #include <tuple>
 
@@ -53,17 +57,80 @@ void check_comparable(const std::vector<SourcedRun>& runs) {
         throw UserError(fmt::format("cannot merge: {} has {} '{}' but {} has '{}'",
                                     candidate.origin, settings[k].first, settings[k].second,
                                     runs.front().origin, reference[k].second));
-    const auto point = [](const results::RunRecord& run) {
-      return std::tuple(run.ranks, run.configuration.threads_per_rank, run.configuration.repeat);
-    };
-    for (const auto& other : runs)
-      if (&other != &candidate && point(other.run) == point(candidate.run))
-        throw UserError(fmt::format(
-            "cannot merge: {} and {} are both repeat {} of {} ranks x {} threads; a study keeps "
-            "one run per point (use --repeat in one launch to repeat a point)",
-            other.origin, candidate.origin, candidate.run.configuration.repeat,
-            candidate.run.ranks, candidate.run.configuration.threads_per_rank));
   }
+}
+
+// The same run given twice (one file named twice, or a merged study with one of its inputs)
+// would count one measurement as two repeats. Not by its repeat number, which a merge renumbers:
+// repeats of one launch differ in seed.
+void refuse_runs_given_twice(const std::vector<SourcedRun>& runs) {
+  const auto identity = [](const results::RunRecord& run) {
+    return std::tie(run.environment.start_time_utc, run.environment.command_line,
+                    run.environment.rank_hosts, run.environment.slurm.job_id, run.ranks,
+                    run.configuration.threads_per_rank, run.configuration.seed);
+  };
+  std::map<decltype(identity(runs.front().run)), const SourcedRun*> seen;
+  for (const auto& candidate : runs) {
+    const auto [first, inserted] = seen.emplace(identity(candidate.run), &candidate);
+    if (!inserted)
+      throw UserError(fmt::format("cannot merge: {} and {} are the same run, given twice",
+                                  first->second->origin, candidate.origin));
+  }
+}
+
+// Points measured by several jobs (each job of a `--ranks all` node study measures 1, 2, ...
+// ranks; a resubmitted job measures its point again) are repeats: numbered 0, 1, ... per
+// (threads, ranks) in input order, so the study's spread over repeats covers them. Each run
+// keeps its own record of where it ran (Slurm job, nodes, hosts).
+void number_repeats(std::vector<results::RunRecord>& runs) {
+  std::map<std::pair<int, int>, int> repeats_so_far;
+  for (auto& run : runs)
+    run.configuration.repeat = repeats_so_far[{run.configuration.threads_per_rank, run.ranks}]++;
+}
+
+// A Slurm job of the study that left no results file, as the merge job names it:
+// "JOB:RANKS:STATE", e.g. "4242:8:CANCELLED, exit code 0:15".
+struct MissingJob {
+  std::string job_id;
+  int ranks = 0;
+  std::string state;
+};
+
+MissingJob parse_missing_job(const std::string& text) {
+  const auto first = text.find(':');
+  const auto second = first == std::string::npos ? first : text.find(':', first + 1);
+  MissingJob job;
+  if (second != std::string::npos) {
+    job.job_id = text.substr(0, first);
+    job.state = text.substr(second + 1);
+    const auto count = text.substr(first + 1, second - first - 1);
+    const auto [end, error] = std::from_chars(count.data(), count.data() + count.size(), job.ranks);
+    if (error != std::errc() || end != count.data() + count.size()) job.ranks = 0;
+  }
+  const bool job_id_ok = !job.job_id.empty() && job.job_id.size() <= 32 &&
+                         job.job_id.find_first_not_of("0123456789_") == std::string::npos;
+  const bool state_ok = !job.state.empty() && job.state.size() <= 200 &&
+                        std::none_of(job.state.begin(), job.state.end(), [](char c) {
+                          return std::iscntrl(static_cast<unsigned char>(c)) != 0;
+                        });
+  if (!job_id_ok || job.ranks < 1 || !state_ok)
+    throw UserError(fmt::format("--missing-job '{}' is not JOB:RANKS:STATE, e.g. "
+                                "'4242:8:CANCELLED, exit code 0:15'",
+                                text.substr(0, 80)));
+  return job;
+}
+
+// A missing job's point, kept as a failed point of the study, so the report lists it with why.
+results::FailedPoint failed_point_of(const MissingJob& job, const results::RunRecord& measured) {
+  results::FailedPoint point;
+  point.ranks = job.ranks;
+  point.threads = measured.configuration.threads_per_rank;
+  point.batch_per_rank =
+      coordinator::study_scaling(measured.configuration) == "strong"
+          ? measured.configuration.batch_per_rank * measured.ranks / job.ranks
+          : measured.configuration.batch_per_rank;
+  point.reason = fmt::format("Slurm job {} left no results file ({})", job.job_id, job.state);
+  return point;
 }
 
 std::string help_text(const po::options_description& options) {
@@ -71,7 +138,12 @@ std::string help_text(const po::options_description& options) {
   text << "dlscale merge: combine the runs of several jobs (say, one job per node count) into one\n"
           "study file that `dlscale report` and `dlscale predict` read. Every run must share the\n"
           "workload and settings (model, scaling mode and batch, threads, device, backend,\n"
-          "buckets, overlap) and have a rank count of its own.\n\n"
+          "buckets, overlap). Points measured by several inputs (the 1-rank point of every job\n"
+          "of a `--ranks all` node study, a resubmitted job) are kept as repeats of the point,\n"
+          "numbered in input order, each with its own job, nodes and hosts; the study shows\n"
+          "their spread. The same run given twice is refused. An input whose every point\n"
+          "failed adds its failed points; one with nothing in it (a job stopped before its first\n"
+          "point ended) is left out with a line, as partial runs are.\n\n"
           "Usage: dlscale merge A.h5 B.h5 ... -o study.h5\n\n"
        << options
        << "\nExample:\n"
@@ -86,11 +158,15 @@ int merge_command(int argc, char** argv) {
   std::vector<std::string> inputs;
   std::string output;
   bool overwrite = false;
+  std::vector<std::string> missing_jobs;
   po::options_description visible("Options", 100, 50);
   visible.add_options()
       ("help,h", "show this help and exit")
       ("out,o", po::value(&output), "the merged study file (required)")
-      ("overwrite", po::bool_switch(&overwrite), "replace an existing file");
+      ("overwrite", po::bool_switch(&overwrite), "replace an existing file")
+      ("missing-job", po::value(&missing_jobs),
+       "JOB:RANKS:STATE, repeatable: a Slurm job of the study that left no results file, kept "
+       "as a failed point with its state (the node-study script's merge job passes these)");
   po::options_description hidden;
   hidden.add_options()("input", po::value(&inputs));
   po::options_description all;
@@ -112,7 +188,13 @@ int merge_command(int argc, char** argv) {
     std::vector<results::NodeSharingProbe> probes;
     for (const auto& input : inputs) {
       const auto file = results::read_results(input);
-      if (file.runs.empty()) throw UserError(fmt::format("'{}' holds no training runs", input));
+      // A job whose every point failed still tells the study why. One stopped before its first
+      // point ended (status running or interrupted) has nothing to add; the others still merge.
+      if (file.runs.empty() && file.failed_points.empty()) {
+        fmt::print("leaving out {}: it holds no runs and no failed points (status {})\n", input,
+                   file.status);
+        continue;
+      }
       failed_points.insert(failed_points.end(), file.failed_points.begin(),
                            file.failed_points.end());
       probes.insert(probes.end(), file.node_sharing_probes.begin(),
@@ -129,17 +211,22 @@ int merge_command(int argc, char** argv) {
     }
     if (runs.empty()) throw UserError("the inputs hold no complete training runs to merge");
     check_comparable(runs);
+    refuse_runs_given_twice(runs);
+    for (const auto& text : missing_jobs)
+      failed_points.push_back(failed_point_of(parse_missing_job(text), runs.front().run));
 
     results::ResultsFile merged;
     merged.origin = file_origin("merge", argc, argv, start);
     for (auto& sourced : runs) merged.runs.push_back(std::move(sourced.run));
+    number_repeats(merged.runs);
     merged.study = coordinator::analyze_study(merged.runs);
     merged.failed_points = std::move(failed_points);
     merged.node_sharing_probes = std::move(probes);
     fmt::print("{}", coordinator::format_study(*merged.study, merged.failed_points));
     results::write_results(merged, output, overwrite);
-    fmt::print("merged {} run{} from {} files into {}\n", merged.runs.size(),
-               merged.runs.size() == 1 ? "" : "s", inputs.size(), output);
+    fmt::print("merged {} run{} from {} file{} into {}\n", merged.runs.size(),
+               merged.runs.size() == 1 ? "" : "s", inputs.size(), inputs.size() == 1 ? "" : "s",
+               output);
     return 0;
   });
 }

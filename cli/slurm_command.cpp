@@ -1,6 +1,9 @@
 #include "cli/slurm_command.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -11,6 +14,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/command_setup.hpp"
+#include "cli/count_list.hpp"
 #include "cli/data_files.hpp"
 #include "cli/run_options.hpp"
 #include "core/errors.hpp"
@@ -35,83 +39,161 @@ struct SlurmOptions {
   std::string dlscale_path;
   std::string output_path;  // empty: standard output
   bool overwrite = false;
+  bool share_nodes = false;  // let other jobs onto the nodes (no --exclusive)
   std::vector<std::string> dlscale_options;  // passed to every run
 };
+
+// The job sizes of a study, checked: ascending, without repeats.
+struct StudySizes {
+  std::vector<int> node_counts;
+  std::vector<int> tasks_per_node;
+};
+
+// A study is one job per size: more than this is a typo, not a study, and a long list is refused
+// before it is read.
+constexpr std::size_t most_jobs = 256;
+constexpr std::size_t longest_count_list = 1000;  // characters
+constexpr int most_nodes = 100000, most_tasks_per_node = 4096;
 
 // The installed copy of a slurm/ script, or this source tree's.
 std::filesystem::path slurm_script(const std::string& name) {
   return data_file("slurm/" + name, "slurm/" + name);
 }
 
-// Refuses anything but `pattern`; the message names the option and what is allowed.
+// Refuses anything but `pattern`; the message names the option and what is allowed. The
+// patterns are bounded, so a long value fails fast instead of recursing through std::regex.
 const std::string& require_match(const std::string& value, const std::regex& pattern,
                                  const std::string& option, const std::string& allowed) {
-  if (!std::regex_match(value, pattern))
-    throw UserError(fmt::format("{} '{}' is not allowed: {}", option, value, allowed));
+  if (value.size() > 4096 || !std::regex_match(value, pattern))
+    throw UserError(fmt::format("{} '{}' is not allowed: {}", option,
+                                value.size() > 80 ? value.substr(0, 80) + "..." : value, allowed));
   return value;
 }
 
-// "1,2,4" -> "1 2 4", each a positive integer.
-std::string number_list(const std::string& value, const std::string& option) {
-  static const std::regex list(R"([1-9][0-9]{0,5}(,[1-9][0-9]{0,5})*)");
-  require_match(value, list, option, "a comma-separated list of positive integers, e.g. 1,2,4,8");
-  std::string words = value;
-  std::replace(words.begin(), words.end(), ',', ' ');
-  return words;
+std::vector<int> count_list(const std::string& value, const std::string& option, int largest,
+                            const std::string& what) {
+  if (value.size() > longest_count_list)
+    throw UserError(fmt::format("{}: a list of {} characters; a study takes at most {} jobs",
+                                option, value.size(), most_jobs));
+  return parse_count_list(value, option, largest, what);
 }
 
-// Single quotes make the text literal in bash; validation already excluded quotes themselves.
-std::string quoted(const std::string& text) { return fmt::format("'{}'", text); }
+// A word bash reads back as exactly `text`: single quotes, with each ' written as '\''.
+std::string shell_quoted(const std::string& text) {
+  std::string quoted = "'";
+  for (const char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
 
-std::string settings_block(const SlurmOptions& options) {
-  static const std::regex name(R"([A-Za-z0-9_.-]{1,64})");
-  static const std::regex time(R"(([0-9]{1,3}-)?[0-9]{1,3}(:[0-5][0-9]){0,2})");
-  static const std::regex path(R"([A-Za-z0-9_./+-]{1,4096})");
+// `text` as typed into a shell: bare when every character is plain, else shell_quoted.
+std::string shell_word(const std::string& text) {
+  const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("_./+-=:,@%", c) != nullptr;
+  });
+  return plain ? text : shell_quoted(text);
+}
+
+// A path written into the script: quoted there, so any character is safe in bash, but a control
+// character (a newline) would break the job's log lines, and a leading '-' would be an option.
+const std::string& require_path(const std::string& path, const std::string& option) {
+  if (path.empty() || path.size() > 4096 || path.front() == '-' ||
+      std::any_of(path.begin(), path.end(),
+                  [](char c) { return std::iscntrl(static_cast<unsigned char>(c)) != 0; }))
+    throw UserError(fmt::format("{} must be a path without control characters that does not "
+                                "start with '-', got '{}'", option, path.substr(0, 80)));
+  return path;
+}
+
+// Everything the run script would refuse at the start of each job is refused here, before
+// anything is queued: options dlscale rejects, those the script sets itself, and sizes a job
+// cannot run.
+void check_runs_would_start(const SlurmOptions& options, const StudySizes& sizes) {
+  // Parse as each job will: there SLURM_CPUS_PER_TASK is --cpus-per-task and sets the default
+  // --threads, whatever this shell's (an salloc session's) says.
+  ::setenv("SLURM_CPUS_PER_TASK", std::to_string(options.cpus_per_task).c_str(), 1);
+  const RunOptions run = parse_run_options(options.dlscale_options);
+  if (run.action != RunOptions::Action::train)
+    throw UserError("--help, --version and --list-models are not options of a run; "
+                    "ask dlscale itself");
+  if (!run.output_path.empty())
+    throw UserError("--out: the run script names each job's results file "
+                    "(DLSCALE_RESULTS/job-JOBID/dlscale.h5); leave --out out");
+  workloads::make_workload(run.model);
+  // The script gives each rank --cpus-per-task cores (and OMP_NUM_THREADS to match).
+  if (run.threads.back() > options.cpus_per_task && !run.oversubscribe)
+    throw UserError(fmt::format("--threads {} is more than the job's --cpus-per-task {}: each "
+                                "rank has that many cores; raise --cpus-per-task (or add "
+                                "--oversubscribe)",
+                                run.threads.back(), options.cpus_per_task));
+  // Each job is a launch of nodes x tasks ranks: its rank sweep, and for strong scaling the
+  // global batch split over each of its points. (The workload's default batch only matters for
+  // weak scaling, which always splits, so any stands in for it.)
+  constexpr int any_default_batch = 1;
+  for (const int nodes : sizes.node_counts) {
+    for (const int tasks : sizes.tasks_per_node) {
+      try {
+        batches_per_rank(run, sweep_rank_counts(run, nodes * tasks), any_default_batch);
+      } catch (const UserError& error) {
+        throw UserError(fmt::format("the job of {} node(s) x {} task(s) would refuse its "
+                                    "options: {}", nodes, tasks, error.what()));
+      }
+    }
+  }
+}
+
+std::string settings_block(const SlurmOptions& options, const StudySizes& sizes) {
+  static const std::regex name(R"([A-Za-z0-9_][A-Za-z0-9_.-]{0,63})");
+  static const std::regex time(R"(([0-9]{1,3}-)?[0-9]{1,5}(:[0-5]?[0-9]){0,2})");
   static const std::regex option_word(R"([A-Za-z0-9_.,:=/+@%-]{1,256})");
-  const std::string names_allowed = "letters, digits, '_', '.' and '-'";
+  const std::string names_allowed =
+      "letters, digits, '_', '.' and '-', starting with a letter, digit or '_'";
   if (options.cpus_per_task < 1 || options.cpus_per_task > 4096)
     throw UserError(fmt::format("--cpus-per-task must be from 1 to 4096, got {}",
                                 options.cpus_per_task));
   require_match(options.time_limit, time, "--time",
-                "Slurm's [DAYS-]HOURS[:MINUTES[:SECONDS]], e.g. 01:30:00");
+                "Slurm's MINUTES, MINUTES:SECONDS, HOURS:MINUTES:SECONDS or "
+                "DAYS-HOURS[:MINUTES[:SECONDS]], e.g. 90 or 01:30:00");
   if (!options.partition.empty())
     require_match(options.partition, name, "--partition", names_allowed);
   if (!options.account.empty()) require_match(options.account, name, "--account", names_allowed);
-  require_match(options.dlscale_path, path, "--dlscale", "a path of letters, digits and _./+-");
+  require_path(options.dlscale_path, "--dlscale");
   for (const auto& word : options.dlscale_options)
     require_match(word, option_word, "dlscale option",
                   "letters, digits and _.,:=/+@%- only (no spaces, quotes or shell characters)");
-  // The options must also be ones dlscale accepts: its own parser says which is wrong.
-  const RunOptions run = parse_run_options(options.dlscale_options);
-  workloads::make_workload(run.model);
+  check_runs_would_start(options, sizes);
+  const std::string run_script = slurm_script("dlscale-run.sbatch").string();
+  require_path(run_script, "the installed run script");
 
   std::string block = std::string(settings_begin) + "\n";
-  block += fmt::format("NODE_COUNTS={}\n", quoted(number_list(options.nodes, "--nodes")));
+  block += fmt::format("NODE_COUNTS={}\n",
+                       shell_quoted(fmt::format("{}", fmt::join(sizes.node_counts, " "))));
   block += fmt::format("TASKS_PER_NODE={}\n",
-                       quoted(number_list(options.tasks_per_node, "--tasks-per-node")));
+                       shell_quoted(fmt::format("{}", fmt::join(sizes.tasks_per_node, " "))));
   block += fmt::format("CPUS_PER_TASK={}\n", options.cpus_per_task);
-  block += fmt::format("TIME_LIMIT={}\n", quoted(options.time_limit));
-  block += fmt::format("PARTITION={}\n", quoted(options.partition));
-  block += fmt::format("ACCOUNT={}\n", quoted(options.account));
-  block += fmt::format("DLSCALE={}\n", quoted(options.dlscale_path));
-  block += fmt::format("RUN_SCRIPT={}\n", quoted(slurm_script("dlscale-run.sbatch").string()));
+  block += fmt::format("TIME_LIMIT={}\n", shell_quoted(options.time_limit));
+  block += fmt::format("PARTITION={}\n", shell_quoted(options.partition));
+  block += fmt::format("ACCOUNT={}\n", shell_quoted(options.account));
+  block += fmt::format("SHARE_NODES={}\n", options.share_nodes ? "yes" : "no");
+  block += fmt::format("DLSCALE={}\n", shell_quoted(options.dlscale_path));
+  block += fmt::format("RUN_SCRIPT={}\n", shell_quoted(run_script));
   std::vector<std::string> words;
-  for (const auto& word : options.dlscale_options) words.push_back(quoted(word));
+  for (const auto& word : options.dlscale_options) words.push_back(shell_quoted(word));
   block += fmt::format("DLSCALE_OPTIONS=({})\n", fmt::join(words, " "));
   return block + settings_end;
 }
 
 // The one line printed after the script is written: what it holds and how to start it.
-std::string written_summary(const SlurmOptions& options) {
-  const auto count = [](const std::string& list) {
-    return 1 + std::count(list.begin(), list.end(), ',');
+std::string written_summary(const SlurmOptions& options, const StudySizes& sizes) {
+  const auto plural = [](const std::vector<int>& counts) {
+    return counts.size() == 1 && counts.front() == 1 ? "" : "s";
   };
-  const auto jobs = count(options.nodes) * count(options.tasks_per_node);
+  const std::size_t jobs = sizes.node_counts.size() * sizes.tasks_per_node.size();
   return fmt::format("wrote {}: {} run job{} ({} node{} x {} task{} per node) and a merge job; "
                      "submit them with `bash {}`",
-                     options.output_path, jobs, jobs == 1 ? "" : "s", options.nodes,
-                     options.nodes == "1" ? "" : "s", options.tasks_per_node,
-                     options.tasks_per_node == "1" ? "" : "s", options.output_path);
+                     options.output_path, jobs, jobs == 1 ? "" : "s",
+                     fmt::join(sizes.node_counts, ","), plural(sizes.node_counts),
+                     fmt::join(sizes.tasks_per_node, ","), plural(sizes.tasks_per_node),
+                     shell_word(options.output_path));
 }
 
 std::string read_template() {
@@ -126,10 +208,15 @@ std::string read_template() {
 std::string help_text(const po::options_description& options) {
   std::ostringstream text;
   text << "dlscale slurm: write a Slurm node-count study for your sizes. The script submits one\n"
-          "batch job per (nodes, tasks per node) pair, each an `srun --mpi=pmix dlscale` run,\n"
-          "then a job that merges the results into one study file with an HTML report\n"
-          "(slurm/dlscale-node-study.sh with its settings filled in). Options it does not know\n"
-          "are dlscale options for every run, checked as dlscale would check them.\n\n"
+          "batch job per (nodes, tasks per node) pair, each an `srun --mpi=pmix --cpu-bind=cores\n"
+          "dlscale` run on whole nodes (--exclusive, unless --share-nodes), then a job that starts\n"
+          "once every run job has ended, however it ended, and merges the results files that\n"
+          "exist into one study file with an HTML report; a job that left none is named in the\n"
+          "merge job's log and in the report, with its exit state. Points measured by several\n"
+          "jobs (say, 1 and 2 ranks with --ranks all) become repeats of the study. The script\n"
+          "is slurm/dlscale-node-study.sh with its settings filled in. Options it does not know\n"
+          "are dlscale options for every run, checked here as each job would check them, so a\n"
+          "study is refused before it queues rather than failing in every job.\n\n"
           "Usage: dlscale slurm --nodes 1,2,4,8 --tasks-per-node 4 [options] [dlscale options]\n\n"
        << options
        << "\nExample:\n"
@@ -154,9 +241,13 @@ int slurm_command(int argc, char** argv) {
       ("cpus-per-task", po::value(&options.cpus_per_task)->default_value(options.cpus_per_task),
        "cores per rank; dlscale's --threads")
       ("time", po::value(&options.time_limit)->default_value(options.time_limit),
-       "time limit of each job")
+       "time limit of each job, as Slurm reads it: MINUTES, MINUTES:SECONDS, "
+       "HOURS:MINUTES:SECONDS or DAYS-HOURS[:MINUTES[:SECONDS]]")
       ("partition", po::value(&options.partition), "Slurm partition (default: the cluster's)")
       ("account", po::value(&options.account), "Slurm account to charge")
+      ("share-nodes", po::bool_switch(&options.share_nodes),
+       "let other jobs share the nodes (default: whole nodes, --exclusive, so that neighbours "
+       "do not disturb the measurements)")
       ("dlscale", po::value(&options.dlscale_path), "the dlscale binary the jobs run (default: this one)")
       ("output,o", po::value(&options.output_path), "write the script to FILE (default: print it)")
       ("overwrite", po::bool_switch(&options.overwrite), "replace an existing FILE");
@@ -180,7 +271,15 @@ int slurm_command(int argc, char** argv) {
     }
     if (!options.output_path.empty())
       results::check_output_path(options.output_path, options.overwrite, "--output");
-    const std::string block = settings_block(options);
+    const StudySizes sizes{
+        count_list(options.nodes, "--nodes", most_nodes, "node count"),
+        count_list(options.tasks_per_node, "--tasks-per-node", most_tasks_per_node,
+                   "task count")};
+    if (sizes.node_counts.size() * sizes.tasks_per_node.size() > most_jobs)
+      throw UserError(fmt::format("--nodes x --tasks-per-node make {} jobs; a study takes at most {}",
+                                  sizes.node_counts.size() * sizes.tasks_per_node.size(),
+                                  most_jobs));
+    const std::string block = settings_block(options, sizes);
     std::string script = read_template();
     const auto begin = script.find(settings_begin), end = script.find(settings_end);
     if (begin == std::string::npos || end == std::string::npos)
@@ -192,7 +291,7 @@ int slurm_command(int argc, char** argv) {
       results::write_text_atomically(options.output_path, script);
       std::filesystem::permissions(options.output_path, std::filesystem::perms::owner_exec,
                                    std::filesystem::perm_options::add);
-      fmt::print("{}\n", written_summary(options));
+      fmt::print("{}\n", written_summary(options, sizes));
     }
     return 0;
   });

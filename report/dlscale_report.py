@@ -72,6 +72,9 @@ def runs_table(results):
         row = {
             "run": run.name, "ranks": run.ranks, "threads": run.threads, "repeat": run.repeat,
             "hosts": len(set(run.hosts)), "batch_per_rank": run.attrs.get("batch_per_rank"),
+            "slurm_job_id": run.attrs.get("slurm_job_id", ""),
+            "slurm_node_list": run.attrs.get("slurm_node_list", ""),
+            "node_exclusive": run.attrs.get("slurm_node_exclusive", "unknown"),
             "step_median_s": medians["step"], "step_p95_s": run.phase_statistics["p95"]["step"],
             **{f"{phase}_median_s": medians[phase] for phase in PHASES[:4]},
             "throughput_samples_per_second": run.summary.get("throughput_samples_per_second"),
@@ -140,6 +143,12 @@ def runs_display(results, table):
         "comm frac": table["communication_fraction"].map(fraction),
         "busbw GB/s": table["allreduce_busbw_gbps"].map(lambda x: significant(x, 3)),
         "peak RSS MiB": table["peak_rss_mib"].map(significant)})
+    # Runs from Slurm jobs (a merged node study): which job and nodes, and whether it had them
+    # to itself.
+    if (table["slurm_job_id"] != "").any():
+        shown["Slurm job"] = table["slurm_job_id"]
+        shown["nodes"] = table["slurm_node_list"]
+        shown["exclusive"] = table["node_exclusive"]
     for header, name, format in RUN_HEADLINES:
         if name in table and table[name].notna().any():
             shown[header] = table[name].map(format)

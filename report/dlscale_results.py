@@ -71,7 +71,8 @@ COMM_ALPHA, COMM_BETA = "alpha_seconds", "beta_seconds_per_byte"
 # The attributes of the root and of a run that the report shows as text; others are never read.
 TEXT_ATTRIBUTES = ["model", "model_family", "model_description", "dlscale_version", "git_commit",
                    "command_line", "start_time_utc", "device", "cpu_model", "blas",
-                   "mpi_library_version", "scaling", "status"]
+                   "mpi_library_version", "scaling", "status", "slurm_job_id", "slurm_node_list",
+                   "slurm_node_exclusive"]
 # Limits on what a file may make the report allocate. Most datasets have the exact shape their
 # run's world_size and iteration count give; these bound the rest and those two themselves.
 MAX_DATASET_BYTES = 2**30  # a dataset the report reads

@@ -109,6 +109,8 @@ void read_run_attributes(hid_t file, RunRecord& record, long long version) {
                  read_string_attribute(file, schema::slurm_tasks_per_node),
                  read_string_attribute(file, schema::slurm_cpus_per_task),
                  read_string_attribute(file, schema::slurm_array_task_id)};
+  if (has_attribute(file, schema::slurm_node_exclusive))
+    env.slurm.node_exclusive = read_string_attribute(file, schema::slurm_node_exclusive);
   config.scaling = read_string_attribute(file, schema::scaling);
   config.bucket_mb = read_double_attribute(file, schema::bucket_mb);
   config.overlap = read_integer_attribute(file, schema::overlap) != 0;

@@ -43,6 +43,9 @@ struct SlurmAllocation {
   std::string tasks_per_node;  // SLURM_TASKS_PER_NODE, e.g. 4(x2)
   std::string cpus_per_task;   // SLURM_CPUS_PER_TASK, when the job asked for it
   std::string array_task_id;   // SLURM_ARRAY_TASK_ID, in a job array
+  // Whether the job had its nodes to itself: "yes", "no", or "unknown" outside Slurm and where
+  // the batch script did not say (slurm/dlscale-run.sbatch sets DLSCALE_NODE_EXCLUSIVE).
+  std::string node_exclusive = "unknown";
 };
 
 struct RunEnvironment {

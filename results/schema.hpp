@@ -49,6 +49,8 @@ inline constexpr const char* slurm_node_list = "slurm_node_list";
 inline constexpr const char* slurm_tasks_per_node = "slurm_tasks_per_node";
 inline constexpr const char* slurm_cpus_per_task = "slurm_cpus_per_task";
 inline constexpr const char* slurm_array_task_id = "slurm_array_task_id";
+// "yes", "no" or "unknown"; absent in earlier files (read as unknown).
+inline constexpr const char* slurm_node_exclusive = "slurm_node_exclusive";
 inline constexpr const char* node_count = "node_count";
 inline constexpr const char* ranks_per_node = "ranks_per_node";
 inline constexpr const char* model = "model";

@@ -53,6 +53,7 @@ void write_run_attributes(hid_t file, const RunRecord& record) {
   write_attribute(file, schema::slurm_tasks_per_node, env.slurm.tasks_per_node);
   write_attribute(file, schema::slurm_cpus_per_task, env.slurm.cpus_per_task);
   write_attribute(file, schema::slurm_array_task_id, env.slurm.array_task_id);
+  write_attribute(file, schema::slurm_node_exclusive, env.slurm.node_exclusive);
   write_attribute(file, schema::node_count, (long long)env.node_count);
   write_attribute(file, schema::ranks_per_node, (long long)env.ranks_per_node);
   write_attribute(file, schema::model, config.model);

@@ -15,9 +15,15 @@ std::string environment(const char* name) {
 
 std::optional<results::SlurmAllocation> slurm_allocation() {
   if (environment("SLURM_JOB_ID").empty()) return std::nullopt;
-  return results::SlurmAllocation{environment("SLURM_JOB_ID"),         environment("SLURM_JOB_NAME"),
-                         environment("SLURM_JOB_NODELIST"),   environment("SLURM_TASKS_PER_NODE"),
-                         environment("SLURM_CPUS_PER_TASK"), environment("SLURM_ARRAY_TASK_ID")};
+  results::SlurmAllocation allocation{
+      environment("SLURM_JOB_ID"),         environment("SLURM_JOB_NAME"),
+      environment("SLURM_JOB_NODELIST"),   environment("SLURM_TASKS_PER_NODE"),
+      environment("SLURM_CPUS_PER_TASK"), environment("SLURM_ARRAY_TASK_ID")};
+  // Slurm itself does not tell a job whether it shares its nodes; the batch script asks
+  // scontrol and says so here.
+  const std::string exclusive = environment("DLSCALE_NODE_EXCLUSIVE");
+  if (exclusive == "yes" || exclusive == "no") allocation.node_exclusive = exclusive;
+  return allocation;
 }
 
 std::optional<int> slurm_cpus_per_task() {

@@ -16,7 +16,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "coordinator/scaling_study.hpp"
 #include "results/reader.hpp"
+#include "results/schema.hpp"
+#include "results/writer.hpp"
 #include "tests/cli/dlscale_under_mpirun.hpp"
 #include "workloads/workload_registry.hpp"
 
@@ -229,9 +232,91 @@ TEST_F(CommandLine, MergeJoinsRunsOfOneWorkloadAndRefusesOthers) {
   EXPECT_FALSE(fs::exists(directory_ / "refused.h5"));
   std::tie(status, errors) = run_alone(directory_, "merge two.h5 two.h5 -o refused.h5");
   EXPECT_EQ(status, 2);
-  EXPECT_NE(errors.find("are both repeat 0 of 2 ranks x 1 threads"), std::string::npos) << errors;
+  EXPECT_NE(errors.find("are the same run, given twice"), std::string::npos) << errors;
   std::tie(status, errors) = run_alone(directory_, "merge one.h5 two.h5 -o study.h5");
   EXPECT_EQ(status, 2) << "an existing study must not be clobbered";
+}
+
+TEST_F(CommandLine, MergeKeepsPointsMeasuredBySeveralJobsAsRepeats) {
+  // Two jobs of a `--ranks all` node study: both measure 1 rank, the second also 2.
+  const std::string common = "--model fcn:16,8,4 --batch 4 --iters 2 --warmup 0 ";
+  ASSERT_EQ(run_dlscale(common + "--ranks 1 --out job1.h5").rank_exit_codes[0], 0);
+  ASSERT_EQ(run_dlscale(common + "--ranks all --out job2.h5").rank_exit_codes[0], 0);
+  const auto [status, errors] = run_alone(directory_, "merge job1.h5 job2.h5 -o study.h5");
+  ASSERT_EQ(status, 0) << errors;
+  EXPECT_NE(dlscale::testing::read_text_file(directory_ / "alone.out")
+                .find("merged 3 runs from 2 files into study.h5"),
+            std::string::npos);
+
+  const auto study = dlscale::results::read_results(directory_ / "study.h5");
+  ASSERT_EQ(study.runs.size(), 3u);
+  const std::vector<std::pair<int, int>> ranks_and_repeats = {{1, 0}, {1, 1}, {2, 0}};
+  for (std::size_t k = 0; k < study.runs.size(); ++k)
+    EXPECT_EQ(std::pair(study.runs[k].ranks, study.runs[k].configuration.repeat),
+              ranks_and_repeats[k])
+        << "run " << k << ": repeats are numbered per point in input order";
+  // The study table is derived data (the reader leaves it out): recompute it from the runs.
+  const auto spread = dlscale::coordinator::analyze_study(study.runs).configurations;
+  ASSERT_EQ(spread.size(), 2u);
+  EXPECT_EQ(spread[0].ranks, 1);
+  EXPECT_EQ(spread[0].repeats, 2) << "the spread covers both jobs' 1-rank runs";
+  EXPECT_NE(dlscale::testing::read_text_file(directory_ / "alone.out").find("across repeats"),
+            std::string::npos)
+      << "merge prints the spread over repeats";
+
+  // A merged study with one of its inputs again: job1's run, renumbered repeat 1 in the study,
+  // is still the same run.
+  const auto [again, again_errors] = run_alone(directory_, "merge study.h5 job1.h5 -o again.h5");
+  EXPECT_EQ(again, 2);
+  EXPECT_NE(again_errors.find("same run, given twice"), std::string::npos) << again_errors;
+}
+
+TEST_F(CommandLine, MergeKeepsFailedPointsAndSlurmJobsThatLeftNoFile) {
+  ASSERT_EQ(run_dlscale("--model fcn:16,8,4 --batch 4 --iters 2 --warmup 0 --ranks 1 --out job1.h5")
+                .rank_exit_codes[0],
+            0);
+  auto [status, errors] = run_alone(
+      directory_, "merge job1.h5 --missing-job '4242:4:CANCELLED, exit code 0:15' -o study.h5");
+  ASSERT_EQ(status, 0) << errors;
+  EXPECT_NE(dlscale::testing::read_text_file(directory_ / "alone.out")
+                .find("merged 1 run from 1 file into study.h5"),
+            std::string::npos);
+  const auto study = dlscale::results::read_results(directory_ / "study.h5");
+  ASSERT_EQ(study.failed_points.size(), 1u);
+  EXPECT_EQ(study.failed_points[0].ranks, 4);
+  EXPECT_EQ(study.failed_points[0].reason,
+            "Slurm job 4242 left no results file (CANCELLED, exit code 0:15)");
+
+  // A job whose every point failed (exit 3) left a file with no runs: its failed points join.
+  ASSERT_EQ(run_dlscale("--model fcn:16,8,4 --batch 4 --iters 2 --warmup 0 --ranks 2 "
+                        "--point-timeout 1e-9 --out failed.h5")
+                .rank_exit_codes[0],
+            3);
+  std::tie(status, errors) = run_alone(directory_, "merge job1.h5 failed.h5 -o with_failed.h5");
+  ASSERT_EQ(status, 0) << errors;
+  const auto with_failed = dlscale::results::read_results(directory_ / "with_failed.h5");
+  EXPECT_EQ(with_failed.runs.size(), 1u);
+  ASSERT_EQ(with_failed.failed_points.size(), 1u);
+  EXPECT_EQ(with_failed.failed_points[0].ranks, 2);
+
+  // A job stopped before its first point ended left a file with nothing in it: left out, with
+  // a line, and the others still merge.
+  dlscale::results::ResultsFile nothing_yet;
+  nothing_yet.status = dlscale::results::schema::status_running;
+  dlscale::results::write_results(nothing_yet, directory_ / "running.h5", false);
+  std::tie(status, errors) = run_alone(directory_, "merge job1.h5 running.h5 -o without.h5");
+  ASSERT_EQ(status, 0) << errors;
+  EXPECT_NE(dlscale::testing::read_text_file(directory_ / "alone.out")
+                .find("leaving out running.h5: it holds no runs and no failed points"),
+            std::string::npos);
+
+  for (const char* malformed : {"x:4:FAILED", "4242:0:FAILED", "4242:4:", "4242"}) {
+    std::tie(status, errors) = run_alone(
+        directory_, "merge job1.h5 --missing-job '" + std::string(malformed) + "' -o refused.h5");
+    EXPECT_EQ(status, 2) << malformed;
+    EXPECT_NE(errors.find("--missing-job"), std::string::npos) << malformed << ": " << errors;
+  }
+  EXPECT_FALSE(fs::exists(directory_ / "refused.h5"));
 }
 
 TEST_F(CommandLine, PredictRefusesBadInputInOneLine) {
@@ -269,7 +354,8 @@ TEST_F(CommandLine, SlurmScriptsAreRefusedAnythingThatCouldBecomeShellCode) {
            {"slurm --time '1:00:00;id'", "--time"},
            {"slurm --model 'x$(touch " + marker + ")'", "dlscale option"},
            {"slurm --batch \"4'\"", "dlscale option"},
-           {"slurm --dlscale '/bin/dlscale ; id'", "--dlscale"},
+           {"slurm --dlscale -x", "--dlscale"},
+           {"slurm --partition -x", "--partition"},
            {"slurm --model nonsense", "nonsense"},
            {"slurm --batch 0", "--batch"}}) {
     const auto [status, errors] = run_alone(directory_, arguments + " -o script.sh");
@@ -280,6 +366,22 @@ TEST_F(CommandLine, SlurmScriptsAreRefusedAnythingThatCouldBecomeShellCode) {
   EXPECT_FALSE(fs::exists(marker)) << "a refused value ran as shell code";
 }
 
+TEST_F(CommandLine, SlurmQuotesEveryPathItWritesIntoTheScript) {
+  const std::string marker = (directory_ / "injected").string();
+  const std::string path = "/opt/o'brien/$(touch " + marker + ")/dlscale";
+  const auto [status, errors] =
+      run_alone(directory_, "slurm --nodes 1 --model fcn:8,4 --dlscale '/opt/o'\\''brien/$(touch " +
+                                marker + ")/dlscale' -o s.sh");
+  ASSERT_EQ(status, 0) << errors;
+  // The settings block, read by bash, gives back the path exactly.
+  const std::string read_back =
+      "cd " + directory_.string() + " && bash -c 'eval \"$(sed -n \"/^# --- settings/,/^# --- end/p\" "
+      "s.sh)\"; printf %s \"$DLSCALE\"' > dlscale_path.txt";
+  ASSERT_EQ(std::system(read_back.c_str()), 0);
+  EXPECT_EQ(dlscale::testing::read_text_file(directory_ / "dlscale_path.txt"), path);
+  EXPECT_FALSE(fs::exists(marker)) << "a path ran as shell code";
+}
+
 TEST_F(CommandLine, SlurmWritesAStudyScriptWithTheGivenSizes) {
   const auto [status, errors] = run_alone(
       directory_, "slurm --nodes 1,2,4,8 --tasks-per-node 4 --cpus-per-task 2 --partition gpu "
@@ -287,10 +389,23 @@ TEST_F(CommandLine, SlurmWritesAStudyScriptWithTheGivenSizes) {
   ASSERT_EQ(status, 0) << errors;
   const std::string script = dlscale::testing::read_text_file(directory_ / "study.sh");
   for (const char* line : {"NODE_COUNTS='1 2 4 8'", "TASKS_PER_NODE='4'", "CPUS_PER_TASK=2",
-                           "PARTITION='gpu'", "DLSCALE_OPTIONS=('--model' 'resnet-50' '--batch' '32')"})
+                           "PARTITION='gpu'", "SHARE_NODES=no",
+                           "DLSCALE_OPTIONS=('--model' 'resnet-50' '--batch' '32')"})
     EXPECT_NE(script.find(line), std::string::npos) << line << " missing from:\n" << script;
   const std::string syntax_check = "bash -n " + (directory_ / "study.sh").string();
   EXPECT_EQ(std::system(syntax_check.c_str()), 0);
+}
+
+TEST_F(CommandLine, SlurmAsksForWholeNodesUnlessToldToShare) {
+  auto [status, errors] = run_alone(directory_, "slurm --nodes 1 --model fcn:8,4 -o whole.sh");
+  ASSERT_EQ(status, 0) << errors;
+  EXPECT_NE(dlscale::testing::read_text_file(directory_ / "whole.sh").find("SHARE_NODES=no\n"),
+            std::string::npos);
+  std::tie(status, errors) =
+      run_alone(directory_, "slurm --nodes 1 --model fcn:8,4 --share-nodes -o shared.sh");
+  ASSERT_EQ(status, 0) << errors;
+  EXPECT_NE(dlscale::testing::read_text_file(directory_ / "shared.sh").find("SHARE_NODES=yes\n"),
+            std::string::npos);
 }
 
 TEST_F(CommandLine, ModelTooLargeForMemoryIsRefusedAtOnce) {

@@ -20,7 +20,7 @@ RUN_STRINGS = ORIGIN_STRINGS + ["mpi_library_version", "blas", "cpu_model", "mod
                                 "model_family", "model_description", "comm_backend", "device",
                                 "scaling", "slurm_job_id", "slurm_job_name", "slurm_node_list",
                                 "slurm_tasks_per_node", "slurm_cpus_per_task",
-                                "slurm_array_task_id"]
+                                "slurm_array_task_id", "slurm_node_exclusive"]
 RUN_INTEGERS = ["world_size", "launch_world_size", "node_count", "ranks_per_node",
                 "parameter_count", "batch_per_rank", "warmup_iterations",
                 "measured_iterations", "threads_per_rank", "repeat", "seed", "overlap",

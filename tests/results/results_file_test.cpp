@@ -67,7 +67,7 @@ class ResultsFile : public ::testing::Test {
          {{50.0, 75.0}, {99.0}}}};
     record.local_ranks = {0, 0};
     record.environment.inter_host_ring_hops = 2;
-    record.environment.slurm = {"4242", "study", "node[1-2]", "1(x2)", "2", "3"};
+    record.environment.slurm = {"4242", "study", "node[1-2]", "1(x2)", "2", "3", "yes"};
     record.summary.phase_statistics[2] = {1, 2, 3, 4, 5, 6};
     record.summary.throughput_samples_per_second = 1234.5;
     record.summary.communication_fraction = 0.25;
@@ -118,6 +118,7 @@ TEST_F(ResultsFile, RoundTripRestoresEveryField) {
   EXPECT_EQ(read.environment.intra_host_ring_hops, 0);
   EXPECT_EQ(read.environment.slurm.node_list, "node[1-2]");
   EXPECT_EQ(read.environment.slurm.array_task_id, "3");
+  EXPECT_EQ(read.environment.slurm.node_exclusive, "yes");
   EXPECT_EQ(read.local_ranks, written.local_ranks);
   EXPECT_EQ(read.communication_seconds, written.communication_seconds);
   ASSERT_EQ(read.layers.size(), 3u);
@@ -279,13 +280,14 @@ TEST_F(ResultsFile, EarlySchema2FilesReadWithTheTopologyFromTheHosts) {
   const hid_t run = H5Gopen2(file, "runs/run_000", H5P_DEFAULT);
   for (const char* name : {"slurm_job_id", "slurm_job_name", "slurm_node_list",
                            "slurm_tasks_per_node", "slurm_cpus_per_task", "slurm_array_task_id",
-                           "intra_host_ring_hops", "inter_host_ring_hops"})
+                           "slurm_node_exclusive", "intra_host_ring_hops", "inter_host_ring_hops"})
     ASSERT_GE(H5Adelete(run, name), 0) << name;
   ASSERT_GE(H5Ldelete(run, "ranks/local_rank", H5P_DEFAULT), 0);
   H5Gclose(run);
   H5Fclose(file);
   const RunRecord read = read_results(path).runs.at(0);
   EXPECT_EQ(read.environment.slurm.job_id, "");
+  EXPECT_EQ(read.environment.slurm.node_exclusive, "unknown");
   EXPECT_EQ(read.environment.intra_host_ring_hops, 0);  // node-a -> node-b -> node-a
   EXPECT_EQ(read.environment.inter_host_ring_hops, 2);
   EXPECT_EQ(read.local_ranks, (std::vector<std::uint64_t>{0, 0}));
