@@ -93,8 +93,10 @@ int exit_status_of(const comm::MpiSession& mpi, const std::function<int()>& comm
 }
 
 int exit_status_alone(const std::function<int()>& command) {
-  const std::size_t report_bytes = std::size_t(1) << 20;
-  if (!::isatty(STDOUT_FILENO)) std::setvbuf(stdout, nullptr, _IOFBF, report_bytes);
+  // glibc takes a buffer size only with the buffer itself; this one lives as long as stdout.
+  static char report_buffer[1 << 20];
+  if (!::isatty(STDOUT_FILENO))
+    std::setvbuf(stdout, report_buffer, _IOFBF, sizeof report_buffer);
   try {
     const int status = command();
     return standard_output_written() ? status : 2;
