@@ -111,6 +111,17 @@ void check_output_path(const fs::path& path, bool overwrite, std::string_view op
   fs::remove(probe, error);
 }
 
+void check_output_is_not_an_input(const fs::path& path, const std::vector<fs::path>& inputs,
+                                  std::string_view option) {
+  for (const auto& input : inputs) {
+    std::error_code error;
+    if (fs::equivalent(path, input, error))
+      throw UserError(fmt::format("{}: '{}' is the input file '{}'; writing it would destroy it "
+                                  "(choose another name)",
+                                  option, path.string(), input.string()));
+  }
+}
+
 void write_atomically(const fs::path& path, bool overwrite,
                       const std::function<void(const fs::path&)>& write) {
   const fs::path temporary = temporary_path_for(path);
@@ -134,8 +145,8 @@ void write_atomically(const fs::path& path, bool overwrite,
   }
 }
 
-void write_text_atomically(const fs::path& path, const std::string& text) {
-  write_atomically(path, true, [&](const fs::path& temporary) {
+void write_text_atomically(const fs::path& path, const std::string& text, bool overwrite) {
+  write_atomically(path, overwrite, [&](const fs::path& temporary) {
     std::ofstream file(temporary);
     file << text;
     file.close();
