@@ -58,7 +58,20 @@ constexpr rlim_t most_cpu_seconds = 5;
 
 }  // namespace
 
+void require_regular_file(const std::filesystem::path& path) {
+  std::error_code error;
+  const auto status = std::filesystem::status(path, error);
+  if (!std::filesystem::exists(status))
+    throw UserError(fmt::format("results file '{}' does not exist", path.string()));
+  if (std::filesystem::is_directory(status))
+    throw UserError(fmt::format("'{}' is a directory, not a results file", path.string()));
+  if (!std::filesystem::is_regular_file(status))
+    throw UserError(fmt::format("'{}' is not a regular file (a pipe or a device is never read: "
+                                "it could block the reader forever)", path.string()));
+}
+
 void read_in_child(const std::filesystem::path& path, const std::function<void()>& read) {
+  require_regular_file(path);
   int pipe_ends[2];
   if (::pipe(pipe_ends) != 0)
     throw std::runtime_error(fmt::format("pipe() failed: {}", std::strerror(errno)));
@@ -100,8 +113,14 @@ void read_in_child(const std::filesystem::path& path, const std::function<void()
 }
 
 void blame_damage_on_file(const std::filesystem::path& path, const std::function<void()>& read) {
+  const std::string damage = "damaged results file: ";
   try {
     read();
+  } catch (const UserError& error) {
+    const std::string message = error.what();
+    if (message.rfind(damage, 0) != 0 || message.rfind(damage + path.string() + ": ", 0) == 0)
+      throw;
+    throw UserError(damage + path.string() + ": " + message.substr(damage.size()));
   } catch (const LibraryError& error) {
     throw UserError(
         fmt::format("damaged results file: {}: {}", path.string(), error.library_message()));
