@@ -61,9 +61,9 @@ std::string runs_text(const std::vector<std::string>& runs) {
                      runs.size() == 1 ? "" : "s, their mean");
 }
 
-// Why `point` scales better than linearly against `baseline`, in words: no workload computes
-// faster per sample as ranks are added, so the model has carried a measured difference that is
-// the measurement's noise (or a cache effect of the smaller runs' layout).
+// Why `point` scales better than linearly against `baseline`, in words: the model never makes a
+// sample cheaper as ranks are added, so it has carried a measured difference, which is noise
+// unless it repeats (a smaller per-rank batch that fits in cache).
 std::string above_linear_reason(const PredictedPoint& point, double batch_per_rank,
                                 const PredictedPoint& baseline, double baseline_batch_per_rank) {
   const double per_sample = point.iteration.compute_seconds / batch_per_rank;
@@ -91,8 +91,9 @@ std::string above_linear_reason(const PredictedPoint& point, double batch_per_ra
         (point.iteration.exposed_communication_seconds + point.iteration.straggler_wait_seconds) *
             1e3));
   }
-  return fmt::format("{} ranks: efficiency {:.1f}%, above 100%: {}; no workload gets faster per "
-                     "sample by adding ranks, so read it as measurement noise{}",
+  return fmt::format("{} ranks: efficiency {:.1f}%, above 100%: {}; the model gains nothing per "
+                     "sample from more ranks itself, so this carries a measured difference: "
+                     "noise, unless every repeat shows it (a cache effect){}",
                      point.ranks, point.efficiency * 100, fmt::join(causes, "; and "),
                      point.efficiency_low <= 1
                          ? fmt::format(" (the repeats alone give {:.1f}% to {:.1f}%)",

@@ -573,6 +573,8 @@ class ResultsFile:
             self.runs = [Run(name, group) for name, group in children(runs, h5py.Group)] \
                 if runs is not None else []
         self.study, self.study_attrs = None, {}
+        # Why `dlscale predict` put efficiencies above 100%, filled in by a --network report.
+        self.above_linear_predictions = []
         self.energy_columns = {}  # /study column NAME_per_sample -> measurement NAME
         group = member(handle, "study", h5py.Group)
         if group is not None:
