@@ -15,5 +15,9 @@ inline constexpr double longest_seconds = 1e9;
 inline constexpr double shortest_step_seconds = 1e-9;
 // Runs in a file, and rows of its tables (failed points, node-sharing probes, comm sizes).
 inline constexpr long long most_runs = 65536;
+// The CPU time a reader may spend on a file: a few seconds, and one more for every 4 MiB of it.
+// Many times what a real file takes; it ends the HDF5 library looping on a damaged structure.
+inline constexpr double read_cpu_seconds = 3;
+inline constexpr double read_bytes_per_cpu_second = 4 * 1024 * 1024;
 
 }  // namespace dlscale::results::bounds
