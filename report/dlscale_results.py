@@ -523,6 +523,7 @@ class Run:
             value = number_attribute(summary, name, minimum=0, default=None)
             if value is not None:
                 self.summary[name] = value
+        self.check_buckets(group)
         hosts = member(group, "ranks/host", h5py.Dataset)
         self.hosts = texts(hosts, (self.ranks,)) if hosts is not None else []
         measurements = member(group, MEASUREMENTS_GROUP, h5py.Group)
@@ -538,6 +539,26 @@ class Run:
             self.peak_rss_bytes = float(numbers(peaks, (self.ranks,), minimum=0).max())
         else:
             self.peak_rss_bytes = np.nan
+
+    @staticmethod
+    def check_buckets(group):
+        """The report shows no bucket, but `dlscale predict` replays them on the layers: a bucket
+        naming a layer that does not exist is damage here as in every reader."""
+        kinds = member(group, "layers/kind", h5py.Dataset)
+        buckets = member(group, "buckets", h5py.Group)
+        if kinds is None or buckets is None:  # schema 1
+            return
+        check_size(kinds, (None,))
+        layers = kinds.shape[0]
+        first = numbers(required_member(buckets, "first_layer", h5py.Dataset), (None,),
+                        integer=True, max_rows=layers)
+        last = numbers(required_member(buckets, "last_layer", h5py.Dataset), (len(first),),
+                       integer=True)
+        bad = np.flatnonzero((first < 0) | (first > last) | (last >= layers))
+        if len(bad):
+            k = bad[0]
+            raise DamagedFile(f"{where(buckets)}: bucket {k} holds layers {first[k]} to {last[k]}, "
+                              f"not within 0 to {layers - 1}")
 
     def iteration_ends(self):
         """When each iteration (warm-up included) ended on the run clock, at its last rank, or
