@@ -124,11 +124,12 @@ std::string help_text(const po::options_description& options) {
           "  mpirun -np 2 dlscale comm -b 1K -e 64M -f 2 --out c.h5 && dlscale predict s.h5 --comm c.h5\n"
           "  dlscale predict s.h5 --comm c.h5 --hold-out 4   # 4 from the smaller runs\n\n"
           "Rank counts that were measured are predicted too, beside the measurement, so the\n"
-          "model can be judged. Compute comes from the measured run nearest in rank count,\n"
-          "slowed as the nodes fill by what the node-sharing probes measured: each sweep\n"
-          "point's, and those a launch larger than its sweep runs without training (say\n"
-          "`mpirun -np 16 dlscale --ranks 1,2,4` probes 8 and 16 ranks). See\n"
-          "docs/scaling-model.md.\n";
+          "model can be judged. Compute comes from the measured rank count nearest, the mean\n"
+          "of all its runs (repeats: each alone gives the 'repeats give' range; the runs are\n"
+          "named), slowed as the nodes fill by what the node-sharing probes measured: each\n"
+          "sweep point's, and those a launch larger than its sweep runs without training (say\n"
+          "`mpirun -np 16 dlscale --ranks 1,2,4` probes 8 and 16 ranks). An efficiency above\n"
+          "100% is marked '*' and explained under the table. See docs/scaling-model.md.\n";
   return text.str();
 }
 
