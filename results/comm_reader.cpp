@@ -25,7 +25,8 @@ namespace names = schema::comm_file;
 // The bounds of results/value_bounds.hpp, as report/dlscale_results.py applies them to /comm:
 // the sizes at least a byte, their times and bandwidths finite and non-negative; a fitted value
 // may be NaN (a fit on one rank), never infinite or beyond the bound.
-void require_sizes_in_bounds(const std::string& group, const std::vector<CommSizeStatistics>& sizes) {
+void require_sizes_in_bounds(const std::string& group,
+                             const std::vector<CommSizeStatistics>& sizes) {
   for (const auto& size : sizes) {
     if (size.bytes < 1) damaged(fmt::format("/{} holds a size of 0 bytes", group));
     for (const double value : {size.seconds_p50, size.seconds_p95, size.algbw_gbps_p50,

@@ -22,7 +22,6 @@ namespace {
 constexpr long long most_ranks = 1 << 20;
 constexpr long long most_iterations = 10'000'000;
 constexpr hsize_t most_layers = 100'000;
-constexpr double most_seconds = bounds::longest_seconds;
 
 [[noreturn]] void damaged(const std::string& what) {
   throw UserError("damaged results file: " + what);
@@ -46,18 +45,18 @@ hsize_t require_length(hid_t parent, const char* name, hsize_t largest) {
   return shape[0];
 }
 
-// Times of a phase or a part of one: each within [0, longest_seconds].
+// Times of a phase or a part of one: each within [0, bounds::longest_seconds].
 void require_durations(const char* name, const std::vector<double>& seconds) {
   for (const double value : seconds)
-    if (!(value >= 0 && value <= most_seconds))
-      damaged(fmt::format("dataset '{}' holds {} s, outside [0, {}]", name, value, most_seconds));
+    if (!(value >= 0 && value <= bounds::longest_seconds))
+      damaged(fmt::format("dataset '{}' holds {} s, outside [0, {}]", name, value,
+                          bounds::longest_seconds));
 }
 
-// A value that the report shows or sums: finite, within [minimum, largest_value].
-double require_value(const char* name, double value, double minimum = 0) {
-  if (!(value >= minimum && value <= bounds::largest_value))
-    damaged(fmt::format("'{}' is {}, outside [{}, {}]", name, value, minimum,
-                        bounds::largest_value));
+// A value that the report shows or sums: finite, within [0, bounds::largest_value].
+double require_value(const char* name, double value) {
+  if (!(value >= 0 && value <= bounds::largest_value))
+    damaged(fmt::format("'{}' is {}, outside [0, {}]", name, value, bounds::largest_value));
   return value;
 }
 
@@ -167,10 +166,11 @@ void read_raw_data(hid_t file, RunRecord& record) {
     const double seconds = record.phase_seconds[k];
     // Every phase takes zero or more seconds; a whole step always takes some.
     const bool step = k % phase_count == index_of(Phase::step);
-    if (!(seconds >= (step ? bounds::shortest_step_seconds : 0) && seconds <= most_seconds))
+    const double shortest = step ? bounds::shortest_step_seconds : 0;
+    if (!(seconds >= shortest && seconds <= bounds::longest_seconds))
       damaged(fmt::format("timings hold a {} of {} s, outside [{}, {}]",
-                          phase_names[k % phase_count], seconds,
-                          step ? bounds::shortest_step_seconds : 0, most_seconds));
+                          phase_names[k % phase_count], seconds, shortest,
+                          bounds::longest_seconds));
   }
   require_shape(file, schema::loss, {iterations, ranks});
   record.loss = read_double_dataset(file, schema::loss);
@@ -393,9 +393,9 @@ std::vector<NodeSharingProbe> read_node_sharing_probes(hid_t file) {
     positive(schema::threads, double(threads[k]), double(most_ranks));
     positive(schema::batch_per_rank_column, double(batches[k]), double(INT32_MAX));
     positive(schema::ranks_per_node, double(ranks_per_node[k]), double(ranks[k]));
-    positive(schema::shared_seconds, shared[k], most_seconds);
-    positive(schema::alone_seconds, alone[k], most_seconds);
-    positive(schema::probe_seconds, cost[k], most_seconds);
+    positive(schema::shared_seconds, shared[k], bounds::longest_seconds);
+    positive(schema::alone_seconds, alone[k], bounds::longest_seconds);
+    positive(schema::probe_seconds, cost[k], bounds::longest_seconds);
     probes.push_back({int(ranks[k]), int(threads[k]), int(batches[k]), int(ranks_per_node[k]),
                       shared[k], alone[k], cost[k]});
   }

@@ -263,7 +263,8 @@ TEST(PredictScaling, UsesTheMeanOfEveryRepeatAndTheirSpread) {
   const auto& one = prediction.points[0];
   EXPECT_EQ(one.reference_runs, (std::vector<std::string>{"run_000", "run_001"}))
       << "every repeat at 1 rank feeds the prediction at 1 rank";
-  EXPECT_NEAR(one.iteration.iteration_seconds, 1.1, 1e-12) << "the mean of 1.0 and 1.2, not repeat 0";
+  EXPECT_NEAR(one.iteration.iteration_seconds, 1.1, 1e-12)
+      << "the mean of 1.0 and 1.2, not repeat 0";
   EXPECT_NEAR(one.iteration.iteration_seconds, one.measured_iteration_seconds, 1e-12);
   EXPECT_NEAR(one.iteration_seconds_low, 1.0, 1e-12);
   EXPECT_NEAR(one.iteration_seconds_high, 1.2, 1e-12);
