@@ -767,13 +767,13 @@ def require_one_name_per_object(handle):
     link could lead out of the file; an object under several names makes a small file read as
     thousands of runs or series. Both are refused before anything is read, as the C++ reader
     (results/reader.cpp) refuses them."""
-    kinds = {h5py.h5l.TYPE_SOFT: "a soft", h5py.h5l.TYPE_EXTERNAL: "an external"}
+    kinds = {h5py.h5l.TYPE_SOFT: "soft", h5py.h5l.TYPE_EXTERNAL: "external"}
     link = handle.id.links.visit(
         lambda name, info: None if info.type == h5py.h5l.TYPE_HARD else (name, info.type),
         info=True)
     if link is not None:
-        raise DamagedFile(f"/{clean_text(link[0])} is {kinds.get(link[1], 'a user-defined')} "
-                          "link, which dlscale never writes")
+        raise DamagedFile(f"/{clean_text(link[0])} is a link ({kinds.get(link[1], 'user-defined')}"
+                          "), which dlscale never writes")
     shared = h5py.h5o.visit(handle.id, lambda name, info: (name, info.rc) if info.rc > 1 else None,
                             info=True)
     if shared is not None:

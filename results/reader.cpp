@@ -413,10 +413,10 @@ void require_one_name_per_object(hid_t file) {
       [](hid_t, const char* name, const H5L_info_t* link, void* found) -> herr_t {
         if (link->type == H5L_TYPE_HARD) return 0;
         *static_cast<std::string*>(found) = fmt::format(
-            "/{} is {} link, which dlscale never writes", name,
-            link->type == H5L_TYPE_SOFT       ? "a soft"
-            : link->type == H5L_TYPE_EXTERNAL ? "an external"
-                                              : "a user-defined");
+            "/{} is a link ({}), which dlscale never writes", name,
+            link->type == H5L_TYPE_SOFT       ? "soft"
+            : link->type == H5L_TYPE_EXTERNAL ? "external"
+                                              : "user-defined");
         return 1;
       },
       &problem));

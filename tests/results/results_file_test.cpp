@@ -416,10 +416,10 @@ TEST_F(ResultsFile, LinksAndObjectsOfSeveralNamesAreRefused) {
     H5Ldelete(run, "buckets", H5P_DEFAULT);
     H5Lcreate_external("elsewhere.h5", "/runs/run_000/buckets", run, "buckets", H5P_DEFAULT,
                        H5P_DEFAULT);
-  }, "/runs/run_000/buckets is an external link, which dlscale never writes");
+  }, "/runs/run_000/buckets is a link (external), which dlscale never writes");
   expect_damaged("soft-link", [](hid_t run) {
     H5Lcreate_soft("/runs/run_000/timings", run, "timings_again", H5P_DEFAULT, H5P_DEFAULT);
-  }, "/runs/run_000/timings_again is a soft link");
+  }, "/runs/run_000/timings_again is a link (soft)");
   expect_damaged("hard-link", [](hid_t run) {
     H5Lcreate_hard(run, ".", run, "myself_again", H5P_DEFAULT, H5P_DEFAULT);
   }, "has 2 names (hard links)");
