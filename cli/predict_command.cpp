@@ -43,6 +43,7 @@ struct PredictOptions {
   std::string hold_out;   // measured rank counts not to predict from
   bool hold_out_probes = false;
   bool no_calibration = false;
+  bool overwrite = false;  // of the --json file
   int ranks_per_node = 0;  // 0: as measured
 };
 
@@ -147,11 +148,12 @@ std::string help_text(const po::options_description& options) {
           "  mpirun -np 2 dlscale comm -b 1K -e 64M -f 2 --out c.h5 && dlscale predict s.h5 --comm c.h5\n"
           "  dlscale predict s.h5 --comm c.h5 --hold-out 4   # 4 from the smaller runs\n\n"
           "Rank counts that were measured are predicted too, beside the measurement, so the\n"
-          "model can be judged. Compute comes from the measured run nearest in rank count,\n"
-          "slowed as the nodes fill by what the node-sharing probes measured: each sweep\n"
-          "point's, and those a launch larger than its sweep runs without training (say\n"
-          "`mpirun -np 16 dlscale --ranks 1,2,4` probes 8 and 16 ranks). See\n"
-          "docs/scaling-model.md.\n";
+          "model can be judged. Compute comes from the measured rank count nearest, the mean\n"
+          "of all its runs (repeats: each alone gives the 'repeats give' range; the runs are\n"
+          "named), slowed as the nodes fill by what the node-sharing probes measured: each\n"
+          "sweep point's, and those a launch larger than its sweep runs without training (say\n"
+          "`mpirun -np 16 dlscale --ranks 1,2,4` probes 8 and 16 ranks). An efficiency above\n"
+          "100% is marked '*' and explained under the table. See docs/scaling-model.md.\n";
   return text.str();
 }
 
@@ -175,6 +177,8 @@ int predict_command(int argc, char** argv) {
        "bucket sums during backward: on, off, or as measured")
       ("json", po::value(&options.json_path),
        "write the predictions as JSON to FILE ('-': standard output, instead of the table)")
+      ("overwrite", po::bool_switch(&options.overwrite),
+       "replace an existing --json file (never one of the input files)")
       ("hold-out", po::value(&options.hold_out),
        "measured rank counts not to predict from (their measurements stay beside the "
        "prediction): checks the model on what it did not see")
@@ -204,12 +208,15 @@ int predict_command(int argc, char** argv) {
                       "100Gbps,2us) or --comm FILE from `dlscale comm`");
     require_choice("--algorithm", "algorithm", options.algorithm, {"ring", "tree"});
     require_choice("--overlap", "setting", options.overlap, {"on", "off", "measured"});
+    // As every results file: an existing one is replaced only with --overwrite, an input never.
+    if (!options.json_path.empty() && options.json_path != "-") {
+      results::check_output_path(options.json_path, options.overwrite, "--json");
+      results::check_output_is_not_an_input(options.json_path,
+                                            {options.path, options.comm_path}, "--json");
+    }
     const coordinator::NetworkModel network = options.network.empty()
                                                   ? network_from_comm(options.comm_path)
                                                   : parse_network(options.network);
-    // A JSON export replaces an earlier one, as `dlscale report` does; never a device or a link.
-    if (!options.json_path.empty() && options.json_path != "-")
-      results::check_output_path(options.json_path, true, "--json");
     if (values.count("ranks-per-node") && options.ranks_per_node < 1)
       throw UserError("--ranks-per-node: must be 1 or more");
     coordinator::PredictionSettings settings;
@@ -241,7 +248,7 @@ int predict_command(int argc, char** argv) {
         fmt::print("{}", json);
         return 0;
       }
-      results::write_text_atomically(options.json_path, json);
+      results::write_text_atomically(options.json_path, json, options.overwrite);
     }
     fmt::print("{}", coordinator::format_prediction_table(prediction, network, options.algorithm));
     return 0;

@@ -209,6 +209,30 @@ ComputeProfile profile_of(const results::RunRecord& run) {
   return profile;
 }
 
+ComputeProfile mean_profile(const std::vector<ComputeProfile>& repeats) {
+  ComputeProfile mean = repeats.at(0);
+  const double count = double(repeats.size());
+  const auto average = [&](auto member) {
+    double sum = 0;
+    for (const auto& repeat : repeats) sum += repeat.*member;
+    return sum / count;
+  };
+  mean.forward_seconds = average(&ComputeProfile::forward_seconds);
+  mean.update_seconds = average(&ComputeProfile::update_seconds);
+  mean.straggler_wait_seconds = average(&ComputeProfile::straggler_wait_seconds);
+  for (std::size_t l = 0; l < mean.layer_backward_seconds.size(); ++l) {
+    double sum = 0;
+    for (const auto& repeat : repeats) sum += repeat.layer_backward_seconds.at(l);
+    mean.layer_backward_seconds[l] = sum / count;
+  }
+  mean.compute_deviations.clear();
+  for (const auto& repeat : repeats)
+    mean.compute_deviations.insert(mean.compute_deviations.end(),
+                                   repeat.compute_deviations.begin(),
+                                   repeat.compute_deviations.end());
+  return mean;
+}
+
 Prediction predict_iteration(const ComputeProfile& profile, const NetworkModel& network,
                              AllreduceAlgorithm algorithm, const Scaling& scaling) {
   const double scale =

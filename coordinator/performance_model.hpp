@@ -83,6 +83,11 @@ struct ComputeProfile {
 
 ComputeProfile profile_of(const results::RunRecord& run);
 
+// The repeats of one configuration as one profile: the mean of their times (each repeat counts
+// once, as each counts once in the study's mean over repeats) and their compute departures
+// pooled. The buckets and overlap are the first repeat's (a configuration's repeats share them).
+ComputeProfile mean_profile(const std::vector<ComputeProfile>& repeats);
+
 // The compute departures of a run as ComputeProfile::compute_deviations defines them.
 std::vector<double> compute_deviations_of(const results::RunRecord& run);
 

@@ -3,9 +3,11 @@
 #include <cmath>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/number_format.hpp"
 
@@ -29,6 +31,12 @@ std::string json_string(const std::string& text) {
     out += c;
   }
   return out + "\"";
+}
+
+std::vector<std::string> json_strings(const std::vector<std::string>& texts) {
+  std::vector<std::string> quoted;
+  for (const auto& text : texts) quoted.push_back(json_string(text));
+  return quoted;
 }
 
 double gigabytes_per_second(double beta_seconds_per_byte) {
@@ -89,13 +97,24 @@ std::string format_prediction_table(const ScalingPrediction& prediction,
   fmt::format_to(line, " (compute-only probes)\n");
   for (const auto& note : network.notes) fmt::format_to(line, "note        {}\n", note);
   for (const auto& note : prediction.notes) fmt::format_to(line, "note        {}\n", note);
-  fmt::format_to(line, "{:>7} {:>5} {:>14} {:>10} {:>9} {:>10} {:>10} {:>10} {:>8} {:>6} {:>6} "
-                       "{:>6}  {}\n",
+  // Which runs fed each reference rank count: every repeat, as the study's mean has them.
+  std::map<int, std::vector<std::string>> reference_runs;
+  for (const auto& point : prediction.points)
+    reference_runs.emplace(point.reference_ranks, point.reference_runs);
+  for (const auto& [ranks, runs] : reference_runs)
+    fmt::format_to(line, "from        {} rank(s): {}{}\n", ranks, fmt::join(runs, ", "),
+                   runs.size() == 1 ? ""
+                                    : fmt::format(" ({} repeats: the prediction is from their "
+                                                  "mean; each alone gives 'repeats give')",
+                                                  runs.size()));
+  fmt::format_to(line, "{:>7} {:>5} {:>14} {:>10} {:>9} {:>10} {:>10} {:>13} {:>10} {:>8} {:>6} "
+                       "{:>6} {:>6}  {}\n",
                  "ranks", "from", "slowdown", "compute", "comm", "stragglers", "iter ms",
-                 "efficiency", "speedup", "comm", "imbal", "other", "measured iter ms, efficiency");
-  fmt::format_to(line, "{:>7} {:>5} {:>14} {:>10} {:>9} {:>10} {:>10} {:>10} {:>8} {:>6} {:>6} "
-                       "{:>6}\n",
-                 "", "", "", "(ms)", "(ms)", "(ms)", "", "", "", "gap", "gap", "gap");
+                 "repeats give", "efficiency", "speedup", "comm", "imbal", "other",
+                 "measured iter ms, efficiency");
+  fmt::format_to(line, "{:>7} {:>5} {:>14} {:>10} {:>9} {:>10} {:>10} {:>13} {:>10} {:>8} {:>6} "
+                       "{:>6} {:>6}\n",
+                 "", "", "", "(ms)", "(ms)", "(ms)", "", "(iter ms)", "", "", "gap", "gap", "gap");
   for (const auto& point : prediction.points) {
     const auto& t = point.iteration;
     std::string measured;
@@ -106,15 +125,23 @@ std::string format_prediction_table(const ScalingPrediction& prediction,
           point.measured_efficiency * 100,
           relative_error(point.efficiency, point.measured_efficiency) * 100,
           point.held_out ? "  held out" : "");
-    fmt::format_to(line, "{:>7} {:>5} {:>14} {:>10.2f} {:>9.2f} {:>10.2f} {:>10.2f} {:>9.1f}% "
+    // '*': above 100%, explained below the table.
+    fmt::format_to(line, "{:>7} {:>5} {:>14} {:>10.2f} {:>9.2f} {:>10.2f} {:>10.2f} {:>13} {:>10} "
                          "{:>8.2f} {:>5.1f}% {:>5.1f}% {:>5.1f}%  {}\n",
                    point.ranks, point.reference_ranks,
                    fmt::format("{:.3f} {}", point.compute_slowdown, point.slowdown_how),
                    t.compute_seconds * 1e3, t.exposed_communication_seconds * 1e3,
                    t.straggler_wait_seconds * 1e3, t.iteration_seconds * 1e3,
-                   point.efficiency * 100, point.speedup, point.gap.communication * 100,
-                   point.gap.load_imbalance * 100, point.gap.other * 100, measured);
+                   fmt::format("{:.2f}-{:.2f}", point.iteration_seconds_low * 1e3,
+                               point.iteration_seconds_high * 1e3),
+                   fmt::format("{:.1f}%{}", point.efficiency * 100,
+                               point.above_linear_reason.empty() ? " " : "*"),
+                   point.speedup, point.gap.communication * 100, point.gap.load_imbalance * 100,
+                   point.gap.other * 100, measured);
   }
+  for (const auto& point : prediction.points)
+    if (!point.above_linear_reason.empty())
+      fmt::format_to(line, "* {}\n", point.above_linear_reason);
   return out;
 }
 
@@ -148,7 +175,10 @@ std::string format_prediction_json(const ScalingPrediction& prediction,
         "\"exposed_communication_seconds\": {}, \"straggler_wait_seconds\": {}, "
         "\"compute_slowdown\": {}, \"compute_slowdown_from\": {}, \"efficiency\": {}, "
         "\"speedup\": {}, \"gap_communication\": {}, \"gap_load_imbalance\": {}, "
-        "\"gap_other\": {}, \"measured_iteration_seconds\": {}, \"measured_efficiency\": {}}}",
+        "\"gap_other\": {}, \"measured_iteration_seconds\": {}, \"measured_efficiency\": {}, "
+        "\"reference_runs\": [{}], \"iteration_seconds_low\": {}, "
+        "\"iteration_seconds_high\": {}, \"efficiency_low\": {}, \"efficiency_high\": {}, "
+        "\"above_linear\": {}, \"above_linear_reason\": {}}}",
         i == 0 ? "" : ",", r.ranks, r.reference_ranks, r.held_out ? "true" : "false",
         json_number(t.iteration_seconds), json_number(t.compute_seconds),
         json_number(t.communication_seconds), json_number(t.exposed_communication_seconds),
@@ -156,7 +186,11 @@ std::string format_prediction_json(const ScalingPrediction& prediction,
         json_string(r.slowdown_how), json_number(r.efficiency), json_number(r.speedup),
         json_number(r.gap.communication), json_number(r.gap.load_imbalance),
         json_number(r.gap.other), json_number(r.measured_iteration_seconds),
-        json_number(r.measured_efficiency));
+        json_number(r.measured_efficiency), fmt::join(json_strings(r.reference_runs), ", "),
+        json_number(r.iteration_seconds_low), json_number(r.iteration_seconds_high),
+        json_number(r.efficiency_low), json_number(r.efficiency_high),
+        r.above_linear_reason.empty() ? "false" : "true",
+        r.above_linear_reason.empty() ? "null" : json_string(r.above_linear_reason));
   }
   return out + "\n]}\n";
 }

@@ -56,6 +56,51 @@ bool contains(const std::vector<int>& values, int value) {
   return std::find(values.begin(), values.end(), value) != values.end();
 }
 
+std::string runs_text(const std::vector<std::string>& runs) {
+  return fmt::format("{} ({} run{})", fmt::join(runs, ", "), runs.size(),
+                     runs.size() == 1 ? "" : "s, their mean");
+}
+
+// Why `point` scales better than linearly against `baseline`, in words: the model never makes a
+// sample cheaper as ranks are added, so it has carried a measured difference, which is noise
+// unless it repeats (a smaller per-rank batch that fits in cache).
+std::string above_linear_reason(const PredictedPoint& point, double batch_per_rank,
+                                const PredictedPoint& baseline, double baseline_batch_per_rank) {
+  const double per_sample = point.iteration.compute_seconds / batch_per_rank;
+  const double baseline_per_sample = baseline.iteration.compute_seconds / baseline_batch_per_rank;
+  std::vector<std::string> causes;
+  if (per_sample < baseline_per_sample) {
+    if (point.reference_ranks != baseline.reference_ranks)
+      causes.push_back(fmt::format("its compute comes from {} at {} ranks, which computed {:.1f}% "
+                                   "faster per sample than the {}-rank baseline",
+                                   runs_text(point.reference_runs), point.reference_ranks,
+                                   (1 - per_sample / point.compute_slowdown / baseline_per_sample) *
+                                       100,
+                                   baseline.reference_ranks));
+    if (point.compute_slowdown < 1)
+      causes.push_back(fmt::format("the node-sharing probes put compute at {} ranks at {:.3f}x "
+                                   "that at {} ranks",
+                                   point.ranks, point.compute_slowdown, point.reference_ranks));
+  } else {
+    causes.push_back(fmt::format(
+        "the baseline's predicted communication and straggler wait ({:.3g} ms) exceed those at "
+        "{} ranks ({:.3g} ms)",
+        (baseline.iteration.exposed_communication_seconds +
+         baseline.iteration.straggler_wait_seconds) * 1e3,
+        point.ranks,
+        (point.iteration.exposed_communication_seconds + point.iteration.straggler_wait_seconds) *
+            1e3));
+  }
+  return fmt::format("{} ranks: efficiency {:.1f}%, above 100%: {}; the model gains nothing per "
+                     "sample from more ranks itself, so this carries a measured difference: "
+                     "noise, unless every repeat shows it (a cache effect){}",
+                     point.ranks, point.efficiency * 100, fmt::join(causes, "; and "),
+                     point.efficiency_low <= 1
+                         ? fmt::format(" (the repeats alone give {:.1f}% to {:.1f}%)",
+                                       point.efficiency_low * 100, point.efficiency_high * 100)
+                         : "");
+}
+
 }  // namespace
 
 std::optional<results::NodeSharingProbe> node_sharing_probe_of(const results::RunRecord& run) {
@@ -143,10 +188,13 @@ ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_run
       });
   result.threads_per_rank = first.configuration.threads_per_rank;
   std::vector<results::RunRecord> same_threads;
-  std::vector<const results::RunRecord*> usable;
+  std::vector<const results::RunRecord*> usable;  // into all_runs, so that each has its name
   std::vector<results::NodeSharingProbe> probes;
   for (const auto& run : all_runs)
     if (run.configuration.threads_per_rank == result.threads_per_rank) same_threads.push_back(run);
+  const auto name_of = [&](const results::RunRecord* run) {
+    return results::run_group_name(std::size_t(run - all_runs.data()));
+  };
   if (same_threads.size() < all_runs.size())
     result.notes.push_back(fmt::format("only the runs at {} thread(s) per rank are used",
                                        result.threads_per_rank));
@@ -154,7 +202,8 @@ ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_run
     if (std::none_of(same_threads.begin(), same_threads.end(),
                      [&](const auto& run) { return run.ranks == held; }))
       throw UserError(fmt::format("--hold-out {}: no run was measured at {} ranks", held, held));
-  for (const auto& run : same_threads) {
+  for (const auto& run : all_runs) {
+    if (run.configuration.threads_per_rank != result.threads_per_rank) continue;
     const bool held = contains(settings.held_out, run.ranks);
     if (!held) usable.push_back(&run);
     if (held && settings.hold_out_probes) continue;
@@ -174,6 +223,12 @@ ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_run
     throw UserError(fmt::format("--hold-out: {} ranks is the study's efficiency baseline; hold "
                                 "out larger rank counts only",
                                 first.ranks));
+  for (const auto* run : usable)
+    if (run->layers.size() != baseline_run.layers.size())
+      throw UserError(fmt::format("predict: {} has {} layers and {} has {}: the runs are of "
+                                  "different models",
+                                  name_of(&baseline_run), baseline_run.layers.size(),
+                                  name_of(run), run->layers.size()));
   const auto& config = baseline_run.configuration;
   result.model = config.model;
   result.scaling = study_scaling(config);
@@ -243,27 +298,50 @@ ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_run
     }
   }
 
+  // Each measured rank count's runs: its repeats, all of which feed its prediction.
+  std::map<int, std::vector<const results::RunRecord*>> repeats_at;
+  for (const auto* run : usable) repeats_at[run->ranks].push_back(run);
+
   const auto predict = [&](int n, PredictedPoint& point) {
-    const auto& run = nearest_run(usable, n);
-    ComputeProfile profile = profile_of(run);
-    if (run.ranks == 1 && !multi_rank.empty())
-      profile.compute_deviations = compute_deviations_of(nearest_run(multi_rank, n));
+    const auto& repeats = repeats_at.at(nearest_run(usable, n).ranks);
+    std::vector<ComputeProfile> profiles;
+    for (const auto* run : repeats) {
+      profiles.push_back(profile_of(*run));
+      point.reference_runs.push_back(name_of(run));
+    }
+    if (repeats.front()->ranks == 1 && !multi_rank.empty()) {
+      std::vector<double> deviations;  // of every repeat at the nearest several-rank count
+      for (const auto* run : repeats_at.at(nearest_run(multi_rank, n).ranks)) {
+        const auto own = compute_deviations_of(*run);
+        deviations.insert(deviations.end(), own.begin(), own.end());
+      }
+      for (auto& profile : profiles) profile.compute_deviations = deviations;
+    }
     std::string how_reference;
     const double at_n =
         slowdown_at(result.node_sharing, n, result.ranks_per_node, point.slowdown_how);
-    const double at_reference =
-        slowdown_at(result.node_sharing, run.ranks, result.ranks_per_node, how_reference);
+    const double at_reference = slowdown_at(result.node_sharing, repeats.front()->ranks,
+                                            result.ranks_per_node, how_reference);
     point.ranks = n;
-    point.reference_ranks = run.ranks;
+    point.reference_ranks = repeats.front()->ranks;
     point.compute_slowdown = at_n / at_reference;
-    const bool overlap = settings.overlap.value_or(run.configuration.overlap);
-    point.iteration = predict_iteration(profile, network, settings.algorithm,
-                                        {.ranks = n,
-                                         .ranks_per_node = result.ranks_per_node,
-                                         .batch_per_rank = batch_at(n),
-                                         .compute_slowdown = point.compute_slowdown,
-                                         .communication_scale = result.communication_scale,
-                                         .overlap = overlap});
+    const Scaling scaling{.ranks = n,
+                          .ranks_per_node = result.ranks_per_node,
+                          .batch_per_rank = batch_at(n),
+                          .compute_slowdown = point.compute_slowdown,
+                          .communication_scale = result.communication_scale,
+                          .overlap = settings.overlap.value_or(
+                              repeats.front()->configuration.overlap)};
+    point.iteration =
+        predict_iteration(mean_profile(profiles), network, settings.algorithm, scaling);
+    point.iteration_seconds_low = std::numeric_limits<double>::infinity();
+    point.iteration_seconds_high = 0;
+    for (const auto& profile : profiles) {
+      const double t =
+          predict_iteration(profile, network, settings.algorithm, scaling).iteration_seconds;
+      point.iteration_seconds_low = std::min(point.iteration_seconds_low, t);
+      point.iteration_seconds_high = std::max(point.iteration_seconds_high, t);
+    }
   };
 
   PredictedPoint baseline;
@@ -274,9 +352,17 @@ ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_run
     PredictedPoint point;
     predict(n, point);
     const double t = point.iteration.iteration_seconds;
-    point.efficiency = scaling_efficiency(batch_at(n) * n, t, n, batch_at(p) * p,
-                                          baseline.iteration.iteration_seconds, p);
+    const auto efficiency_at = [&](double seconds) {
+      return scaling_efficiency(batch_at(n) * n, seconds, n, batch_at(p) * p,
+                                baseline.iteration.iteration_seconds, p);
+    };
+    point.efficiency = efficiency_at(t);
+    point.efficiency_low = efficiency_at(point.iteration_seconds_high);
+    point.efficiency_high = efficiency_at(point.iteration_seconds_low);
     point.speedup = point.efficiency * n;
+    // Rounding alone must not flag the baseline itself.
+    if (point.efficiency > 1 + 1e-9)
+      point.above_linear_reason = above_linear_reason(point, batch_at(n), baseline, batch_at(p));
     point.gap = split_efficiency_gap(point.efficiency, t,
                                      point.iteration.exposed_communication_seconds,
                                      point.iteration.straggler_wait_seconds);

@@ -50,11 +50,19 @@ struct PredictionSettings {
 
 struct PredictedPoint {
   int ranks = 0;
-  int reference_ranks = 0;  // the measured run whose compute it carries
-  Prediction iteration;
+  int reference_ranks = 0;  // the measured rank count whose compute it carries
+  std::vector<std::string> reference_runs;  // its runs (every repeat), by group name in /runs
+  Prediction iteration;  // from the mean over those repeats
+  // The same prediction from each repeat alone: the lowest and highest (equal for one repeat),
+  // and the efficiencies they give against the baseline's mean.
+  double iteration_seconds_low = 0, iteration_seconds_high = 0;
+  double efficiency_low = 0, efficiency_high = 0;
   double compute_slowdown = 1;  // s(N) / s(reference)
   std::string slowdown_how;     // probed, interpolated, extrapolated, held, none
   double efficiency = 0, speedup = 0;
+  // Why the efficiency is above 1 (faster per sample than linear scaling allows), where it is;
+  // empty otherwise.
+  std::string above_linear_reason;
   EfficiencyGap gap;
   bool held_out = false;
   // Where N was measured: the study's mean over repeats; NaN elsewhere.

@@ -154,6 +154,14 @@ results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs)
   }
 
   std::mt19937_64 random(bootstrap_seed);
+  // The baseline's resampled means, drawn once per thread count and paired with each point's
+  // own: drawn again for every point, they would cost each point the pooled baseline's size
+  // (every repeat's iterations), and a study of many repeats quadratic time.
+  std::map<int, std::vector<double>> baseline_resampled;
+  for (const auto& [threads, baseline] : baselines)
+    for (int k = 0; k < bootstrap_resamples; ++k)
+      baseline_resampled[threads].push_back(
+          resampled_mean(baseline.times.iteration_seconds, random));
   for (std::size_t index : order) {
     const auto& run = runs[index];
     const Baseline& baseline_of_threads = baselines.at(run.configuration.threads_per_rank);
@@ -179,7 +187,7 @@ results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs)
     std::vector<double> resampled_times, resampled_efficiency;
     for (int k = 0; k < bootstrap_resamples; ++k) {
       const double t_n = resampled_mean(times.iteration_seconds, random);
-      const double t_p = resampled_mean(baseline.iteration_seconds, random);
+      const double t_p = baseline_resampled.at(run.configuration.threads_per_rank)[k];
       resampled_times.push_back(t_n);
       resampled_efficiency.push_back(efficiency_of(times, t_n, t_p, n));
     }

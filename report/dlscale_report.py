@@ -288,6 +288,7 @@ def header_lines(results, predicted_for=None):
             lines.append((label, known(name)))
     if predicted_for is not None:
         lines.append(("predicted for", f"{predicted_for} (dlscale predict)"))
+        lines += [("predicted above 100%", reason) for reason in results.above_linear_predictions]
     if results.failed_points is not None and not results.failed_points.empty:
         lines.append(("failed points", f"{len(results.failed_points)} (rows with their reason "
                                        "below)"))
@@ -641,6 +642,10 @@ def add_prediction(results, network, algorithm):
         prediction = json.loads(finished.stdout)
         predicted = {int(row["ranks"]): float(row["efficiency"])
                      for row in prediction["predictions"]}
+        # A predicted efficiency above 100% is flagged by predict, with its cause.
+        results.above_linear_predictions = [str(row["above_linear_reason"])
+                                            for row in prediction["predictions"]
+                                            if row.get("above_linear_reason")]
     except (ValueError, KeyError, TypeError):
         raise ReportError(f"{results.path}: prediction failed: {executable} predict printed "
                           "no predictions") from None

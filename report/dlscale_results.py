@@ -77,13 +77,20 @@ TEXT_ATTRIBUTES = ["model", "model_family", "model_description", "dlscale_versio
 # run's world_size and iteration count give; these bound the rest and those two themselves.
 MAX_DATASET_BYTES = 2**30  # a dataset the report reads
 MAX_ATTRIBUTE_BYTES = 2**20
-MAX_SWEEP_POINTS = 2**16  # rows of /failed_points, /study_repeats, /node_sharing_probes, /comm sizes
+# Runs in a file, and rows of /failed_points, /study_repeats, /node_sharing_probes, /comm sizes.
+MAX_SWEEP_POINTS = 2**16
 # A time series has a sample per rank per --sample-interval (0.01 s at least) of the measured
 # iterations; more than ten times that many samples is not a dlscale file.
 SMALLEST_SAMPLE_INTERVAL_SECONDS = 0.01
 TIME_SERIES_MARGIN = 10
 # No time, rate, count or measurement is larger: such a value only makes sums overflow.
 LARGEST_VALUE = 1e30
+# A phase lasts at most LONGEST_SECONDS (30 years), a whole step at least a nanosecond: so the
+# throughput, speedup and Karp-Flatt values derived from them stay far below LARGEST_VALUE.
+# The C++ reader holds files to the same bounds (results/value_bounds.hpp); docs/results-format.md
+# lists them.
+LONGEST_SECONDS = 1e9
+SHORTEST_STEP_SECONDS = 1e-9
 # The reading child's CPU time: a second for every 4 MiB of file on top of a few seconds is many
 # times what a real file takes, and stops HDF5 looping on a damaged structure.
 READ_CPU_SECONDS = 3
@@ -490,6 +497,12 @@ class Run:
             raise DamagedFile(f"{where(timings)} has {iterations} iterations, none measured "
                               f"after {warmup} warm-up")
         values = numbers(timings, (iterations, self.ranks, len(phases)), minimum=0)
+        step = values[:, :, phases.index("step")]
+        if (values > LONGEST_SECONDS).any() or (step < SHORTEST_STEP_SECONDS).any():
+            bad = values[values > LONGEST_SECONDS].tolist() + \
+                step[step < SHORTEST_STEP_SECONDS].tolist()
+            raise DamagedFile(f"{where(timings)} holds {bad[0]} s, outside [0, {LONGEST_SECONDS}] "
+                              f"(a step: [{SHORTEST_STEP_SECONDS}, {LONGEST_SECONDS}])")
         self.iterations, self.first_measured_iteration = iterations, warmup
         measured_values = values[warmup:]
         self.step = measured_values[:, :, phases.index("step")]
@@ -511,6 +524,7 @@ class Run:
             value = number_attribute(summary, name, minimum=0, default=None)
             if value is not None:
                 self.summary[name] = value
+        self.check_buckets(group)
         hosts = member(group, "ranks/host", h5py.Dataset)
         self.hosts = texts(hosts, (self.ranks,)) if hosts is not None else []
         measurements = member(group, MEASUREMENTS_GROUP, h5py.Group)
@@ -526,6 +540,26 @@ class Run:
             self.peak_rss_bytes = float(numbers(peaks, (self.ranks,), minimum=0).max())
         else:
             self.peak_rss_bytes = np.nan
+
+    @staticmethod
+    def check_buckets(group):
+        """The report shows no bucket, but `dlscale predict` replays them on the layers: a bucket
+        naming a layer that does not exist is damage here as in every reader."""
+        kinds = member(group, "layers/kind", h5py.Dataset)
+        buckets = member(group, "buckets", h5py.Group)
+        if kinds is None or buckets is None:  # schema 1
+            return
+        check_size(kinds, (None,))
+        layers = kinds.shape[0]
+        first = numbers(required_member(buckets, "first_layer", h5py.Dataset), (None,),
+                        integer=True, max_rows=layers)
+        last = numbers(required_member(buckets, "last_layer", h5py.Dataset), (len(first),),
+                       integer=True)
+        bad = np.flatnonzero((first < 0) | (first > last) | (last >= layers))
+        if len(bad):
+            k = bad[0]
+            raise DamagedFile(f"{where(buckets)}: bucket {k} holds layers {first[k]} to {last[k]}, "
+                              f"not within 0 to {layers - 1}")
 
     def iteration_ends(self):
         """When each iteration (warm-up included) ended on the run clock, at its last rank, or
@@ -555,9 +589,14 @@ class ResultsFile:
             self.runs = [Run("run", handle)]
         else:
             runs = member(handle, "runs", h5py.Group)
+            if runs is not None and len(runs) > MAX_SWEEP_POINTS:
+                raise DamagedFile(f"{where(runs)} holds {len(runs)} runs, more than "
+                                  f"{MAX_SWEEP_POINTS}")
             self.runs = [Run(name, group) for name, group in children(runs, h5py.Group)] \
                 if runs is not None else []
         self.study, self.study_attrs = None, {}
+        # Why `dlscale predict` put efficiencies above 100%, filled in by a --network report.
+        self.above_linear_predictions = []
         self.energy_columns = {}  # /study column NAME_per_sample -> measurement NAME
         group = member(handle, "study", h5py.Group)
         if group is not None:
@@ -724,6 +763,25 @@ def load_results_file(path):
     return result
 
 
+def require_one_name_per_object(handle):
+    """dlscale writes every group and dataset under one name, by a hard link. A soft or external
+    link could lead out of the file; an object under several names makes a small file read as
+    thousands of runs or series. Both are refused before anything is read, as the C++ reader
+    (results/reader.cpp) refuses them."""
+    kinds = {h5py.h5l.TYPE_SOFT: "soft", h5py.h5l.TYPE_EXTERNAL: "external"}
+    link = handle.id.links.visit(
+        lambda name, info: None if info.type == h5py.h5l.TYPE_HARD else (name, info.type),
+        info=True)
+    if link is not None:
+        raise DamagedFile(f"/{clean_text(link[0])} is a link ({kinds.get(link[1], 'user-defined')}"
+                          "), which dlscale never writes")
+    shared = h5py.h5o.visit(handle.id, lambda name, info: (name, info.rc) if info.rc > 1 else None,
+                            info=True)
+    if shared is not None:
+        raise DamagedFile(f"/{clean_text(shared[0])} has {shared[1]} names (hard links), where "
+                          "dlscale writes one")
+
+
 def read_results_file(path):
     try:
         if not h5py.is_hdf5(path):
@@ -737,6 +795,7 @@ def read_results_file(path):
                 raise ReportError(f"{path}: schema version {version} is not supported (this report "
                                   f"reads {' and '.join(map(str, SUPPORTED_SCHEMA_VERSIONS))}); "
                                   "use a matching dlscale")
+            require_one_name_per_object(handle)
             return ResultsFile(path, handle, version)
     except (ReportError, KeyboardInterrupt):
         raise

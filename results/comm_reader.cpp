@@ -1,6 +1,7 @@
 // Reads the layout written by comm_writer.cpp.
 #include "results/comm_reader.hpp"
 
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -9,12 +10,52 @@
 #include "results/read_in_child.hpp"
 #include "results/reader.hpp"
 #include "results/schema.hpp"
+#include "results/value_bounds.hpp"
 
 namespace dlscale::results {
 
 namespace {
 
 namespace names = schema::comm_file;
+
+[[noreturn]] void damaged(const std::string& what) {
+  throw UserError("damaged results file: " + what);
+}
+
+// The bounds of results/value_bounds.hpp, as report/dlscale_results.py applies them to /comm:
+// the sizes at least a byte, their times and bandwidths finite and non-negative; a fitted value
+// may be NaN (a fit on one rank), never infinite or beyond the bound.
+void require_sizes_in_bounds(const std::string& group,
+                             const std::vector<CommSizeStatistics>& sizes) {
+  for (const auto& size : sizes) {
+    if (size.bytes < 1) damaged(fmt::format("/{} holds a size of 0 bytes", group));
+    for (const double value : {size.seconds_p50, size.seconds_p95, size.algbw_gbps_p50,
+                               size.busbw_gbps_p50, size.busbw_gbps_p95})
+      if (!(value >= 0 && value <= bounds::largest_value))
+        damaged(fmt::format("/{} holds {} at {} bytes, outside [0, {}]", group, value,
+                            size.bytes, bounds::largest_value));
+    if (std::abs(size.algbw_gbps_p95) > bounds::largest_value)
+      damaged(fmt::format("/{} holds {} at {} bytes", group, size.algbw_gbps_p95, size.bytes));
+  }
+}
+
+void require_fit_in_bounds(const std::string& group, const AlphaBetaFit& fit) {
+  for (const double value : {fit.line_intercept_seconds, fit.line_seconds_per_byte,
+                             fit.alpha_seconds, fit.beta_seconds_per_byte,
+                             fit.relative_rms_error, fit.max_relative_error})
+    if (std::abs(value) > bounds::largest_value)
+      damaged(fmt::format("/{} holds a fitted value of {}", group, value));
+}
+
+void require_piecewise_in_bounds(const std::string& group, const PiecewiseAlphaBetaFit& fit) {
+  for (const auto& piece : fit.pieces) {
+    require_fit_in_bounds(group, piece.fit);
+    if (std::abs(piece.min_bytes) > bounds::largest_value ||
+        std::abs(piece.max_bytes) > bounds::largest_value)
+      damaged(fmt::format("/{} holds a piece of {} to {} bytes", group, piece.min_bytes,
+                          piece.max_bytes));
+  }
+}
 
 Hdf5Handle open_comm_file(const std::filesystem::path& path) {
   OpenedResultsFile opened = open_results_file(path);
@@ -68,6 +109,7 @@ void read_datasets(hid_t group, const std::filesystem::path& path, CommRecord& r
   for (std::size_t s = 0; s < bytes.size(); ++s)
     record.sizes.push_back({bytes[s], count[s], seconds_p50[s], seconds_p95[s], algbw_p50[s],
                             algbw_p95[s], busbw_p50[s], busbw_p95[s], wrong[s]});
+  require_sizes_in_bounds(names::group, record.sizes);
 }
 
 AlphaBetaFit read_fit_attributes(hid_t group) {
@@ -147,6 +189,10 @@ void read_link_sweeps(hid_t group, const std::filesystem::path& path, CommRecord
       link.sizes.push_back({bytes[s], count[s], p50[s], p95[s], algbw_p50[s], algbw_p95[s],
                             busbw_p50[s], busbw_p95[s], wrong[s]});
     read_piecewise_fit(link_group, path, link.piecewise_fit);
+    const std::string where = fmt::format("{}/{}", names::group, name);
+    require_sizes_in_bounds(where, link.sizes);
+    require_fit_in_bounds(where, link.fit);
+    require_piecewise_in_bounds(where, link.piecewise_fit);
     record.links.push_back(std::move(link));
   }
 }
@@ -164,6 +210,8 @@ CommRecord read_comm_checked(const std::filesystem::path& path) {
     read_group_attributes(group, record);
     read_datasets(group, path, record);
     read_piecewise_fit(group, path, record.piecewise_fit);
+    require_fit_in_bounds(names::group, record.fit);
+    require_piecewise_in_bounds(names::group, record.piecewise_fit);
     read_link_sweeps(group, path, record);
   });
   return record;

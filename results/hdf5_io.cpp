@@ -50,9 +50,9 @@ std::size_t element_count(hid_t space) {
   return std::size_t(DLSCALE_H5_CHECK(H5Sget_simple_extent_npoints(space)));
 }
 
-// HDF5 zeroes a 1 MiB conversion buffer for every H5Dwrite by default: most of the time that a
-// results file of small datasets takes to write. A buffer of 64 KiB still moves large
-// datasets in few strips.
+// HDF5 zeroes a 1 MiB conversion buffer for every H5Dwrite and H5Dread by default: most of the
+// time that a results file of small datasets takes to write or read. A buffer of 64 KiB still
+// moves large datasets in few strips.
 Hdf5Handle small_transfer() {
   Hdf5Handle transfer(DLSCALE_H5_CHECK(H5Pcreate(H5P_DATASET_XFER)), H5Pclose);
   DLSCALE_H5_CHECK(H5Pset_buffer(transfer, 64 << 10, nullptr, nullptr));
@@ -110,7 +110,7 @@ std::vector<T> read_numeric_dataset(hid_t parent, const char* name, hid_t memory
   const Hdf5Handle dataset = open_dataset(parent, name);
   const Hdf5Handle space(DLSCALE_H5_CHECK(H5Dget_space(dataset)), H5Sclose);
   std::vector<T> values(element_count(space));
-  DLSCALE_H5_CHECK(H5Dread(dataset, memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
+  DLSCALE_H5_CHECK(H5Dread(dataset, memory_type, H5S_ALL, H5S_ALL, small_transfer(), values.data()));
   return values;
 }
 
@@ -238,7 +238,7 @@ std::vector<std::string> read_string_dataset(hid_t parent, const char* name) {
   const Hdf5Handle dataset = open_dataset(parent, name);
   const Hdf5Handle space(DLSCALE_H5_CHECK(H5Dget_space(dataset)), H5Sclose);
   return read_strings(space, element_count(space), [&](hid_t type, char** buffer) {
-    DLSCALE_H5_CHECK(H5Dread(dataset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer));
+    DLSCALE_H5_CHECK(H5Dread(dataset, type, H5S_ALL, H5S_ALL, small_transfer(), buffer));
   });
 }
 

@@ -110,6 +110,17 @@ void check_output_path(const fs::path& path, bool overwrite, std::string_view op
   fs::remove(probe, error);
 }
 
+void check_output_is_not_an_input(const fs::path& path, const std::vector<fs::path>& inputs,
+                                  std::string_view option) {
+  for (const auto& input : inputs) {
+    std::error_code error;
+    if (fs::equivalent(path, input, error))
+      throw UserError(fmt::format("{}: '{}' is the input file '{}'; writing it would destroy it "
+                                  "(choose another name)",
+                                  option, path.string(), input.string()));
+  }
+}
+
 FileWriteError::FileWriteError(const fs::path& path, int error_number)
     : UserError(fmt::format("cannot write '{}': {}", path.string(), std::strerror(error_number))),
       reason_(std::strerror(error_number)) {}
@@ -164,8 +175,8 @@ void write_atomically(const fs::path& path, bool overwrite, std::string_view con
   }
 }
 
-void write_text_atomically(const fs::path& path, const std::string& text) {
-  write_atomically(path, true, text);
+void write_text_atomically(const fs::path& path, const std::string& text, bool overwrite) {
+  write_atomically(path, overwrite, text);
 }
 
 }  // namespace dlscale::results

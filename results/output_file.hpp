@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/errors.hpp"
 
@@ -18,6 +19,13 @@ namespace dlscale::results {
 // not writable.
 void check_output_path(const std::filesystem::path& path, bool overwrite,
                        std::string_view option = "--out");
+
+// Throws UserError, naming `option`, if `path` names the same file as one of `inputs` (by any
+// spelling or hard link): writing it would destroy what is being read, so even --overwrite does
+// not allow it. Inputs that do not exist are passed over.
+void check_output_is_not_an_input(const std::filesystem::path& path,
+                                  const std::vector<std::filesystem::path>& inputs,
+                                  std::string_view option);
 
 // Removes the temporary files of `path` that processes on this host left behind when they were
 // killed mid-write (the writing process is gone). Returns how many it removed.
@@ -45,8 +53,9 @@ class FileWriteError : public UserError {
 void write_atomically(const std::filesystem::path& path, bool overwrite,
                       std::string_view contents);
 
-// A text export (JSON, a script) written the same way; an existing regular file is replaced.
-// Call check_output_path(path, true, option) first.
-void write_text_atomically(const std::filesystem::path& path, const std::string& text);
+// A text export (JSON, a script) written the same way; an existing regular file is replaced only
+// with overwrite. Call check_output_path(path, overwrite, option) first.
+void write_text_atomically(const std::filesystem::path& path, const std::string& text,
+                           bool overwrite = true);
 
 }  // namespace dlscale::results

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -16,17 +17,24 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "results/value_bounds.hpp"
 
 namespace dlscale::results {
 
 namespace {
 
-// A results file is read in well under a second; a damaged one must not keep a command busy.
-// The soft limit raises SIGXCPU; the hard one, a second later, would be an unexplained SIGKILL.
-constexpr rlim_t most_cpu_seconds = 5;
+// The bound of results/value_bounds.hpp on the CPU time a reader may spend on `path`.
+rlim_t most_cpu_seconds(const std::filesystem::path& path) {
+  std::error_code error;
+  const auto bytes = std::filesystem::file_size(path, error);
+  return rlim_t(std::ceil(bounds::read_cpu_seconds +
+                          (error ? 0.0 : double(bytes)) / bounds::read_bytes_per_cpu_second));
+}
 
-[[noreturn]] void child(int message_pipe, const std::function<void()>& read) {
-  const rlimit cpu{most_cpu_seconds, most_cpu_seconds + 1};
+// A damaged file must not keep a command busy. The soft limit raises SIGXCPU; the hard one, a
+// second later, would be an unexplained SIGKILL.
+[[noreturn]] void child(int message_pipe, rlim_t cpu_seconds, const std::function<void()>& read) {
+  const rlimit cpu{cpu_seconds, cpu_seconds + 1};
   ::setrlimit(RLIMIT_CPU, &cpu);
   // What the C library says as it aborts on a corrupted heap ("free(): invalid pointer") is not
   // for the user: the parent reports the crash in one line.
@@ -58,7 +66,21 @@ constexpr rlim_t most_cpu_seconds = 5;
 
 }  // namespace
 
+void require_regular_file(const std::filesystem::path& path) {
+  std::error_code error;
+  const auto status = std::filesystem::status(path, error);
+  if (!std::filesystem::exists(status))
+    throw UserError(fmt::format("results file '{}' does not exist", path.string()));
+  if (std::filesystem::is_directory(status))
+    throw UserError(fmt::format("'{}' is a directory, not a results file", path.string()));
+  if (!std::filesystem::is_regular_file(status))
+    throw UserError(fmt::format("'{}' is not a regular file (a pipe or a device is never read: "
+                                "it could block the reader forever)", path.string()));
+}
+
 void read_in_child(const std::filesystem::path& path, const std::function<void()>& read) {
+  require_regular_file(path);
+  const rlim_t cpu_seconds = most_cpu_seconds(path);
   int pipe_ends[2];
   if (::pipe(pipe_ends) != 0)
     throw std::runtime_error(fmt::format("pipe() failed: {}", std::strerror(errno)));
@@ -71,7 +93,7 @@ void read_in_child(const std::filesystem::path& path, const std::function<void()
   }
   if (pid == 0) {
     ::close(pipe_ends[0]);
-    child(pipe_ends[1], read);
+    child(pipe_ends[1], cpu_seconds, read);
   }
   ::close(pipe_ends[1]);
   std::string message;
@@ -90,7 +112,7 @@ void read_in_child(const std::filesystem::path& path, const std::function<void()
     throw UserError(fmt::format(
         "damaged results file: {}: {}", path.string(),
         signal == SIGXCPU || signal == SIGKILL ? fmt::format("reading it took more than {} s of CPU time",
-                                        most_cpu_seconds)
+                                        cpu_seconds)
                           : fmt::format("the HDF5 library crashed reading it (SIG{})",
                                         sigabbrev_np(signal) ? sigabbrev_np(signal) : "?")));
   }
@@ -100,8 +122,14 @@ void read_in_child(const std::filesystem::path& path, const std::function<void()
 }
 
 void blame_damage_on_file(const std::filesystem::path& path, const std::function<void()>& read) {
+  const std::string damage = "damaged results file: ";
   try {
     read();
+  } catch (const UserError& error) {
+    const std::string message = error.what();
+    if (message.rfind(damage, 0) != 0 || message.rfind(damage + path.string() + ": ", 0) == 0)
+      throw;
+    throw UserError(damage + path.string() + ": " + message.substr(damage.size()));
   } catch (const LibraryError& error) {
     throw UserError(
         fmt::format("damaged results file: {}: {}", path.string(), error.library_message()));

@@ -9,13 +9,19 @@
 
 namespace dlscale::results {
 
-// Runs read() in a forked child, with its CPU time bounded. Returns if read() returned there;
-// rethrows its UserError's message as a UserError; throws UserError "damaged results file: PATH:
-// ..." if the child crashed or ran out of time. Call read() again in this process afterwards.
+// Throws UserError unless `path` is a regular file (after symbolic links): a FIFO or a device
+// would leave the reader waiting for data forever, where no CPU-time bound ends it.
+void require_regular_file(const std::filesystem::path& path);
+
+// Checks require_regular_file(path), then runs read() in a forked child, with its CPU time
+// bounded. Returns if read() returned there; rethrows its UserError's message as a UserError;
+// throws UserError "damaged results file: PATH: ..." if the child crashed or ran out of time.
+// Call read() again in this process afterwards.
 void read_in_child(const std::filesystem::path& path, const std::function<void()>& read);
 
-// Runs read(), turning what a damaged file makes it throw (an HDF5 failure, or an allocation of
-// a size the file declares) into UserError "damaged results file: PATH: ...".
+// Runs read(), turning what a damaged file makes it throw (an HDF5 failure, an allocation of a
+// size the file declares, or a UserError "damaged results file: WHAT" from a check) into
+// UserError "damaged results file: PATH: ...".
 void blame_damage_on_file(const std::filesystem::path& path, const std::function<void()>& read);
 
 }  // namespace dlscale::results

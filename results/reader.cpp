@@ -12,6 +12,7 @@
 #include "results/hdf5_io.hpp"
 #include "results/read_in_child.hpp"
 #include "results/schema.hpp"
+#include "results/value_bounds.hpp"
 
 namespace dlscale::results {
 
@@ -21,7 +22,6 @@ namespace {
 constexpr long long most_ranks = 1 << 20;
 constexpr long long most_iterations = 10'000'000;
 constexpr hsize_t most_layers = 100'000;
-constexpr double most_seconds = 1e9;  // 30 years: longer is not a measured time
 
 [[noreturn]] void damaged(const std::string& what) {
   throw UserError("damaged results file: " + what);
@@ -43,6 +43,21 @@ hsize_t require_length(hid_t parent, const char* name, hsize_t largest) {
   if (shape.size() != 1 || shape[0] > largest)
     damaged(fmt::format("dataset '{}' is not a list of at most {} entries", name, largest));
   return shape[0];
+}
+
+// Times of a phase or a part of one: each within [0, bounds::longest_seconds].
+void require_durations(const char* name, const std::vector<double>& seconds) {
+  for (const double value : seconds)
+    if (!(value >= 0 && value <= bounds::longest_seconds))
+      damaged(fmt::format("dataset '{}' holds {} s, outside [0, {}]", name, value,
+                          bounds::longest_seconds));
+}
+
+// A value that the report shows or sums: finite, within [0, bounds::largest_value].
+double require_value(const char* name, double value) {
+  if (!(value >= 0 && value <= bounds::largest_value))
+    damaged(fmt::format("'{}' is {}, outside [0, {}]", name, value, bounds::largest_value));
+  return value;
 }
 
 void read_run_attributes(hid_t file, RunRecord& record, long long version) {
@@ -153,8 +168,11 @@ void read_raw_data(hid_t file, RunRecord& record) {
     const double seconds = record.phase_seconds[k];
     // Every phase takes zero or more seconds; a whole step always takes some.
     const bool step = k % phase_count == index_of(Phase::step);
-    if (!std::isfinite(seconds) || seconds < 0 || (step && seconds == 0))
-      damaged(fmt::format("timings hold a {} of {} s", phase_names[k % phase_count], seconds));
+    const double shortest = step ? bounds::shortest_step_seconds : 0;
+    if (!(seconds >= shortest && seconds <= bounds::longest_seconds))
+      damaged(fmt::format("timings hold a {} of {} s, outside [{}, {}]",
+                          phase_names[k % phase_count], seconds, shortest,
+                          bounds::longest_seconds));
   }
   require_shape(file, schema::loss, {iterations, ranks});
   record.loss = read_double_dataset(file, schema::loss);
@@ -188,6 +206,7 @@ void read_raw_data(hid_t file, RunRecord& record) {
   }
   require_shape(file, schema::communication_seconds, {iterations, ranks});
   record.communication_seconds = read_double_dataset(file, schema::communication_seconds);
+  require_durations(schema::communication_seconds, record.communication_seconds);
   const Hdf5Handle layers_group = open_group(file, schema::layers_group);
   const hsize_t layers = require_length(layers_group, schema::kind, most_layers);
   require_shape(layers_group, schema::parameter_count_per_layer, {layers});
@@ -198,6 +217,7 @@ void read_raw_data(hid_t file, RunRecord& record) {
   for (std::size_t i = 0; i < kinds.size(); ++i)
     record.layers.push_back({kinds[i], std::uint64_t(layer_parameters.at(i))});
   record.layer_backward_seconds = read_double_dataset(layers_group, schema::backward_seconds);
+  require_durations(schema::backward_seconds, record.layer_backward_seconds);
   const Hdf5Handle buckets_group = open_group(file, schema::buckets_group);
   const hsize_t buckets = require_length(buckets_group, schema::first_layer, layers);
   require_shape(buckets_group, schema::last_layer, {buckets});
@@ -205,8 +225,15 @@ void read_raw_data(hid_t file, RunRecord& record) {
   const auto first = read_int64_dataset(buckets_group, schema::first_layer);
   const auto last = read_int64_dataset(buckets_group, schema::last_layer);
   const auto bytes = read_double_dataset(buckets_group, schema::bytes);
-  for (std::size_t b = 0; b < first.size(); ++b)
-    record.buckets.push_back({int(first[b]), int(last.at(b)), bytes.at(b)});
+  for (std::size_t b = 0; b < first.size(); ++b) {
+    // predict replays the buckets on the layers: each must name layers that exist.
+    if (!(first[b] >= 0 && first[b] <= last[b] && hsize_t(last[b]) < layers))
+      damaged(fmt::format("bucket {} holds layers {} to {}, not within 0 to {}", b, first[b],
+                          last[b], layers - 1));
+    if (!(bytes[b] >= 0 && bytes[b] <= bounds::largest_value))
+      damaged(fmt::format("bucket {} holds {} bytes", b, bytes[b]));
+    record.buckets.push_back({int(first[b]), int(last[b]), bytes[b]});
+  }
 }
 
 void read_measurements(hid_t file, RunRecord& record) {
@@ -244,6 +271,10 @@ void read_measurements(hid_t file, RunRecord& record) {
     measurement.shared_by = read_string_dataset(series, schema::shared_by);
     measurement.absent_reasons = read_string_dataset(series, schema::absent_reason);
     const std::vector<double> values = read_double_dataset(series, schema::value);
+    // NaN stands for a value a rank could not take; nothing is infinite or beyond the bound.
+    for (const double value : values)
+      if (std::abs(value) > bounds::largest_value)
+        damaged(fmt::format("measurement '{}' holds {}", name, value));
     measurement.values.resize(ranks);
     measurement.seconds.resize(measurement.shape == MeasurementShape::time_series ? ranks : 0);
     const auto measured = [&](std::size_t r) { return measurement.absent_reasons[r].empty(); };
@@ -263,6 +294,7 @@ void read_measurements(hid_t file, RunRecord& record) {
       case MeasurementShape::time_series: {
         const auto sample_ranks = read_int64_dataset(series, schema::rank);
         const auto seconds = read_double_dataset(series, schema::seconds);
+        require_durations(schema::seconds, seconds);
         for (std::size_t k = 0; k < values.size(); ++k) {
           if (sample_ranks[k] < 0 || hsize_t(sample_ranks[k]) >= ranks)
             damaged(fmt::format("measurement '{}' names rank {}", name, sample_ranks[k]));
@@ -285,19 +317,23 @@ void read_summary(hid_t file, RunRecord& record) {
   require_shape(group, schema::load_imbalance_seconds,
                 {hsize_t(record.configuration.measured_iterations)});
   const std::vector<double> table = read_double_dataset(group, schema::phase_statistics);
+  for (const double value : table) require_value(schema::phase_statistics, value);
   for (std::size_t p = 0; p < phase_count; ++p) {
     const double* row = table.data() + p * statistic_names.size();
     summary.phase_statistics[p] = {row[0], row[1], row[2], row[3], row[4], row[5]};
   }
   summary.gflops_per_rank = read_double_dataset(group, schema::gflops_per_rank);
   summary.load_imbalance_seconds = read_double_dataset(group, schema::load_imbalance_seconds);
-  summary.throughput_samples_per_second =
-      read_double_attribute(group, schema::throughput_samples_per_second);
-  summary.communication_fraction = read_double_attribute(group, schema::communication_fraction);
-  summary.allreduce_bytes = read_double_attribute(group, schema::allreduce_bytes);
+  // The summary attributes the report shows: finite and non-negative, as it requires.
+  const auto shown = [&](const char* name) {
+    return require_value(name, read_double_attribute(group, name));
+  };
+  summary.throughput_samples_per_second = shown(schema::throughput_samples_per_second);
+  summary.communication_fraction = shown(schema::communication_fraction);
+  summary.allreduce_bytes = shown(schema::allreduce_bytes);
   summary.allreduce_seconds = read_double_attribute(group, schema::allreduce_seconds);
   summary.allreduce_algbw_gbps = read_double_attribute(group, schema::allreduce_algbw_gbps);
-  summary.allreduce_busbw_gbps = read_double_attribute(group, schema::allreduce_busbw_gbps);
+  summary.allreduce_busbw_gbps = shown(schema::allreduce_busbw_gbps);
   summary.parameters_identical = read_integer_attribute(group, schema::parameters_identical) != 0;
 }
 
@@ -315,7 +351,7 @@ RunRecord read_run(hid_t group, long long version) {
 std::vector<FailedPoint> read_failed_points(hid_t file) {
   using namespace hdf5;
   const Hdf5Handle group = open_group(file, schema::failed_points_group);
-  const hsize_t count = require_length(group, schema::ranks, hsize_t(most_ranks));
+  const hsize_t count = require_length(group, schema::ranks, hsize_t(bounds::most_runs));
   for (const char* column : {schema::threads, schema::repeat, schema::batch_per_rank_column,
                              schema::seed_column, schema::reason})
     require_shape(group, column, {count});
@@ -335,7 +371,7 @@ std::vector<FailedPoint> read_failed_points(hid_t file) {
 std::vector<NodeSharingProbe> read_node_sharing_probes(hid_t file) {
   using namespace hdf5;
   const Hdf5Handle group = open_group(file, schema::node_sharing_probes_group);
-  const hsize_t count = require_length(group, schema::ranks, hsize_t(most_ranks));
+  const hsize_t count = require_length(group, schema::ranks, hsize_t(bounds::most_runs));
   for (const char* column : {schema::threads, schema::batch_per_rank_column,
                              schema::ranks_per_node, schema::shared_seconds,
                              schema::alone_seconds, schema::probe_seconds})
@@ -359,21 +395,51 @@ std::vector<NodeSharingProbe> read_node_sharing_probes(hid_t file) {
     positive(schema::threads, double(threads[k]), double(most_ranks));
     positive(schema::batch_per_rank_column, double(batches[k]), double(INT32_MAX));
     positive(schema::ranks_per_node, double(ranks_per_node[k]), double(ranks[k]));
-    positive(schema::shared_seconds, shared[k], most_seconds);
-    positive(schema::alone_seconds, alone[k], most_seconds);
-    positive(schema::probe_seconds, cost[k], most_seconds);
+    positive(schema::shared_seconds, shared[k], bounds::longest_seconds);
+    positive(schema::alone_seconds, alone[k], bounds::longest_seconds);
+    positive(schema::probe_seconds, cost[k], bounds::longest_seconds);
     probes.push_back({int(ranks[k]), int(threads[k]), int(batches[k]), int(ranks_per_node[k]),
                       shared[k], alone[k], cost[k]});
   }
   return probes;
 }
 
+// dlscale writes every group and dataset under one name, by a hard link. A soft or external link
+// could lead out of the file (to another file, or a device); an object under several names (hard
+// links to one group) makes a small file read as thousands of runs or series. Both are refused
+// before anything is read, as report/dlscale_results.py refuses them.
+void require_one_name_per_object(hid_t file) {
+  std::string problem;
+  DLSCALE_H5_CHECK(H5Lvisit(
+      file, H5_INDEX_NAME, H5_ITER_INC,
+      [](hid_t, const char* name, const H5L_info_t* link, void* found) -> herr_t {
+        if (link->type == H5L_TYPE_HARD) return 0;
+        *static_cast<std::string*>(found) = fmt::format(
+            "/{} is a link ({}), which dlscale never writes", name,
+            link->type == H5L_TYPE_SOFT       ? "soft"
+            : link->type == H5L_TYPE_EXTERNAL ? "external"
+                                              : "user-defined");
+        return 1;
+      },
+      &problem));
+  if (problem.empty())
+    DLSCALE_H5_CHECK(H5Ovisit(
+        file, H5_INDEX_NAME, H5_ITER_INC,
+        [](hid_t, const char* name, const H5O_info_t* object, void* found) -> herr_t {
+          if (object->rc <= 1) return 0;
+          *static_cast<std::string*>(found) = fmt::format(
+              "/{} has {} names (hard links), where dlscale writes one", name, object->rc);
+          return 1;
+        },
+        &problem));
+  if (!problem.empty()) damaged(problem);
+}
+
 }  // namespace
 
 OpenedResultsFile open_results_file(const std::filesystem::path& path) {
   silence_hdf5_error_printing();
-  if (!std::filesystem::exists(path))
-    throw UserError(fmt::format("results file '{}' does not exist", path.string()));
+  require_regular_file(path);
   if (H5Fis_hdf5(path.c_str()) <= 0)
     throw UserError(fmt::format("'{}' is not an HDF5 file", path.string()));
   OpenedResultsFile opened{
@@ -386,6 +452,7 @@ OpenedResultsFile open_results_file(const std::filesystem::path& path) {
     throw UserError(fmt::format("'{}' has results schema version {}; this dlscale reads {} to {}",
                                 path.string(), opened.version, schema::single_run_version,
                                 schema::version));
+  require_one_name_per_object(opened.file);
   return opened;
 }
 
@@ -396,16 +463,7 @@ ResultsFile read_whole_file(const std::filesystem::path& path);
 // Whatever fails while reading a file that opened as a dlscale file is the file's doing.
 ResultsFile read_checked(const std::filesystem::path& path) {
   ResultsFile results;
-  blame_damage_on_file(path, [&] {
-    try {
-      results = read_whole_file(path);
-    } catch (const UserError& error) {
-      const std::string message = error.what();
-      const std::string prefix = "damaged results file: ";
-      if (message.rfind(prefix, 0) != 0) throw;
-      throw UserError(prefix + path.string() + ": " + message.substr(prefix.size()));
-    }
-  });
+  blame_damage_on_file(path, [&] { results = read_whole_file(path); });
   return results;
 }
 
@@ -439,6 +497,8 @@ ResultsFile read_whole_file(const std::filesystem::path& path) {
   if (hdf5::has_child(file, schema::node_sharing_probes_group))  // schema 5
     results.node_sharing_probes = read_node_sharing_probes(file);
   const long long run_count = hdf5::read_integer_attribute(file, schema::run_count);
+  if (run_count < 0 || run_count > bounds::most_runs)
+    damaged(fmt::format("run_count is {}, not within 0 to {}", run_count, bounds::most_runs));
   if (run_count == 0) return results;
   const Hdf5Handle runs = hdf5::open_group(file, schema::runs_group);
   for (long long index = 0; index < run_count; ++index)

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "coordinator/performance_model.hpp"
+#include "coordinator/prediction_printer.hpp"
 #include "coordinator/scaling_prediction.hpp"
 #include "coordinator/scaling_study.hpp"
 #include "core/errors.hpp"
@@ -245,6 +246,65 @@ TEST(PredictScaling, RefusesToHoldOutTheBaselineOrWhatWasNotMeasured) {
   const auto network = uniform_network(0, 0, "test");
   EXPECT_THROW(predict_scaling(runs, {}, network, {2}, {.held_out = {1}}), UserError);
   EXPECT_THROW(predict_scaling(runs, {}, network, {2}, {.held_out = {3}}), UserError);
+}
+
+// Repeat `repeat` of run_of(...): the same configuration measured again.
+results::RunRecord repeat_of(results::RunRecord run, int repeat) {
+  run.configuration.repeat = repeat;
+  return run;
+}
+
+TEST(PredictScaling, UsesTheMeanOfEveryRepeatAndTheirSpread) {
+  // Two repeats at 1 rank (1.0 s and 1.2 s of compute), one at 2 ranks.
+  const std::vector<results::RunRecord> runs = {repeat_of(run_of(1, 1.0, 0, 0, 1), 0),
+                                                repeat_of(run_of(1, 1.2, 0, 0, 1), 1),
+                                                run_of(2, 1.1, 0, 0, 1)};
+  const auto prediction = predict_scaling(runs, {}, uniform_network(0, 0, "test"), {1, 2}, {});
+  const auto& one = prediction.points[0];
+  EXPECT_EQ(one.reference_runs, (std::vector<std::string>{"run_000", "run_001"}))
+      << "every repeat at 1 rank feeds the prediction at 1 rank";
+  EXPECT_NEAR(one.iteration.iteration_seconds, 1.1, 1e-12)
+      << "the mean of 1.0 and 1.2, not repeat 0";
+  EXPECT_NEAR(one.iteration.iteration_seconds, one.measured_iteration_seconds, 1e-12);
+  EXPECT_NEAR(one.iteration_seconds_low, 1.0, 1e-12);
+  EXPECT_NEAR(one.iteration_seconds_high, 1.2, 1e-12);
+  EXPECT_NEAR(one.efficiency_low, 1.1 / 1.2, 1e-12);
+  EXPECT_NEAR(one.efficiency_high, 1.1 / 1.0, 1e-12);
+  const auto& two = prediction.points[1];
+  EXPECT_EQ(two.reference_runs, std::vector<std::string>{"run_002"});
+  EXPECT_EQ(two.iteration_seconds_low, two.iteration_seconds_high) << "one run: no spread";
+}
+
+TEST(PredictScaling, FlagsAndExplainsAnEfficiencyAboveOne) {
+  // The 2-rank run computed 10% faster than the 1-rank one: a noisy measurement, carried.
+  const std::vector<results::RunRecord> runs = {run_of(1, 1.0, 0, 0, 1), run_of(2, 0.9, 0, 0, 1)};
+  const auto network = uniform_network(0, 0, "test");
+  const auto prediction = predict_scaling(runs, {}, network, {1, 2}, {});
+  EXPECT_EQ(prediction.points[0].above_linear_reason, "") << "the baseline is 100% exactly";
+  const auto& two = prediction.points[1];
+  EXPECT_NEAR(two.efficiency, 1 / 0.9, 1e-12);
+  EXPECT_NE(two.above_linear_reason.find("above 100%"), std::string::npos)
+      << two.above_linear_reason;
+  EXPECT_NE(two.above_linear_reason.find("run_001 (1 run) at 2 ranks, which computed 10.0% "
+                                         "faster per sample"),
+            std::string::npos)
+      << two.above_linear_reason;
+  const std::string table = format_prediction_table(prediction, network, "ring");
+  EXPECT_NE(table.find("111.1%*"), std::string::npos) << table;
+  EXPECT_NE(table.find("* " + two.above_linear_reason), std::string::npos) << table;
+  const std::string json = format_prediction_json(prediction, network, "ring");
+  EXPECT_NE(json.find("\"above_linear\": true, \"above_linear_reason\": \"2 ranks: efficiency"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"above_linear\": false, \"above_linear_reason\": null"),
+            std::string::npos)
+      << json;
+}
+
+TEST(PredictScaling, RefusesRunsOfDifferentModels) {
+  std::vector<results::RunRecord> runs = {run_of(1, 1.0, 0, 0, 1), run_of(2, 1.0, 0, 0, 1)};
+  runs[1].layers.push_back({"dense", 10});
+  EXPECT_THROW(predict_scaling(runs, {}, uniform_network(0, 0, "test"), {2}, {}), UserError);
 }
 
 }  // namespace

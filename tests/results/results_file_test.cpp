@@ -3,15 +3,18 @@
 #include <gtest/gtest.h>
 
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <csignal>
 #include <cstring>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 
 #include "core/errors.hpp"
 #include "results/hdf5_io.hpp"
@@ -81,8 +84,43 @@ class ResultsFile : public ::testing::Test {
     return record;
   }
 
+  // Writes the sample file, lets `edit` damage its run_000 group (and the file), and expects the
+  // reader to refuse it in one line naming the file and holding `expected`.
+  void expect_damaged(const std::string& name, const std::function<void(hid_t run)>& edit,
+                      const std::string& expected = "") {
+    const fs::path path = directory_ / (name + ".h5");
+    write_results(sample_file({sample_record()}), path, false);
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    const hid_t run = H5Gopen2(file, "runs/run_000", H5P_DEFAULT);
+    edit(run);
+    H5Gclose(run);
+    H5Fclose(file);
+    try {
+      read_results(path);
+      ADD_FAILURE() << name << ": read without complaint";
+    } catch (const UserError& error) {
+      const std::string message = error.what();
+      EXPECT_EQ(message.rfind("damaged results file: " + path.string() + ": ", 0), 0u)
+          << message;
+      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+      EXPECT_NE(message.find(expected), std::string::npos) << name << ": " << message;
+    }
+  }
+
   fs::path directory_;
 };
+
+void write_doubles(hid_t parent, const char* name, const std::vector<double>& values) {
+  const hid_t dataset = H5Dopen2(parent, name, H5P_DEFAULT);
+  H5Dwrite(dataset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
+  H5Dclose(dataset);
+}
+
+void write_integers(hid_t parent, const char* name, const std::vector<std::int64_t>& values) {
+  const hid_t dataset = H5Dopen2(parent, name, H5P_DEFAULT);
+  H5Dwrite(dataset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
+  H5Dclose(dataset);
+}
 
 TEST_F(ResultsFile, RoundTripRestoresEveryField) {
   const RunRecord written = sample_record();
@@ -218,21 +256,7 @@ TEST_F(ResultsFile, NodeSharingProbesAreKeptAndADamagedOneIsRefused) {
 // reader allocates what the damage declares.
 TEST_F(ResultsFile, DamagedFilesAreRefusedInOneLine) {
   const auto damage = [&](const std::string& name, const std::function<void(hid_t run)>& edit) {
-    const fs::path path = directory_ / (name + ".h5");
-    write_results(sample_file({sample_record()}), path, false);
-    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-    const hid_t run = H5Gopen2(file, "runs/run_000", H5P_DEFAULT);
-    edit(run);
-    H5Gclose(run);
-    H5Fclose(file);
-    try {
-      read_results(path);
-      ADD_FAILURE() << name << ": read without complaint";
-    } catch (const UserError& error) {
-      const std::string message = error.what();
-      EXPECT_EQ(message.rfind("damaged results file: " + path.string(), 0), 0u) << message;
-      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-    }
+    expect_damaged(name, edit);
   };
   const auto set_integer = [](hid_t object, const char* name, long long value) {
     H5Adelete(object, name);
@@ -360,6 +384,98 @@ TEST_F(ResultsFile, ReadingANonResultsFileIsAUserError) {
   std::ofstream(path) << "plain text";
   EXPECT_THROW(read_results(path), UserError);
   EXPECT_THROW(read_results(directory_ / "absent.h5"), UserError);
+}
+
+// predict replays the buckets on the layers: a layer index out of range or negative is damage,
+// not an internal error (issue 21, item 19).
+TEST_F(ResultsFile, BucketsNamingLayersThatDoNotExistAreRefused) {
+  // The sample has 3 layers and buckets {2, 2} and {0, 0}.
+  expect_damaged("bucket-beyond-layers",
+                 [](hid_t run) { write_integers(run, "buckets/last_layer", {7, 0}); },
+                 "bucket 0 holds layers 2 to 7, not within 0 to 2");
+  expect_damaged("bucket-negative-layer",
+                 [](hid_t run) { write_integers(run, "buckets/first_layer", {2, -1}); },
+                 "bucket 1 holds layers -1 to 0");
+}
+
+// What the report refuses, every reader refuses, so that merge never writes it (item 21): the
+// bounds of results/value_bounds.hpp.
+TEST_F(ResultsFile, ValuesBeyondTheBoundsAreRefused) {
+  const auto timings_with = [](double step) {
+    return [step](hid_t run) {
+      std::vector<double> values(3 * 2 * phase_count, 0.001);
+      values[index_of(Phase::step)] = step;
+      write_doubles(run, "timings", values);
+    };
+  };
+  expect_damaged("step-1e29", timings_with(1e29), "timings hold a step of 1e+29 s");
+  expect_damaged("step-1e300", timings_with(1e300), "timings hold a step of 1e+300 s");
+  expect_damaged("step-subnormal", timings_with(5e-324), "timings hold a step of 5e-324 s");
+  expect_damaged("nan-statistics", [](hid_t run) {
+    std::vector<double> table(phase_count * 6, 0.5);
+    table[3] = std::nan("");
+    write_doubles(run, "summary/phase_statistics", table);
+  }, "'phase_statistics' is nan");
+  expect_damaged("infinite-measurement", [](hid_t run) {
+    write_doubles(run, "measurements/peak_resident_bytes/value",
+                  {std::numeric_limits<double>::infinity(), 0});
+  }, "measurement 'peak_resident_bytes' holds inf");
+  expect_damaged("nan-layer-time", [](hid_t run) {
+    write_doubles(run, "layers/backward_seconds", std::vector<double>(3 * 2 * 3, std::nan("")));
+  }, "dataset 'backward_seconds' holds nan s");
+}
+
+// dlscale writes each object under one name: soft and external links, and hard links that give an
+// object several names (a small file read as thousands of runs), are refused before any reading.
+TEST_F(ResultsFile, LinksAndObjectsOfSeveralNamesAreRefused) {
+  expect_damaged("external-link", [](hid_t run) {
+    H5Ldelete(run, "buckets", H5P_DEFAULT);
+    H5Lcreate_external("elsewhere.h5", "/runs/run_000/buckets", run, "buckets", H5P_DEFAULT,
+                       H5P_DEFAULT);
+  }, "/runs/run_000/buckets is a link (external), which dlscale never writes");
+  expect_damaged("soft-link", [](hid_t run) {
+    H5Lcreate_soft("/runs/run_000/timings", run, "timings_again", H5P_DEFAULT, H5P_DEFAULT);
+  }, "/runs/run_000/timings_again is a link (soft)");
+  expect_damaged("hard-link", [](hid_t run) {
+    H5Lcreate_hard(run, ".", run, "myself_again", H5P_DEFAULT, H5P_DEFAULT);
+  }, "has 2 names (hard links)");
+}
+
+TEST_F(ResultsFile, ARunCountBeyondTheBoundIsRefused) {
+  const fs::path path = directory_ / "many-runs.h5";
+  write_results(sample_file({sample_record()}), path, false);
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  H5Adelete(file, "run_count");
+  results::hdf5::write_attribute(file, "run_count", 1LL << 40);
+  H5Fclose(file);
+  EXPECT_THROW(read_results(path), UserError);
+}
+
+// A FIFO would block the reader forever (no CPU time passes to end it): refused before opening.
+TEST_F(ResultsFile, OnlyRegularFilesAreRead) {
+  const fs::path fifo = directory_ / "fifo.h5";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  try {
+    read_results(fifo);
+    ADD_FAILURE() << "a FIFO was read";
+  } catch (const UserError& error) {
+    EXPECT_NE(std::string(error.what()).find("is not a regular file"), std::string::npos)
+        << error.what();
+  }
+  EXPECT_THROW(read_results(directory_), UserError);
+}
+
+// An output is never one of the inputs, by any name: not even --overwrite allows it (item 16).
+TEST_F(ResultsFile, AnOutputThatIsAnInputIsRefused) {
+  const fs::path input = directory_ / "study.h5";
+  std::ofstream(input) << "study";
+  fs::create_hard_link(input, directory_ / "alias.h5");
+  EXPECT_THROW(check_output_is_not_an_input(input, {input}, "--json"), UserError);
+  EXPECT_THROW(check_output_is_not_an_input(directory_ / "alias.h5", {input}, "--json"),
+               UserError);
+  EXPECT_THROW(check_output_is_not_an_input(directory_ / "." / "study.h5", {input}, "--json"),
+               UserError);
+  EXPECT_NO_THROW(check_output_is_not_an_input(directory_ / "new.json", {input, ""}, "--json"));
 }
 
 }  // namespace
