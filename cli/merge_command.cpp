@@ -182,6 +182,8 @@ int merge_command(int argc, char** argv) {
     if (inputs.empty()) throw UserError("merge needs results files: dlscale merge A.h5 B.h5 -o study.h5");
     if (output.empty()) throw UserError("merge needs --out FILE for the merged study");
     results::check_output_path(output, overwrite);
+    // Even with --overwrite: a study written over one of its inputs loses that input for good.
+    results::check_output_is_not_an_input(output, {inputs.begin(), inputs.end()}, "--out");
 
     std::vector<SourcedRun> runs;
     std::vector<results::FailedPoint> failed_points;
