@@ -163,7 +163,7 @@ int merge_command(int argc, char** argv) {
   visible.add_options()
       ("help,h", "show this help and exit")
       ("out,o", po::value(&output), "the merged study file (required)")
-      ("overwrite", po::bool_switch(&overwrite), "replace an existing file")
+      ("overwrite", po::bool_switch(&overwrite), "replace an existing file (never one of the inputs)")
       ("missing-job", po::value(&missing_jobs),
        "JOB:RANKS:STATE, repeatable: a Slurm job of the study that left no results file, kept "
        "as a failed point with its state (the node-study script's merge job passes these)");
