@@ -1,14 +1,16 @@
-# Reads dlscale results files (HDF5, laid out as docs/results-format.md describes: schema 3, and the
-# older schema 2 and single-run schema 1) into plain Python, NumPy and pandas objects for
-# `dlscale report`. Every group, dataset and attribute the report uses is checked on the way in:
-# its type, its shape against its run's own world_size and iteration count, its size, and its
-# values (timings finite and non-negative), so that the tables and figures can trust what they
-# get. Input problems become a ReportError naming the file: the report prints it as one line and
-# exits with status 2. Measurements are read the same way whatever their name; the few names the
-# report needs by name are defined at the top, so that a change there is one edit.
+# Reads dlscale results files (HDF5, laid out as docs/results-format.md describes, every schema
+# version from the single-run schema 1 to the one results/schema.hpp names) into plain Python,
+# NumPy and pandas objects for `dlscale report`. Every group, dataset and attribute the report
+# uses is checked on the way in: its type, its shape against its run's own world_size and
+# iteration count, its size, and its values (timings finite and non-negative), so that the tables
+# and figures can trust what they get. Input problems become a ReportError naming the file: the
+# report prints it as one line and exits with status 2. Measurements are read the same way
+# whatever their name; the few names the report needs by name are defined at the top, so that a
+# change there is one edit.
 import math
 import os
 import pickle
+import re
 import resource
 import signal
 import sys
@@ -18,7 +20,27 @@ import h5py
 import numpy as np
 import pandas as pd
 
-SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3, 4, 5)
+
+
+def newest_schema_version():
+    """The schema version dlscale writes, read from the one place that defines it for the writer
+    too: results/schema.hpp, installed beside this module or in the source tree above it."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for path in (os.path.join(here, "schema.hpp"),
+                 os.path.join(here, "..", "results", "schema.hpp")):
+        try:
+            with open(path, encoding="utf-8") as header:
+                found = re.search(r"^inline constexpr long long version = (\d+);", header.read(),
+                                  re.M)
+        except OSError:
+            continue
+        if found:
+            return int(found.group(1))
+    raise ImportError(f"no schema version: results/schema.hpp is missing or unreadable beside "
+                      f"{here}; reinstall dlscale")
+
+
+NEWEST_SCHEMA_VERSION = newest_schema_version()
 PHASES = ["forward", "backward", "allreduce", "update", "step"]
 STATISTICS = ["median", "mean", "p5", "p95", "min", "max"]
 COMPUTE_PHASES = ["forward", "backward", "update"]  # the allreduce is communication, not compute
@@ -574,7 +596,7 @@ class ResultsFile:
                 measurement = text_attribute(dataset, STUDY_MEASUREMENT, None)
                 if measurement is not None:
                     self.energy_columns[name] = measurement
-        # Schema 3 only; None where the file predates them (an empty table is "none failed").
+        # Schema 3 on; None where the file predates them (an empty table is "none failed").
         self.study_repeats = None
         group = member(handle, STUDY_REPEATS_GROUP, h5py.Group)
         if group is not None:
@@ -732,10 +754,9 @@ def read_results_file(path):
                 raise ReportError(f"{path}: not a dlscale results file "
                                   "(no schema_version attribute)")
             version = integer_attribute(handle, "schema_version", 0)
-            if version not in SUPPORTED_SCHEMA_VERSIONS:
+            if not 1 <= version <= NEWEST_SCHEMA_VERSION:
                 raise ReportError(f"{path}: schema version {version} is not supported (this report "
-                                  f"reads {' and '.join(map(str, SUPPORTED_SCHEMA_VERSIONS))}); "
-                                  "use a matching dlscale")
+                                  f"reads 1 to {NEWEST_SCHEMA_VERSION}); use a matching dlscale")
             return ResultsFile(path, handle, version)
     except (ReportError, KeyboardInterrupt):
         raise
