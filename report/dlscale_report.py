@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-# dlscale report: turns dlscale results files (HDF5, docs/results-format.md, schema 3, and the older
-# schema 2 and single-run schema 1) into a per-run table, a scaling-study table (with the sweep
+# dlscale report: turns dlscale results files (HDF5, docs/results-format.md, every schema version
+# dlscale_results.py reads) into a per-run table, a scaling-study table (with the sweep
 # points that failed) and a table across repeats on standard output, and on request into CSV or
 # JSON tables, PNG figures and one self-contained HTML page, then says in one line what it wrote.
 # The dlscale binary execs it for `dlscale report FILE...`; it also runs on its own, beside its two
@@ -31,9 +31,15 @@ try:
                                  COMM_SECONDS_P95, MEASUREMENT_COLUMNS, PHASES,
                                  PREDICTED_EFFICIENCY, STUDY_REPEAT, STUDY_THREADS, ReportError,
                                  decoded, human_bytes, load_results_file, plural, printable)
-except ImportError as missing:
-    sys.exit(f"dlscale: error: {sys.executable} cannot import {missing.name}; "
-             f"install {DEPENDENCIES}")
+# A module that cannot be used is one line and status 2, as a python that cannot start is.
+except ModuleNotFoundError as missing:
+    print(f"dlscale: error: {sys.executable} cannot import {missing.name}; "
+          f"install {DEPENDENCIES}", file=sys.stderr)
+    sys.exit(2)
+except ImportError as failed:  # a module that is there but fails to load: its own words say why
+    print(f"dlscale: error: {sys.executable} cannot load the report's modules: "
+          f"{' '.join(str(failed).split())}", file=sys.stderr)
+    sys.exit(2)
 
 EXAMPLES = """\
 examples:
@@ -457,9 +463,9 @@ def check_output_directory(option, path):
     return path
 
 
-def check_output_file(option, path, probe=True):
-    """--json FILE, --html FILE and each file written into a --csv or --figures directory: new
-    or a regular file, in a directory that exists."""
+def check_output_file(option, path, overwrite, inputs, probe=True):
+    """--json FILE, --html FILE and each file written into a --csv or --figures directory: new,
+    or with --overwrite a regular file that is none of the inputs, in a directory that exists."""
     if not os.path.basename(path):
         raise ReportError(f"{option}: '{path}' is not a file name")
     try:
@@ -472,6 +478,13 @@ def check_output_file(option, path, probe=True):
         raise ReportError(f"{option}: '{path}' is a symbolic link")
     if status is not None and not stat.S_ISREG(status.st_mode):
         raise ReportError(f"{option}: '{path}' is not a regular file")
+    if status is not None:
+        for input_path in inputs:
+            if os.path.exists(input_path) and os.path.samefile(path, input_path):
+                raise ReportError(f"{option}: '{path}' is the input file '{input_path}'")
+        if not overwrite:
+            raise ReportError(f"{option}: '{path}' already exists; pass --overwrite to replace "
+                              "it, or choose another name")
     directory = os.path.dirname(path) or "."
     if not os.path.isdir(directory):
         raise ReportError(f"{option}: directory '{directory}' does not exist")
@@ -480,13 +493,10 @@ def check_output_file(option, path, probe=True):
     return path
 
 
-def check_distinct(outputs, inputs):
-    """No output replaces an input file or another output."""
+def check_distinct(outputs):
+    """No output replaces another output."""
     seen = {}
     for option, path, _ in outputs:
-        for input_path in inputs:
-            if os.path.exists(path) and os.path.samefile(path, input_path):
-                raise ReportError(f"{option}: '{path}' is the input file '{input_path}'")
         key = os.path.realpath(path)
         if key in seen:
             raise ReportError(f"{option}: '{path}' is also the {seen[key]} output")
@@ -653,8 +663,18 @@ def network_description(prediction, network, algorithm):
     return f"{8 / beta / 1e9:.3g} Gbit/s, {alpha * 1e6:.3g} us, {algorithm} allreduce"
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A usage error is one line and status 2, as in every dlscale command, not argparse's usage
+    block: the options are in --help."""
+
+    def error(self, message):
+        print(f"dlscale: error: {printable(message)} (dlscale report --help lists the options)",
+              file=sys.stderr)
+        sys.exit(2)
+
+
 def parse_arguments(argv):
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="dlscale report", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Summarise dlscale results files: per-run and scaling tables on standard\n"
                     "output, and on request CSV/JSON tables, PNG figures and an HTML page.",
@@ -685,6 +705,9 @@ def parse_arguments(argv):
                         help="allreduce algorithm of the --network prediction (default ring)")
     parser.add_argument("--html", metavar="FILE", help="write one self-contained HTML page (tables "
                         "and embedded figures, no external links) to FILE")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace output files that exist (never an input file); without it "
+                             "an existing one is refused, as by every dlscale command")
     return parser.parse_args(argv)
 
 
@@ -703,9 +726,9 @@ def main(argv=None):
             if args.figures else None
         json_to_standard_output = args.json == STANDARD_OUTPUT
         if args.json and not json_to_standard_output:
-            check_output_file("--json", args.json)
+            check_output_file("--json", args.json, args.overwrite, args.files)
         if args.html:
-            check_output_file("--html", args.html)
+            check_output_file("--html", args.html, args.overwrite, args.files)
         outputs = []  # (option, path, contents)
         tables = machine_tables(all_results)
         contents = {"--json": plural(len(tables), "table")}  # in words, for the closing line
@@ -722,8 +745,10 @@ def main(argv=None):
         if args.figures or args.html:
             try:
                 from dlscale_figures import figures
-            except ImportError as missing:
+            except ModuleNotFoundError as missing:
                 raise ReportError(f"figures need {missing.name}: install {DEPENDENCIES}") from None
+            except ImportError as failed:
+                raise ReportError(f"the figures' modules fail to load: {failed}") from None
             all_figures = [figures(results, network)
                            for results, network in zip(all_results, predicted_for)]
             if figure_directory:
@@ -741,8 +766,8 @@ def main(argv=None):
                                           predicted_for)))
         for option, path, _ in outputs:
             if option in ("--csv", "--figures"):  # a link or device put in the directory
-                check_output_file(option, path, probe=False)
-        check_distinct(outputs, args.files)
+                check_output_file(option, path, args.overwrite, args.files, probe=False)
+        check_distinct(outputs)
         if json_to_standard_output:
             print_standard_output(json_text.rstrip("\n"))
         else:

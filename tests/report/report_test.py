@@ -554,6 +554,7 @@ def test_output_targets_must_be_regular_files_and_directories(directory):
     a_file = os.path.join(directory, "a-file")
     open(a_file, "w").close()
     missing = os.path.join(directory, "missing")
+    fresh = os.path.join(directory, "fresh.txt")
     cases = [(["--json", "/dev/full"], "--json: '/dev/full' is not a regular file"),
              (["--html", "/dev/null"], "--html: '/dev/null' is not a regular file"),
              (["--json", link], f"--json: '{link}' is a symbolic link"),
@@ -567,8 +568,7 @@ def test_output_targets_must_be_regular_files_and_directories(directory):
              (["--csv", planted], "--csv: '" + os.path.join(planted, "runs.csv")
               + "' is a symbolic link"),
              (["--json", sample], f"--json: '{sample}' is the input file"),
-             (["--json", elsewhere, "--html", elsewhere], f"--html: '{elsewhere}' is also the "
-                                                          "--json output")]
+             (["--json", fresh, "--html", fresh], f"--html: '{fresh}' is also the --json output")]
     before = sorted(os.listdir(directory))
     for options, text in cases:
         expect_refused(report(sample, *options), " ".join(options), text)
@@ -576,6 +576,63 @@ def test_output_targets_must_be_regular_files_and_directories(directory):
                and os.listdir(directory_link) == [], f"{options}: files written or removed")
         with open(elsewhere) as handle:
             expect(handle.read() == "keep me\n", f"{options}: wrote through a symbolic link")
+
+
+def test_existing_outputs_need_overwrite(directory):
+    """An output file that exists (--json, --html, or one the report would write into --csv or
+    --figures) is refused in one line with status 2, as `run`, `comm`, `merge` and `slurm` refuse
+    one, and replaced with --overwrite; an input file is never replaced, --overwrite or not."""
+    sample = make_sample(directory, "sweep.h5")
+    csv_dir, figure_dir = new_directory(directory, "csv"), new_directory(directory, "figures")
+    json_path, page = os.path.join(directory, "t.json"), os.path.join(directory, "r.html")
+    report_ok(sample, "--csv", csv_dir, "--json", json_path, "--figures", figure_dir,
+              "--html", page)
+    for options, existing in [(["--json", json_path], json_path), (["--html", page], page),
+                              (["--csv", csv_dir], os.path.join(csv_dir, "runs.csv")),
+                              (["--figures", figure_dir],
+                               os.path.join(figure_dir, "efficiency.png"))]:
+        with open(existing, "w") as handle:
+            handle.write("older\n")
+        expect_refused(report(sample, *options), " ".join(options),
+                       f"{options[0]}: '{existing}' already exists; pass --overwrite")
+        with open(existing) as handle:
+            expect(handle.read() == "older\n", f"{options}: replaced without --overwrite")
+        report_ok(sample, *options, "--overwrite")
+        with open(existing, "rb") as handle:
+            expect(handle.read() != b"older\n", f"{options} --overwrite: not replaced")
+    with open(sample, "rb") as handle:
+        original = handle.read()
+    os.remove(os.path.join(csv_dir, "study.csv"))
+    os.link(sample, os.path.join(csv_dir, "study.csv"))  # the input under an output's name
+    for options, text in [(["--json", sample], f"--json: '{sample}' is the input file"),
+                          (["--csv", csv_dir], "--csv: '" + os.path.join(csv_dir, "study.csv")
+                           + f"' is the input file '{sample}'")]:
+        expect_refused(report(sample, *options, "--overwrite"), " ".join(options), text)
+        with open(sample, "rb") as handle:
+            expect(handle.read() == original, f"{options} --overwrite: the input was replaced")
+
+
+def test_usage_errors_are_one_line():
+    """An unknown option, a missing file name or a bad choice: one line and status 2, not
+    argparse's usage block."""
+    for arguments, text in [(["--bogus", "x.h5"], "unrecognized arguments: --bogus"),
+                            ([], "the following arguments are required: FILE"),
+                            (["x.h5", "--algorithm", "x"], "invalid choice: 'x'")]:
+        expect_refused(report(*arguments), " ".join(arguments) or "no arguments", text)
+
+
+def test_a_module_that_fails_to_load_is_named(directory):
+    """A module that is installed but fails to import (here a pandas that raises ImportError, as
+    one built against another numpy does) is reported in its own words, not as a missing 'None'."""
+    package = new_directory(directory, "pandas")
+    with open(os.path.join(package, "__init__.py"), "w") as handle:
+        handle.write("raise ImportError('pandas was built against another numpy')\n")
+    result = subprocess.run([sys.executable, REPORT, "x.h5"], capture_output=True, text=True,
+                            timeout=600, env=dict(os.environ, PYTHONPATH=directory))
+    lines = result.stderr.splitlines()
+    expect(result.returncode == 2 and len(lines) == 1
+           and "pandas was built against another numpy" in lines[0] and "None" not in lines[0],
+           f"a failing pandas import: status {result.returncode}, stderr {result.stderr!r}")
 
 
 def test_json_to_standard_output(directory):
@@ -601,8 +658,8 @@ def test_failed_write_leaves_nothing(directory):
     def small_files():
         resource.setrlimit(resource.RLIMIT_FSIZE, (8192, resource.getrlimit(
             resource.RLIMIT_FSIZE)[1]))
-    result = subprocess.run([sys.executable, REPORT, sample, "--csv", outputs, "--json", json_path],
-                            capture_output=True, text=True, timeout=600, preexec_fn=small_files)
+    result = subprocess.run([sys.executable, REPORT, sample, "--csv", outputs, "--json", json_path,
+                             "--overwrite"], capture_output=True, text=True, timeout=600, preexec_fn=small_files)
     lines = result.stderr.splitlines()
     expect(result.returncode == 2 and len(lines) == 1 and "File too large" in lines[0],
            f"a write past the file size limit: status {result.returncode}, {result.stderr!r}")
@@ -720,7 +777,7 @@ def test_says_what_it_wrote(directory):
            f"the last lines are {lines[-2:]}, expected ['', {expected!r}]")
     expect(result.stderr == "", f"stderr: {result.stderr!r}")
 
-    result = report_ok(sample, "--json", "-", "--html", page)
+    result = report_ok(sample, "--json", "-", "--html", page, "--overwrite")
     json.loads(result.stdout)  # nothing else on standard output
     expect(result.stderr == f"wrote {page} ({figures} figures, 3 tables)\n",
            f"with --json -, stderr is {result.stderr!r}")
@@ -856,6 +913,7 @@ def main():
              test_run_headlines_count_shared_sources_once, test_threads_and_resource_figures,
              test_schema_1_single_run, test_comm_only, test_several_files, test_bad_input,
              test_output_targets_must_be_regular_files_and_directories,
+             test_existing_outputs_need_overwrite, test_a_module_that_fails_to_load_is_named,
              test_json_to_standard_output, test_failed_write_leaves_nothing,
              test_damaged_files_give_one_line, test_names_from_the_file_are_printed_escaped,
              test_says_what_it_wrote, test_throughput_axis_is_labelled_at_the_measured_values,
@@ -863,6 +921,7 @@ def main():
              test_a_crashing_library_adds_no_lines]
     try:
         test_help()
+        test_usage_errors_are_one_line()
         for test in tests:
             with tempfile.TemporaryDirectory(prefix="dlscale-report-test-") as directory:
                 test(directory)
