@@ -2,7 +2,8 @@
 # docs/report.md and docs/communication.md, each in a fresh interpreter, in a directory holding
 # the files they name (run.h5 and study.h5 from a real rank sweep, comm.h5 from a real allreduce
 # sweep, tables/ and tables.json from `dlscale report`), so that a schema change cannot leave a
-# reader's first script failing.
+# reader's first script failing. Each page must say, before its first example, that the examples
+# need /usr/bin/python3 (Debian's h5py) where another python3 comes first on the PATH.
 # usage: docs_examples_test.py DLSCALE MPIEXEC
 import os
 import re
@@ -31,9 +32,19 @@ def make_files(dlscale, mpiexec, directory):
                    cwd=directory, check=True, stdout=subprocess.DEVNULL)
 
 
-def examples(page):
+def read(page):
     with open(os.path.join(DOCS, page), encoding="utf-8") as handle:
-        return re.findall(r"^```python\n(.*?)^```", handle.read(), re.S | re.M)
+        return handle.read()
+
+
+def examples(page):
+    return re.findall(r"^```python\n(.*?)^```", read(page), re.S | re.M)
+
+
+def names_the_interpreter(page):
+    """The page says which python3 runs its examples before the first of them."""
+    text = read(page)
+    return "/usr/bin/python3" in text[:text.find("```python")]
 
 
 def main():
@@ -46,6 +57,10 @@ def main():
             found = examples(page)
             if not found:
                 print(f"FAIL: {page} has no Python example any more")
+                failures += 1
+            elif not names_the_interpreter(page):
+                print(f"FAIL: {page} does not say, before its first Python example, that it "
+                      "needs /usr/bin/python3 when another python3 comes first on the PATH")
                 failures += 1
             for index, code in enumerate(found, 1):
                 ran = subprocess.run([sys.executable, "-c", code], cwd=directory,
