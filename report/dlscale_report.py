@@ -110,6 +110,22 @@ def significant(x, digits=4):
     return f"{x:.{max(decimals, 0)}f}"
 
 
+# Units for a table's times, largest first: each table shows its times in the largest unit that
+# its longest time is at least one of (12.34 ms, not 0.01234 s; 55.50 ns, not 0.00000005550 s),
+# named in the headers, so that the columns stay comparable and short.
+TIME_UNITS = [(1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")]
+
+
+def time_unit(*columns):
+    """(seconds per unit, unit name) for the times in these columns of seconds."""
+    values = pd.concat([pd.Series(column, dtype=float) for column in columns]).abs()
+    longest = values[np.isfinite(values) & (values > 0)].max()
+    for scale, name in TIME_UNITS:
+        if longest >= scale:
+            return scale, name
+    return TIME_UNITS[0] if not np.isfinite(longest) else TIME_UNITS[-1]
+
+
 def fraction(x):
     return "-" if x is None or not np.isfinite(x) else f"{x:.3f}"
 
@@ -135,14 +151,18 @@ NOT_MEASURED = "–"  # an en dash: a failed sweep point has no numbers, unlike 
 
 
 def runs_display(results, table):
+    times = [("step p50", "step_median_s"), ("step p95", "step_p95_s"),
+             ("forward", "forward_median_s"), ("backward", "backward_median_s"),
+             ("allreduce", "allreduce_median_s"), ("update", "update_median_s")]
+    scale, unit = time_unit(*(table[name] for _, name in times))
+    # threads and repeat only where they vary, as in the study table: the page stays narrower
+    # than a 1400-pixel window.
+    varying = {name: table[name] for name in ("threads", "repeat") if table[name].nunique() > 1}
     shown = pd.DataFrame({
-        "run": table["run"], "ranks": table["ranks"], "threads": table["threads"],
-        "repeat": table["repeat"], "hosts": table["hosts"], "batch/rank": table["batch_per_rank"],
-        **{header: table[name].map(significant) for header, name in [
-            ("step p50 s", "step_median_s"), ("step p95 s", "step_p95_s"),
-            ("forward s", "forward_median_s"), ("backward s", "backward_median_s"),
-            ("allreduce s", "allreduce_median_s"), ("update s", "update_median_s"),
-            ("samples/s", "throughput_samples_per_second")]},
+        "run": table["run"], "ranks": table["ranks"], **varying,
+        "hosts": table["hosts"], "batch/rank": table["batch_per_rank"],
+        **{f"{header} {unit}": (table[name] / scale).map(significant) for header, name in times},
+        "samples/s": table["throughput_samples_per_second"].map(significant),
         "comm frac": table["communication_fraction"].map(fraction),
         "busbw GB/s": table["allreduce_busbw_gbps"].map(lambda x: significant(x, 3)),
         "peak RSS MiB": table["peak_rss_mib"].map(significant)})
@@ -171,9 +191,11 @@ def study_display(results):
     def get(name):  # missing columns show as '-' instead of failing
         return study[name] if name in study else pd.Series([np.nan] * len(study), dtype=float)
     shown = pd.DataFrame({name: get(name) for name in keys})
-    shown["iteration s [95% CI]"] = [with_interval(*v, significant) for v in zip(
-        get("iteration_seconds"), get("iteration_seconds_ci_low"),
-        get("iteration_seconds_ci_high"))]
+    iteration = [get(name) for name in ("iteration_seconds", "iteration_seconds_ci_low",
+                                        "iteration_seconds_ci_high")]
+    scale, unit = time_unit(*iteration)
+    shown[f"iteration {unit} [95% CI]"] = [with_interval(*v, significant) for v in zip(
+        *(column / scale for column in iteration))]
     shown["samples/s"] = get("throughput_samples_per_second").map(significant)
     shown["speedup"] = get("speedup").map(fraction)
     shown["efficiency [95% CI]"] = [with_interval(*v, fraction) for v in zip(
@@ -212,11 +234,12 @@ def repeats_display(results):
     shown = pd.DataFrame({name: spread[name] for name in (STUDY_THREADS, "ranks")
                           if name == "ranks" or results.varies(name)})
     shown["repeats"] = spread["repeats"]
-    shown["iteration s mean ± std"] = [
-        f"{significant(m)} ± {significant(s, 2)}"
+    scale, unit = time_unit(spread["iteration_seconds_max"], spread["iteration_seconds_mean"])
+    shown[f"iteration {unit} mean ± std"] = [
+        f"{significant(m / scale)} ± {significant(s / scale, 2)}"
         for m, s in zip(spread["iteration_seconds_mean"], spread["iteration_seconds_std"])]
-    shown["iteration s min .. max"] = [
-        f"{significant(low)} .. {significant(high)}"
+    shown[f"iteration {unit} min .. max"] = [
+        f"{significant(low / scale)} .. {significant(high / scale)}"
         for low, high in zip(spread["iteration_seconds_min"], spread["iteration_seconds_max"])]
     shown["efficiency mean ± std"] = [
         f"{fraction(m)} ± {fraction(s)}"
@@ -385,10 +408,10 @@ def json_records(table):
 # ---- HTML page ---------------------------------------------------------------------------------
 
 PAGE_STYLE = """
-body { font-family: sans-serif; margin: 2em auto; max-width: 1300px; color: #222; }
-table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
-th, td { padding: 0.25em 0.6em; border-bottom: 1px solid #ddd; text-align: right; }
-td { white-space: nowrap; } th { background: #f3f3f3; }
+body { font-family: sans-serif; margin: 2em auto; max-width: 1340px; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.85em; }
+th, td { padding: 0.25em 0.35em; border-bottom: 1px solid #ddd; text-align: right; }
+td { white-space: nowrap; } th { background: #f3f3f3; white-space: normal; }
 table.meta th, table.meta td { text-align: left; white-space: normal; }
 /* Wide tables (a GPU sweep's runs) scroll sideways instead of running off the page. */
 div.table { overflow-x: auto; }

@@ -808,6 +808,26 @@ def test_throughput_axis_is_labelled_at_the_measured_values(directory):
     expect(all(low <= float(x) <= high for x in labels), f"labels {labels} outside {low}..{high}")
 
 
+def test_times_are_shown_in_a_unit_that_fits(directory):
+    """A table's times are in the largest unit its longest time is at least one of, named in the
+    headers: a sweep of nanosecond steps reads '55.50', under 'ns', never '0.00000005550' s."""
+    sample = make_sample(directory, "sweep.h5", "--repeats", "2")
+    with h5py.File(sample, "a") as f:  # every time a millionth of the sample's
+        for run in f["runs"].values():
+            run["summary/phase_statistics"][...] = run["summary/phase_statistics"][()] * 1e-6
+        for name in ("iteration_seconds", "iteration_seconds_ci_low", "iteration_seconds_ci_high"):
+            f["study"][name][...] = f["study"][name][()] * 1e-6
+        for name in ("iteration_seconds_mean", "iteration_seconds_std", "iteration_seconds_min",
+                     "iteration_seconds_max"):
+            f["study_repeats"][name][...] = f["study_repeats"][name][()] * 1e-6
+    stdout = report_ok(sample).stdout
+    for heading, header in [("Runs", "step p50 ns"), ("Scaling study", "iteration ns [95% CI]"),
+                            ("Across repeats", "iteration ns mean ± std")]:
+        section = stdout.split("\n" + heading, 1)[1].split("\n\n", 1)[0]
+        expect(header in section, f"the {heading} table has no {header!r} column:\n{section}")
+        expect("0.0000" not in section, f"the {heading} table prints long zeros:\n{section}")
+
+
 def test_phase_bars_add_up_to_the_step(directory):
     """The phase bars are means, stacked to the mean step; a remainder of the step outside the
     four phases is an 'other' segment of its own, named in the legend."""
@@ -917,6 +937,7 @@ def main():
              test_json_to_standard_output, test_failed_write_leaves_nothing,
              test_damaged_files_give_one_line, test_names_from_the_file_are_printed_escaped,
              test_says_what_it_wrote, test_throughput_axis_is_labelled_at_the_measured_values,
+             test_times_are_shown_in_a_unit_that_fits,
              test_phase_bars_add_up_to_the_step, test_prediction_names_its_network,
              test_a_crashing_library_adds_no_lines]
     try:
