@@ -89,6 +89,13 @@ COMM_RANKS = "ranks"
 # ring alpha and beta derived from it are what `dlscale predict` uses.
 COMM_LINE_INTERCEPT, COMM_LINE_SLOPE = "fit_line_intercept_seconds", "fit_line_seconds_per_byte"
 COMM_ALPHA, COMM_BETA = "alpha_seconds", "beta_seconds_per_byte"
+# How far the line misses the sweep, and the piecewise fit that `dlscale predict` uses: one line
+# t = a + b * bytes per range of sizes, a row each of /comm/fit_pieces (optional).
+COMM_LINE_RMS, COMM_PIECEWISE_RMS = "fit_relative_rms_error", "piecewise_fit_relative_rms_error"
+COMM_FIT_PIECES = "fit_pieces"
+COMM_PIECE_MIN_BYTES, COMM_PIECE_MAX_BYTES = "min_bytes", "max_bytes"
+COMM_PIECE_COLUMNS = [COMM_PIECE_MIN_BYTES, COMM_PIECE_MAX_BYTES, COMM_LINE_INTERCEPT,
+                      COMM_LINE_SLOPE]
 
 # The attributes of the root and of a run that the report shows as text; others are never read.
 TEXT_ATTRIBUTES = ["model", "model_family", "model_description", "dlscale_version", "git_commit",
@@ -368,6 +375,21 @@ COMM_KINDS = {COMM_BYTES: (NUMBER, 1, False),
                                          COMM_BUSBW_P50, COMM_BUSBW_P95]}}
 
 
+def read_fit_pieces(comm_group):
+    """/comm/fit_pieces as a DataFrame of COMM_PIECE_COLUMNS, one row per piece, or None where
+    the file has none. A line is NaN where there was nothing to fit (one rank)."""
+    group = member(comm_group, COMM_FIT_PIECES, h5py.Group)
+    if group is None:
+        return None
+    columns = {name: numbers(required_member(group, name, h5py.Dataset), (None,),
+                             finite=name in (COMM_PIECE_MIN_BYTES, COMM_PIECE_MAX_BYTES),
+                             minimum=0, max_rows=MAX_SWEEP_POINTS)
+               for name in COMM_PIECE_COLUMNS}
+    if len({len(column) for column in columns.values()}) != 1:
+        raise DamagedFile(f"{where(group)}: its datasets differ in length")
+    return pd.DataFrame(columns)
+
+
 def no_iterations(count):
     """An Int64 column of `count` missing values (a per-rank or time-series measurement)."""
     return pd.arrays.IntegerArray(np.zeros(count, dtype=np.int64), np.ones(count, dtype=bool))
@@ -618,6 +640,7 @@ class ResultsFile:
                                                   NODE_SHARING_PROBES_COLUMNS,
                                                   NODE_SHARING_PROBES_COLUMNS, MAX_SWEEP_POINTS)
         self.comm, self.comm_attrs = None, {}
+        self.comm_fit_pieces = None  # a DataFrame of COMM_PIECE_COLUMNS, where the file has one
         group = member(handle, COMM_GROUP, h5py.Group)
         if group is not None:
             sizes = numbers(required_member(group, COMM_BYTES, h5py.Dataset), (None,),
@@ -644,10 +667,12 @@ class ResultsFile:
                                      columns=names)
             ranks = integer_attribute(group, COMM_RANKS, 1, default=None)
             self.comm_attrs = {} if ranks is None else {COMM_RANKS: ranks}
-            for name in (COMM_LINE_INTERCEPT, COMM_LINE_SLOPE, COMM_ALPHA, COMM_BETA):
+            for name in (COMM_LINE_INTERCEPT, COMM_LINE_SLOPE, COMM_ALPHA, COMM_BETA,
+                         COMM_LINE_RMS, COMM_PIECEWISE_RMS):
                 value = number_attribute(group, name, allow_nan=True, default=None)
                 if value is not None:
                     self.comm_attrs[name] = value
+            self.comm_fit_pieces = read_fit_pieces(group)
 
     def first(self, name, default=None):
         """An attribute from the root, or else from the first run (schema 1 keeps all at root)."""

@@ -659,7 +659,8 @@ def test_failed_write_leaves_nothing(directory):
         resource.setrlimit(resource.RLIMIT_FSIZE, (8192, resource.getrlimit(
             resource.RLIMIT_FSIZE)[1]))
     result = subprocess.run([sys.executable, REPORT, sample, "--csv", outputs, "--json", json_path,
-                             "--overwrite"], capture_output=True, text=True, timeout=600, preexec_fn=small_files)
+                             "--overwrite"], capture_output=True, text=True, timeout=600,
+                            preexec_fn=small_files)
     lines = result.stderr.splitlines()
     expect(result.returncode == 2 and len(lines) == 1 and "File too large" in lines[0],
            f"a write past the file size limit: status {result.returncode}, {result.stderr!r}")
@@ -794,18 +795,39 @@ def load_in_process(path):
     return dlscale_results.load_results_file(path), dlscale_figures
 
 
-def test_throughput_axis_is_labelled_at_the_measured_values(directory):
-    """A sweep spanning less than a decade still has labels where its points are."""
+def test_throughput_axis_is_labelled_at_round_numbers(directory):
+    """A sweep spanning less than a decade still has at least four labels on its throughput
+    axis, at round numbers (one or two significant digits) that give the scale, all within the
+    axis and around the measured points."""
     sample = make_sample(directory, "sweep.h5")
     results, figures = load_in_process(sample)
     fig = figures.throughput_figure(results, results.study)
     ax = fig.axes[0]
     fig.canvas.draw()
-    labels = {tick.get_text().replace(",", "") for tick in ax.get_yticklabels() if tick.get_text()}
-    measured = {f"{x:.0f}" for x in results.study["throughput_samples_per_second"]}
-    expect(measured <= labels, f"throughput axis labels {sorted(labels)}, measured {measured}")
+    labels = [float(tick.get_text().replace(",", "")) for tick in ax.get_yticklabels()
+              if tick.get_text()]
+    expect(len(labels) >= 4, f"throughput axis labels {labels}: fewer than 4")
+    expect(all(float(f"{x:.2g}") == x for x in labels), f"labels {labels} are not round")
     low, high = ax.get_ylim()
-    expect(all(low <= float(x) <= high for x in labels), f"labels {labels} outside {low}..{high}")
+    expect(all(low <= x <= high for x in labels), f"labels {labels} outside {low}..{high}")
+    measured = results.study["throughput_samples_per_second"]
+    expect(min(labels) <= measured.max() and max(labels) >= measured.min(),
+           f"labels {labels} miss the measured {list(measured)}")
+
+
+def test_scaling_figures_name_the_mean_line_and_the_repeats(directory):
+    """With repeats, the efficiency and throughput legends name the line (the mean over
+    repeats) and the points (each repeat); the phase bars name each run's repeat."""
+    results, figures = load_in_process(make_sample(directory, "repeats.h5", "--repeats", "2"))
+    for fig in (figures.efficiency_figure(results, results.study, None),
+                figures.throughput_figure(results, results.study)):
+        legend = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
+        expect("mean over repeats" in legend and any("each repeat" in t for t in legend),
+               f"legend {legend} lacks the mean line or the repeats")
+    ax = figures.phases_figure(results).axes[0]
+    ticks = [tick.get_text() for tick in ax.get_xticklabels()]
+    expect(all("repeat " in tick for tick in ticks) and len(set(ticks)) == len(ticks),
+           f"phase bars labelled {ticks}, not by rank count and repeat")
 
 
 def test_times_are_shown_in_a_unit_that_fits(directory):
@@ -826,6 +848,33 @@ def test_times_are_shown_in_a_unit_that_fits(directory):
         section = stdout.split("\n" + heading, 1)[1].split("\n\n", 1)[0]
         expect(header in section, f"the {heading} table has no {header!r} column:\n{section}")
         expect("0.0000" not in section, f"the {heading} table prints long zeros:\n{section}")
+
+
+def test_comm_figure_draws_the_piecewise_fit_predict_uses(directory):
+    """The allreduce figure draws each piece of /comm/fit_pieces over its range of sizes, as the
+    bus bandwidth of t = a + b * bytes there, and names both fits with their rms error."""
+    sample = make_sample(directory, "comm.h5", "--comm-only")
+    results, figures = load_in_process(sample)
+    fig = figures.allreduce_figure(results, [])
+    ax = fig.axes[0]
+    legend = [text.get_text() for text in ax.get_legend().get_texts()]
+    expect(any(text.startswith("piecewise fit, 2 pieces (") and "rms): what predict uses" in text
+               for text in legend), f"no piecewise fit in the legend {legend}")
+    expect(any(text.startswith("one-line fit (") for text in legend),
+           f"no one-line fit with its error in the legend {legend}")
+    ranks = results.comm_attrs["ranks"]
+    with h5py.File(sample, "r") as f:
+        pieces = read_group(f, "comm/fit_pieces")
+    drawn = [line for line in ax.get_lines() if line.get_color() == "black"]
+    expect(len(drawn) == len(pieces["min_bytes"]), f"{len(drawn)} piece lines drawn")
+    for line, low, high, a, b in zip(drawn, pieces["min_bytes"], pieces["max_bytes"],
+                                     pieces["fit_line_intercept_seconds"],
+                                     pieces["fit_line_seconds_per_byte"]):
+        sizes, busbw = line.get_xdata(), line.get_ydata()
+        expect(close(sizes[0], low) and close(sizes[-1], high),
+               f"a piece drawn over {sizes[0]}..{sizes[-1]}, not {low}..{high}")
+        expect(close(busbw, sizes / (a + b * sizes) / 1e9 * 2 * (ranks - 1) / ranks),
+               f"the piece over {low}..{high} is not t = {a} + {b} * bytes as bus bandwidth")
 
 
 def test_phase_bars_add_up_to_the_step(directory):
@@ -936,8 +985,10 @@ def main():
              test_existing_outputs_need_overwrite, test_a_module_that_fails_to_load_is_named,
              test_json_to_standard_output, test_failed_write_leaves_nothing,
              test_damaged_files_give_one_line, test_names_from_the_file_are_printed_escaped,
-             test_says_what_it_wrote, test_throughput_axis_is_labelled_at_the_measured_values,
+             test_says_what_it_wrote, test_throughput_axis_is_labelled_at_round_numbers,
+             test_scaling_figures_name_the_mean_line_and_the_repeats,
              test_times_are_shown_in_a_unit_that_fits,
+             test_comm_figure_draws_the_piecewise_fit_predict_uses,
              test_phase_bars_add_up_to_the_step, test_prediction_names_its_network,
              test_a_crashing_library_adds_no_lines]
     try:
