@@ -24,7 +24,7 @@ from dlscale_results import (COMM_LINE_INTERCEPT, COMM_LINE_SLOPE, COMM_BUSBW_P5
                              COMM_BYTES, COMM_LINE_RMS, COMM_PIECE_MAX_BYTES,
                              COMM_PIECE_MIN_BYTES, COMM_PIECEWISE_RMS, COMM_RANKS, PHASES,
                              PREDICTED_EFFICIENCY, STUDY_REPEAT, STUDY_THREADS, human_bytes,
-                             plural, printable)
+                             plural, printable, time_unit)
 
 FIGURE_NOTES = {
     "efficiency": "Parallel efficiency E(n) with 95% bootstrap intervals; 1 is ideal. The gap "
@@ -57,13 +57,6 @@ RESOURCE_PANELS = [("process_cpu_cores", "process CPU"), ("process_rss_bytes", "
                    ("host_cpu_utilisation_percent", "host CPU"),
                    ("gpu_utilisation_percent", "GPU utilisation"), ("gpu_power_watts", "GPU power")]
 LEGEND_LINES = 8  # more lines than this get no legend: it would hide the data
-
-
-def time_unit(seconds):
-    """The unit, and its factor from seconds, that shows `seconds` as a number from 1 to 1000."""
-    if seconds < 1e-3:
-        return "µs", 1e6
-    return ("ms", 1e3) if seconds < 1 else ("s", 1.0)
 
 
 def rank_axis(ax, rank_counts):

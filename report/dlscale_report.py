@@ -30,7 +30,8 @@ try:
                                  COMM_BUSBW_P95, COMM_BYTES, COMM_RANKS, COMM_SECONDS_P50,
                                  COMM_SECONDS_P95, MEASUREMENT_COLUMNS, PHASES,
                                  PREDICTED_EFFICIENCY, STUDY_REPEAT, STUDY_THREADS, ReportError,
-                                 decoded, human_bytes, load_results_file, plural, printable)
+                                 decoded, human_bytes, load_results_file, plural, printable,
+                                 time_unit)
 # A module that cannot be used is one line and status 2, as a python that cannot start is.
 except ModuleNotFoundError as missing:
     print(f"dlscale: error: {sys.executable} cannot import {missing.name}; "
@@ -110,20 +111,11 @@ def significant(x, digits=4):
     return f"{x:.{max(decimals, 0)}f}"
 
 
-# Units for a table's times, largest first: each table shows its times in the largest unit that
-# its longest time is at least one of (12.34 ms, not 0.01234 s; 55.50 ns, not 0.00000005550 s),
-# named in the headers, so that the columns stay comparable and short.
-TIME_UNITS = [(1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")]
-
-
-def time_unit(*columns):
-    """(seconds per unit, unit name) for the times in these columns of seconds."""
+def table_time_unit(*columns):
+    """(unit, factor from seconds) of one table's times, so that its columns stay comparable
+    and short, named in the headers."""
     values = pd.concat([pd.Series(column, dtype=float) for column in columns]).abs()
-    longest = values[np.isfinite(values) & (values > 0)].max()
-    for scale, name in TIME_UNITS:
-        if longest >= scale:
-            return scale, name
-    return TIME_UNITS[0] if not np.isfinite(longest) else TIME_UNITS[-1]
+    return time_unit(values[np.isfinite(values)].max())
 
 
 def fraction(x):
@@ -154,14 +146,14 @@ def runs_display(results, table):
     times = [("step p50", "step_median_s"), ("step p95", "step_p95_s"),
              ("forward", "forward_median_s"), ("backward", "backward_median_s"),
              ("allreduce", "allreduce_median_s"), ("update", "update_median_s")]
-    scale, unit = time_unit(*(table[name] for _, name in times))
+    unit, factor = table_time_unit(*(table[name] for _, name in times))
     # threads and repeat only where they vary, as in the study table: the page stays narrower
     # than a 1400-pixel window.
     varying = {name: table[name] for name in ("threads", "repeat") if table[name].nunique() > 1}
     shown = pd.DataFrame({
         "run": table["run"], "ranks": table["ranks"], **varying,
         "hosts": table["hosts"], "batch/rank": table["batch_per_rank"],
-        **{f"{header} {unit}": (table[name] / scale).map(significant) for header, name in times},
+        **{f"{header} {unit}": (table[name] * factor).map(significant) for header, name in times},
         "samples/s": table["throughput_samples_per_second"].map(significant),
         "comm frac": table["communication_fraction"].map(fraction),
         "busbw GB/s": table["allreduce_busbw_gbps"].map(lambda x: significant(x, 3)),
@@ -193,9 +185,9 @@ def study_display(results):
     shown = pd.DataFrame({name: get(name) for name in keys})
     iteration = [get(name) for name in ("iteration_seconds", "iteration_seconds_ci_low",
                                         "iteration_seconds_ci_high")]
-    scale, unit = time_unit(*iteration)
+    unit, factor = table_time_unit(*iteration)
     shown[f"iteration {unit} [95% CI]"] = [with_interval(*v, significant) for v in zip(
-        *(column / scale for column in iteration))]
+        *(column * factor for column in iteration))]
     shown["samples/s"] = get("throughput_samples_per_second").map(significant)
     shown["speedup"] = get("speedup").map(fraction)
     shown["efficiency [95% CI]"] = [with_interval(*v, fraction) for v in zip(
@@ -234,12 +226,13 @@ def repeats_display(results):
     shown = pd.DataFrame({name: spread[name] for name in (STUDY_THREADS, "ranks")
                           if name == "ranks" or results.varies(name)})
     shown["repeats"] = spread["repeats"]
-    scale, unit = time_unit(spread["iteration_seconds_max"], spread["iteration_seconds_mean"])
+    unit, factor = table_time_unit(spread["iteration_seconds_max"],
+                                   spread["iteration_seconds_mean"])
     shown[f"iteration {unit} mean ± std"] = [
-        f"{significant(m / scale)} ± {significant(s / scale, 2)}"
+        f"{significant(m * factor)} ± {significant(s * factor, 2)}"
         for m, s in zip(spread["iteration_seconds_mean"], spread["iteration_seconds_std"])]
     shown[f"iteration {unit} min .. max"] = [
-        f"{significant(low / scale)} .. {significant(high / scale)}"
+        f"{significant(low * factor)} .. {significant(high * factor)}"
         for low, high in zip(spread["iteration_seconds_min"], spread["iteration_seconds_max"])]
     shown["efficiency mean ± std"] = [
         f"{fraction(m)} ± {fraction(s)}"

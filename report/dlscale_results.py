@@ -796,6 +796,16 @@ def plural(count, noun):
     return f"{count} {noun}{'s' * (int(count) != 1)}"
 
 
+def time_unit(longest_seconds):
+    """(unit, factor from seconds) for times up to `longest_seconds`: the largest of s, ms, µs and
+    ns that it is at least one of, so that a table or axis reads 12.34 ms, not 0.01234 s, and
+    55.50 ns, not 0.00000005550 s. Seconds where there is no time to go by (NaN, 0)."""
+    for unit, factor in [("s", 1.0), ("ms", 1e3), ("µs", 1e6)]:
+        if longest_seconds * factor >= 1:
+            return unit, factor
+    return ("ns", 1e9) if longest_seconds > 0 else ("s", 1.0)
+
+
 def human_bytes(n):
     for unit in ["B", "KiB", "MiB", "GiB"]:
         if n < 1024 or unit == "GiB":

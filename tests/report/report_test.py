@@ -170,9 +170,9 @@ def printed_seconds_per_unit(stdout, heading, column):
     """Seconds per unit of the times in a printed table's `column` ('iteration'): its header
     names the unit ('iteration ms mean ± std')."""
     header = stdout.split("\n" + heading, 1)[1].splitlines()[1]
-    unit = re.search(rf"{column} (s|ms|us|ns)\b", header)
+    unit = re.search(rf"{column} (s|ms|µs|ns)\b", header)
     expect(unit is not None, f"the {heading!r} header names no unit for {column}: {header}")
-    return {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[unit.group(1)]
+    return {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9}[unit.group(1)]
 
 
 def printed_efficiencies_match(stdout, path):
