@@ -177,7 +177,7 @@ for case in "${cases[@]}"; do
        </dev/null >"$raw_dir/dlscale-$model.out" 2>"$raw_dir/dlscale-$model.err"; then
     mkdir -p "$raw_dir/report-$model"
     "$build_dir/dlscale" report "$raw_dir/dlscale-$model.h5" --csv "$raw_dir/report-$model" \
-      >"$raw_dir/report-$model.txt"
+      --overwrite >"$raw_dir/report-$model.txt"
     while read -r ranks seconds; do
       dlscale_step[$model:$ranks]=$seconds
     done < <(csv_columns "$raw_dir/report-$model/runs.csv" "ranks step_median_s")
@@ -214,7 +214,7 @@ comm_sweep() {  # comm_sweep BACKEND: dlscale comm, then its comm.csv into the a
        --overwrite </dev/null >"$raw_dir/comm-$backend.out" 2>"$raw_dir/comm-$backend.err"; then
     mkdir -p "$raw_dir/report-comm-$backend"
     "$build_dir/dlscale" report "$raw_dir/comm-$backend.h5" --csv "$raw_dir/report-comm-$backend" \
-      >/dev/null
+      --overwrite >/dev/null
     while read -r bytes busbw; do
       printf -v bytes '%.0f' "$bytes"  # the CSV writes sizes as floats (8.0)
       # shellcheck disable=SC2034  # into names the caller's array

@@ -30,6 +30,12 @@ struct RawNumbers {
   std::string stall_timeout = "auto";
 };
 
+// Boost writes a default through a stream at 17 digits (0.2 reads 0.20000000000000001); this
+// gives it the shortest text that reads back as the same number.
+po::typed_value<double>* number_with_default(double* target, double value) {
+  return po::value(target)->default_value(value, fmt::format("{}", value));
+}
+
 constexpr int most_threads = 1024;
 constexpr int most_repeats = 100;
 
@@ -47,7 +53,7 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
        "measured iterations")
       ("warmup,w", po::value(&raw.warmup)->default_value(defaults.warmup_iterations),
        "warm-up iterations, recorded but left out of the statistics")
-      ("lr", po::value(&options.learning_rate)->default_value(defaults.learning_rate),
+      ("lr", number_with_default(&options.learning_rate, defaults.learning_rate),
        "SGD learning rate (momentum is 0.9)")
       ("seed", po::value(&raw.seed)->default_value((long long)defaults.seed),
        "seed for weights and synthetic data");
@@ -88,8 +94,8 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
       ("repeat", po::value(&raw.repeats)->default_value(raw.repeats),
        "run every sweep point N times, each with its own seed (--seed, --seed+1, ...): the "
        "study reports the mean and spread across repeats")
-      ("point-timeout", po::value(&options.point_timeout_seconds)
-                            ->default_value(defaults.point_timeout_seconds),
+      ("point-timeout",
+       number_with_default(&options.point_timeout_seconds, defaults.point_timeout_seconds),
        "seconds a sweep point may train before it is stopped and recorded as failed; 0: no "
        "limit")
       ("stall-timeout", po::value(&raw.stall_timeout)->default_value(raw.stall_timeout),
@@ -99,15 +105,15 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
 
   po::options_description measuring("Measuring");
   measuring.add_options()
-      ("sample-interval", po::value(&options.sample_interval_seconds)
-                              ->default_value(defaults.sample_interval_seconds),
+      ("sample-interval",
+       number_with_default(&options.sample_interval_seconds, defaults.sample_interval_seconds),
        "seconds between resource samples on every rank (process and host CPU, memory, GPU "
        "utilisation and power through NVML, CPU package energy through RAPL); 0 turns "
        "sampling off");
 
   po::options_description gradients("Gradient exchange");
   gradients.add_options()
-      ("bucket-mb", po::value(&options.bucket_mb)->default_value(defaults.bucket_mb),
+      ("bucket-mb", number_with_default(&options.bucket_mb, defaults.bucket_mb),
        "sum gradients across ranks in buckets of this many MiB, last layers first, as "
        "PyTorch DDP does; 0 for one bucket with every gradient")
       ("no-overlap", po::bool_switch(),

@@ -210,11 +210,11 @@ std::string format_study(const results::StudySummary& study,
                    f.reason);
   if (repeated && !study.configurations.empty()) {
     fmt::format_to(line, "\nacross repeats: mean +- sample standard deviation (min .. max)\n");
-    fmt::format_to(line, "{:>6}{} {:>8} {:>26} {:>18} {:>12}\n", "ranks",
+    fmt::format_to(line, "{:>6}{} {:>8} {:>27} {:>18} {:>12}\n", "ranks",
                    thread_sweep ? fmt::format(" {:>7}", "threads") : "", "repeats",
                    "iter ms", "efficiency", "samples/s");
     for (const auto& c : study.configurations)
-      fmt::format_to(line, "{:>6}{} {:>8} {:>8.2f} +- {:<6.2f}({:.2f} .. {:.2f}) {:>8.1f}% +- {:>5.1f}% "
+      fmt::format_to(line, "{:>6}{} {:>8} {:>8.2f} +- {:<6.2f} ({:.2f} .. {:.2f}) {:>8.1f}% +- {:>5.1f}% "
                            "{:>12.1f}\n",
                      c.ranks, thread_sweep ? fmt::format(" {:>7}", c.threads) : "", c.repeats,
                      c.iteration_seconds_mean * 1e3, c.iteration_seconds_std * 1e3,

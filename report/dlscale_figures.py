@@ -21,8 +21,10 @@ from matplotlib.ticker import (FixedLocator, FuncFormatter, MaxNLocator,  # noqa
                                NullFormatter, NullLocator, ScalarFormatter)
 
 from dlscale_results import (COMM_LINE_INTERCEPT, COMM_LINE_SLOPE, COMM_BUSBW_P50, COMM_BUSBW_P95,  # noqa: E402
-                             COMM_BYTES, COMM_RANKS, PHASES, PREDICTED_EFFICIENCY, STUDY_REPEAT,
-                             STUDY_THREADS, human_bytes, plural, printable)
+                             COMM_BYTES, COMM_LINE_RMS, COMM_PIECE_MAX_BYTES,
+                             COMM_PIECE_MIN_BYTES, COMM_PIECEWISE_RMS, COMM_RANKS, PHASES,
+                             PREDICTED_EFFICIENCY, STUDY_REPEAT, STUDY_THREADS, human_bytes,
+                             plural, printable, time_unit)
 
 FIGURE_NOTES = {
     "efficiency": "Parallel efficiency E(n) with 95% bootstrap intervals; 1 is ideal. The gap "
@@ -34,9 +36,11 @@ FIGURE_NOTES = {
     "heatmap": "Left: each rank's step time per measured iteration (slow iterations are bright "
                "columns). Right: compute time (forward + backward + update): a straggler is a "
                "bright row. Step times even out because every rank waits for it in the allreduce.",
-    "allreduce": "Allreduce bus bandwidth against message size: the median with the p50-p95 band "
-                 "and the latency-bandwidth fit of the sweep; diamonds are the training runs' "
-                 "gradient allreduces (whole gradient per step, all buckets together).",
+    "allreduce": "Allreduce bus bandwidth against message size: the median with the p50-p95 band, "
+                 "the piecewise latency-bandwidth fit that dlscale predict uses (solid, one line "
+                 "per range of sizes) and the one-line fit of the whole sweep (dashed); diamonds "
+                 "are the training runs' gradient allreduces (whole gradient per step, all "
+                 "buckets together).",
     "threads": "Time per mini-batch T(n) against threads per rank, one line per rank count: the "
                "mean over repeats, with ± one standard deviation where there are several. The "
                "dashed lines halve the time per doubling of threads from the fewest.",
@@ -53,13 +57,6 @@ RESOURCE_PANELS = [("process_cpu_cores", "process CPU"), ("process_rss_bytes", "
                    ("host_cpu_utilisation_percent", "host CPU"),
                    ("gpu_utilisation_percent", "GPU utilisation"), ("gpu_power_watts", "GPU power")]
 LEGEND_LINES = 8  # more lines than this get no legend: it would hide the data
-
-
-def time_unit(seconds):
-    """The unit, and its factor from seconds, that shows `seconds` as a number from 1 to 1000."""
-    if seconds < 1e-3:
-        return "µs", 1e6
-    return ("ms", 1e3) if seconds < 1 else ("s", 1.0)
 
 
 def rank_axis(ax, rank_counts):
@@ -116,9 +113,9 @@ def efficiency_figure(results, study, predicted_for):
         error = np.clip([e - rows.get("efficiency_ci_low", e),
                          rows.get("efficiency_ci_high", e) - e], 0, None)
         ranks, mean = mean_over_repeats(results, rows, "efficiency", "efficiency_mean")
-        ax.plot(ranks, mean, "-", color=colour)
+        ax.plot(ranks, mean, "-", color=colour, label=mean_line_label(results, label))
         ax.errorbar(rows["ranks"] * repeat_offsets(rows), e, yerr=error, fmt="o", color=colour,
-                    capsize=4, label=f"{label or 'measured'} (95% CI)")
+                    capsize=4, label=f"{points_label(results, label)} (95% CI)")
         if PREDICTED_EFFICIENCY in rows:
             predicted = rows.drop_duplicates("ranks")
             ax.plot(predicted["ranks"], predicted[PREDICTED_EFFICIENCY], "s:", color=colour,
@@ -144,11 +141,11 @@ def throughput_figure(results, study):
         ideal = None if index else f"ideal (linear from {start})"
         ax.plot(ranks, throughput[baseline] * ranks / ranks[baseline], "--", color=colour,
                 alpha=0.5, label=ideal)
-        ax.plot(ranks, throughput, "-", color=colour)
+        ax.plot(ranks, throughput, "-", color=colour, label=mean_line_label(results, label))
         ax.plot(rows["ranks"] * repeat_offsets(rows), rows["throughput_samples_per_second"], "o",
-                color=colour, label=label or "measured")
+                color=colour, label=points_label(results, label))
     ax.set_yscale("log")  # so that linear scaling is a straight line, as on the rank axis
-    measured_value_ticks(ax.yaxis, study["throughput_samples_per_second"])
+    round_number_ticks(ax.yaxis, *ax.get_ylim())
     rank_axis(ax, sorted(study["ranks"].unique()))
     ax.set_ylabel("throughput (samples/s, log scale)")
     ax.set_title(f"Throughput: {results.describe()}")
@@ -156,20 +153,35 @@ def throughput_figure(results, study):
     return fig
 
 
-def measured_value_ticks(axis, values, most=8):
-    """Labelled ticks at the measured values of a log axis, instead of matplotlib's powers of
-    ten: a sweep often spans less than a decade, and would have no label where its points are.
-    Values closer than 1/(2 most) of the axis' decades to a labelled one are left unlabelled."""
-    values = np.sort(np.unique(np.asarray(values, dtype=float)))
-    values = values[np.isfinite(values) & (values > 0)]
-    if not len(values):
+def mean_line_label(results, group):
+    """The legend entry of the line through a thread count's points: with repeats it is their
+    mean, not a measurement; without, the points are the line and need no entry of their own."""
+    if not results.has_repeats():
+        return None
+    return f"{group + ': ' if group else ''}mean over repeats"
+
+
+def points_label(results, group):
+    what = "each repeat" if results.has_repeats() else "measured"
+    return f"{group}: {what}" if group else what
+
+
+def round_number_ticks(axis, low, high, fewest=4):
+    """Labelled ticks at round numbers of a log axis from low to high, at least `fewest` of them:
+    powers of ten over several decades, then 1, 2 and 5 times them, then every digit times them,
+    and over a sliver of a decade evenly spaced round numbers. matplotlib's own labels only
+    powers of ten, which a sweep often never reaches, and the measured values alone leave the
+    scale between them unread."""
+    if not (np.isfinite(low) and np.isfinite(high) and 0 < low < high):
         return
-    logs = np.log10(values)
-    spacing = max(logs[-1] - logs[0], 0.3) / (2 * most)
-    ticks = [values[0]]
-    for value, log in zip(values[1:], logs[1:]):
-        if log - np.log10(ticks[-1]) >= spacing:
-            ticks.append(value)
+    decades = np.arange(np.floor(np.log10(low)), np.ceil(np.log10(high)) + 1)
+    for multiples in ([1], [1, 2, 5], range(1, 10)):
+        ticks = [m * 10.0**d for d in decades for m in multiples if low <= m * 10.0**d <= high]
+        if len(ticks) >= fewest:
+            break
+    else:
+        ticks = [t for t in MaxNLocator(nbins=fewest + 1).tick_values(low, high)
+                 if low <= t <= high]
     axis.set_major_locator(FixedLocator(ticks))
     axis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:,.0f}" if x >= 100 else f"{x:.3g}"))
     axis.set_minor_locator(NullLocator())
@@ -236,6 +248,17 @@ def repeats_figure(results):
     return fig
 
 
+def run_label(results, run):
+    """'2 ranks', with the threads per rank and the repeat on lines of their own where they vary
+    between the runs: '2 ranks\n4 threads\nrepeat 1'."""
+    lines = [plural(run.ranks, "rank")]
+    if len({other.threads for other in results.runs}) > 1:
+        lines.append(plural(run.threads, "thread"))
+    if len({other.repeat for other in results.runs}) > 1:
+        lines.append(f"repeat {run.repeat}")
+    return "\n".join(lines)
+
+
 def phases_figure(results):
     """Mean phase times stacked to the mean step: means add up, where medians do not. What the
     step holds beyond the four phases (timers, the optimizer's bookkeeping) is drawn as 'other'
@@ -244,8 +267,8 @@ def phases_figure(results):
         else "median"
     times = pd.DataFrame({run.name: run.phase_statistics[statistic] for run in results.runs}).T
     unit, scale = time_unit(times["step"].max())
-    labels = [plural(run.ranks, "rank") for run in results.runs]
-    if len(set(labels)) < len(labels):  # repeated rank counts: tell the runs apart
+    labels = [run_label(results, run) for run in results.runs]
+    if len(set(labels)) < len(labels):  # runs alike in all of these: tell them apart by name
         labels = [f"{label}\n{printable(run.name)}" for label, run in zip(labels, results.runs)]
     fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(labels) + 2.5), 4.2))
     bottom = np.zeros(len(labels))
@@ -360,6 +383,32 @@ def has_sweep(results):
     return results.comm is not None and COMM_BUSBW_P50 in results.comm
 
 
+def rms_text(results, name):
+    """' (12% rms)': how far a fit misses the sweep, where the file says."""
+    error = results.comm_attrs.get(name)
+    return f" ({error:.0%} rms)" if error is not None and np.isfinite(error) else ""
+
+
+def draw_piecewise_fit(ax, results):
+    """Each piece of /comm/fit_pieces as bus bandwidth over its range of sizes: t = a + b * bytes
+    there, the model `dlscale predict` evaluates (docs/communication.md, "The piecewise fit")."""
+    pieces = results.comm_fit_pieces
+    ranks = results.comm_attrs.get(COMM_RANKS)
+    if pieces is None or not ranks:
+        return
+    drawn = pieces[np.isfinite(pieces[COMM_LINE_INTERCEPT]) & (pieces[COMM_LINE_SLOPE] > 0)
+                   & (pieces[COMM_PIECE_MIN_BYTES] > 0)
+                   & (pieces[COMM_PIECE_MAX_BYTES] >= pieces[COMM_PIECE_MIN_BYTES])]
+    label = (f"piecewise fit, {plural(len(drawn), 'piece')}"
+             f"{rms_text(results, COMM_PIECEWISE_RMS)}: what predict uses")
+    for index, piece in enumerate(drawn.itertuples(index=False)):
+        piece = piece._asdict()
+        sizes = np.geomspace(piece[COMM_PIECE_MIN_BYTES], piece[COMM_PIECE_MAX_BYTES], 32)
+        seconds = piece[COMM_LINE_INTERCEPT] + piece[COMM_LINE_SLOPE] * sizes
+        ax.plot(sizes, sizes / seconds / 1e9 * 2 * (ranks - 1) / ranks, "-", color="black",
+                linewidth=1.2, label=None if index else label)
+
+
 def allreduce_figure(results, training):
     fig, ax = plt.subplots(figsize=(6.2, 4.2))
     comm = results.comm
@@ -369,14 +418,16 @@ def allreduce_figure(results, training):
         if COMM_BUSBW_P95 in comm:
             ax.fill_between(comm[COMM_BYTES], comm[COMM_BUSBW_P50], comm[COMM_BUSBW_P95],
                             alpha=0.25, label="p50-p95 band")
+        draw_piecewise_fit(ax, results)
         alpha = results.comm_attrs.get(COMM_LINE_INTERCEPT)
         beta = results.comm_attrs.get(COMM_LINE_SLOPE)
         ranks = results.comm_attrs.get(COMM_RANKS)
         if alpha is not None and np.isfinite(alpha) and beta is not None and beta > 0 and ranks:
             # The fit t = alpha + beta * bytes, as bus bandwidth like the measured points.
             fitted = comm[COMM_BYTES] / (alpha + beta * comm[COMM_BYTES]) / 1e9
-            ax.plot(comm[COMM_BYTES], fitted * 2 * (ranks - 1) / ranks, "--", color="black",
-                    linewidth=1, label=f"fit: {alpha * 1e6:.3g} µs + bytes / "
+            ax.plot(comm[COMM_BYTES], fitted * 2 * (ranks - 1) / ranks, "--", color="grey",
+                    linewidth=1, label=f"one-line fit{rms_text(results, COMM_LINE_RMS)}: "
+                                       f"{alpha * 1e6:.3g} µs + bytes / "
                                        f"({1 / beta / 1e9:.3g} GB/s)")
     labels = [f"training gradients, {run.ranks} ranks on {plural(len(set(run.hosts)), 'host')}"
               for run in training]

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-# dlscale report: turns dlscale results files (HDF5, docs/results-format.md, schema 3, and the older
-# schema 2 and single-run schema 1) into a per-run table, a scaling-study table (with the sweep
+# dlscale report: turns dlscale results files (HDF5, docs/results-format.md, every schema version
+# dlscale_results.py reads) into a per-run table, a scaling-study table (with the sweep
 # points that failed) and a table across repeats on standard output, and on request into CSV or
 # JSON tables, PNG figures and one self-contained HTML page, then says in one line what it wrote.
 # The dlscale binary execs it for `dlscale report FILE...`; it also runs on its own, beside its two
@@ -30,10 +30,17 @@ try:
                                  COMM_BUSBW_P95, COMM_BYTES, COMM_RANKS, COMM_SECONDS_P50,
                                  COMM_SECONDS_P95, MEASUREMENT_COLUMNS, PHASES,
                                  PREDICTED_EFFICIENCY, STUDY_REPEAT, STUDY_THREADS, ReportError,
-                                 decoded, human_bytes, load_results_file, plural, printable)
-except ImportError as missing:
-    sys.exit(f"dlscale: error: {sys.executable} cannot import {missing.name}; "
-             f"install {DEPENDENCIES}")
+                                 decoded, human_bytes, load_results_file, plural, printable,
+                                 time_unit)
+# A module that cannot be used is one line and status 2, as a python that cannot start is.
+except ModuleNotFoundError as missing:
+    print(f"dlscale: error: {sys.executable} cannot import {missing.name}; "
+          f"install {DEPENDENCIES}", file=sys.stderr)
+    sys.exit(2)
+except ImportError as failed:  # a module that is there but fails to load: its own words say why
+    print(f"dlscale: error: {sys.executable} cannot load the report's modules: "
+          f"{' '.join(str(failed).split())}", file=sys.stderr)
+    sys.exit(2)
 
 EXAMPLES = """\
 examples:
@@ -107,6 +114,13 @@ def significant(x, digits=4):
     return f"{x:.{max(decimals, 0)}f}"
 
 
+def table_time_unit(*columns):
+    """(unit, factor from seconds) of one table's times, so that its columns stay comparable
+    and short, named in the headers."""
+    values = pd.concat([pd.Series(column, dtype=float) for column in columns]).abs()
+    return time_unit(values[np.isfinite(values)].max())
+
+
 def fraction(x):
     return "-" if x is None or not np.isfinite(x) else f"{x:.3f}"
 
@@ -132,14 +146,18 @@ NOT_MEASURED = "–"  # an en dash: a failed sweep point has no numbers, unlike 
 
 
 def runs_display(results, table):
+    times = [("step p50", "step_median_s"), ("step p95", "step_p95_s"),
+             ("forward", "forward_median_s"), ("backward", "backward_median_s"),
+             ("allreduce", "allreduce_median_s"), ("update", "update_median_s")]
+    unit, factor = table_time_unit(*(table[name] for _, name in times))
+    # threads and repeat only where they vary, as in the study table: the page stays narrower
+    # than a 1400-pixel window.
+    varying = {name: table[name] for name in ("threads", "repeat") if table[name].nunique() > 1}
     shown = pd.DataFrame({
-        "run": table["run"], "ranks": table["ranks"], "threads": table["threads"],
-        "repeat": table["repeat"], "hosts": table["hosts"], "batch/rank": table["batch_per_rank"],
-        **{header: table[name].map(significant) for header, name in [
-            ("step p50 s", "step_median_s"), ("step p95 s", "step_p95_s"),
-            ("forward s", "forward_median_s"), ("backward s", "backward_median_s"),
-            ("allreduce s", "allreduce_median_s"), ("update s", "update_median_s"),
-            ("samples/s", "throughput_samples_per_second")]},
+        "run": table["run"], "ranks": table["ranks"], **varying,
+        "hosts": table["hosts"], "batch/rank": table["batch_per_rank"],
+        **{f"{header} {unit}": (table[name] * factor).map(significant) for header, name in times},
+        "samples/s": table["throughput_samples_per_second"].map(significant),
         "comm frac": table["communication_fraction"].map(fraction),
         "busbw GB/s": table["allreduce_busbw_gbps"].map(lambda x: significant(x, 3)),
         "peak RSS MiB": table["peak_rss_mib"].map(significant)})
@@ -174,9 +192,11 @@ def study_display(results):
     def get(name):  # missing columns show as '-' instead of failing
         return study[name] if name in study else pd.Series([np.nan] * len(study), dtype=float)
     shown = pd.DataFrame({name: get(name) for name in keys})
-    shown["iteration s [95% CI]"] = [with_interval(*v, significant) for v in zip(
-        get("iteration_seconds"), get("iteration_seconds_ci_low"),
-        get("iteration_seconds_ci_high"))]
+    iteration = [get(name) for name in ("iteration_seconds", "iteration_seconds_ci_low",
+                                        "iteration_seconds_ci_high")]
+    unit, factor = table_time_unit(*iteration)
+    shown[f"iteration {unit} [95% CI]"] = [with_interval(*v, significant) for v in zip(
+        *(column * factor for column in iteration))]
     shown["samples/s"] = get("throughput_samples_per_second").map(significant)
     shown["speedup"] = get("speedup").map(fraction)
     shown["efficiency [95% CI]"] = [with_interval(*v, fraction) for v in zip(
@@ -215,11 +235,13 @@ def repeats_display(results):
     shown = pd.DataFrame({name: spread[name] for name in (STUDY_THREADS, "ranks")
                           if name == "ranks" or results.varies(name)})
     shown["repeats"] = spread["repeats"]
-    shown["iteration s mean ± std"] = [
-        f"{significant(m)} ± {significant(s, 2)}"
+    unit, factor = table_time_unit(spread["iteration_seconds_max"],
+                                   spread["iteration_seconds_mean"])
+    shown[f"iteration {unit} mean ± std"] = [
+        f"{significant(m * factor)} ± {significant(s * factor, 2)}"
         for m, s in zip(spread["iteration_seconds_mean"], spread["iteration_seconds_std"])]
-    shown["iteration s min .. max"] = [
-        f"{significant(low)} .. {significant(high)}"
+    shown[f"iteration {unit} min .. max"] = [
+        f"{significant(low * factor)} .. {significant(high * factor)}"
         for low, high in zip(spread["iteration_seconds_min"], spread["iteration_seconds_max"])]
     shown["efficiency mean ± std"] = [
         f"{fraction(m)} ± {fraction(s)}"
@@ -389,10 +411,10 @@ def json_records(table):
 # ---- HTML page ---------------------------------------------------------------------------------
 
 PAGE_STYLE = """
-body { font-family: sans-serif; margin: 2em auto; max-width: 1300px; color: #222; }
-table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
-th, td { padding: 0.25em 0.6em; border-bottom: 1px solid #ddd; text-align: right; }
-td { white-space: nowrap; } th { background: #f3f3f3; }
+body { font-family: sans-serif; margin: 2em auto; max-width: 1340px; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.85em; }
+th, td { padding: 0.25em 0.35em; border-bottom: 1px solid #ddd; text-align: right; }
+td { white-space: nowrap; } th { background: #f3f3f3; white-space: normal; }
 table.meta th, table.meta td { text-align: left; white-space: normal; }
 /* Wide tables (a GPU sweep's runs) scroll sideways instead of running off the page. */
 div.table { overflow-x: auto; }
@@ -467,9 +489,9 @@ def check_output_directory(option, path):
     return path
 
 
-def check_output_file(option, path, probe=True):
-    """--json FILE, --html FILE and each file written into a --csv or --figures directory: new
-    or a regular file, in a directory that exists."""
+def check_output_file(option, path, overwrite, inputs, probe=True):
+    """--json FILE, --html FILE and each file written into a --csv or --figures directory: new,
+    or with --overwrite a regular file that is none of the inputs, in a directory that exists."""
     if not os.path.basename(path):
         raise ReportError(f"{option}: '{path}' is not a file name")
     try:
@@ -482,6 +504,13 @@ def check_output_file(option, path, probe=True):
         raise ReportError(f"{option}: '{path}' is a symbolic link")
     if status is not None and not stat.S_ISREG(status.st_mode):
         raise ReportError(f"{option}: '{path}' is not a regular file")
+    if status is not None:
+        for input_path in inputs:
+            if os.path.exists(input_path) and os.path.samefile(path, input_path):
+                raise ReportError(f"{option}: '{path}' is the input file '{input_path}'")
+        if not overwrite:
+            raise ReportError(f"{option}: '{path}' already exists; pass --overwrite to replace "
+                              "it, or choose another name")
     directory = os.path.dirname(path) or "."
     if not os.path.isdir(directory):
         raise ReportError(f"{option}: directory '{directory}' does not exist")
@@ -490,13 +519,10 @@ def check_output_file(option, path, probe=True):
     return path
 
 
-def check_distinct(outputs, inputs):
-    """No output replaces an input file or another output."""
+def check_distinct(outputs):
+    """No output replaces another output."""
     seen = {}
     for option, path, _ in outputs:
-        for input_path in inputs:
-            if os.path.exists(path) and os.path.samefile(path, input_path):
-                raise ReportError(f"{option}: '{path}' is the input file '{input_path}'")
         key = os.path.realpath(path)
         if key in seen:
             raise ReportError(f"{option}: '{path}' is also the {seen[key]} output")
@@ -667,8 +693,18 @@ def network_description(prediction, network, algorithm):
     return f"{8 / beta / 1e9:.3g} Gbit/s, {alpha * 1e6:.3g} us, {algorithm} allreduce"
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A usage error is one line and status 2, as in every dlscale command, not argparse's usage
+    block: the options are in --help."""
+
+    def error(self, message):
+        print(f"dlscale: error: {printable(message)} (dlscale report --help lists the options)",
+              file=sys.stderr)
+        sys.exit(2)
+
+
 def parse_arguments(argv):
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="dlscale report", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Summarise dlscale results files: per-run and scaling tables on standard\n"
                     "output, and on request CSV/JSON tables, PNG figures and an HTML page.",
@@ -699,6 +735,9 @@ def parse_arguments(argv):
                         help="allreduce algorithm of the --network prediction (default ring)")
     parser.add_argument("--html", metavar="FILE", help="write one self-contained HTML page (tables "
                         "and embedded figures, no external links) to FILE")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace output files that exist (never an input file); without it "
+                             "an existing one is refused, as by every dlscale command")
     return parser.parse_args(argv)
 
 
@@ -717,9 +756,9 @@ def main(argv=None):
             if args.figures else None
         json_to_standard_output = args.json == STANDARD_OUTPUT
         if args.json and not json_to_standard_output:
-            check_output_file("--json", args.json)
+            check_output_file("--json", args.json, args.overwrite, args.files)
         if args.html:
-            check_output_file("--html", args.html)
+            check_output_file("--html", args.html, args.overwrite, args.files)
         outputs = []  # (option, path, contents)
         tables = machine_tables(all_results)
         contents = {"--json": plural(len(tables), "table")}  # in words, for the closing line
@@ -736,8 +775,10 @@ def main(argv=None):
         if args.figures or args.html:
             try:
                 from dlscale_figures import figures
-            except ImportError as missing:
+            except ModuleNotFoundError as missing:
                 raise ReportError(f"figures need {missing.name}: install {DEPENDENCIES}") from None
+            except ImportError as failed:
+                raise ReportError(f"the figures' modules fail to load: {failed}") from None
             all_figures = [figures(results, network)
                            for results, network in zip(all_results, predicted_for)]
             if figure_directory:
@@ -755,8 +796,8 @@ def main(argv=None):
                                           predicted_for)))
         for option, path, _ in outputs:
             if option in ("--csv", "--figures"):  # a link or device put in the directory
-                check_output_file(option, path, probe=False)
-        check_distinct(outputs, args.files)
+                check_output_file(option, path, args.overwrite, args.files, probe=False)
+        check_distinct(outputs)
         if json_to_standard_output:
             print_standard_output(json_text.rstrip("\n"))
         else:

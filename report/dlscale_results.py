@@ -1,14 +1,16 @@
-# Reads dlscale results files (HDF5, laid out as docs/results-format.md describes: schema 3, and the
-# older schema 2 and single-run schema 1) into plain Python, NumPy and pandas objects for
-# `dlscale report`. Every group, dataset and attribute the report uses is checked on the way in:
-# its type, its shape against its run's own world_size and iteration count, its size, and its
-# values (timings finite and non-negative), so that the tables and figures can trust what they
-# get. Input problems become a ReportError naming the file: the report prints it as one line and
-# exits with status 2. Measurements are read the same way whatever their name; the few names the
-# report needs by name are defined at the top, so that a change there is one edit.
+# Reads dlscale results files (HDF5, laid out as docs/results-format.md describes, every schema
+# version from the single-run schema 1 to the one results/schema.hpp names) into plain Python,
+# NumPy and pandas objects for `dlscale report`. Every group, dataset and attribute the report
+# uses is checked on the way in: its type, its shape against its run's own world_size and
+# iteration count, its size, and its values (timings finite and non-negative), so that the tables
+# and figures can trust what they get. Input problems become a ReportError naming the file: the
+# report prints it as one line and exits with status 2. Measurements are read the same way
+# whatever their name; the few names the report needs by name are defined at the top, so that a
+# change there is one edit.
 import math
 import os
 import pickle
+import re
 import resource
 import signal
 import sys
@@ -18,7 +20,27 @@ import h5py
 import numpy as np
 import pandas as pd
 
-SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3, 4, 5)
+
+
+def newest_schema_version():
+    """The schema version dlscale writes, read from the one place that defines it for the writer
+    too: results/schema.hpp, installed beside this module or in the source tree above it."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for path in (os.path.join(here, "schema.hpp"),
+                 os.path.join(here, "..", "results", "schema.hpp")):
+        try:
+            with open(path, encoding="utf-8") as header:
+                found = re.search(r"^inline constexpr long long version = (\d+);", header.read(),
+                                  re.M)
+        except OSError:
+            continue
+        if found:
+            return int(found.group(1))
+    raise ImportError(f"no schema version: results/schema.hpp is missing or unreadable beside "
+                      f"{here}; reinstall dlscale")
+
+
+NEWEST_SCHEMA_VERSION = newest_schema_version()
 PHASES = ["forward", "backward", "allreduce", "update", "step"]
 STATISTICS = ["median", "mean", "p5", "p95", "min", "max"]
 COMPUTE_PHASES = ["forward", "backward", "update"]  # the allreduce is communication, not compute
@@ -67,6 +89,13 @@ COMM_RANKS = "ranks"
 # ring alpha and beta derived from it are what `dlscale predict` uses.
 COMM_LINE_INTERCEPT, COMM_LINE_SLOPE = "fit_line_intercept_seconds", "fit_line_seconds_per_byte"
 COMM_ALPHA, COMM_BETA = "alpha_seconds", "beta_seconds_per_byte"
+# How far the line misses the sweep, and the piecewise fit that `dlscale predict` uses: one line
+# t = a + b * bytes per range of sizes, a row each of /comm/fit_pieces (optional).
+COMM_LINE_RMS, COMM_PIECEWISE_RMS = "fit_relative_rms_error", "piecewise_fit_relative_rms_error"
+COMM_FIT_PIECES = "fit_pieces"
+COMM_PIECE_MIN_BYTES, COMM_PIECE_MAX_BYTES = "min_bytes", "max_bytes"
+COMM_PIECE_COLUMNS = [COMM_PIECE_MIN_BYTES, COMM_PIECE_MAX_BYTES, COMM_LINE_INTERCEPT,
+                      COMM_LINE_SLOPE]
 
 # The attributes of the root and of a run that the report shows as text; others are never read.
 TEXT_ATTRIBUTES = ["model", "model_family", "model_description", "dlscale_version", "git_commit",
@@ -354,6 +383,21 @@ COMM_KINDS = {COMM_BYTES: (NUMBER, 1, False),
                                          COMM_BUSBW_P50, COMM_BUSBW_P95]}}
 
 
+def read_fit_pieces(comm_group):
+    """/comm/fit_pieces as a DataFrame of COMM_PIECE_COLUMNS, one row per piece, or None where
+    the file has none. A line is NaN where there was nothing to fit (one rank)."""
+    group = member(comm_group, COMM_FIT_PIECES, h5py.Group)
+    if group is None:
+        return None
+    columns = {name: numbers(required_member(group, name, h5py.Dataset), (None,),
+                             finite=name in (COMM_PIECE_MIN_BYTES, COMM_PIECE_MAX_BYTES),
+                             minimum=0, max_rows=MAX_SWEEP_POINTS)
+               for name in COMM_PIECE_COLUMNS}
+    if len({len(column) for column in columns.values()}) != 1:
+        raise DamagedFile(f"{where(group)}: its datasets differ in length")
+    return pd.DataFrame(columns)
+
+
 def no_iterations(count):
     """An Int64 column of `count` missing values (a per-rank or time-series measurement)."""
     return pd.arrays.IntegerArray(np.zeros(count, dtype=np.int64), np.ones(count, dtype=bool))
@@ -614,7 +658,7 @@ class ResultsFile:
                 measurement = text_attribute(dataset, STUDY_MEASUREMENT, None)
                 if measurement is not None:
                     self.energy_columns[name] = measurement
-        # Schema 3 only; None where the file predates them (an empty table is "none failed").
+        # Schema 3 on; None where the file predates them (an empty table is "none failed").
         self.study_repeats = None
         group = member(handle, STUDY_REPEATS_GROUP, h5py.Group)
         if group is not None:
@@ -636,6 +680,7 @@ class ResultsFile:
                                                   NODE_SHARING_PROBES_COLUMNS,
                                                   NODE_SHARING_PROBES_COLUMNS, MAX_SWEEP_POINTS)
         self.comm, self.comm_attrs = None, {}
+        self.comm_fit_pieces = None  # a DataFrame of COMM_PIECE_COLUMNS, where the file has one
         group = member(handle, COMM_GROUP, h5py.Group)
         if group is not None:
             sizes = numbers(required_member(group, COMM_BYTES, h5py.Dataset), (None,),
@@ -662,10 +707,12 @@ class ResultsFile:
                                      columns=names)
             ranks = integer_attribute(group, COMM_RANKS, 1, default=None)
             self.comm_attrs = {} if ranks is None else {COMM_RANKS: ranks}
-            for name in (COMM_LINE_INTERCEPT, COMM_LINE_SLOPE, COMM_ALPHA, COMM_BETA):
+            for name in (COMM_LINE_INTERCEPT, COMM_LINE_SLOPE, COMM_ALPHA, COMM_BETA,
+                         COMM_LINE_RMS, COMM_PIECEWISE_RMS):
                 value = number_attribute(group, name, allow_nan=True, default=None)
                 if value is not None:
                     self.comm_attrs[name] = value
+            self.comm_fit_pieces = read_fit_pieces(group)
 
     def first(self, name, default=None):
         """An attribute from the root, or else from the first run (schema 1 keeps all at root)."""
@@ -791,10 +838,9 @@ def read_results_file(path):
                 raise ReportError(f"{path}: not a dlscale results file "
                                   "(no schema_version attribute)")
             version = integer_attribute(handle, "schema_version", 0)
-            if version not in SUPPORTED_SCHEMA_VERSIONS:
+            if not 1 <= version <= NEWEST_SCHEMA_VERSION:
                 raise ReportError(f"{path}: schema version {version} is not supported (this report "
-                                  f"reads {' and '.join(map(str, SUPPORTED_SCHEMA_VERSIONS))}); "
-                                  "use a matching dlscale")
+                                  f"reads 1 to {NEWEST_SCHEMA_VERSION}); use a matching dlscale")
             require_one_name_per_object(handle)
             return ResultsFile(path, handle, version)
     except (ReportError, KeyboardInterrupt):
@@ -808,6 +854,16 @@ def read_results_file(path):
 
 def plural(count, noun):
     return f"{count} {noun}{'s' * (int(count) != 1)}"
+
+
+def time_unit(longest_seconds):
+    """(unit, factor from seconds) for times up to `longest_seconds`: the largest of s, ms, µs and
+    ns that it is at least one of, so that a table or axis reads 12.34 ms, not 0.01234 s, and
+    55.50 ns, not 0.00000005550 s. Seconds where there is no time to go by (NaN, 0)."""
+    for unit, factor in [("s", 1.0), ("ms", 1e3), ("µs", 1e6)]:
+        if longest_seconds * factor >= 1:
+            return unit, factor
+    return ("ns", 1e9) if longest_seconds > 0 else ("s", 1.0)
 
 
 def human_bytes(n):

@@ -14,6 +14,10 @@ mv "$work/first" "$work/moved"
 dlscale=$work/moved/bin/dlscale
 report_script=$(find "$work/moved" -name dlscale_report.py)
 [[ -n $report_script ]] || { echo "FAIL: no dlscale_report.py installed"; exit 1; }
+# The installed report loads its modules, whose reader takes the schema version from the
+# schema.hpp installed beside it (--help needs no file, but loads them first).
+out=$("$dlscale" report --help 2>&1) ||
+  { echo "FAIL: the moved tree's report does not start: $out"; exit 1; }
 printf 'print("the installed report script ran")\n' > "$report_script"
 out=$("$dlscale" report anything.h5)
 [[ $out == *"the installed report script ran"* ]] ||

@@ -122,6 +122,13 @@ TEST(RunOptions, HelpListsEveryOptionGroup) {
     EXPECT_NE(help.find(option), std::string::npos) << option;
 }
 
+TEST(RunOptions, HelpShowsFractionalDefaultsAsTyped) {
+  const std::string help = run_help_text();
+  EXPECT_NE(help.find("--sample-interval arg (=0.2)"), std::string::npos) << help;
+  EXPECT_NE(help.find("--lr arg (=0.01)"), std::string::npos) << help;
+  EXPECT_EQ(help.find("0000000"), std::string::npos) << help;
+}
+
 std::string sweep_error(const std::vector<std::string>& arguments, int world_size) {
   try {
     const RunOptions options = parse_run_options(arguments);

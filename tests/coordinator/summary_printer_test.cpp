@@ -1,6 +1,7 @@
 // The run summary's yardstick: the compute line holds GFLOP/s against the faster of the GEMM
 // measured before and after the point, says on a line of its own when the two moved apart, and
-// explains a fraction above 100% instead of printing it bare.
+// explains a fraction above 100% instead of printing it bare; the study's spread across repeats
+// reads as "MEAN +- STD (MIN .. MAX)".
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -98,6 +99,30 @@ TEST(SummaryYardstick, NoYardstickNoFraction) {
   const std::string summary = format_summary(run_at(118, 0, 0));
   EXPECT_EQ(lines_labelled(summary, "compute").find("float GEMM"), std::string::npos) << summary;
   EXPECT_EQ(lines_labelled(summary, "yardstick"), "") << summary;
+}
+
+// A spread as wide as its column still leaves a space between "+- STD" and "(min .. max)".
+TEST(StudyRepeats, EverySpreadIsSetOffBySpaces) {
+  results::StudySummary study;
+  study.scaling = "weak";
+  study.baseline_ranks = 1;
+  for (int repeat : {0, 1}) {
+    results::StudyPoint point;
+    point.ranks = 1;
+    point.repeat = repeat;
+    point.run = "run_00" + std::to_string(repeat);
+    study.points.push_back(point);
+  }
+  results::RepeatSpread spread;
+  spread.ranks = 1;
+  spread.repeats = 2;
+  spread.iteration_seconds_mean = 1.5;
+  spread.iteration_seconds_std = 0.123456;  // 123.46 ms: six characters, its column's width
+  spread.iteration_seconds_min = 1.4;
+  spread.iteration_seconds_max = 1.6;
+  study.configurations = {spread};
+  const std::string table = format_study(study);
+  EXPECT_NE(table.find("+- 123.46 (1400.00 .. 1600.00)"), std::string::npos) << table;
 }
 
 }  // namespace

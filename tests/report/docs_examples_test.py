@@ -2,7 +2,10 @@
 # docs/report.md and docs/communication.md, each in a fresh interpreter, in a directory holding
 # the files they name (run.h5 and study.h5 from a real rank sweep, comm.h5 from a real allreduce
 # sweep, tables/ and tables.json from `dlscale report`), so that a schema change cannot leave a
-# reader's first script failing.
+# reader's first script failing. Each page must say, before its first example, that the examples
+# need /usr/bin/python3 (Debian's h5py) where another python3 comes first on the PATH. And the
+# README's sample output must hold every measurement and the GEMM fraction that the summary of
+# the real multi-rank run prints, so that it is regenerated when the summary grows.
 # usage: docs_examples_test.py DLSCALE MPIEXEC
 import os
 import re
@@ -18,22 +21,65 @@ TINY = ["--model", "fcn:64,32,4", "--batch", "8", "--iters", "4", "--warmup", "1
 
 
 def make_files(dlscale, mpiexec, directory):
+    """Writes the files the examples name; returns what the rank sweep printed."""
     launch = [mpiexec, "-np", "2", dlscale]
     # Three runs with sampled series (run_000 to run_002), as the examples read them.
-    subprocess.run(launch + TINY + ["--ranks", "1,2", "--repeat", "2", "--sample-interval",
-                                    "0.01", "--out", "study.h5"], cwd=directory, check=True,
-                   stdout=subprocess.DEVNULL)
+    sweep = subprocess.run(launch + TINY + ["--ranks", "1,2", "--repeat", "2", "--sample-interval",
+                                            "0.01", "--out", "study.h5"], cwd=directory,
+                           check=True, stdout=subprocess.PIPE, text=True)
     shutil.copyfile(os.path.join(directory, "study.h5"), os.path.join(directory, "run.h5"))
     subprocess.run(launch + ["comm", "-b", "8", "-e", "4K", "-f", "4", "-n", "3", "-w", "1",
                              "--out", "comm.h5"], cwd=directory, check=True,
                    stdout=subprocess.DEVNULL)
     subprocess.run([dlscale, "report", "study.h5", "--csv", "tables", "--json", "tables.json"],
                    cwd=directory, check=True, stdout=subprocess.DEVNULL)
+    return sweep.stdout
+
+
+def measurement_names(summary):
+    """The measurement names of a printed summary: the first word of its `measured` line and of
+    the indented lines that continue it."""
+    names, inside = set(), False
+    for line in summary.splitlines():
+        if line.startswith("measured "):
+            inside = True
+            line = line[len("measured"):]
+        elif not line.startswith(" "):
+            inside = False
+        if inside and line.strip():
+            names.add(line.split()[0])
+    return names
+
+
+def readme_sample_problems(printed):
+    """What the README's sample output lacks of a real multi-rank run's summary."""
+    with open(os.path.join(DOCS, "..", "README.md"), encoding="utf-8") as handle:
+        readme = handle.read()
+    sample = re.search(r"This is the run's output.*?^```\n(.*?)^```", readme, re.S | re.M)
+    if sample is None:
+        return ["the README has no sample output after \"This is the run's output\""]
+    # The last summary printed is the 2-rank run's: it has a communication thread.
+    last = printed[printed.rindex("phase (ms)"):]
+    problems = [f"the README's sample output lacks the measurement {name}"
+                for name in sorted(measurement_names(last) - measurement_names(sample.group(1)))]
+    if "float GEMM measured" in last and "float GEMM measured" not in sample.group(1):
+        problems.append("the README's sample output lacks the GEMM fraction of the compute line")
+    return problems
+
+
+def read(page):
+    with open(os.path.join(DOCS, page), encoding="utf-8") as handle:
+        return handle.read()
 
 
 def examples(page):
-    with open(os.path.join(DOCS, page), encoding="utf-8") as handle:
-        return re.findall(r"^```python\n(.*?)^```", handle.read(), re.S | re.M)
+    return re.findall(r"^```python\n(.*?)^```", read(page), re.S | re.M)
+
+
+def names_the_interpreter(page):
+    """The page says which python3 runs its examples before the first of them."""
+    text = read(page)
+    return "/usr/bin/python3" in text[:text.find("```python")]
 
 
 def main():
@@ -41,11 +87,18 @@ def main():
     failures = 0
     with tempfile.TemporaryDirectory(prefix="dlscale-docs-") as directory:
         os.makedirs(os.path.join(directory, "tables"))
-        make_files(dlscale, mpiexec, directory)
+        printed = make_files(dlscale, mpiexec, directory)
+        for problem in readme_sample_problems(printed):
+            print(f"FAIL: {problem}")
+            failures += 1
         for page in PAGES:
             found = examples(page)
             if not found:
                 print(f"FAIL: {page} has no Python example any more")
+                failures += 1
+            elif not names_the_interpreter(page):
+                print(f"FAIL: {page} does not say, before its first Python example, that it "
+                      "needs /usr/bin/python3 when another python3 comes first on the PATH")
                 failures += 1
             for index, code in enumerate(found, 1):
                 ran = subprocess.run([sys.executable, "-c", code], cwd=directory,

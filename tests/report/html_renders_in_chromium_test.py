@@ -5,12 +5,16 @@
 # left, screenshots that, and compares each image's region with its PNG file. A broken image
 # (Chromium's icon and alt text, or a partly decoded picture) does not match. To prove that, a
 # deliberately corrupted PNG is added after the real ones and must be reported broken: if it
-# passes, the check itself is broken.
+# passes, the check itself is broken. Then the widest page the sample studies give (GPU columns,
+# a thread sweep, repeats) must fit a 1400-pixel window: a copy of it with a script added reports
+# each table that would scroll sideways.
 # Usage: python3 html_renders_in_chromium_test.py
 import base64
+import html
 import html.parser
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -73,6 +77,37 @@ def screenshot(chromium, page, width, height, directory):
     if result.returncode != 0 or not os.path.exists(shot):
         fail(f"chromium failed ({result.returncode}):\n{result.stderr[-2000:]}")
     return matplotlib.image.imread(shot)[:, :, :3]
+
+
+# Run in a copy of the page only: marks the body with each table box narrower than its table.
+MEASURE_TABLES_SCRIPT = """<script>
+document.body.setAttribute("data-scrolling-tables", Array.from(
+    document.querySelectorAll("div.table")).filter(box => box.scrollWidth > box.clientWidth)
+    .map(box => box.scrollWidth + " px in " + box.clientWidth).join("; "));
+</script>"""
+WINDOW_WIDTH = 1400
+
+
+def tables_scrolling_sideways(chromium, directory):
+    """What the widest sample page's tables need beyond a 1400-pixel window: '' when they fit."""
+    sample = os.path.join(directory, "wide.h5")
+    page = os.path.join(directory, "wide.html")
+    subprocess.run([sys.executable, MAKE_SAMPLE, sample, "--gpu", "--threads", "1,2",
+                    "--repeats", "2"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, REPORT, sample, "--html", page], check=True,
+                   stdout=subprocess.DEVNULL)
+    probe = os.path.join(directory, "measure.html")
+    with open(page, encoding="utf-8") as source, open(probe, "w", encoding="utf-8") as target:
+        target.write(source.read().replace("</body>", MEASURE_TABLES_SCRIPT + "</body>", 1))
+    command = [chromium, "--headless", "--no-sandbox", "--disable-gpu",
+               f"--user-data-dir={os.path.join(directory, 'measure-profile')}",
+               f"--window-size={WINDOW_WIDTH},900", "--dump-dom", f"file://{probe}"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    found = re.search(r'data-scrolling-tables="([^"]*)"', result.stdout)
+    if result.returncode != 0 or found is None:
+        fail(f"chromium could not measure the tables ({result.returncode}):\n"
+             f"{result.stderr[-2000:]}")
+    return html.unescape(found.group(1))
 
 
 def matching_fraction(shot, expected, top):
@@ -140,7 +175,11 @@ def main():
             top += pixels.shape[0]
         if failures:
             fail("; ".join(failures))
-    print(f"OK: all {len(pngs)} figures on the report page load in Chromium")
+        scrolling = tables_scrolling_sideways(chromium, directory)
+        if scrolling:
+            fail(f"tables scroll sideways in a {WINDOW_WIDTH}-pixel window: {scrolling}")
+    print(f"OK: all {len(pngs)} figures on the report page load in Chromium, and its widest "
+          f"tables fit a {WINDOW_WIDTH}-pixel window")
     return 0
 
 

@@ -375,10 +375,17 @@ def write_node_sharing_probes(file):
 
 
 def write_comm(file, rng, ranks=4):
-    """An allreduce sweep over message sizes, 4 B to 64 MiB, following a latency-bandwidth model."""
+    """An allreduce sweep over message sizes, 4 B to 64 MiB, following a latency-bandwidth model
+    that changes at 4 KiB (MPI's eager to rendezvous protocol): one line misses it, the two
+    pieces of /comm/fit_pieces follow it."""
     message_bytes = 2.0 ** np.arange(2, 27)
     alpha, beta = 25e-6, 1 / 2.0e9
-    p50 = (alpha + beta * message_bytes) * rng.lognormal(0.0, 0.03, len(message_bytes))
+    eager = message_bytes <= 4096
+    pieces = {"min_bytes": [4.0, 8192.0], "max_bytes": [4096.0, 2.0**26],
+              "fit_line_intercept_seconds": [alpha, 4 * alpha],
+              "fit_line_seconds_per_byte": [beta, beta]}
+    model = np.where(eager, alpha, 4 * alpha) + beta * message_bytes
+    p50 = model * rng.lognormal(0.0, 0.03, len(message_bytes))
     p95 = p50 * (1.15 + rng.uniform(0.0, 0.2, len(message_bytes)))
     bus_factor = 2 * (ranks - 1) / ranks
     comm = file.create_group("comm")
@@ -394,6 +401,13 @@ def write_comm(file, rng, ranks=4):
     comm.attrs["fit_line_seconds_per_byte"] = np.float64(beta)
     comm.attrs["alpha_seconds"] = np.float64(alpha / (2 * (ranks - 1)))
     comm.attrs["beta_seconds_per_byte"] = np.float64(beta * ranks / (2 * (ranks - 1)))
+    line_errors = (alpha + beta * message_bytes) / p50 - 1
+    comm.attrs["fit_relative_rms_error"] = np.float64(np.sqrt(np.mean(line_errors**2)))
+    comm.attrs["piecewise_fit_relative_rms_error"] = np.float64(
+        np.sqrt(np.mean((model / p50 - 1)**2)))
+    group = comm.create_group("fit_pieces")
+    for name, values in pieces.items():
+        group.create_dataset(name, data=np.array(values, dtype=np.float64))
 
 
 def main():

@@ -17,6 +17,7 @@ import html
 import io
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -136,8 +137,9 @@ def check_tables_match_file(runs, study, comm, path, source):
                 expect(close(row[name], value),
                        f"{source}: {run.name} {name} is {row[name]}, the file has {value}")
         check_group_matches(study, f, "study", source)
-        expect(set(comm.columns) == set(f["comm"]), f"{source}: comm columns {list(comm.columns)}")
-        for name in f["comm"]:
+        per_size = {name for name, item in f["comm"].items() if isinstance(item, h5py.Dataset)}
+        expect(set(comm.columns) == per_size, f"{source}: comm columns {list(comm.columns)}")
+        for name in per_size:
             expect(close(comm[name], f["comm"][name][()]), f"{source}: comm {name} differs")
 
 
@@ -162,6 +164,15 @@ def printed_table(stdout, heading):
     section = stdout.split("\n" + heading, 1)
     expect(len(section) == 2, f"no {heading!r} table printed:\n{stdout}")
     return section[1].split("\n\n", 1)[0].split("\n== ", 1)[0].splitlines()[2:]
+
+
+def printed_seconds_per_unit(stdout, heading, column):
+    """Seconds per unit of the times in a printed table's `column` ('iteration'): its header
+    names the unit ('iteration ms mean ± std')."""
+    header = stdout.split("\n" + heading, 1)[1].splitlines()[1]
+    unit = re.search(rf"{column} (s|ms|µs|ns)\b", header)
+    expect(unit is not None, f"the {heading!r} header names no unit for {column}: {header}")
+    return {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9}[unit.group(1)]
 
 
 def printed_efficiencies_match(stdout, path):
@@ -358,8 +369,10 @@ def test_repeat_table_shows_mean_and_spread(directory):
         numbers = line.replace("±", " ").replace("..", " ").split()
         values = [float(n) for n in numbers[2:7]]  # mean, std, min, max, efficiency mean
         # As printed: 4 significant digits, the std 2, the efficiency 3 decimals.
-        expected = [mean, std, low, high, e_mean]
-        tolerance = [1e-3 * mean, 5e-2 * std, 1e-3 * low, 1e-3 * high, 1e-3]
+        scale = printed_seconds_per_unit(result.stdout, "Across repeats", "iteration")
+        expected = [mean / scale, std / scale, low / scale, high / scale, e_mean]
+        tolerance = [1e-3 * e for e in expected[:1]] + [5e-2 * expected[1]] \
+            + [1e-3 * e for e in expected[2:4]] + [1e-3]
         expect(all(abs(v - e) <= t for v, e, t in zip(values, expected, tolerance)),
                f"repeats row {line!r} shows {values}, the file has {expected}")
     study_rows = printed_table(result.stdout, "Scaling study")
@@ -554,6 +567,7 @@ def test_output_targets_must_be_regular_files_and_directories(directory):
     a_file = os.path.join(directory, "a-file")
     open(a_file, "w").close()
     missing = os.path.join(directory, "missing")
+    fresh = os.path.join(directory, "fresh.txt")
     cases = [(["--json", "/dev/full"], "--json: '/dev/full' is not a regular file"),
              (["--html", "/dev/null"], "--html: '/dev/null' is not a regular file"),
              (["--json", link], f"--json: '{link}' is a symbolic link"),
@@ -567,8 +581,7 @@ def test_output_targets_must_be_regular_files_and_directories(directory):
              (["--csv", planted], "--csv: '" + os.path.join(planted, "runs.csv")
               + "' is a symbolic link"),
              (["--json", sample], f"--json: '{sample}' is the input file"),
-             (["--json", elsewhere, "--html", elsewhere], f"--html: '{elsewhere}' is also the "
-                                                          "--json output")]
+             (["--json", fresh, "--html", fresh], f"--html: '{fresh}' is also the --json output")]
     before = sorted(os.listdir(directory))
     for options, text in cases:
         expect_refused(report(sample, *options), " ".join(options), text)
@@ -576,6 +589,63 @@ def test_output_targets_must_be_regular_files_and_directories(directory):
                and os.listdir(directory_link) == [], f"{options}: files written or removed")
         with open(elsewhere) as handle:
             expect(handle.read() == "keep me\n", f"{options}: wrote through a symbolic link")
+
+
+def test_existing_outputs_need_overwrite(directory):
+    """An output file that exists (--json, --html, or one the report would write into --csv or
+    --figures) is refused in one line with status 2, as `run`, `comm`, `merge` and `slurm` refuse
+    one, and replaced with --overwrite; an input file is never replaced, --overwrite or not."""
+    sample = make_sample(directory, "sweep.h5")
+    csv_dir, figure_dir = new_directory(directory, "csv"), new_directory(directory, "figures")
+    json_path, page = os.path.join(directory, "t.json"), os.path.join(directory, "r.html")
+    report_ok(sample, "--csv", csv_dir, "--json", json_path, "--figures", figure_dir,
+              "--html", page)
+    for options, existing in [(["--json", json_path], json_path), (["--html", page], page),
+                              (["--csv", csv_dir], os.path.join(csv_dir, "runs.csv")),
+                              (["--figures", figure_dir],
+                               os.path.join(figure_dir, "efficiency.png"))]:
+        with open(existing, "w") as handle:
+            handle.write("older\n")
+        expect_refused(report(sample, *options), " ".join(options),
+                       f"{options[0]}: '{existing}' already exists; pass --overwrite")
+        with open(existing) as handle:
+            expect(handle.read() == "older\n", f"{options}: replaced without --overwrite")
+        report_ok(sample, *options, "--overwrite")
+        with open(existing, "rb") as handle:
+            expect(handle.read() != b"older\n", f"{options} --overwrite: not replaced")
+    with open(sample, "rb") as handle:
+        original = handle.read()
+    os.remove(os.path.join(csv_dir, "study.csv"))
+    os.link(sample, os.path.join(csv_dir, "study.csv"))  # the input under an output's name
+    for options, text in [(["--json", sample], f"--json: '{sample}' is the input file"),
+                          (["--csv", csv_dir], "--csv: '" + os.path.join(csv_dir, "study.csv")
+                           + f"' is the input file '{sample}'")]:
+        expect_refused(report(sample, *options, "--overwrite"), " ".join(options), text)
+        with open(sample, "rb") as handle:
+            expect(handle.read() == original, f"{options} --overwrite: the input was replaced")
+
+
+def test_usage_errors_are_one_line():
+    """An unknown option, a missing file name or a bad choice: one line and status 2, not
+    argparse's usage block."""
+    for arguments, text in [(["--bogus", "x.h5"], "unrecognized arguments: --bogus"),
+                            ([], "the following arguments are required: FILE"),
+                            (["x.h5", "--algorithm", "x"], "invalid choice: 'x'")]:
+        expect_refused(report(*arguments), " ".join(arguments) or "no arguments", text)
+
+
+def test_a_module_that_fails_to_load_is_named(directory):
+    """A module that is installed but fails to import (here a pandas that raises ImportError, as
+    one built against another numpy does) is reported in its own words, not as a missing 'None'."""
+    package = new_directory(directory, "pandas")
+    with open(os.path.join(package, "__init__.py"), "w") as handle:
+        handle.write("raise ImportError('pandas was built against another numpy')\n")
+    result = subprocess.run([sys.executable, REPORT, "x.h5"], capture_output=True, text=True,
+                            timeout=600, env=dict(os.environ, PYTHONPATH=directory))
+    lines = result.stderr.splitlines()
+    expect(result.returncode == 2 and len(lines) == 1
+           and "pandas was built against another numpy" in lines[0] and "None" not in lines[0],
+           f"a failing pandas import: status {result.returncode}, stderr {result.stderr!r}")
 
 
 def test_json_to_standard_output(directory):
@@ -601,8 +671,9 @@ def test_failed_write_leaves_nothing(directory):
     def small_files():
         resource.setrlimit(resource.RLIMIT_FSIZE, (8192, resource.getrlimit(
             resource.RLIMIT_FSIZE)[1]))
-    result = subprocess.run([sys.executable, REPORT, sample, "--csv", outputs, "--json", json_path],
-                            capture_output=True, text=True, timeout=600, preexec_fn=small_files)
+    result = subprocess.run([sys.executable, REPORT, sample, "--csv", outputs, "--json", json_path,
+                             "--overwrite"], capture_output=True, text=True, timeout=600,
+                            preexec_fn=small_files)
     lines = result.stderr.splitlines()
     expect(result.returncode == 2 and len(lines) == 1 and "File too large" in lines[0],
            f"a write past the file size limit: status {result.returncode}, {result.stderr!r}")
@@ -720,7 +791,7 @@ def test_says_what_it_wrote(directory):
            f"the last lines are {lines[-2:]}, expected ['', {expected!r}]")
     expect(result.stderr == "", f"stderr: {result.stderr!r}")
 
-    result = report_ok(sample, "--json", "-", "--html", page)
+    result = report_ok(sample, "--json", "-", "--html", page, "--overwrite")
     json.loads(result.stdout)  # nothing else on standard output
     expect(result.stderr == f"wrote {page} ({figures} figures, 3 tables)\n",
            f"with --json -, stderr is {result.stderr!r}")
@@ -737,18 +808,86 @@ def load_in_process(path):
     return dlscale_results.load_results_file(path), dlscale_figures
 
 
-def test_throughput_axis_is_labelled_at_the_measured_values(directory):
-    """A sweep spanning less than a decade still has labels where its points are."""
+def test_throughput_axis_is_labelled_at_round_numbers(directory):
+    """A sweep spanning less than a decade still has at least four labels on its throughput
+    axis, at round numbers (one or two significant digits) that give the scale, all within the
+    axis and around the measured points."""
     sample = make_sample(directory, "sweep.h5")
     results, figures = load_in_process(sample)
     fig = figures.throughput_figure(results, results.study)
     ax = fig.axes[0]
     fig.canvas.draw()
-    labels = {tick.get_text().replace(",", "") for tick in ax.get_yticklabels() if tick.get_text()}
-    measured = {f"{x:.0f}" for x in results.study["throughput_samples_per_second"]}
-    expect(measured <= labels, f"throughput axis labels {sorted(labels)}, measured {measured}")
+    labels = [float(tick.get_text().replace(",", "")) for tick in ax.get_yticklabels()
+              if tick.get_text()]
+    expect(len(labels) >= 4, f"throughput axis labels {labels}: fewer than 4")
+    expect(all(float(f"{x:.2g}") == x for x in labels), f"labels {labels} are not round")
     low, high = ax.get_ylim()
-    expect(all(low <= float(x) <= high for x in labels), f"labels {labels} outside {low}..{high}")
+    expect(all(low <= x <= high for x in labels), f"labels {labels} outside {low}..{high}")
+    measured = results.study["throughput_samples_per_second"]
+    expect(min(labels) <= measured.max() and max(labels) >= measured.min(),
+           f"labels {labels} miss the measured {list(measured)}")
+
+
+def test_scaling_figures_name_the_mean_line_and_the_repeats(directory):
+    """With repeats, the efficiency and throughput legends name the line (the mean over
+    repeats) and the points (each repeat); the phase bars name each run's repeat."""
+    results, figures = load_in_process(make_sample(directory, "repeats.h5", "--repeats", "2"))
+    for fig in (figures.efficiency_figure(results, results.study, None),
+                figures.throughput_figure(results, results.study)):
+        legend = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
+        expect("mean over repeats" in legend and any("each repeat" in t for t in legend),
+               f"legend {legend} lacks the mean line or the repeats")
+    ax = figures.phases_figure(results).axes[0]
+    ticks = [tick.get_text() for tick in ax.get_xticklabels()]
+    expect(all("repeat " in tick for tick in ticks) and len(set(ticks)) == len(ticks),
+           f"phase bars labelled {ticks}, not by rank count and repeat")
+
+
+def test_times_are_shown_in_a_unit_that_fits(directory):
+    """A table's times are in the largest unit its longest time is at least one of, named in the
+    headers: a sweep of nanosecond steps reads '55.50', under 'ns', never '0.00000005550' s."""
+    sample = make_sample(directory, "sweep.h5", "--repeats", "2")
+    with h5py.File(sample, "a") as f:  # every time a millionth of the sample's
+        for run in f["runs"].values():
+            run["summary/phase_statistics"][...] = run["summary/phase_statistics"][()] * 1e-6
+        for name in ("iteration_seconds", "iteration_seconds_ci_low", "iteration_seconds_ci_high"):
+            f["study"][name][...] = f["study"][name][()] * 1e-6
+        for name in ("iteration_seconds_mean", "iteration_seconds_std", "iteration_seconds_min",
+                     "iteration_seconds_max"):
+            f["study_repeats"][name][...] = f["study_repeats"][name][()] * 1e-6
+    stdout = report_ok(sample).stdout
+    for heading, header in [("Runs", "step p50 ns"), ("Scaling study", "iteration ns [95% CI]"),
+                            ("Across repeats", "iteration ns mean ± std")]:
+        section = stdout.split("\n" + heading, 1)[1].split("\n\n", 1)[0]
+        expect(header in section, f"the {heading} table has no {header!r} column:\n{section}")
+        expect("0.0000" not in section, f"the {heading} table prints long zeros:\n{section}")
+
+
+def test_comm_figure_draws_the_piecewise_fit_predict_uses(directory):
+    """The allreduce figure draws each piece of /comm/fit_pieces over its range of sizes, as the
+    bus bandwidth of t = a + b * bytes there, and names both fits with their rms error."""
+    sample = make_sample(directory, "comm.h5", "--comm-only")
+    results, figures = load_in_process(sample)
+    fig = figures.allreduce_figure(results, [])
+    ax = fig.axes[0]
+    legend = [text.get_text() for text in ax.get_legend().get_texts()]
+    expect(any(text.startswith("piecewise fit, 2 pieces (") and "rms): what predict uses" in text
+               for text in legend), f"no piecewise fit in the legend {legend}")
+    expect(any(text.startswith("one-line fit (") for text in legend),
+           f"no one-line fit with its error in the legend {legend}")
+    ranks = results.comm_attrs["ranks"]
+    with h5py.File(sample, "r") as f:
+        pieces = read_group(f, "comm/fit_pieces")
+    drawn = [line for line in ax.get_lines() if line.get_color() == "black"]
+    expect(len(drawn) == len(pieces["min_bytes"]), f"{len(drawn)} piece lines drawn")
+    for line, low, high, a, b in zip(drawn, pieces["min_bytes"], pieces["max_bytes"],
+                                     pieces["fit_line_intercept_seconds"],
+                                     pieces["fit_line_seconds_per_byte"]):
+        sizes, busbw = line.get_xdata(), line.get_ydata()
+        expect(close(sizes[0], low) and close(sizes[-1], high),
+               f"a piece drawn over {sizes[0]}..{sizes[-1]}, not {low}..{high}")
+        expect(close(busbw, sizes / (a + b * sizes) / 1e9 * 2 * (ranks - 1) / ranks),
+               f"the piece over {low}..{high} is not t = {a} + {b} * bytes as bus bandwidth")
 
 
 def test_phase_bars_add_up_to_the_step(directory):
@@ -856,13 +995,18 @@ def main():
              test_run_headlines_count_shared_sources_once, test_threads_and_resource_figures,
              test_schema_1_single_run, test_comm_only, test_several_files, test_bad_input,
              test_output_targets_must_be_regular_files_and_directories,
+             test_existing_outputs_need_overwrite, test_a_module_that_fails_to_load_is_named,
              test_json_to_standard_output, test_failed_write_leaves_nothing,
              test_damaged_files_give_one_line, test_names_from_the_file_are_printed_escaped,
-             test_says_what_it_wrote, test_throughput_axis_is_labelled_at_the_measured_values,
+             test_says_what_it_wrote, test_throughput_axis_is_labelled_at_round_numbers,
+             test_scaling_figures_name_the_mean_line_and_the_repeats,
+             test_times_are_shown_in_a_unit_that_fits,
+             test_comm_figure_draws_the_piecewise_fit_predict_uses,
              test_phase_bars_add_up_to_the_step, test_prediction_names_its_network,
              test_a_crashing_library_adds_no_lines]
     try:
         test_help()
+        test_usage_errors_are_one_line()
         for test in tests:
             with tempfile.TemporaryDirectory(prefix="dlscale-report-test-") as directory:
                 test(directory)

@@ -1,5 +1,6 @@
 # Checks that a dlscale results file reads with plain h5py + numpy exactly as
-# docs/results-format.md describes it. Usage: python3 h5py_reads_results.py FILE.h5
+# docs/results-format.md describes it, and that every formula it gives for summary/ recomputes
+# each run's stored values from its per-iteration data. Usage: python3 h5py_reads_results.py FILE.h5
 import math
 import sys
 
@@ -207,12 +208,60 @@ def check_step_is_sum_of_phases(timings):
                           f"+update {parts[i, r]!r} (allowed relative difference 1e-9)")
 
 
-def check_step_median(timings, table, warmup):
-    recomputed = np.median(timings[warmup:, :, PHASES.index("step")])
-    stored = table[PHASES.index("step"), STATISTICS.index("median")]
-    expect(abs(recomputed - stored) <= 1e-12 * abs(stored),
-           f"/summary/phase_statistics[step, median] is {stored!r}, but the numpy median of "
-           f"the measured step samples in /timings is {recomputed!r}")
+def expect_recomputed(name, stored, recomputed, formula):
+    """stored (a /summary value) equals recomputed from the per-iteration data, to rounding."""
+    stored, recomputed = np.asarray(stored, np.float64), np.asarray(recomputed, np.float64)
+    expect(np.allclose(stored, recomputed, rtol=1e-9, atol=0),
+           f"/summary {name} is {stored!r}, but docs/results-format.md's formula {formula} gives "
+           f"{recomputed!r} from the run's per-iteration data")
+
+
+def check_summary_formulas(run, timings, table, warmup):
+    """Every formula that docs/results-format.md gives for summary/, recomputed with numpy from
+    the run's per-iteration data."""
+    measured = timings[warmup:]  # [i in M, r, phase]
+    phase = {name: measured[:, :, index] for index, name in enumerate(PHASES)}
+    ranks = measured.shape[1]
+    summary = run["summary"]
+    attrs = summary.attrs
+    statistics = {"median": lambda x: np.median(x), "mean": lambda x: np.mean(x),
+                  "p5": lambda x: np.percentile(x, 5), "p95": lambda x: np.percentile(x, 95),
+                  "min": lambda x: np.min(x), "max": lambda x: np.max(x)}
+    for row, name in enumerate(PHASES):
+        for column, statistic in enumerate(STATISTICS):
+            expect_recomputed(f"phase_statistics[{name}, {statistic}]", table[row, column],
+                              statistics[statistic](phase[name]),
+                              f"{statistic} of t[M, :, {name}]")
+    batch = int(run.attrs["batch_per_rank"])
+    flops = float(run.attrs["training_flops_per_sample"])
+    expect_recomputed("gflops_per_rank", summary["gflops_per_rank"][()],
+                      flops * batch / np.median(phase["step"], axis=0) / 1e9,
+                      "flops_per_sample * batch_per_rank / median_i t[i, r, step] / 1e9")
+    compute = phase["forward"] + phase["backward"] + phase["update"]
+    expect_recomputed("load_imbalance_seconds", summary["load_imbalance_seconds"][()],
+                      compute.max(axis=1) - compute.min(axis=1), "max_r c[i, r] - min_r c[i, r]")
+    expect_recomputed("@throughput_samples_per_second", attrs["throughput_samples_per_second"],
+                      batch * ranks * len(measured) / phase["step"].max(axis=1).sum(),
+                      "batch_per_rank * n * |M| / sum_i max_r t[i, r, step]")
+    expect_recomputed("@communication_fraction", attrs["communication_fraction"],
+                      phase["allreduce"].sum() / phase["step"].sum(),
+                      "sum allreduce / sum step")
+    expect_recomputed("@allreduce_bytes", attrs["allreduce_bytes"],
+                      int(run.attrs["parameter_count"]) * 4, "parameter_count * 4")
+    communication = run["communication_seconds"][warmup:]
+    allreduce_seconds = np.median(communication.min(axis=1))
+    expect_recomputed("@allreduce_seconds", attrs["allreduce_seconds"], allreduce_seconds,
+                      "median_i min_r communication_seconds[i, r]")
+    algbw = run.attrs["parameter_count"] * 4 / allreduce_seconds / 1e9 \
+        if allreduce_seconds > 0 else 0.0
+    expect_recomputed("@allreduce_algbw_gbps", attrs["allreduce_algbw_gbps"], algbw,
+                      "allreduce_bytes / allreduce_seconds / 1e9, 0 for 0 s")
+    expect_recomputed("@allreduce_busbw_gbps", attrs["allreduce_busbw_gbps"],
+                      algbw * 2 * (ranks - 1) / ranks, "algbw * 2(n-1)/n")
+    fingerprints = run["ranks/parameter_fingerprint"][()]
+    expect_recomputed("@parameters_identical", attrs["parameters_identical"],
+                      int((fingerprints == fingerprints[0]).all()),
+                      "every ranks/parameter_fingerprint equal")
 
 
 def check_run(run):
@@ -229,7 +278,7 @@ def check_run(run):
     check_measurements(run, iterations, ranks, sampled=True)
     table = check_summary(run, ranks, measured)
     check_step_is_sum_of_phases(timings)
-    check_step_median(timings, table, warmup)
+    check_summary_formulas(run, timings, table, warmup)
     return ranks
 
 

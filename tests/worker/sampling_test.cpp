@@ -24,6 +24,7 @@
 #include "worker/sampling/process_probe.hpp"
 #include "worker/sampling/rapl_probe.hpp"
 #include "worker/sampling/sampler.hpp"
+#include "worker/sampling/thread_placement_probe.hpp"
 
 namespace dlscale::worker {
 namespace {
@@ -301,6 +302,40 @@ TEST(ResourceSampling, HostCpuStatesSumToAHundredPercent) {
     EXPECT_LE(sum, 105) << "sample " << i;
     EXPECT_NEAR(utilisation.values[i], 100 - idle[i] - iowait[i], 1e-9) << "sample " << i;
   }
+}
+
+TEST(ResourceSampling, ARunShorterThanAClockTickSaysSoForTheHostCpu) {
+  // Two reads microseconds apart: /proc/stat's per-core counters (10 ms ticks) rarely move, and
+  // then the series is absent for being too short, not for reads that failed.
+  int too_short = 0;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    const auto measurements = measure(periodic(10, std::make_unique<HostProbe>()), [] {});
+    const auto& utilisation = named(measurements, "host_cpu_utilisation_percent");
+    if (!utilisation.values.empty()) continue;
+    ++too_short;
+    EXPECT_NE(utilisation.absent_reason.find("the run ended before /proc/stat's per-core "
+                                             "counters moved"),
+              std::string::npos)
+        << utilisation.absent_reason;
+    EXPECT_TRUE(named(measurements, "host_memory_used_bytes").absent_reason.empty());
+  }
+  EXPECT_GT(too_short, 0) << "every 0 s run had /proc/stat's counters move in it";
+}
+
+TEST(ResourceSampling, CommunicationThreadSeriesOfARunWithoutOneSaySo) {
+  // This test starts no dlscale-comm thread, as a 1-rank or --no-overlap run does not.
+  const auto measurements =
+      measure(periodic(0.02, std::make_unique<ThreadPlacementProbe>()), [] { sleep_seconds(0.1); });
+  for (const char* name : {"comm_thread_cpu_cores", "comm_thread_on_main_cpu"}) {
+    const auto& series = named(measurements, name);
+    EXPECT_TRUE(series.values.empty()) << name;
+    EXPECT_NE(series.absent_reason.find("no gradient-communication thread ran"),
+              std::string::npos)
+        << name << " absent because: '" << series.absent_reason << "'";
+  }
+  const auto& allowed = named(measurements, "process_allowed_cpus");
+  EXPECT_TRUE(allowed.absent_reason.empty()) << allowed.absent_reason;
+  EXPECT_FALSE(allowed.values.empty());
 }
 
 TEST(ResourceSampling, HostMemoryUsedAndAvailableAddUpToTheHostsMemory) {

@@ -10,6 +10,9 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <string>
+
+#include <unistd.h>
 
 #include "core/host_info.hpp"
 #include "worker/sampling/kernel_text_file.hpp"
@@ -109,6 +112,7 @@ std::vector<double> HostProbe::read(double /*seconds*/) {
 
   if (const auto stat = read_kernel_text_file("/proc/stat")) {
     auto cores = parse_core_lines(*stat);
+    read_proc_stat_ = read_proc_stat_ || !cores.empty();
     // Sums of per-core percentages, over the cores present at both reads that moved.
     double user = 0, system = 0, iowait = 0, idle = 0, steal = 0;
     int counted_cores = 0;
@@ -157,6 +161,14 @@ std::vector<double> HostProbe::read(double /*seconds*/) {
     }
   }
   return values;
+}
+
+std::string HostProbe::why_never_measured(std::size_t index) const {
+  constexpr std::size_t cpu_series = 6;  // host_cpu_utilisation_percent ... host_cpu_steal_percent
+  if (index < cpu_series && read_proc_stat_)
+    return "the run ended before /proc/stat's per-core counters moved between two reads (they "
+           "count clock ticks of 1/" + std::to_string(sysconf(_SC_CLK_TCK)) + " s)";
+  return Probe::why_never_measured(index);
 }
 
 }  // namespace dlscale::worker

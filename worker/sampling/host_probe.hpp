@@ -20,6 +20,8 @@ class HostProbe final : public Probe {
   // host_memory_used_bytes, host_memory_available_bytes.
   std::vector<results::Measurement> series() const override;
   std::vector<double> read(double seconds) override;
+  // The CPU series of a run too short for /proc/stat's counters to move say so.
+  std::string why_never_measured(std::size_t index) const override;
 
  private:
   // One core's cumulative time in each state, in clock ticks.
@@ -32,6 +34,7 @@ class HostProbe final : public Probe {
   std::string host_name_;
   std::string absent_reason_;
   std::vector<CoreTicks> previous_;  // by core number; empty before the first read
+  bool read_proc_stat_ = false;      // at least once: a CPU series without values was too short
 };
 
 }  // namespace dlscale::worker

@@ -75,11 +75,12 @@ std::vector<results::Measurement> PeriodicSampler::stop() {
     const std::string& reason = absent_reasons_[p];
     auto probe_measurements = std::move(series_[p]);
     for (auto& total : probes_[p]->totals()) probe_measurements.push_back(std::move(total));
-    for (auto& measurement : probe_measurements) {
+    for (std::size_t m = 0; m < probe_measurements.size(); ++m) {
+      auto& measurement = probe_measurements[m];
       if (!reason.empty()) measurement.absent_reason = reason;
-      // A series every read failed for is absent too, never an empty "measured" series.
+      // A series with no value at any read is absent too, never an empty "measured" series.
       if (measurement.absent_reason.empty() && measurement.values.empty())
-        measurement.absent_reason = "every read of it failed";
+        measurement.absent_reason = probes_[p]->why_never_measured(m);
       if (!measurement.absent_reason.empty()) {
         measurement.seconds.clear();
         measurement.values.clear();

@@ -31,6 +31,14 @@ class Probe {
   // Per-rank measurements over every read so far (the energy from the first read to the last),
   // declared like series() and valid at any time; the sampler asks after the last read.
   virtual std::vector<results::Measurement> totals() const { return {}; }
+
+  // Why measurement `index` (of series() followed by totals()) got no value at any read, asked
+  // after the last read only of one that got none. A probe that knows better than the default
+  // says so: a rate whose counters never moved between two reads (a run shorter than a clock
+  // tick), or a thread that this run never started.
+  virtual std::string why_never_measured(std::size_t /*index*/) const {
+    return "every read of it failed";
+  }
 };
 
 }  // namespace dlscale::worker

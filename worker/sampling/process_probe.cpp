@@ -120,6 +120,7 @@ std::vector<double> ProcessProbe::read(double seconds) {
   double cpu_cores = none, user_cores = none, system_cores = none;
   if (previous_ && seconds > previous_->seconds) {
     cpu_cores = (*cpu_seconds - previous_->cpu_seconds) / (seconds - previous_->seconds);
+    measured_cpu_cores_ = true;
     const auto user_ticks = fields->user_ticks - previous_->user_ticks;
     const auto system_ticks = fields->system_ticks - previous_->system_ticks;
     // No tick in a short interval: the split is unknown, the total is not.
@@ -132,6 +133,15 @@ std::vector<double> ProcessProbe::read(double seconds) {
   previous_ = CpuTimes{seconds, *cpu_seconds, fields->user_ticks, fields->system_ticks};
   return {cpu_cores, user_cores, system_cores, double(fields->rss_pages) * page_bytes_,
           double(fields->threads)};
+}
+
+std::string ProcessProbe::why_never_measured(std::size_t index) const {
+  const bool user_or_system = index == 1 || index == 2;  // process_user_cores, _system_cores
+  if (user_or_system && measured_cpu_cores_)
+    return "the process's user and system clock ticks (1/" +
+           std::to_string(sysconf(_SC_CLK_TCK)) +
+           " s each) did not move between two reads, so process_cpu_cores has no split";
+  return Probe::why_never_measured(index);
 }
 
 }  // namespace dlscale::worker

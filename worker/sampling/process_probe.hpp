@@ -22,6 +22,8 @@ class ProcessProbe final : public Probe {
   // process_threads.
   std::vector<results::Measurement> series() const override;
   std::vector<double> read(double seconds) override;
+  // The user/system split of a run too short for a clock tick of CPU time says so.
+  std::string why_never_measured(std::size_t index) const override;
 
  private:
   struct CpuTimes {
@@ -36,6 +38,7 @@ class ProcessProbe final : public Probe {
   std::string absent_reason_;
   double page_bytes_;
   std::optional<CpuTimes> previous_;
+  bool measured_cpu_cores_ = false;  // a split without values then lacked only a clock tick
 };
 
 }  // namespace dlscale::worker

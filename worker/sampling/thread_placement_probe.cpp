@@ -113,7 +113,10 @@ std::vector<double> ThreadPlacementProbe::read(double seconds) {
     const ThreadStat* communication = nullptr;
     const ThreadStat* main = nullptr;
     for (const auto& thread : threads) {
-      if (thread.name == communication_thread_name) communication = &thread;
+      if (thread.name == communication_thread_name) {
+        communication = &thread;
+        saw_communication_thread_ = true;
+      }
       if (thread.id == ::getpid()) main = &thread;
     }
     // Without a communication thread (one rank, --no-overlap, NCCL) these stay unmeasured.
@@ -126,6 +129,14 @@ std::vector<double> ThreadPlacementProbe::read(double seconds) {
   previous_seconds_ = seconds;
   has_previous_ = true;
   return values;
+}
+
+std::string ThreadPlacementProbe::why_never_measured(std::size_t index) const {
+  constexpr std::size_t communication_thread_series = 2;  // comm_thread_cpu_cores, _on_main_cpu
+  if (index < communication_thread_series && !saw_communication_thread_)
+    return "no gradient-communication thread ran in this run (at one rank there is nothing to "
+           "sum; --no-overlap and --comm nccl sum without one)";
+  return Probe::why_never_measured(index);
 }
 
 }  // namespace dlscale::worker

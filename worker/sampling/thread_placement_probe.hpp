@@ -18,6 +18,8 @@ class ThreadPlacementProbe final : public Probe {
   // comm_thread_cpu_cores, comm_thread_on_main_cpu, process_allowed_cpus.
   std::vector<results::Measurement> series() const override;
   std::vector<double> read(double seconds) override;
+  // The two comm_thread_* series of a rank that never had a communication thread say so.
+  std::string why_never_measured(std::size_t index) const override;
 
  private:
   struct ThreadTimes {
@@ -26,6 +28,7 @@ class ThreadPlacementProbe final : public Probe {
   std::map<pid_t, ThreadTimes> previous_;
   double previous_seconds_ = 0;
   bool has_previous_ = false;
+  bool saw_communication_thread_ = false;
 };
 
 }  // namespace dlscale::worker
