@@ -62,30 +62,23 @@ PY
 "$dlscale" report "$work/s.h5" >"$work/report.txt" 2>&1 || {
   echo "FAIL: report cannot read the interrupted file:"; cat "$work/report.txt"; exit 1; }
 
-# One rank, no mpirun: the exit status is dlscale's own.
-"$dlscale" --model fcn:784,2048,2048,10 --batch 64 --repeat 2 --iters 300 --warmup 1 \
-  --out "$work/r.h5" >"$work/single-out.txt" 2>"$work/single-err.txt" &
-run=$!
-wait_for_line "$work/single-err.txt" 'repeat 1 (seed' "$run"
-sleep 1
-kill -INT "$run"
-status=0
-wait "$run" || status=$?
-((status == 130)) || { echo "FAIL: SIGINT gave exit status $status, not 130"; cat "$work/single-err.txt"; exit 1; }
-grep -q 'interrupted by SIGINT: kept 1 completed point(s) of 2' "$work/single-err.txt" || {
-  echo "FAIL: no line saying what SIGINT kept:"; cat "$work/single-err.txt"; exit 1; }
-echo "ok: SIGINT exits 130 and keeps the finished repeat"
-
+# One rank, no mpirun, so the exit status is dlscale's own: signal $1 (INT, HUP) during the second
+# repeat must end it with status $2 and keep the finished repeat.
+stop_single_rank() {
+  local signal=$1 expected=$2 run status=0
+  "$dlscale" --model fcn:784,2048,2048,10 --batch 64 --repeat 2 --iters 300 --warmup 1 \
+    --out "$work/$signal.h5" >"$work/$signal-out.txt" 2>"$work/$signal-err.txt" &
+  run=$!
+  wait_for_line "$work/$signal-err.txt" 'repeat 1 (seed' "$run"
+  sleep 1
+  kill "-$signal" "$run"
+  wait "$run" || status=$?
+  ((status == expected)) || {
+    echo "FAIL: SIG$signal gave exit status $status, not $expected"; cat "$work/$signal-err.txt"; exit 1; }
+  grep -q "interrupted by SIG$signal: kept 1 completed point(s) of 2" "$work/$signal-err.txt" || {
+    echo "FAIL: no line saying what SIG$signal kept:"; cat "$work/$signal-err.txt"; exit 1; }
+  echo "ok: SIG$signal exits $expected and keeps the finished repeat"
+}
+stop_single_rank INT 130
 # SIGHUP (the terminal closed, the ssh session dropped) stops a run as SIGTERM does.
-"$dlscale" --model fcn:784,2048,2048,10 --batch 64 --repeat 2 --iters 300 --warmup 1 \
-  --out "$work/h.h5" >"$work/hangup-out.txt" 2>"$work/hangup-err.txt" &
-run=$!
-wait_for_line "$work/hangup-err.txt" 'repeat 1 (seed' "$run"
-sleep 1
-kill -HUP "$run"
-status=0
-wait "$run" || status=$?
-((status == 129)) || { echo "FAIL: SIGHUP gave exit status $status, not 129"; cat "$work/hangup-err.txt"; exit 1; }
-grep -q 'interrupted by SIGHUP: kept 1 completed point(s) of 2' "$work/hangup-err.txt" || {
-  echo "FAIL: no line saying what SIGHUP kept:"; cat "$work/hangup-err.txt"; exit 1; }
-echo "ok: SIGHUP exits 129 and keeps the finished repeat"
+stop_single_rank HUP 129
