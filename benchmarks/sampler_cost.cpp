@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include <boost/program_options.hpp>
 #include <fmt/format.h>
+#include <boost/program_options.hpp>
 
 #include "core/run_clock.hpp"
 #include "worker/sampling/sampler.hpp"

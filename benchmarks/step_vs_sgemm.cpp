@@ -1,7 +1,8 @@
 // dlscale-bench-step: how close a whole training step of fcn-r and fcn-s comes to one large sgemm
 // on the same machine, both measured in the same run, at each thread count (docs/performance.md).
-//   sgemm_gflops = 2*m*n*k / sgemm_seconds;   step_gflops = training_flops_per_sample * batch / median step_seconds
-//   ratio = step_gflops / sgemm_gflops;       timer_overhead_% = 5 clock reads * lap_seconds / median step_seconds * 100
+//   sgemm_gflops = 2*m*n*k / sgemm_seconds;   step_gflops = training_flops_per_sample * batch /
+//   median step_seconds ratio = step_gflops / sgemm_gflops;       timer_overhead_% = 5 clock reads
+//   * lap_seconds / median step_seconds * 100
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -12,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include <boost/program_options.hpp>
 #include <fmt/format.h>
+#include <boost/program_options.hpp>
 
 #include "cli/count_list.hpp"
 #include "comm/mpi_gradient_communicator.hpp"
@@ -35,8 +36,8 @@ namespace {
 using namespace dlscale;
 namespace po = boost::program_options;
 using Clock = std::chrono::steady_clock;
-using kernels::Transpose;
 using coordinator::median;
+using kernels::Transpose;
 
 constexpr float learning_rate = 0.01f;  // dlscale run's defaults
 constexpr float sgd_momentum = 0.9f;
@@ -75,24 +76,27 @@ std::optional<Options> parse_options(int argc, char** argv) {
   po::options_description description(
       "dlscale-bench-step: training-step GFLOP/s of each model at its reference CPU batch\n"
       "beside one large sgemm, measured in the same run. Run it without mpirun.\nOptions");
-  description.add_options()
-      ("help,h", "show this help")
-      ("threads,t", po::value(&threads)->default_value(threads),
-       "comma-separated compute thread counts (OpenBLAS and OpenMP)")
-      ("models,m", po::value(&models)->default_value(models),
-       "comma-separated models (dlscale --list-models), each at its reference CPU batch")
-      ("iters,n", po::value(&options.measured_iterations)->default_value(options.measured_iterations),
-       "measured training iterations per case")
-      ("warmup,w", po::value(&options.warmup_iterations)->default_value(options.warmup_iterations),
-       "warm-up iterations per case, not measured")
-      ("profile-iters", po::value(&options.profile_iterations)->default_value(options.profile_iterations),
-       "iterations of the separate per-kernel profile pass (0: skip it)")
-      ("sgemm-size", po::value(&options.sgemm_size)->default_value(options.sgemm_size),
-       "m = n = k of the reference sgemm")
-      ("sgemm-repeats", po::value(&options.sgemm_repeats)->default_value(options.sgemm_repeats),
-       "reference sgemm runs before and again after the workloads, per thread count")
-      ("timer-calls", po::value(&options.timer_calls)->default_value(options.timer_calls),
-       "phase-boundary event reads averaged for the timer cost");
+  // clang-format off
+  description.add_options()("help,h", "show this help")(
+      "threads,t", po::value(&threads)->default_value(threads),
+      "comma-separated compute thread counts (OpenBLAS and OpenMP)")(
+      "models,m", po::value(&models)->default_value(models),
+      "comma-separated models (dlscale --list-models), each at its reference CPU batch")(
+      "iters,n",
+      po::value(&options.measured_iterations)->default_value(options.measured_iterations),
+      "measured training iterations per case")(
+      "warmup,w", po::value(&options.warmup_iterations)->default_value(options.warmup_iterations),
+      "warm-up iterations per case, not measured")(
+      "profile-iters",
+      po::value(&options.profile_iterations)->default_value(options.profile_iterations),
+      "iterations of the separate per-kernel profile pass (0: skip it)")(
+      "sgemm-size", po::value(&options.sgemm_size)->default_value(options.sgemm_size),
+      "m = n = k of the reference sgemm")(
+      "sgemm-repeats", po::value(&options.sgemm_repeats)->default_value(options.sgemm_repeats),
+      "reference sgemm runs before and again after the workloads, per thread count")(
+      "timer-calls", po::value(&options.timer_calls)->default_value(options.timer_calls),
+      "phase-boundary event reads averaged for the timer cost");
+  // clang-format on
   po::variables_map values;
   try {
     po::store(po::command_line_parser(argc, argv).options(description).run(), values);
@@ -134,8 +138,8 @@ std::vector<double> sgemm_gflops_runs(kernels::Device& device, int size, int rep
   c.copy_from_host(host);
   auto& math = device.math_float();
   const auto multiply = [&](int n) {
-    math.gemm(Transpose::no, Transpose::no, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
-              c.data(), n);
+    math.gemm(Transpose::no, Transpose::no, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(),
+              n);
     device.synchronize();
   };
   multiply(size);  // starts the BLAS threads and picks the GEMM library for the shape; not timed
@@ -179,9 +183,11 @@ class ProfiledMath final : public kernels::MathOps<float> {
             const float* a, int lda, const float* b, int ldb, float beta, float* c,
             int ldc) override {
     const auto letter = [](Transpose t) { return t == Transpose::yes ? 'T' : 'N'; };
-    timed(fmt::format("sgemm {}{} m={} n={} k={}", letter(transpose_a), letter(transpose_b), m, n, k),
-          2.0 * m * n * double(k),
-          [&] { math_.gemm(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); });
+    timed(
+        fmt::format("sgemm {}{} m={} n={} k={}", letter(transpose_a), letter(transpose_b), m, n, k),
+        2.0 * m * n * double(k), [&] {
+          math_.gemm(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        });
   }
   void add_row_bias(int rows, int cols, const float* bias, float* y) override {
     timed("add_row_bias", 0, [&] { math_.add_row_bias(rows, cols, bias, y); });
@@ -211,12 +217,11 @@ class ProfiledMath final : public kernels::MathOps<float> {
   }
   void embedding_backward(int rows, int width, int vocabulary, const float* ids, const float* dy,
                           float* table_gradient) override {
-    timed("embedding_backward", 0, [&] {
-      math_.embedding_backward(rows, width, vocabulary, ids, dy, table_gradient);
-    });
+    timed("embedding_backward", 0,
+          [&] { math_.embedding_backward(rows, width, vocabulary, ids, dy, table_gradient); });
   }
-  void softmax_cross_entropy(int rows, int classes, const float* logits,
-                             const std::int32_t* labels, float* dlogits, float* loss) override {
+  void softmax_cross_entropy(int rows, int classes, const float* logits, const std::int32_t* labels,
+                             float* dlogits, float* loss) override {
     timed("softmax_cross_entropy", 0,
           [&] { math_.softmax_cross_entropy(rows, classes, logits, labels, dlogits, loss); });
   }
@@ -307,13 +312,13 @@ struct CaseResult {
   std::string model;
   int batch = 0;
   int threads = 0;
-  double counted_flops_per_step = 0;   // training_flops_per_sample * batch (3x forward)
-  double forward_flops_per_step = 0;   // GEMM FLOPs of the forward pass
-  double executed_flops_per_step = 0;  // counted minus the first layer's input gradient
-  double step_seconds = 0;             // median over measured iterations
+  double counted_flops_per_step = 0;      // training_flops_per_sample * batch (3x forward)
+  double forward_flops_per_step = 0;      // GEMM FLOPs of the forward pass
+  double executed_flops_per_step = 0;     // counted minus the first layer's input gradient
+  double step_seconds = 0;                // median over measured iterations
   std::array<double, 4> phase_seconds{};  // median of each phase, in step_phases order
   double first_loss = 0, last_loss = 0;
-  KernelProfile profile;  // summed over the profile pass
+  KernelProfile profile;            // summed over the profile pass
   double profile_step_seconds = 0;  // mean step of the profile pass
   int profile_iterations = 0;
 };
@@ -354,9 +359,9 @@ CaseResult run_case(const WorkloadCase& spec, kernels::Device& device,
     kernels::SgdMomentum<float> optimizer(device, network->parameters().size(), learning_rate,
                                           sgd_momentum);
     const worker::TrainingSchedule schedule{options.warmup_iterations, options.measured_iterations};
-    const auto measured = worker::train(*network, optimizer, data, communicator,
-                                        worker::make_gradient_exchange(*network, 0, false), device,
-                                        schedule);
+    const auto measured =
+        worker::train(*network, optimizer, data, communicator,
+                      worker::make_gradient_exchange(*network, 0, false), device, schedule);
     std::vector<double> steps;
     std::array<std::vector<double>, 4> phases;
     for (int i = options.warmup_iterations; i < schedule.total_iterations(); ++i) {
@@ -366,7 +371,8 @@ CaseResult run_case(const WorkloadCase& spec, kernels::Device& device,
         phases[p].push_back(seconds[index_of(step_phases[p])]);
     }
     result.step_seconds = median(steps);
-    for (std::size_t p = 0; p < step_phases.size(); ++p) result.phase_seconds[p] = median(phases[p]);
+    for (std::size_t p = 0; p < step_phases.size(); ++p)
+      result.phase_seconds[p] = median(phases[p]);
     result.first_loss = measured.loss.front();
     result.last_loss = measured.loss.back();
   }
@@ -380,9 +386,8 @@ CaseResult run_case(const WorkloadCase& spec, kernels::Device& device,
     const int warmup = 1;
     const worker::TrainingSchedule schedule{warmup, options.profile_iterations};
     const auto measured = worker::train(
-        *network, optimizer, data, communicator,
-        worker::make_gradient_exchange(*network, 0, false), profiled, schedule, {},
-        [&](const worker::IterationReport& report) {
+        *network, optimizer, data, communicator, worker::make_gradient_exchange(*network, 0, false),
+        profiled, schedule, {}, [&](const worker::IterationReport& report) {
           if (report.iteration == warmup - 1) result.profile.clear();
           return true;
         });
@@ -408,19 +413,25 @@ void print_report(const std::vector<ThreadResult>& results, const Options& optio
   fmt::print("- dlscale {} (git {}); CPU: {}; BLAS: {}\n", build_info::version,
              build_info::git_commit, cpu_model, kernels::cpu_blas_description());
   fmt::print("- MPI: {}, 1 rank (singleton)\n", comm::mpi_library_version());
-  fmt::print("- sgemm: {0}x{0}x{0} float through the CPU device's gemm, {1} runs before and {1} after the "
-             "workloads at each thread count; the sgemm column is the median of those {2} runs\n",
-             options.sgemm_size, options.sgemm_repeats, 2 * options.sgemm_repeats);
-  fmt::print("- step: real training loop (forward+loss, backward, MPI allreduce, SGD momentum), "
-             "median of {} measured iterations after {} warm-up\n",
-             options.measured_iterations, options.warmup_iterations);
-  fmt::print("- step GFLOP/s = training_flops_per_sample * batch / median step s (3x forward, "
-             "docs/workloads.md); ratio = step GFLOP/s / sgemm GFLOP/s\n");
-  fmt::print("- timer overhead = {} clock reads per step x {:.1f} ns per phase-boundary event "
-             "(mean of {} calls) / median step\n\n",
-             clock_reads_per_step, 1e9 * results.front().lap_seconds, options.timer_calls);
+  fmt::print(
+      "- sgemm: {0}x{0}x{0} float through the CPU device's gemm, {1} runs before and {1} after the "
+      "workloads at each thread count; the sgemm column is the median of those {2} runs\n",
+      options.sgemm_size, options.sgemm_repeats, 2 * options.sgemm_repeats);
+  fmt::print(
+      "- step: real training loop (forward+loss, backward, MPI allreduce, SGD momentum), "
+      "median of {} measured iterations after {} warm-up\n",
+      options.measured_iterations, options.warmup_iterations);
+  fmt::print(
+      "- step GFLOP/s = training_flops_per_sample * batch / median step s (3x forward, "
+      "docs/workloads.md); ratio = step GFLOP/s / sgemm GFLOP/s\n");
+  fmt::print(
+      "- timer overhead = {} clock reads per step x {:.1f} ns per phase-boundary event "
+      "(mean of {} calls) / median step\n\n",
+      clock_reads_per_step, 1e9 * results.front().lap_seconds, options.timer_calls);
 
-  fmt::print("| workload | batch | threads | median step s | step GFLOP/s | sgemm GFLOP/s | ratio | timer overhead % |\n");
+  fmt::print(
+      "| workload | batch | threads | median step s | step GFLOP/s | sgemm GFLOP/s | ratio | timer "
+      "overhead % |\n");
   fmt::print("|---|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const auto& thread_result : results)
     for (const auto& c : thread_result.cases) {
@@ -432,7 +443,9 @@ void print_report(const std::vector<ThreadResult>& results, const Options& optio
     }
 
   fmt::print("\n## Phase split (median seconds of each phase, share of the median step)\n\n");
-  fmt::print("| workload | threads | forward s | backward s | allreduce s | update s | forward GEMM GFLOP/s | backward GEMM GFLOP/s | loss first -> last |\n");
+  fmt::print(
+      "| workload | threads | forward s | backward s | allreduce s | update s | forward GEMM "
+      "GFLOP/s | backward GEMM GFLOP/s | loss first -> last |\n");
   fmt::print("|---|---:|---:|---:|---:|---:|---:|---:|---|\n");
   for (const auto& thread_result : results)
     for (const auto& c : thread_result.cases) {
@@ -444,11 +457,14 @@ void print_report(const std::vector<ThreadResult>& results, const Options& optio
                  c.forward_flops_per_step / c.phase_seconds[0] / 1e9,
                  backward_flops / c.phase_seconds[1] / 1e9, c.first_loss, c.last_loss);
     }
-  fmt::print("\nPhase GFLOP/s divide the GEMM FLOPs the phase executes by the whole phase time "
-             "(element-wise kernels included).\n");
+  fmt::print(
+      "\nPhase GFLOP/s divide the GEMM FLOPs the phase executes by the whole phase time "
+      "(element-wise kernels included).\n");
 
   fmt::print("\n## FLOP convention\n\n");
-  fmt::print("| workload | batch | counted GFLOP/step (3x forward) | executed GEMM GFLOP/step | counted / executed |\n");
+  fmt::print(
+      "| workload | batch | counted GFLOP/step (3x forward) | executed GEMM GFLOP/step | counted / "
+      "executed |\n");
   fmt::print("|---|---:|---:|---:|---:|\n");
   for (const auto& c : results.front().cases)
     fmt::print("| {} | {} | {:.2f} | {:.2f} | {:.3f} |\n", c.model, c.batch,
@@ -469,9 +485,10 @@ void print_report(const std::vector<ThreadResult>& results, const Options& optio
   }
 
   if (options.profile_iterations == 0) return;
-  fmt::print("\n## Kernel profile (separate pass, {} iterations after 1 warm-up, every math call "
-             "timed; per step)\n",
-             options.profile_iterations);
+  fmt::print(
+      "\n## Kernel profile (separate pass, {} iterations after 1 warm-up, every math call "
+      "timed; per step)\n",
+      options.profile_iterations);
   for (const auto& r : results)
     for (const auto& c : r.cases) {
       fmt::print("\n### {} batch {}, {} thread(s): profiled step {:.4f} s\n\n", c.model, c.batch,
@@ -512,7 +529,8 @@ int run(const Options& options, const comm::MpiSession& mpi, const std::string& 
     cpu_model = device->description();
     ThreadResult result;
     result.threads = threads;
-    fmt::print(stderr, "threads {}: sgemm {}^3 x {}\n", threads, options.sgemm_size, options.sgemm_repeats);
+    fmt::print(stderr, "threads {}: sgemm {}^3 x {}\n", threads, options.sgemm_size,
+               options.sgemm_repeats);
     result.sgemm_before = sgemm_gflops_runs(*device, options.sgemm_size, options.sgemm_repeats);
     result.lap_seconds = lap_seconds(*device, options.timer_calls);
     for (const auto& spec : options.cases) {

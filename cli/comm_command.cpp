@@ -49,8 +49,8 @@ void check_sweep_fits_in_memory(std::uint64_t largest_message_bytes, int ranks_o
   throw UserError(fmt::format(
       "-e/--maxbytes: a sweep up to {} needs about {} per rank ({} for the {} rank(s) on this "
       "host), but {} is available; use a smaller -e/--maxbytes",
-      format_bytes(largest_message_bytes), format_bytes(per_rank), format_bytes(host_total), ranks_on_host,
-      format_bytes(available)));
+      format_bytes(largest_message_bytes), format_bytes(per_rank), format_bytes(host_total),
+      ranks_on_host, format_bytes(available)));
 }
 
 ValidatedSweep validate(int argc, char** argv, const comm::MpiSession& mpi, int ranks_on_host,
@@ -91,12 +91,9 @@ int comm_command(int argc, char** argv) {
       return 0;
     }
     const driver::CommSweepPlan plan{
-        sweep.element_counts,
-        {sweep.options.warmup_iterations, sweep.options.measured_iterations},
-        sweep.options.device,
-        sweep.options.comm,
-        sweep.output_path,
-        sweep.options.overwrite};
+        sweep.element_counts, {sweep.options.warmup_iterations, sweep.options.measured_iterations},
+        sweep.options.device, sweep.options.comm,
+        sweep.output_path,    sweep.options.overwrite};
     return driver::run_comm_sweep_plan(plan, mpi, file_origin("comm", argc, argv, start));
   });
 }

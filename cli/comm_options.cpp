@@ -6,8 +6,8 @@
 #include <limits>
 #include <sstream>
 
-#include <boost/program_options.hpp>
 #include <fmt/format.h>
+#include <boost/program_options.hpp>
 
 #include "cli/command_setup.hpp"
 #include "core/errors.hpp"
@@ -30,35 +30,39 @@ struct RawValues {
 po::options_description option_descriptions(CommOptions& options, RawValues& raw) {
   const CommOptions defaults;
   po::options_description sizes("Message sizes");
-  sizes.add_options()
-      ("minbytes,b", po::value(&raw.minimum_bytes)->default_value(raw.minimum_bytes),
-       "smallest message, in bytes (K, M, G suffixes are powers of 1024)")
-      ("maxbytes,e", po::value(&raw.maximum_bytes)->default_value(raw.maximum_bytes),
-       "largest message, in bytes")
-      ("stepfactor,f", po::value(&raw.step_factor),
-       "multiply the size by this whole number >= 2 from one message to the next (default 2)")
-      ("stepbytes,i", po::value(&raw.step_bytes),
-       "add this many bytes (>= 4) instead of multiplying");
+  // clang-format off
+  sizes.add_options()("minbytes,b", po::value(&raw.minimum_bytes)->default_value(raw.minimum_bytes),
+                      "smallest message, in bytes (K, M, G suffixes are powers of 1024)")(
+      "maxbytes,e", po::value(&raw.maximum_bytes)->default_value(raw.maximum_bytes),
+      "largest message, in bytes")(
+      "stepfactor,f", po::value(&raw.step_factor),
+      "multiply the size by this whole number >= 2 from one message to the next (default 2)")(
+      "stepbytes,i", po::value(&raw.step_bytes),
+      "add this many bytes (>= 4) instead of multiplying");
+  // clang-format on
 
   po::options_description measuring("Measuring");
-  measuring.add_options()
-      ("iters,n", po::value(&raw.iterations)->default_value(defaults.measured_iterations),
-       "measured allreduce calls per size")
-      ("warmup,w", po::value(&raw.warmup)->default_value(defaults.warmup_iterations),
-       "warm-up calls per size, checked but not timed into the statistics")
-      ("comm", po::value(&options.comm)->default_value(defaults.comm),
-       "allreduce backend, the same one training uses: mpi, mpi-nbc, mpi-hier or nccl")
-      ("device", po::value(&options.device),
-       "where the buffers live: cpu, or cuda (each rank's GPU; the default with --comm nccl, "
-       "and with --comm mpi it measures staging through the host)");
+  // clang-format off
+  measuring.add_options()("iters,n",
+                          po::value(&raw.iterations)->default_value(defaults.measured_iterations),
+                          "measured allreduce calls per size")(
+      "warmup,w", po::value(&raw.warmup)->default_value(defaults.warmup_iterations),
+      "warm-up calls per size, checked but not timed into the statistics")(
+      "comm", po::value(&options.comm)->default_value(defaults.comm),
+      "allreduce backend, the same one training uses: mpi, mpi-nbc, mpi-hier or nccl")(
+      "device", po::value(&options.device),
+      "where the buffers live: cpu, or cuda (each rank's GPU; the default with --comm nccl, "
+      "and with --comm mpi it measures staging through the host)");
+  // clang-format on
 
   po::options_description output("Output");
-  output.add_options()
-      ("out,o", po::value(&options.output_path),
-       "results file (HDF5, named *.h5; default dlscale-comm-NPr-TIME.h5 in the current "
-       "directory)")
-      ("overwrite", po::bool_switch(&options.overwrite), "replace an existing results file")
-      ("help,h", "show this help and exit");
+  // clang-format off
+  output.add_options()(
+      "out,o", po::value(&options.output_path),
+      "results file (HDF5, named *.h5; default dlscale-comm-NPr-TIME.h5 in the current "
+      "directory)")("overwrite", po::bool_switch(&options.overwrite),
+                    "replace an existing results file")("help,h", "show this help and exit");
+  // clang-format on
   po::options_description all;
   all.add(sizes).add(measuring).add(output);
   return all;
@@ -85,17 +89,18 @@ void check_values(CommOptions& options, const RawValues& raw, const po::variable
                                   float_bytes, options.step));
   } else if (values.count("stepfactor")) {
     if (raw.step_factor < 2)
-      throw UserError(fmt::format("-f/--stepfactor must be a whole number of at least 2, got {} "
-                                  "(for sizes growing by a fixed amount, use -i/--stepbytes)",
-                                  raw.step_factor));
+      throw UserError(
+          fmt::format("-f/--stepfactor must be a whole number of at least 2, got {} "
+                      "(for sizes growing by a fixed amount, use -i/--stepbytes)",
+                      raw.step_factor));
     options.step = std::uint64_t(raw.step_factor);
   }
   if (raw.iterations < 1 || raw.iterations > std::numeric_limits<int>::max())
     throw UserError(fmt::format("-n/--iters must be a positive integer, got {}", raw.iterations));
   options.measured_iterations = int(raw.iterations);
   if (raw.warmup < 0 || raw.warmup > std::numeric_limits<int>::max())
-    throw UserError(fmt::format("-w/--warmup must be zero or a positive integer, got {}",
-                                raw.warmup));
+    throw UserError(
+        fmt::format("-w/--warmup must be zero or a positive integer, got {}", raw.warmup));
   options.warmup_iterations = int(raw.warmup);
   if (options.output_path.empty() && values.count("out"))
     throw UserError("--out must not be empty");
@@ -109,18 +114,20 @@ void check_values(CommOptions& options, const RawValues& raw, const po::variable
         "reduction; dlscale comm always sums, as data-parallel training does)",
         options.output_path));
   if (sweep_element_counts(options).size() > max_sweep_sizes)
-    throw UserError(fmt::format("the sweep would have more than {} message sizes; use a larger "
-                                "-f/--stepfactor or -i/--stepbytes",
-                                max_sweep_sizes));
+    throw UserError(
+        fmt::format("the sweep would have more than {} message sizes; use a larger "
+                    "-f/--stepfactor or -i/--stepbytes",
+                    max_sweep_sizes));
 }
 
 }  // namespace
 
 std::uint64_t parse_byte_size(std::string_view text, std::string_view option) {
   const auto refuse = [&] {
-    return UserError(fmt::format("{}: '{}' is not a size in bytes (a whole number, optionally "
-                                 "followed by K, M or G, e.g. 64M)",
-                                 option, text));
+    return UserError(
+        fmt::format("{}: '{}' is not a size in bytes (a whole number, optionally "
+                    "followed by K, M or G, e.g. 64M)",
+                    option, text));
   };
   std::size_t digits = 0;
   while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
@@ -128,10 +135,17 @@ std::uint64_t parse_byte_size(std::string_view text, std::string_view option) {
   int shift = 0;
   if (digits < text.size()) {
     switch (std::toupper(static_cast<unsigned char>(text.back()))) {
-      case 'K': shift = 10; break;
-      case 'M': shift = 20; break;
-      case 'G': shift = 30; break;
-      default: throw refuse();
+      case 'K':
+        shift = 10;
+        break;
+      case 'M':
+        shift = 20;
+        break;
+      case 'G':
+        shift = 30;
+        break;
+      default:
+        throw refuse();
     }
   }
   std::uint64_t number = 0;
@@ -160,8 +174,10 @@ CommOptions parse_comm_options(const std::vector<std::string>& arguments) {
   } catch (const po::error& error) {
     throw option_error(error, descriptions);
   }
-  if (values.count("help")) options.action = CommOptions::Action::show_help;
-  else check_values(options, raw, values);
+  if (values.count("help"))
+    options.action = CommOptions::Action::show_help;
+  else
+    check_values(options, raw, values);
   return options;
 }
 
@@ -188,27 +204,29 @@ std::string comm_help_text() {
   po::options_description visible(100, 50);
   visible.add(option_descriptions(options, raw));
   std::ostringstream text;
-  text << "dlscale comm: how fast is an allreduce between these ranks? Like nccl-tests'\n"
-          "all_reduce_perf, it sweeps message sizes and times in-place float32 sum allreduces\n"
-          "through the communicator that training uses. Every result is checked against the exact\n"
-          "sum. Rank 0 prints time and bandwidth per size, fits the latency-bandwidth model\n"
-          "t(m) = a + b*m and writes everything to one HDF5 file (read by `dlscale predict`).\n\n"
-          "Usage: mpirun -np N dlscale comm [options]"
-       << visible
-       << "\nSizes are rounded down to whole float32 elements (4 bytes): -b 10 sends 2 floats.\n"
-          "\nExamples:\n"
-          "  mpirun -np 2 dlscale comm -b 8 -e 64M -f 2 --out comm.h5\n"
-          "      8 B, 16 B, 32 B, ..., 64 MiB: 24 sizes, each 5 warm-up + 20 measured calls\n"
-          "  mpirun -np 4 dlscale comm --minbytes=1M --maxbytes=8M --stepbytes=1M -n 50\n"
-          "  mpirun -np 8 dlscale comm --comm nccl -b 8 -e 1G -f 2   (one GPU per rank)\n"
-          "      1, 2, ..., 8 MiB, 50 measured calls each\n"
-          "\nColumns: time p50 and p95 are the median and 95th percentile over the measured calls,\n"
-          "each call timed at its slowest rank (microseconds). algbw = size / time and\n"
-          "busbw = algbw * 2(n-1)/n, in GB/s (10^9 bytes/s); busbw is comparable across rank\n"
-          "counts. #wrong counts elements that differed from the exact sum.\n"
-          "\nExit status: 0 on success, 2 for a bad option or input, 1 for a failure while running,\n"
-          "including any wrong sum (then no results file is written).\n"
-          "docs/communication.md explains the table, the fit and the file.\n";
+  text
+      << "dlscale comm: how fast is an allreduce between these ranks? Like nccl-tests'\n"
+         "all_reduce_perf, it sweeps message sizes and times in-place float32 sum allreduces\n"
+         "through the communicator that training uses. Every result is checked against the exact\n"
+         "sum. Rank 0 prints time and bandwidth per size, fits the latency-bandwidth model\n"
+         "t(m) = a + b*m and writes everything to one HDF5 file (read by `dlscale predict`).\n\n"
+         "Usage: mpirun -np N dlscale comm [options]"
+      << visible
+      << "\nSizes are rounded down to whole float32 elements (4 bytes): -b 10 sends 2 floats.\n"
+         "\nExamples:\n"
+         "  mpirun -np 2 dlscale comm -b 8 -e 64M -f 2 --out comm.h5\n"
+         "      8 B, 16 B, 32 B, ..., 64 MiB: 24 sizes, each 5 warm-up + 20 measured calls\n"
+         "  mpirun -np 4 dlscale comm --minbytes=1M --maxbytes=8M --stepbytes=1M -n 50\n"
+         "  mpirun -np 8 dlscale comm --comm nccl -b 8 -e 1G -f 2   (one GPU per rank)\n"
+         "      1, 2, ..., 8 MiB, 50 measured calls each\n"
+         "\nColumns: time p50 and p95 are the median and 95th percentile over the measured calls,\n"
+         "each call timed at its slowest rank (microseconds). algbw = size / time and\n"
+         "busbw = algbw * 2(n-1)/n, in GB/s (10^9 bytes/s); busbw is comparable across rank\n"
+         "counts. #wrong counts elements that differed from the exact sum.\n"
+         "\nExit status: 0 on success, 2 for a bad option or input, 1 for a failure while "
+         "running,\n"
+         "including any wrong sum (then no results file is written).\n"
+         "docs/communication.md explains the table, the fit and the file.\n";
   return text.str();
 }
 

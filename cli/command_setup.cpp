@@ -63,8 +63,9 @@ bool prepare_process() {
       }
     }
   if (descriptor_is_open(STDOUT_FILENO)) return true;
-  std::fprintf(stderr, "dlscale: error: standard output is closed; redirect it to a file or "
-                       "to /dev/null\n");
+  std::fprintf(stderr,
+               "dlscale: error: standard output is closed; redirect it to a file or "
+               "to /dev/null\n");
   return false;
 }
 
@@ -95,8 +96,7 @@ int exit_status_of(const comm::MpiSession& mpi, const std::function<int()>& comm
 int exit_status_alone(const std::function<int()>& command) {
   // glibc takes a buffer size only with the buffer itself; this one lives as long as stdout.
   static char report_buffer[1 << 20];
-  if (!::isatty(STDOUT_FILENO))
-    std::setvbuf(stdout, report_buffer, _IOFBF, sizeof report_buffer);
+  if (!::isatty(STDOUT_FILENO)) std::setvbuf(stdout, report_buffer, _IOFBF, sizeof report_buffer);
   try {
     const int status = command();
     return standard_output_written() ? status : 2;
@@ -133,11 +133,12 @@ void refuse_stray_arguments(const boost::program_options::parsed_options& parsed
   if (strays.empty()) return;
   const bool first_word = !parsed.options.empty() && parsed.options.front().position_key == 0;
   if (first_word)
-    throw UserError(fmt::format("unknown subcommand '{}' (subcommands: run, comm, report, merge, "
-                                "predict, slurm; see dlscale --help)",
-                                strays.front()));
-  throw UserError(fmt::format("unexpected argument '{}': this command takes options only",
-                              strays.front()));
+    throw UserError(
+        fmt::format("unknown subcommand '{}' (subcommands: run, comm, report, merge, "
+                    "predict, slurm; see dlscale --help)",
+                    strays.front()));
+  throw UserError(
+      fmt::format("unexpected argument '{}': this command takes options only", strays.front()));
 }
 
 boost::program_options::variables_map parse_command_line(

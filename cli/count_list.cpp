@@ -19,8 +19,8 @@ std::vector<int> parse_count_list(std::string_view text, std::string_view option
     const std::string_view field = text.substr(start, comma - start);
     int value = 0;
     const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), value);
-    if (field.empty() || error != std::errc() || end != field.data() + field.size() ||
-        value < 1 || value > largest)
+    if (field.empty() || error != std::errc() || end != field.data() + field.size() || value < 1 ||
+        value > largest)
       throw UserError(fmt::format("{}: '{}' is not a {} in 1..{} (expected a list such as 1,2,4)",
                                   option, field, what, largest));
     counts.push_back(value);

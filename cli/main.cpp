@@ -1,8 +1,8 @@
 // dlscale's entry point: picks the subcommand and hands over. No logic lives here.
 #include <cstring>
 
-#include "cli/command_setup.hpp"
 #include "cli/comm_command.hpp"
+#include "cli/command_setup.hpp"
 #include "cli/merge_command.hpp"
 #include "cli/predict_command.hpp"
 #include "cli/report_command.hpp"

@@ -8,8 +8,8 @@
 #include <sstream>
 #include <tuple>
 
-#include <boost/program_options.hpp>
 #include <fmt/format.h>
+#include <boost/program_options.hpp>
 
 #include "cli/command_setup.hpp"
 #include "coordinator/scaling_study.hpp"
@@ -114,9 +114,10 @@ MissingJob parse_missing_job(const std::string& text) {
                           return std::iscntrl(static_cast<unsigned char>(c)) != 0;
                         });
   if (!job_id_ok || job.ranks < 1 || !state_ok)
-    throw UserError(fmt::format("--missing-job '{}' is not JOB:RANKS:STATE, e.g. "
-                                "'4242:8:CANCELLED, exit code 0:15'",
-                                text.substr(0, 80)));
+    throw UserError(
+        fmt::format("--missing-job '{}' is not JOB:RANKS:STATE, e.g. "
+                    "'4242:8:CANCELLED, exit code 0:15'",
+                    text.substr(0, 80)));
   return job;
 }
 
@@ -125,10 +126,9 @@ results::FailedPoint failed_point_of(const MissingJob& job, const results::RunRe
   results::FailedPoint point;
   point.ranks = job.ranks;
   point.threads = measured.configuration.threads_per_rank;
-  point.batch_per_rank =
-      coordinator::study_scaling(measured.configuration) == "strong"
-          ? measured.configuration.batch_per_rank * measured.ranks / job.ranks
-          : measured.configuration.batch_per_rank;
+  point.batch_per_rank = coordinator::study_scaling(measured.configuration) == "strong"
+                             ? measured.configuration.batch_per_rank * measured.ranks / job.ranks
+                             : measured.configuration.batch_per_rank;
   point.reason = fmt::format("Slurm job {} left no results file ({})", job.job_id, job.state);
   return point;
 }
@@ -147,7 +147,8 @@ std::string help_text(const po::options_description& options) {
           "Usage: dlscale merge A.h5 B.h5 ... -o study.h5\n\n"
        << options
        << "\nExample:\n"
-          "  dlscale merge nodes-1.h5 nodes-2.h5 nodes-4.h5 -o study.h5 && dlscale report study.h5\n";
+          "  dlscale merge nodes-1.h5 nodes-2.h5 nodes-4.h5 -o study.h5 && dlscale report "
+          "study.h5\n";
   return text.str();
 }
 
@@ -160,13 +161,15 @@ int merge_command(int argc, char** argv) {
   bool overwrite = false;
   std::vector<std::string> missing_jobs;
   po::options_description visible("Options", 100, 50);
-  visible.add_options()
-      ("help,h", "show this help and exit")
-      ("out,o", po::value(&output), "the merged study file (required)")
-      ("overwrite", po::bool_switch(&overwrite), "replace an existing file (never one of the inputs)")
-      ("missing-job", po::value(&missing_jobs),
-       "JOB:RANKS:STATE, repeatable: a Slurm job of the study that left no results file, kept "
-       "as a failed point with its state (the node-study script's merge job passes these)");
+  // clang-format off
+  visible.add_options()("help,h", "show this help and exit")("out,o", po::value(&output),
+                                                             "the merged study file (required)")(
+      "overwrite", po::bool_switch(&overwrite),
+      "replace an existing file (never one of the inputs)")(
+      "missing-job", po::value(&missing_jobs),
+      "JOB:RANKS:STATE, repeatable: a Slurm job of the study that left no results file, kept "
+      "as a failed point with its state (the node-study script's merge job passes these)");
+  // clang-format on
   po::options_description hidden;
   hidden.add_options()("input", po::value(&inputs));
   po::options_description all;
@@ -179,7 +182,8 @@ int merge_command(int argc, char** argv) {
       fmt::print("{}", help_text(visible));
       return 0;
     }
-    if (inputs.empty()) throw UserError("merge needs results files: dlscale merge A.h5 B.h5 -o study.h5");
+    if (inputs.empty())
+      throw UserError("merge needs results files: dlscale merge A.h5 B.h5 -o study.h5");
     if (output.empty()) throw UserError("merge needs --out FILE for the merged study");
     results::check_output_path(output, overwrite);
     // Even with --overwrite: a study written over one of its inputs loses that input for good.
@@ -199,8 +203,7 @@ int merge_command(int argc, char** argv) {
       }
       failed_points.insert(failed_points.end(), file.failed_points.begin(),
                            file.failed_points.end());
-      probes.insert(probes.end(), file.node_sharing_probes.begin(),
-                    file.node_sharing_probes.end());
+      probes.insert(probes.end(), file.node_sharing_probes.begin(), file.node_sharing_probes.end());
       for (std::size_t index = 0; index < file.runs.size(); ++index) {
         const std::string name = fmt::format("{} {}", input, results::run_group_name(index));
         // A study compares whole runs; one cut short stays in its own file.

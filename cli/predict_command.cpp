@@ -12,8 +12,8 @@
 #include <sstream>
 #include <string_view>
 
-#include <boost/program_options.hpp>
 #include <fmt/format.h>
+#include <boost/program_options.hpp>
 
 #include "coordinator/performance_model.hpp"
 #include "coordinator/prediction_printer.hpp"
@@ -68,8 +68,8 @@ std::optional<double> quantity(std::string_view text, const std::map<std::string
 // (ns, us, ms, s).
 coordinator::NetworkModel parse_network(const std::string& text) {
   static const std::map<std::string, double> bytes_per_second = {
-      {"Gbps", 1e9 / 8}, {"Gbit/s", 1e9 / 8}, {"Mbps", 1e6 / 8}, {"Mbit/s", 1e6 / 8},
-      {"GB/s", 1e9},     {"MB/s", 1e6}};
+      {"Gbps", 1e9 / 8},   {"Gbit/s", 1e9 / 8}, {"Mbps", 1e6 / 8},
+      {"Mbit/s", 1e6 / 8}, {"GB/s", 1e9},       {"MB/s", 1e6}};
   static const std::map<std::string, double> seconds = {
       {"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1}};
   // Longer than any real value: the message must not quote pages of text back.
@@ -78,13 +78,14 @@ coordinator::NetworkModel parse_network(const std::string& text) {
   const auto bandwidth = text.size() > longest || comma == std::string::npos
                              ? std::nullopt
                              : quantity(std::string_view(text).substr(0, comma), bytes_per_second);
-  const auto latency = bandwidth ? quantity(std::string_view(text).substr(comma + 1), seconds)
-                                 : std::nullopt;
+  const auto latency =
+      bandwidth ? quantity(std::string_view(text).substr(comma + 1), seconds) : std::nullopt;
   if (!bandwidth || !latency)
-    throw UserError(fmt::format("--network '{}': expected BANDWIDTH,LATENCY such as 100Gbps,2us "
-                                "(finite numbers; bandwidth in Gbps, Mbps, GB/s or MB/s; latency "
-                                "in ns, us, ms or s)",
-                                text.size() > longest ? text.substr(0, longest) + "..." : text));
+    throw UserError(
+        fmt::format("--network '{}': expected BANDWIDTH,LATENCY such as 100Gbps,2us "
+                    "(finite numbers; bandwidth in Gbps, Mbps, GB/s or MB/s; latency "
+                    "in ns, us, ms or s)",
+                    text.size() > longest ? text.substr(0, longest) + "..." : text));
   if (!(*bandwidth > 0))
     throw UserError(fmt::format("--network '{}': the bandwidth must be positive", text));
   return coordinator::uniform_network(*latency, 1 / *bandwidth, fmt::format("--network {}", text));
@@ -109,8 +110,8 @@ std::vector<int> parse_counts(const std::string& option, const std::string& text
       used = 0;
     }
     if (used == 0 || used != item.size() || n < 1 || n > max_ranks)
-      throw UserError(fmt::format("{}: '{}' is not a rank count from 1 to {}", option, item,
-                                  max_ranks));
+      throw UserError(
+          fmt::format("{}: '{}' is not a rank count from 1 to {}", option, item, max_ranks));
     ranks.push_back(int(n));
   }
   return ranks;
@@ -140,12 +141,14 @@ std::string help_text(const po::options_description& options) {
           "by message size and link (intra-node, inter-node) from a `dlscale comm` file.\n"
           "Compute slows as nodes fill, by the runs' node-sharing probes; the wait for\n"
           "stragglers is the expected maximum over N ranks of the measured spread.\n\n"
-          "Usage: dlscale predict FILE.h5 (--network BANDWIDTH,LATENCY | --comm COMM.h5) [options]\n\n"
+          "Usage: dlscale predict FILE.h5 (--network BANDWIDTH,LATENCY | --comm COMM.h5) "
+          "[options]\n\n"
        << options
        << "\nExamples:\n"
           "  dlscale predict s.h5 --ranks 1024 --network 100Gbps,2us\n"
           "  dlscale predict s.h5 --ranks 8,64,512,4096 --network 25GB/s,5us --algorithm tree\n"
-          "  mpirun -np 2 dlscale comm -b 1K -e 64M -f 2 --out c.h5 && dlscale predict s.h5 --comm c.h5\n"
+          "  mpirun -np 2 dlscale comm -b 1K -e 64M -f 2 --out c.h5 && dlscale predict s.h5 --comm "
+          "c.h5\n"
           "  dlscale predict s.h5 --comm c.h5 --hold-out 4   # 4 from the smaller runs\n\n"
           "Rank counts that were measured are predicted too, beside the measurement, so the\n"
           "model can be judged. Compute comes from the measured rank count nearest, the mean\n"
@@ -162,34 +165,34 @@ std::string help_text(const po::options_description& options) {
 int predict_command(int argc, char** argv) {
   PredictOptions options;
   po::options_description visible("Options", 100, 50);
-  visible.add_options()
-      ("help,h", "show this help and exit")
-      ("ranks,r", po::value(&options.ranks),
-       "comma-separated rank counts to predict (default: 1, 2, 4, ... 1024); the measured "
-       "ones are always added")
-      ("network", po::value(&options.network),
-       "link bandwidth and latency, e.g. 100Gbps,2us or 25GB/s,1.5us")
-      ("comm", po::value(&options.comm_path),
-       "or: alpha and beta as `dlscale comm` fitted them on a real machine (its results file)")
-      ("algorithm", po::value(&options.algorithm)->default_value(options.algorithm),
-       "allreduce algorithm: ring or tree")
-      ("overlap", po::value(&options.overlap)->default_value(options.overlap),
-       "bucket sums during backward: on, off, or as measured")
-      ("json", po::value(&options.json_path),
-       "write the predictions as JSON to FILE ('-': standard output, instead of the table)")
-      ("overwrite", po::bool_switch(&options.overwrite),
-       "replace an existing --json file (never one of the input files)")
-      ("hold-out", po::value(&options.hold_out),
-       "measured rank counts not to predict from (their measurements stay beside the "
-       "prediction): checks the model on what it did not see")
-      ("hold-out-probes", po::bool_switch(&options.hold_out_probes),
-       "leave out the held-out runs' node-sharing probes too")
-      ("no-calibration", po::bool_switch(&options.no_calibration),
-       "use the --comm sweep's allreduce times as they are, not scaled to what a run at the "
-       "sweep's rank count measured inside training")
-      ("ranks-per-node", po::value(&options.ranks_per_node),
-       "ranks on one node at the predicted scales (default: the most any measured run or "
-       "node-sharing probe had)");
+  // clang-format off
+  visible.add_options()("help,h", "show this help and exit")(
+      "ranks,r", po::value(&options.ranks),
+      "comma-separated rank counts to predict (default: 1, 2, 4, ... 1024); the measured "
+      "ones are always added")("network", po::value(&options.network),
+                               "link bandwidth and latency, e.g. 100Gbps,2us or 25GB/s,1.5us")(
+      "comm", po::value(&options.comm_path),
+      "or: alpha and beta as `dlscale comm` fitted them on a real machine (its results file)")(
+      "algorithm", po::value(&options.algorithm)->default_value(options.algorithm),
+      "allreduce algorithm: ring or tree")(
+      "overlap", po::value(&options.overlap)->default_value(options.overlap),
+      "bucket sums during backward: on, off, or as measured")(
+      "json", po::value(&options.json_path),
+      "write the predictions as JSON to FILE ('-': standard output, instead of the table)")(
+      "overwrite", po::bool_switch(&options.overwrite),
+      "replace an existing --json file (never one of the input files)")(
+      "hold-out", po::value(&options.hold_out),
+      "measured rank counts not to predict from (their measurements stay beside the "
+      "prediction): checks the model on what it did not see")(
+      "hold-out-probes", po::bool_switch(&options.hold_out_probes),
+      "leave out the held-out runs' node-sharing probes too")(
+      "no-calibration", po::bool_switch(&options.no_calibration),
+      "use the --comm sweep's allreduce times as they are, not scaled to what a run at the "
+      "sweep's rank count measured inside training")(
+      "ranks-per-node", po::value(&options.ranks_per_node),
+      "ranks on one node at the predicted scales (default: the most any measured run or "
+      "node-sharing probe had)");
+  // clang-format on
   po::options_description hidden;
   hidden.add_options()("file", po::value(&options.path));
   po::options_description all;
@@ -202,17 +205,19 @@ int predict_command(int argc, char** argv) {
       fmt::print("{}", help_text(visible));
       return 0;
     }
-    if (options.path.empty()) throw UserError("predict needs a results file: dlscale predict FILE.h5 --network ...");
+    if (options.path.empty())
+      throw UserError("predict needs a results file: dlscale predict FILE.h5 --network ...");
     if (options.network.empty() == options.comm_path.empty())
-      throw UserError("predict needs one network model: --network BANDWIDTH,LATENCY (such as "
-                      "100Gbps,2us) or --comm FILE from `dlscale comm`");
+      throw UserError(
+          "predict needs one network model: --network BANDWIDTH,LATENCY (such as "
+          "100Gbps,2us) or --comm FILE from `dlscale comm`");
     require_choice("--algorithm", "algorithm", options.algorithm, {"ring", "tree"});
     require_choice("--overlap", "setting", options.overlap, {"on", "off", "measured"});
     // As every results file: an existing one is replaced only with --overwrite, an input never.
     if (!options.json_path.empty() && options.json_path != "-") {
       results::check_output_path(options.json_path, options.overwrite, "--json");
-      results::check_output_is_not_an_input(options.json_path,
-                                            {options.path, options.comm_path}, "--json");
+      results::check_output_is_not_an_input(options.json_path, {options.path, options.comm_path},
+                                            "--json");
     }
     const coordinator::NetworkModel network = options.network.empty()
                                                   ? network_from_comm(options.comm_path)
@@ -233,14 +238,15 @@ int predict_command(int argc, char** argv) {
       throw UserError(fmt::format("'{}' holds no training runs to predict from", options.path));
     for (const auto& run : file.runs)
       if (run.layers.empty())
-        throw UserError(fmt::format("'{}' was written before per-layer times were recorded "
-                                    "(schema 1); rerun the benchmark to predict from it",
-                                    options.path));
+        throw UserError(
+            fmt::format("'{}' was written before per-layer times were recorded "
+                        "(schema 1); rerun the benchmark to predict from it",
+                        options.path));
     std::vector<int> measured_ranks;
     for (const auto& run : file.runs) measured_ranks.push_back(run.ranks);
     const std::vector<int> ranks = parse_rank_list(options.ranks, measured_ranks);
-    const auto prediction = coordinator::predict_scaling(file.runs, file.node_sharing_probes, network, ranks,
-                                                            settings);
+    const auto prediction =
+        coordinator::predict_scaling(file.runs, file.node_sharing_probes, network, ranks, settings);
     if (!options.json_path.empty()) {
       const std::string json =
           coordinator::format_prediction_json(prediction, network, options.algorithm);

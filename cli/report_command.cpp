@@ -34,8 +34,10 @@ int report_command(int argc, char** argv) {
   const std::string python = setting("DLSCALE_PYTHON", DLSCALE_PYTHON);
   const std::string script = report_script();
   if (!std::filesystem::exists(script)) {
-    fmt::print(stderr, "dlscale: error: the report script '{}' is missing; reinstall dlscale or "
-                       "set DLSCALE_REPORT_SCRIPT\n", script);
+    fmt::print(stderr,
+               "dlscale: error: the report script '{}' is missing; reinstall dlscale or "
+               "set DLSCALE_REPORT_SCRIPT\n",
+               script);
     return 2;
   }
   // The report asks this very binary for predictions (--network).
@@ -47,9 +49,10 @@ int report_command(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) arguments.push_back(argv[i]);
   arguments.push_back(nullptr);
   execv(python.c_str(), arguments.data());
-  fmt::print(stderr, "dlscale: error: cannot start '{}' for the report: {} (set DLSCALE_PYTHON "
-                     "to a Python 3 with h5py, pandas and matplotlib)\n", python,
-             std::strerror(errno));
+  fmt::print(stderr,
+             "dlscale: error: cannot start '{}' for the report: {} (set DLSCALE_PYTHON "
+             "to a Python 3 with h5py, pandas and matplotlib)\n",
+             python, std::strerror(errno));
   return 2;
 }
 

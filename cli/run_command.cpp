@@ -40,7 +40,8 @@ void configure_log_level(int rank, const std::string& level) {
 std::string default_output_name(const std::string& model, int ranks,
                                 std::chrono::system_clock::time_point start) {
   std::string safe_model;
-  for (char c : model) safe_model += std::isalnum(static_cast<unsigned char>(c)) || c == '-' ? c : '_';
+  for (char c : model)
+    safe_model += std::isalnum(static_cast<unsigned char>(c)) || c == '-' ? c : '_';
   return fmt::format("dlscale-{}-{}r-{:%Y%m%dT%H%M%S}.h5", safe_model, ranks,
                      fmt::gmtime(std::chrono::system_clock::to_time_t(start)));
 }
@@ -49,14 +50,15 @@ void print_model_list() {
   fmt::print("{:<18} {:<6} {:>14} {:>16} {:>10}  {}\n", "model", "family", "parameters",
              "GFLOP/sample", "CPU batch", "layers");
   for (const auto& workload : workloads::builtin_workloads())
-    fmt::print("{:<18} {:<6} {:>14} {:>16.4f} {:>10}  {}\n", workload->name(),
-               workload->family(), with_thousands_separators(workload->parameter_count()),
+    fmt::print("{:<18} {:<6} {:>14} {:>16.4f} {:>10}  {}\n", workload->name(), workload->family(),
+               with_thousands_separators(workload->parameter_count()),
                workload->training_flops_per_sample() / 1e9, workload->default_batch(),
                workload->description());
-  fmt::print("\nGFLOP/sample counts one training step: 3x the forward FLOPs (forward, input and\n"
-             "weight gradients), the convention of the reference benchmark study.\n"
-             "Any fully connected net: --model fcn:INPUT,HIDDEN,...,CLASSES (sigmoid hidden layers).\n"
-             "Any LSTM language model: --model lstm:SEQ,HIDDEN,LAYERS,VOCAB.\n");
+  fmt::print(
+      "\nGFLOP/sample counts one training step: 3x the forward FLOPs (forward, input and\n"
+      "weight gradients), the convention of the reference benchmark study.\n"
+      "Any fully connected net: --model fcn:INPUT,HIDDEN,...,CLASSES (sigmoid hidden layers).\n"
+      "Any LSTM language model: --model lstm:SEQ,HIDDEN,LAYERS,VOCAB.\n");
 }
 
 kernels::Precision precision_of(const std::string& name) {
@@ -85,10 +87,11 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
   comm::check_backend(options.comm, options.device);
   const int logical_cpus = logical_cpu_count();
   if (options.threads.back() > logical_cpus && !options.oversubscribe)
-    throw UserError(fmt::format("--threads {}: more than the {} logical CPUs of {}; threads "
-                                "beyond the cores only slow every rank down (add "
-                                "--oversubscribe to measure it anyway)",
-                                options.threads.back(), logical_cpus, host_name()));
+    throw UserError(
+        fmt::format("--threads {}: more than the {} logical CPUs of {}; threads "
+                    "beyond the cores only slow every rank down (add "
+                    "--oversubscribe to measure it anyway)",
+                    options.threads.back(), logical_cpus, host_name()));
   plan.device_name = options.device;
   plan.device_settings = {options.threads.front(), precision_of(options.precision),
                           placement.local_rank};
@@ -98,15 +101,15 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
   if (!plan.check_memory_per_point) {
     const int devices = kernels::devices_per_host(options.device);
     const int ranks_on_device = (placement.ranks_on_host + devices - 1) / devices;
-    worker::check_memory_fits(*plan.workload, batches.front(),
-                              driver::distinct_batches(*plan.workload, batches.front()),
-                              ranks_on_device, plan.device->free_memory_bytes(),
-                              plan.device->description());
+    worker::check_memory_fits(
+        *plan.workload, batches.front(), driver::distinct_batches(*plan.workload, batches.front()),
+        ranks_on_device, plan.device->free_memory_bytes(), plan.device->description());
   }
   if (options.overlap && !mpi.supports_progress_thread())
-    throw UserError("this MPI library cannot be called from a progress thread "
-                    "(MPI_THREAD_SERIALIZED), which overlapped gradient sums need; "
-                    "use --no-overlap");
+    throw UserError(
+        "this MPI library cannot be called from a progress thread "
+        "(MPI_THREAD_SERIALIZED), which overlapped gradient sums need; "
+        "use --no-overlap");
   plan.comm_backend = options.comm;
   plan.bucket_mb = options.bucket_mb;
   plan.overlap = options.overlap;
@@ -132,10 +135,10 @@ void warn_if_cores_oversubscribed(const RunOptions& options, const comm::HostPla
   const int threads = options.threads.back();
   const int cores = physical_core_count();
   if (placement.ranks_on_host * threads <= cores) return;
-  spdlog::warn("{}: {} rank(s) x {} thread(s) = {} compute threads on {} physical cores; "
-               "oversubscribed threads can run several times slower",
-               host_name(), placement.ranks_on_host, threads, placement.ranks_on_host * threads,
-               cores);
+  spdlog::warn(
+      "{}: {} rank(s) x {} thread(s) = {} compute threads on {} physical cores; "
+      "oversubscribed threads can run several times slower",
+      host_name(), placement.ranks_on_host, threads, placement.ranks_on_host * threads, cores);
 }
 
 }  // namespace
@@ -156,13 +159,15 @@ int run_command(int argc, char** argv) {
         plan = plan_training(options, mpi, placement, start);
     });
     configure_log_level(rank, options.log_level);
-    if (options.action == RunOptions::Action::train) warn_if_cores_oversubscribed(options, placement);
+    if (options.action == RunOptions::Action::train)
+      warn_if_cores_oversubscribed(options, placement);
     switch (options.action) {
       case RunOptions::Action::show_help:
         if (rank == 0) fmt::print("{}", run_help_text());
         return 0;
       case RunOptions::Action::show_version:
-        if (rank == 0) fmt::print("dlscale {} (git {})\n", build_info::version, build_info::git_commit);
+        if (rank == 0)
+          fmt::print("dlscale {} (git {})\n", build_info::version, build_info::git_commit);
         return 0;
       case RunOptions::Action::list_models:
         if (rank == 0) print_model_list();

@@ -9,8 +9,8 @@
 #include <iterator>
 #include <sstream>
 
-#include <boost/program_options.hpp>
 #include <fmt/format.h>
+#include <boost/program_options.hpp>
 
 #include "cli/command_setup.hpp"
 #include "cli/count_list.hpp"
@@ -42,91 +42,103 @@ constexpr int most_repeats = 100;
 po::options_description option_descriptions(RunOptions& options, RawNumbers& raw) {
   const RunOptions defaults;
   po::options_description workload("Workload");
-  workload.add_options()
-      ("model,m", po::value(&options.model)->default_value(defaults.model),
-       "built-in model (see --list-models), a fully connected net "
-       "fcn:INPUT,HIDDEN,...,CLASSES (e.g. fcn:784,2048,10) or an LSTM language model "
-       "lstm:SEQ,HIDDEN,LAYERS,VOCAB (e.g. lstm:32,512,2,10000)")
-      ("batch,b", po::value(&raw.batch),
-       "samples per rank per step (default: the model's reference CPU batch)")
-      ("iters,n", po::value(&raw.iterations)->default_value(defaults.measured_iterations),
-       "measured iterations")
-      ("warmup,w", po::value(&raw.warmup)->default_value(defaults.warmup_iterations),
-       "warm-up iterations, recorded but left out of the statistics")
-      ("lr", number_with_default(&options.learning_rate, defaults.learning_rate),
-       "SGD learning rate (momentum is 0.9)")
-      ("seed", po::value(&raw.seed)->default_value((long long)defaults.seed),
-       "seed for weights and synthetic data");
+  // clang-format off
+  workload.add_options()(
+      "model,m", po::value(&options.model)->default_value(defaults.model),
+      "built-in model (see --list-models), a fully connected net "
+      "fcn:INPUT,HIDDEN,...,CLASSES (e.g. fcn:784,2048,10) or an LSTM language model "
+      "lstm:SEQ,HIDDEN,LAYERS,VOCAB (e.g. lstm:32,512,2,10000)")(
+      "batch,b", po::value(&raw.batch),
+      "samples per rank per step (default: the model's reference CPU batch)")(
+      "iters,n", po::value(&raw.iterations)->default_value(defaults.measured_iterations),
+      "measured iterations")("warmup,w",
+                             po::value(&raw.warmup)->default_value(defaults.warmup_iterations),
+                             "warm-up iterations, recorded but left out of the statistics")(
+      "lr", number_with_default(&options.learning_rate, defaults.learning_rate),
+      "SGD learning rate (momentum is 0.9)")(
+      "seed", po::value(&raw.seed)->default_value((long long)defaults.seed),
+      "seed for weights and synthetic data");
+  // clang-format on
 
   po::options_description system("System");
-  system.add_options()
-      ("threads,t", po::value(&raw.threads)->default_value(raw.threads),
-       "compute threads per rank (OpenBLAS and OpenMP), or a list (1,2,4,8) to measure each "
-       "in this launch; keep ranks x threads <= physical cores. Inside a Slurm job the "
-       "default is SLURM_CPUS_PER_TASK")
-      ("oversubscribe", po::bool_switch(&options.oversubscribe),
-       "allow --threads above this host's logical CPUs (refused otherwise)")
-      ("device", po::value(&options.device)->default_value(defaults.device),
-       "where each rank computes: cpu, or cuda (GPU local_rank % visible GPUs; cuBLAS, cuDNN, "
-       "and each step captured once as a CUDA graph and replayed)")
-      ("precision", po::value(&options.precision)->default_value(defaults.precision),
-       "float math on a GPU: fp32 (exact float products) or tf32 (TF32 tensor cores for GEMMs "
-       "and convolutions, as PyTorch's allow_tf32)")
-      ("comm", po::value(&options.comm)->default_value(defaults.comm),
-       "gradient allreduce backend: mpi (overlapped sums on a communication thread making "
-       "blocking calls; GPU buffers are staged through the host), mpi-nbc (overlapped sums "
-       "with MPI_Iallreduce; CPU only), mpi-hier (overlapped hierarchical sums: shared memory "
-       "inside each host, MPI between hosts; the same ranks on every host) or nccl (GPU "
-       "buffers, one GPU per rank)");
+  // clang-format off
+  system.add_options()(
+      "threads,t", po::value(&raw.threads)->default_value(raw.threads),
+      "compute threads per rank (OpenBLAS and OpenMP), or a list (1,2,4,8) to measure each "
+      "in this launch; keep ranks x threads <= physical cores. Inside a Slurm job the "
+      "default is SLURM_CPUS_PER_TASK")(
+      "oversubscribe", po::bool_switch(&options.oversubscribe),
+      "allow --threads above this host's logical CPUs (refused otherwise)")(
+      "device", po::value(&options.device)->default_value(defaults.device),
+      "where each rank computes: cpu, or cuda (GPU local_rank % visible GPUs; cuBLAS, cuDNN, "
+      "and each step captured once as a CUDA graph and replayed)")(
+      "precision", po::value(&options.precision)->default_value(defaults.precision),
+      "float math on a GPU: fp32 (exact float products) or tf32 (TF32 tensor cores for GEMMs "
+      "and convolutions, as PyTorch's allow_tf32)")(
+      "comm", po::value(&options.comm)->default_value(defaults.comm),
+      "gradient allreduce backend: mpi (overlapped sums on a communication thread making "
+      "blocking calls; GPU buffers are staged through the host), mpi-nbc (overlapped sums "
+      "with MPI_Iallreduce; CPU only), mpi-hier (overlapped hierarchical sums: shared memory "
+      "inside each host, MPI between hosts; the same ranks on every host) or nccl (GPU "
+      "buffers, one GPU per rank)");
+  // clang-format on
 
   po::options_description scaling("Scaling study (one launch, growing groups of ranks)");
-  scaling.add_options()
-      ("ranks", po::value(&options.ranks),
-       "run on the first N ranks for each N in a comma-separated list (e.g. 1,2,4), or 'all': "
-       "powers of two up to the launch's size, and that size; the other ranks wait. One "
-       "results file holds every point. A launch larger than its largest point then probes, "
-       "without training, how compute slows at each doubling of it and at the launch's size "
-       "(a few passes each), for `dlscale predict`")
-      ("scaling", po::value(&options.scaling)->default_value(defaults.scaling),
-       "weak: every rank keeps --batch; strong: --global-batch is split over the ranks")
-      ("global-batch", po::value(&raw.global_batch),
-       "samples per step over all ranks, for --scaling strong (implies it)")
-      ("repeat", po::value(&raw.repeats)->default_value(raw.repeats),
-       "run every sweep point N times, each with its own seed (--seed, --seed+1, ...): the "
-       "study reports the mean and spread across repeats")
-      ("point-timeout",
-       number_with_default(&options.point_timeout_seconds, defaults.point_timeout_seconds),
-       "seconds a sweep point may train before it is stopped and recorded as failed; 0: no "
-       "limit")
-      ("stall-timeout", po::value(&raw.stall_timeout)->default_value(raw.stall_timeout),
-       "seconds without a heartbeat from a rank, or without any rank finishing an iteration, "
-       "after which the job ends, naming the ranks and hosts (exit 4); the finished points stay "
-       "in the results file. auto: 10x the slowest step so far, at least 60; 0: off");
+  // clang-format off
+  scaling.add_options()(
+      "ranks", po::value(&options.ranks),
+      "run on the first N ranks for each N in a comma-separated list (e.g. 1,2,4), or 'all': "
+      "powers of two up to the launch's size, and that size; the other ranks wait. One "
+      "results file holds every point. A launch larger than its largest point then probes, "
+      "without training, how compute slows at each doubling of it and at the launch's size "
+      "(a few passes each), for `dlscale predict`")(
+      "scaling", po::value(&options.scaling)->default_value(defaults.scaling),
+      "weak: every rank keeps --batch; strong: --global-batch is split over the ranks")(
+      "global-batch", po::value(&raw.global_batch),
+      "samples per step over all ranks, for --scaling strong (implies it)")(
+      "repeat", po::value(&raw.repeats)->default_value(raw.repeats),
+      "run every sweep point N times, each with its own seed (--seed, --seed+1, ...): the "
+      "study reports the mean and spread across repeats")(
+      "point-timeout",
+      number_with_default(&options.point_timeout_seconds, defaults.point_timeout_seconds),
+      "seconds a sweep point may train before it is stopped and recorded as failed; 0: no "
+      "limit")(
+      "stall-timeout", po::value(&raw.stall_timeout)->default_value(raw.stall_timeout),
+      "seconds without a heartbeat from a rank, or without any rank finishing an iteration, "
+      "after which the job ends, naming the ranks and hosts (exit 4); the finished points stay "
+      "in the results file. auto: 10x the slowest step so far, at least 60; 0: off");
+  // clang-format on
 
   po::options_description measuring("Measuring");
-  measuring.add_options()
-      ("sample-interval",
-       number_with_default(&options.sample_interval_seconds, defaults.sample_interval_seconds),
-       "seconds between resource samples on every rank (process and host CPU, memory, GPU "
-       "utilisation and power through NVML, CPU package energy through RAPL); 0 turns "
-       "sampling off");
+  // clang-format off
+  measuring.add_options()(
+      "sample-interval",
+      number_with_default(&options.sample_interval_seconds, defaults.sample_interval_seconds),
+      "seconds between resource samples on every rank (process and host CPU, memory, GPU "
+      "utilisation and power through NVML, CPU package energy through RAPL); 0 turns "
+      "sampling off");
+  // clang-format on
 
   po::options_description gradients("Gradient exchange");
-  gradients.add_options()
-      ("bucket-mb", number_with_default(&options.bucket_mb, defaults.bucket_mb),
-       "sum gradients across ranks in buckets of this many MiB, last layers first, as "
-       "PyTorch DDP does; 0 for one bucket with every gradient")
-      ("no-overlap", po::bool_switch(),
-       "sum the buckets with blocking calls after backward, instead of starting each one "
-       "(non-blocking) as soon as backward has produced it");
+  // clang-format off
+  gradients.add_options()(
+      "bucket-mb", number_with_default(&options.bucket_mb, defaults.bucket_mb),
+      "sum gradients across ranks in buckets of this many MiB, last layers first, as "
+      "PyTorch DDP does; 0 for one bucket with every gradient")(
+      "no-overlap", po::bool_switch(),
+      "sum the buckets with blocking calls after backward, instead of starting each one "
+      "(non-blocking) as soon as backward has produced it");
+  // clang-format on
 
   po::options_description output("Output");
-  output.add_options()
-      ("out,o", po::value(&options.output_path),
-       "results file (HDF5; default dlscale-MODEL-NPr-TIME.h5 in the current directory)")
-      ("overwrite", po::bool_switch(&options.overwrite), "replace an existing results file")
-      ("log-level", po::value(&options.log_level)->default_value(defaults.log_level),
-       "trace, debug, info, warn or error");
+  // clang-format off
+  output.add_options()(
+      "out,o", po::value(&options.output_path),
+      "results file (HDF5; default dlscale-MODEL-NPr-TIME.h5 in the current directory)")(
+      "overwrite", po::bool_switch(&options.overwrite), "replace an existing results file")(
+      "log-level", po::value(&options.log_level)->default_value(defaults.log_level),
+      "trace, debug, info, warn or error");
+  // clang-format on
   po::options_description all;
   all.add(workload).add(scaling).add(gradients).add(system).add(measuring).add(output);
   return all;
@@ -134,13 +146,14 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
 
 po::options_description informational_options(std::string& config_path) {
   po::options_description general("General");
-  general.add_options()
-      ("help,h", "show this help and exit")
-      ("version", "show the version and exit")
-      ("list-models", "list the built-in models with their sizes and exit")
-      ("config", po::value(&config_path),
-       "read options from FILE, one 'key = value' per line with the long option names; "
-       "the command line wins");
+  // clang-format off
+  general.add_options()("help,h", "show this help and exit")(
+      "version", "show the version and exit")("list-models",
+                                              "list the built-in models with their sizes and exit")(
+      "config", po::value(&config_path),
+      "read options from FILE, one 'key = value' per line with the long option names; "
+      "the command line wins");
+  // clang-format on
   return general;
 }
 
@@ -155,8 +168,10 @@ std::string read_config_file(const std::string& path) {
   if (!std::filesystem::is_regular_file(status))
     throw UserError(fmt::format("--config: '{}' is not a regular file", path));
   if (std::filesystem::file_size(path, error) > largest_config_bytes || error)
-    throw UserError(fmt::format("--config: '{}' is larger than 1 MiB; a config file holds "
-                                "'key = value' lines", path));
+    throw UserError(
+        fmt::format("--config: '{}' is larger than 1 MiB; a config file holds "
+                    "'key = value' lines",
+                    path));
   std::ifstream file(path);
   if (!file) throw UserError(fmt::format("--config: cannot read '{}'", path));
   return {std::istreambuf_iterator<char>(file), {}};
@@ -187,8 +202,10 @@ void store_config_file(const std::string& path, const po::options_description& o
     const auto from_file = po::parse_config_file(file, options);
     for (const auto& option : from_file.options)
       if (option.string_key == "config")
-        throw UserError(fmt::format("--config {} line {}: a config file cannot name another "
-                                    "with 'config ='", path, config_line_of(text, "config")));
+        throw UserError(
+            fmt::format("--config {} line {}: a config file cannot name another "
+                        "with 'config ='",
+                        path, config_line_of(text, "config")));
     po::store(from_file, values);
   } catch (const po::error& error) {
     std::string where = path;
@@ -217,15 +234,19 @@ void check_values(RunOptions& options, const RawNumbers& raw, const po::variable
     if (const auto cpus = worker::slurm_cpus_per_task()) options.threads = {*cpus};
   options.repeats = positive(raw.repeats, "repeat");
   if (options.repeats > most_repeats)
-    throw UserError(fmt::format("--repeat must be at most {}, got {}", most_repeats,
-                                options.repeats));
+    throw UserError(
+        fmt::format("--repeat must be at most {}, got {}", most_repeats, options.repeats));
   if (!(options.sample_interval_seconds == 0 ||
         (options.sample_interval_seconds >= 0.01 && options.sample_interval_seconds <= 3600)))
-    throw UserError(fmt::format("--sample-interval must be 0 (off) or between 0.01 and 3600 "
-                                "seconds, got {}", options.sample_interval_seconds));
+    throw UserError(
+        fmt::format("--sample-interval must be 0 (off) or between 0.01 and 3600 "
+                    "seconds, got {}",
+                    options.sample_interval_seconds));
   if (!(options.point_timeout_seconds >= 0) || options.point_timeout_seconds > 1e7)
-    throw UserError(fmt::format("--point-timeout must be 0 (no limit) or a number of seconds, "
-                                "got {}", options.point_timeout_seconds));
+    throw UserError(
+        fmt::format("--point-timeout must be 0 (no limit) or a number of seconds, "
+                    "got {}",
+                    options.point_timeout_seconds));
   if (raw.stall_timeout == "auto") {
     options.stall_timeout_seconds = -1;
   } else {
@@ -238,8 +259,10 @@ void check_values(RunOptions& options, const RawNumbers& raw, const po::variable
     }
     const double timeout = options.stall_timeout_seconds;
     if (!(timeout == 0 || (timeout >= 2 && timeout <= 1e7)))
-      throw UserError(fmt::format("--stall-timeout must be auto, 0 (off) or 2 to 1e7 seconds, "
-                                  "got '{}'", raw.stall_timeout));
+      throw UserError(
+          fmt::format("--stall-timeout must be auto, 0 (off) or 2 to 1e7 seconds, "
+                      "got '{}'",
+                      raw.stall_timeout));
   }
   if (raw.warmup < 0 || raw.warmup > INT32_MAX)
     throw UserError(fmt::format("--warmup must be zero or a positive integer, got {}", raw.warmup));
@@ -258,7 +281,8 @@ void check_values(RunOptions& options, const RawNumbers& raw, const po::variable
   if (values.count("global-batch")) {
     options.global_batch = positive(raw.global_batch, "global-batch");
     if (options.scaling_given && options.scaling == "weak")
-      throw UserError("--global-batch is for --scaling strong; weak scaling keeps --batch per rank");
+      throw UserError(
+          "--global-batch is for --scaling strong; weak scaling keeps --batch per rank");
     options.scaling = "strong";
   }
   if (options.scaling == "strong") {
@@ -268,7 +292,8 @@ void check_values(RunOptions& options, const RawNumbers& raw, const po::variable
       throw UserError("--batch is per rank; with --scaling strong give --global-batch only");
   }
   if (!(options.bucket_mb >= 0) || options.bucket_mb > 1e6)
-    throw UserError(fmt::format("--bucket-mb must be between 0 and 1e6 MiB, got {}", options.bucket_mb));
+    throw UserError(
+        fmt::format("--bucket-mb must be between 0 and 1e6 MiB, got {}", options.bucket_mb));
   options.overlap = !values["no-overlap"].as<bool>();
   if (options.output_path.empty() && values.count("out"))
     throw UserError("--out must not be empty");
@@ -295,15 +320,20 @@ RunOptions parse_run_options(const std::vector<std::string>& arguments) {
                             .run();
     refuse_stray_arguments(parsed);
     po::store(parsed, values);
-    if (values.count("config")) store_config_file(values["config"].as<std::string>(), visible, values);
+    if (values.count("config"))
+      store_config_file(values["config"].as<std::string>(), visible, values);
     po::notify(values);
   } catch (const po::error& error) {
     throw option_error(error, visible);
   }
-  if (values.count("help")) options.action = RunOptions::Action::show_help;
-  else if (values.count("version")) options.action = RunOptions::Action::show_version;
-  else if (values.count("list-models")) options.action = RunOptions::Action::list_models;
-  else check_values(options, raw, values);
+  if (values.count("help"))
+    options.action = RunOptions::Action::show_help;
+  else if (values.count("version"))
+    options.action = RunOptions::Action::show_version;
+  else if (values.count("list-models"))
+    options.action = RunOptions::Action::list_models;
+  else
+    check_values(options, raw, values);
   return options;
 }
 
@@ -317,8 +347,10 @@ std::vector<int> sweep_rank_counts(const RunOptions& options, int world_size) {
   }
   counts = parse_count_list(options.ranks, "--ranks", INT32_MAX, "rank count");
   if (counts.back() > world_size)
-    throw UserError(fmt::format("--ranks: {} ranks asked for, but the launch has only {} "
-                                "(mpirun -np {})", counts.back(), world_size, world_size));
+    throw UserError(
+        fmt::format("--ranks: {} ranks asked for, but the launch has only {} "
+                    "(mpirun -np {})",
+                    counts.back(), world_size, world_size));
   return counts;
 }
 
@@ -331,9 +363,10 @@ std::vector<int> batches_per_rank(const RunOptions& options, const std::vector<i
       continue;
     }
     if (*options.global_batch % n != 0)
-      throw UserError(fmt::format("--global-batch {} cannot be split evenly over {} ranks; "
-                                  "choose a multiple of every rank count in the sweep",
-                                  *options.global_batch, n));
+      throw UserError(
+          fmt::format("--global-batch {} cannot be split evenly over {} ranks; "
+                      "choose a multiple of every rank count in the sweep",
+                      *options.global_batch, n));
     batches.push_back(*options.global_batch / n);
   }
   return batches;
@@ -358,7 +391,8 @@ std::string run_help_text() {
           "writes everything to one HDF5 file.\n\n"
           "Usage: mpirun -np N dlscale [run] [options]\n\n"
           "Other subcommands (each has --help):\n"
-          "  mpirun -np N dlscale comm    allreduce sweep over message sizes, with an alpha-beta fit\n"
+          "  mpirun -np N dlscale comm    allreduce sweep over message sizes, with an alpha-beta "
+          "fit\n"
           "  dlscale report FILE...       tables, CSV/JSON, figures and an HTML page\n"
           "  dlscale predict FILE         step time and efficiency at rank counts you cannot try\n"
           "  dlscale merge A B -o S       one study from the runs of several jobs\n"
@@ -367,10 +401,12 @@ std::string run_help_text() {
        << "\nExamples:\n"
           "  mpirun -np 4 dlscale --model fcn-r --batch 64 --iters 20 --out r.h5\n"
           "  mpirun -np 2 dlscale --model fcn:784,512,10 --threads 1\n"
-          "  mpirun -np 4 dlscale --model fcn-r --batch 128 --ranks 1,2,4 --out s.h5   # weak study\n"
+          "  mpirun -np 4 dlscale --model fcn-r --batch 128 --ranks 1,2,4 --out s.h5   # weak "
+          "study\n"
           "  mpirun -np 4 dlscale --model resnet-56 --ranks all --global-batch 256    # strong\n"
           "  mpirun -np 8 dlscale --device cuda --comm nccl --model resnet-50 --precision tf32\n"
-          "  mpirun -np 2 dlscale --model fcn-r --threads 1,2 --repeat 3   # threads, mean +- spread\n"
+          "  mpirun -np 2 dlscale --model fcn-r --threads 1,2 --repeat 3   # threads, mean +- "
+          "spread\n"
           "  dlscale report s.h5 --html r.html\n"
           "  dlscale --list-models\n\n"
           "Exit status: 0 on success, 2 for a bad option or input, 1 for a failure while running,\n"

@@ -18,7 +18,7 @@ struct RunOptions {
   int measured_iterations = 20;
   int warmup_iterations = 3;
   std::vector<int> threads{1};  // compute threads per rank; several: a thread sweep, ascending
-  int repeats = 1;               // runs of each sweep point, each with its own seed
+  int repeats = 1;              // runs of each sweep point, each with its own seed
   std::string comm = "mpi";
   std::string device = "cpu";
   std::string precision = "fp32";  // GPUs: fp32 or tf32
@@ -27,11 +27,11 @@ struct RunOptions {
   // Rank sweep: "1,2,4", "all" (powers of two up to the launch's size, and the size itself) or
   // empty for one run on every rank. Resolved against the launch by sweep_rank_counts().
   std::string ranks;
-  std::string scaling = "weak";     // of a sweep: weak (--batch per rank) or strong
+  std::string scaling = "weak";  // of a sweep: weak (--batch per rank) or strong
   bool scaling_given = false;
-  std::optional<int> global_batch;  // strong scaling: split over the ranks of each point
-  double bucket_mb = 25;            // gradient bucket size; 0 = one bucket
-  bool overlap = true;              // sum buckets during backward (non-blocking)
+  std::optional<int> global_batch;       // strong scaling: split over the ranks of each point
+  double bucket_mb = 25;                 // gradient bucket size; 0 = one bucket
+  bool overlap = true;                   // sum buckets during backward (non-blocking)
   double sample_interval_seconds = 0.2;  // resource sampling; 0 turns it off
   double point_timeout_seconds = 0;      // a sweep point running longer fails; 0: no limit
   double stall_timeout_seconds = -1;     // see driver::StallSettings: -1 automatic, 0 off

@@ -9,9 +9,9 @@
 #include <regex>
 #include <sstream>
 
-#include <boost/program_options.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <boost/program_options.hpp>
 
 #include "cli/command_setup.hpp"
 #include "cli/count_list.hpp"
@@ -39,7 +39,7 @@ struct SlurmOptions {
   std::string dlscale_path;
   std::string output_path;  // empty: standard output
   bool overwrite = false;
-  bool share_nodes = false;  // let other jobs onto the nodes (no --exclusive)
+  bool share_nodes = false;                  // let other jobs onto the nodes (no --exclusive)
   std::vector<std::string> dlscale_options;  // passed to every run
 };
 
@@ -99,8 +99,10 @@ const std::string& require_path(const std::string& path, const std::string& opti
   if (path.empty() || path.size() > 4096 || path.front() == '-' ||
       std::any_of(path.begin(), path.end(),
                   [](char c) { return std::iscntrl(static_cast<unsigned char>(c)) != 0; }))
-    throw UserError(fmt::format("{} must be a path without control characters that does not "
-                                "start with '-', got '{}'", option, path.substr(0, 80)));
+    throw UserError(
+        fmt::format("{} must be a path without control characters that does not "
+                    "start with '-', got '{}'",
+                    option, path.substr(0, 80)));
   return path;
 }
 
@@ -113,18 +115,21 @@ void check_runs_would_start(const SlurmOptions& options, const StudySizes& sizes
   ::setenv("SLURM_CPUS_PER_TASK", std::to_string(options.cpus_per_task).c_str(), 1);
   const RunOptions run = parse_run_options(options.dlscale_options);
   if (run.action != RunOptions::Action::train)
-    throw UserError("--help, --version and --list-models are not options of a run; "
-                    "ask dlscale itself");
+    throw UserError(
+        "--help, --version and --list-models are not options of a run; "
+        "ask dlscale itself");
   if (!run.output_path.empty())
-    throw UserError("--out: the run script names each job's results file "
-                    "(DLSCALE_RESULTS/job-JOBID/dlscale.h5); leave --out out");
+    throw UserError(
+        "--out: the run script names each job's results file "
+        "(DLSCALE_RESULTS/job-JOBID/dlscale.h5); leave --out out");
   workloads::make_workload(run.model);
   // The script gives each rank --cpus-per-task cores (and OMP_NUM_THREADS to match).
   if (run.threads.back() > options.cpus_per_task && !run.oversubscribe)
-    throw UserError(fmt::format("--threads {} is more than the job's --cpus-per-task {}: each "
-                                "rank has that many cores; raise --cpus-per-task (or add "
-                                "--oversubscribe)",
-                                run.threads.back(), options.cpus_per_task));
+    throw UserError(
+        fmt::format("--threads {} is more than the job's --cpus-per-task {}: each "
+                    "rank has that many cores; raise --cpus-per-task (or add "
+                    "--oversubscribe)",
+                    run.threads.back(), options.cpus_per_task));
   // Each job is a launch of nodes x tasks ranks: its rank sweep, and for strong scaling the
   // global batch split over each of its points. (The workload's default batch only matters for
   // weak scaling, which always splits, so any stands in for it.)
@@ -134,8 +139,10 @@ void check_runs_would_start(const SlurmOptions& options, const StudySizes& sizes
       try {
         batches_per_rank(run, sweep_rank_counts(run, nodes * tasks), any_default_batch);
       } catch (const UserError& error) {
-        throw UserError(fmt::format("the job of {} node(s) x {} task(s) would refuse its "
-                                    "options: {}", nodes, tasks, error.what()));
+        throw UserError(
+            fmt::format("the job of {} node(s) x {} task(s) would refuse its "
+                        "options: {}",
+                        nodes, tasks, error.what()));
       }
     }
   }
@@ -148,8 +155,8 @@ std::string settings_block(const SlurmOptions& options, const StudySizes& sizes)
   const std::string names_allowed =
       "letters, digits, '_', '.' and '-', starting with a letter, digit or '_'";
   if (options.cpus_per_task < 1 || options.cpus_per_task > 4096)
-    throw UserError(fmt::format("--cpus-per-task must be from 1 to 4096, got {}",
-                                options.cpus_per_task));
+    throw UserError(
+        fmt::format("--cpus-per-task must be from 1 to 4096, got {}", options.cpus_per_task));
   require_match(options.time_limit, time, "--time",
                 "Slurm's MINUTES, MINUTES:SECONDS, HOURS:MINUTES:SECONDS or "
                 "DAYS-HOURS[:MINUTES[:SECONDS]], e.g. 90 or 01:30:00");
@@ -188,12 +195,12 @@ std::string written_summary(const SlurmOptions& options, const StudySizes& sizes
     return counts.size() == 1 && counts.front() == 1 ? "" : "s";
   };
   const std::size_t jobs = sizes.node_counts.size() * sizes.tasks_per_node.size();
-  return fmt::format("wrote {}: {} run job{} ({} node{} x {} task{} per node) and a merge job; "
-                     "submit them with `bash {}`",
-                     options.output_path, jobs, jobs == 1 ? "" : "s",
-                     fmt::join(sizes.node_counts, ","), plural(sizes.node_counts),
-                     fmt::join(sizes.tasks_per_node, ","), plural(sizes.tasks_per_node),
-                     shell_word(options.output_path));
+  return fmt::format(
+      "wrote {}: {} run job{} ({} node{} x {} task{} per node) and a merge job; "
+      "submit them with `bash {}`",
+      options.output_path, jobs, jobs == 1 ? "" : "s", fmt::join(sizes.node_counts, ","),
+      plural(sizes.node_counts), fmt::join(sizes.tasks_per_node, ","), plural(sizes.tasks_per_node),
+      shell_word(options.output_path));
 }
 
 std::string read_template() {
@@ -207,21 +214,23 @@ std::string read_template() {
 
 std::string help_text(const po::options_description& options) {
   std::ostringstream text;
-  text << "dlscale slurm: write a Slurm node-count study for your sizes. The script submits one\n"
-          "batch job per (nodes, tasks per node) pair, each an `srun --mpi=pmix --cpu-bind=cores\n"
-          "dlscale` run on whole nodes (--exclusive, unless --share-nodes), then a job that starts\n"
-          "once every run job has ended, however it ended, and merges the results files that\n"
-          "exist into one study file with an HTML report; a job that left none is named in the\n"
-          "merge job's log and in the report, with its exit state. Points measured by several\n"
-          "jobs (say, 1 and 2 ranks with --ranks all) become repeats of the study. The script\n"
-          "is slurm/dlscale-node-study.sh with its settings filled in. Options it does not know\n"
-          "are dlscale options for every run, checked here as each job would check them, so a\n"
-          "study is refused before it queues rather than failing in every job.\n\n"
-          "Usage: dlscale slurm --nodes 1,2,4,8 --tasks-per-node 4 [options] [dlscale options]\n\n"
-       << options
-       << "\nExample:\n"
-          "  dlscale slurm --nodes 1,2,4,8 --tasks-per-node 4 --cpus-per-task 8 --model resnet-50 \\\n"
-          "      --batch 32 --ranks all -o study.sh && bash study.sh\n";
+  text
+      << "dlscale slurm: write a Slurm node-count study for your sizes. The script submits one\n"
+         "batch job per (nodes, tasks per node) pair, each an `srun --mpi=pmix --cpu-bind=cores\n"
+         "dlscale` run on whole nodes (--exclusive, unless --share-nodes), then a job that starts\n"
+         "once every run job has ended, however it ended, and merges the results files that\n"
+         "exist into one study file with an HTML report; a job that left none is named in the\n"
+         "merge job's log and in the report, with its exit state. Points measured by several\n"
+         "jobs (say, 1 and 2 ranks with --ranks all) become repeats of the study. The script\n"
+         "is slurm/dlscale-node-study.sh with its settings filled in. Options it does not know\n"
+         "are dlscale options for every run, checked here as each job would check them, so a\n"
+         "study is refused before it queues rather than failing in every job.\n\n"
+         "Usage: dlscale slurm --nodes 1,2,4,8 --tasks-per-node 4 [options] [dlscale options]\n\n"
+      << options
+      << "\nExample:\n"
+         "  dlscale slurm --nodes 1,2,4,8 --tasks-per-node 4 --cpus-per-task 8 --model resnet-50 "
+         "\\\n"
+         "      --batch 32 --ranks all -o study.sh && bash study.sh\n";
   return text.str();
 }
 
@@ -232,25 +241,26 @@ int slurm_command(int argc, char** argv) {
   std::error_code ignored;
   options.dlscale_path = std::filesystem::read_symlink("/proc/self/exe", ignored).string();
   po::options_description visible("Options", 100, 50);
-  visible.add_options()
-      ("help,h", "show this help and exit")
-      ("nodes", po::value(&options.nodes)->default_value(options.nodes),
-       "node counts, comma-separated: one job each")
-      ("tasks-per-node", po::value(&options.tasks_per_node)->default_value(options.tasks_per_node),
-       "MPI ranks per node, comma-separated: one job per (nodes, tasks) pair")
-      ("cpus-per-task", po::value(&options.cpus_per_task)->default_value(options.cpus_per_task),
-       "cores per rank; dlscale's --threads")
-      ("time", po::value(&options.time_limit)->default_value(options.time_limit),
-       "time limit of each job, as Slurm reads it: MINUTES, MINUTES:SECONDS, "
-       "HOURS:MINUTES:SECONDS or DAYS-HOURS[:MINUTES[:SECONDS]]")
-      ("partition", po::value(&options.partition), "Slurm partition (default: the cluster's)")
-      ("account", po::value(&options.account), "Slurm account to charge")
-      ("share-nodes", po::bool_switch(&options.share_nodes),
-       "let other jobs share the nodes (default: whole nodes, --exclusive, so that neighbours "
-       "do not disturb the measurements)")
-      ("dlscale", po::value(&options.dlscale_path), "the dlscale binary the jobs run (default: this one)")
-      ("output,o", po::value(&options.output_path), "write the script to FILE (default: print it)")
-      ("overwrite", po::bool_switch(&options.overwrite), "replace an existing FILE");
+  // clang-format off
+  visible.add_options()("help,h", "show this help and exit")(
+      "nodes", po::value(&options.nodes)->default_value(options.nodes),
+      "node counts, comma-separated: one job each")(
+      "tasks-per-node", po::value(&options.tasks_per_node)->default_value(options.tasks_per_node),
+      "MPI ranks per node, comma-separated: one job per (nodes, tasks) pair")(
+      "cpus-per-task", po::value(&options.cpus_per_task)->default_value(options.cpus_per_task),
+      "cores per rank; dlscale's --threads")(
+      "time", po::value(&options.time_limit)->default_value(options.time_limit),
+      "time limit of each job, as Slurm reads it: MINUTES, MINUTES:SECONDS, "
+      "HOURS:MINUTES:SECONDS or DAYS-HOURS[:MINUTES[:SECONDS]]")(
+      "partition", po::value(&options.partition), "Slurm partition (default: the cluster's)")(
+      "account", po::value(&options.account), "Slurm account to charge")(
+      "share-nodes", po::bool_switch(&options.share_nodes),
+      "let other jobs share the nodes (default: whole nodes, --exclusive, so that neighbours "
+      "do not disturb the measurements)")("dlscale", po::value(&options.dlscale_path),
+                                          "the dlscale binary the jobs run (default: this one)")(
+      "output,o", po::value(&options.output_path), "write the script to FILE (default: print it)")(
+      "overwrite", po::bool_switch(&options.overwrite), "replace an existing FILE");
+  // clang-format on
   return exit_status_alone([&] {
     po::variables_map values;
     try {
@@ -273,12 +283,11 @@ int slurm_command(int argc, char** argv) {
       results::check_output_path(options.output_path, options.overwrite, "--output");
     const StudySizes sizes{
         count_list(options.nodes, "--nodes", most_nodes, "node count"),
-        count_list(options.tasks_per_node, "--tasks-per-node", most_tasks_per_node,
-                   "task count")};
+        count_list(options.tasks_per_node, "--tasks-per-node", most_tasks_per_node, "task count")};
     if (sizes.node_counts.size() * sizes.tasks_per_node.size() > most_jobs)
-      throw UserError(fmt::format("--nodes x --tasks-per-node make {} jobs; a study takes at most {}",
-                                  sizes.node_counts.size() * sizes.tasks_per_node.size(),
-                                  most_jobs));
+      throw UserError(
+          fmt::format("--nodes x --tasks-per-node make {} jobs; a study takes at most {}",
+                      sizes.node_counts.size() * sizes.tasks_per_node.size(), most_jobs));
     const std::string block = settings_block(options, sizes);
     std::string script = read_template();
     const auto begin = script.find(settings_begin), end = script.find(settings_end);

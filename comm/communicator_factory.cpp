@@ -9,20 +9,19 @@
 
 namespace dlscale::comm {
 
-std::vector<std::string> communicator_backends() {
-  return {"mpi", "mpi-nbc", "mpi-hier", "nccl"};
-}
+std::vector<std::string> communicator_backends() { return {"mpi", "mpi-nbc", "mpi-hier", "nccl"}; }
 
 void check_backend(const std::string& backend, const std::string& device_name) {
   require_choice("--comm", "backend", backend, communicator_backends());
   if (backend != "nccl") return;
 #ifndef DLSCALE_HAVE_NCCL
-  throw UserError("--comm nccl: this dlscale was built without NCCL (CUDA or NCCL was not found "
-                  "when it was configured); rebuild with -DDLSCALE_WITH_CUDA=ON, or use --comm mpi");
+  throw UserError(
+      "--comm nccl: this dlscale was built without NCCL (CUDA or NCCL was not found "
+      "when it was configured); rebuild with -DDLSCALE_WITH_CUDA=ON, or use --comm mpi");
 #endif
   if (device_name != "cuda")
-    throw UserError(fmt::format("--comm nccl sums GPU memory; it needs --device cuda, not --device {}",
-                                device_name));
+    throw UserError(fmt::format(
+        "--comm nccl sums GPU memory; it needs --device cuda, not --device {}", device_name));
 }
 
 std::unique_ptr<GradientCommunicator> make_gradient_communicator(const std::string& backend,
@@ -34,10 +33,11 @@ std::unique_ptr<GradientCommunicator> make_gradient_communicator(const std::stri
     const auto make = reinterpret_cast<MakeNccl>(
         kernels::gpu_module_entry("dlscale_nccl_make_communicator", "--comm nccl"));
     if (make == nullptr)
-      throw UserError("--comm nccl: dlscale's CUDA module was built without NCCL; reinstall dlscale");
+      throw UserError(
+          "--comm nccl: dlscale's CUDA module was built without NCCL; reinstall dlscale");
     return std::unique_ptr<GradientCommunicator>(make(group, device));
   }
-  const BackgroundSums background = backend == "mpi-nbc"    ? BackgroundSums::nonblocking_collectives
+  const BackgroundSums background = backend == "mpi-nbc" ? BackgroundSums::nonblocking_collectives
                                     : backend == "mpi-hier" ? BackgroundSums::hierarchical
                                                             : BackgroundSums::blocking_calls;
   return std::make_unique<MpiGradientCommunicator>(group, device, background);

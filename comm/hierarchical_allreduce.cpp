@@ -33,9 +33,10 @@ HierarchicalAllreduce::HierarchicalAllreduce(MPI_Comm comm) {
   DLSCALE_MPI_CHECK(MPI_Allreduce(&host_size_, &fewest, 1, MPI_INT, MPI_MIN, comm));
   DLSCALE_MPI_CHECK(MPI_Allreduce(&host_size_, &most, 1, MPI_INT, MPI_MAX, comm));
   if (fewest != most)
-    throw UserError(fmt::format("--comm mpi-hier needs the same number of ranks on every host, "
-                                "but hosts have between {} and {}; use --comm mpi",
-                                fewest, most));
+    throw UserError(
+        fmt::format("--comm mpi-hier needs the same number of ranks on every host, "
+                    "but hosts have between {} and {}; use --comm mpi",
+                    fewest, most));
   slot_count_ = slot_bytes / sizeof(float);
   float* mine = nullptr;
   DLSCALE_MPI_CHECK(MPI_Win_allocate_shared(MPI_Aint(slot_bytes), sizeof(float), MPI_INFO_NULL,
@@ -83,12 +84,13 @@ int HierarchicalAllreduce::run_piece(float* values, std::size_t count) {
   const std::size_t begin = slice_begin(host_rank_), end = slice_begin(host_rank_ + 1);
   for (std::size_t i = begin; i < end; ++i) {
     float sum = slots_[i];
-    for (int slot = 1; slot < host_size_; ++slot) sum += slots_[std::size_t(slot) * slot_count_ + i];
+    for (int slot = 1; slot < host_size_; ++slot)
+      sum += slots_[std::size_t(slot) * slot_count_ + i];
     my_slot[i] = sum;
   }
   if (hosts_ > 1 && end > begin)
-    status = MPI_Allreduce(MPI_IN_PLACE, my_slot + begin, int(end - begin), MPI_FLOAT, MPI_SUM,
-                           slice_);
+    status =
+        MPI_Allreduce(MPI_IN_PLACE, my_slot + begin, int(end - begin), MPI_FLOAT, MPI_SUM, slice_);
   // Every rank must reach the barriers, failed or not, so none waits forever.
   const int published = host_barrier();
   if (status == MPI_SUCCESS) status = published;

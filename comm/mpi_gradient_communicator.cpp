@@ -26,10 +26,11 @@ MpiGradientCommunicator::MpiGradientCommunicator(MPI_Comm parent, kernels::Devic
                                                  BackgroundSums background)
     : device_(device), background_(background) {
   if (background == BackgroundSums::nonblocking_collectives && !device.memory_is_host())
-    throw UserError(fmt::format("--comm mpi-nbc: MPI's non-blocking sums need host memory, "
-                                "and --device {} keeps gradients on the device; use --comm mpi "
-                                "(staged through the host) or --comm nccl",
-                                device.name()));
+    throw UserError(
+        fmt::format("--comm mpi-nbc: MPI's non-blocking sums need host memory, "
+                    "and --device {} keeps gradients on the device; use --comm mpi "
+                    "(staged through the host) or --comm nccl",
+                    device.name()));
   DLSCALE_MPI_CHECK(MPI_Comm_dup(parent, &comm_));
   DLSCALE_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
   DLSCALE_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
@@ -40,9 +41,12 @@ MpiGradientCommunicator::MpiGradientCommunicator(MPI_Comm parent, kernels::Devic
 
 std::string MpiGradientCommunicator::backend_name() const {
   switch (background_) {
-    case BackgroundSums::blocking_calls: return "mpi";
-    case BackgroundSums::nonblocking_collectives: return "mpi-nbc";
-    case BackgroundSums::hierarchical: return "mpi-hier";
+    case BackgroundSums::blocking_calls:
+      return "mpi";
+    case BackgroundSums::nonblocking_collectives:
+      return "mpi-nbc";
+    case BackgroundSums::hierarchical:
+      return "mpi-hier";
   }
   return "mpi";
 }

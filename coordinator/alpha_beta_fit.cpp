@@ -93,8 +93,7 @@ Line non_negative_line(const PieceMoments& p) {
     const double slope = p.bytes_seconds / p.bytes_bytes;
     const double intercept = p.mean_seconds - slope * p.mean_bytes;
     if (slope >= 0 && intercept >= 0)
-      return {intercept, slope,
-              std::max(0.0, p.seconds_seconds - p.bytes_seconds * slope)};
+      return {intercept, slope, std::max(0.0, p.seconds_seconds - p.bytes_seconds * slope)};
   }
   if (p.sum_uu > 0) {  // a = 0: b = sum u / sum u^2
     const Line origin{0, p.sum_u / p.sum_uu, std::max(0.0, p.count - p.sum_u * p.sum_u / p.sum_uu)};
@@ -107,8 +106,8 @@ Line non_negative_line(const PieceMoments& p) {
 
 }  // namespace
 
-results::AlphaBetaFit fit_alpha_beta(std::span<const double> bytes,
-                                     std::span<const double> seconds, int ranks) {
+results::AlphaBetaFit fit_alpha_beta(std::span<const double> bytes, std::span<const double> seconds,
+                                     int ranks) {
   check_lengths(bytes, seconds);
   results::AlphaBetaFit fit = unfitted();
   if (!fittable(bytes, seconds)) return fit;
@@ -135,9 +134,8 @@ results::AlphaBetaFit fit_alpha_beta(std::span<const double> bytes,
 }
 
 results::PiecewiseAlphaBetaFit fit_piecewise_alpha_beta(std::span<const double> bytes,
-                                                        std::span<const double> seconds,
-                                                        int ranks, int max_pieces,
-                                                        int min_sizes_per_piece) {
+                                                        std::span<const double> seconds, int ranks,
+                                                        int max_pieces, int min_sizes_per_piece) {
   check_lengths(bytes, seconds);
   results::PiecewiseAlphaBetaFit result{{}, not_a_number, not_a_number};
   if (!fittable(bytes, seconds)) return result;
@@ -212,8 +210,7 @@ results::PiecewiseAlphaBetaFit fit_piecewise_alpha_beta(std::span<const double> 
   return result;
 }
 
-const results::AlphaBetaPiece& piece_for(const results::PiecewiseAlphaBetaFit& fit,
-                                         double bytes) {
+const results::AlphaBetaPiece& piece_for(const results::PiecewiseAlphaBetaFit& fit, double bytes) {
   if (fit.pieces.empty()) throw std::invalid_argument("piecewise alpha-beta fit without pieces");
   for (std::size_t k = 0; k + 1 < fit.pieces.size(); ++k) {
     const auto& piece = fit.pieces[k];

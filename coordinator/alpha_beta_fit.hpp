@@ -17,8 +17,8 @@ namespace dlscale::coordinator {
 // and a 64 MiB message the same say. Needs at least two distinct sizes and positive times;
 // otherwise every field is NaN. With one rank, alpha and beta are NaN (there is no hop).
 // Throws std::invalid_argument unless bytes and seconds have the same length.
-results::AlphaBetaFit fit_alpha_beta(std::span<const double> bytes,
-                                     std::span<const double> seconds, int ranks);
+results::AlphaBetaFit fit_alpha_beta(std::span<const double> bytes, std::span<const double> seconds,
+                                     int ranks);
 
 // The sizes (ascending) split into at most `max_pieces` contiguous ranges of at least
 // `min_sizes_per_piece` sizes each, each range fitted as above but with a >= 0 and b >= 0. The

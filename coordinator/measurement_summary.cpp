@@ -34,8 +34,8 @@ std::vector<MeasurementHeadline> summarize_measurements(const results::RunRecord
       if (measurement.headline == results::Headline::energy) headline.joules += mean;
     }
     if (headline.sources == 0) {
-      headline.absent_reason =
-          measurement.absent_reasons.empty() ? "no rank measured it" : measurement.absent_reasons[0];
+      headline.absent_reason = measurement.absent_reasons.empty() ? "no rank measured it"
+                                                                  : measurement.absent_reasons[0];
     } else {
       headline.mean = sum_of_means / headline.sources;
       if (measured_iterations > 0) headline.joules_per_step = headline.joules / measured_iterations;

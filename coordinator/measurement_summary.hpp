@@ -16,8 +16,8 @@ struct MeasurementHeadline {
   results::Headline headline = results::Headline::none;
   int sources = 0;  // distinct things measured (ranks, hosts or GPUs); 0 when absent everywhere
   std::string absent_reason;  // the first rank's, when absent everywhere
-  double mean = 0;  // mean, over sources, of each one's mean over its samples
-  double peak = 0;  // the largest sample of any source
+  double mean = 0;            // mean, over sources, of each one's mean over its samples
+  double peak = 0;            // the largest sample of any source
   // energy: joules over the measured iterations, summed over sources, and per step and sample
   double joules = 0, joules_per_step = 0, joules_per_sample = 0;
 };

@@ -62,9 +62,10 @@ NetworkModel uniform_network(double alpha_seconds, double beta_seconds_per_byte,
 NetworkModel network_of_sweep(const results::CommRecord& sweep, const std::string& path) {
   const auto whole = piecewise_of(sweep.piecewise_fit, sweep.sizes, sweep.ranks);
   if (sweep.ranks < 2 || !usable(whole))
-    throw UserError(fmt::format("--comm '{}': the sweep ran on {} rank(s) and has no per-step "
-                                "alpha and beta; run `dlscale comm` on 2 or more ranks",
-                                path, sweep.ranks));
+    throw UserError(
+        fmt::format("--comm '{}': the sweep ran on {} rank(s) and has no per-step "
+                    "alpha and beta; run `dlscale comm` on 2 or more ranks",
+                    path, sweep.ranks));
   NetworkModel network{
       .intra_node = whole,
       .inter_node = whole,
@@ -95,11 +96,13 @@ NetworkModel network_of_sweep(const results::CommRecord& sweep, const std::strin
         "the sweep mixed intra-node and inter-node hops and its file holds no sweep of each "
         "alone (written before they were measured); its fit stands in for both links");
   else if (!intra)
-    network.notes.push_back("intra-node hops: not measured (the sweep had one rank per host); "
-                            "the inter-node fit stands in");
+    network.notes.push_back(
+        "intra-node hops: not measured (the sweep had one rank per host); "
+        "the inter-node fit stands in");
   else if (!inter)
-    network.notes.push_back("inter-node hops: not measured (the sweep ran on one host); the "
-                            "intra-node fit stands in: pass a sweep across hosts or --network");
+    network.notes.push_back(
+        "inter-node hops: not measured (the sweep ran on one host); the "
+        "intra-node fit stands in: pass a sweep across hosts or --network");
   return network;
 }
 
@@ -149,8 +152,8 @@ double expected_excess_of_maximum(std::vector<double> sample, int ranks) {
   const double size = double(sample.size());
   double expected_maximum = 0;
   for (std::size_t j = 1; j <= sample.size(); ++j)
-    expected_maximum += sample[j - 1] * (std::pow(double(j) / size, ranks) -
-                                         std::pow(double(j - 1) / size, ranks));
+    expected_maximum +=
+        sample[j - 1] * (std::pow(double(j) / size, ranks) - std::pow(double(j - 1) / size, ranks));
   return expected_maximum - mean_of(sample);
 }
 
@@ -227,16 +230,14 @@ ComputeProfile mean_profile(const std::vector<ComputeProfile>& repeats) {
   }
   mean.compute_deviations.clear();
   for (const auto& repeat : repeats)
-    mean.compute_deviations.insert(mean.compute_deviations.end(),
-                                   repeat.compute_deviations.begin(),
+    mean.compute_deviations.insert(mean.compute_deviations.end(), repeat.compute_deviations.begin(),
                                    repeat.compute_deviations.end());
   return mean;
 }
 
 Prediction predict_iteration(const ComputeProfile& profile, const NetworkModel& network,
                              AllreduceAlgorithm algorithm, const Scaling& scaling) {
-  const double scale =
-      scaling.batch_per_rank / profile.batch_per_rank * scaling.compute_slowdown;
+  const double scale = scaling.batch_per_rank / profile.batch_per_rank * scaling.compute_slowdown;
   // When each layer's backward ends, measured from the start of backward (last layer first).
   const std::size_t layers = profile.layer_backward_seconds.size();
   std::vector<double> layer_done(layers);
@@ -254,9 +255,9 @@ Prediction predict_iteration(const ComputeProfile& profile, const NetworkModel& 
   double first_start = -1;
   for (const auto& bucket : profile.buckets) {
     const double ready = scaling.overlap ? layer_done.at(bucket.first_layer) : backward;
-    const double duration = scaling.communication_scale *
-                            allreduce_seconds(network, algorithm, scaling.ranks,
-                                              scaling.ranks_per_node, bucket.bytes);
+    const double duration =
+        scaling.communication_scale *
+        allreduce_seconds(network, algorithm, scaling.ranks, scaling.ranks_per_node, bucket.bytes);
     const double start = std::max(link_free, ready);
     if (first_start < 0) first_start = start;
     link_free = start + duration;

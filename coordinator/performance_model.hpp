@@ -5,8 +5,9 @@
 // bucket's allreduce, replayed on the bucket order, with or without overlap.
 //
 // Allreduce of m bytes over N ranks, per-hop latency alpha and seconds per byte beta:
-//   ring: 2(N-1) alpha + 2(N-1)/N m beta            (bandwidth-optimal; NCCL's and MPI's large-message choice)
-//   tree: 2 ceil(log2 N) alpha + 2 m beta           (pipelined double binary tree; latency-optimal)
+//   ring: 2(N-1) alpha + 2(N-1)/N m beta            (bandwidth-optimal; NCCL's and MPI's
+//   large-message choice) tree: 2 ceil(log2 N) alpha + 2 m beta           (pipelined double binary
+//   tree; latency-optimal)
 // alpha and beta depend on the message size (a piecewise fit) and on the link: a ring whose ranks
 // span nodes has intra-node and inter-node hops, and each of its steps lasts as long as the slower.
 // Overlap: bucket b can start once backward has produced its lowest layer and bucket b-1 is
@@ -94,8 +95,8 @@ std::vector<double> compute_deviations_of(const results::RunRecord& run);
 struct Prediction {
   int ranks = 0;
   double iteration_seconds = 0;
-  double compute_seconds = 0;            // forward + backward + update
-  double communication_seconds = 0;      // every bucket's allreduce, hidden or not
+  double compute_seconds = 0;             // forward + backward + update
+  double communication_seconds = 0;       // every bucket's allreduce, hidden or not
   double communication_span_seconds = 0;  // first bucket's start to last bucket's end
   double exposed_communication_seconds = 0;
   double straggler_wait_seconds = 0;
@@ -104,9 +105,9 @@ struct Prediction {
 // How to carry a profile to N ranks.
 struct Scaling {
   int ranks = 1;
-  int ranks_per_node = 1;    // for the network model's links
-  double batch_per_rank = 0;  // compute scales linearly with it from the profile's
-  double compute_slowdown = 1;  // node sharing at N against the profile's run: s(N)/s(n)
+  int ranks_per_node = 1;          // for the network model's links
+  double batch_per_rank = 0;       // compute scales linearly with it from the profile's
+  double compute_slowdown = 1;     // node sharing at N against the profile's run: s(N)/s(n)
   double communication_scale = 1;  // every allreduce's modelled time times this
   bool overlap = true;
 };

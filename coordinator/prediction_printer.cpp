@@ -63,11 +63,11 @@ std::string json_link(const results::PiecewiseAlphaBetaFit& link) {
   std::string out = "[";
   for (std::size_t k = 0; k < link.pieces.size(); ++k) {
     const auto& piece = link.pieces[k];
-    out += fmt::format("{}{{\"min_bytes\": {}, \"max_bytes\": {}, \"alpha_seconds\": {}, "
-                       "\"beta_seconds_per_byte\": {}}}",
-                       k == 0 ? "" : ", ", json_number(piece.min_bytes),
-                       json_number(piece.max_bytes), json_number(piece.fit.alpha_seconds),
-                       json_number(piece.fit.beta_seconds_per_byte));
+    out += fmt::format(
+        "{}{{\"min_bytes\": {}, \"max_bytes\": {}, \"alpha_seconds\": {}, "
+        "\"beta_seconds_per_byte\": {}}}",
+        k == 0 ? "" : ", ", json_number(piece.min_bytes), json_number(piece.max_bytes),
+        json_number(piece.fit.alpha_seconds), json_number(piece.fit.beta_seconds_per_byte));
   }
   return out + "]";
 }
@@ -81,8 +81,9 @@ std::string format_prediction_table(const ScalingPrediction& prediction,
   std::string out;
   auto line = std::back_inserter(out);
   const bool strong = prediction.scaling == "strong";
-  fmt::format_to(line, "{} ({} scaling, {}, {} thread(s)/rank), {} allreduce, efficiency against "
-                       "{} rank(s)\n",
+  fmt::format_to(line,
+                 "{} ({} scaling, {}, {} thread(s)/rank), {} allreduce, efficiency against "
+                 "{} rank(s)\n",
                  prediction.model, prediction.scaling,
                  strong ? fmt::format("global batch {:g}", prediction.global_batch)
                         : fmt::format("batch {:g}/rank", prediction.batch_per_rank),
@@ -107,13 +108,15 @@ std::string format_prediction_table(const ScalingPrediction& prediction,
                                     : fmt::format(" ({} repeats: the prediction is from their "
                                                   "mean; each alone gives 'repeats give')",
                                                   runs.size()));
-  fmt::format_to(line, "{:>7} {:>5} {:>14} {:>10} {:>9} {:>10} {:>10} {:>13} {:>10} {:>8} {:>6} "
-                       "{:>6} {:>6}  {}\n",
+  fmt::format_to(line,
+                 "{:>7} {:>5} {:>14} {:>10} {:>9} {:>10} {:>10} {:>13} {:>10} {:>8} {:>6} "
+                 "{:>6} {:>6}  {}\n",
                  "ranks", "from", "slowdown", "compute", "comm", "stragglers", "iter ms",
                  "repeats give", "efficiency", "speedup", "comm", "imbal", "other",
                  "measured iter ms, efficiency");
-  fmt::format_to(line, "{:>7} {:>5} {:>14} {:>10} {:>9} {:>10} {:>10} {:>13} {:>10} {:>8} {:>6} "
-                       "{:>6} {:>6}\n",
+  fmt::format_to(line,
+                 "{:>7} {:>5} {:>14} {:>10} {:>9} {:>10} {:>10} {:>13} {:>10} {:>8} {:>6} "
+                 "{:>6} {:>6}\n",
                  "", "", "", "(ms)", "(ms)", "(ms)", "", "(iter ms)", "", "", "gap", "gap", "gap");
   for (const auto& point : prediction.points) {
     const auto& t = point.iteration;
@@ -126,8 +129,9 @@ std::string format_prediction_table(const ScalingPrediction& prediction,
           relative_error(point.efficiency, point.measured_efficiency) * 100,
           point.held_out ? "  held out" : "");
     // '*': above 100%, explained below the table.
-    fmt::format_to(line, "{:>7} {:>5} {:>14} {:>10.2f} {:>9.2f} {:>10.2f} {:>10.2f} {:>13} {:>10} "
-                         "{:>8.2f} {:>5.1f}% {:>5.1f}% {:>5.1f}%  {}\n",
+    fmt::format_to(line,
+                   "{:>7} {:>5} {:>14} {:>10.2f} {:>9.2f} {:>10.2f} {:>10.2f} {:>13} {:>10} "
+                   "{:>8.2f} {:>5.1f}% {:>5.1f}% {:>5.1f}%  {}\n",
                    point.ranks, point.reference_ranks,
                    fmt::format("{:.3f} {}", point.compute_slowdown, point.slowdown_how),
                    t.compute_seconds * 1e3, t.exposed_communication_seconds * 1e3,
@@ -145,8 +149,8 @@ std::string format_prediction_table(const ScalingPrediction& prediction,
   return out;
 }
 
-std::string format_prediction_json(const ScalingPrediction& prediction,
-                                   const NetworkModel& network, const std::string& algorithm) {
+std::string format_prediction_json(const ScalingPrediction& prediction, const NetworkModel& network,
+                                   const std::string& algorithm) {
   const auto& largest = network.inter_node.pieces.back().fit;
   std::string out = fmt::format(
       "{{\"model\": {}, \"scaling\": {}, \"algorithm\": {}, \"alpha_seconds\": {}, "

@@ -14,7 +14,7 @@ std::string format_prediction_table(const ScalingPrediction& prediction,
 
 // {"model", "algorithm", "alpha_seconds", "beta_seconds_per_byte" (the inter-node link's
 // largest-message piece), "network", "node_sharing", "notes", "predictions": [...]}; NaN as null.
-std::string format_prediction_json(const ScalingPrediction& prediction,
-                                   const NetworkModel& network, const std::string& algorithm);
+std::string format_prediction_json(const ScalingPrediction& prediction, const NetworkModel& network,
+                                   const std::string& algorithm);
 
 }  // namespace dlscale::coordinator

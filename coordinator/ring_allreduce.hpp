@@ -1,7 +1,8 @@
 // The ring allreduce's cost structure, used to turn times into bus bandwidth and a fitted line into
-// per-hop latency and bandwidth. In a ring over n ranks each rank takes 2(n-1) steps (reduce-scatter
-// then allgather) and sends 2(n-1)/n of the message (Patarasuk & Yuan, "Bandwidth optimal
-// all-reduce algorithms for clusters of workstations", 2009; nccl-tests' doc/PERFORMANCE.md).
+// per-hop latency and bandwidth. In a ring over n ranks each rank takes 2(n-1) steps
+// (reduce-scatter then allgather) and sends 2(n-1)/n of the message (Patarasuk & Yuan, "Bandwidth
+// optimal all-reduce algorithms for clusters of workstations", 2009; nccl-tests'
+// doc/PERFORMANCE.md).
 #pragma once
 
 namespace dlscale::coordinator {

@@ -71,34 +71,37 @@ std::string above_linear_reason(const PredictedPoint& point, double batch_per_ra
   std::vector<std::string> causes;
   if (per_sample < baseline_per_sample) {
     if (point.reference_ranks != baseline.reference_ranks)
-      causes.push_back(fmt::format("its compute comes from {} at {} ranks, which computed {:.1f}% "
-                                   "faster per sample than the {}-rank baseline",
-                                   runs_text(point.reference_runs), point.reference_ranks,
-                                   (1 - per_sample / point.compute_slowdown / baseline_per_sample) *
-                                       100,
-                                   baseline.reference_ranks));
+      causes.push_back(
+          fmt::format("its compute comes from {} at {} ranks, which computed {:.1f}% "
+                      "faster per sample than the {}-rank baseline",
+                      runs_text(point.reference_runs), point.reference_ranks,
+                      (1 - per_sample / point.compute_slowdown / baseline_per_sample) * 100,
+                      baseline.reference_ranks));
     if (point.compute_slowdown < 1)
-      causes.push_back(fmt::format("the node-sharing probes put compute at {} ranks at {:.3f}x "
-                                   "that at {} ranks",
-                                   point.ranks, point.compute_slowdown, point.reference_ranks));
+      causes.push_back(
+          fmt::format("the node-sharing probes put compute at {} ranks at {:.3f}x "
+                      "that at {} ranks",
+                      point.ranks, point.compute_slowdown, point.reference_ranks));
   } else {
     causes.push_back(fmt::format(
         "the baseline's predicted communication and straggler wait ({:.3g} ms) exceed those at "
         "{} ranks ({:.3g} ms)",
         (baseline.iteration.exposed_communication_seconds +
-         baseline.iteration.straggler_wait_seconds) * 1e3,
+         baseline.iteration.straggler_wait_seconds) *
+            1e3,
         point.ranks,
         (point.iteration.exposed_communication_seconds + point.iteration.straggler_wait_seconds) *
             1e3));
   }
-  return fmt::format("{} ranks: efficiency {:.1f}%, above 100%: {}; the model gains nothing per "
-                     "sample from more ranks itself, so this carries a measured difference: "
-                     "noise, unless every repeat shows it (a cache effect){}",
-                     point.ranks, point.efficiency * 100, fmt::join(causes, "; and "),
-                     point.efficiency_low <= 1
-                         ? fmt::format(" (the repeats alone give {:.1f}% to {:.1f}%)",
-                                       point.efficiency_low * 100, point.efficiency_high * 100)
-                         : "");
+  return fmt::format(
+      "{} ranks: efficiency {:.1f}%, above 100%: {}; the model gains nothing per "
+      "sample from more ranks itself, so this carries a measured difference: "
+      "noise, unless every repeat shows it (a cache effect){}",
+      point.ranks, point.efficiency * 100, fmt::join(causes, "; and "),
+      point.efficiency_low <= 1
+          ? fmt::format(" (the repeats alone give {:.1f}% to {:.1f}%)", point.efficiency_low * 100,
+                        point.efficiency_high * 100)
+          : "");
 }
 
 }  // namespace
@@ -139,8 +142,7 @@ NodeSharingCurve node_sharing_curve(const std::vector<results::NodeSharingProbe>
   return curve;
 }
 
-double slowdown_at(const NodeSharingCurve& curve, int ranks, int ranks_per_node,
-                   std::string& how) {
+double slowdown_at(const NodeSharingCurve& curve, int ranks, int ranks_per_node, std::string& how) {
   const auto& points = curve.slowdown;
   if (ranks <= 1) {
     how = "alone";
@@ -196,8 +198,8 @@ ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_run
     return results::run_group_name(std::size_t(run - all_runs.data()));
   };
   if (same_threads.size() < all_runs.size())
-    result.notes.push_back(fmt::format("only the runs at {} thread(s) per rank are used",
-                                       result.threads_per_rank));
+    result.notes.push_back(
+        fmt::format("only the runs at {} thread(s) per rank are used", result.threads_per_rank));
   for (int held : settings.held_out)
     if (std::none_of(same_threads.begin(), same_threads.end(),
                      [&](const auto& run) { return run.ranks == held; }))
@@ -216,19 +218,20 @@ ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_run
       probed_only.push_back(probe.ranks);
     }
   if (usable.empty()) throw UserError("--hold-out: no measured run is left to predict from");
-  const auto& baseline_run = **std::min_element(
-      usable.begin(), usable.end(),
-      [](const auto* a, const auto* b) { return a->ranks < b->ranks; });
+  const auto& baseline_run =
+      **std::min_element(usable.begin(), usable.end(),
+                         [](const auto* a, const auto* b) { return a->ranks < b->ranks; });
   if (baseline_run.ranks != first.ranks)
-    throw UserError(fmt::format("--hold-out: {} ranks is the study's efficiency baseline; hold "
-                                "out larger rank counts only",
-                                first.ranks));
+    throw UserError(
+        fmt::format("--hold-out: {} ranks is the study's efficiency baseline; hold "
+                    "out larger rank counts only",
+                    first.ranks));
   for (const auto* run : usable)
     if (run->layers.size() != baseline_run.layers.size())
-      throw UserError(fmt::format("predict: {} has {} layers and {} has {}: the runs are of "
-                                  "different models",
-                                  name_of(&baseline_run), baseline_run.layers.size(),
-                                  name_of(run), run->layers.size()));
+      throw UserError(fmt::format(
+          "predict: {} has {} layers and {} has {}: the runs are of "
+          "different models",
+          name_of(&baseline_run), baseline_run.layers.size(), name_of(run), run->layers.size()));
   const auto& config = baseline_run.configuration;
   result.model = config.model;
   result.scaling = study_scaling(config);
@@ -252,22 +255,25 @@ ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_run
 
   result.node_sharing = node_sharing_curve(probes);
   if (result.node_sharing.slowdown.size() < 2)
-    result.notes.push_back("no node-sharing probe in the file (one-rank runs only, or written "
-                           "before probes): compute per rank is held as measured");
+    result.notes.push_back(
+        "no node-sharing probe in the file (one-rank runs only, or written "
+        "before probes): compute per rank is held as measured");
   if (!probed_only.empty())
     result.notes.push_back(fmt::format("node sharing probed without training at {} ranks",
                                        fmt::join(probed_only, ", ")));
   if (!settings.held_out.empty() && !settings.hold_out_probes)
-    result.notes.push_back("held-out runs: their training is not used; their node-sharing "
-                           "probes (compute only) are");
+    result.notes.push_back(
+        "held-out runs: their training is not used; their node-sharing "
+        "probes (compute only) are");
 
   // The straggler sample of a one-rank reference comes from the nearest run with several ranks.
   std::vector<const results::RunRecord*> multi_rank;
   for (const auto* run : usable)
     if (run->ranks > 1) multi_rank.push_back(run);
   if (multi_rank.empty())
-    result.notes.push_back("stragglers: no run with several ranks to predict from; the spread "
-                           "of one rank's iterations stands in for the spread across ranks");
+    result.notes.push_back(
+        "stragglers: no run with several ranks to predict from; the spread "
+        "of one rank's iterations stands in for the spread across ranks");
 
   // Communication inside training against the sweep's model, where a run has the sweep's rank
   // count: the ratio then holds the same ranks' sums in both, and only the conditions differ.
@@ -325,13 +331,13 @@ ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_run
     point.ranks = n;
     point.reference_ranks = repeats.front()->ranks;
     point.compute_slowdown = at_n / at_reference;
-    const Scaling scaling{.ranks = n,
-                          .ranks_per_node = result.ranks_per_node,
-                          .batch_per_rank = batch_at(n),
-                          .compute_slowdown = point.compute_slowdown,
-                          .communication_scale = result.communication_scale,
-                          .overlap = settings.overlap.value_or(
-                              repeats.front()->configuration.overlap)};
+    const Scaling scaling{
+        .ranks = n,
+        .ranks_per_node = result.ranks_per_node,
+        .batch_per_rank = batch_at(n),
+        .compute_slowdown = point.compute_slowdown,
+        .communication_scale = result.communication_scale,
+        .overlap = settings.overlap.value_or(repeats.front()->configuration.overlap)};
     point.iteration =
         predict_iteration(mean_profile(profiles), network, settings.algorithm, scaling);
     point.iteration_seconds_low = std::numeric_limits<double>::infinity();
@@ -363,9 +369,9 @@ ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_run
     // Rounding alone must not flag the baseline itself.
     if (point.efficiency > 1 + 1e-9)
       point.above_linear_reason = above_linear_reason(point, batch_at(n), baseline, batch_at(p));
-    point.gap = split_efficiency_gap(point.efficiency, t,
-                                     point.iteration.exposed_communication_seconds,
-                                     point.iteration.straggler_wait_seconds);
+    point.gap =
+        split_efficiency_gap(point.efficiency, t, point.iteration.exposed_communication_seconds,
+                             point.iteration.straggler_wait_seconds);
     point.held_out = contains(settings.held_out, n);
     point.measured_iteration_seconds = point.measured_efficiency = not_measured;
     for (const auto& configuration : study.configurations)

@@ -39,9 +39,9 @@ double slowdown_at(const NodeSharingCurve& curve, int ranks, int ranks_per_node,
 
 struct PredictionSettings {
   AllreduceAlgorithm algorithm = AllreduceAlgorithm::ring;
-  std::optional<bool> overlap;  // none: as the reference run measured
-  int ranks_per_node = 0;  // 0: the most ranks any measured run or probe had on one host
-  std::vector<int> held_out;    // measured rank counts whose runs are not predicted from
+  std::optional<bool> overlap;   // none: as the reference run measured
+  int ranks_per_node = 0;        // 0: the most ranks any measured run or probe had on one host
+  std::vector<int> held_out;     // measured rank counts whose runs are not predicted from
   bool hold_out_probes = false;  // leave out the held-out runs' node-sharing probes too
   // Scale the sweep's allreduce times to what they were inside training, from a run at the
   // sweep's own rank count (see communication_calibration); off: the sweep's model as it is.
@@ -50,9 +50,9 @@ struct PredictionSettings {
 
 struct PredictedPoint {
   int ranks = 0;
-  int reference_ranks = 0;  // the measured rank count whose compute it carries
+  int reference_ranks = 0;                  // the measured rank count whose compute it carries
   std::vector<std::string> reference_runs;  // its runs (every repeat), by group name in /runs
-  Prediction iteration;  // from the mean over those repeats
+  Prediction iteration;                     // from the mean over those repeats
   // The same prediction from each repeat alone: the lowest and highest (equal for one repeat),
   // and the efficiencies they give against the baseline's mean.
   double iteration_seconds_low = 0, iteration_seconds_high = 0;

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <tuple>
 #include <numeric>
 #include <random>
+#include <tuple>
 
 #include "coordinator/measurement_summary.hpp"
 #include "coordinator/scaling_metrics.hpp"
@@ -24,7 +24,7 @@ constexpr double interval_low = 0.025, interval_high = 0.975;
 struct RunTimes {
   std::vector<double> iteration_seconds;  // slowest rank's step, per iteration
   double global_batch = 0;
-  double exposed_communication = 0;  // mean over iterations of the fastest rank's allreduce
+  double exposed_communication = 0;   // mean over iterations of the fastest rank's allreduce
   double waiting_for_stragglers = 0;  // mean over iterations of max - mean compute
   int straggler_rank = 0;
 };
@@ -146,7 +146,8 @@ results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs)
     auto& baseline = baselines[runs[index].configuration.threads_per_rank];
     if (runs[index].ranks > baseline.ranks) continue;
     const RunTimes times = times_of(runs[index]);
-    if (runs[index].ranks < baseline.ranks) baseline = {runs[index].ranks, times};
+    if (runs[index].ranks < baseline.ranks)
+      baseline = {runs[index].ranks, times};
     else
       baseline.times.iteration_seconds.insert(baseline.times.iteration_seconds.end(),
                                               times.iteration_seconds.begin(),
@@ -198,13 +199,13 @@ results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs)
 
     // Karp-Flatt relative to the baseline: n' = n/p processors, speedup S' = S/p.
     const double relative_ranks = double(n) / p, relative_speedup = point.speedup / p;
-    point.karp_flatt = n == p ? std::numeric_limits<double>::quiet_NaN()
-                              : (1 / relative_speedup - 1 / relative_ranks) /
-                                    (1 - 1 / relative_ranks);
+    point.karp_flatt = n == p
+                           ? std::numeric_limits<double>::quiet_NaN()
+                           : (1 / relative_speedup - 1 / relative_ranks) / (1 - 1 / relative_ranks);
 
     const EfficiencyGap gap =
-        split_efficiency_gap(point.efficiency, point.iteration_seconds,
-                             times.exposed_communication, times.waiting_for_stragglers);
+        split_efficiency_gap(point.efficiency, point.iteration_seconds, times.exposed_communication,
+                             times.waiting_for_stragglers);
     point.gap_communication = gap.communication;
     point.gap_load_imbalance = gap.load_imbalance;
     point.gap_other = gap.other;

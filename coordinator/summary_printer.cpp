@@ -58,11 +58,12 @@ std::string format_summary(const results::RunRecord& record) {
   std::string out;
   auto line = std::back_inserter(out);
 
-  fmt::format_to(line, "dlscale {} | {} ({}, {} parameters) | {} rank{} on {} host{} | {} x{} threads\n",
+  fmt::format_to(line,
+                 "dlscale {} | {} ({}, {} parameters) | {} rank{} on {} host{} | {} x{} threads\n",
                  environment.dlscale_version, config.model, config.model_family,
-                 with_thousands_separators(config.parameter_count), record.ranks, record.ranks == 1 ? "" : "s",
-                 environment.node_count, environment.node_count == 1 ? "" : "s", config.device,
-                 config.threads_per_rank);
+                 with_thousands_separators(config.parameter_count), record.ranks,
+                 record.ranks == 1 ? "" : "s", environment.node_count,
+                 environment.node_count == 1 ? "" : "s", config.device, config.threads_per_rank);
   fmt::format_to(line, "batch {}/rank, {} measured iteration{} after {} warm-up, comm {}\n",
                  config.batch_per_rank, config.measured_iterations,
                  config.measured_iterations == 1 ? "" : "s", config.warmup_iterations,
@@ -75,8 +76,8 @@ std::string format_summary(const results::RunRecord& record) {
       fmt::format_to(line, ", {} {}", name, value);
   fmt::format_to(line, "\n\n");
 
-  fmt::format_to(line, "{:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "phase (ms)",
-                 "median", "mean", "p5", "p95", "min", "max");
+  fmt::format_to(line, "{:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "phase (ms)", "median",
+                 "mean", "p5", "p95", "min", "max");
   for (std::size_t p = 0; p < phase_count; ++p) {
     const auto& s = summary.phase_statistics[p];
     fmt::format_to(line, "{:<10} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f}\n",
@@ -104,22 +105,25 @@ std::string format_summary(const results::RunRecord& record) {
   if (record.ranks == 1)
     fmt::format_to(line, "communication   none: one rank has no gradients to sum\n");
   else
-    fmt::format_to(line, "communication   {:.1f}% of step time exposed; {:.1f} MB in {} bucket{}{}, "
-                         "{:.3f} ms first start to last done: algbw {:.2f} GB/s, busbw {:.2f} GB/s\n",
+    fmt::format_to(line,
+                   "communication   {:.1f}% of step time exposed; {:.1f} MB in {} bucket{}{}, "
+                   "{:.3f} ms first start to last done: algbw {:.2f} GB/s, busbw {:.2f} GB/s\n",
                    summary.communication_fraction * 100, summary.allreduce_bytes / 1e6,
                    record.buckets.size(), record.buckets.size() == 1 ? "" : "s",
                    config.overlap ? " overlapped with backward" : " after backward",
                    summary.allreduce_seconds * 1e3, summary.allreduce_algbw_gbps,
                    summary.allreduce_busbw_gbps);
-  fmt::format_to(line, "load imbalance  {:.3f} ms median, {:.3f} ms max (max - min compute across ranks)\n",
-                 imbalance[imbalance.size() / 2] * 1e3, imbalance.back() * 1e3);
+  fmt::format_to(
+      line, "load imbalance  {:.3f} ms median, {:.3f} ms max (max - min compute across ranks)\n",
+      imbalance[imbalance.size() / 2] * 1e3, imbalance.back() * 1e3);
   const std::size_t last_iteration = std::size_t(record.iterations - 1) * record.ranks;
   double first_loss = 0, last_loss = 0;
   for (int r = 0; r < record.ranks; ++r) {
     first_loss += record.loss[r];
     last_loss += record.loss[last_iteration + r];
   }
-  fmt::format_to(line, "loss            {:.4f} -> {:.4f} (mean over ranks, first -> last iteration)\n",
+  fmt::format_to(line,
+                 "loss            {:.4f} -> {:.4f} (mean over ranks, first -> last iteration)\n",
                  first_loss / record.ranks, last_loss / record.ranks);
   bool first_measurement = true;
   for (const auto& m : summarize_measurements(record)) {
@@ -175,35 +179,33 @@ std::string format_study(const results::StudySummary& study,
                    study.scaling, study.baseline_ranks, study.baseline_ranks == 1 ? "" : "s",
                    thread_sweep ? " at the same thread count" : "");
   std::string energy_header;
-  for (const auto& [name, joules] :
-       study.points.empty() ? decltype(study.points.front().energy_joules_per_sample){}
-                            : study.points.front().energy_joules_per_sample)
+  for (const auto& [name, joules] : study.points.empty()
+                                        ? decltype(study.points.front().energy_joules_per_sample){}
+                                        : study.points.front().energy_joules_per_sample)
     energy_header += fmt::format(" {:>12}", name.substr(0, name.find('_')) + " J/sample");
   fmt::format_to(line, "{:>6}{}{} {:>10} {:>12} {:>8} {:>18} {:>10} {:>7} {:>9} {:>7}{}  {}\n",
                  "ranks", thread_sweep ? fmt::format(" {:>7}", "threads") : "",
-                 repeated ? fmt::format(" {:>6}", "repeat") : "", "iter ms", "samples/s",
-                 "speedup", "efficiency", "Karp-Flatt", "comm", "imbalance", "other",
-                 energy_header, "straggler");
+                 repeated ? fmt::format(" {:>6}", "repeat") : "", "iter ms", "samples/s", "speedup",
+                 "efficiency", "Karp-Flatt", "comm", "imbalance", "other", energy_header,
+                 "straggler");
   const auto key_columns = [&](int ranks, int threads, int repeat) {
-    return fmt::format("{:>6}{}{}", ranks,
-                       thread_sweep ? fmt::format(" {:>7}", threads) : "",
+    return fmt::format("{:>6}{}{}", ranks, thread_sweep ? fmt::format(" {:>7}", threads) : "",
                        repeated ? fmt::format(" {:>6}", repeat) : "");
   };
   for (const auto& p : study.points) {
     std::string energy;
     for (const auto& [name, joules] : p.energy_joules_per_sample)
       energy += fmt::format(" {:>12.4g}", joules);
-    fmt::format_to(line,
-                   "{} {:>10.2f} {:>12.1f} {:>8.2f} {:>6.1f}% [{:>4.0f},{:>4.0f}] {:>10} "
-                   "{:>6.1f}% {:>8.1f}% {:>6.1f}%{}  {}\n",
-                   key_columns(p.ranks, p.threads, p.repeat), p.iteration_seconds * 1e3,
-                   p.throughput_samples_per_second, p.speedup, p.efficiency * 100,
-                   p.efficiency_ci_low * 100, p.efficiency_ci_high * 100,
-                   std::isnan(p.karp_flatt) ? "-" : fmt::format("{:.3f}", p.karp_flatt),
-                   p.gap_communication * 100, p.gap_load_imbalance * 100, p.gap_other * 100,
-                   energy,
-                   p.ranks == 1 ? "-"
-                                : fmt::format("rank {} on {}", p.straggler_rank, p.straggler_host));
+    fmt::format_to(
+        line,
+        "{} {:>10.2f} {:>12.1f} {:>8.2f} {:>6.1f}% [{:>4.0f},{:>4.0f}] {:>10} "
+        "{:>6.1f}% {:>8.1f}% {:>6.1f}%{}  {}\n",
+        key_columns(p.ranks, p.threads, p.repeat), p.iteration_seconds * 1e3,
+        p.throughput_samples_per_second, p.speedup, p.efficiency * 100, p.efficiency_ci_low * 100,
+        p.efficiency_ci_high * 100,
+        std::isnan(p.karp_flatt) ? "-" : fmt::format("{:.3f}", p.karp_flatt),
+        p.gap_communication * 100, p.gap_load_imbalance * 100, p.gap_other * 100, energy,
+        p.ranks == 1 ? "-" : fmt::format("rank {} on {}", p.straggler_rank, p.straggler_host));
   }
   for (const auto& f : failed_points)
     fmt::format_to(line, "{} {:>10}  {}\n", key_columns(f.ranks, f.threads, f.repeat), "-",
@@ -211,11 +213,12 @@ std::string format_study(const results::StudySummary& study,
   if (repeated && !study.configurations.empty()) {
     fmt::format_to(line, "\nacross repeats: mean +- sample standard deviation (min .. max)\n");
     fmt::format_to(line, "{:>6}{} {:>8} {:>27} {:>18} {:>12}\n", "ranks",
-                   thread_sweep ? fmt::format(" {:>7}", "threads") : "", "repeats",
-                   "iter ms", "efficiency", "samples/s");
+                   thread_sweep ? fmt::format(" {:>7}", "threads") : "", "repeats", "iter ms",
+                   "efficiency", "samples/s");
     for (const auto& c : study.configurations)
-      fmt::format_to(line, "{:>6}{} {:>8} {:>8.2f} +- {:<6.2f} ({:.2f} .. {:.2f}) {:>8.1f}% +- {:>5.1f}% "
-                           "{:>12.1f}\n",
+      fmt::format_to(line,
+                     "{:>6}{} {:>8} {:>8.2f} +- {:<6.2f} ({:.2f} .. {:.2f}) {:>8.1f}% +- {:>5.1f}% "
+                     "{:>12.1f}\n",
                      c.ranks, thread_sweep ? fmt::format(" {:>7}", c.threads) : "", c.repeats,
                      c.iteration_seconds_mean * 1e3, c.iteration_seconds_std * 1e3,
                      c.iteration_seconds_min * 1e3, c.iteration_seconds_max * 1e3,

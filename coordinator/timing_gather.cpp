@@ -8,8 +8,7 @@
 
 namespace dlscale::coordinator {
 
-std::optional<results::RunRecord> gather_run(comm::HostGroup& group,
-                                             const RankReport& report,
+std::optional<results::RunRecord> gather_run(comm::HostGroup& group, const RankReport& report,
                                              const results::RunConfiguration& configuration,
                                              const results::RunEnvironment& environment) {
   const std::vector<double> seconds = group.gather_to_root(report.measurements.phase_seconds);
@@ -18,10 +17,9 @@ std::optional<results::RunRecord> gather_run(comm::HostGroup& group,
       group.gather_to_root(report.measurements.communication_seconds);
   const std::vector<double> layer_seconds =
       group.gather_to_root(report.measurements.layer_backward_seconds);
-  const auto fingerprints = group.gather_to_root(
-      static_cast<unsigned long long>(report.parameter_fingerprint));
-  const auto local_ranks =
-      group.gather_to_root(static_cast<unsigned long long>(report.local_rank));
+  const auto fingerprints =
+      group.gather_to_root(static_cast<unsigned long long>(report.parameter_fingerprint));
+  const auto local_ranks = group.gather_to_root(static_cast<unsigned long long>(report.local_rank));
   const std::vector<std::string> hosts = group.gather_strings_to_root(report.host);
   auto measurements = gather_measurements(group, report.measurements.series);
   if (group.rank() != 0) return std::nullopt;
@@ -45,7 +43,8 @@ std::optional<results::RunRecord> gather_run(comm::HostGroup& group,
   record.layer_backward_seconds.resize(layer_seconds.size());
   const auto ranks = std::size_t(record.ranks);
   const auto iterations = std::size_t(record.iterations);
-  const std::size_t layers = iterations > 0 ? report.measurements.layer_backward_seconds.size() / iterations : 0;
+  const std::size_t layers =
+      iterations > 0 ? report.measurements.layer_backward_seconds.size() / iterations : 0;
   // Gathered rank-major; stored iteration-major.
   for (std::size_t r = 0; r < ranks; ++r)
     for (std::size_t i = 0; i < iterations; ++i) {

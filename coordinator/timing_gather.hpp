@@ -21,8 +21,7 @@ struct RankReport {
 
 // Collective: every rank calls it. Rank 0 gets the assembled record (summary not yet computed);
 // the other ranks get nothing.
-std::optional<results::RunRecord> gather_run(comm::HostGroup& group,
-                                             const RankReport& report,
+std::optional<results::RunRecord> gather_run(comm::HostGroup& group, const RankReport& report,
                                              const results::RunConfiguration& configuration,
                                              const results::RunEnvironment& environment);
 

@@ -64,8 +64,7 @@ std::uint64_t cgroup_room_bytes() {
   const auto cgroup = own_memory_cgroup();
   if (!cgroup) return unlimited;
   std::uint64_t room = unlimited;
-  for (std::filesystem::path directory = cgroup->directory;;
-       directory = directory.parent_path()) {
+  for (std::filesystem::path directory = cgroup->directory;; directory = directory.parent_path()) {
     const std::uint64_t limit = read_cgroup_value(directory / cgroup->limit_file);
     const std::uint64_t used = read_cgroup_value(directory / cgroup->usage_file);
     if (limit != unlimited && used != unlimited)

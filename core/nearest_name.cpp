@@ -16,8 +16,8 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
   for (std::size_t i = 1; i <= a.size(); ++i)
     for (std::size_t j = 1; j <= b.size(); ++j) {
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1,
-                          d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      d[i][j] = std::min(
+          {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
       if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
         d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
@@ -51,8 +51,8 @@ std::optional<std::string> nearest_name(std::string_view typed,
     const bool few_edits = distance <= std::max<std::size_t>(1, shorter / 3);
     // "iterations" for "iters", "output" for "out": the same word, written out.
     const std::size_t shared = common_start(word, candidate);
-    const bool same_start = (shared >= 4 && 2 * shared >= shorter + 1) ||
-                            (shared >= 3 && shared == shorter);
+    const bool same_start =
+        (shared >= 4 && 2 * shared >= shorter + 1) || (shared >= 3 && shared == shorter);
     if (!few_edits && !same_start) continue;
     const std::size_t score = few_edits ? distance : 100 + distance;
     if (score < best_score) {

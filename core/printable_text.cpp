@@ -22,9 +22,12 @@ std::pair<char32_t, std::size_t> decode(std::string_view text, std::size_t at) {
   const auto lead = std::uint8_t(text[at]);
   if (lead < 0x80) return {lead, 1};
   std::size_t length = 0;
-  if (lead >= 0xc2 && lead <= 0xdf) length = 2;
-  else if (lead >= 0xe0 && lead <= 0xef) length = 3;
-  else if (lead >= 0xf0 && lead <= 0xf4) length = 4;
+  if (lead >= 0xc2 && lead <= 0xdf)
+    length = 2;
+  else if (lead >= 0xe0 && lead <= 0xef)
+    length = 3;
+  else if (lead >= 0xf0 && lead <= 0xf4)
+    length = 4;
   if (length == 0 || at + length > text.size()) return {0, 0};
   char32_t c = lead & (0x7f >> length);
   for (std::size_t k = 1; k < length; ++k) {

@@ -67,9 +67,9 @@ std::optional<results::LinkSweep> measure_link_sweep(const CommSweepPlan& plan,
     const auto measurements = worker::measure_allreduce_sweep(*communicator, group, device,
                                                               plan.element_counts, plan.schedule);
     for (const std::uint64_t wrong : measurements.wrong_elements) wrong_elements += wrong;
-    auto record = coordinator::gather_comm_sweep(group, measurements, plan.element_counts,
-                                                 plan.schedule, host_name(),
-                                                 communicator->backend_name());
+    auto record =
+        coordinator::gather_comm_sweep(group, measurements, plan.element_counts, plan.schedule,
+                                       host_name(), communicator->backend_name());
     if (record && mpi.world_rank() == 0)
       sweep = coordinator::link_sweep_of(std::move(*record), link, communicators);
   }
@@ -94,20 +94,21 @@ std::vector<results::LinkSweep> measure_link_sweeps(const CommSweepPlan& plan,
                                    mpi.world_rank(), &leaders.comm));
   int hosts = local_rank == 0 ? 1 : 0, most_on_a_host = ranks_on_host;
   DLSCALE_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &hosts, 1, MPI_INT, MPI_SUM, mpi.world()));
-  DLSCALE_MPI_CHECK(
-      MPI_Allreduce(MPI_IN_PLACE, &most_on_a_host, 1, MPI_INT, MPI_MAX, mpi.world()));
+  DLSCALE_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &most_on_a_host, 1, MPI_INT, MPI_MAX, mpi.world()));
   int ranks_on_first_host = ranks_on_host;
   DLSCALE_MPI_CHECK(MPI_Bcast(&ranks_on_first_host, 1, MPI_INT, 0, mpi.world()));
   std::vector<results::LinkSweep> links;
   if (hosts < 2 || most_on_a_host < 2) return links;
-  spdlog::info("the launch mixes links ({} hosts, up to {} ranks on one): sweeping the "
-               "intra-node and inter-node links alone too", hosts, most_on_a_host);
+  spdlog::info(
+      "the launch mixes links ({} hosts, up to {} ranks on one): sweeping the "
+      "intra-node and inter-node links alone too",
+      hosts, most_on_a_host);
   if (ranks_on_first_host >= 2)
-    if (auto sweep = measure_link_sweep(plan, mpi, device, host.comm, "intra_node", hosts,
-                                        wrong_elements))
+    if (auto sweep =
+            measure_link_sweep(plan, mpi, device, host.comm, "intra_node", hosts, wrong_elements))
       links.push_back(std::move(*sweep));
-  if (auto sweep = measure_link_sweep(plan, mpi, device, leaders.comm, "inter_node", 1,
-                                      wrong_elements))
+  if (auto sweep =
+          measure_link_sweep(plan, mpi, device, leaders.comm, "inter_node", 1, wrong_elements))
     links.push_back(std::move(*sweep));
   return links;
 }
@@ -124,10 +125,9 @@ int run_comm_sweep_plan(const CommSweepPlan& plan, const comm::MpiSession& mpi,
     device = kernels::make_device(plan.device_name, {1, kernels::Precision::fp32, local_rank});
     const std::uint64_t largest_bytes = plan.element_counts.back() * sizeof(float);
     if (!device->memory_is_host() && largest_bytes > device->free_memory_bytes())
-      throw UserError(fmt::format("-e/--maxbytes: {} does not fit in the {} free on {}",
-                                  format_bytes(largest_bytes),
-                                  format_bytes(device->free_memory_bytes()),
-                                  device->description()));
+      throw UserError(fmt::format(
+          "-e/--maxbytes: {} does not fit in the {} free on {}", format_bytes(largest_bytes),
+          format_bytes(device->free_memory_bytes()), device->description()));
   });
   comm::MpiHostGroup group(mpi.world());
   auto communicator = comm::make_gradient_communicator(plan.comm_backend, mpi.world(), *device);
@@ -137,9 +137,9 @@ int run_comm_sweep_plan(const CommSweepPlan& plan, const comm::MpiSession& mpi,
                plan.schedule.warmup_iterations, plan.schedule.measured_iterations);
   const auto measurements = worker::measure_allreduce_sweep(*communicator, group, *device,
                                                             plan.element_counts, plan.schedule);
-  auto record = coordinator::gather_comm_sweep(group, measurements, plan.element_counts,
-                                               plan.schedule,
-                                               host_name(), communicator->backend_name());
+  auto record =
+      coordinator::gather_comm_sweep(group, measurements, plan.element_counts, plan.schedule,
+                                     host_name(), communicator->backend_name());
   std::uint64_t link_wrong_elements = 0;
   auto links = measure_link_sweeps(plan, mpi, *device, link_wrong_elements);
   const std::uint64_t wrong_elements =
@@ -166,9 +166,10 @@ int run_comm_sweep_plan(const CommSweepPlan& plan, const comm::MpiSession& mpi,
   });
   if (wrong_elements == 0) return 0;
   if (record)
-    spdlog::error("allreduce returned {} wrong element(s) (see the #wrong column); no results "
-                  "file was written",
-                  wrong_elements);
+    spdlog::error(
+        "allreduce returned {} wrong element(s) (see the #wrong column); no results "
+        "file was written",
+        wrong_elements);
   return 1;
 }
 

@@ -17,8 +17,8 @@ namespace dlscale::driver {
 struct CommSweepPlan {
   std::vector<std::uint64_t> element_counts;  // float32 elements, smallest first
   worker::AllreduceSchedule schedule;
-  std::string device_name;   // a registered device
-  std::string comm_backend;  // a registered gradient communicator
+  std::string device_name;            // a registered device
+  std::string comm_backend;           // a registered gradient communicator
   std::filesystem::path output_path;  // rank 0 only, checked writable
   bool overwrite = false;
 };

@@ -38,8 +38,8 @@ std::string reason_of_failure(const std::exception& error) {
 
 std::uint64_t expected_results_bytes(int points, int ranks, int iterations) {
   // Per iteration and rank: the phases, communication, loss, iteration end and each layer.
-  const std::uint64_t values = std::uint64_t(iterations) * std::uint64_t(ranks) *
-                               (phase_count + 3 + most_layers);
+  const std::uint64_t values =
+      std::uint64_t(iterations) * std::uint64_t(ranks) * (phase_count + 3 + most_layers);
   const std::uint64_t file_bytes = std::uint64_t(points) * (values * 8 + margin_bytes_per_point);
   return 2 * file_bytes;
 }
@@ -56,8 +56,8 @@ ResultsJournal::ResultsJournal(fs::path path, bool overwrite, results::FileOrigi
   try {
     results::write_results(results_, path_, overwrite);
   } catch (const LibraryError& error) {
-    throw UserError(fmt::format("--out: cannot write '{}': {}", path_.string(),
-                                reason_of_failure(error)));
+    throw UserError(
+        fmt::format("--out: cannot write '{}': {}", path_.string(), reason_of_failure(error)));
   }
 }
 
@@ -121,15 +121,15 @@ void ResultsJournal::save() {
     if (rescued_) throw;
     // Measured results are not thrown away because their file cannot be written: they go where
     // they can, under a name the user is told.
-    const fs::path rescue = fs::temp_directory_path() /
-                            fmt::format("dlscale-rescued-{}-{}", getpid(),
-                                        path_.filename().string().substr(0, 150));
+    const fs::path rescue =
+        fs::temp_directory_path() /
+        fmt::format("dlscale-rescued-{}-{}", getpid(), path_.filename().string().substr(0, 150));
     try {
       results::write_results(results_, rescue, false);
     } catch (const std::exception& rescue_error) {
-      throw std::runtime_error(fmt::format(
-          "cannot write the results to '{}' ({}) nor to '{}' ({})", path_.string(),
-          reason_of_failure(error), rescue.string(), reason_of_failure(rescue_error)));
+      throw std::runtime_error(fmt::format("cannot write the results to '{}' ({}) nor to '{}' ({})",
+                                           path_.string(), reason_of_failure(error),
+                                           rescue.string(), reason_of_failure(rescue_error)));
     }
     spdlog::error("cannot write '{}' ({}): the results are kept in '{}' instead", path_.string(),
                   reason_of_failure(error), rescue.string());

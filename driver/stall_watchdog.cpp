@@ -15,9 +15,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <random>
 
@@ -31,7 +31,7 @@ namespace dlscale::driver {
 
 namespace {
 
-constexpr int most_addresses = 16;     // IPv4 addresses a watcher is reached at
+constexpr int most_addresses = 16;  // IPv4 addresses a watcher is reached at
 constexpr int host_name_bytes = 256;
 constexpr std::size_t ranks_named = 8;  // in one diagnosis line
 
@@ -130,7 +130,9 @@ struct StallWatchdog::Peer {
 };
 
 StallWatchdog::StallWatchdog(MPI_Comm world, const StallSettings& settings, OnStall on_stall)
-    : settings_(settings), on_stall_(std::move(on_stall)), start_(std::chrono::steady_clock::now()) {
+    : settings_(settings),
+      on_stall_(std::move(on_stall)),
+      start_(std::chrono::steady_clock::now()) {
   DLSCALE_MPI_CHECK(MPI_Comm_rank(world, &rank_));
   DLSCALE_MPI_CHECK(MPI_Comm_size(world, &size_));
   // Every rank takes part in the collectives below; the settings are the same everywhere.
@@ -144,7 +146,8 @@ StallWatchdog::StallWatchdog(MPI_Comm world, const StallSettings& settings, OnSt
                                   host_name_bytes, MPI_CHAR, world));
   for (int r = 0; r < size_; ++r) hosts_.emplace_back(all_hosts.data() + r * host_name_bytes);
 
-  if (rank_ == 0) job_token_ = std::random_device{}() * 0x9E3779B97F4A7C15ull ^ std::uint64_t(getpid());
+  if (rank_ == 0)
+    job_token_ = std::random_device{}() * 0x9E3779B97F4A7C15ull ^ std::uint64_t(getpid());
   DLSCALE_MPI_CHECK(MPI_Bcast(&job_token_, 1, MPI_UINT64_T, 0, world));
 
   // Rank 0 watches every rank; rank 1 watches rank 0.
@@ -255,7 +258,8 @@ void StallWatchdog::diagnose(double now) {
     std::vector<std::string> names;
     for (std::size_t k = 0; k < ranks.size() && k < ranks_named; ++k)
       names.push_back(fmt::format("{} ({})", ranks[k]->rank, hosts_[ranks[k]->rank]));
-    if (ranks.size() > ranks_named) names.push_back(fmt::format("and {} more", ranks.size() - ranks_named));
+    if (ranks.size() > ranks_named)
+      names.push_back(fmt::format("and {} more", ranks.size() - ranks_named));
     return fmt::format("{}", fmt::join(names, ", "));
   };
   // A rank never heard from is not judged: its datagrams may not be able to reach us at all.
@@ -263,30 +267,33 @@ void StallWatchdog::diagnose(double now) {
   for (const auto& peer : peers_)
     if (peer.heard && now - peer.last_heard_seconds > timeout) silent.push_back(&peer);
   if (!silent.empty()) {
-    const double longest = now - std::min_element(silent.begin(), silent.end(), [](auto* a, auto* b) {
-                             return a->last_heard_seconds < b->last_heard_seconds;
-                           })[0]->last_heard_seconds;
-    end_job(fmt::format("stalled: rank{} {} sent no heartbeat for {} (stopped, hung or cut off "
-                        "from the network; --stall-timeout {})",
-                        silent.size() == 1 ? "" : "s", named(silent), seconds_text(longest),
-                        seconds_text(timeout)));
+    const double longest =
+        now - std::min_element(
+                  silent.begin(), silent.end(),
+                  [](auto* a, auto* b) { return a->last_heard_seconds < b->last_heard_seconds; })[0]
+                  ->last_heard_seconds;
+    end_job(
+        fmt::format("stalled: rank{} {} sent no heartbeat for {} (stopped, hung or cut off "
+                    "from the network; --stall-timeout {})",
+                    silent.size() == 1 ? "" : "s", named(silent), seconds_text(longest),
+                    seconds_text(timeout)));
   }
   // Only rank 0 watches every rank, so only it can tell that none of them progresses; and only
   // once an iteration of this point has shown how long one takes (a large model's first step,
   // or its set-up, may take minutes, while the heartbeats show that the ranks are alive).
   const std::size_t training = std::min(peers_.size(), std::size_t(point_ranks_.load()));
-  if (rank_ != 0 || training < 2 || !step_timed_ || now - last_progress_seconds_ <= timeout)
-    return;
+  if (rank_ != 0 || training < 2 || !step_timed_ || now - last_progress_seconds_ <= timeout) return;
   // Peers are in rank order: the first `training` of them train this point.
   std::uint64_t fewest = peers_.front().progress;
   for (std::size_t r = 0; r < training; ++r) fewest = std::min(fewest, peers_[r].progress);
   std::vector<const Peer*> behind;
   for (std::size_t r = 0; r < training; ++r)
     if (peers_[r].progress == fewest) behind.push_back(&peers_[r]);
-  end_job(fmt::format("stalled: no rank progressed for {}, though all are alive; furthest "
-                      "behind: rank{} {} (--stall-timeout {})",
-                      seconds_text(now - last_progress_seconds_), behind.size() == 1 ? "" : "s",
-                      named(behind), seconds_text(timeout)));
+  end_job(
+      fmt::format("stalled: no rank progressed for {}, though all are alive; furthest "
+                  "behind: rank{} {} (--stall-timeout {})",
+                  seconds_text(now - last_progress_seconds_), behind.size() == 1 ? "" : "s",
+                  named(behind), seconds_text(timeout)));
 }
 
 void StallWatchdog::end_job(const std::string& diagnosis) {

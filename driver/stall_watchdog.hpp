@@ -65,7 +65,7 @@ class StallWatchdog {
   std::uint64_t job_token_ = 0;
   std::vector<std::string> hosts_;  // every rank's host, for the diagnosis
   int send_socket_ = -1;
-  int receive_socket_ = -1;  // on a watching rank
+  int receive_socket_ = -1;                               // on a watching rank
   std::vector<std::vector<unsigned char>> destinations_;  // sockaddr_in of each watcher address
   std::vector<Peer> peers_;                               // the ranks this rank watches
   std::atomic<std::uint64_t> progress_{0};

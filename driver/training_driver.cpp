@@ -1,6 +1,7 @@
 // The run driver: sweep points in turn, each on its group of ranks, then node-sharing probes on
-// the rank counts beyond them; gather, summary and the results file on rank 0. Every decision that ends a point or the run is agreed on by the ranks
-// concerned, so no rank waits in a collective that another has left.
+// the rank counts beyond them; gather, summary and the results file on rank 0. Every decision that
+// ends a point or the run is agreed on by the ranks concerned, so no rank waits in a collective
+// that another has left.
 #include "driver/training_driver.hpp"
 
 #include <algorithm>
@@ -46,13 +47,13 @@ namespace dlscale::driver {
 
 namespace {
 
-constexpr double sgd_momentum = 0.9;           // the benchmark's optimizer, fixed
-constexpr int distinct_batches_per_rank = 8;   // cycled through; made before training
+constexpr double sgd_momentum = 0.9;          // the benchmark's optimizer, fixed
+constexpr int distinct_batches_per_rank = 8;  // cycled through; made before training
 constexpr std::uint64_t synthetic_data_bytes_per_rank = std::uint64_t(1) << 30;
-constexpr int gpu_gemm_order = 8192;           // the yardstick GEMM: 1.1 TFLOP, long enough to time
-// On a CPU: 2.1 GFLOP, 8-20 ms at the 100-270 GFLOP/s that one core of this project's VMs has shown.
-// Its best rate is that of order 2048 (107 and 106 GFLOP/s at one thread, side by side), and a
-// measurement holds 25-60 of them: a finer sample of the quiet moments between other jobs' bursts
+constexpr int gpu_gemm_order = 8192;  // the yardstick GEMM: 1.1 TFLOP, long enough to time
+// On a CPU: 2.1 GFLOP, 8-20 ms at the 100-270 GFLOP/s that one core of this project's VMs has
+// shown. Its best rate is that of order 2048 (107 and 106 GFLOP/s at one thread, side by side), and
+// a measurement holds 25-60 of them: a finer sample of the quiet moments between other jobs' bursts
 // than the 3-4 of order 2048, at two thirds of the cost (0.7-0.8 s; docs/performance.md).
 constexpr int cpu_gemm_order = 1024;
 // Each yardstick measurement times GEMMs for at least this long, twice per point: longer than a
@@ -147,13 +148,13 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
 
   PointSetUp run;
   run.communicator = comm::make_gradient_communicator(plan.comm_backend, group, device);
-  spdlog::info("{} ({} parameters) on {} rank(s) x {} thread(s), batch {}/rank, {} + {} "
-               "iterations{}",
-               workload.name(), with_thousands_separators(workload.parameter_count()),
-               run.communicator->size(), point.threads, batch, plan.schedule.warmup_iterations,
-               plan.schedule.measured_iterations,
-               point.repeat > 0 ? fmt::format(", repeat {} (seed {})", point.repeat, point.seed)
-                                : "");
+  spdlog::info(
+      "{} ({} parameters) on {} rank(s) x {} thread(s), batch {}/rank, {} + {} "
+      "iterations{}",
+      workload.name(), with_thousands_separators(workload.parameter_count()),
+      run.communicator->size(), point.threads, batch, plan.schedule.warmup_iterations,
+      plan.schedule.measured_iterations,
+      point.repeat > 0 ? fmt::format(", repeat {} (seed {})", point.repeat, point.seed) : "");
   // Once before the point's network and data are allocated and once after they are freed, so
   // that its buffers never compete with the point's for device memory; the two show whether the
   // machine's rate moved during the point.
@@ -163,17 +164,16 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
     run.network->initialize(point.seed);
     run.optimizer = std::make_unique<kernels::SgdMomentum<float>>(
         device, run.network->parameters().size(), float(plan.learning_rate), float(sgd_momentum));
-    run.data = std::make_unique<worker::DeviceDataset>(device, workload, batch, batches,
-                                                       point.seed, run.communicator->rank());
+    run.data = std::make_unique<worker::DeviceDataset>(device, workload, batch, batches, point.seed,
+                                                       run.communicator->rank());
   });
   run.exchange = worker::make_gradient_exchange(
       *run.network, std::size_t(plan.bucket_mb * (1 << 20)), plan.overlap);
-  const auto samplers =
-      worker::make_samplers({plan.sample_interval_seconds, gpu_index_of(device)});
+  const auto samplers = worker::make_samplers({plan.sample_interval_seconds, gpu_index_of(device)});
   // How much slower compute gets with the point's ranks side by side, for `dlscale predict`.
-  auto node_sharing = worker::probe_node_sharing(*run.network, *run.data, device, group,
-                                                 plan.schedule.total_iterations(),
-                                                 [&] { watchdog.progressed(); });
+  auto node_sharing =
+      worker::probe_node_sharing(*run.network, *run.data, device, group,
+                                 plan.schedule.total_iterations(), [&] { watchdog.progressed(); });
   host_group.barrier();  // start the clock together
 
   // After every iteration, outside the timed phases: the ranks agree whether to go on, so a
@@ -196,9 +196,9 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
     return stop_signal == 0;
   };
   coordinator::RankReport report;
-  report.measurements = worker::train(*run.network, *run.optimizer, *run.data, *run.communicator,
-                                      run.exchange, device, plan.schedule, samplers,
-                                      after_iteration);
+  report.measurements =
+      worker::train(*run.network, *run.optimizer, *run.data, *run.communicator, run.exchange,
+                    device, plan.schedule, samplers, after_iteration);
   for (auto& measurement : node_sharing)
     report.measurements.series.push_back(std::move(measurement));
   progress.end_point();
@@ -209,12 +209,24 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
   report.host = host_name();
   report.local_rank = placement.local_rank;
 
-  results::RunConfiguration configuration{
-      workload.name(), workload.family(), workload.description(), workload.parameter_count(),
-      workload.training_flops_per_sample(), batch, plan.schedule.warmup_iterations,
-      measured_iterations, point.threads, point.repeat,
-      run.communicator->backend_name(), device.name(), point.seed, plan.learning_rate,
-      sgd_momentum, plan.scaling, plan.bucket_mb, plan.overlap};
+  results::RunConfiguration configuration{workload.name(),
+                                          workload.family(),
+                                          workload.description(),
+                                          workload.parameter_count(),
+                                          workload.training_flops_per_sample(),
+                                          batch,
+                                          plan.schedule.warmup_iterations,
+                                          measured_iterations,
+                                          point.threads,
+                                          point.repeat,
+                                          run.communicator->backend_name(),
+                                          device.name(),
+                                          point.seed,
+                                          plan.learning_rate,
+                                          sgd_momentum,
+                                          plan.scaling,
+                                          plan.bucket_mb,
+                                          plan.overlap};
   std::vector<results::LayerRecord> layers;
   for (const auto& layer : run.network->layers())
     layers.push_back({layer->kind(), layer->parameter_count()});
@@ -293,12 +305,12 @@ std::optional<results::NodeSharingProbe> probe_without_training(const TrainingPl
   // Strong scaling splits the global batch further; the curve is per sample (see predict).
   probe.batch_per_rank =
       plan.scaling == "strong"
-          ? std::max(1, int(std::lround(double(baseline.batch_per_rank) * baseline.ranks /
-                                        probe.ranks)))
+          ? std::max(
+                1, int(std::lround(double(baseline.batch_per_rank) * baseline.ranks / probe.ranks)))
           : baseline.batch_per_rank;
   const comm::HostPlacement placement = comm::host_placement(group);
-  DLSCALE_MPI_CHECK(MPI_Allreduce(&placement.ranks_on_host, &probe.ranks_per_node, 1, MPI_INT,
-                                  MPI_MAX, group));
+  DLSCALE_MPI_CHECK(
+      MPI_Allreduce(&placement.ranks_on_host, &probe.ranks_per_node, 1, MPI_INT, MPI_MAX, group));
   const workloads::Workload& workload = *plan.workload;
   const int batches = distinct_batches(workload, probe.batch_per_rank);
   fail_unless_it_fits(group, workload, probe.batch_per_rank, batches, device, placement);
@@ -309,8 +321,8 @@ std::optional<results::NodeSharingProbe> probe_without_training(const TrainingPl
   set_up_or_fail_point(group, [&] {
     network = workload.build_network(device, probe.batch_per_rank);
     network->initialize(baseline.seed);
-    data = std::make_unique<worker::DeviceDataset>(device, workload, probe.batch_per_rank,
-                                                   batches, baseline.seed, group_rank);
+    data = std::make_unique<worker::DeviceDataset>(device, workload, probe.batch_per_rank, batches,
+                                                   baseline.seed, group_rank);
   });
   const auto measurements =
       worker::probe_node_sharing(*network, *data, device, group, plan.schedule.total_iterations(),
@@ -373,16 +385,15 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
                     expected_results_bytes(points, most_ranks, plan.schedule.total_iterations()));
   });
   // A stalled rank ends the job from the watchdog's thread, after the file says so.
-  StallWatchdog watchdog(mpi.world(), {.timeout_seconds = plan.stall_timeout_seconds,
-                                       .exit_status = exit_stalled},
-                         [&](const std::string& diagnosis) {
-                           std::string kept;
-                           if (journal)
-                             kept = fmt::format(
-                                 "; the finished points are kept in {}",
-                                 journal->finish_for_exit("interrupted: " + diagnosis).string());
-                           spdlog::error("{}{}", diagnosis, kept);
-                         });
+  StallWatchdog watchdog(
+      mpi.world(), {.timeout_seconds = plan.stall_timeout_seconds, .exit_status = exit_stalled},
+      [&](const std::string& diagnosis) {
+        std::string kept;
+        if (journal)
+          kept = fmt::format("; the finished points are kept in {}",
+                             journal->finish_for_exit("interrupted: " + diagnosis).string());
+        spdlog::error("{}{}", diagnosis, kept);
+      });
   const results::RunEnvironment environment = launch_environment(*device, mpi, origin);
 
   ProgressLine progress(coordinator_rank);
@@ -407,8 +418,8 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
       } catch (const PointFailure& failure) {
         progress.end_point();
         if (coordinator_rank) {
-          journal->add_failed_point({point.ranks, point.threads, point.repeat,
-                                     point.batch_per_rank, point.seed, failure.what()});
+          journal->add_failed_point({point.ranks, point.threads, point.repeat, point.batch_per_rank,
+                                     point.seed, failure.what()});
           spdlog::warn("point {} of {} ({} rank(s) x {} thread(s){}) failed: {}; going on",
                        index + 1, points, point.ranks, point.threads,
                        point.repeat > 0 ? fmt::format(", repeat {}", point.repeat) : "",
@@ -430,11 +441,12 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
         try {
           const auto probe = probe_without_training(plan, *device, group.comm(), watchdog);
           if (probe) {
-            spdlog::info("node-sharing probe on {} ranks ({} on a node), no training: one pass "
-                         "takes {:.3g} s, {:.2f}x the {:.3g} s of one rank alone ({:.1f} s)",
-                         probe->ranks, probe->ranks_per_node, probe->shared_seconds,
-                         probe->shared_seconds / probe->alone_seconds, probe->alone_seconds,
-                         probe->probe_seconds);
+            spdlog::info(
+                "node-sharing probe on {} ranks ({} on a node), no training: one pass "
+                "takes {:.3g} s, {:.2f}x the {:.3g} s of one rank alone ({:.1f} s)",
+                probe->ranks, probe->ranks_per_node, probe->shared_seconds,
+                probe->shared_seconds / probe->alone_seconds, probe->alone_seconds,
+                probe->probe_seconds);
             journal->add_node_sharing_probe(*probe);
           }
         } catch (const PointFailure& failure) {
@@ -449,9 +461,9 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
   // Only rank 0 holds the results; every rank leaves with its status.
   int status = 0;
   if (coordinator_rank) {
-    const std::string file_status =
-        stop_signal == 0 ? std::string(results::schema::status_complete)
-                         : "interrupted: " + stop_signal_name(stop_signal);
+    const std::string file_status = stop_signal == 0
+                                        ? std::string(results::schema::status_complete)
+                                        : "interrupted: " + stop_signal_name(stop_signal);
     const results::ResultsFile& results = journal->finish(file_status);
     if (points > 1 && stop_signal == 0)
       std::fputs(coordinator::format_study(results.study.value_or(results::StudySummary{}),
@@ -465,11 +477,11 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
                     [](const auto& r) { return !r.summary.parameters_identical; });
     const bool partial = !results.runs.empty() && !results.runs.back().partial_reason.empty();
     if (stop_signal != 0) {
-      spdlog::error("interrupted by {}: kept {} completed point(s) of {}{} in {}",
-                    stop_signal_name(stop_signal), completed_points, points,
-                    partial ? " and the measured iterations of the one under way (marked partial)"
-                            : "",
-                    journal->location().string());
+      spdlog::error(
+          "interrupted by {}: kept {} completed point(s) of {}{} in {}",
+          stop_signal_name(stop_signal), completed_points, points,
+          partial ? " and the measured iterations of the one under way (marked partial)" : "",
+          journal->location().string());
       status = 128 + stop_signal;
     } else if (replicas_differ) {
       spdlog::error(
@@ -478,9 +490,10 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
     } else if (journal->rescued()) {
       status = 1;  // the results are kept, but not where the user asked
     } else if (!results.failed_points.empty()) {
-      spdlog::error("{} of {} sweep point(s) could not be measured; kept in the results file "
-                    "with the reason",
-                    results.failed_points.size(), points);
+      spdlog::error(
+          "{} of {} sweep point(s) could not be measured; kept in the results file "
+          "with the reason",
+          results.failed_points.size(), points);
       status = exit_some_points_failed;
     }
   }

@@ -14,9 +14,9 @@ namespace dlscale::driver {
 inline constexpr int exit_some_points_failed = 3;
 inline constexpr int exit_stalled = 4;  // a rank fell silent or no rank progressed
 
-// Returns the process exit status: 0; 1 when the replicas' parameters differ; exit_some_points_failed
-// when a sweep point could not be measured (the others are kept); 128 + N after stop signal N.
-// A stalled job ends the process with exit_stalled from the watchdog.
+// Returns the process exit status: 0; 1 when the replicas' parameters differ;
+// exit_some_points_failed when a sweep point could not be measured (the others are kept); 128 + N
+// after stop signal N. A stalled job ends the process with exit_stalled from the watchdog.
 int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
                       const results::FileOrigin& origin);
 

@@ -30,14 +30,14 @@ struct TrainingPlan {
   std::unique_ptr<workloads::Workload> workload;
   std::vector<SweepPoint> points;  // in the order they run
   worker::TrainingSchedule schedule;
-  std::string device_name;          // a registered device
+  std::string device_name;                  // a registered device
   kernels::DeviceSettings device_settings;  // its threads are replaced by each point's
   std::unique_ptr<kernels::Device> device;  // made and checked with the first point's threads
   std::string comm_backend;                 // a registered gradient communicator
   double bucket_mb = 25;
   bool overlap = true;
   double learning_rate = 0.01;
-  std::string scaling = "none";       // recorded with the runs: weak, strong or none
+  std::string scaling = "none";          // recorded with the runs: weak, strong or none
   double sample_interval_seconds = 0.2;  // 0: resources are not sampled
   double point_timeout_seconds = 0;      // 0: no limit
   double stall_timeout_seconds = -1;     // see StallSettings: -1 automatic, 0 off

@@ -62,9 +62,9 @@ class MathOps {
   // allreduced sum): v = momentum * v + scale * g; p -= learning_rate * v. Sets
   // *nonfinite_gradient (device memory) to 1 if any gradient is NaN or infinite, and never clears
   // it: the pass over the gradients is already paid for, so divergence is caught for free.
-  virtual void sgd_momentum_update(std::size_t count, T learning_rate, T momentum,
-                                   T gradient_scale, const T* gradient, T* velocity,
-                                   T* parameters, std::int32_t* nonfinite_gradient) = 0;
+  virtual void sgd_momentum_update(std::size_t count, T learning_rate, T momentum, T gradient_scale,
+                                   const T* gradient, T* velocity, T* parameters,
+                                   std::int32_t* nonfinite_gradient) = 0;
 };
 
 // A point in the device's compute stream. Made by Device::make_event(), marked by record().
@@ -136,8 +136,10 @@ class Device {
 
   template <typename T>
   MathOps<T>& math() {
-    if constexpr (std::is_same_v<T, float>) return math_float();
-    else return math_double();
+    if constexpr (std::is_same_v<T, float>)
+      return math_float();
+    else
+      return math_double();
   }
 };
 

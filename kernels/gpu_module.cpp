@@ -43,19 +43,20 @@ GpuModule load() {
       module.error = ::dlerror();
       return module;
     }
-    module.visible_gpu_count = reinterpret_cast<int (*)()>(
-        ::dlsym(module.handle, "dlscale_cuda_visible_gpu_count"));
+    module.visible_gpu_count =
+        reinterpret_cast<int (*)()>(::dlsym(module.handle, "dlscale_cuda_visible_gpu_count"));
     module.make_device = reinterpret_cast<Device* (*)(int, Precision)>(
         ::dlsym(module.handle, "dlscale_cuda_make_device"));
     if (!module.visible_gpu_count || !module.make_device) {
-      module.error = fmt::format("{} lacks dlscale's entry points; reinstall dlscale",
-                                 candidate.string());
+      module.error =
+          fmt::format("{} lacks dlscale's entry points; reinstall dlscale", candidate.string());
       module.handle = nullptr;
     }
     return module;
   }
-  module.error = fmt::format("{} is neither beside {} nor in {}; reinstall dlscale", module_name,
-                             bin.string(), (bin / DLSCALE_GPU_MODULE_FROM_BIN).lexically_normal().string());
+  module.error =
+      fmt::format("{} is neither beside {} nor in {}; reinstall dlscale", module_name, bin.string(),
+                  (bin / DLSCALE_GPU_MODULE_FROM_BIN).lexically_normal().string());
   return module;
 }
 
@@ -67,7 +68,8 @@ const GpuModule& loaded() {
 const GpuModule& required(const char* option) {
   const GpuModule& module = loaded();
   if (module.handle == nullptr)
-    throw UserError(fmt::format("{}: cannot load dlscale's CUDA support: {}", option, module.error));
+    throw UserError(
+        fmt::format("{}: cannot load dlscale's CUDA support: {}", option, module.error));
   return module;
 }
 

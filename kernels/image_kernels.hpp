@@ -85,8 +85,8 @@ class BatchNormKernel {
                        float* y) = 0;
   // Uses the statistics of the last forward(); input_gradient may be null.
   virtual void backward(int batch, const float* x, const float* scale, const float* shift,
-                        const float* output_gradient, float* input_gradient,
-                        float* scale_gradient, float* shift_gradient) = 0;
+                        const float* output_gradient, float* input_gradient, float* scale_gradient,
+                        float* shift_gradient) = 0;
 };
 
 class ConvolutionKernel {
@@ -97,8 +97,8 @@ class ConvolutionKernel {
                        float* y) = 0;
   // Writes weight and bias gradients, and the input gradient unless input_gradient is null.
   virtual void backward(int batch, const float* x, const float* weights,
-                        const float* output_gradient, float* input_gradient,
-                        float* weight_gradient, float* bias_gradient) = 0;
+                        const float* output_gradient, float* input_gradient, float* weight_gradient,
+                        float* bias_gradient) = 0;
 };
 
 class PoolingKernel {

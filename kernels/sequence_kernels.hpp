@@ -14,7 +14,8 @@ struct LstmGeometry {
   int inputs = 0;
   int hidden = 0;
 
-  // Parameters, in this order: W_x [inputs x 4 x hidden], W_h [hidden x 4 x hidden], b [4 x hidden].
+  // Parameters, in this order: W_x [inputs x 4 x hidden], W_h [hidden x 4 x hidden], b [4 x
+  // hidden].
   std::size_t input_weight_count() const { return std::size_t(inputs) * 4 * hidden; }
   std::size_t recurrent_weight_count() const { return std::size_t(hidden) * 4 * hidden; }
   std::size_t parameter_count() const {

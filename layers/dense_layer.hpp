@@ -26,9 +26,7 @@ class DenseLayer final : public Layer<T> {
   std::size_t parameter_count() const override {
     return std::size_t(outputs_) * inputs_ + outputs_;
   }
-  double forward_flops_per_sample() const override {
-    return 2.0 * timesteps_ * inputs_ * outputs_;
-  }
+  double forward_flops_per_sample() const override { return 2.0 * timesteps_ * inputs_ * outputs_; }
 
   void bind(T* parameters, T* gradients) override {
     weights_ = parameters;
@@ -55,8 +53,8 @@ class DenseLayer final : public Layer<T> {
     math.add_row_bias(batch, outputs_, bias_, y);
   }
 
-  void backward(MathOps<T>& math, int samples, const T* x, const T* /*y*/,
-                const T* output_gradient, T* input_gradient) override {
+  void backward(MathOps<T>& math, int samples, const T* x, const T* /*y*/, const T* output_gradient,
+                T* input_gradient) override {
     const int batch = samples * timesteps_;
     math.gemm(Transpose::yes, Transpose::no, outputs_, inputs_, batch, T(1), output_gradient,
               outputs_, x, inputs_, T(0), weight_gradient_, inputs_);

@@ -26,14 +26,15 @@ class EmbeddingLayer final : public Layer<T> {
   void initialize(std::span<T> host_parameters, std::uint64_t seed,
                   std::uint64_t layer_index) const override {
     const CounterRandom random(seed, layer_index);
-    for (std::size_t i = 0; i < host_parameters.size(); ++i) host_parameters[i] = T(random.normal(i));
+    for (std::size_t i = 0; i < host_parameters.size(); ++i)
+      host_parameters[i] = T(random.normal(i));
   }
 
   void forward(MathOps<T>& math, int batch, const T* x, T* y) override {
     math.embedding_forward(batch * steps_, width_, x, table_, y);
   }
-  void backward(MathOps<T>& math, int batch, const T* x, const T* /*y*/,
-                const T* output_gradient, T* /*input_gradient*/) override {
+  void backward(MathOps<T>& math, int batch, const T* x, const T* /*y*/, const T* output_gradient,
+                T* /*input_gradient*/) override {
     math.embedding_backward(batch * steps_, width_, vocabulary_, x, output_gradient,
                             table_gradient_);
   }

@@ -15,8 +15,12 @@ class LstmLayer final : public Layer<float> {
   LstmLayer(Device& device, const LstmGeometry& geometry) : device_(device), geometry_(geometry) {}
 
   std::string kind() const override { return "lstm"; }
-  std::size_t input_size() const override { return std::size_t(geometry_.steps) * geometry_.inputs; }
-  std::size_t output_size() const override { return std::size_t(geometry_.steps) * geometry_.hidden; }
+  std::size_t input_size() const override {
+    return std::size_t(geometry_.steps) * geometry_.inputs;
+  }
+  std::size_t output_size() const override {
+    return std::size_t(geometry_.steps) * geometry_.hidden;
+  }
   std::size_t parameter_count() const override { return geometry_.parameter_count(); }
   double forward_flops_per_sample() const override { return geometry_.forward_flops_per_sample(); }
 

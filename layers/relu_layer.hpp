@@ -21,11 +21,10 @@ class ReluLayer final : public Layer<T> {
   void forward(MathOps<T>& math, int batch, const T* x, T* y) override {
     math.relu_forward(std::size_t(batch) * size_, ceiling_, x, y);
   }
-  void backward(MathOps<T>& math, int batch, const T* /*x*/, const T* y,
-                const T* output_gradient, T* input_gradient) override {
+  void backward(MathOps<T>& math, int batch, const T* /*x*/, const T* y, const T* output_gradient,
+                T* input_gradient) override {
     if (input_gradient != nullptr)
-      math.relu_backward(std::size_t(batch) * size_, ceiling_, y, output_gradient,
-                        input_gradient);
+      math.relu_backward(std::size_t(batch) * size_, ceiling_, y, output_gradient, input_gradient);
   }
 
  private:

@@ -34,7 +34,9 @@ class ResidualBlock final : public Layer<T> {
   }
 
   ResidualBlock(Device& device, Layers branch, Layers shortcut, bool relu_after, int max_batch)
-      : math_(device.template math<T>()), branch_(std::move(branch)), shortcut_(std::move(shortcut)),
+      : math_(device.template math<T>()),
+        branch_(std::move(branch)),
+        shortcut_(std::move(shortcut)),
         relu_after_(relu_after) {
     std::size_t widest_input = 0;
     for (auto* path : {&branch_, &shortcut_})

@@ -17,8 +17,8 @@ class SigmoidLayer final : public Layer<T> {
   void forward(MathOps<T>& math, int batch, const T* x, T* y) override {
     math.sigmoid_forward(std::size_t(batch) * size_, x, y);
   }
-  void backward(MathOps<T>& math, int batch, const T* /*x*/, const T* y,
-                const T* output_gradient, T* input_gradient) override {
+  void backward(MathOps<T>& math, int batch, const T* /*x*/, const T* y, const T* output_gradient,
+                T* input_gradient) override {
     if (input_gradient != nullptr)
       math.sigmoid_backward(std::size_t(batch) * size_, y, output_gradient, input_gradient);
   }

@@ -22,7 +22,9 @@ class Network {
   // classes: the width of one prediction; 0 means the last layer's whole output.
   Network(Device& device, std::vector<std::unique_ptr<Layer<T>>> layers, int max_batch,
           int classes = 0)
-      : device_(device), math_(device.template math<T>()), layers_(std::move(layers)),
+      : device_(device),
+        math_(device.template math<T>()),
+        layers_(std::move(layers)),
         max_batch_(max_batch),
         classes_(classes > 0 ? classes : int(layers_.empty() ? 0 : layers_.back()->output_size())) {
     if (layers_.empty()) throw std::invalid_argument("a network needs at least one layer");
@@ -57,10 +59,11 @@ class Network {
       widest = std::max({widest, layer.input_size, layer.output_size});
       outputs += layer.output_size + layer.internal_values;
     }
-    const std::size_t values = 2 * parameters                                   // weights, gradients
+    const std::size_t values = 2 * parameters                      // weights, gradients
                                + std::size_t(max_batch) * outputs  // outputs, inner activations
-                               + std::size_t(max_batch) * layers.back().output_size  // loss gradient
-                               + 2 * std::size_t(max_batch) * widest;            // backward buffers
+                               +
+                               std::size_t(max_batch) * layers.back().output_size  // loss gradient
+                               + 2 * std::size_t(max_batch) * widest;  // backward buffers
     return values * sizeof(T);
   }
 
@@ -68,7 +71,8 @@ class Network {
     std::size_t values = parameters_.size() + gradients_.size() + loss_gradient_.size() +
                          backward_buffers_[0].size() + backward_buffers_[1].size();
     for (const auto& output : outputs_) values += output.size();
-    for (const auto& layer : layers_) values += std::size_t(max_batch_) * layer->internal_values_per_sample();
+    for (const auto& layer : layers_)
+      values += std::size_t(max_batch_) * layer->internal_values_per_sample();
     return values * sizeof(T);
   }
 

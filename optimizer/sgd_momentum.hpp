@@ -13,8 +13,11 @@ template <typename T>
 class SgdMomentum {
  public:
   SgdMomentum(Device& device, std::size_t parameter_count, T learning_rate, T momentum)
-      : math_(device.template math<T>()), velocity_(device, parameter_count),
-        nonfinite_gradient_(device, 1), learning_rate_(learning_rate), momentum_(momentum) {
+      : math_(device.template math<T>()),
+        velocity_(device, parameter_count),
+        nonfinite_gradient_(device, 1),
+        learning_rate_(learning_rate),
+        momentum_(momentum) {
     velocity_.copy_from_host(std::vector<T>(parameter_count, T(0)));
     nonfinite_gradient_.copy_from_host(std::vector<std::int32_t>{0});
   }

@@ -32,17 +32,17 @@ void require_sizes_in_bounds(const std::string& group,
     for (const double value : {size.seconds_p50, size.seconds_p95, size.algbw_gbps_p50,
                                size.busbw_gbps_p50, size.busbw_gbps_p95})
       if (!(value >= 0 && value <= bounds::largest_value))
-        damaged(fmt::format("/{} holds {} at {} bytes, outside [0, {}]", group, value,
-                            size.bytes, bounds::largest_value));
+        damaged(fmt::format("/{} holds {} at {} bytes, outside [0, {}]", group, value, size.bytes,
+                            bounds::largest_value));
     if (std::abs(size.algbw_gbps_p95) > bounds::largest_value)
       damaged(fmt::format("/{} holds {} at {} bytes", group, size.algbw_gbps_p95, size.bytes));
   }
 }
 
 void require_fit_in_bounds(const std::string& group, const AlphaBetaFit& fit) {
-  for (const double value : {fit.line_intercept_seconds, fit.line_seconds_per_byte,
-                             fit.alpha_seconds, fit.beta_seconds_per_byte,
-                             fit.relative_rms_error, fit.max_relative_error})
+  for (const double value :
+       {fit.line_intercept_seconds, fit.line_seconds_per_byte, fit.alpha_seconds,
+        fit.beta_seconds_per_byte, fit.relative_rms_error, fit.max_relative_error})
     if (std::abs(value) > bounds::largest_value)
       damaged(fmt::format("/{} holds a fitted value of {}", group, value));
 }
@@ -60,7 +60,8 @@ void require_piecewise_in_bounds(const std::string& group, const PiecewiseAlphaB
 Hdf5Handle open_comm_file(const std::filesystem::path& path) {
   OpenedResultsFile opened = open_results_file(path);
   // The /comm group has the same layout since schema 2.
-  if (opened.version < schema::before_measurements_version || H5Lexists(opened.file, names::group, H5P_DEFAULT) <= 0)
+  if (opened.version < schema::before_measurements_version ||
+      H5Lexists(opened.file, names::group, H5P_DEFAULT) <= 0)
     throw UserError(fmt::format("'{}' has no /{} group: it was not written by `dlscale comm`",
                                 path.string(), names::group));
   return std::move(opened.file);
@@ -104,8 +105,8 @@ void read_datasets(hid_t group, const std::filesystem::path& path, CommRecord& r
       record.seconds.size() == sizes * std::size_t(record.measured_iterations * record.ranks) &&
       record.rank_hosts.size() == std::size_t(record.ranks);
   if (!consistent)
-    throw UserError(fmt::format("'{}': the /{} datasets disagree in length", path.string(),
-                                names::group));
+    throw UserError(
+        fmt::format("'{}': the /{} datasets disagree in length", path.string(), names::group));
   for (std::size_t s = 0; s < bytes.size(); ++s)
     record.sizes.push_back({bytes[s], count[s], seconds_p50[s], seconds_p95[s], algbw_p50[s],
                             algbw_p95[s], busbw_p50[s], busbw_p95[s], wrong[s]});
@@ -149,10 +150,10 @@ void read_piecewise_fit(hid_t group, const std::filesystem::path& path,
       throw UserError(fmt::format("'{}': the /{}/{} datasets disagree in length", path.string(),
                                   names::group, names::fit_pieces_group));
   for (std::size_t k = 0; k < min_bytes.size(); ++k)
-    piecewise.pieces.push_back(
-        {min_bytes[k], columns[0][k],
-         {columns[1][k], columns[2][k], columns[3][k], columns[4][k], columns[5][k],
-          columns[6][k]}});
+    piecewise.pieces.push_back({min_bytes[k],
+                                columns[0][k],
+                                {columns[1][k], columns[2][k], columns[3][k], columns[4][k],
+                                 columns[5][k], columns[6][k]}});
 }
 
 // /comm/intra_node and /comm/inter_node, where the sweep made them.

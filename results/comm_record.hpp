@@ -25,12 +25,12 @@ struct CommSizeStatistics {
 // The latency-bandwidth (alpha-beta) model fitted to the p50 times, t(m) = a + b*m, and the ring
 // allreduce's per-hop constants derived from it: t = 2(n-1)*alpha + 2(n-1)/n * m * beta.
 struct AlphaBetaFit {
-  double line_intercept_seconds = 0;   // a
-  double line_seconds_per_byte = 0;    // b
-  double alpha_seconds = 0;            // a / (2(n-1)); NaN for one rank
-  double beta_seconds_per_byte = 0;    // b * n / (2(n-1)); NaN for one rank
-  double relative_rms_error = 0;       // sqrt(mean(((t - fit) / t)^2)), what the fit minimises
-  double max_relative_error = 0;       // max |t - fit| / t
+  double line_intercept_seconds = 0;  // a
+  double line_seconds_per_byte = 0;   // b
+  double alpha_seconds = 0;           // a / (2(n-1)); NaN for one rank
+  double beta_seconds_per_byte = 0;   // b * n / (2(n-1)); NaN for one rank
+  double relative_rms_error = 0;      // sqrt(mean(((t - fit) / t)^2)), what the fit minimises
+  double max_relative_error = 0;      // max |t - fit| / t
 };
 
 // One piece of a piecewise alpha-beta fit: a contiguous range of the sweep's sizes (one protocol
@@ -55,9 +55,9 @@ struct PiecewiseAlphaBetaFit {
 // several hosts: "intra_node" sums among the ranks of each host (every host at once),
 // "inter_node" among one rank per host. Times are those of the communicator that holds rank 0.
 struct LinkSweep {
-  std::string link;        // intra_node or inter_node
-  int ranks = 0;           // in each communicator
-  int communicators = 0;   // summing at the same time
+  std::string link;             // intra_node or inter_node
+  int ranks = 0;                // in each communicator
+  int communicators = 0;        // summing at the same time
   std::vector<double> seconds;  // [size][measured iteration][rank of rank 0's communicator]
   std::vector<CommSizeStatistics> sizes;
   AlphaBetaFit fit;
@@ -90,7 +90,8 @@ struct CommRecord {
 
   double call_seconds(std::size_t size, int iteration, int rank) const {
     return seconds[(size * std::size_t(measured_iterations) + std::size_t(iteration)) *
-                       std::size_t(ranks) + std::size_t(rank)];
+                       std::size_t(ranks) +
+                   std::size_t(rank)];
   }
 };
 

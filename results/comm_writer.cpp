@@ -46,23 +46,25 @@ void write_sizes_and_seconds(hid_t group, const std::vector<CommSizeStatistics>&
                              const std::vector<double>& raw_seconds, int iterations, int ranks) {
   using S = CommSizeStatistics;
   constexpr const char* gbps = "GB/s (10^9 bytes/s)";
-  write_size_column(group, names::bytes, sizes, [](const S& s) { return s.bytes; }, "bytes");
-  write_size_column(group, names::count, sizes, [](const S& s) { return s.count; },
-                    "float32 elements");
-  write_size_column(group, names::seconds_p50, sizes, [](const S& s) { return s.seconds_p50; },
-                    "seconds");
-  write_size_column(group, names::seconds_p95, sizes, [](const S& s) { return s.seconds_p95; },
-                    "seconds");
-  write_size_column(group, names::algbw_gbps_p50, sizes,
-                    [](const S& s) { return s.algbw_gbps_p50; }, gbps);
-  write_size_column(group, names::algbw_gbps_p95, sizes,
-                    [](const S& s) { return s.algbw_gbps_p95; }, gbps);
-  write_size_column(group, names::busbw_gbps_p50, sizes,
-                    [](const S& s) { return s.busbw_gbps_p50; }, gbps);
-  write_size_column(group, names::busbw_gbps_p95, sizes,
-                    [](const S& s) { return s.busbw_gbps_p95; }, gbps);
-  write_size_column(group, names::wrong_elements, sizes,
-                    [](const S& s) { return s.wrong_elements; }, "float32 elements");
+  write_size_column(
+      group, names::bytes, sizes, [](const S& s) { return s.bytes; }, "bytes");
+  write_size_column(
+      group, names::count, sizes, [](const S& s) { return s.count; }, "float32 elements");
+  write_size_column(
+      group, names::seconds_p50, sizes, [](const S& s) { return s.seconds_p50; }, "seconds");
+  write_size_column(
+      group, names::seconds_p95, sizes, [](const S& s) { return s.seconds_p95; }, "seconds");
+  write_size_column(
+      group, names::algbw_gbps_p50, sizes, [](const S& s) { return s.algbw_gbps_p50; }, gbps);
+  write_size_column(
+      group, names::algbw_gbps_p95, sizes, [](const S& s) { return s.algbw_gbps_p95; }, gbps);
+  write_size_column(
+      group, names::busbw_gbps_p50, sizes, [](const S& s) { return s.busbw_gbps_p50; }, gbps);
+  write_size_column(
+      group, names::busbw_gbps_p95, sizes, [](const S& s) { return s.busbw_gbps_p95; }, gbps);
+  write_size_column(
+      group, names::wrong_elements, sizes, [](const S& s) { return s.wrong_elements; },
+      "float32 elements");
 
   const Hdf5Handle seconds = hdf5::write_dataset(
       group, names::seconds, raw_seconds, {sizes.size(), hsize_t(iterations), hsize_t(ranks)});
@@ -92,8 +94,8 @@ void write_piecewise_fit(hid_t group, const PiecewiseAlphaBetaFit& piecewise) {
   const auto column = [&](const char* name, const char* units, auto field) {
     std::vector<double> values;
     for (const auto& piece : piecewise.pieces) values.push_back(field(piece));
-    const Hdf5Handle dataset = hdf5::write_dataset(pieces, name, std::span(std::as_const(values)),
-                                                   {values.size()});
+    const Hdf5Handle dataset =
+        hdf5::write_dataset(pieces, name, std::span(std::as_const(values)), {values.size()});
     hdf5::write_attribute(dataset, schema::units, std::string(units));
   };
   using P = AlphaBetaPiece;

@@ -80,22 +80,22 @@ T read_scalar_attribute(hid_t object, const char* name, hid_t memory_type) {
   const Hdf5Handle space(DLSCALE_H5_CHECK(H5Aget_space(attribute)), H5Sclose);
   if ((type_class != H5T_INTEGER && type_class != H5T_FLOAT) ||
       H5Sget_simple_extent_npoints(space) != 1)
-    throw UserError(fmt::format("damaged results file: attribute '{}' is not a single number",
-                                name));
+    throw UserError(
+        fmt::format("damaged results file: attribute '{}' is not a single number", name));
   T value{};
   DLSCALE_H5_CHECK(H5Aread(attribute, memory_type, &value));
   return value;
 }
 
-Hdf5Handle write_numeric_dataset(hid_t parent, const char* name, hid_t file_type,
-                                 hid_t memory_type, const void* data, std::size_t count,
+Hdf5Handle write_numeric_dataset(hid_t parent, const char* name, hid_t file_type, hid_t memory_type,
+                                 const void* data, std::size_t count,
                                  const std::vector<hsize_t>& shape) {
   hsize_t elements = 1;
   for (const hsize_t extent : shape) elements *= extent;
   // A record whose vectors disagree with its shape would be read past their end.
   if (elements != count)
-    throw std::logic_error(fmt::format("dataset '{}' has {} values for {} places", name, count,
-                                       elements));
+    throw std::logic_error(
+        fmt::format("dataset '{}' has {} values for {} places", name, count, elements));
   const Hdf5Handle space = simple_space(shape);
   Hdf5Handle dataset(DLSCALE_H5_CHECK(H5Dcreate2(parent, name, file_type, space, H5P_DEFAULT,
                                                  H5P_DEFAULT, H5P_DEFAULT)),
@@ -110,7 +110,8 @@ std::vector<T> read_numeric_dataset(hid_t parent, const char* name, hid_t memory
   const Hdf5Handle dataset = open_dataset(parent, name);
   const Hdf5Handle space(DLSCALE_H5_CHECK(H5Dget_space(dataset)), H5Sclose);
   std::vector<T> values(element_count(space));
-  DLSCALE_H5_CHECK(H5Dread(dataset, memory_type, H5S_ALL, H5S_ALL, small_transfer(), values.data()));
+  DLSCALE_H5_CHECK(
+      H5Dread(dataset, memory_type, H5S_ALL, H5S_ALL, small_transfer(), values.data()));
   return values;
 }
 

@@ -34,8 +34,8 @@ const char* name_of(const std::array<std::pair<Enum, const char*>, count>& names
 }
 
 template <typename Enum, std::size_t count>
-Enum value_of(const std::array<std::pair<Enum, const char*>, count>& names,
-              const std::string& name, const char* what) {
+Enum value_of(const std::array<std::pair<Enum, const char*>, count>& names, const std::string& name,
+              const char* what) {
   for (const auto& [entry, entry_name] : names)
     if (name == entry_name) return entry;
   throw std::invalid_argument(std::string("unknown measurement ") + what + " '" + name + "'");

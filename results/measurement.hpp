@@ -48,8 +48,8 @@ struct MeasurementRecord {
   std::string description;
   MeasurementShape shape = MeasurementShape::per_rank;
   Headline headline = Headline::none;
-  std::vector<std::string> shared_by;       // [rank]
-  std::vector<std::string> absent_reasons;  // [rank], empty where measured
+  std::vector<std::string> shared_by;        // [rank]
+  std::vector<std::string> absent_reasons;   // [rank], empty where measured
   std::vector<std::vector<double>> seconds;  // [rank][sample], time_series only
   std::vector<std::vector<double>> values;   // [rank][value]
 };

@@ -45,7 +45,8 @@ fs::path temporary_path_for(const fs::path& path) {
 
 bool process_is_gone(const std::string& pid_text) {
   int pid = 0;
-  const auto [end, error] = std::from_chars(pid_text.data(), pid_text.data() + pid_text.size(), pid);
+  const auto [end, error] =
+      std::from_chars(pid_text.data(), pid_text.data() + pid_text.size(), pid);
   if (error != std::errc() || end != pid_text.data() + pid_text.size() || pid <= 0) return false;
   return ::kill(pid, 0) != 0 && errno == ESRCH;
 }
@@ -70,10 +71,10 @@ void check_free_space(const fs::path& path, std::uint64_t bytes_needed) {
   if (::statvfs(directory_of(path).c_str(), &volume) != 0) return;  // cannot tell: try anyway
   const std::uint64_t free_bytes = std::uint64_t(volume.f_bavail) * volume.f_frsize;
   if (free_bytes < bytes_needed)
-    throw UserError(fmt::format("--out: '{}' has {:.1f} MiB free; the results need about {:.1f} "
-                                "MiB (free some space, or choose another directory)",
-                                directory_of(path).string(), free_bytes / 1048576.0,
-                                bytes_needed / 1048576.0));
+    throw UserError(
+        fmt::format("--out: '{}' has {:.1f} MiB free; the results need about {:.1f} "
+                    "MiB (free some space, or choose another directory)",
+                    directory_of(path).string(), free_bytes / 1048576.0, bytes_needed / 1048576.0));
 }
 
 void check_output_path(const fs::path& path, bool overwrite, std::string_view option) {
@@ -92,13 +93,12 @@ void check_output_path(const fs::path& path, bool overwrite, std::string_view op
           fmt::format("{}: '{}' exists and is not a regular file", option, path.string()));
     if (!overwrite)
       throw UserError(fmt::format(
-          "{}: '{}' already exists; pass --overwrite to replace it, or choose another name",
-          option, path.string()));
+          "{}: '{}' already exists; pass --overwrite to replace it, or choose another name", option,
+          path.string()));
   }
   const fs::path directory = directory_of(path);
   if (!fs::is_directory(directory, error))
-    throw UserError(
-        fmt::format("{}: directory '{}' does not exist", option, directory.string()));
+    throw UserError(fmt::format("{}: directory '{}' does not exist", option, directory.string()));
   // Creating the real temporary file is the only test that holds for root, ACLs and read-only
   // mounts alike.
   const fs::path probe = temporary_path_for(path);
@@ -115,9 +115,10 @@ void check_output_is_not_an_input(const fs::path& path, const std::vector<fs::pa
   for (const auto& input : inputs) {
     std::error_code error;
     if (fs::equivalent(path, input, error))
-      throw UserError(fmt::format("{}: '{}' is the input file '{}'; writing it would destroy it "
-                                  "(choose another name)",
-                                  option, path.string(), input.string()));
+      throw UserError(
+          fmt::format("{}: '{}' is the input file '{}'; writing it would destroy it "
+                      "(choose another name)",
+                      option, path.string(), input.string()));
   }
 }
 

@@ -50,8 +50,7 @@ class FileWriteError : public UserError {
 // Writes `contents` to a temporary file beside `path`, then moves it to `path`. Without
 // overwrite the move refuses to replace a file that appeared meanwhile. The temporary file is
 // removed if anything fails; a failed write throws FileWriteError naming `path`.
-void write_atomically(const std::filesystem::path& path, bool overwrite,
-                      std::string_view contents);
+void write_atomically(const std::filesystem::path& path, bool overwrite, std::string_view contents);
 
 // A text export (JSON, a script) written the same way; an existing regular file is replaced only
 // with overwrite. Call check_output_path(path, overwrite, option) first.

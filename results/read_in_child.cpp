@@ -74,8 +74,10 @@ void require_regular_file(const std::filesystem::path& path) {
   if (std::filesystem::is_directory(status))
     throw UserError(fmt::format("'{}' is a directory, not a results file", path.string()));
   if (!std::filesystem::is_regular_file(status))
-    throw UserError(fmt::format("'{}' is not a regular file (a pipe or a device is never read: "
-                                "it could block the reader forever)", path.string()));
+    throw UserError(
+        fmt::format("'{}' is not a regular file (a pipe or a device is never read: "
+                    "it could block the reader forever)",
+                    path.string()));
 }
 
 void read_in_child(const std::filesystem::path& path, const std::function<void()>& read) {
@@ -109,12 +111,12 @@ void read_in_child(const std::filesystem::path& path, const std::function<void()
   }
   if (WIFSIGNALED(status)) {
     const int signal = WTERMSIG(status);
-    throw UserError(fmt::format(
-        "damaged results file: {}: {}", path.string(),
-        signal == SIGXCPU || signal == SIGKILL ? fmt::format("reading it took more than {} s of CPU time",
-                                        cpu_seconds)
-                          : fmt::format("the HDF5 library crashed reading it (SIG{})",
-                                        sigabbrev_np(signal) ? sigabbrev_np(signal) : "?")));
+    throw UserError(
+        fmt::format("damaged results file: {}: {}", path.string(),
+                    signal == SIGXCPU || signal == SIGKILL
+                        ? fmt::format("reading it took more than {} s of CPU time", cpu_seconds)
+                        : fmt::format("the HDF5 library crashed reading it (SIG{})",
+                                      sigabbrev_np(signal) ? sigabbrev_np(signal) : "?")));
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 2) throw UserError(message);
   if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
@@ -134,8 +136,10 @@ void blame_damage_on_file(const std::filesystem::path& path, const std::function
     throw UserError(
         fmt::format("damaged results file: {}: {}", path.string(), error.library_message()));
   } catch (const std::bad_alloc&) {
-    throw UserError(fmt::format("damaged results file: {}: it declares more data than fits in "
-                                "memory", path.string()));
+    throw UserError(
+        fmt::format("damaged results file: {}: it declares more data than fits in "
+                    "memory",
+                    path.string()));
   }
 }
 

@@ -32,9 +32,11 @@ constexpr hsize_t most_layers = 100'000;
 void require_shape(hid_t parent, const char* name, const std::vector<hsize_t>& expected) {
   const auto shape = hdf5::dataset_shape(hdf5::open_dataset(parent, name));
   if (shape == expected) return;
-  const auto dims = [](const std::vector<hsize_t>& s) { return fmt::format("{}", fmt::join(s, " x ")); };
-  damaged(fmt::format("dataset '{}' has shape [{}], expected [{}]", name, dims(shape),
-                      dims(expected)));
+  const auto dims = [](const std::vector<hsize_t>& s) {
+    return fmt::format("{}", fmt::join(s, " x "));
+  };
+  damaged(
+      fmt::format("dataset '{}' has shape [{}], expected [{}]", name, dims(shape), dims(expected)));
 }
 
 // The length of a one-dimensional dataset, at most `largest`.
@@ -184,8 +186,8 @@ void read_raw_data(hid_t file, RunRecord& record) {
   record.parameter_fingerprints = read_uint64_dataset(ranks_group, schema::parameter_fingerprint);
   if (has_child(ranks_group, schema::peak_resident_bytes)) {  // schema 1 and 2
     require_shape(ranks_group, schema::peak_resident_bytes, {ranks});
-    record.measurements.push_back(peak_memory_measurement(
-        read_uint64_dataset(ranks_group, schema::peak_resident_bytes)));
+    record.measurements.push_back(
+        peak_memory_measurement(read_uint64_dataset(ranks_group, schema::peak_resident_bytes)));
   }
   if (!has_child(file, schema::communication_seconds)) {  // schema 1
     // Sums were blocking then: communication is the allreduce phase. No layers or buckets were
@@ -212,8 +214,7 @@ void read_raw_data(hid_t file, RunRecord& record) {
   require_shape(layers_group, schema::parameter_count_per_layer, {layers});
   require_shape(layers_group, schema::backward_seconds, {iterations, ranks, layers});
   const auto kinds = read_string_dataset(layers_group, schema::kind);
-  const auto layer_parameters =
-      read_int64_dataset(layers_group, schema::parameter_count_per_layer);
+  const auto layer_parameters = read_int64_dataset(layers_group, schema::parameter_count_per_layer);
   for (std::size_t i = 0; i < kinds.size(); ++i)
     record.layers.push_back({kinds[i], std::uint64_t(layer_parameters.at(i))});
   record.layer_backward_seconds = read_double_dataset(layers_group, schema::backward_seconds);
@@ -256,7 +257,9 @@ void read_measurements(hid_t file, RunRecord& record) {
     require_shape(series, schema::shared_by, {ranks});
     require_shape(series, schema::absent_reason, {ranks});
     switch (measurement.shape) {
-      case MeasurementShape::per_rank: require_shape(series, schema::value, {ranks}); break;
+      case MeasurementShape::per_rank:
+        require_shape(series, schema::value, {ranks});
+        break;
       case MeasurementShape::per_iteration:
         require_shape(series, schema::value, {hsize_t(record.iterations), ranks});
         break;
@@ -363,8 +366,8 @@ std::vector<FailedPoint> read_failed_points(hid_t file) {
   const auto reasons = read_string_dataset(group, schema::reason);
   std::vector<FailedPoint> failed;
   for (std::size_t k = 0; k < count; ++k)
-    failed.push_back({int(ranks[k]), int(threads[k]), int(repeats[k]), int(batches[k]), seeds[k],
-                      reasons[k]});
+    failed.push_back(
+        {int(ranks[k]), int(threads[k]), int(repeats[k]), int(batches[k]), seeds[k], reasons[k]});
   return failed;
 }
 
@@ -372,9 +375,8 @@ std::vector<NodeSharingProbe> read_node_sharing_probes(hid_t file) {
   using namespace hdf5;
   const Hdf5Handle group = open_group(file, schema::node_sharing_probes_group);
   const hsize_t count = require_length(group, schema::ranks, hsize_t(bounds::most_runs));
-  for (const char* column : {schema::threads, schema::batch_per_rank_column,
-                             schema::ranks_per_node, schema::shared_seconds,
-                             schema::alone_seconds, schema::probe_seconds})
+  for (const char* column : {schema::threads, schema::batch_per_rank_column, schema::ranks_per_node,
+                             schema::shared_seconds, schema::alone_seconds, schema::probe_seconds})
     require_shape(group, column, {count});
   const auto ranks = read_int64_dataset(group, schema::ranks);
   const auto threads = read_int64_dataset(group, schema::threads);
@@ -388,8 +390,8 @@ std::vector<NodeSharingProbe> read_node_sharing_probes(hid_t file) {
     // predict divides by these: a damaged entry is refused here, not turned into a NaN there.
     const auto positive = [&](const char* name, double value, double largest) {
       if (!(value > 0 && value <= largest))
-        damaged(fmt::format("{}/{}[{}] is {}, not in (0, {}]",
-                            schema::node_sharing_probes_group, name, k, value, largest));
+        damaged(fmt::format("{}/{}[{}] is {}, not in (0, {}]", schema::node_sharing_probes_group,
+                            name, k, value, largest));
     };
     positive(schema::ranks, double(ranks[k]), double(most_ranks));
     positive(schema::threads, double(threads[k]), double(most_ranks));
@@ -414,11 +416,11 @@ void require_one_name_per_object(hid_t file) {
       file, H5_INDEX_NAME, H5_ITER_INC,
       [](hid_t, const char* name, const H5L_info_t* link, void* found) -> herr_t {
         if (link->type == H5L_TYPE_HARD) return 0;
-        *static_cast<std::string*>(found) = fmt::format(
-            "/{} is a link ({}), which dlscale never writes", name,
-            link->type == H5L_TYPE_SOFT       ? "soft"
-            : link->type == H5L_TYPE_EXTERNAL ? "external"
-                                              : "user-defined");
+        *static_cast<std::string*>(found) =
+            fmt::format("/{} is a link ({}), which dlscale never writes", name,
+                        link->type == H5L_TYPE_SOFT       ? "soft"
+                        : link->type == H5L_TYPE_EXTERNAL ? "external"
+                                                          : "user-defined");
         return 1;
       },
       &problem));

@@ -82,7 +82,7 @@ struct RunEnvironment {
     if (ranks < 2) return;
     for (std::size_t r = 0; r < ranks; ++r)
       ++(rank_hosts[r] == rank_hosts[(r + 1) % ranks] ? intra_host_ring_hops
-                                                       : inter_host_ring_hops);
+                                                      : inter_host_ring_hops);
   }
 };
 
@@ -109,7 +109,7 @@ struct PhaseStatistics {
 
 struct RunSummary {
   std::array<PhaseStatistics, phase_count> phase_statistics{};  // seconds, measured iterations
-  double throughput_samples_per_second = 0;                    // whole job
+  double throughput_samples_per_second = 0;                     // whole job
   double communication_fraction = 0;  // allreduce time / step time, all ranks
   double allreduce_bytes = 0;         // gradient bytes reduced per step
   double allreduce_seconds = 0;       // median over iterations of the fastest rank's allreduce
@@ -125,14 +125,14 @@ struct RunRecord {
   RunEnvironment environment;
   int iterations = 0;  // warm-up included
   int ranks = 0;
-  std::vector<double> phase_seconds;  // [iteration][rank][phase]
+  std::vector<double> phase_seconds;          // [iteration][rank][phase]
   std::vector<double> communication_seconds;  // [iteration][rank], first bucket start to last done
-  std::vector<double> loss;           // [iteration][rank]
+  std::vector<double> loss;                   // [iteration][rank]
   std::vector<LayerRecord> layers;
-  std::vector<double> layer_backward_seconds;  // [iteration][rank][layer]
-  std::vector<BucketRecord> buckets;           // in the order their sums start
+  std::vector<double> layer_backward_seconds;         // [iteration][rank][layer]
+  std::vector<BucketRecord> buckets;                  // in the order their sums start
   std::vector<std::uint64_t> parameter_fingerprints;  // [rank]
-  std::vector<std::uint64_t> local_ranks;              // [rank]: its index among its host's ranks
+  std::vector<std::uint64_t> local_ranks;             // [rank]: its index among its host's ranks
   // Everything the samplers measured (resources, energy, peak RSS) and the iteration end times,
   // in the order the ranks made them.
   std::vector<MeasurementRecord> measurements;

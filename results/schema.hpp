@@ -76,7 +76,7 @@ inline constexpr const char* timings = "timings";  // [iteration, rank, phase] s
 inline constexpr const char* loss = "loss";        // [iteration, rank]
 inline constexpr const char* communication_seconds = "communication_seconds";  // [iteration, rank]
 inline constexpr const char* layers_group = "layers";
-inline constexpr const char* kind = "kind";                          // [layer]
+inline constexpr const char* kind = "kind";                                  // [layer]
 inline constexpr const char* parameter_count_per_layer = "parameter_count";  // [layer]
 inline constexpr const char* backward_seconds = "backward_seconds";  // [iteration, rank, layer]
 inline constexpr const char* buckets_group = "buckets";
@@ -94,10 +94,10 @@ inline constexpr const char* measurements_group = "measurements";
 inline constexpr const char* description = "description";
 inline constexpr const char* shape = "shape";
 inline constexpr const char* headline = "headline";
-inline constexpr const char* shared_by = "shared_by";            // [rank]
-inline constexpr const char* absent_reason = "absent_reason";    // [rank]
+inline constexpr const char* shared_by = "shared_by";          // [rank]
+inline constexpr const char* absent_reason = "absent_reason";  // [rank]
 inline constexpr const char* value = "value";  // per_rank [rank], per_iteration [iteration, rank]
-inline constexpr const char* rank = "rank";        // time_series [sample]
+inline constexpr const char* rank = "rank";    // time_series [sample]
 inline constexpr const char* seconds = "seconds";  // time_series [sample], on the run clock
 
 // Attributes on datasets.

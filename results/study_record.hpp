@@ -31,7 +31,7 @@ struct StudyPoint {
   double throughput_samples_per_second = 0;
   double speedup = 0;
   double efficiency = 0, efficiency_ci_low = 0, efficiency_ci_high = 0;
-  double karp_flatt = 0;  // NaN at the baseline
+  double karp_flatt = 0;                                                // NaN at the baseline
   double gap_communication = 0, gap_load_imbalance = 0, gap_other = 0;  // fractions of T(n)
   int straggler_rank = 0;
   std::string straggler_host;
@@ -53,7 +53,7 @@ struct RepeatSpread {
 struct StudySummary {
   std::string scaling;
   int baseline_ranks = 0;
-  std::vector<StudyPoint> points;          // by thread count, rank count, repeat
+  std::vector<StudyPoint> points;            // by thread count, rank count, repeat
   std::vector<RepeatSpread> configurations;  // by thread count, rank count
 };
 

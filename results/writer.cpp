@@ -18,9 +18,7 @@ namespace dlscale::results {
 
 namespace {
 
-std::vector<std::string> phase_name_list() {
-  return {phase_names.begin(), phase_names.end()};
-}
+std::vector<std::string> phase_name_list() { return {phase_names.begin(), phase_names.end()}; }
 
 void write_run_attributes(hid_t file, const RunRecord& record) {
   using namespace hdf5;
@@ -103,8 +101,7 @@ void write_raw_data(hid_t file, const RunRecord& record) {
 
   const Hdf5Handle ranks_group = create_group(file, schema::ranks_group);
   write_dataset(ranks_group, schema::host, record.environment.rank_hosts);
-  write_dataset(ranks_group, schema::parameter_fingerprint, record.parameter_fingerprints,
-                {ranks});
+  write_dataset(ranks_group, schema::parameter_fingerprint, record.parameter_fingerprints, {ranks});
   write_dataset(ranks_group, schema::local_rank, record.local_ranks, {ranks});
 
   const Hdf5Handle layers_group = create_group(file, schema::layers_group);
@@ -117,9 +114,9 @@ void write_raw_data(hid_t file, const RunRecord& record) {
   write_dataset(layers_group, schema::kind, kinds);
   write_dataset(layers_group, schema::parameter_count_per_layer, layer_parameters,
                 {hsize_t(kinds.size())});
-  const Hdf5Handle backward = write_dataset(layers_group, schema::backward_seconds,
-                                            record.layer_backward_seconds,
-                                            {iterations, ranks, hsize_t(kinds.size())});
+  const Hdf5Handle backward =
+      write_dataset(layers_group, schema::backward_seconds, record.layer_backward_seconds,
+                    {iterations, ranks, hsize_t(kinds.size())});
   write_attribute(backward, schema::units, std::string("seconds"));
   write_attribute(backward, schema::dimensions,
                   std::vector<std::string>{"iteration", "rank", "layer"});
@@ -135,8 +132,8 @@ void write_raw_data(hid_t file, const RunRecord& record) {
   const hsize_t bucket_count = record.buckets.size();
   write_dataset(buckets_group, schema::first_layer, first, {bucket_count});
   write_dataset(buckets_group, schema::last_layer, last, {bucket_count});
-  write_attribute(write_dataset(buckets_group, schema::bytes, bytes, {bucket_count}),
-                  schema::units, std::string("bytes"));
+  write_attribute(write_dataset(buckets_group, schema::bytes, bytes, {bucket_count}), schema::units,
+                  std::string("bytes"));
 }
 
 // Every measurement the same way, whatever it is: pandas reads a time series as a long table
@@ -167,7 +164,8 @@ void write_measurements(hid_t file, const RunRecord& record) {
         for (std::size_t r = 0; r < ranks; ++r)
           for (std::size_t i = 0; i < std::min(iterations, measurement.values[r].size()); ++i)
             values[i * ranks + r] = measurement.values[r][i];
-        const Hdf5Handle dataset = write_dataset(series, schema::value, values, {iterations, ranks});
+        const Hdf5Handle dataset =
+            write_dataset(series, schema::value, values, {iterations, ranks});
         write_attribute(dataset, schema::dimensions, std::vector<std::string>{"iteration", "rank"});
         break;
       }
@@ -233,8 +231,8 @@ void write_summary(hid_t file, const RunRecord& record) {
 // One column of a table: `member` of every row (int members as int64), with its units when it
 // has any.
 template <typename Row, typename Value>
-void write_column(hid_t group, const char* name, const std::vector<Row>& rows,
-                  Value Row::*member, const char* units = nullptr) {
+void write_column(hid_t group, const char* name, const std::vector<Row>& rows, Value Row::*member,
+                  const char* units = nullptr) {
   using Stored = std::conditional_t<std::is_same_v<Value, int>, std::int64_t, Value>;
   std::vector<Stored> values;
   for (const auto& row : rows) values.push_back(row.*member);
@@ -367,7 +365,6 @@ void write_origin_attributes(hid_t file, const FileOrigin& origin, std::size_t r
 
 }  // namespace
 
-
 void write_results_file(const std::filesystem::path& path, bool overwrite, const FileOrigin& origin,
                         std::size_t run_count, const std::string& status,
                         const std::function<void(hid_t file)>& write) {
@@ -393,23 +390,23 @@ void write_results_file(const std::filesystem::path& path, bool overwrite, const
 }
 
 void write_results(const ResultsFile& results, const std::filesystem::path& path, bool overwrite) {
-  write_results_file(path, overwrite, results.origin, results.runs.size(), results.status,
-                     [&](hid_t file) {
-    const Hdf5Handle runs = hdf5::create_group(file, schema::runs_group);
-    for (std::size_t index = 0; index < results.runs.size(); ++index) {
-      const Hdf5Handle run = hdf5::create_group(runs, run_group_name(index).c_str());
-      write_run_attributes(run, results.runs[index]);
-      write_raw_data(run, results.runs[index]);
-      write_measurements(run, results.runs[index]);
-      write_summary(run, results.runs[index]);
-    }
-    if (results.study) {
-      write_study(file, *results.study);
-      write_study_repeats(file, *results.study);
-    }
-    write_failed_points(file, results.failed_points);
-    write_node_sharing_probes(file, results.node_sharing_probes);
-  });
+  write_results_file(
+      path, overwrite, results.origin, results.runs.size(), results.status, [&](hid_t file) {
+        const Hdf5Handle runs = hdf5::create_group(file, schema::runs_group);
+        for (std::size_t index = 0; index < results.runs.size(); ++index) {
+          const Hdf5Handle run = hdf5::create_group(runs, run_group_name(index).c_str());
+          write_run_attributes(run, results.runs[index]);
+          write_raw_data(run, results.runs[index]);
+          write_measurements(run, results.runs[index]);
+          write_summary(run, results.runs[index]);
+        }
+        if (results.study) {
+          write_study(file, *results.study);
+          write_study_repeats(file, *results.study);
+        }
+        write_failed_points(file, results.failed_points);
+        write_node_sharing_probes(file, results.node_sharing_probes);
+      });
 }
 
 std::string run_group_name(std::size_t index) { return fmt::format("run_{:03}", index); }

@@ -20,7 +20,7 @@ struct AllreduceSchedule {
 
 // One rank's raw results.
 struct AllreduceSweepMeasurements {
-  std::vector<double> seconds;               // [size][measured iteration], this rank's clock
+  std::vector<double> seconds;                // [size][measured iteration], this rank's clock
   std::vector<std::uint64_t> wrong_elements;  // [size], over every call, warm-up included
 };
 

@@ -7,8 +7,8 @@ namespace dlscale::worker {
 std::vector<GradientBucket> plan_buckets(std::span<const std::size_t> layer_parameter_counts,
                                          std::size_t bucket_bytes) {
   std::vector<std::size_t> offsets(layer_parameter_counts.size());
-  std::exclusive_scan(layer_parameter_counts.begin(), layer_parameter_counts.end(),
-                      offsets.begin(), std::size_t{0});
+  std::exclusive_scan(layer_parameter_counts.begin(), layer_parameter_counts.end(), offsets.begin(),
+                      std::size_t{0});
   std::vector<GradientBucket> buckets;
   bool open = false;
   for (int layer = int(layer_parameter_counts.size()) - 1; layer >= 0; --layer) {

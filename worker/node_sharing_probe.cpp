@@ -95,9 +95,9 @@ std::vector<results::Measurement> probe_node_sharing(kernels::Network<float>& ne
       "node-sharing probe: median forward+backward seconds of one pass on rank 0 while the other "
       "ranks of the run sleep");
   if (point_iterations < schedule.least_point_iterations) {
-    shared.absent_reason = alone.absent_reason = fmt::format(
-        "not probed: a point of {} iterations is shorter than the {} a probe is worth",
-        point_iterations, schedule.least_point_iterations);
+    shared.absent_reason = alone.absent_reason =
+        fmt::format("not probed: a point of {} iterations is shorter than the {} a probe is worth",
+                    point_iterations, schedule.least_point_iterations);
     return {std::move(shared), std::move(alone)};
   }
   comm::quiet_barrier(group);

@@ -16,8 +16,8 @@ std::string environment(const char* name) {
 std::optional<results::SlurmAllocation> slurm_allocation() {
   if (environment("SLURM_JOB_ID").empty()) return std::nullopt;
   results::SlurmAllocation allocation{
-      environment("SLURM_JOB_ID"),         environment("SLURM_JOB_NAME"),
-      environment("SLURM_JOB_NODELIST"),   environment("SLURM_TASKS_PER_NODE"),
+      environment("SLURM_JOB_ID"),        environment("SLURM_JOB_NAME"),
+      environment("SLURM_JOB_NODELIST"),  environment("SLURM_TASKS_PER_NODE"),
       environment("SLURM_CPUS_PER_TASK"), environment("SLURM_ARRAY_TASK_ID")};
   // Slurm itself does not tell a job whether it shares its nodes; the batch script asks
   // scontrol and says so here.

@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 
-
 namespace dlscale::worker {
 
 namespace {
@@ -16,8 +15,10 @@ namespace {
 // The points of one step in the compute stream, reused every iteration (read before re-recorded).
 struct StepEvents {
   explicit StepEvents(kernels::Device& device, std::size_t layers)
-      : start(device.make_event()), forward_end(device.make_event()),
-        backward_end(device.make_event()), exchange_end(device.make_event()),
+      : start(device.make_event()),
+        forward_end(device.make_event()),
+        backward_end(device.make_event()),
+        exchange_end(device.make_event()),
         update_end(device.make_event()) {
     for (std::size_t i = 0; i < layers; ++i) layer_end.push_back(device.make_event());
   }
@@ -39,8 +40,9 @@ results::Measurement iteration_end_times(std::vector<double> seconds) {
   results::Measurement times;
   times.name = "iteration_end_seconds";
   times.units = "seconds";
-  times.description = "when each iteration's work was done, on the run clock (host, after the "
-                      "step's device events were read)";
+  times.description =
+      "when each iteration's work was done, on the run clock (host, after the "
+      "step's device events were read)";
   times.shape = results::MeasurementShape::per_iteration;
   times.values = std::move(seconds);
   return times;
@@ -82,8 +84,7 @@ RankMeasurements train(kernels::Network<float>& network, kernels::SgdMomentum<fl
       device.record(*events.layer_end[layer]);
       if (!exchange.overlap) return;
       // Buckets fill from the last layer down; one is ready once its lowest layer is done.
-      while (next_bucket < buckets.size() &&
-             std::size_t(buckets[next_bucket].first_layer) >= layer)
+      while (next_bucket < buckets.size() && std::size_t(buckets[next_bucket].first_layer) >= layer)
         communicator.start_allreduce_sum(bucket_values(buckets[next_bucket++]),
                                          *events.layer_end[layer]);
     });
@@ -114,7 +115,8 @@ RankMeasurements train(kernels::Network<float>& network, kernels::SgdMomentum<fl
     } else {
       auto& step = captured_steps[data.inputs(iteration)];
       if (!step) step = device.capture([&] { queue_step(iteration); });
-      if (step) step->replay();
+      if (step)
+        step->replay();
       else {
         device_captures = false;  // this device runs every call as it is made
         queue_step(iteration);
@@ -130,24 +132,23 @@ RankMeasurements train(kernels::Network<float>& network, kernels::SgdMomentum<fl
         device.elapsed_seconds(*events.backward_end, *events.exchange_end);
     seconds[index_of(Phase::update)] =
         device.elapsed_seconds(*events.exchange_end, *events.update_end);
-    seconds[index_of(Phase::step)] = seconds[index_of(Phase::forward)] +
-                                     seconds[index_of(Phase::backward)] +
-                                     seconds[index_of(Phase::allreduce)] +
-                                     seconds[index_of(Phase::update)];
+    seconds[index_of(Phase::step)] =
+        seconds[index_of(Phase::forward)] + seconds[index_of(Phase::backward)] +
+        seconds[index_of(Phase::allreduce)] + seconds[index_of(Phase::update)];
     double* layer_seconds =
         measured.layer_backward_seconds.data() + std::size_t(iteration) * layer_count;
     for (std::size_t layer = layer_count; layer-- > 0;)
       layer_seconds[layer] = device.elapsed_seconds(
           layer + 1 == layer_count ? *events.forward_end : *events.layer_end[layer + 1],
           *events.layer_end[layer]);
-    measured.communication_seconds[iteration] =
-        buckets.empty()      ? 0
-        : exchange.overlap ? communicator.last_exchange_seconds()
-                           : seconds[index_of(Phase::allreduce)];
+    measured.communication_seconds[iteration] = buckets.empty() ? 0
+                                                : exchange.overlap
+                                                    ? communicator.last_exchange_seconds()
+                                                    : seconds[index_of(Phase::allreduce)];
     measured.loss[iteration] = network.loss();
     iteration_end_seconds[iteration] = clock.seconds();
-    IterationReport report{iteration, seconds[index_of(Phase::step)],
-                           iteration_end_seconds[iteration], {}};
+    IterationReport report{
+        iteration, seconds[index_of(Phase::step)], iteration_end_seconds[iteration], {}};
     // The summed gradients are the same on every rank, so every rank sees their divergence in
     // the same iteration; the optimizer's pass over them has flagged any NaN or infinity.
     if (!std::isfinite(measured.loss[iteration]))

@@ -9,8 +9,12 @@ namespace dlscale::workloads {
 
 CnnWorkload::CnnWorkload(std::string name, std::string description, kernels::ImageShape input,
                          const PlanBuilder& plan, int default_batch)
-    : name_(std::move(name)), description_(std::move(description)), input_(input),
-      plan_(plan.layers()), classes_(plan.outputs()), default_batch_(default_batch) {
+    : name_(std::move(name)),
+      description_(std::move(description)),
+      input_(input),
+      plan_(plan.layers()),
+      classes_(plan.outputs()),
+      default_batch_(default_batch) {
   if (classes_ < 2) throw std::invalid_argument(name_ + " must end in a dense classifier");
 }
 
@@ -33,7 +37,7 @@ std::size_t CnnWorkload::network_device_bytes(int batch) const {
 }
 
 std::unique_ptr<kernels::Network<float>> CnnWorkload::build_network(kernels::Device& device,
-                                                                   int batch) const {
+                                                                    int batch) const {
   std::vector<std::unique_ptr<kernels::Layer<float>>> layers;
   for (const auto& layer : plan_) layers.push_back(build_layer(device, layer, batch));
   return std::make_unique<kernels::Network<float>>(device, std::move(layers), batch);

@@ -34,9 +34,12 @@ PlanBuilder alexnet_s() {
 // VGG-16 (configuration D): 0 marks a 2x2 max pooling.
 PlanBuilder vgg_16() {
   PlanBuilder plan(imagenet_image);
-  for (int channels : {64, 64, 0, 128, 128, 0, 256, 256, 256, 0, 512, 512, 512, 0, 512, 512, 512, 0}) {
-    if (channels == 0) plan.max_pool(2, 2);
-    else plan.convolution(channels, 3, 1, 1).relu();
+  for (int channels :
+       {64, 64, 0, 128, 128, 0, 256, 256, 256, 0, 512, 512, 512, 0, 512, 512, 512, 0}) {
+    if (channels == 0)
+      plan.max_pool(2, 2);
+    else
+      plan.convolution(channels, 3, 1, 1).relu();
   }
   plan.dense(4096).relu().dense(4096).relu().dense(1000);
   return plan;
@@ -101,9 +104,9 @@ PlanBuilder mobilenet_v2() {
   struct Stage {
     int expansion, output_channels, blocks, stride;
   };
-  for (const Stage& stage : {Stage{1, 16, 1, 1}, Stage{6, 24, 2, 2}, Stage{6, 32, 3, 2},
-                             Stage{6, 64, 4, 2}, Stage{6, 96, 3, 1}, Stage{6, 160, 3, 2},
-                             Stage{6, 320, 1, 1}})
+  for (const Stage& stage :
+       {Stage{1, 16, 1, 1}, Stage{6, 24, 2, 2}, Stage{6, 32, 3, 2}, Stage{6, 64, 4, 2},
+        Stage{6, 96, 3, 1}, Stage{6, 160, 3, 2}, Stage{6, 320, 1, 1}})
     for (int block = 0; block < stage.blocks; ++block) {
       const int stride = block == 0 ? stage.stride : 1;
       const int hidden = channels * stage.expansion;
@@ -144,7 +147,8 @@ std::vector<std::unique_ptr<Workload>> convolutional_workloads() {
       "resnet-50", "ResNet-50 v1: 3-4-6-3 bottleneck blocks, batch norm, global pool, fc 1000",
       imagenet_image, resnet_50(), 16));
   all.push_back(std::make_unique<CnnWorkload>(
-      "mobilenet-v2", "MobileNet v2 x1.0: 17 inverted residual blocks, depthwise conv, ReLU6, fc 1000",
+      "mobilenet-v2",
+      "MobileNet v2 x1.0: 17 inverted residual blocks, depthwise conv, ReLU6, fc 1000",
       imagenet_image, mobilenet_v2(), 16));
   return all;
 }

@@ -31,7 +31,8 @@ class FcnWorkload final : public Workload {
   std::vector<std::unique_ptr<kernels::Layer<T>>> make_layers() const {
     std::vector<std::unique_ptr<kernels::Layer<T>>> layers;
     for (std::size_t i = 0; i + 1 < layer_sizes_.size(); ++i) {
-      layers.push_back(std::make_unique<kernels::DenseLayer<T>>(layer_sizes_[i], layer_sizes_[i + 1]));
+      layers.push_back(
+          std::make_unique<kernels::DenseLayer<T>>(layer_sizes_[i], layer_sizes_[i + 1]));
       if (i + 2 < layer_sizes_.size())
         layers.push_back(std::make_unique<kernels::SigmoidLayer<T>>(layer_sizes_[i + 1]));
     }

@@ -18,8 +18,12 @@ constexpr int default_lstm_batch = 128;
 
 LstmWorkload::LstmWorkload(std::string name, int steps, int hidden, int layers, int vocabulary,
                            int default_batch)
-    : name_(std::move(name)), steps_(steps), hidden_(hidden), layers_(layers),
-      vocabulary_(vocabulary), default_batch_(default_batch) {}
+    : name_(std::move(name)),
+      steps_(steps),
+      hidden_(hidden),
+      layers_(layers),
+      vocabulary_(vocabulary),
+      default_batch_(default_batch) {}
 
 std::string LstmWorkload::description() const {
   return fmt::format("{} steps: embedding {}, {} LSTM x {}, fc {} at every step", steps_, hidden_,
@@ -32,8 +36,8 @@ std::vector<kernels::LayerShape> LstmWorkload::layer_shapes() const {
   shapes.push_back({steps, steps * hidden_, std::size_t(vocabulary_) * hidden_});
   for (int layer = 0; layer < layers_; ++layer)
     shapes.push_back({steps * hidden_, steps * hidden_, lstm_geometry().parameter_count()});
-  shapes.push_back({steps * hidden_, steps * vocabulary_,
-                    std::size_t(hidden_) * vocabulary_ + vocabulary_});
+  shapes.push_back(
+      {steps * hidden_, steps * vocabulary_, std::size_t(hidden_) * vocabulary_ + vocabulary_});
   return shapes;
 }
 
@@ -44,8 +48,8 @@ std::size_t LstmWorkload::parameter_count() const {
 }
 
 double LstmWorkload::training_flops_per_sample() const {
-  const double forward = layers_ * lstm_geometry().forward_flops_per_sample() +
-                         2.0 * steps_ * hidden_ * vocabulary_;
+  const double forward =
+      layers_ * lstm_geometry().forward_flops_per_sample() + 2.0 * steps_ * hidden_ * vocabulary_;
   return 3 * forward;
 }
 
@@ -54,7 +58,7 @@ std::size_t LstmWorkload::network_device_bytes(int batch) const {
 }
 
 std::unique_ptr<kernels::Network<float>> LstmWorkload::build_network(kernels::Device& device,
-                                                                    int batch) const {
+                                                                     int batch) const {
   std::vector<std::unique_ptr<kernels::Layer<float>>> layers;
   layers.push_back(std::make_unique<kernels::EmbeddingLayer<float>>(vocabulary_, hidden_, steps_));
   for (int layer = 0; layer < layers_; ++layer)

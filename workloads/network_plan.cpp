@@ -44,7 +44,9 @@ kernels::LayerShape shape_of(const PlannedLayer& layer) {
             return kernels::LayerShape{b.shape.size(), b.shape.size(),
                                        2 * std::size_t(b.shape.channels)};
           },
-          [](const PlannedRelu& r) { return kernels::LayerShape{r.size, r.size}; },
+          [](const PlannedRelu& r) {
+            return kernels::LayerShape{r.size, r.size};
+          },
           [](const PlannedDense& d) {
             return kernels::LayerShape{std::size_t(d.inputs), std::size_t(d.outputs),
                                        std::size_t(d.inputs) * d.outputs + d.outputs};
@@ -54,75 +56,73 @@ kernels::LayerShape shape_of(const PlannedLayer& layer) {
             std::size_t parameters = 0;
             for (const auto* path : {&branch, &shortcut})
               for (const auto& shape : *path) parameters += shape.parameter_count;
-            return kernels::LayerShape{branch.front().input_size, branch.back().output_size,
-                                       parameters,
-                                       kernels::ResidualBlock<float>::internal_values(branch, shortcut)};
+            return kernels::LayerShape{
+                branch.front().input_size, branch.back().output_size, parameters,
+                kernels::ResidualBlock<float>::internal_values(branch, shortcut)};
           },
       },
       layer);
 }
 
 double forward_flops_of(const PlannedLayer& layer) {
-  return std::visit(Overloaded{
-                        [](const kernels::ConvolutionGeometry& g) {
-                          return g.forward_flops_per_sample();
-                        },
-                        [](const PlannedDense& d) { return 2.0 * d.inputs * d.outputs; },
-                        [](const Residual& r) {
-                          double flops = 0;
-                          for (const auto* path : {&r->branch, &r->shortcut})
-                            for (const auto& inner : *path) flops += forward_flops_of(inner);
-                          return flops;
-                        },
-                        [](const auto&) { return 0.0; },
-                    },
-                    layer);
+  return std::visit(
+      Overloaded{
+          [](const kernels::ConvolutionGeometry& g) { return g.forward_flops_per_sample(); },
+          [](const PlannedDense& d) { return 2.0 * d.inputs * d.outputs; },
+          [](const Residual& r) {
+            double flops = 0;
+            for (const auto* path : {&r->branch, &r->shortcut})
+              for (const auto& inner : *path) flops += forward_flops_of(inner);
+            return flops;
+          },
+          [](const auto&) { return 0.0; },
+      },
+      layer);
 }
 
 std::unique_ptr<kernels::Layer<float>> build_layer(kernels::Device& device,
                                                    const PlannedLayer& layer, int max_batch) {
   using LayerPointer = std::unique_ptr<kernels::Layer<float>>;
-  return std::visit(
-      Overloaded{
-          [&](const kernels::ConvolutionGeometry& g) -> LayerPointer {
-            return std::make_unique<kernels::ConvolutionLayer>(device, g);
-          },
-          [&](const kernels::PoolingGeometry& g) -> LayerPointer {
-            return std::make_unique<kernels::PoolingLayer>(device, g);
-          },
-          [&](const PlannedBatchNorm& b) -> LayerPointer {
-            return std::make_unique<kernels::BatchNormLayer>(device, b);
-          },
-          [](const PlannedRelu& r) -> LayerPointer {
-            return std::make_unique<kernels::ReluLayer<float>>(r.size, r.ceiling);
-          },
-          [](const PlannedDense& d) -> LayerPointer {
-            return std::make_unique<kernels::DenseLayer<float>>(d.inputs, d.outputs);
-          },
-          [&](const Residual& r) -> LayerPointer {
-            kernels::ResidualBlock<float>::Layers branch, shortcut;
-            for (const auto& inner : r->branch) branch.push_back(build_layer(device, inner, max_batch));
-            for (const auto& inner : r->shortcut)
-              shortcut.push_back(build_layer(device, inner, max_batch));
-            return std::make_unique<kernels::ResidualBlock<float>>(device, std::move(branch),
-                                                            std::move(shortcut), r->relu_after,
-                                                            max_batch);
-          },
-      },
-      layer);
+  return std::visit(Overloaded{
+                        [&](const kernels::ConvolutionGeometry& g) -> LayerPointer {
+                          return std::make_unique<kernels::ConvolutionLayer>(device, g);
+                        },
+                        [&](const kernels::PoolingGeometry& g) -> LayerPointer {
+                          return std::make_unique<kernels::PoolingLayer>(device, g);
+                        },
+                        [&](const PlannedBatchNorm& b) -> LayerPointer {
+                          return std::make_unique<kernels::BatchNormLayer>(device, b);
+                        },
+                        [](const PlannedRelu& r) -> LayerPointer {
+                          return std::make_unique<kernels::ReluLayer<float>>(r.size, r.ceiling);
+                        },
+                        [](const PlannedDense& d) -> LayerPointer {
+                          return std::make_unique<kernels::DenseLayer<float>>(d.inputs, d.outputs);
+                        },
+                        [&](const Residual& r) -> LayerPointer {
+                          kernels::ResidualBlock<float>::Layers branch, shortcut;
+                          for (const auto& inner : r->branch)
+                            branch.push_back(build_layer(device, inner, max_batch));
+                          for (const auto& inner : r->shortcut)
+                            shortcut.push_back(build_layer(device, inner, max_batch));
+                          return std::make_unique<kernels::ResidualBlock<float>>(
+                              device, std::move(branch), std::move(shortcut), r->relu_after,
+                              max_batch);
+                        },
+                    },
+                    layer);
 }
 
 void PlanBuilder::require_image(const char* layer) const {
-  if (flattened_ > 0)
-    throw std::invalid_argument(std::string(layer) + " after a dense layer");
+  if (flattened_ > 0) throw std::invalid_argument(std::string(layer) + " after a dense layer");
 }
 
 PlanBuilder& PlanBuilder::convolution(int output_channels, int kernel, int stride, int padding,
                                       int groups, bool bias) {
   require_image("convolution");
-  const kernels::ConvolutionGeometry g{image_, output_channels, kernel, stride,
-                                       padding,  groups,          bias,   layout_,
-                                       kernels::ImageLayout::native};
+  const kernels::ConvolutionGeometry g{image_, output_channels, kernel,
+                                       stride, padding,         groups,
+                                       bias,   layout_,         kernels::ImageLayout::native};
   if (image_.channels % groups != 0 || output_channels % groups != 0 || g.output().height < 1 ||
       g.output().width < 1)
     throw std::invalid_argument("convolution does not fit its input");

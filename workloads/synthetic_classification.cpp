@@ -12,8 +12,8 @@ constexpr std::uint64_t sample_stream_base = 0x5a3b1e0000000000ULL;
 constexpr double noise_stddev = 1.0;
 }  // namespace
 
-HostBatch make_prototype_batch(int batch, int input_size, int classes, std::uint64_t seed,
-                               int rank, int batch_index) {
+HostBatch make_prototype_batch(int batch, int input_size, int classes, std::uint64_t seed, int rank,
+                               int batch_index) {
   const CounterRandom prototypes(seed, prototype_stream);
   // Streams are distinct per (rank, batch): ranks never see each other's samples.
   const CounterRandom samples(

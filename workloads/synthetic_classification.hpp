@@ -10,7 +10,7 @@
 namespace dlscale::workloads {
 
 // Rank `rank`'s mini-batch number `batch_index`: inputs [batch x input_size], one label each.
-HostBatch make_prototype_batch(int batch, int input_size, int classes, std::uint64_t seed,
-                               int rank, int batch_index);
+HostBatch make_prototype_batch(int batch, int input_size, int classes, std::uint64_t seed, int rank,
+                               int batch_index);
 
 }  // namespace dlscale::workloads

@@ -29,7 +29,7 @@ class Workload {
   // FLOPs of one training step per sample: forward, input gradient and weight gradient (3x the
   // forward FLOPs, as docs/workloads.md counts them).
   virtual double training_flops_per_sample() const = 0;
-  virtual int default_batch() const = 0;  // the per-rank CPU batch of the reference study
+  virtual int default_batch() const = 0;       // the per-rank CPU batch of the reference study
   virtual std::size_t input_size() const = 0;  // input values per sample
 
   // Device bytes the network allocates for this batch (weights, gradients, activations).

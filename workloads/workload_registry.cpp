@@ -21,8 +21,8 @@ std::vector<std::unique_ptr<Workload>> builtin_workloads() {
   for (auto& workload : convolutional_workloads()) all.push_back(std::move(workload));
   // 2-layer word-level language models of the reference study: vocabulary 10000, 512 wide.
   for (const int steps : {32, 64})
-    all.push_back(std::make_unique<LstmWorkload>(fmt::format("lstm-{}", steps), steps, 512, 2,
-                                                 10000, 128));
+    all.push_back(
+        std::make_unique<LstmWorkload>(fmt::format("lstm-{}", steps), steps, 512, 2, 10000, 128));
   return all;
 }
 
@@ -37,10 +37,10 @@ std::unique_ptr<Workload> make_workload(const std::string& name_or_spec) {
     if (workload->name() == name_or_spec) return std::move(workload);
     known.push_back(workload->name());
   }
-  throw UserError(fmt::format(
-      "--model: unknown model '{}'{} (built-in: {}; or fcn:INPUT,HIDDEN,...,CLASSES or "
-      "lstm:SEQ,HIDDEN,LAYERS,VOCAB; see --list-models)",
-      name_or_spec, did_you_mean(name_or_spec, known), fmt::join(known, ", ")));
+  throw UserError(
+      fmt::format("--model: unknown model '{}'{} (built-in: {}; or fcn:INPUT,HIDDEN,...,CLASSES or "
+                  "lstm:SEQ,HIDDEN,LAYERS,VOCAB; see --list-models)",
+                  name_or_spec, did_you_mean(name_or_spec, known), fmt::join(known, ", ")));
 }
 
 }  // namespace dlscale::workloads

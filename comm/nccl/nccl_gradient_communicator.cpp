@@ -76,8 +76,7 @@ NcclGradientCommunicator::NcclGradientCommunicator(MPI_Comm group, kernels::Cuda
   DLSCALE_CUDA_CHECK(cudaStreamCreateWithFlags(&communication_stream_, cudaStreamNonBlocking));
   for (cudaEvent_t* event : {&fork_, &join_})
     DLSCALE_CUDA_CHECK(cudaEventCreateWithFlags(event, cudaEventDisableTiming));
-  for (cudaEvent_t* event : {&first_start_, &last_end_})
-    DLSCALE_CUDA_CHECK(cudaEventCreate(event));
+  for (cudaEvent_t* event : {&first_start_, &last_end_}) DLSCALE_CUDA_CHECK(cudaEventCreate(event));
 }
 
 NcclGradientCommunicator::~NcclGradientCommunicator() {
@@ -89,8 +88,8 @@ NcclGradientCommunicator::~NcclGradientCommunicator() {
 }
 
 void NcclGradientCommunicator::allreduce_sum(std::span<float> values) {
-  DLSCALE_NCCL_CHECK(ncclAllReduce(values.data(), values.data(), values.size(), ncclFloat,
-                                   ncclSum, comm_, context_.stream));
+  DLSCALE_NCCL_CHECK(ncclAllReduce(values.data(), values.data(), values.size(), ncclFloat, ncclSum,
+                                   comm_, context_.stream));
 }
 
 void NcclGradientCommunicator::record_timing(cudaEvent_t event, cudaStream_t stream) {
@@ -111,8 +110,8 @@ void NcclGradientCommunicator::start_allreduce_sum(std::span<float> values,
     record_timing(first_start_, communication_stream_);
     exchange_open_ = true;
   }
-  DLSCALE_NCCL_CHECK(ncclAllReduce(values.data(), values.data(), values.size(), ncclFloat,
-                                   ncclSum, comm_, communication_stream_));
+  DLSCALE_NCCL_CHECK(ncclAllReduce(values.data(), values.data(), values.size(), ncclFloat, ncclSum,
+                                   comm_, communication_stream_));
 }
 
 void NcclGradientCommunicator::wait_all() {

@@ -42,7 +42,7 @@ class NcclGradientCommunicator final : public GradientCommunicator {
   int rank_ = 0;
   int size_ = 1;
   cudaStream_t communication_stream_ = nullptr;
-  cudaEvent_t fork_ = nullptr, join_ = nullptr;  // ordering between the two streams
+  cudaEvent_t fork_ = nullptr, join_ = nullptr;             // ordering between the two streams
   cudaEvent_t first_start_ = nullptr, last_end_ = nullptr;  // timing of one exchange
   bool exchange_open_ = false;
   bool exchange_timed_ = false;

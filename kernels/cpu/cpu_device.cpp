@@ -47,11 +47,10 @@ class CpuMath final : public MathOps<T> {
   CpuMath(FastestFloatGemm* float_gemm = nullptr, DnnlElementwise* float_elementwise = nullptr)
       : float_gemm_(float_gemm), float_elementwise_(float_elementwise) {}
 
-  void gemm(Transpose transpose_a, Transpose transpose_b, int m, int n, int k, T alpha,
-            const T* a, int lda, const T* b, int ldb, T beta, T* c, int ldc) override {
+  void gemm(Transpose transpose_a, Transpose transpose_b, int m, int n, int k, T alpha, const T* a,
+            int lda, const T* b, int ldb, T beta, T* c, int ldc) override {
     if constexpr (std::is_same_v<T, float>)
-      float_gemm_->multiply(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
-                              ldc);
+      float_gemm_->multiply(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     else
       cblas_dgemm(CblasRowMajor, to_cblas(transpose_a), to_cblas(transpose_b), m, n, k, alpha, a,
                   lda, b, ldb, beta, c, ldc);
@@ -69,7 +68,7 @@ class CpuMath final : public MathOps<T> {
   void column_sums(int rows, int cols, const T* dy, T* sums) override {
 #pragma omp parallel for if (std::size_t(rows) * cols > parallel_threshold)
     for (int c = 0; c < cols; ++c) sums[c] = T(0);
-    // Rows in the outer loop keep memory access contiguous; columns are split across threads.
+      // Rows in the outer loop keep memory access contiguous; columns are split across threads.
 #pragma omp parallel if (std::size_t(rows) * cols > parallel_threshold)
     {
       const int threads = omp_get_num_threads();
@@ -182,7 +181,8 @@ class CpuMath final : public MathOps<T> {
                            const T* gradient, T* velocity, T* parameters,
                            std::int32_t* nonfinite_gradient) override {
     int nonfinite = 0;
-    // g - g is 0 for every finite g and NaN for NaN or an infinity; it vectorizes, isfinite may not.
+    // g - g is 0 for every finite g and NaN for NaN or an infinity; it vectorizes, isfinite may
+    // not.
 #pragma omp parallel for simd reduction(| : nonfinite) if (count > parallel_threshold)
     for (std::size_t i = 0; i < count; ++i) {
       nonfinite |= int(gradient[i] - gradient[i] != T(0));
@@ -218,15 +218,24 @@ std::string read_cpu_model() {
 std::string onednn_isa_name() {
   using isa = dnnl::cpu_isa;
   switch (dnnl::get_effective_cpu_isa()) {
-    case isa::sse41: return "sse41";
-    case isa::avx: return "avx";
-    case isa::avx2: return "avx2";
-    case isa::avx2_vnni: return "avx2_vnni";
-    case isa::avx512_core: return "avx512_core";
-    case isa::avx512_core_vnni: return "avx512_core_vnni";
-    case isa::avx512_core_bf16: return "avx512_core_bf16";
-    case isa::avx512_core_amx: return "avx512_core_amx";
-    default: return "other (" + std::to_string(int(dnnl::get_effective_cpu_isa())) + ")";
+    case isa::sse41:
+      return "sse41";
+    case isa::avx:
+      return "avx";
+    case isa::avx2:
+      return "avx2";
+    case isa::avx2_vnni:
+      return "avx2_vnni";
+    case isa::avx512_core:
+      return "avx512_core";
+    case isa::avx512_core_vnni:
+      return "avx512_core_vnni";
+    case isa::avx512_core_bf16:
+      return "avx512_core_bf16";
+    case isa::avx512_core_amx:
+      return "avx512_core_amx";
+    default:
+      return "other (" + std::to_string(int(dnnl::get_effective_cpu_isa())) + ")";
   }
 }
 
@@ -235,7 +244,8 @@ bool cpu_has_flag(const std::string& flag) {
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line;
   while (std::getline(cpuinfo, line))
-    if (line.rfind("flags", 0) == 0) return (line + " ").find(" " + flag + " ") != std::string::npos;
+    if (line.rfind("flags", 0) == 0)
+      return (line + " ").find(" " + flag + " ") != std::string::npos;
   return false;
 }
 
@@ -253,17 +263,20 @@ CpuDevice::CpuDevice(int compute_threads)
       math_double_(std::make_unique<CpuMath<double>>()) {
   openblas_set_num_threads(compute_threads);
   omp_set_num_threads(compute_threads);
-  constexpr int openblas_uses_openmp = 2;  // openblas_get_parallel(): 0 serial, 1 pthreads, 2 OpenMP
+  constexpr int openblas_uses_openmp =
+      2;  // openblas_get_parallel(): 0 serial, 1 pthreads, 2 OpenMP
   if (compute_threads > 1 && openblas_get_parallel() != openblas_uses_openmp)
-    spdlog::warn("this OpenBLAS is not the OpenMP build; its threads and the element-wise "
-                 "kernels' OpenMP threads will compete (install libopenblas-openmp-dev)");
+    spdlog::warn(
+        "this OpenBLAS is not the OpenMP build; its threads and the element-wise "
+        "kernels' OpenMP threads will compete (install libopenblas-openmp-dev)");
   // The float kernels are oneDNN's, chosen from the CPU's flags; say so if they fell back.
   static const bool warned = [] {
     const std::string isa = onednn_isa_name();
     if (cpu_has_flag("avx2") && (isa == "sse41" || isa == "avx"))
-      spdlog::warn("oneDNN runs generic {} kernels on a CPU with AVX2 (is ONEDNN_MAX_CPU_ISA "
-                   "set?); every GEMM and convolution will be several times slower",
-                   isa);
+      spdlog::warn(
+          "oneDNN runs generic {} kernels on a CPU with AVX2 (is ONEDNN_MAX_CPU_ISA "
+          "set?); every GEMM and convolution will be several times slower",
+          isa);
     return true;
   }();
   (void)warned;
@@ -316,8 +329,7 @@ void CpuDevice::copy_to_device(void* device_destination, const void* host_source
   std::memcpy(device_destination, host_source, bytes);
 }
 
-void CpuDevice::copy_to_host(void* host_destination, const void* device_source,
-                             std::size_t bytes) {
+void CpuDevice::copy_to_host(void* host_destination, const void* device_source, std::size_t bytes) {
   std::memcpy(host_destination, device_source, bytes);
 }
 

@@ -6,11 +6,11 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "kernels/device.hpp"
 #include "kernels/cpu/dnnl_elementwise.hpp"
 #include "kernels/cpu/dnnl_image_layouts.hpp"
 #include "kernels/cpu/dnnl_matmul.hpp"
 #include "kernels/cpu/fastest_float_gemm.hpp"
+#include "kernels/device.hpp"
 
 namespace dlscale::kernels {
 
@@ -31,8 +31,7 @@ class CpuDevice final : public Device {
   void deallocate(void* pointer) noexcept override;
   void copy_to_device(void* device_destination, const void* host_source,
                       std::size_t bytes) override;
-  void copy_to_host(void* host_destination, const void* device_source,
-                    std::size_t bytes) override;
+  void copy_to_host(void* host_destination, const void* device_source, std::size_t bytes) override;
   // CPU kernels return when their work is done: nothing is ever queued, so an event is simply
   // the time it was recorded at, and there is nothing to capture.
   void synchronize() override {}
@@ -44,8 +43,7 @@ class CpuDevice final : public Device {
     return nullptr;
   }
 
-  std::unique_ptr<ConvolutionKernel> make_convolution(
-      const ConvolutionGeometry& geometry) override;
+  std::unique_ptr<ConvolutionKernel> make_convolution(const ConvolutionGeometry& geometry) override;
   std::unique_ptr<PoolingKernel> make_pooling(const PoolingGeometry& geometry) override;
   std::unique_ptr<BatchNormKernel> make_batch_norm(const BatchNormGeometry& geometry) override;
   std::unique_ptr<LstmKernel> make_lstm(const LstmGeometry& geometry) override;

@@ -13,11 +13,11 @@ namespace dlscale::kernels {
 
 }  // namespace dlscale::kernels
 
-#define DLSCALE_DNNL_CHECK(expression)                                               \
-  [&]() -> decltype(auto) {                                                          \
-    try {                                                                            \
-      return (expression);                                                           \
-    } catch (const dnnl::error& error) {                                             \
-      ::dlscale::kernels::throw_dnnl_error(error, #expression, __FILE__, __LINE__);  \
-    }                                                                                \
+#define DLSCALE_DNNL_CHECK(expression)                                              \
+  [&]() -> decltype(auto) {                                                         \
+    try {                                                                           \
+      return (expression);                                                          \
+    } catch (const dnnl::error& error) {                                            \
+      ::dlscale::kernels::throw_dnnl_error(error, #expression, __FILE__, __LINE__); \
+    }                                                                               \
   }()

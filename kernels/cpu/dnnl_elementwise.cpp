@@ -41,10 +41,14 @@ void DnnlElementwise::run_eltwise(dnnl::algorithm algorithm, std::size_t count, 
                                   float* y) {
   if (count == 0) return;
   const dnnl::memory::desc desc = vector_desc(count);
-  run_cached(eltwise_, std::pair{algorithm, count}, [&] {
-    return dnnl::eltwise_forward::primitive_desc(
-        dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, algorithm, desc), engine_);
-  }, desc, engine_, stream_, x, y);
+  run_cached(
+      eltwise_, std::pair{algorithm, count},
+      [&] {
+        return dnnl::eltwise_forward::primitive_desc(
+            dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, algorithm, desc),
+            engine_);
+      },
+      desc, engine_, stream_, x, y);
 }
 
 void DnnlElementwise::logistic(std::size_t count, const float* x, float* y) {
@@ -59,10 +63,13 @@ void DnnlElementwise::log_softmax(int rows, int columns, const float* x, float* 
   if (rows == 0) return;
   const dnnl::memory::desc desc({rows, columns}, dnnl::memory::data_type::f32,
                                 dnnl::memory::format_tag::ab);
-  run_cached(log_softmax_, std::pair{rows, columns}, [&] {
-    return dnnl::logsoftmax_forward::primitive_desc(
-        dnnl::logsoftmax_forward::desc(dnnl::prop_kind::forward_inference, desc, 1), engine_);
-  }, desc, engine_, stream_, x, y);
+  run_cached(
+      log_softmax_, std::pair{rows, columns},
+      [&] {
+        return dnnl::logsoftmax_forward::primitive_desc(
+            dnnl::logsoftmax_forward::desc(dnnl::prop_kind::forward_inference, desc, 1), engine_);
+      },
+      desc, engine_, stream_, x, y);
 }
 
 }  // namespace dlscale::kernels

@@ -26,11 +26,11 @@ class DnnlConvolution final : public ConvolutionKernel {
       : engine_(engine), stream_(stream), layouts_(layouts), geometry_(geometry) {
     const auto& g = geometry_;
     const int group_in = g.input.channels / g.groups, group_out = g.output_channels / g.groups;
-    weights_desc_ = g.groups == 1
-                        ? memory::desc({g.output_channels, g.input.channels, g.kernel, g.kernel},
-                                       f32, tag::oihw)
-                        : memory::desc({g.groups, group_out, group_in, g.kernel, g.kernel}, f32,
-                                       tag::goihw);
+    weights_desc_ =
+        g.groups == 1
+            ? memory::desc({g.output_channels, g.input.channels, g.kernel, g.kernel}, f32,
+                           tag::oihw)
+            : memory::desc({g.groups, group_out, group_in, g.kernel, g.kernel}, f32, tag::goihw);
     // A zero-size bias descriptor tells oneDNN there is no bias.
     if (g.bias) bias_desc_ = memory::desc({g.output_channels}, f32, tag::x);
   }
@@ -41,7 +41,8 @@ class DnnlConvolution final : public ConvolutionKernel {
     const memory output = p.output.target(wrap(p.input_output[1], engine_, y), engine_);
     std::unordered_map<int, memory> arguments = {
         {DNNL_ARG_SRC, p.input.source(wrap(p.input_output[0], engine_, x), engine_, stream_)},
-        {DNNL_ARG_WEIGHTS, p.weights.source(wrap(weights_desc_, engine_, weights), engine_, stream_)},
+        {DNNL_ARG_WEIGHTS,
+         p.weights.source(wrap(weights_desc_, engine_, weights), engine_, stream_)},
         {DNNL_ARG_DST, output}};
     if (geometry_.bias) arguments.emplace(DNNL_ARG_BIAS, wrap(bias_desc_, engine_, bias));
     DLSCALE_DNNL_CHECK(p.forward.execute(stream_, arguments));
@@ -113,13 +114,13 @@ class DnnlConvolution final : public ConvolutionKernel {
     const memory::desc weights_any = any_like(weights_desc_);
     const memory::dims strides = {g.stride, g.stride}, padding = {g.padding, g.padding};
     const auto forward_pd = DLSCALE_DNNL_CHECK(dnnl::convolution_forward::primitive_desc(
-        dnnl::convolution_forward::desc(prop_kind::forward_training,
-                                        algorithm::convolution_direct, input_any, weights_any,
-                                        bias_desc_, output_any, strides, padding, padding),
+        dnnl::convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct,
+                                        input_any, weights_any, bias_desc_, output_any, strides,
+                                        padding, padding),
         engine_));
     const auto data_pd = DLSCALE_DNNL_CHECK(dnnl::convolution_backward_data::primitive_desc(
-        dnnl::convolution_backward_data::desc(algorithm::convolution_direct, input_any,
-                                              weights_any, output_any, strides, padding, padding),
+        dnnl::convolution_backward_data::desc(algorithm::convolution_direct, input_any, weights_any,
+                                              output_any, strides, padding, padding),
         engine_, forward_pd));
     const auto weights_pd = DLSCALE_DNNL_CHECK(dnnl::convolution_backward_weights::primitive_desc(
         dnnl::convolution_backward_weights::desc(algorithm::convolution_direct, input_any,
@@ -208,8 +209,8 @@ class DnnlPooling final : public PoolingKernel {
     const memory::dims strides = {g.stride, g.stride}, kernel = {g.kernel, g.kernel},
                        padding = {g.padding, g.padding};
     const auto forward_pd = DLSCALE_DNNL_CHECK(dnnl::pooling_forward::primitive_desc(
-        dnnl::pooling_forward::desc(prop_kind::forward_training, kind, p.input_desc,
-                                    pooled_desc, strides, kernel, padding, padding),
+        dnnl::pooling_forward::desc(prop_kind::forward_training, kind, p.input_desc, pooled_desc,
+                                    strides, kernel, padding, padding),
         engine_));
     const auto backward_pd = DLSCALE_DNNL_CHECK(dnnl::pooling_backward::primitive_desc(
         dnnl::pooling_backward::desc(kind, p.input_desc, pooled_desc, strides, kernel, padding,
@@ -234,7 +235,10 @@ class DnnlBatchNorm final : public BatchNormKernel {
  public:
   DnnlBatchNorm(const dnnl::engine& engine, const dnnl::stream& stream,
                 const DnnlImageLayouts& layouts, const BatchNormGeometry& geometry)
-      : engine_(engine), stream_(stream), layouts_(layouts), geometry_(geometry),
+      : engine_(engine),
+        stream_(stream),
+        layouts_(layouts),
+        geometry_(geometry),
         channel_desc_({geometry.shape.channels}, f32, tag::x) {}
 
   void forward(int batch, const float* x, const float* scale, const float* shift,
@@ -297,8 +301,8 @@ class DnnlBatchNorm final : public BatchNormKernel {
     auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
     if (geometry_.relu) flags |= dnnl::normalization_flags::fuse_norm_relu;
     const auto forward_pd = DLSCALE_DNNL_CHECK(dnnl::batch_normalization_forward::primitive_desc(
-        dnnl::batch_normalization_forward::desc(prop_kind::forward_training, p.data_desc,
-                                                epsilon, flags),
+        dnnl::batch_normalization_forward::desc(prop_kind::forward_training, p.data_desc, epsilon,
+                                                flags),
         engine_));
     const auto backward_pd = DLSCALE_DNNL_CHECK(dnnl::batch_normalization_backward::primitive_desc(
         dnnl::batch_normalization_backward::desc(prop_kind::backward, p.data_desc, p.data_desc,

@@ -31,9 +31,8 @@ DnnlImageLayouts::DnnlImageLayouts(const dnnl::engine& engine)
   const memory::desc any_weights({64, 64, 3, 3}, f32, tag::any);
   const auto probe = DLSCALE_DNNL_CHECK(dnnl::convolution_forward::primitive_desc(
       dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                      dnnl::algorithm::convolution_direct, any_images,
-                                      any_weights, memory::desc(), any_images, {1, 1}, {1, 1},
-                                      {1, 1}),
+                                      dnnl::algorithm::convolution_direct, any_images, any_weights,
+                                      memory::desc(), any_images, {1, 1}, {1, 1}, {1, 1}),
       engine));
   for (const Candidate& candidate : candidates) {
     if (memory::desc(images, f32, candidate.format) == probe.src_desc()) {

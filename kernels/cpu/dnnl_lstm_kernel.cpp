@@ -27,7 +27,9 @@ void zero(memory& buffer) {
 class DnnlLstm final : public LstmKernel {
  public:
   DnnlLstm(const dnnl::engine& engine, const dnnl::stream& stream, const LstmGeometry& geometry)
-      : engine_(engine), stream_(stream), geometry_(geometry),
+      : engine_(engine),
+        stream_(stream),
+        geometry_(geometry),
         input_weights_desc_({1, 1, geometry.inputs, 4, geometry.hidden}, f32, tag::ldigo),
         recurrent_weights_desc_({1, 1, geometry.hidden, 4, geometry.hidden}, f32, tag::ldigo),
         bias_desc_({1, 1, 4, geometry.hidden}, f32, tag::ldgo) {}
@@ -35,13 +37,14 @@ class DnnlLstm final : public LstmKernel {
   void forward(int batch, const float* x, const float* parameters, float* y) override {
     auto& p = primitives_for(batch);
     DLSCALE_DNNL_CHECK(p.forward.execute(
-        stream_, {{DNNL_ARG_SRC_LAYER, wrap(p.input_desc, engine_, x)},
-                  {DNNL_ARG_WEIGHTS_LAYER, wrap(input_weights_desc_, engine_, input_weights(parameters))},
-                  {DNNL_ARG_WEIGHTS_ITER,
-                   wrap(recurrent_weights_desc_, engine_, recurrent_weights(parameters))},
-                  {DNNL_ARG_BIAS, wrap(bias_desc_, engine_, bias(parameters))},
-                  {DNNL_ARG_DST_LAYER, wrap(p.output_desc, engine_, y)},
-                  {DNNL_ARG_WORKSPACE, p.workspace}}));
+        stream_,
+        {{DNNL_ARG_SRC_LAYER, wrap(p.input_desc, engine_, x)},
+         {DNNL_ARG_WEIGHTS_LAYER, wrap(input_weights_desc_, engine_, input_weights(parameters))},
+         {DNNL_ARG_WEIGHTS_ITER,
+          wrap(recurrent_weights_desc_, engine_, recurrent_weights(parameters))},
+         {DNNL_ARG_BIAS, wrap(bias_desc_, engine_, bias(parameters))},
+         {DNNL_ARG_DST_LAYER, wrap(p.output_desc, engine_, y)},
+         {DNNL_ARG_WORKSPACE, p.workspace}}));
     stream_.wait();
   }
 
@@ -92,14 +95,16 @@ class DnnlLstm final : public LstmKernel {
     memory::desc input_desc, output_desc;
     dnnl::lstm_forward forward;
     dnnl::lstm_backward backward;
-    memory workspace;  // gate activations kept by forward for backward
+    memory workspace;                         // gate activations kept by forward for backward
     memory input_weights, recurrent_weights;  // in the layout backward wants
     memory input_weights_gradient, recurrent_weights_gradient, bias_gradient;
     std::vector<float> discarded_gradient;
   };
 
   template <typename Pointer>
-  Pointer input_weights(Pointer parameters) const { return parameters; }
+  Pointer input_weights(Pointer parameters) const {
+    return parameters;
+  }
   template <typename Pointer>
   Pointer recurrent_weights(Pointer parameters) const {
     return parameters + geometry_.input_weight_count();
@@ -128,11 +133,10 @@ class DnnlLstm final : public LstmKernel {
                                  bias_desc_, p.output_desc, none, none),
         engine_));
     const auto backward_pd = DLSCALE_DNNL_CHECK(dnnl::lstm_backward::primitive_desc(
-        dnnl::lstm_backward::desc(dnnl::prop_kind::backward, left_to_right, p.input_desc, none,
-                                  none, any_input_weights, any_recurrent_weights, bias_desc_,
-                                  p.output_desc, none, none, p.input_desc, none, none,
-                                  any_input_weights, any_recurrent_weights, bias_desc_,
-                                  p.output_desc, none, none),
+        dnnl::lstm_backward::desc(
+            dnnl::prop_kind::backward, left_to_right, p.input_desc, none, none, any_input_weights,
+            any_recurrent_weights, bias_desc_, p.output_desc, none, none, p.input_desc, none, none,
+            any_input_weights, any_recurrent_weights, bias_desc_, p.output_desc, none, none),
         engine_, forward_pd));
     p.forward = dnnl::lstm_forward(forward_pd);
     p.backward = dnnl::lstm_backward(backward_pd);

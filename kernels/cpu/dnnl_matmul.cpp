@@ -25,8 +25,8 @@ const DnnlMatmul::Prepared& DnnlMatmul::prepared(const Shape& shape) {
   const auto found = primitives_.find(shape);
   if (found != primitives_.end()) return found->second;
   const auto [transpose_a, transpose_b, m, n, k, lda, ldb, ldc, alpha, beta] = shape;
-  Prepared made{{}, matrix(m, k, lda, transpose_a), matrix(k, n, ldb, transpose_b),
-                matrix(m, n, ldc, false)};
+  Prepared made{
+      {}, matrix(m, k, lda, transpose_a), matrix(k, n, ldb, transpose_b), matrix(m, n, ldc, false)};
   dnnl::primitive_attr attributes;
   if (alpha != 1.0f) attributes.set_output_scales(0, {alpha});
   if (beta != 0.0f) {
@@ -41,8 +41,8 @@ const DnnlMatmul::Prepared& DnnlMatmul::prepared(const Shape& shape) {
 }
 
 void DnnlMatmul::multiply(Transpose transpose_a, Transpose transpose_b, int m, int n, int k,
-                          float alpha, const float* a, int lda, const float* b, int ldb,
-                          float beta, float* c, int ldc) {
+                          float alpha, const float* a, int lda, const float* b, int ldb, float beta,
+                          float* c, int ldc) {
   if (m == 0 || n == 0) return;
   const Prepared& p = prepared({transpose_a == Transpose::yes, transpose_b == Transpose::yes, m, n,
                                 k, lda, ldb, ldc, alpha, beta});

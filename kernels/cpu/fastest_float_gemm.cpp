@@ -47,8 +47,8 @@ void FastestFloatGemm::run(FloatGemmLibrary library, Transpose transpose_a, Tran
   if (library == FloatGemmLibrary::onednn)
     matmul_.multiply(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   else
-    cblas_sgemm(CblasRowMajor, to_cblas(transpose_a), to_cblas(transpose_b), m, n, k, alpha, a,
-                lda, b, ldb, beta, c, ldc);
+    cblas_sgemm(CblasRowMajor, to_cblas(transpose_a), to_cblas(transpose_b), m, n, k, alpha, a, lda,
+                b, ldb, beta, c, ldc);
 }
 
 FloatGemmLibrary FastestFloatGemm::choose(Transpose transpose_a, Transpose transpose_b, int m,
@@ -79,12 +79,11 @@ void FastestFloatGemm::multiply(Transpose transpose_a, Transpose transpose_b, in
                                 float alpha, const float* a, int lda, const float* b, int ldb,
                                 float beta, float* c, int ldc) {
   if (m == 0 || n == 0) return;
-  const Shape shape{transpose_a == Transpose::yes, transpose_b == Transpose::yes, m, n, k, lda,
-                    ldb, ldc};
+  const Shape shape{
+      transpose_a == Transpose::yes, transpose_b == Transpose::yes, m, n, k, lda, ldb, ldc};
   auto found = choices_.find(shape);
   if (found == choices_.end())
-    found = choices_
-                .emplace(shape, choose(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, ldc))
+    found = choices_.emplace(shape, choose(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, ldc))
                 .first;
   run(found->second, transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }

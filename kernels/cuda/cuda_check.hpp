@@ -19,5 +19,4 @@ void check_cudnn(cudnnStatus_t result, std::string_view call, std::string_view f
 #define DLSCALE_CUDA_CHECK(call) ::dlscale::kernels::check_cuda((call), #call, __FILE__, __LINE__)
 #define DLSCALE_CUBLAS_CHECK(call) \
   ::dlscale::kernels::check_cublas((call), #call, __FILE__, __LINE__)
-#define DLSCALE_CUDNN_CHECK(call) \
-  ::dlscale::kernels::check_cudnn((call), #call, __FILE__, __LINE__)
+#define DLSCALE_CUDNN_CHECK(call) ::dlscale::kernels::check_cudnn((call), #call, __FILE__, __LINE__)

@@ -137,15 +137,15 @@ void CudaDevice::deallocate(void* pointer) noexcept { cudaFree(pointer); }
 // host buffer may be freed at once.
 void CudaDevice::copy_to_device(void* device_destination, const void* host_source,
                                 std::size_t bytes) {
-  DLSCALE_CUDA_CHECK(cudaMemcpyAsync(device_destination, host_source, bytes,
-                                     cudaMemcpyHostToDevice, context_.stream));
+  DLSCALE_CUDA_CHECK(cudaMemcpyAsync(device_destination, host_source, bytes, cudaMemcpyHostToDevice,
+                                     context_.stream));
   synchronize();
 }
 
 void CudaDevice::copy_to_host(void* host_destination, const void* device_source,
                               std::size_t bytes) {
-  DLSCALE_CUDA_CHECK(cudaMemcpyAsync(host_destination, device_source, bytes,
-                                     cudaMemcpyDeviceToHost, context_.stream));
+  DLSCALE_CUDA_CHECK(cudaMemcpyAsync(host_destination, device_source, bytes, cudaMemcpyDeviceToHost,
+                                     context_.stream));
   synchronize();
 }
 

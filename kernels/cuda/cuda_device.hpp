@@ -29,8 +29,7 @@ class CudaDevice final : public Device {
   void deallocate(void* pointer) noexcept override;
   void copy_to_device(void* device_destination, const void* host_source,
                       std::size_t bytes) override;
-  void copy_to_host(void* host_destination, const void* device_source,
-                    std::size_t bytes) override;
+  void copy_to_host(void* host_destination, const void* device_source, std::size_t bytes) override;
   void synchronize() override;
 
   std::unique_ptr<DeviceEvent> make_event() override;
@@ -39,8 +38,7 @@ class CudaDevice final : public Device {
   void wait(const DeviceEvent& event) override;
   std::unique_ptr<CapturedWork> capture(const std::function<void()>& work) override;
 
-  std::unique_ptr<ConvolutionKernel> make_convolution(
-      const ConvolutionGeometry& geometry) override;
+  std::unique_ptr<ConvolutionKernel> make_convolution(const ConvolutionGeometry& geometry) override;
   std::unique_ptr<PoolingKernel> make_pooling(const PoolingGeometry& geometry) override;
   std::unique_ptr<BatchNormKernel> make_batch_norm(const BatchNormGeometry& geometry) override;
   std::unique_ptr<LstmKernel> make_lstm(const LstmGeometry& geometry) override;

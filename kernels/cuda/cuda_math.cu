@@ -31,9 +31,7 @@ std::size_t round_up(std::size_t value, std::size_t multiple) {
 // ---------------------------------------------------------------------------------------------
 // Device helpers
 
-__device__ std::size_t thread_index() {
-  return std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-}
+__device__ std::size_t thread_index() { return std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; }
 __device__ std::size_t grid_stride() { return std::size_t(gridDim.x) * blockDim.x; }
 
 // A grid-stride walk over a matrix with `cols` columns that keeps i = row * cols + col without a
@@ -43,8 +41,13 @@ struct MatrixWalk {
   std::size_t cols, stride, row_step, col_step;
 
   __device__ explicit MatrixWalk(std::size_t columns)
-      : i(thread_index()), row(i / columns), col(i % columns), cols(columns),
-        stride(grid_stride()), row_step(stride / columns), col_step(stride % columns) {}
+      : i(thread_index()),
+        row(i / columns),
+        col(i % columns),
+        cols(columns),
+        stride(grid_stride()),
+        row_step(stride / columns),
+        col_step(stride % columns) {}
   __device__ void next() {
     i += stride;
     row += row_step;
@@ -65,11 +68,15 @@ __device__ double exponential(double x) { return exp(x); }
 
 struct Sum {
   template <typename U>
-  __device__ U operator()(U a, U b) const { return a + b; }
+  __device__ U operator()(U a, U b) const {
+    return a + b;
+  }
 };
 struct Maximum {
   template <typename U>
-  __device__ U operator()(U a, U b) const { return a < b ? b : a; }
+  __device__ U operator()(U a, U b) const {
+    return a < b ? b : a;
+  }
 };
 
 // Reduces one value per thread over the block in a fixed order (a butterfly inside each warp, then
@@ -208,8 +215,10 @@ __global__ void embedding_gradient_kernel(std::size_t rows, std::size_t width, u
     std::size_t low = start + 1, high = rows;
     while (low < high) {
       const std::size_t middle = low + (high - low) / 2;
-      if (sorted_ids[middle] == id) low = middle + 1;
-      else high = middle;
+      if (sorted_ids[middle] == id)
+        low = middle + 1;
+      else
+        high = middle;
     }
     const std::size_t end = low;
     T* gradient = table_gradient + std::size_t(id) * width;
@@ -226,9 +235,9 @@ __global__ void embedding_gradient_kernel(std::size_t rows, std::size_t width, u
 // One block per row r: g = softmax(z) / rows, g[label] -= 1 / rows, and
 // row_losses[r] = log(sum exp(z - max z)) - (z[label] - max z). Exponentials summed in double.
 template <typename T>
-__global__ void softmax_cross_entropy_kernel(std::size_t rows, std::size_t classes,
-                                             const T* logits, const std::int32_t* labels,
-                                             T* dlogits, double* row_losses) {
+__global__ void softmax_cross_entropy_kernel(std::size_t rows, std::size_t classes, const T* logits,
+                                             const std::int32_t* labels, T* dlogits,
+                                             double* row_losses) {
   const T inverse_rows = T(1) / T(rows);
   for (std::size_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* z = logits + r * classes;
@@ -278,8 +287,8 @@ __device__ void sgd_momentum_step(T learning_rate, T momentum, T gradient_scale,
 // The SGD step on one element at a time (any alignment).
 template <typename T>
 __global__ void sgd_momentum_kernel(std::size_t count, T learning_rate, T momentum,
-                                    T gradient_scale, const T* gradient, T* velocity,
-                                    T* parameters, std::int32_t* nonfinite_gradient) {
+                                    T gradient_scale, const T* gradient, T* velocity, T* parameters,
+                                    std::int32_t* nonfinite_gradient) {
   for (std::size_t i = thread_index(); i < count; i += grid_stride())
     sgd_momentum_step(learning_rate, momentum, gradient_scale, gradient[i], velocity[i],
                       parameters[i], nonfinite_gradient);
@@ -311,9 +320,7 @@ cublasOperation_t to_cublas(Transpose transpose) {
   return transpose == Transpose::yes ? CUBLAS_OP_T : CUBLAS_OP_N;
 }
 
-bool aligned_16(const void* pointer) {
-  return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0;
-}
+bool aligned_16(const void* pointer) { return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0; }
 
 // Bits that hold every integer from 0 to value.
 int bits_for(unsigned value) {
@@ -333,18 +340,17 @@ class CudaMath final : public MathOps<T> {
   CudaMath(const CudaMath&) = delete;
   CudaMath& operator=(const CudaMath&) = delete;
 
-  void gemm(Transpose transpose_a, Transpose transpose_b, int m, int n, int k, T alpha,
-            const T* a, int lda, const T* b, int ldb, T beta, T* c, int ldc) override {
+  void gemm(Transpose transpose_a, Transpose transpose_b, int m, int n, int k, T alpha, const T* a,
+            int lda, const T* b, int ldb, T beta, T* c, int ldc) override {
     // Row-major C = op(A) op(B) is, read column-major, C^T = op(B)^T op(A)^T: the same memory,
     // with the operands (and m, n) swapped. alpha and beta are host values.
     if constexpr (std::is_same_v<T, float>) {
-      const cublasComputeType_t compute = context_.precision == Precision::tf32
-                                              ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                              : CUBLAS_COMPUTE_32F;
+      const cublasComputeType_t compute =
+          context_.precision == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
       DLSCALE_CUBLAS_CHECK(cublasGemmEx(context_.cublas, to_cublas(transpose_b),
-                                        to_cublas(transpose_a), n, m, k, &alpha, b, CUDA_R_32F,
-                                        ldb, a, CUDA_R_32F, lda, &beta, c, CUDA_R_32F, ldc,
-                                        compute, CUBLAS_GEMM_DEFAULT));
+                                        to_cublas(transpose_a), n, m, k, &alpha, b, CUDA_R_32F, ldb,
+                                        a, CUDA_R_32F, lda, &beta, c, CUDA_R_32F, ldc, compute,
+                                        CUBLAS_GEMM_DEFAULT));
     } else {
       DLSCALE_CUBLAS_CHECK(cublasDgemm(context_.cublas, to_cublas(transpose_b),
                                        to_cublas(transpose_a), n, m, k, &alpha, b, ldb, a, lda,
@@ -393,15 +399,15 @@ class CudaMath final : public MathOps<T> {
 
   void sigmoid_forward(std::size_t count, const T* x, T* y) override {
     if (count == 0) return;
-    sigmoid_forward_kernel<<<grid_for(count), elementwise_threads, 0, context_.stream>>>(count,
-                                                                                          x, y);
+    sigmoid_forward_kernel<<<grid_for(count), elementwise_threads, 0, context_.stream>>>(count, x,
+                                                                                         y);
     DLSCALE_CUDA_CHECK(cudaGetLastError());
   }
 
   void sigmoid_backward(std::size_t count, const T* y, const T* dy, T* dx) override {
     if (count == 0) return;
-    sigmoid_backward_kernel<<<grid_for(count), elementwise_threads, 0, context_.stream>>>(
-        count, y, dy, dx);
+    sigmoid_backward_kernel<<<grid_for(count), elementwise_threads, 0, context_.stream>>>(count, y,
+                                                                                          dy, dx);
     DLSCALE_CUDA_CHECK(cudaGetLastError());
   }
 
@@ -443,19 +449,19 @@ class CudaMath final : public MathOps<T> {
                                   context_.stream>>>(std::size_t(rows), vocabulary, ids, keys,
                                                      row_numbers);
     DLSCALE_CUDA_CHECK(cudaGetLastError());
-    DLSCALE_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sort_storage, sort_bytes, keys,
-                                                       sorted_keys, row_numbers, sorted_rows,
-                                                       rows, 0, key_bits, context_.stream));
+    DLSCALE_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sort_storage, sort_bytes, keys, sorted_keys,
+                                                       row_numbers, sorted_rows, rows, 0, key_bits,
+                                                       context_.stream));
     constexpr int column_threads = 128;
     const int threads = std::min(column_threads, int(round_up(std::size_t(width), warp_size)));
     const auto column_blocks =
         unsigned(std::min<std::size_t>((std::size_t(width) + threads - 1) / threads, 65535));
     const auto run_blocks = unsigned(std::min<std::size_t>(
-        std::size_t(rows), std::size_t(multiprocessors()) * (max_threads_per_multiprocessor /
-                                                             threads) * 4));
+        std::size_t(rows),
+        std::size_t(multiprocessors()) * (max_threads_per_multiprocessor / threads) * 4));
     embedding_gradient_kernel<<<dim3(run_blocks, column_blocks), threads, 0, context_.stream>>>(
-        std::size_t(rows), std::size_t(width), unsigned(vocabulary), sorted_keys, sorted_rows,
-        dy, table_gradient);
+        std::size_t(rows), std::size_t(width), unsigned(vocabulary), sorted_keys, sorted_rows, dy,
+        table_gradient);
     DLSCALE_CUDA_CHECK(cudaGetLastError());
   }
 
@@ -463,14 +469,13 @@ class CudaMath final : public MathOps<T> {
                              T* dlogits, T* loss) override {
     // rows == 0 still writes loss[0]: 0 / 0, NaN, as on the CPU.
     const std::size_t row_count = std::size_t(std::max(rows, 0));
-    auto* row_losses = reinterpret_cast<double*>(scratch(std::max<std::size_t>(row_count, 1) *
-                                                         sizeof(double)));
+    auto* row_losses =
+        reinterpret_cast<double*>(scratch(std::max<std::size_t>(row_count, 1) * sizeof(double)));
     if (row_count > 0 && classes > 0) {
       int threads = warp_size;
       while (threads < classes && threads < 256) threads *= 2;
       const auto blocks = unsigned(std::min<std::size_t>(
-          row_count,
-          std::size_t(multiprocessors()) * (max_threads_per_multiprocessor / threads)));
+          row_count, std::size_t(multiprocessors()) * (max_threads_per_multiprocessor / threads)));
       softmax_cross_entropy_kernel<<<blocks, threads, 0, context_.stream>>>(
           row_count, std::size_t(classes), logits, labels, dlogits, row_losses);
       DLSCALE_CUDA_CHECK(cudaGetLastError());
@@ -497,8 +502,8 @@ class CudaMath final : public MathOps<T> {
     }
     if (done < count) {
       sgd_momentum_kernel<<<grid_for(count - done), elementwise_threads, 0, context_.stream>>>(
-          count - done, learning_rate, momentum, gradient_scale, gradient + done,
-          velocity + done, parameters + done, nonfinite_gradient);
+          count - done, learning_rate, momentum, gradient_scale, gradient + done, velocity + done,
+          parameters + done, nonfinite_gradient);
       DLSCALE_CUDA_CHECK(cudaGetLastError());
     }
   }
@@ -506,15 +511,15 @@ class CudaMath final : public MathOps<T> {
  private:
   int multiprocessors() {
     if (multiprocessors_ == 0)
-      DLSCALE_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors_,
-                                                cudaDevAttrMultiProcessorCount, context_.device));
+      DLSCALE_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors_, cudaDevAttrMultiProcessorCount,
+                                                context_.device));
     return multiprocessors_;
   }
 
   // Blocks for a grid-stride loop over `count` items: one full wave at most.
   unsigned grid_for(std::size_t count) {
-    const std::size_t wave = std::size_t(multiprocessors()) *
-                             (max_threads_per_multiprocessor / elementwise_threads);
+    const std::size_t wave =
+        std::size_t(multiprocessors()) * (max_threads_per_multiprocessor / elementwise_threads);
     return unsigned(std::min((count + elementwise_threads - 1) / elementwise_threads, wave));
   }
 
@@ -525,8 +530,9 @@ class CudaMath final : public MathOps<T> {
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     DLSCALE_CUDA_CHECK(cudaStreamIsCapturing(context_.stream, &capture));
     if (capture != cudaStreamCaptureStatusNone)
-      throw std::logic_error("CUDA math: scratch memory must grow during a graph capture; run "
-                             "the step once before capturing it");
+      throw std::logic_error(
+          "CUDA math: scratch memory must grow during a graph capture; run "
+          "the step once before capturing it");
     if (scratch_ != nullptr) {
       // cudaFree waits for the device, so no queued kernel still reads the old buffer.
       DLSCALE_CUDA_CHECK(cudaFree(scratch_));

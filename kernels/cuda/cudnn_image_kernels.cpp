@@ -41,13 +41,12 @@ using ActivationDescriptor =
 
 void describe_nchw(cudnnTensorDescriptor_t descriptor, int batch, const ImageShape& shape) {
   DLSCALE_CUDNN_CHECK(cudnnSetTensor4dDescriptor(descriptor, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-                                                 batch, shape.channels, shape.height,
-                                                 shape.width));
+                                                 batch, shape.channels, shape.height, shape.width));
 }
 
 void describe_channels(cudnnTensorDescriptor_t descriptor, int channels) {
-  DLSCALE_CUDNN_CHECK(cudnnSetTensor4dDescriptor(descriptor, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-                                                 1, channels, 1, 1));
+  DLSCALE_CUDNN_CHECK(cudnnSetTensor4dDescriptor(descriptor, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
+                                                 channels, 1, 1));
 }
 
 // A kernel's plan for a batch size, made by `prepare` on the first call for that size. A plan
@@ -90,9 +89,8 @@ DeviceBuffer search_workspace() {
 //    ranks agree either way, since they all apply the same allreduced sum. PyTorch's
 //    cudnn.benchmark makes the same trade without the 10%.
 template <typename Perf>
-const Perf& fastest_acceptable(const std::vector<Perf>& results, int returned,
-                               cudnnMathType_t math, std::size_t workspace_bytes,
-                               const char* pass) {
+const Perf& fastest_acceptable(const std::vector<Perf>& results, int returned, cudnnMathType_t math,
+                               std::size_t workspace_bytes, const char* pass) {
   constexpr double determinism_worth = 1.10;
   const Perf* fastest = nullptr;
   const Perf* fastest_deterministic = nullptr;
@@ -146,20 +144,18 @@ class CudnnConvolution final : public ConvolutionKernel {
     Plan& p = plan_for(batch);
     if (!p.filter_chosen) choose_filter(p, x, output_gradient, weight_gradient);
     // beta = 0 everywhere: gradients are overwritten, never accumulated.
-    DLSCALE_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
-        context_.cudnn, &one, p.input, x, p.output, output_gradient, p.filter_convolution,
-        p.filter_algorithm, p.workspace.data(), p.workspace.size(), &zero, weights_,
-        weight_gradient));
+    DLSCALE_CUDNN_CHECK(
+        cudnnConvolutionBackwardFilter(context_.cudnn, &one, p.input, x, p.output, output_gradient,
+                                       p.filter_convolution, p.filter_algorithm, p.workspace.data(),
+                                       p.workspace.size(), &zero, weights_, weight_gradient));
     if (geometry_.bias)
-      DLSCALE_CUDNN_CHECK(cudnnConvolutionBackwardBias(context_.cudnn, &one, p.output,
-                                                       output_gradient, &zero, bias_,
-                                                       bias_gradient));
+      DLSCALE_CUDNN_CHECK(cudnnConvolutionBackwardBias(
+          context_.cudnn, &one, p.output, output_gradient, &zero, bias_, bias_gradient));
     if (input_gradient == nullptr) return;  // the first layer: nothing below wants it
     if (!p.data_chosen) choose_data(p, weights, output_gradient, input_gradient);
     DLSCALE_CUDNN_CHECK(cudnnConvolutionBackwardData(
         context_.cudnn, &one, weights_, weights, p.output, output_gradient, p.data_convolution,
-        p.data_algorithm, p.workspace.data(), p.workspace.size(), &zero, p.input,
-        input_gradient));
+        p.data_algorithm, p.workspace.data(), p.workspace.size(), &zero, p.input, input_gradient));
   }
 
  private:
@@ -185,9 +181,9 @@ class CudnnConvolution final : public ConvolutionKernel {
             cudnnConvolutionDescriptor_t(p.data_convolution),
             cudnnConvolutionDescriptor_t(p.filter_convolution)}) {
         // Cross-correlation, which is what oneDNN and every framework call a convolution.
-        DLSCALE_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
-            convolution, g.padding, g.padding, g.stride, g.stride, 1, 1,
-            CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+        DLSCALE_CUDNN_CHECK(
+            cudnnSetConvolution2dDescriptor(convolution, g.padding, g.padding, g.stride, g.stride,
+                                            1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
         DLSCALE_CUDNN_CHECK(cudnnSetConvolutionGroupCount(convolution, g.groups));
         DLSCALE_CUDNN_CHECK(cudnnSetConvolutionMathType(convolution, context_.cudnn_math()));
       }
@@ -212,11 +208,11 @@ class CudnnConvolution final : public ConvolutionKernel {
       const DeviceBuffer scratch = search_workspace();
       searched_bytes = scratch.size();
       DLSCALE_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-          context_.cudnn, p.input, x, weights_, weights, p.forward_convolution, p.output, y,
-          count, &returned, results.data(), scratch.data(), scratch.size()));
+          context_.cudnn, p.input, x, weights_, weights, p.forward_convolution, p.output, y, count,
+          &returned, results.data(), scratch.data(), scratch.size()));
     }
-    const auto& best = fastest_acceptable(results, returned, context_.cudnn_math(),
-                                          searched_bytes, "forward");
+    const auto& best =
+        fastest_acceptable(results, returned, context_.cudnn_math(), searched_bytes, "forward");
     p.forward_algorithm = best.algo;
     DLSCALE_CUDNN_CHECK(cudnnSetConvolutionMathType(p.forward_convolution, best.mathType));
     reserve_workspace(p, best.memory);
@@ -234,12 +230,11 @@ class CudnnConvolution final : public ConvolutionKernel {
       const DeviceBuffer scratch = search_workspace();
       searched_bytes = scratch.size();
       DLSCALE_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
-          context_.cudnn, weights_, weights, p.output, output_gradient, p.data_convolution,
-          p.input, input_gradient, count, &returned, results.data(), scratch.data(),
-          scratch.size()));
+          context_.cudnn, weights_, weights, p.output, output_gradient, p.data_convolution, p.input,
+          input_gradient, count, &returned, results.data(), scratch.data(), scratch.size()));
     }
-    const auto& best = fastest_acceptable(results, returned, context_.cudnn_math(),
-                                          searched_bytes, "backward-data");
+    const auto& best = fastest_acceptable(results, returned, context_.cudnn_math(), searched_bytes,
+                                          "backward-data");
     p.data_algorithm = best.algo;
     DLSCALE_CUDNN_CHECK(cudnnSetConvolutionMathType(p.data_convolution, best.mathType));
     reserve_workspace(p, best.memory);
@@ -250,8 +245,7 @@ class CudnnConvolution final : public ConvolutionKernel {
                      float* weight_gradient) {
     require_not_capturing(context_.stream, "cuDNN convolution search");
     int count = 0, returned = 0;
-    DLSCALE_CUDNN_CHECK(
-        cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(context_.cudnn, &count));
+    DLSCALE_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(context_.cudnn, &count));
     std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(std::size_t(std::max(count, 1)));
     std::size_t searched_bytes = 0;
     {
@@ -261,8 +255,8 @@ class CudnnConvolution final : public ConvolutionKernel {
           context_.cudnn, p.input, x, p.output, output_gradient, p.filter_convolution, weights_,
           weight_gradient, count, &returned, results.data(), scratch.data(), scratch.size()));
     }
-    const auto& best = fastest_acceptable(results, returned, context_.cudnn_math(),
-                                          searched_bytes, "backward-filter");
+    const auto& best = fastest_acceptable(results, returned, context_.cudnn_math(), searched_bytes,
+                                          "backward-filter");
     p.filter_algorithm = best.algo;
     DLSCALE_CUDNN_CHECK(cudnnSetConvolutionMathType(p.filter_convolution, best.mathType));
     reserve_workspace(p, best.memory);
@@ -299,8 +293,8 @@ class CudnnPooling final : public PoolingKernel {
                                         ? CUDNN_POOLING_MAX_DETERMINISTIC
                                         : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
     DLSCALE_CUDNN_CHECK(cudnnSetPooling2dDescriptor(
-        pooling_, mode, CUDNN_NOT_PROPAGATE_NAN, geometry.kernel, geometry.kernel,
-        geometry.padding, geometry.padding, geometry.stride, geometry.stride));
+        pooling_, mode, CUDNN_NOT_PROPAGATE_NAN, geometry.kernel, geometry.kernel, geometry.padding,
+        geometry.padding, geometry.stride, geometry.stride));
   }
 
   void forward(int batch, const float* x, float* y) override {
@@ -316,9 +310,9 @@ class CudnnPooling final : public PoolingKernel {
   void backward(int batch, const float* output_gradient, float* input_gradient) override {
     if (last_input_ == nullptr) throw std::logic_error("cuDNN pooling: backward before forward");
     Plan& p = plan_for(batch);
-    DLSCALE_CUDNN_CHECK(cudnnPoolingBackward(context_.cudnn, pooling_, &one, p.output,
-                                             last_output_, p.output, output_gradient, p.input,
-                                             last_input_, &zero, p.input, input_gradient));
+    DLSCALE_CUDNN_CHECK(cudnnPoolingBackward(context_.cudnn, pooling_, &one, p.output, last_output_,
+                                             p.output, output_gradient, p.input, last_input_, &zero,
+                                             p.input, input_gradient));
   }
 
  private:
@@ -389,7 +383,8 @@ class SharedScratch {
 class CudnnBatchNorm final : public BatchNormKernel {
  public:
   CudnnBatchNorm(const CudaContext& context, const BatchNormGeometry& geometry)
-      : context_(context), geometry_(geometry),
+      : context_(context),
+        geometry_(geometry),
         saved_mean_(geometry.shape.channels * sizeof(float)),
         saved_inverse_deviation_(geometry.shape.channels * sizeof(float)),
         scratch_(SharedScratch::of(context.cudnn)) {
@@ -434,9 +429,9 @@ class CudnnBatchNorm final : public BatchNormKernel {
     if (geometry_.relu) {
       // Through the ReLU first: the gradient passes where the output y is positive. y stands in
       // for the ReLU's input too, since y > 0 exactly where its input is.
-      DLSCALE_CUDNN_CHECK(cudnnActivationBackward(context_.cudnn, relu_, &one, p.data,
-                                                  last_output_, p.data, output_gradient, p.data,
-                                                  last_output_, &zero, p.data, scratch));
+      DLSCALE_CUDNN_CHECK(cudnnActivationBackward(context_.cudnn, relu_, &one, p.data, last_output_,
+                                                  p.data, output_gradient, p.data, last_output_,
+                                                  &zero, p.data, scratch));
       normalized_gradient = scratch;
     }
     float* data_gradient = discard ? scratch + (geometry_.relu ? count : 0) : input_gradient;

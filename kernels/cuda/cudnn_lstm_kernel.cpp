@@ -42,10 +42,9 @@ class CudnnLstm final : public LstmKernel {
     // cuDNN's default double bias would add a second, recurrent one. Padded I/O is what allows
     // the unpacked (batch-major) data layout.
     DLSCALE_CUDNN_CHECK(cudnnSetRNNDescriptor_v8(
-        rnn_, CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM, CUDNN_RNN_SINGLE_INP_BIAS,
-        CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT,
-        context_.cudnn_math(), g.inputs, g.hidden, /*projSize=*/g.hidden, /*numLayers=*/1,
-        dropout_, CUDNN_RNN_PADDED_IO_ENABLED));
+        rnn_, CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM, CUDNN_RNN_SINGLE_INP_BIAS, CUDNN_UNIDIRECTIONAL,
+        CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, context_.cudnn_math(), g.inputs,
+        g.hidden, /*projSize=*/g.hidden, /*numLayers=*/1, dropout_, CUDNN_RNN_PADDED_IO_ENABLED));
     std::size_t weight_bytes = 0;
     DLSCALE_CUDNN_CHECK(cudnnGetRNNWeightSpaceSize(context_.cudnn, rnn_, &weight_bytes));
     weights_ = DeviceBuffer(weight_bytes);
@@ -59,11 +58,11 @@ class CudnnLstm final : public LstmKernel {
     Plan& p = plan_for(batch);
     copy_parameters_in(parameters);
     // Null hx and cx: the zero initial state. Null hy and cy: the final state is not wanted.
-    DLSCALE_CUDNN_CHECK(cudnnRNNForward(
-        context_.cudnn, rnn_, CUDNN_FWD_MODE_TRAINING, p.sequence_lengths.as<std::int32_t>(),
-        p.input, x, p.output, y, p.state, nullptr, nullptr, p.state, nullptr, nullptr,
-        weights_.size(), weights_.data(), p.workspace.size(), p.workspace.data(),
-        p.reserve.size(), p.reserve.data()));
+    DLSCALE_CUDNN_CHECK(cudnnRNNForward(context_.cudnn, rnn_, CUDNN_FWD_MODE_TRAINING,
+                                        p.sequence_lengths.as<std::int32_t>(), p.input, x, p.output,
+                                        y, p.state, nullptr, nullptr, p.state, nullptr, nullptr,
+                                        weights_.size(), weights_.data(), p.workspace.size(),
+                                        p.workspace.data(), p.reserve.size(), p.reserve.data()));
   }
 
   // Runs against the weight space and reserve space of the last forward(), which the network
@@ -76,25 +75,24 @@ class CudnnLstm final : public LstmKernel {
     if (data_gradient == nullptr) {  // cuDNN always writes it; a first layer discards it
       if (p.discarded_gradient.size() == 0) {
         require_not_capturing(context_.stream, "cuDNN LSTM");
-        p.discarded_gradient = DeviceBuffer(std::size_t(batch) * geometry_.steps *
-                                            geometry_.inputs * sizeof(float));
+        p.discarded_gradient =
+            DeviceBuffer(std::size_t(batch) * geometry_.steps * geometry_.inputs * sizeof(float));
       }
       data_gradient = p.discarded_gradient.as<float>();
     }
     // Data first: it fills the reserve space that the weight gradient then reads.
     DLSCALE_CUDNN_CHECK(cudnnRNNBackwardData_v8(
-        context_.cudnn, rnn_, p.sequence_lengths.as<std::int32_t>(), p.output, y,
-        output_gradient, p.input, data_gradient, p.state, nullptr, nullptr, nullptr, p.state,
-        nullptr, nullptr, nullptr, weights_.size(), weights_.data(), p.workspace.size(),
-        p.workspace.data(), p.reserve.size(), p.reserve.data()));
+        context_.cudnn, rnn_, p.sequence_lengths.as<std::int32_t>(), p.output, y, output_gradient,
+        p.input, data_gradient, p.state, nullptr, nullptr, nullptr, p.state, nullptr, nullptr,
+        nullptr, weights_.size(), weights_.data(), p.workspace.size(), p.workspace.data(),
+        p.reserve.size(), p.reserve.data()));
     // cuDNN adds weight gradients into its buffer (CUDNN_WGRAD_MODE_ADD); dlscale overwrites.
-    DLSCALE_CUDA_CHECK(cudaMemsetAsync(weight_gradients_.data(), 0, weight_gradients_.size(),
-                                       context_.stream));
+    DLSCALE_CUDA_CHECK(
+        cudaMemsetAsync(weight_gradients_.data(), 0, weight_gradients_.size(), context_.stream));
     DLSCALE_CUDNN_CHECK(cudnnRNNBackwardWeights_v8(
-        context_.cudnn, rnn_, CUDNN_WGRAD_MODE_ADD, p.sequence_lengths.as<std::int32_t>(),
-        p.input, x, p.state, nullptr, p.output, y, weight_gradients_.size(),
-        weight_gradients_.data(), p.workspace.size(), p.workspace.data(), p.reserve.size(),
-        p.reserve.data()));
+        context_.cudnn, rnn_, CUDNN_WGRAD_MODE_ADD, p.sequence_lengths.as<std::int32_t>(), p.input,
+        x, p.state, nullptr, p.output, y, weight_gradients_.size(), weight_gradients_.data(),
+        p.workspace.size(), p.workspace.data(), p.reserve.size(), p.reserve.data()));
     copy_gradients_out(parameter_gradient);
   }
 
@@ -126,14 +124,12 @@ class CudnnLstm final : public LstmKernel {
     // array in device memory for the v8 calls.
     static_assert(sizeof(int) == sizeof(std::int32_t));
     const std::vector<int> lengths(std::size_t(batch), g.steps);
-    DLSCALE_CUDNN_CHECK(cudnnSetRNNDataDescriptor(p.input, CUDNN_DATA_FLOAT,
-                                                  CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
-                                                  g.steps, batch, g.inputs, lengths.data(),
-                                                  nullptr));
-    DLSCALE_CUDNN_CHECK(cudnnSetRNNDataDescriptor(p.output, CUDNN_DATA_FLOAT,
-                                                  CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
-                                                  g.steps, batch, g.hidden, lengths.data(),
-                                                  nullptr));
+    DLSCALE_CUDNN_CHECK(cudnnSetRNNDataDescriptor(
+        p.input, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED, g.steps, batch,
+        g.inputs, lengths.data(), nullptr));
+    DLSCALE_CUDNN_CHECK(cudnnSetRNNDataDescriptor(
+        p.output, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED, g.steps, batch,
+        g.hidden, lengths.data(), nullptr));
     const int dimensions[3] = {1, batch, g.hidden};
     const int strides[3] = {batch * g.hidden, g.hidden, 1};
     DLSCALE_CUDNN_CHECK(
@@ -209,8 +205,8 @@ class CudnnLstm final : public LstmKernel {
     if (address == nullptr) return 0;
     cudnnDataType_t type{};
     int rank = 0;
-    DLSCALE_CUDNN_CHECK(cudnnGetTensorNdDescriptor(descriptor, 8, &type, &rank, dimensions,
-                                                   strides));
+    DLSCALE_CUDNN_CHECK(
+        cudnnGetTensorNdDescriptor(descriptor, 8, &type, &rank, dimensions, strides));
     return type == CUDNN_DATA_FLOAT ? rank : 0;
   }
 
@@ -221,9 +217,9 @@ class CudnnLstm final : public LstmKernel {
   void transpose(int rows, int columns, const float* source, int source_stride, float* target,
                  int target_stride) const {
     const float one = 1.0f, zero = 0.0f;  // host scalars: the handle's default pointer mode
-    DLSCALE_CUBLAS_CHECK(cublasSgeam(context_.cublas, CUBLAS_OP_T, CUBLAS_OP_T, columns, rows,
-                                     &one, source, source_stride, &zero, source, source_stride,
-                                     target, target_stride));
+    DLSCALE_CUBLAS_CHECK(cublasSgeam(context_.cublas, CUBLAS_OP_T, CUBLAS_OP_T, columns, rows, &one,
+                                     source, source_stride, &zero, source, source_stride, target,
+                                     target_stride));
   }
 
   // dlscale's W_x holds gate `gate` of input i at row i, columns gate*H .. gate*H + H - 1 of an
@@ -257,8 +253,8 @@ class CudnnLstm final : public LstmKernel {
     const float* space = weight_gradients_.as<float>();
     for (int gate = 0; gate < gates; ++gate) {
       const std::size_t column = std::size_t(gate) * g.hidden;
-      transpose(g.inputs, g.hidden, space + matrix_offsets_[gate], g.inputs,
-                input_weights + column, four_hidden);
+      transpose(g.inputs, g.hidden, space + matrix_offsets_[gate], g.inputs, input_weights + column,
+                four_hidden);
       transpose(g.hidden, g.hidden, space + matrix_offsets_[gates + gate], g.hidden,
                 recurrent_weights + column, four_hidden);
       DLSCALE_CUDA_CHECK(cudaMemcpyAsync(bias + column, space + bias_offsets_[gate],

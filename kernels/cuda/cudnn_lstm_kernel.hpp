@@ -9,6 +9,7 @@
 
 namespace dlscale::kernels {
 
-std::unique_ptr<LstmKernel> make_cudnn_lstm(const CudaContext& context, const LstmGeometry& geometry);
+std::unique_ptr<LstmKernel> make_cudnn_lstm(const CudaContext& context,
+                                            const LstmGeometry& geometry);
 
 }  // namespace dlscale::kernels

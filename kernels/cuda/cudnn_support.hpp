@@ -49,7 +49,9 @@ class DeviceBuffer {
   void* data() const { return data_; }
   std::size_t size() const { return bytes_; }
   template <typename T>
-  T* as() const { return static_cast<T*>(data_); }
+  T* as() const {
+    return static_cast<T*>(data_);
+  }
 
  private:
   void* data_ = nullptr;

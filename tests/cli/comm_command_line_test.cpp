@@ -31,7 +31,7 @@ TEST_F(CommCommandLine, SweepPrintsTheTableAndWritesTheCommGroup) {
   EXPECT_TRUE(outcome.error_lines.empty());
 
   // 8, 32, 128, ..., 512 KiB: the next size, 2 MiB, is past -e.
-  const std::vector<std::uint64_t> expected_bytes = {8,     32,     128,     512,   2048,
+  const std::vector<std::uint64_t> expected_bytes = {8,    32,    128,    512,   2048,
                                                      8192, 32768, 131072, 524288};
   const auto rows = table_rows(outcome.stdout_text);
   ASSERT_EQ(rows.size(), expected_bytes.size()) << outcome.stdout_text;
@@ -40,8 +40,8 @@ TEST_F(CommCommandLine, SweepPrintsTheTableAndWritesTheCommGroup) {
     std::uint64_t bytes = 0, count = 0, wrong = 1;
     std::string type, operation;
     double time_p50 = 0, time_p95 = 0, algbw_p50 = 0, algbw_p95 = 0, busbw_p50 = 0, busbw_p95 = 0;
-    row >> bytes >> count >> type >> operation >> time_p50 >> time_p95 >> algbw_p50 >>
-        algbw_p95 >> busbw_p50 >> busbw_p95 >> wrong;
+    row >> bytes >> count >> type >> operation >> time_p50 >> time_p95 >> algbw_p50 >> algbw_p95 >>
+        busbw_p50 >> busbw_p95 >> wrong;
     ASSERT_TRUE(row) << "not a table row: " << rows[s];
     EXPECT_EQ(bytes, expected_bytes[s]) << rows[s];
     EXPECT_EQ(count, expected_bytes[s] / 4) << rows[s];
@@ -52,7 +52,8 @@ TEST_F(CommCommandLine, SweepPrintsTheTableAndWritesTheCommGroup) {
   }
   for (const char* expected : {"busbw p50", "wrong elements: 0", "alpha =", "beta ="})
     EXPECT_NE(outcome.stdout_text.find(expected), std::string::npos)
-        << "no '" << expected << "' in:\n" << outcome.stdout_text;
+        << "no '" << expected << "' in:\n"
+        << outcome.stdout_text;
 
   const auto record = results::read_comm(directory_ / "sweep.h5");
   EXPECT_EQ(record.ranks, 2);
@@ -81,7 +82,8 @@ TEST_F(CommCommandLine, HelpTeachesWithAnExample) {
   for (const char* expected : {"Usage: mpirun -np N dlscale comm", "--minbytes", "-b",
                                "mpirun -np 2 dlscale comm -b 8 -e 64M -f 2", "rounded down"})
     EXPECT_NE(outcome.stdout_text.find(expected), std::string::npos)
-        << "no '" << expected << "' in:\n" << outcome.stdout_text;
+        << "no '" << expected << "' in:\n"
+        << outcome.stdout_text;
 }
 
 TEST_F(CommCommandLine, MalformedSizesAreRefused) {

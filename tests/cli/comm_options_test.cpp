@@ -51,7 +51,7 @@ TEST(ByteSize, OverflowIsRefusedNotWrapped) {
 TEST(CommOptions, DefaultsSweepPowersOfTwoFrom8BytesTo64MiB) {
   const auto counts = sweep_element_counts(parsed({}));
   ASSERT_EQ(counts.size(), 24u);
-  EXPECT_EQ(counts.front(), 2u);               // 8 bytes
+  EXPECT_EQ(counts.front(), 2u);                // 8 bytes
   EXPECT_EQ(counts.back(), 16u * 1024 * 1024);  // 64 MiB
   for (std::size_t s = 1; s < counts.size(); ++s) EXPECT_EQ(counts[s], 2 * counts[s - 1]);
 }

@@ -9,12 +9,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <tuple>
-#include <utility>
-#include <vector>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "coordinator/scaling_study.hpp"
 #include "results/reader.hpp"
@@ -118,7 +118,8 @@ TEST_F(CommandLine, EveryBuiltinModelTrainsOnTwoRanksWithIdenticalParameters) {
       EXPECT_EQ(outcome.rank_exit_codes[r], 0) << name << " on rank " << r;
     EXPECT_TRUE(fs::exists(directory_ / (name + ".h5"))) << name;
     EXPECT_NE(outcome.stdout_text.find("bit-identical on all 2 ranks"), std::string::npos)
-        << name << ":\n" << outcome.stdout_text;
+        << name << ":\n"
+        << outcome.stdout_text;
   }
 }
 
@@ -145,10 +146,11 @@ TEST_F(CommandLine, SampledResourcesAreSummarizedAndWritten) {
   const Outcome outcome = run_dlscale(
       "--model fcn:64,32,4 --batch 8 --iters 200 --sample-interval 0.02 --out sampled.h5");
   for (int r = 0; r < ranks; ++r) EXPECT_EQ(outcome.rank_exit_codes[r], 0) << "rank " << r;
-  for (const char* expected : {"process_cpu_cores", "cores mean", "process_rss_bytes",
-                               "MiB peak", "host_cpu_utilisation_percent"})
+  for (const char* expected : {"process_cpu_cores", "cores mean", "process_rss_bytes", "MiB peak",
+                               "host_cpu_utilisation_percent"})
     EXPECT_NE(outcome.stdout_text.find(expected), std::string::npos)
-        << "the summary lacks '" << expected << "':\n" << outcome.stdout_text;
+        << "the summary lacks '" << expected << "':\n"
+        << outcome.stdout_text;
   EXPECT_TRUE(fs::exists(directory_ / "sampled.h5"));
 }
 
@@ -181,8 +183,8 @@ TEST_F(CommandLine, FailedSweepPointsAreKeptWithTheirReasonAndTheSweepGoesOn) {
   EXPECT_TRUE(fs::exists(directory_ / "timeout.h5"));
 
   // A point that cannot fit is refused for memory before it allocates anything.
-  const Outcome too_big = run_dlscale(
-      "--model fcn-s --batch 1000000 --ranks 1,2 --sample-interval 0 --out too_big.h5");
+  const Outcome too_big =
+      run_dlscale("--model fcn-s --batch 1000000 --ranks 1,2 --sample-interval 0 --out too_big.h5");
   for (int r = 0; r < ranks; ++r) EXPECT_EQ(too_big.rank_exit_codes[r], 3) << "rank " << r;
   EXPECT_NE(too_big.stdout_text.find("out of memory (estimate"), std::string::npos)
       << too_big.stdout_text;
@@ -196,7 +198,8 @@ TEST_F(CommandLine, FailedSweepPointsAreKeptWithTheirReasonAndTheSweepGoesOn) {
   EXPECT_NE(diverged.stdout_text.find("diverged at iteration"), std::string::npos)
       << diverged.stdout_text;
   EXPECT_NE(diverged.stdout_text.find(" ranks    iter ms"), std::string::npos)
-      << "the study table was not printed:\n" << diverged.stdout_text;
+      << "the study table was not printed:\n"
+      << diverged.stdout_text;
   for (int r = 0; r < ranks; ++r) EXPECT_EQ(diverged.rank_exit_codes[r], 3) << "rank " << r;
   const auto file = dlscale::results::read_results(directory_ / "diverged.h5");
   EXPECT_EQ(file.runs.size() + file.failed_points.size(), 2u)
@@ -374,23 +377,24 @@ TEST_F(CommandLine, SlurmQuotesEveryPathItWritesIntoTheScript) {
                                 marker + ")/dlscale' -o s.sh");
   ASSERT_EQ(status, 0) << errors;
   // The settings block, read by bash, gives back the path exactly.
-  const std::string read_back =
-      "cd " + directory_.string() + " && bash -c 'eval \"$(sed -n \"/^# --- settings/,/^# --- end/p\" "
-      "s.sh)\"; printf %s \"$DLSCALE\"' > dlscale_path.txt";
+  const std::string read_back = "cd " + directory_.string() +
+                                " && bash -c 'eval \"$(sed -n \"/^# --- settings/,/^# --- end/p\" "
+                                "s.sh)\"; printf %s \"$DLSCALE\"' > dlscale_path.txt";
   ASSERT_EQ(std::system(read_back.c_str()), 0);
   EXPECT_EQ(dlscale::testing::read_text_file(directory_ / "dlscale_path.txt"), path);
   EXPECT_FALSE(fs::exists(marker)) << "a path ran as shell code";
 }
 
 TEST_F(CommandLine, SlurmWritesAStudyScriptWithTheGivenSizes) {
-  const auto [status, errors] = run_alone(
-      directory_, "slurm --nodes 1,2,4,8 --tasks-per-node 4 --cpus-per-task 2 --partition gpu "
-                  "--model resnet-50 --batch 32 -o study.sh");
+  const auto [status, errors] =
+      run_alone(directory_,
+                "slurm --nodes 1,2,4,8 --tasks-per-node 4 --cpus-per-task 2 --partition gpu "
+                "--model resnet-50 --batch 32 -o study.sh");
   ASSERT_EQ(status, 0) << errors;
   const std::string script = dlscale::testing::read_text_file(directory_ / "study.sh");
-  for (const char* line : {"NODE_COUNTS='1 2 4 8'", "TASKS_PER_NODE='4'", "CPUS_PER_TASK=2",
-                           "PARTITION='gpu'", "SHARE_NODES=no",
-                           "DLSCALE_OPTIONS=('--model' 'resnet-50' '--batch' '32')"})
+  for (const char* line :
+       {"NODE_COUNTS='1 2 4 8'", "TASKS_PER_NODE='4'", "CPUS_PER_TASK=2", "PARTITION='gpu'",
+        "SHARE_NODES=no", "DLSCALE_OPTIONS=('--model' 'resnet-50' '--batch' '32')"})
     EXPECT_NE(script.find(line), std::string::npos) << line << " missing from:\n" << script;
   const std::string syntax_check = "bash -n " + (directory_ / "study.sh").string();
   EXPECT_EQ(std::system(syntax_check.c_str()), 0);

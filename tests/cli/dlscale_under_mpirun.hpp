@@ -61,9 +61,8 @@ class DlscaleUnderMpirun : public ::testing::Test {
     EXPECT_NE(WEXITSTATUS(status), 124) << "timed out: " << arguments;
     for (int r = 0; r < ranks; ++r) {
       const auto code = directory_ / ("exit." + std::to_string(r));
-      outcome.rank_exit_codes.push_back(std::filesystem::exists(code)
-                                            ? std::stoi(read_text_file(code))
-                                            : -1);
+      outcome.rank_exit_codes.push_back(
+          std::filesystem::exists(code) ? std::stoi(read_text_file(code)) : -1);
     }
     std::istringstream errors(read_text_file(directory_ / "stderr.txt"));
     for (std::string line; std::getline(errors, line);)

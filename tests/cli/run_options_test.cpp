@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "cli/run_options.hpp"
 #include <fmt/format.h>
+#include "cli/run_options.hpp"
 
 #include "core/errors.hpp"
 
@@ -30,8 +30,8 @@ TEST(RunOptions, DefaultsTrainFcnRWithTheWorkloadBatch) {
 }
 
 TEST(RunOptions, ReadsLongAndShortOptions) {
-  const RunOptions options =
-      parse_run_options({"--model", "fcn-s", "-b", "32", "--iters=7", "--warmup", "0", "-o", "x.h5"});
+  const RunOptions options = parse_run_options(
+      {"--model", "fcn-s", "-b", "32", "--iters=7", "--warmup", "0", "-o", "x.h5"});
   EXPECT_EQ(options.model, "fcn-s");
   EXPECT_EQ(options.batch, 32);
   EXPECT_EQ(options.measured_iterations, 7);
@@ -110,15 +110,16 @@ TEST(RunOptions, MissingOrBadConfigFileNamesIt) {
   std::ofstream(path) << "# a study\nmodel = fcn-s\n\niterations = 4\n";
   EXPECT_EQ(error_of({"--config", path.string()}),
             fmt::format("--config {} line 4: unrecognised option 'iterations' (did you mean "
-                        "'--iters'?)", path.string()));
+                        "'--iters'?)",
+                        path.string()));
   std::filesystem::remove(path);
 }
 
 TEST(RunOptions, HelpListsEveryOptionGroup) {
   const std::string help = run_help_text();
-  for (const char* option : {"--model", "--batch", "--iters", "--warmup", "--threads", "--comm",
-                             "--device", "--seed", "--out", "--overwrite", "--config",
-                             "--list-models", "--version"})
+  for (const char* option :
+       {"--model", "--batch", "--iters", "--warmup", "--threads", "--comm", "--device", "--seed",
+        "--out", "--overwrite", "--config", "--list-models", "--version"})
     EXPECT_NE(help.find(option), std::string::npos) << option;
 }
 

@@ -10,8 +10,8 @@
 namespace dlscale::coordinator {
 namespace {
 
-constexpr double intercept_seconds = 5e-6;     // 5 us
-constexpr double seconds_per_byte = 1 / 4e9;   // 4 GB/s
+constexpr double intercept_seconds = 5e-6;    // 5 us
+constexpr double seconds_per_byte = 1 / 4e9;  // 4 GB/s
 
 // 8 B, 16 B, ..., 64 MiB, as `dlscale comm -b 8 -e 64M -f 2` sends.
 std::vector<double> sweep_bytes() {

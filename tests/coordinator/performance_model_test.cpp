@@ -81,8 +81,8 @@ TEST(AllreduceSeconds, CarriesALargePiecesExtraLatencyAsBandwidth) {
   const results::PiecewiseAlphaBetaFit link{
       .pieces = {{.min_bytes = 8, .max_bytes = 4096, .fit = small},
                  {.min_bytes = 8192, .max_bytes = 1e8, .fit = large}}};
-  NetworkModel network{.intra_node = link, .inter_node = link, .intra_node_ranks = 4,
-                       .inter_node_ranks = 4};
+  NetworkModel network{
+      .intra_node = link, .inter_node = link, .intra_node_ranks = 4, .inter_node_ranks = 4};
   const double m = 1e6;
   // On the sweep's own 4 ranks: exactly the large piece's line.
   EXPECT_NEAR(allreduce_seconds(network, AllreduceAlgorithm::ring, 4, 4, m),
@@ -178,8 +178,8 @@ TEST(PredictScaling, ReproducesAMeasuredRunFromItself) {
 TEST(PredictScaling, CarriesComputeByTheProbedSlowdownAndStragglersByOrderStatistics) {
   std::vector<results::RunRecord> runs = {run_of(1, 1.0, 0, 0, 1), run_of(2, 1.0, 0.2, 0, 1.1),
                                           run_of(4, 1.5, 0.2, 0, 1.65)};
-  const auto prediction = predict_scaling(runs, {}, uniform_network(0, 0, "test"), {4},
-                                          {.held_out = {4}});
+  const auto prediction =
+      predict_scaling(runs, {}, uniform_network(0, 0, "test"), {4}, {.held_out = {4}});
   const auto& four = prediction.points.front();
   EXPECT_TRUE(four.held_out);
   EXPECT_EQ(four.reference_ranks, 2);
@@ -194,9 +194,9 @@ TEST(PredictScaling, CarriesComputeByTheProbedSlowdownAndStragglersByOrderStatis
 TEST(PredictScaling, LeavingOutTheHeldOutProbesExtrapolates) {
   std::vector<results::RunRecord> runs = {run_of(1, 1.0, 0, 0, 1), run_of(2, 1.0, 0, 0, 1.1),
                                           run_of(4, 1.5, 0, 0, 1.65)};
-  const auto prediction = predict_scaling(
-      runs, {}, uniform_network(0, 0, "test"), {4},
-      {.ranks_per_node = 4, .held_out = {4}, .hold_out_probes = true});
+  const auto prediction =
+      predict_scaling(runs, {}, uniform_network(0, 0, "test"), {4},
+                      {.ranks_per_node = 4, .held_out = {4}, .hold_out_probes = true});
   EXPECT_EQ(prediction.points.front().slowdown_how, "extrapolated");
   EXPECT_NEAR(prediction.points.front().compute_slowdown, 1.3 / 1.1, 1e-12);
 }
@@ -204,11 +204,17 @@ TEST(PredictScaling, LeavingOutTheHeldOutProbesExtrapolates) {
 TEST(NodeSharingCurve, IsPerSampleSoThatStrongScalingsBatchesDoNotCountTwice) {
   // A pass that costs 1 ms per sample alone and 1.5 ms per sample with 4 ranks side by side:
   // probed at batch 64 on 2 ranks and at batch 32 on 4 (a global batch of 128).
-  const results::NodeSharingProbe two{.ranks = 2, .threads = 1, .batch_per_rank = 64,
-                                      .ranks_per_node = 2, .shared_seconds = 0.064 * 1.2,
+  const results::NodeSharingProbe two{.ranks = 2,
+                                      .threads = 1,
+                                      .batch_per_rank = 64,
+                                      .ranks_per_node = 2,
+                                      .shared_seconds = 0.064 * 1.2,
                                       .alone_seconds = 0.064};
-  const results::NodeSharingProbe four{.ranks = 4, .threads = 1, .batch_per_rank = 32,
-                                       .ranks_per_node = 4, .shared_seconds = 0.032 * 1.5,
+  const results::NodeSharingProbe four{.ranks = 4,
+                                       .threads = 1,
+                                       .batch_per_rank = 32,
+                                       .ranks_per_node = 4,
+                                       .shared_seconds = 0.032 * 1.5,
                                        .alone_seconds = 0.032};
   const auto curve = node_sharing_curve({two, four});
   ASSERT_EQ(curve.slowdown.size(), 3u);
@@ -219,15 +225,18 @@ TEST(NodeSharingCurve, IsPerSampleSoThatStrongScalingsBatchesDoNotCountTwice) {
 TEST(PredictScaling, UsesProbesBeyondTheSweepInsteadOfExtrapolating) {
   // Trained at 1 and 2 ranks (slowdown 1.1 at 2); probed without training at 8 (slowdown 2.2).
   std::vector<results::RunRecord> runs = {run_of(1, 1.0, 0, 0, 1), run_of(2, 1.0, 0, 0, 1.1)};
-  const results::NodeSharingProbe eight{.ranks = 8, .threads = 1, .batch_per_rank = 32,
-                                        .ranks_per_node = 8, .shared_seconds = 0.22,
-                                        .alone_seconds = 0.1, .probe_seconds = 1};
+  const results::NodeSharingProbe eight{.ranks = 8,
+                                        .threads = 1,
+                                        .batch_per_rank = 32,
+                                        .ranks_per_node = 8,
+                                        .shared_seconds = 0.22,
+                                        .alone_seconds = 0.1,
+                                        .probe_seconds = 1};
   auto other_threads = eight;
   other_threads.threads = 4;  // of another thread count: not this study's
   other_threads.shared_seconds = 10;
-  const auto prediction = predict_scaling(runs, {eight, other_threads},
-                                          uniform_network(0, 0, "test"), {8, 4},
-                                          {.ranks_per_node = 8});
+  const auto prediction = predict_scaling(
+      runs, {eight, other_threads}, uniform_network(0, 0, "test"), {8, 4}, {.ranks_per_node = 8});
   const auto& at_eight = prediction.points[0];
   EXPECT_EQ(at_eight.slowdown_how, "probed");
   EXPECT_EQ(at_eight.reference_ranks, 2);
@@ -296,8 +305,7 @@ TEST(PredictScaling, FlagsAndExplainsAnEfficiencyAboveOne) {
   EXPECT_NE(json.find("\"above_linear\": true, \"above_linear_reason\": \"2 ranks: efficiency"),
             std::string::npos)
       << json;
-  EXPECT_NE(json.find("\"above_linear\": false, \"above_linear_reason\": null"),
-            std::string::npos)
+  EXPECT_NE(json.find("\"above_linear\": false, \"above_linear_reason\": null"), std::string::npos)
       << json;
 }
 

@@ -86,12 +86,12 @@ TEST(PiecewiseAlphaBetaFit, EveryPieceHasAtLeastTheSizesAsked) {
 TEST(PiecewiseAlphaBetaFit, LooksUpThePieceOfASize) {
   const auto bytes = sweep_bytes();
   const auto fit = fit_piecewise_alpha_beta(bytes, times_of(bytes), 2);
-  EXPECT_EQ(&piece_for(fit, 100), &fit.pieces[0]);                  // below the sweep
+  EXPECT_EQ(&piece_for(fit, 100), &fit.pieces[0]);  // below the sweep
   EXPECT_EQ(&piece_for(fit, 4096), &fit.pieces[0]);
-  EXPECT_EQ(&piece_for(fit, 5000), &fit.pieces[0]);                 // nearer 4 KiB than 8 KiB
+  EXPECT_EQ(&piece_for(fit, 5000), &fit.pieces[0]);  // nearer 4 KiB than 8 KiB
   EXPECT_EQ(&piece_for(fit, 7000), &fit.pieces[1]);
   EXPECT_EQ(&piece_for(fit, 1e6), &fit.pieces[1]);
-  EXPECT_EQ(&piece_for(fit, 1e9), &fit.pieces[2]);                  // above the sweep
+  EXPECT_EQ(&piece_for(fit, 1e9), &fit.pieces[2]);  // above the sweep
   EXPECT_NEAR(fitted_seconds(fit, 1e6), three_regimes(1e6), 1e-12);
 }
 

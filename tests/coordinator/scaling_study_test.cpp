@@ -18,7 +18,8 @@ results::RunRecord run_of(const std::vector<double>& compute, double allreduce, 
   run.iterations = iterations;
   run.configuration.batch_per_rank = batch;
   run.configuration.scaling = scaling;
-  for (int r = 0; r < run.ranks; ++r) run.environment.rank_hosts.push_back("host" + std::to_string(r));
+  for (int r = 0; r < run.ranks; ++r)
+    run.environment.rank_hosts.push_back("host" + std::to_string(r));
   for (int i = 0; i < iterations; ++i)
     for (double c : compute) {
       const double step = c + allreduce;
@@ -28,7 +29,8 @@ results::RunRecord run_of(const std::vector<double>& compute, double allreduce, 
 }
 
 TEST(ScalingStudy, WeakScalingEfficiencyIsBaselineTimeOverTime) {
-  const auto study = analyze_study({run_of({1.0, 1.0}, 0.25, 32, "weak"), run_of({1.0}, 0, 32, "weak")});
+  const auto study =
+      analyze_study({run_of({1.0, 1.0}, 0.25, 32, "weak"), run_of({1.0}, 0, 32, "weak")});
   ASSERT_EQ(study.points.size(), 2u);
   EXPECT_EQ(study.baseline_ranks, 1);
   EXPECT_EQ(study.points[0].ranks, 1);
@@ -73,7 +75,8 @@ TEST(ScalingStudy, StragglersAreNamedAndTheirWaitCounted) {
 TEST(ScalingStudy, NoisyIterationsGiveAnIntervalAroundTheEstimate) {
   auto noisy = run_of({1.0, 1.0}, 0.25, 32, "weak", 12);
   for (int i = 0; i < noisy.iterations; ++i)
-    for (int r = 0; r < 2; ++r) noisy.phase_seconds[(i * 2 + r) * phase_count + 4] += 0.05 * (i % 4);
+    for (int r = 0; r < 2; ++r)
+      noisy.phase_seconds[(i * 2 + r) * phase_count + 4] += 0.05 * (i % 4);
   const auto study = analyze_study({run_of({1.0}, 0, 32, "weak"), noisy});
   const auto& two = study.points[1];
   EXPECT_LT(two.efficiency_ci_low, two.efficiency);

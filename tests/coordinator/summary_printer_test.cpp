@@ -46,8 +46,8 @@ std::string lines_labelled(const std::string& summary, const std::string& label)
 
 TEST(SummaryYardstick, ComputeIsAFractionOfTheFasterMeasurement) {
   const std::string summary = format_summary(run_at(118, 215, 236));
-  EXPECT_NE(lines_labelled(summary, "compute").find(
-                ": 50.0% of the 236 GFLOP/s float GEMM measured on this device"),
+  EXPECT_NE(lines_labelled(summary, "compute")
+                .find(": 50.0% of the 236 GFLOP/s float GEMM measured on this device"),
             std::string::npos)
       << summary;
 }
@@ -67,8 +67,7 @@ TEST(SummaryYardstick, SaysWhenTheMeasurementsMovedApartDuringThePoint) {
 
 TEST(SummaryYardstick, ExplainsAFractionAbove100Percent) {
   const std::string summary = format_summary(run_at(184, 156, 158));
-  EXPECT_NE(lines_labelled(summary, "compute").find("116.5% of the 158 GFLOP/s"),
-            std::string::npos)
+  EXPECT_NE(lines_labelled(summary, "compute").find("116.5% of the 158 GFLOP/s"), std::string::npos)
       << summary;
   EXPECT_EQ(lines_labelled(summary, "yardstick"),
             "yardstick       above 100%: this workload's GEMMs ran faster here than the square "

@@ -6,10 +6,12 @@
 namespace dlscale {
 namespace {
 
-const std::vector<std::string> models = {"fcn-s", "fcn-r", "alexnet-s", "alexnet-r", "resnet-50",
-                                         "resnet-56", "vgg-16", "mobilenet-v2", "lstm-32"};
-const std::vector<std::string> options = {"--model", "--batch", "--iters", "--warmup", "--ranks",
-                                          "--threads", "--out", "--overwrite", "--repeat"};
+const std::vector<std::string> models = {"fcn-s",     "fcn-r",        "alexnet-s",
+                                         "alexnet-r", "resnet-50",    "resnet-56",
+                                         "vgg-16",    "mobilenet-v2", "lstm-32"};
+const std::vector<std::string> options = {"--model",  "--batch",     "--iters",
+                                          "--warmup", "--ranks",     "--threads",
+                                          "--out",    "--overwrite", "--repeat"};
 
 TEST(NearestName, FindsTheModelBehindADroppedHyphenOrWrongLetter) {
   EXPECT_EQ(nearest_name("resnet56", models), "resnet-56");

@@ -18,15 +18,17 @@ TEST(PrintableText, EscapesWhatMovesTheCursorOrBreaksTheLine) {
   EXPECT_EQ(printable("line\nbreak\r\t"), "line\\nbreak\\r\\t");
   EXPECT_EQ(printable(std::string("a\0b\x7f", 4)), "a\\x00b\\x7f");
   EXPECT_EQ(printable("\u202eevil\u2066"), "\\u202eevil\\u2066");  // bidirectional overrides
-  EXPECT_EQ(printable("\xc2\x9b" "2J"), "\\x9b2J");  // C1 control sequence introducer
+  EXPECT_EQ(printable("\xc2\x9b"
+                      "2J"),
+            "\\x9b2J");  // C1 control sequence introducer
 }
 
 TEST(PrintableText, EscapesBytesThatAreNotUtf8) {
   EXPECT_EQ(printable("\xff\xfe"), "\\xff\\xfe");
-  EXPECT_EQ(printable("\xc3\x28"), "\\xc3(");          // a lead byte without its continuation
-  EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");      // overlong '/'
+  EXPECT_EQ(printable("\xc3\x28"), "\\xc3(");               // a lead byte without its continuation
+  EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");           // overlong '/'
   EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a UTF-16 surrogate
-  EXPECT_EQ(printable("ok\xe5\x90"), "ok\\xe5\\x90");  // cut short at the end
+  EXPECT_EQ(printable("ok\xe5\x90"), "ok\\xe5\\x90");       // cut short at the end
 }
 
 }  // namespace

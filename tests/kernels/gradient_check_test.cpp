@@ -9,11 +9,11 @@
 #include "kernels/cpu/cpu_device.hpp"
 #include "layers/dense_layer.hpp"
 #include "layers/embedding_layer.hpp"
-#include "network/network.hpp"
-#include "optimizer/sgd_momentum.hpp"
 #include "layers/relu_layer.hpp"
 #include "layers/residual_block.hpp"
 #include "layers/sigmoid_layer.hpp"
+#include "network/network.hpp"
+#include "optimizer/sgd_momentum.hpp"
 #include "tests/kernels/finite_differences.hpp"
 #include "workloads/fcn_workload.hpp"
 
@@ -136,8 +136,8 @@ TEST(GradientCheck, SoftmaxCrossEntropyOfUniformLogitsIsLogClasses) {
   const std::vector<std::int32_t> labels = {1, 2, 9};
   std::vector<double> gradient(logits.size());
   double loss = 0;
-  device.math<double>().softmax_cross_entropy(3, 10, logits.data(), labels.data(),
-                                              gradient.data(), &loss);
+  device.math<double>().softmax_cross_entropy(3, 10, logits.data(), labels.data(), gradient.data(),
+                                              &loss);
   EXPECT_NEAR(loss, std::log(10.0), 1e-12);
 }
 
@@ -180,9 +180,9 @@ TEST(Optimizer, SgdMomentumFollowsTheHeavyBallRecurrence) {
 
 TEST(Optimizer, ANaNOrInfiniteGradientIsFlaggedAndStaysFlagged) {
   CpuDevice device(2);
-  for (const float bad : {std::numeric_limits<float>::quiet_NaN(),
-                          std::numeric_limits<float>::infinity(),
-                          -std::numeric_limits<float>::infinity()}) {
+  for (const float bad :
+       {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+        -std::numeric_limits<float>::infinity()}) {
     const std::size_t count = 100000;  // enough for the parallel loop
     SgdMomentum<float> optimizer(device, count, 0.1f, 0.9f);
     std::vector<float> parameters(count, 1.0f), gradients(count, 0.5f);

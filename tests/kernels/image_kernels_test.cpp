@@ -52,12 +52,12 @@ constexpr auto nchw = ImageLayout::nchw;
 constexpr auto native = ImageLayout::native;
 
 const std::vector<ConvolutionGeometry> convolution_cases = {
-    {{3, 6, 5}, 4, 3, 1, 1, 1},   // same-size 3x3
-    {{4, 7, 7}, 6, 3, 2, 1, 1},   // stride 2
-    {{2, 5, 5}, 3, 5, 1, 2, 1},   // 5x5 with padding 2
-    {{4, 6, 6}, 6, 3, 1, 1, 2},   // 2 groups
-    {{6, 5, 5}, 6, 3, 2, 1, 6},   // depthwise, stride 2
-    {{3, 9, 9}, 4, 1, 1, 0, 1},   // 1x1
+    {{3, 6, 5}, 4, 3, 1, 1, 1},         // same-size 3x3
+    {{4, 7, 7}, 6, 3, 2, 1, 1},         // stride 2
+    {{2, 5, 5}, 3, 5, 1, 2, 1},         // 5x5 with padding 2
+    {{4, 6, 6}, 6, 3, 1, 1, 2},         // 2 groups
+    {{6, 5, 5}, 6, 3, 2, 1, 6},         // depthwise, stride 2
+    {{3, 9, 9}, 4, 1, 1, 0, 1},         // 1x1
     {{4, 6, 6}, 8, 1, 2, 0, 1, false},  // 1x1 stride 2 without bias, as before batch norm
     // As in the networks: the plain input into the native layout, then native to native.
     {{3, 9, 9}, 8, 3, 1, 1, 1, true, nchw, native},
@@ -116,8 +116,7 @@ void expect_onednn_convolution_matches_reference(const ConvolutionGeometry& g) {
   const auto x_given = to_layout(device, g.input, g.input_layout, x);
   const auto dy_given = to_layout(device, g.output(), g.output_layout, dy);
   std::vector<float> y(dy.size()), dx(x.size()), dweights(weights.size()), dbias(bias.size());
-  kernel->forward(batch, x_given.data(), to_float(weights).data(), to_float(bias).data(),
-                  y.data());
+  kernel->forward(batch, x_given.data(), to_float(weights).data(), to_float(bias).data(), y.data());
   kernel->backward(batch, x_given.data(), to_float(weights).data(), dy_given.data(), dx.data(),
                    dweights.data(), dbias.data());
 
@@ -125,8 +124,8 @@ void expect_onednn_convolution_matches_reference(const ConvolutionGeometry& g) {
   expect_near_all(from_layout(device, g.output(), g.output_layout, y),
                   reference::convolution_forward(g, batch, x, weights, bias), float_tolerance,
                   "output");
-  expect_near_all(from_layout(device, g.input, g.input_layout, dx), expected.input,
-                  float_tolerance, "input gradient");
+  expect_near_all(from_layout(device, g.input, g.input_layout, dx), expected.input, float_tolerance,
+                  "input gradient");
   expect_near_all(to_double(dweights), expected.weights, float_tolerance, "weight gradient");
   expect_near_all(to_double(dbias), expected.bias, float_tolerance, "bias gradient");
 }
@@ -180,8 +179,7 @@ TEST(BatchNorm, ReferenceMatchesFiniteDifferences) {
   expect_near_all(analytic.shift_gradient, numerical_gradient(shift, loss), 1e-6, "shift gradient");
 }
 
-class BatchNormCase
-    : public ::testing::TestWithParam<std::tuple<ImageShape, ImageLayout, bool>> {};
+class BatchNormCase : public ::testing::TestWithParam<std::tuple<ImageShape, ImageLayout, bool>> {};
 
 // Batch norm, alone or with its ReLU fused, against the oracle (followed by a ReLU, whose
 // gradient passes only where the output is positive).

@@ -38,8 +38,12 @@ std::vector<float> expect_onednn_matches_reference(const LstmGeometry& geometry)
   const auto x = rounded(random_values(batch * geometry.steps * geometry.inputs, 11), 1);
   const auto parameters = rounded(random_values(geometry.parameter_count(), 12), 0.5);
   const auto dy = rounded(random_values(batch * geometry.steps * geometry.hidden, 13), 1);
-  const auto to_float = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
-  const auto to_double = [](const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); };
+  const auto to_float = [](const std::vector<double>& v) {
+    return std::vector<float>(v.begin(), v.end());
+  };
+  const auto to_double = [](const std::vector<float>& v) {
+    return std::vector<double>(v.begin(), v.end());
+  };
 
   CpuDevice device(1);
   auto kernel = device.make_lstm(geometry);

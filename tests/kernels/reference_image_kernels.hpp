@@ -33,7 +33,8 @@ void for_each_convolution_term(const ConvolutionGeometry& g, int batch, Visit vi
                 const int channel = (o / out_per_group) * in_per_group + c;
                 const std::size_t x_index =
                     ((std::size_t(n) * g.input.channels + channel) * g.input.height + row) *
-                        g.input.width + col;
+                        g.input.width +
+                    col;
                 const std::size_t w_index =
                     ((std::size_t(o) * in_per_group + c) * g.kernel + ki) * g.kernel + kj;
                 const std::size_t y_index =
@@ -92,10 +93,10 @@ void for_each_pooling_window(const PoolingGeometry& g, int batch, Visit visit) {
               const int row = i * g.stride - g.padding + ki, col = j * g.stride - g.padding + kj;
               if (row < 0 || row >= g.input.height || col < 0 || col >= g.input.width) continue;
               window.push_back(((std::size_t(n) * g.input.channels + c) * g.input.height + row) *
-                                   g.input.width + col);
+                                   g.input.width +
+                               col);
             }
-          visit(((std::size_t(n) * g.input.channels + c) * out.height + i) * out.width + j,
-                window);
+          visit(((std::size_t(n) * g.input.channels + c) * out.height + i) * out.width + j, window);
         }
 }
 
@@ -142,8 +143,7 @@ struct BatchNormResult {
 
 inline BatchNormResult batch_norm(const kernels::ImageShape& shape, int batch,
                                   const std::vector<double>& x, const std::vector<double>& scale,
-                                  const std::vector<double>& shift,
-                                  const std::vector<double>& dy) {
+                                  const std::vector<double>& shift, const std::vector<double>& dy) {
   const double epsilon = kernels::BatchNormKernel::epsilon;
   const std::size_t plane = std::size_t(shape.height) * shape.width;
   const double count = double(batch) * double(plane);

@@ -22,8 +22,8 @@ inline LstmResult lstm(const kernels::LstmGeometry& g, int batch, const std::vec
   const double* wh = wx + g.input_weight_count();
   const double* b = wh + g.recurrent_weight_count();
   const auto sigmoid = [](double v) { return 1 / (1 + std::exp(-v)); };
-  LstmResult r{std::vector<double>(std::size_t(batch) * T * H),
-               std::vector<double>(x.size()), std::vector<double>(parameters.size())};
+  LstmResult r{std::vector<double>(std::size_t(batch) * T * H), std::vector<double>(x.size()),
+               std::vector<double>(parameters.size())};
   double* dwx = r.parameter_gradient.data();
   double* dwh = dwx + g.input_weight_count();
   double* db = dwh + g.recurrent_weight_count();
@@ -31,7 +31,8 @@ inline LstmResult lstm(const kernels::LstmGeometry& g, int batch, const std::vec
   for (int n = 0; n < batch; ++n) {
     // Forward, keeping every step's gates and states: gates[t][k*H + j] for gate k.
     std::vector<std::vector<double>> gates(T, std::vector<double>(4 * H));
-    std::vector<std::vector<double>> h(T + 1, std::vector<double>(H)), c(T + 1, std::vector<double>(H));
+    std::vector<std::vector<double>> h(T + 1, std::vector<double>(H)),
+        c(T + 1, std::vector<double>(H));
     const auto input = [&](int t, int i) { return x[(std::size_t(n) * T + t) * I + i]; };
     for (int t = 0; t < T; ++t) {
       for (int k = 0; k < 4; ++k)

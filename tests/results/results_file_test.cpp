@@ -37,19 +37,32 @@ class ResultsFile : public ::testing::Test {
 
   static results::ResultsFile sample_file(std::vector<RunRecord> runs) {
     results::ResultsFile file;
-    file.origin = {"0.1.0", "abc123", "dlscale --model fcn:4,3,2 --ranks 1,2", "2026-11-22T12:00:00Z"};
+    file.origin = {"0.1.0", "abc123", "dlscale --model fcn:4,3,2 --ranks 1,2",
+                   "2026-11-22T12:00:00Z"};
     file.runs = std::move(runs);
     return file;
   }
 
   static RunRecord sample_record() {
     RunRecord record;
-    record.configuration = {"fcn:4,3,2", "FCN", "4-3-2, sigmoid", 23, 138.0, 8, 1, 2, 2, 1,
-                            "mpi", "cpu", 99, 0.05, 0.9, "strong", 2.5, true};
-    record.environment = {"0.1.0", "abc123", "dlscale --model fcn:4,3,2", "2026-11-22T12:00:00Z",
-                          "Open MPI v4.1.4", "OpenBLAS", "Test CPU",
-                          {{"gpu_name", "Test GPU"}, {"cudnn", "9.14.0"}}, 51234.5, 48123.25,
-                          51234.5, {"node-a", "node-b"}, 2, 1, 4};
+    record.configuration = {
+        "fcn:4,3,2", "FCN", "4-3-2, sigmoid", 23,  138.0, 8, 1, 2, 2, 1, "mpi", "cpu", 99,
+        0.05,        0.9,   "strong",         2.5, true};
+    record.environment = {"0.1.0",
+                          "abc123",
+                          "dlscale --model fcn:4,3,2",
+                          "2026-11-22T12:00:00Z",
+                          "Open MPI v4.1.4",
+                          "OpenBLAS",
+                          "Test CPU",
+                          {{"gpu_name", "Test GPU"}, {"cudnn", "9.14.0"}},
+                          51234.5,
+                          48123.25,
+                          51234.5,
+                          {"node-a", "node-b"},
+                          2,
+                          1,
+                          4};
     record.ranks = 2;
     record.iterations = 3;
     for (int i = 0; i < 3 * 2 * int(phase_count); ++i) record.phase_seconds.push_back(0.001 * i);
@@ -60,14 +73,33 @@ class ResultsFile : public ::testing::Test {
     record.buckets = {{2, 2, 32}, {0, 0, 60}};
     record.parameter_fingerprints = {0xfedcba9876543210ULL, 0xfedcba9876543210ULL};
     // One measurement of each shape; rank 1 could not measure the per-rank one.
-    record.measurements = {
-        {"peak_resident_bytes", "bytes", "peak RSS", results::MeasurementShape::per_rank,
-         results::Headline::peak, {"", ""}, {"", "no getrusage here"}, {}, {{8589934592.0}, {}}},
-        {"iteration_end_seconds", "seconds", "ends", results::MeasurementShape::per_iteration,
-         results::Headline::none, {"", ""}, {"", ""}, {}, {{0.1, 0.2, 0.3}, {0.15, 0.25, 0.35}}},
-        {"host_cpu_utilisation_percent", "%", "host CPU", results::MeasurementShape::time_series,
-         results::Headline::mean, {"node-a", "node-b"}, {"", ""}, {{0.0, 0.5}, {0.01}},
-         {{50.0, 75.0}, {99.0}}}};
+    record.measurements = {{"peak_resident_bytes",
+                            "bytes",
+                            "peak RSS",
+                            results::MeasurementShape::per_rank,
+                            results::Headline::peak,
+                            {"", ""},
+                            {"", "no getrusage here"},
+                            {},
+                            {{8589934592.0}, {}}},
+                           {"iteration_end_seconds",
+                            "seconds",
+                            "ends",
+                            results::MeasurementShape::per_iteration,
+                            results::Headline::none,
+                            {"", ""},
+                            {"", ""},
+                            {},
+                            {{0.1, 0.2, 0.3}, {0.15, 0.25, 0.35}}},
+                           {"host_cpu_utilisation_percent",
+                            "%",
+                            "host CPU",
+                            results::MeasurementShape::time_series,
+                            results::Headline::mean,
+                            {"node-a", "node-b"},
+                            {"", ""},
+                            {{0.0, 0.5}, {0.01}},
+                            {{50.0, 75.0}, {99.0}}}};
     record.local_ranks = {0, 0};
     record.environment.inter_host_ring_hops = 2;
     record.environment.slurm = {"4242", "study", "node[1-2]", "1(x2)", "2", "3", "yes"};
@@ -100,8 +132,7 @@ class ResultsFile : public ::testing::Test {
       ADD_FAILURE() << name << ": read without complaint";
     } catch (const UserError& error) {
       const std::string message = error.what();
-      EXPECT_EQ(message.rfind("damaged results file: " + path.string() + ": ", 0), 0u)
-          << message;
+      EXPECT_EQ(message.rfind("damaged results file: " + path.string() + ": ", 0), 0u) << message;
       EXPECT_EQ(message.find('\n'), std::string::npos) << message;
       EXPECT_NE(message.find(expected), std::string::npos) << name << ": " << message;
     }
@@ -390,12 +421,18 @@ TEST_F(ResultsFile, ReadingANonResultsFileIsAUserError) {
 // not an internal error (issue 21, item 19).
 TEST_F(ResultsFile, BucketsNamingLayersThatDoNotExistAreRefused) {
   // The sample has 3 layers and buckets {2, 2} and {0, 0}.
-  expect_damaged("bucket-beyond-layers",
-                 [](hid_t run) { write_integers(run, "buckets/last_layer", {7, 0}); },
-                 "bucket 0 holds layers 2 to 7, not within 0 to 2");
-  expect_damaged("bucket-negative-layer",
-                 [](hid_t run) { write_integers(run, "buckets/first_layer", {2, -1}); },
-                 "bucket 1 holds layers -1 to 0");
+  expect_damaged(
+      "bucket-beyond-layers",
+      [](hid_t run) {
+        write_integers(run, "buckets/last_layer", {7, 0});
+      },
+      "bucket 0 holds layers 2 to 7, not within 0 to 2");
+  expect_damaged(
+      "bucket-negative-layer",
+      [](hid_t run) {
+        write_integers(run, "buckets/first_layer", {2, -1});
+      },
+      "bucket 1 holds layers -1 to 0");
 }
 
 // What the report refuses, every reader refuses, so that merge never writes it (item 21): the
@@ -411,34 +448,50 @@ TEST_F(ResultsFile, ValuesBeyondTheBoundsAreRefused) {
   expect_damaged("step-1e29", timings_with(1e29), "timings hold a step of 1e+29 s");
   expect_damaged("step-1e300", timings_with(1e300), "timings hold a step of 1e+300 s");
   expect_damaged("step-subnormal", timings_with(5e-324), "timings hold a step of 5e-324 s");
-  expect_damaged("nan-statistics", [](hid_t run) {
-    std::vector<double> table(phase_count * 6, 0.5);
-    table[3] = std::nan("");
-    write_doubles(run, "summary/phase_statistics", table);
-  }, "'phase_statistics' is nan");
-  expect_damaged("infinite-measurement", [](hid_t run) {
-    write_doubles(run, "measurements/peak_resident_bytes/value",
-                  {std::numeric_limits<double>::infinity(), 0});
-  }, "measurement 'peak_resident_bytes' holds inf");
-  expect_damaged("nan-layer-time", [](hid_t run) {
-    write_doubles(run, "layers/backward_seconds", std::vector<double>(3 * 2 * 3, std::nan("")));
-  }, "dataset 'backward_seconds' holds nan s");
+  expect_damaged(
+      "nan-statistics",
+      [](hid_t run) {
+        std::vector<double> table(phase_count * 6, 0.5);
+        table[3] = std::nan("");
+        write_doubles(run, "summary/phase_statistics", table);
+      },
+      "'phase_statistics' is nan");
+  expect_damaged(
+      "infinite-measurement",
+      [](hid_t run) {
+        write_doubles(run, "measurements/peak_resident_bytes/value",
+                      {std::numeric_limits<double>::infinity(), 0});
+      },
+      "measurement 'peak_resident_bytes' holds inf");
+  expect_damaged(
+      "nan-layer-time",
+      [](hid_t run) {
+        write_doubles(run, "layers/backward_seconds", std::vector<double>(3 * 2 * 3, std::nan("")));
+      },
+      "dataset 'backward_seconds' holds nan s");
 }
 
 // dlscale writes each object under one name: soft and external links, and hard links that give an
 // object several names (a small file read as thousands of runs), are refused before any reading.
 TEST_F(ResultsFile, LinksAndObjectsOfSeveralNamesAreRefused) {
-  expect_damaged("external-link", [](hid_t run) {
-    H5Ldelete(run, "buckets", H5P_DEFAULT);
-    H5Lcreate_external("elsewhere.h5", "/runs/run_000/buckets", run, "buckets", H5P_DEFAULT,
-                       H5P_DEFAULT);
-  }, "/runs/run_000/buckets is a link (external), which dlscale never writes");
-  expect_damaged("soft-link", [](hid_t run) {
-    H5Lcreate_soft("/runs/run_000/timings", run, "timings_again", H5P_DEFAULT, H5P_DEFAULT);
-  }, "/runs/run_000/timings_again is a link (soft)");
-  expect_damaged("hard-link", [](hid_t run) {
-    H5Lcreate_hard(run, ".", run, "myself_again", H5P_DEFAULT, H5P_DEFAULT);
-  }, "has 2 names (hard links)");
+  expect_damaged(
+      "external-link",
+      [](hid_t run) {
+        H5Ldelete(run, "buckets", H5P_DEFAULT);
+        H5Lcreate_external("elsewhere.h5", "/runs/run_000/buckets", run, "buckets", H5P_DEFAULT,
+                           H5P_DEFAULT);
+      },
+      "/runs/run_000/buckets is a link (external), which dlscale never writes");
+  expect_damaged(
+      "soft-link",
+      [](hid_t run) {
+        H5Lcreate_soft("/runs/run_000/timings", run, "timings_again", H5P_DEFAULT, H5P_DEFAULT);
+      },
+      "/runs/run_000/timings_again is a link (soft)");
+  expect_damaged(
+      "hard-link",
+      [](hid_t run) { H5Lcreate_hard(run, ".", run, "myself_again", H5P_DEFAULT, H5P_DEFAULT); },
+      "has 2 names (hard links)");
 }
 
 TEST_F(ResultsFile, ARunCountBeyondTheBoundIsRefused) {
@@ -471,8 +524,7 @@ TEST_F(ResultsFile, AnOutputThatIsAnInputIsRefused) {
   std::ofstream(input) << "study";
   fs::create_hard_link(input, directory_ / "alias.h5");
   EXPECT_THROW(check_output_is_not_an_input(input, {input}, "--json"), UserError);
-  EXPECT_THROW(check_output_is_not_an_input(directory_ / "alias.h5", {input}, "--json"),
-               UserError);
+  EXPECT_THROW(check_output_is_not_an_input(directory_ / "alias.h5", {input}, "--json"), UserError);
   EXPECT_THROW(check_output_is_not_an_input(directory_ / "." / "study.h5", {input}, "--json"),
                UserError);
   EXPECT_NO_THROW(check_output_is_not_an_input(directory_ / "new.json", {input, ""}, "--json"));

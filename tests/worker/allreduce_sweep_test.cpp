@@ -60,8 +60,8 @@ TEST(AllreduceSweepOverMpi, ACorruptedRankIsCaughtAndReportedToRankZero) {
   const bool corrupted_here = communicator.rank() == communicator.size() - 1;
   for (std::uint64_t wrong : measurements.wrong_elements)
     EXPECT_EQ(wrong, corrupted_here ? 3u : 0u) << "one wrong element in each of 3 calls";
-  const auto record = coordinator::gather_comm_sweep(group, measurements, element_counts,
-                                                     schedule, "host", "mpi");
+  const auto record =
+      coordinator::gather_comm_sweep(group, measurements, element_counts, schedule, "host", "mpi");
   if (communicator.rank() != 0) return;
   ASSERT_TRUE(record.has_value());
   for (const auto& size : record->sizes) EXPECT_EQ(size.wrong_elements, 3u) << size.bytes;

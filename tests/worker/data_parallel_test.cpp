@@ -42,10 +42,9 @@ Trained train_on(const workloads::FcnWorkload& workload, MPI_Comm ranks, int bat
   auto network = workload.build_network(device, data.batch());
   network->initialize(seed);
   kernels::SgdMomentum<float> optimizer(device, network->parameters().size(), learning_rate, 0.9f);
-  const RankMeasurements measured =
-      train(*network, optimizer, data, communicator,
-            make_gradient_exchange(*network, exchange.bucket_bytes, exchange.overlap), device,
-            schedule);
+  const RankMeasurements measured = train(
+      *network, optimizer, data, communicator,
+      make_gradient_exchange(*network, exchange.bucket_bytes, exchange.overlap), device, schedule);
   return {std::vector<float>(network->parameters().begin(), network->parameters().end()),
           measured.loss};
 }
@@ -65,8 +64,8 @@ TEST_P(DataParallel, EveryRankEndsWithBitIdenticalParameters) {
   const Trained trained = train_on(*workload, MPI_COMM_WORLD, batch_per_rank,
                                    batches_of(*workload, communicator.rank()), GetParam());
   kernels::CpuDevice device(1);
-  const auto fingerprints =
-      communicator.gather_to_root((unsigned long long)parameter_fingerprint(device, trained.parameters));
+  const auto fingerprints = communicator.gather_to_root(
+      (unsigned long long)parameter_fingerprint(device, trained.parameters));
   for (std::size_t r = 1; r < fingerprints.size(); ++r)
     EXPECT_EQ(fingerprints[r], fingerprints[0]) << "rank " << r << " diverged from rank 0";
 }
@@ -96,8 +95,8 @@ TEST_P(DataParallel, EqualsOneProcessOnTheConcatenatedBatch) {
   ASSERT_EQ(parallel.parameters.size(), serial.parameters.size());
   double largest_difference = 0;
   for (std::size_t i = 0; i < serial.parameters.size(); ++i)
-    largest_difference = std::max(
-        largest_difference, double(std::abs(parallel.parameters[i] - serial.parameters[i])));
+    largest_difference = std::max(largest_difference,
+                                  double(std::abs(parallel.parameters[i] - serial.parameters[i])));
   EXPECT_LT(largest_difference, 1e-5) << "over " << communicator.size() << " ranks";
   // The update moved the weights far more than the tolerance, so the comparison is meaningful.
   kernels::CpuDevice device(1);
@@ -105,7 +104,8 @@ TEST_P(DataParallel, EqualsOneProcessOnTheConcatenatedBatch) {
   untrained->initialize(seed);
   double movement = 0;
   for (std::size_t i = 0; i < serial.parameters.size(); ++i)
-    movement = std::max(movement, double(std::abs(serial.parameters[i] - untrained->parameters()[i])));
+    movement =
+        std::max(movement, double(std::abs(serial.parameters[i] - untrained->parameters()[i])));
   EXPECT_GT(movement, 1e-2);
 }
 
@@ -113,8 +113,8 @@ TEST_P(DataParallel, EqualsOneProcessOnTheConcatenatedBatch) {
 // into one per layer.
 INSTANTIATE_TEST_SUITE_P(
     Exchanges, DataParallel,
-    ::testing::Values(Exchange{0, false}, Exchange{0, true}, Exchange{200, true},
-                      Exchange{4, true}, Exchange{4, false},
+    ::testing::Values(Exchange{0, false}, Exchange{0, true}, Exchange{200, true}, Exchange{4, true},
+                      Exchange{4, false},
                       Exchange{200, true, comm::BackgroundSums::nonblocking_collectives},
                       Exchange{200, true, comm::BackgroundSums::hierarchical},
                       Exchange{0, false, comm::BackgroundSums::hierarchical}),
@@ -123,9 +123,8 @@ INSTANTIATE_TEST_SUITE_P(
                                            : "Buckets" + std::to_string(info.param.bucket_bytes)) +
              (info.param.overlap ? "Overlapped" : "AfterBackward") +
              (info.param.background == comm::BackgroundSums::blocking_calls ? ""
-              : info.param.background == comm::BackgroundSums::hierarchical
-                  ? "Hierarchical"
-                  : "WithIallreduce");
+              : info.param.background == comm::BackgroundSums::hierarchical ? "Hierarchical"
+                                                                            : "WithIallreduce");
     });
 
 }  // namespace

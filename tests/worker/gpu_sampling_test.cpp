@@ -40,10 +40,10 @@ TEST(GpuSampling, BoardPowerIsAboveZero) {
   ASSERT_EQ(power.absent_reason, "") << "NVML could not be read";
   ASSERT_FALSE(power.values.empty());
   for (const double watts : power.values) EXPECT_GT(watts, 0);
-  std::cout << "gpu_power_watts first " << power.values.front() << " W, on "
-            << power.shared_by << "\n";
-  for (const char* name : {"gpu_utilisation_percent", "gpu_memory_used_bytes",
-                           "gpu_sm_clock_mhz", "gpu_temperature_c", "gpu_throttle_reasons"}) {
+  std::cout << "gpu_power_watts first " << power.values.front() << " W, on " << power.shared_by
+            << "\n";
+  for (const char* name : {"gpu_utilisation_percent", "gpu_memory_used_bytes", "gpu_sm_clock_mhz",
+                           "gpu_temperature_c", "gpu_throttle_reasons"}) {
     const auto& series = named(measurements, name);
     std::cout << name << ": "
               << (series.values.empty() ? "absent: " + series.absent_reason

@@ -35,9 +35,9 @@ Trained train_three_steps(kernels::Device& device, const std::string& model, int
   auto network = workload->build_network(device, batch);
   network->initialize(seed);
   kernels::SgdMomentum<float> optimizer(device, network->parameters().size(), 0.01f, 0.9f);
-  const RankMeasurements measured = train(*network, optimizer, data, alone,
-                                          make_gradient_exchange(*network, 0, true), device,
-                                          three_steps);
+  const RankMeasurements measured =
+      train(*network, optimizer, data, alone, make_gradient_exchange(*network, 0, true), device,
+            three_steps);
   std::vector<float> parameters(network->parameters().size());
   device.copy_to_host(parameters.data(), network->parameters().data(),
                       parameters.size() * sizeof(float));
@@ -98,28 +98,28 @@ TEST_P(GpuTrainsLikeTheCpu, ParametersAgreeAfterThreeSteps) {
     }
     largest_update = std::max(largest_update, std::abs(double(on_cpu.parameters[i]) - initial[i]));
   }
-  EXPECT_LT(largest_difference, 2e-4) << model << ": parameter " << worst << " is "
-                                      << on_cpu.parameters[worst] << " on the CPU and "
-                                      << on_gpu.parameters[worst] << " on the GPU";
+  EXPECT_LT(largest_difference, 2e-4)
+      << model << ": parameter " << worst << " is " << on_cpu.parameters[worst]
+      << " on the CPU and " << on_gpu.parameters[worst] << " on the GPU";
   EXPECT_GT(largest_update, 20 * largest_difference) << model << ": the steps moved too little";
   for (int step = 0; step < 3; ++step)
     EXPECT_NEAR(on_gpu.loss[step], on_cpu.loss[step], 1e-3 * (1 + on_cpu.loss[step]))
         << model << ", loss of step " << step;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Workloads, GpuTrainsLikeTheCpu,
-    ::testing::Values(std::pair<std::string, int>{"fcn:64,48,32,10", 16},
-                      std::pair<std::string, int>{"alexnet-r", 8},
-                      std::pair<std::string, int>{"resnet-56", 4},
-                      std::pair<std::string, int>{"resnet-56", 32},
-                      std::pair<std::string, int>{"mobilenet-v2", 2},
-                      std::pair<std::string, int>{"lstm:12,32,2,100", 4}),
-    [](const auto& info) {
-      std::string name;
-      for (char c : info.param.first) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-      return name + "_batch" + std::to_string(info.param.second);
-    });
+INSTANTIATE_TEST_SUITE_P(Workloads, GpuTrainsLikeTheCpu,
+                         ::testing::Values(std::pair<std::string, int>{"fcn:64,48,32,10", 16},
+                                           std::pair<std::string, int>{"alexnet-r", 8},
+                                           std::pair<std::string, int>{"resnet-56", 4},
+                                           std::pair<std::string, int>{"resnet-56", 32},
+                                           std::pair<std::string, int>{"mobilenet-v2", 2},
+                                           std::pair<std::string, int>{"lstm:12,32,2,100", 4}),
+                         [](const auto& info) {
+                           std::string name;
+                           for (char c : info.param.first)
+                             name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           return name + "_batch" + std::to_string(info.param.second);
+                         });
 
 }  // namespace
 }  // namespace dlscale::worker

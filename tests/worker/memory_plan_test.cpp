@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "core/errors.hpp"
-#include "kernels/cpu/cpu_device.hpp"
 #include "core/host_info.hpp"
+#include "kernels/cpu/cpu_device.hpp"
 #include "worker/memory_plan.hpp"
 #include "workloads/fcn_workload.hpp"
 #include "workloads/workload_registry.hpp"

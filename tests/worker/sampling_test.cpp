@@ -120,8 +120,9 @@ class BusyChild {
 // A stand-in for /sys/class/powercap: package domains whose counters the test sets.
 class FakePowercap {
  public:
-  FakePowercap() : root_(std::filesystem::temp_directory_path() /
-                         ("dlscale_powercap_" + std::to_string(getpid()))) {
+  FakePowercap()
+      : root_(std::filesystem::temp_directory_path() /
+              ("dlscale_powercap_" + std::to_string(getpid()))) {
     std::filesystem::remove_all(root_);
     std::filesystem::create_directories(root_);
   }
@@ -192,13 +193,12 @@ TEST(ResourceSampling, BusyChildProcessIsMeasuredAtTheCoreTimeItGot) {
 
 TEST(ResourceSampling, KnownAllocationShowsInResidentMemory) {
   constexpr std::size_t allocation_bytes = 256u << 20;
-  const auto measurements =
-      measure(periodic(0.05, std::make_unique<ProcessProbe>()), [] {
-        sleep_seconds(0.1);
-        std::vector<char> block(allocation_bytes, 1);  // touches every page
-        sleep_seconds(0.3);
-        EXPECT_EQ(block[allocation_bytes / 2], 1);
-      });
+  const auto measurements = measure(periodic(0.05, std::make_unique<ProcessProbe>()), [] {
+    sleep_seconds(0.1);
+    std::vector<char> block(allocation_bytes, 1);  // touches every page
+    sleep_seconds(0.3);
+    EXPECT_EQ(block[allocation_bytes / 2], 1);
+  });
   const auto& rss = named(measurements, "process_rss_bytes");
   ASSERT_TRUE(rss.absent_reason.empty()) << rss.absent_reason;
   ASSERT_GE(rss.values.size(), 3u);
@@ -211,8 +211,8 @@ TEST(ResourceSampling, KnownAllocationShowsInResidentMemory) {
 
 TEST(ResourceSampling, NvmlThatCannotBeLoadedIsRecordedAbsent) {
   setenv("DLSCALE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
-  const auto measurements = measure(
-      make_samplers({.interval_seconds = 0.05, .gpu_index = 0}), [] { sleep_seconds(0.1); });
+  const auto measurements = measure(make_samplers({.interval_seconds = 0.05, .gpu_index = 0}),
+                                    [] { sleep_seconds(0.1); });
   unsetenv("DLSCALE_NVML_LIBRARY");
   for (const char* name :
        {"gpu_utilisation_percent", "gpu_memory_used_bytes", "gpu_power_watts", "gpu_sm_clock_mhz",
@@ -248,7 +248,7 @@ TEST(ResourceSampling, CpuPackageEnergyCountsAWraparoundAndSumsPackages) {
   FakePowercap powercap;
   constexpr long long range_uj = 100'000'000;  // 100 J
   powercap.add_domain("intel-rapl:0", "package-0", range_uj);
-  powercap.add_domain("intel-rapl:0:0", "core", range_uj);      // a sub-domain: not counted
+  powercap.add_domain("intel-rapl:0:0", "core", range_uj);          // a sub-domain: not counted
   powercap.add_domain("intel-rapl-mmio:0", "package-0", range_uj);  // another interface
   powercap.add_domain("intel-rapl:1", "package-1", range_uj);
   powercap.set_energy("intel-rapl:0", 99'000'000);
@@ -329,8 +329,7 @@ TEST(ResourceSampling, CommunicationThreadSeriesOfARunWithoutOneSaySo) {
   for (const char* name : {"comm_thread_cpu_cores", "comm_thread_on_main_cpu"}) {
     const auto& series = named(measurements, name);
     EXPECT_TRUE(series.values.empty()) << name;
-    EXPECT_NE(series.absent_reason.find("no gradient-communication thread ran"),
-              std::string::npos)
+    EXPECT_NE(series.absent_reason.find("no gradient-communication thread ran"), std::string::npos)
         << name << " absent because: '" << series.absent_reason << "'";
   }
   const auto& allowed = named(measurements, "process_allowed_cpus");
@@ -363,8 +362,7 @@ TEST(ResourceSampling, SamplerCostIsAFewThousandthsOfItsWallTime) {
 }
 
 TEST(ResourceSampling, IntervalZeroRecordsPeakMemoryAndNoTimeSeries) {
-  const auto measurements =
-      measure(make_samplers({.interval_seconds = 0, .gpu_index = -1}), [] {});
+  const auto measurements = measure(make_samplers({.interval_seconds = 0, .gpu_index = -1}), [] {});
   const auto& peak = named(measurements, "peak_resident_bytes");
   ASSERT_EQ(peak.values.size(), 1u);
   EXPECT_GT(peak.values[0], 0);

@@ -21,8 +21,7 @@ struct LayerParameters {
 // Empty when every layer's largest difference is within `relative` of its largest gradient.
 inline std::string layers_that_differ(const std::vector<float>& expected,
                                       const std::vector<float>& actual,
-                                      const std::vector<LayerParameters>& layers,
-                                      double relative) {
+                                      const std::vector<LayerParameters>& layers, double relative) {
   std::vector<std::string> reports;
   std::size_t offset = 0;
   for (std::size_t i = 0; i < layers.size(); ++i) {

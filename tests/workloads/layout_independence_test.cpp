@@ -39,7 +39,8 @@ class PlainLayoutCpu final : public Device {
   }
   void wait(const DeviceEvent& event) override { cpu_.wait(event); }
   std::unique_ptr<CapturedWork> capture(const std::function<void()>&) override { return nullptr; }
-  std::unique_ptr<ConvolutionKernel> make_convolution(const ConvolutionGeometry& geometry) override {
+  std::unique_ptr<ConvolutionKernel> make_convolution(
+      const ConvolutionGeometry& geometry) override {
     ConvolutionGeometry plain = geometry;
     plain.input_layout = plain.output_layout = ImageLayout::nchw;
     return cpu_.make_convolution(plain);
@@ -103,8 +104,7 @@ std::string test_name(const ::testing::TestParamInfo<std::pair<std::string, int>
 }
 
 INSTANTIATE_TEST_SUITE_P(Cnns, LayoutIndependence,
-                         ::testing::Values(std::pair<std::string, int>{"alexnet-r", 4}),
-                         test_name);
+                         ::testing::Values(std::pair<std::string, int>{"alexnet-r", 4}), test_name);
 
 // OPEN QUESTION, disabled so that it is reported as disabled, never as a pass: resnet-56's
 // first-step parameter gradients in oneDNN's blocked layout differ from those in NCHW by up to
@@ -116,8 +116,7 @@ INSTANTIATE_TEST_SUITE_P(Cnns, LayoutIndependence,
 // to a layout bug; a double-precision path for the image kernels would settle it. The GPU
 // (NCHW) differs from the CPU's blocked run in the same way.
 INSTANTIATE_TEST_SUITE_P(DISABLED_ResidualCnns, LayoutIndependence,
-                         ::testing::Values(std::pair<std::string, int>{"resnet-56", 4}),
-                         test_name);
+                         ::testing::Values(std::pair<std::string, int>{"resnet-56", 4}), test_name);
 
 }  // namespace
 }  // namespace dlscale::kernels

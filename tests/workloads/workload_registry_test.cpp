@@ -44,8 +44,8 @@ TEST(Workloads, MalformedLstmSpecsAreUserErrors) {
 
 TEST(Workloads, ConvolutionFlopsFollowTheReferenceFormula) {
   // alexnet-r: 6 * Hout * Wout * Cout * Cin * K * K per convolution, 6 * in * out for the fc.
-  const double expected = 6.0 * (32 * 32 * 32 * 3 * 25 + 15 * 15 * 32 * 32 * 25 +
-                                 7 * 7 * 64 * 32 * 25 + 576 * 10);
+  const double expected =
+      6.0 * (32 * 32 * 32 * 3 * 25 + 15 * 15 * 32 * 32 * 25 + 7 * 7 * 64 * 32 * 25 + 576 * 10);
   EXPECT_DOUBLE_EQ(make_workload("alexnet-r")->training_flops_per_sample(), expected);
 }
 
@@ -86,9 +86,7 @@ TEST(Workloads, UserSpecBuildsSigmoidBetweenDenseLayers) {
   EXPECT_EQ(layers[2]->kind(), "dense");
 }
 
-TEST(Workloads, UnknownModelIsAUserError) {
-  EXPECT_THROW(make_workload("nonsense"), UserError);
-}
+TEST(Workloads, UnknownModelIsAUserError) { EXPECT_THROW(make_workload("nonsense"), UserError); }
 
 TEST(Workloads, MalformedSpecsAreUserErrors) {
   for (const char* spec : {"fcn:", "fcn:784", "fcn:784,,10", "fcn:784,abc,10", "fcn:784,10,",

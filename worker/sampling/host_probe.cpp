@@ -119,9 +119,8 @@ std::vector<double> HostProbe::read(double /*seconds*/) {
     for (std::size_t i = 0; i < cores.size(); ++i) {
       const CoreTicks& now = cores[i];
       // Cores keep their place between reads unless one went off- or online.
-      const CoreTicks* match = i < previous_.size() && previous_[i].core == now.core
-                                   ? &previous_[i]
-                                   : nullptr;
+      const CoreTicks* match =
+          i < previous_.size() && previous_[i].core == now.core ? &previous_[i] : nullptr;
       for (std::size_t j = 0; !match && j < previous_.size(); ++j)
         if (previous_[j].core == now.core) match = &previous_[j];
       if (!match) continue;
@@ -167,7 +166,8 @@ std::string HostProbe::why_never_measured(std::size_t index) const {
   constexpr std::size_t cpu_series = 6;  // host_cpu_utilisation_percent ... host_cpu_steal_percent
   if (index < cpu_series && read_proc_stat_)
     return "the run ended before /proc/stat's per-core counters moved between two reads (they "
-           "count clock ticks of 1/" + std::to_string(sysconf(_SC_CLK_TCK)) + " s)";
+           "count clock ticks of 1/" +
+           std::to_string(sysconf(_SC_CLK_TCK)) + " s)";
   return Probe::why_never_measured(index);
 }
 

@@ -32,8 +32,8 @@ NvmlDeviceName nvml_device_for_cuda_ordinal(int ordinal) {
     return {.problem = "CUDA_VISIBLE_DEVICES=" + std::string(visible) + " has no device " +
                        std::to_string(ordinal)};
   const std::string& entry = entries[std::size_t(ordinal)];
-  if (!entry.empty() && std::all_of(entry.begin(), entry.end(),
-                                    [](char c) { return c >= '0' && c <= '9'; }))
+  if (!entry.empty() &&
+      std::all_of(entry.begin(), entry.end(), [](char c) { return c >= '0' && c <= '9'; }))
     return {.index = unsigned(std::stoul(entry))};
   return {.uuid = entry};
 }
@@ -56,8 +56,9 @@ results::Measurement gpu_series(std::string name, std::string units, std::string
 NvmlProbe::NvmlProbe(int gpu_index) {
   const NvmlDeviceName name = nvml_device_for_cuda_ordinal(gpu_index);
   shared_by_ = host_name() + ":gpu" +
-               (name.index ? std::to_string(*name.index)
-                           : name.uuid.empty() ? std::to_string(gpu_index) : name.uuid);
+               (name.index          ? std::to_string(*name.index)
+                : name.uuid.empty() ? std::to_string(gpu_index)
+                                    : name.uuid);
   if (!name.problem.empty()) {
     absent_reason_ = name.problem;
     return;
@@ -67,9 +68,9 @@ NvmlProbe::NvmlProbe(int gpu_index) {
     absent_reason_ = library_->failure();
     return;
   }
-  const nvml::Return found =
-      name.index ? library_->device_get_handle_by_index(*name.index, &device_)
-                 : library_->device_get_handle_by_uuid(name.uuid.c_str(), &device_);
+  const nvml::Return found = name.index
+                                 ? library_->device_get_handle_by_index(*name.index, &device_)
+                                 : library_->device_get_handle_by_uuid(name.uuid.c_str(), &device_);
   if (found != nvml::success) {
     absent_reason_ = (name.index ? "nvmlDeviceGetHandleByIndex_v2(" + std::to_string(*name.index)
                                  : "nvmlDeviceGetHandleByUUID(" + name.uuid) +
@@ -92,8 +93,7 @@ NvmlProbe::NvmlProbe(int gpu_index) {
       unsupported_[s] = std::string(calls[s]) + " failed: " + library_->error_text(codes[s]);
 
   unsigned long long millijoules = 0;
-  const nvml::Return energy =
-      library_->device_get_total_energy_consumption(device_, &millijoules);
+  const nvml::Return energy = library_->device_get_total_energy_consumption(device_, &millijoules);
   has_energy_counter_ = energy == nvml::success;
   integrates_power_ = !has_energy_counter_ && unsupported_[2].empty();
   if (!has_energy_counter_ && !integrates_power_)
@@ -118,9 +118,9 @@ std::array<std::optional<double>, NvmlProbe::series_count> NvmlProbe::read_field
   returned[3] = nvml.device_get_clock_info(device_, nvml::clock_sm, &sm_mhz);
   returned[4] = nvml.device_get_temperature(device_, nvml::temperature_gpu, &celsius);
   returned[5] = nvml.device_get_clock_event_reasons(device_, &reasons);
-  const std::array<double, series_count> values = {
-      double(utilization.gpu), double(memory.used), milliwatts * 1e-3,
-      double(sm_mhz),          double(celsius),     double(reasons)};
+  const std::array<double, series_count> values = {double(utilization.gpu), double(memory.used),
+                                                   milliwatts * 1e-3,       double(sm_mhz),
+                                                   double(celsius),         double(reasons)};
   std::array<std::optional<double>, series_count> fields;
   for (std::size_t s = 0; s < series_count; ++s)
     if (returned[s] == nvml::success) fields[s] = values[s];

@@ -138,8 +138,7 @@ std::vector<double> ProcessProbe::read(double seconds) {
 std::string ProcessProbe::why_never_measured(std::size_t index) const {
   const bool user_or_system = index == 1 || index == 2;  // process_user_cores, _system_cores
   if (user_or_system && measured_cpu_cores_)
-    return "the process's user and system clock ticks (1/" +
-           std::to_string(sysconf(_SC_CLK_TCK)) +
+    return "the process's user and system clock ticks (1/" + std::to_string(sysconf(_SC_CLK_TCK)) +
            " s each) did not move between two reads, so process_cpu_cores has no split";
   return Probe::why_never_measured(index);
 }

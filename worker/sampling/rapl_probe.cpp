@@ -114,8 +114,9 @@ std::vector<results::Measurement> RaplProbe::totals() const {
   results::Measurement energy{
       .name = "cpu_package_energy_joules",
       .units = "J",
-      .description = "CPU package energy over the measured window (RAPL energy_uj, wraparound "
-                     "handled at every sample), summed over the host's packages",
+      .description =
+          "CPU package energy over the measured window (RAPL energy_uj, wraparound "
+          "handled at every sample), summed over the host's packages",
       .shape = results::MeasurementShape::per_rank,
       .headline = results::Headline::energy,
       .shared_by = host_name_,

@@ -79,16 +79,17 @@ results::Measurement placement_series(std::string name, std::string units,
 }  // namespace
 
 std::vector<results::Measurement> ThreadPlacementProbe::series() const {
-  return {placement_series("comm_thread_cpu_cores", "cores",
-                           "CPU used by the gradient-communication thread (overlapped sums): "
-                           "its CPU ticks between samples / the wall time between them"),
-          placement_series("comm_thread_on_main_cpu", "fraction",
-                           "1 when the communication thread last ran on the CPU the main (training) "
-                           "thread last ran on, else 0: its mean is how often they share a core"),
-          placement_series("process_allowed_cpus", "cpus",
-                           "CPUs this rank may run on (its affinity, as mpirun --bind-to or Slurm "
-                           "set it): with no more CPUs than compute threads, the communication "
-                           "thread runs on a compute thread's core")};
+  return {
+      placement_series("comm_thread_cpu_cores", "cores",
+                       "CPU used by the gradient-communication thread (overlapped sums): "
+                       "its CPU ticks between samples / the wall time between them"),
+      placement_series("comm_thread_on_main_cpu", "fraction",
+                       "1 when the communication thread last ran on the CPU the main (training) "
+                       "thread last ran on, else 0: its mean is how often they share a core"),
+      placement_series("process_allowed_cpus", "cpus",
+                       "CPUs this rank may run on (its affinity, as mpirun --bind-to or Slurm "
+                       "set it): with no more CPUs than compute threads, the communication "
+                       "thread runs on a compute thread's core")};
 }
 
 std::vector<double> ThreadPlacementProbe::read(double seconds) {
@@ -106,7 +107,8 @@ std::vector<double> ThreadPlacementProbe::read(double seconds) {
   if (has_previous_ && interval > 0) {
     const auto cores_of = [&](const ThreadStat& thread) {
       const auto before = previous_.find(thread.id);
-      const unsigned long long ticks_before = before == previous_.end() ? 0 : before->second.cpu_ticks;
+      const unsigned long long ticks_before =
+          before == previous_.end() ? 0 : before->second.cpu_ticks;
       return double(thread.cpu_ticks - std::min(thread.cpu_ticks, ticks_before)) /
              ticks_per_second / interval;
     };

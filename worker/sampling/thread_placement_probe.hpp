@@ -4,9 +4,9 @@
 // threads share one core, so the sums that overlap backward take the compute thread's time.
 #pragma once
 
+#include <sys/types.h>
 #include <map>
 #include <string>
-#include <sys/types.h>
 
 #include "worker/sampling/probe.hpp"
 

@@ -27,7 +27,9 @@ struct GemmCase {
 // Sets DLSCALE_CPU_GEMM for one test and restores the unset default after it.
 class GemmPolicy {
  public:
-  explicit GemmPolicy(const std::string& policy) { ::setenv("DLSCALE_CPU_GEMM", policy.c_str(), 1); }
+  explicit GemmPolicy(const std::string& policy) {
+    ::setenv("DLSCALE_CPU_GEMM", policy.c_str(), 1);
+  }
   ~GemmPolicy() { ::unsetenv("DLSCALE_CPU_GEMM"); }
 };
 
@@ -49,21 +51,27 @@ TEST_P(FloatGemm, MatchesATripleLoop) {
         out(std::size_t(c.m) * ldc);
     for (auto* v : {&a, &b, &out})
       for (float& x : *v) x = value(random);
-    const auto a_at = [&](int i, int p) { return ta ? a[std::size_t(p) * lda + i] : a[std::size_t(i) * lda + p]; };
-    const auto b_at = [&](int p, int j) { return tb ? b[std::size_t(j) * ldb + p] : b[std::size_t(p) * ldb + j]; };
+    const auto a_at = [&](int i, int p) {
+      return ta ? a[std::size_t(p) * lda + i] : a[std::size_t(i) * lda + p];
+    };
+    const auto b_at = [&](int p, int j) {
+      return tb ? b[std::size_t(j) * ldb + p] : b[std::size_t(p) * ldb + j];
+    };
     std::vector<double> expected(out.begin(), out.end());
     for (int i = 0; i < c.m; ++i)
       for (int j = 0; j < c.n; ++j) {
         double sum = 0;
         for (int p = 0; p < c.k; ++p) sum += double(a_at(i, p)) * b_at(p, j);
-        expected[std::size_t(i) * ldc + j] = c.alpha * sum + c.beta * double(out[std::size_t(i) * ldc + j]);
+        expected[std::size_t(i) * ldc + j] =
+            c.alpha * sum + c.beta * double(out[std::size_t(i) * ldc + j]);
       }
     device.math_float().gemm(c.transpose_a, c.transpose_b, c.m, c.n, c.k, c.alpha, a.data(), lda,
                              b.data(), ldb, c.beta, out.data(), ldc);
     double worst = 0;
     for (int i = 0; i < c.m; ++i)
       for (int j = 0; j < c.n; ++j)
-        worst = std::max(worst, std::abs(out[std::size_t(i) * ldc + j] - expected[std::size_t(i) * ldc + j]));
+        worst = std::max(
+            worst, std::abs(out[std::size_t(i) * ldc + j] - expected[std::size_t(i) * ldc + j]));
     // Float products summed over k terms of size <= 1: a few ulps of sqrt(k).
     EXPECT_LT(worst, 1e-5 * (1 + std::sqrt(double(c.k)))) << "repeat " << repeat;
   }

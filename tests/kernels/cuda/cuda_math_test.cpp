@@ -181,8 +181,8 @@ std::vector<T> run_gemm(Device& device, Transpose transpose_a, Transpose transpo
   auto device_a = upload(device, a);
   auto device_b = upload(device, b);
   auto device_c = upload(device, c);
-  device.math<T>().gemm(transpose_a, transpose_b, shape.m, shape.n, shape.k, alpha,
-                        device_a.data(), lda, device_b.data(), ldb, beta, device_c.data(), ldc);
+  device.math<T>().gemm(transpose_a, transpose_b, shape.m, shape.n, shape.k, alpha, device_a.data(),
+                        lda, device_b.data(), ldb, beta, device_c.data(), ldc);
   return download(device, device_c);
 }
 
@@ -195,10 +195,10 @@ void check_gemm(Device& device, Transpose transpose_a, Transpose transpose_b,
   const int lda = (transpose_a == Transpose::no ? k : m) + padding;
   const int ldb = (transpose_b == Transpose::no ? n : k) + padding;
   const int ldc = n + padding;
-  const auto a = uniform_values<T>(std::size_t(transpose_a == Transpose::no ? m : k) * lda,
-                                   -1, 1, seed);
-  const auto b = uniform_values<T>(std::size_t(transpose_b == Transpose::no ? k : n) * ldb,
-                                   -1, 1, seed + 1);
+  const auto a =
+      uniform_values<T>(std::size_t(transpose_a == Transpose::no ? m : k) * lda, -1, 1, seed);
+  const auto b =
+      uniform_values<T>(std::size_t(transpose_b == Transpose::no ? k : n) * ldb, -1, 1, seed + 1);
   const auto c = uniform_values<T>(std::size_t(m) * ldc, -1, 1, seed + 2);
 
   std::vector<double> scale(c.size(), 0.0);  // 0 in the padding: it must not change
@@ -211,28 +211,27 @@ void check_gemm(Device& device, Transpose transpose_a, Transpose transpose_b,
           std::abs(double(alpha)) * sum + std::abs(double(beta) * c[std::size_t(i) * ldc + j]);
     }
 
-  const auto expected = run_gemm(*Devices::cpu, transpose_a, transpose_b, shape, alpha, a, lda, b,
-                                 ldb, beta, c, ldc);
+  const auto expected =
+      run_gemm(*Devices::cpu, transpose_a, transpose_b, shape, alpha, a, lda, b, ldb, beta, c, ldc);
   const auto actual =
       run_gemm(device, transpose_a, transpose_b, shape, alpha, a, lda, b, ldb, beta, c, ldc);
-  const std::string what = describe(
-      "gemm<", type_name<T>(), "> ", transpose_a == Transpose::yes ? "A^T" : "A", " ",
-      transpose_b == Transpose::yes ? "B^T" : "B", " m=", m, " n=", n, " k=", k,
-      " padding=", padding, " alpha=", alpha, " beta=", beta);
+  const std::string what =
+      describe("gemm<", type_name<T>(), "> ", transpose_a == Transpose::yes ? "A^T" : "A", " ",
+               transpose_b == Transpose::yes ? "B^T" : "B", " m=", m, " n=", n, " k=", k,
+               " padding=", padding, " alpha=", alpha, " beta=", beta);
   expect_close(what, expected, actual, [&](std::size_t i) { return tolerance * scale[i]; });
 }
 
 TYPED_TEST(CudaMathTest, GemmMatchesCpuForAllTranspositions) {
   using T = TypeParam;
-  const GemmShape shapes[] = {
-      {1, 1, 1, 0}, {7, 5, 3, 0}, {33, 17, 65, 0}, {64, 48, 200, 0}, {1, 130, 9, 0},
-      {31, 1, 40, 0}, {9, 11, 13, 3}};
+  const GemmShape shapes[] = {{1, 1, 1, 0},   {7, 5, 3, 0},   {33, 17, 65, 0}, {64, 48, 200, 0},
+                              {1, 130, 9, 0}, {31, 1, 40, 0}, {9, 11, 13, 3}};
   std::uint64_t seed = 100;
   for (const GemmShape& shape : shapes)
     for (Transpose transpose_a : {Transpose::no, Transpose::yes})
       for (Transpose transpose_b : {Transpose::no, Transpose::yes}) {
-        check_gemm<T>(this->gpu(), transpose_a, transpose_b, shape, T(1), T(0),
-                      gemm_tolerance<T>, seed += 3);
+        check_gemm<T>(this->gpu(), transpose_a, transpose_b, shape, T(1), T(0), gemm_tolerance<T>,
+                      seed += 3);
         check_gemm<T>(this->gpu(), transpose_a, transpose_b, shape, T(1.5), T(-0.5),
                       gemm_tolerance<T>, seed += 3);
       }
@@ -318,8 +317,8 @@ TYPED_TEST(CudaMathTest, ReluForwardAndBackwardMatchCpuExactly) {
     for (T ceiling : {std::numeric_limits<T>::infinity(), T(6)}) {
       const auto x = relu_inputs<T>(count);
       const auto dy = uniform_values<T>(count, -1, 1, 5);
-      const std::string what = describe("<", type_name<T>(), "> count=", count,
-                                        " ceiling=", ceiling);
+      const std::string what =
+          describe("<", type_name<T>(), "> count=", count, " ceiling=", ceiling);
       const auto forward = [&](Device& device, bool in_place) {
         auto device_x = upload(device, x);
         DeviceArray<T> y(device, count);
@@ -367,8 +366,7 @@ TYPED_TEST(CudaMathTest, SigmoidForwardAndBackwardMatchCpu) {
   using T = TypeParam;
   for (std::size_t count : {std::size_t(1), std::size_t(7), std::size_t(100003)}) {
     auto x = uniform_values<T>(count, -20, 20, 8);
-    const T extremes[] = {T(-800), T(-100), T(-88), T(-30), T(-1e-3), T(0), T(30), T(88),
-                          T(800)};
+    const T extremes[] = {T(-800), T(-100), T(-88), T(-30), T(-1e-3), T(0), T(30), T(88), T(800)};
     for (std::size_t i = 0; i < std::size(extremes) && i < count; ++i) x[i] = extremes[i];
     const auto dy = uniform_values<T>(count, -1, 1, 9);
     const std::string what = describe("<", type_name<T>(), "> count=", count);
@@ -413,9 +411,9 @@ TYPED_TEST(CudaMathTest, EmbeddingForwardMatchesCpuExactly) {
                                            y.data());
         return download(device, y);
       };
-      expect_equal(describe("embedding_forward<", type_name<T>(), "> rows=", rows,
-                            " width=", width),
-                   run(this->cpu()), run(this->gpu()));
+      expect_equal(
+          describe("embedding_forward<", type_name<T>(), "> rows=", rows, " width=", width),
+          run(this->cpu()), run(this->gpu()));
     }
 }
 
@@ -426,8 +424,8 @@ std::vector<T> run_embedding_backward(Device& device, int rows, int width, int v
   auto device_dy = upload(device, dy);
   // Filled with garbage first: the call must zero the rows no id selects.
   auto gradient = upload(device, std::vector<T>(std::size_t(vocabulary) * width, T(123)));
-  device.math<T>().embedding_backward(rows, width, vocabulary, device_ids.data(),
-                                      device_dy.data(), gradient.data());
+  device.math<T>().embedding_backward(rows, width, vocabulary, device_ids.data(), device_dy.data(),
+                                      gradient.data());
   return download(device, gradient);
 }
 
@@ -438,8 +436,8 @@ TYPED_TEST(CudaMathTest, EmbeddingBackwardWithRepeatedIdsMatchesCpuExactly) {
     int rows, width, vocabulary;
     int distinct_ids;  // ids drawn from [0, distinct_ids): fewer means longer runs of repeats
   };
-  const Case cases[] = {{1, 1, 1, 1},         {7, 33, 50, 50},   {1024, 64, 50, 50},
-                        {1000, 17, 3, 3},     {2048, 40, 100, 1}, {8192, 512, 10000, 10000},
+  const Case cases[] = {{1, 1, 1, 1},           {7, 33, 50, 50},    {1024, 64, 50, 50},
+                        {1000, 17, 3, 3},       {2048, 40, 100, 1}, {8192, 512, 10000, 10000},
                         {8192, 512, 10000, 20}, {300, 1000, 40, 40}};
   std::uint64_t seed = 20;
   for (const Case& test : cases) {
@@ -447,13 +445,11 @@ TYPED_TEST(CudaMathTest, EmbeddingBackwardWithRepeatedIdsMatchesCpuExactly) {
     if (test.distinct_ids == 1)
       for (T& id : ids) id = T(test.vocabulary / 2);  // every row the same token
     const auto dy = uniform_values<T>(std::size_t(test.rows) * test.width, -1, 1, seed++);
-    expect_equal(describe("embedding_backward<", type_name<T>(), "> rows=", test.rows,
-                          " width=", test.width, " vocabulary=", test.vocabulary,
-                          " distinct ids=", test.distinct_ids),
-                 run_embedding_backward(this->cpu(), test.rows, test.width, test.vocabulary, ids,
-                                        dy),
-                 run_embedding_backward(this->gpu(), test.rows, test.width, test.vocabulary, ids,
-                                        dy));
+    expect_equal(
+        describe("embedding_backward<", type_name<T>(), "> rows=", test.rows, " width=", test.width,
+                 " vocabulary=", test.vocabulary, " distinct ids=", test.distinct_ids),
+        run_embedding_backward(this->cpu(), test.rows, test.width, test.vocabulary, ids, dy),
+        run_embedding_backward(this->gpu(), test.rows, test.width, test.vocabulary, ids, dy));
   }
 }
 
@@ -474,8 +470,8 @@ SoftmaxResult<T> run_softmax_cross_entropy(Device& device, int rows, int classes
   auto device_labels = upload(device, labels);
   DeviceArray<T> dlogits(device, logits.size());
   DeviceArray<T> loss(device, 1);
-  device.math<T>().softmax_cross_entropy(rows, classes, device_logits.data(),
-                                         device_labels.data(), dlogits.data(), loss.data());
+  device.math<T>().softmax_cross_entropy(rows, classes, device_logits.data(), device_labels.data(),
+                                         dlogits.data(), loss.data());
   return {download(device, dlogits), download(device, loss)[0]};
 }
 
@@ -550,12 +546,11 @@ TYPED_TEST(CudaMathTest, SgdMomentumUpdateMatchesCpu) {
         return std::abs(double(momentum) * velocity[i]) +
                std::abs(double(gradient_scale) * gradient[i]);
       };
-      const std::string what = describe("<", type_name<T>(), "> count=", count,
-                                        " offset=", offset);
+      const std::string what = describe("<", type_name<T>(), "> count=", count, " offset=", offset);
       expect_close("sgd_momentum_update velocity" + what, expected.velocity, actual.velocity,
                    [&](std::size_t i) { return sgd_tolerance<T> * velocity_terms(i); });
-      expect_close("sgd_momentum_update parameters" + what, expected.parameters,
-                   actual.parameters, [&](std::size_t i) {
+      expect_close("sgd_momentum_update parameters" + what, expected.parameters, actual.parameters,
+                   [&](std::size_t i) {
                      return sgd_tolerance<T> * (std::abs(double(parameters[i])) +
                                                 double(learning_rate) * velocity_terms(i));
                    });
@@ -577,8 +572,7 @@ TYPED_TEST(CudaMathTest, ReductionsAreBitReproducible) {
     math.column_sums(rows, cols, dy.data(), sums.data());
     const auto first = download(gpu, sums);
     math.column_sums(rows, cols, dy.data(), sums.data());
-    expect_bit_identical(describe("column_sums<", type_name<T>(), ">"), first,
-                         download(gpu, sums));
+    expect_bit_identical(describe("column_sums<", type_name<T>(), ">"), first, download(gpu, sums));
   }
   {
     constexpr int rows = 8192, width = 512, vocabulary = 10000;
@@ -607,8 +601,8 @@ TYPED_TEST(CudaMathTest, ReductionsAreBitReproducible) {
                                loss.data());
     expect_bit_identical(describe("softmax_cross_entropy dlogits<", type_name<T>(), ">"),
                          first_dlogits, download(gpu, dlogits));
-    expect_bit_identical(describe("softmax_cross_entropy loss<", type_name<T>(), ">"),
-                         first_loss, download(gpu, loss));
+    expect_bit_identical(describe("softmax_cross_entropy loss<", type_name<T>(), ">"), first_loss,
+                         download(gpu, loss));
   }
 }
 

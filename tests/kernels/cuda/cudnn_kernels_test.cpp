@@ -176,8 +176,7 @@ class LstmRun final : public KernelRun {
     const std::size_t outputs = std::size_t(batch) * g.steps * g.hidden;
     x_ = input(random_floats(inputs, 11));
     // Scaled so the gates neither saturate nor vanish at any width.
-    parameters_ =
-        input(random_floats(g.parameter_count(), 12, 1 / std::sqrt(g.inputs + g.hidden)));
+    parameters_ = input(random_floats(g.parameter_count(), 12, 1 / std::sqrt(g.inputs + g.hidden)));
     output_gradient_ = input(random_floats(outputs, 13));
     y_ = output("output", outputs);
     if (with_input_gradient) input_gradient_ = output("input gradient", inputs);
@@ -374,8 +373,8 @@ TEST_P(BatchNormAgainstCpu, MatchesOneDnn) {
   expect_close(on_gpu, on_cpu, batch_norm_tolerance);
 }
 
-INSTANTIATE_TEST_SUITE_P(CudnnKernels, BatchNormAgainstCpu,
-                         ::testing::ValuesIn(batch_norm_cases), case_name<BatchNormCase>);
+INSTANTIATE_TEST_SUITE_P(CudnnKernels, BatchNormAgainstCpu, ::testing::ValuesIn(batch_norm_cases),
+                         case_name<BatchNormCase>);
 
 struct LstmCase {
   const char* name;
@@ -417,9 +416,9 @@ TEST_F(CudnnKernels, FirstLayersWithoutInputGradientMatchOneDnn) {
   BatchNormRun batch_norm_cpu(cpu(), batch_norm, 3, false);
   const LstmGeometry lstm{6, 5, 8};
   LstmRun lstm_gpu(gpu(), lstm, 4, false), lstm_cpu(cpu(), lstm, 4, false);
-  for (KernelRun* kernel : std::initializer_list<KernelRun*>{
-           &convolution_gpu, &convolution_cpu, &batch_norm_gpu, &batch_norm_cpu, &lstm_gpu,
-           &lstm_cpu})
+  for (KernelRun* kernel :
+       std::initializer_list<KernelRun*>{&convolution_gpu, &convolution_cpu, &batch_norm_gpu,
+                                         &batch_norm_cpu, &lstm_gpu, &lstm_cpu})
     run(*kernel);
   expect_close(convolution_gpu, convolution_cpu, convolution_tolerance);
   expect_close(batch_norm_gpu, batch_norm_cpu, batch_norm_tolerance);
@@ -450,11 +449,10 @@ std::vector<NamedRun> kernels_that_reduce(Device& device) {
   kernels.push_back({"3x3 stride 2 max pooling",
                      std::make_unique<PoolingRun>(
                          device, PoolingGeometry{{16, 29, 29}, PoolingKind::max, 3, 2, 1}, 16)});
-  kernels.push_back({"batch norm with ReLU",
-                     std::make_unique<BatchNormRun>(
-                         device, BatchNormGeometry{{64, 14, 14}, nchw, true}, 16)});
   kernels.push_back(
-      {"LSTM", std::make_unique<LstmRun>(device, LstmGeometry{16, 32, 64}, 16)});
+      {"batch norm with ReLU",
+       std::make_unique<BatchNormRun>(device, BatchNormGeometry{{64, 14, 14}, nchw, true}, 16)});
+  kernels.push_back({"LSTM", std::make_unique<LstmRun>(device, LstmGeometry{16, 32, 64}, 16)});
   return kernels;
 }
 
