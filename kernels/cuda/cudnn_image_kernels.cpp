@@ -198,68 +198,74 @@ class CudnnConvolution final : public ConvolutionKernel {
 
   // cuDNN's real search (the Find*Ex calls time every algorithm on this layer's own buffers),
   // made once per batch size and pass. It writes y, dx or dw, which the call then overwrites.
-  void choose_forward(Plan& p, const float* x, const float* weights, float* y) {
+  // `max_count` and `find` make the pass's own cuDNN calls; the chosen algorithm's math type is
+  // set on `convolution` and its workspace reserved.
+  template <typename Perf, typename MaxCount, typename Find>
+  auto choose(Plan& p, cudnnConvolutionDescriptor_t convolution, const char* pass,
+              MaxCount max_count, Find find) {
     require_not_capturing(context_.stream, "cuDNN convolution search");
     int count = 0, returned = 0;
-    DLSCALE_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(context_.cudnn, &count));
-    std::vector<cudnnConvolutionFwdAlgoPerf_t> results(std::size_t(std::max(count, 1)));
+    max_count(&count);
+    std::vector<Perf> results(std::size_t(std::max(count, 1)));
     std::size_t searched_bytes = 0;
     {
       const DeviceBuffer scratch = search_workspace();
       searched_bytes = scratch.size();
-      DLSCALE_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-          context_.cudnn, p.input, x, weights_, weights, p.forward_convolution, p.output, y, count,
-          &returned, results.data(), scratch.data(), scratch.size()));
+      find(count, &returned, results.data(), scratch.data(), scratch.size());
     }
-    const auto& best =
-        fastest_acceptable(results, returned, context_.cudnn_math(), searched_bytes, "forward");
-    p.forward_algorithm = best.algo;
-    DLSCALE_CUDNN_CHECK(cudnnSetConvolutionMathType(p.forward_convolution, best.mathType));
+    const Perf& best =
+        fastest_acceptable(results, returned, context_.cudnn_math(), searched_bytes, pass);
+    DLSCALE_CUDNN_CHECK(cudnnSetConvolutionMathType(convolution, best.mathType));
     reserve_workspace(p, best.memory);
+    return best.algo;
+  }
+
+  void choose_forward(Plan& p, const float* x, const float* weights, float* y) {
+    using Perf = cudnnConvolutionFwdAlgoPerf_t;
+    p.forward_algorithm = choose<Perf>(
+        p, p.forward_convolution, "forward",
+        [&](int* count) {
+          DLSCALE_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(context_.cudnn, count));
+        },
+        [&](int count, int* returned, Perf* results, void* scratch, std::size_t bytes) {
+          DLSCALE_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
+              context_.cudnn, p.input, x, weights_, weights, p.forward_convolution, p.output, y,
+              count, returned, results, scratch, bytes));
+        });
     p.forward_chosen = true;
   }
 
   void choose_data(Plan& p, const float* weights, const float* output_gradient,
                    float* input_gradient) {
-    require_not_capturing(context_.stream, "cuDNN convolution search");
-    int count = 0, returned = 0;
-    DLSCALE_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(context_.cudnn, &count));
-    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(std::size_t(std::max(count, 1)));
-    std::size_t searched_bytes = 0;
-    {
-      const DeviceBuffer scratch = search_workspace();
-      searched_bytes = scratch.size();
-      DLSCALE_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
-          context_.cudnn, weights_, weights, p.output, output_gradient, p.data_convolution, p.input,
-          input_gradient, count, &returned, results.data(), scratch.data(), scratch.size()));
-    }
-    const auto& best = fastest_acceptable(results, returned, context_.cudnn_math(), searched_bytes,
-                                          "backward-data");
-    p.data_algorithm = best.algo;
-    DLSCALE_CUDNN_CHECK(cudnnSetConvolutionMathType(p.data_convolution, best.mathType));
-    reserve_workspace(p, best.memory);
+    using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
+    p.data_algorithm = choose<Perf>(
+        p, p.data_convolution, "backward-data",
+        [&](int* count) {
+          DLSCALE_CUDNN_CHECK(
+              cudnnGetConvolutionBackwardDataAlgorithmMaxCount(context_.cudnn, count));
+        },
+        [&](int count, int* returned, Perf* results, void* scratch, std::size_t bytes) {
+          DLSCALE_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
+              context_.cudnn, weights_, weights, p.output, output_gradient, p.data_convolution,
+              p.input, input_gradient, count, returned, results, scratch, bytes));
+        });
     p.data_chosen = true;
   }
 
   void choose_filter(Plan& p, const float* x, const float* output_gradient,
                      float* weight_gradient) {
-    require_not_capturing(context_.stream, "cuDNN convolution search");
-    int count = 0, returned = 0;
-    DLSCALE_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(context_.cudnn, &count));
-    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(std::size_t(std::max(count, 1)));
-    std::size_t searched_bytes = 0;
-    {
-      const DeviceBuffer scratch = search_workspace();
-      searched_bytes = scratch.size();
-      DLSCALE_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-          context_.cudnn, p.input, x, p.output, output_gradient, p.filter_convolution, weights_,
-          weight_gradient, count, &returned, results.data(), scratch.data(), scratch.size()));
-    }
-    const auto& best = fastest_acceptable(results, returned, context_.cudnn_math(), searched_bytes,
-                                          "backward-filter");
-    p.filter_algorithm = best.algo;
-    DLSCALE_CUDNN_CHECK(cudnnSetConvolutionMathType(p.filter_convolution, best.mathType));
-    reserve_workspace(p, best.memory);
+    using Perf = cudnnConvolutionBwdFilterAlgoPerf_t;
+    p.filter_algorithm = choose<Perf>(
+        p, p.filter_convolution, "backward-filter",
+        [&](int* count) {
+          DLSCALE_CUDNN_CHECK(
+              cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(context_.cudnn, count));
+        },
+        [&](int count, int* returned, Perf* results, void* scratch, std::size_t bytes) {
+          DLSCALE_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+              context_.cudnn, p.input, x, p.output, output_gradient, p.filter_convolution, weights_,
+              weight_gradient, count, returned, results, scratch, bytes));
+        });
     p.filter_chosen = true;
   }
 
