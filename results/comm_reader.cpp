@@ -67,21 +67,27 @@ Hdf5Handle open_comm_file(const std::filesystem::path& path) {
   return std::move(opened.file);
 }
 
-void read_group_attributes(hid_t group, CommRecord& record) {
+AlphaBetaFit read_fit_attributes(hid_t group) {
   using namespace hdf5;
-  auto& fit = record.fit;
-  record.backend = read_string_attribute(group, names::backend);
-  record.ranks = int(read_integer_attribute(group, names::ranks));
-  record.node_count = int(read_integer_attribute(group, schema::node_count));
-  record.mpi_library_version = read_string_attribute(group, schema::mpi_library_version);
-  record.measured_iterations = int(read_integer_attribute(group, names::iterations));
-  record.warmup_iterations = int(read_integer_attribute(group, schema::warmup_iterations));
+  AlphaBetaFit fit;
   fit.alpha_seconds = read_double_attribute(group, names::alpha_seconds);
   fit.beta_seconds_per_byte = read_double_attribute(group, names::beta_seconds_per_byte);
   fit.line_intercept_seconds = read_double_attribute(group, names::fit_line_intercept_seconds);
   fit.line_seconds_per_byte = read_double_attribute(group, names::fit_line_seconds_per_byte);
   fit.relative_rms_error = read_double_attribute(group, names::fit_relative_rms_error);
   fit.max_relative_error = read_double_attribute(group, names::fit_max_relative_error);
+  return fit;
+}
+
+void read_group_attributes(hid_t group, CommRecord& record) {
+  using namespace hdf5;
+  record.backend = read_string_attribute(group, names::backend);
+  record.ranks = int(read_integer_attribute(group, names::ranks));
+  record.node_count = int(read_integer_attribute(group, schema::node_count));
+  record.mpi_library_version = read_string_attribute(group, schema::mpi_library_version);
+  record.measured_iterations = int(read_integer_attribute(group, names::iterations));
+  record.warmup_iterations = int(read_integer_attribute(group, schema::warmup_iterations));
+  record.fit = read_fit_attributes(group);
 }
 
 void read_datasets(hid_t group, const std::filesystem::path& path, CommRecord& record) {
@@ -111,18 +117,6 @@ void read_datasets(hid_t group, const std::filesystem::path& path, CommRecord& r
     record.sizes.push_back({bytes[s], count[s], seconds_p50[s], seconds_p95[s], algbw_p50[s],
                             algbw_p95[s], busbw_p50[s], busbw_p95[s], wrong[s]});
   require_sizes_in_bounds(names::group, record.sizes);
-}
-
-AlphaBetaFit read_fit_attributes(hid_t group) {
-  using namespace hdf5;
-  AlphaBetaFit fit;
-  fit.alpha_seconds = read_double_attribute(group, names::alpha_seconds);
-  fit.beta_seconds_per_byte = read_double_attribute(group, names::beta_seconds_per_byte);
-  fit.line_intercept_seconds = read_double_attribute(group, names::fit_line_intercept_seconds);
-  fit.line_seconds_per_byte = read_double_attribute(group, names::fit_line_seconds_per_byte);
-  fit.relative_rms_error = read_double_attribute(group, names::fit_relative_rms_error);
-  fit.max_relative_error = read_double_attribute(group, names::fit_max_relative_error);
-  return fit;
 }
 
 // The piecewise fit where the file has one (written since it was added); else left empty.
