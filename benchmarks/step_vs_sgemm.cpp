@@ -507,7 +507,7 @@ int run(const Options& options, const comm::MpiSession& mpi, const std::string& 
   std::vector<ThreadResult> results;
   std::string cpu_model;
   for (int threads : options.threads) {
-    auto device = kernels::make_device("cpu", {threads});
+    auto device = kernels::device_record(kernels::DeviceKind::cpu).make({threads});
     comm::MpiGradientCommunicator communicator(mpi.world(), *device);
     cpu_model = device->description();
     ThreadResult result;

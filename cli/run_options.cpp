@@ -11,10 +11,13 @@
 
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/command_setup.hpp"
 #include "cli/count_list.hpp"
+#include "comm/communicator_factory.hpp"
 #include "core/errors.hpp"
+#include "kernels/device_factory.hpp"
 #include "worker/slurm_allocation.hpp"
 
 namespace dlscale::cli {
@@ -67,17 +70,12 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
       ("oversubscribe", po::bool_switch(&options.oversubscribe),
        "allow --threads above this host's logical CPUs (refused otherwise)")
       ("device", po::value(&options.device)->default_value(defaults.device),
-       "where each rank computes: cpu, or cuda (GPU local_rank % visible GPUs; cuBLAS, cuDNN, "
-       "and each step captured once as a CUDA graph and replayed)")
+       ("where each rank computes: " + listed_choices(kernels::device_records(), true)).c_str())
       ("precision", po::value(&options.precision)->default_value(defaults.precision),
        "float math on a GPU: fp32 (exact float products) or tf32 (TF32 tensor cores for GEMMs "
        "and convolutions, as PyTorch's allow_tf32)")
       ("comm", po::value(&options.comm)->default_value(defaults.comm),
-       "gradient allreduce backend: mpi (overlapped sums on a communication thread making "
-       "blocking calls; GPU buffers are staged through the host), mpi-nbc (overlapped sums "
-       "with MPI_Iallreduce; CPU only), mpi-hier (overlapped hierarchical sums: shared memory "
-       "inside each host, MPI between hosts; the same ranks on every host) or nccl (GPU "
-       "buffers, one GPU per rank)");
+       ("gradient allreduce backend: " + listed_choices(comm::backend_records(), true)).c_str());
 
   po::options_description scaling("Scaling study (one launch, growing groups of ranks)");
   scaling.add_options()
@@ -250,9 +248,15 @@ void check_values(RunOptions& options, const RawNumbers& raw, const po::variable
   if (!(options.learning_rate > 0) || options.learning_rate > 1e12)
     throw UserError(fmt::format("--lr must be in (0, 1e12], got {}", options.learning_rate));
   require_choice("--precision", "precision", options.precision, {"fp32", "tf32"});
-  if (options.precision != "fp32" && options.device == "cpu")
-    throw UserError(fmt::format("--precision {} is for --device cuda; the CPU computes in fp32",
-                                options.precision));
+  if (options.precision != "fp32") {
+    std::vector<std::string> offering;
+    for (const kernels::DeviceRecord& device : kernels::device_records())
+      if (device.offers_tf32) offering.push_back(fmt::format("--device {}", device.name));
+    for (const kernels::DeviceRecord& device : kernels::device_records())
+      if (device.name == options.device && !device.offers_tf32)
+        throw UserError(fmt::format("--precision {} is for {}; --device {} computes in fp32",
+                                    options.precision, fmt::join(offering, " or "), device.name));
+  }
   options.scaling_given = !values["scaling"].defaulted();
   require_choice("--scaling", "mode", options.scaling, {"weak", "strong"});
   if (values.count("global-batch")) {
@@ -339,9 +343,10 @@ std::vector<int> batches_per_rank(const RunOptions& options, const std::vector<i
   return batches;
 }
 
-std::string recorded_scaling(const RunOptions& options) {
+driver::Scaling recorded_scaling(const RunOptions& options) {
   const bool study = !options.ranks.empty() || options.scaling_given || options.global_batch;
-  return study ? options.scaling : "none";
+  if (!study) return driver::Scaling::none;
+  return options.scaling == "strong" ? driver::Scaling::strong : driver::Scaling::weak;
 }
 
 std::string run_help_text() {

@@ -3,12 +3,15 @@
 // takes nothing else, so nothing past the command line sees an option string.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "comm/communicator_factory.hpp"
 #include "kernels/device.hpp"
 #include "kernels/device_factory.hpp"
 #include "worker/training_loop.hpp"
@@ -26,18 +29,26 @@ struct SweepPoint {
   std::uint64_t seed = 42;
 };
 
+// The scaling mode recorded with the runs: weak (--batch per rank), strong (--global-batch split
+// over the ranks), or none for a single plain run.
+enum class Scaling { none, weak, strong };
+
+// As --scaling and results files spell them, in the enum's order.
+inline constexpr std::array<const char*, 3> scaling_names = {"none", "weak", "strong"};
+inline const char* scaling_name(Scaling scaling) { return scaling_names[std::size_t(scaling)]; }
+
 struct TrainingPlan {
   std::unique_ptr<workloads::Workload> workload;
   std::vector<SweepPoint> points;  // in the order they run
   worker::TrainingSchedule schedule;
-  std::string device_name;          // a registered device
+  kernels::DeviceKind device_kind = kernels::DeviceKind::cpu;
   kernels::DeviceSettings device_settings;  // its threads are replaced by each point's
   std::unique_ptr<kernels::Device> device;  // made and checked with the first point's threads
-  std::string comm_backend;                 // a registered gradient communicator
+  comm::Backend comm_backend = comm::Backend::mpi;  // checked against the device
   double bucket_mb = 25;
   bool overlap = true;
   double learning_rate = 0.01;
-  std::string scaling = "none";       // recorded with the runs: weak, strong or none
+  Scaling scaling = Scaling::none;
   double sample_interval_seconds = 0.2;  // 0: resources are not sampled
   double point_timeout_seconds = 0;      // 0: no limit
   double stall_timeout_seconds = -1;     // see StallSettings: -1 automatic, 0 off

@@ -24,6 +24,7 @@ class CudaDevice final : public Device {
   int compute_threads() const override { return 1; }
   std::size_t free_memory_bytes() const override;
   bool memory_is_host() const override { return false; }
+  int gpu_index() const override { return context_.device; }
 
   void* allocate(std::size_t bytes) override;
   void deallocate(void* pointer) noexcept override;
