@@ -251,7 +251,6 @@ class ProfiledDevice final : public kernels::Device {
   ProfiledDevice(kernels::Device& device, KernelProfile& profile)
       : device_(device), math_(device, profile) {}
 
-  std::string name() const override { return device_.name(); }
   std::string description() const override { return device_.description(); }
   kernels::DeviceProperties properties() const override { return device_.properties(); }
   int compute_threads() const override { return device_.compute_threads(); }

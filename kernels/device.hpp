@@ -93,7 +93,6 @@ class Device {
  public:
   virtual ~Device() = default;
 
-  virtual std::string name() const = 0;         // "cpu", "cuda"
   virtual std::string description() const = 0;  // the hardware model
   virtual DeviceProperties properties() const = 0;
   virtual int compute_threads() const = 0;

@@ -18,7 +18,6 @@ class CudaDevice final : public Device {
   CudaDevice(const CudaDevice&) = delete;
   CudaDevice& operator=(const CudaDevice&) = delete;
 
-  std::string name() const override { return "cuda"; }
   std::string description() const override;
   DeviceProperties properties() const override;
   int compute_threads() const override { return 1; }
