@@ -258,14 +258,17 @@ void check_values(RunOptions& options, const RawNumbers& raw, const po::variable
                                     options.precision, fmt::join(offering, " or "), device.name));
   }
   options.scaling_given = !values["scaling"].defaulted();
-  require_choice("--scaling", "mode", options.scaling, {"weak", "strong"});
+  require_choice("--scaling", "mode", options.scaling,
+                 {results::scaling_name(results::Scaling::weak),
+                  results::scaling_name(results::Scaling::strong)});
   if (values.count("global-batch")) {
     options.global_batch = positive(raw.global_batch, "global-batch");
-    if (options.scaling_given && options.scaling == "weak")
+    if (options.scaling_given &&
+        results::scaling_named(options.scaling) == results::Scaling::weak)
       throw UserError("--global-batch is for --scaling strong; weak scaling keeps --batch per rank");
-    options.scaling = "strong";
+    options.scaling = results::scaling_name(results::Scaling::strong);
   }
-  if (options.scaling == "strong") {
+  if (results::scaling_named(options.scaling) == results::Scaling::strong) {
     if (!options.global_batch)
       throw UserError("--scaling strong needs --global-batch, the batch split over the ranks");
     if (options.batch)
@@ -330,7 +333,7 @@ std::vector<int> batches_per_rank(const RunOptions& options, const std::vector<i
                                   int default_batch) {
   std::vector<int> batches;
   for (int n : rank_counts) {
-    if (options.scaling == "weak") {
+    if (results::scaling_named(options.scaling) == results::Scaling::weak) {
       batches.push_back(options.batch.value_or(default_batch));
       continue;
     }
@@ -343,10 +346,9 @@ std::vector<int> batches_per_rank(const RunOptions& options, const std::vector<i
   return batches;
 }
 
-driver::Scaling recorded_scaling(const RunOptions& options) {
+results::Scaling recorded_scaling(const RunOptions& options) {
   const bool study = !options.ranks.empty() || options.scaling_given || options.global_batch;
-  if (!study) return driver::Scaling::none;
-  return options.scaling == "strong" ? driver::Scaling::strong : driver::Scaling::weak;
+  return study ? *results::scaling_named(options.scaling) : results::Scaling::none;
 }
 
 std::string run_help_text() {

@@ -80,7 +80,7 @@ std::string format_prediction_table(const ScalingPrediction& prediction,
                                     const NetworkModel& network, const std::string& algorithm) {
   std::string out;
   auto line = std::back_inserter(out);
-  const bool strong = prediction.scaling == "strong";
+  const bool strong = results::scaling_named(prediction.scaling) == results::Scaling::strong;
   fmt::format_to(line, "{} ({} scaling, {}, {} thread(s)/rank), {} allreduce, efficiency against "
                        "{} rank(s)\n",
                  prediction.model, prediction.scaling,

@@ -207,7 +207,7 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
       workload.training_flops_per_sample(), batch, plan.schedule.warmup_iterations,
       measured_iterations, point.threads, point.repeat,
       comm::backend_record(plan.comm_backend).name, kernels::device_record(plan.device_kind).name,
-      point.seed, plan.learning_rate, sgd_momentum, scaling_name(plan.scaling), plan.bucket_mb,
+      point.seed, plan.learning_rate, sgd_momentum, results::scaling_name(plan.scaling), plan.bucket_mb,
       plan.overlap};
   std::vector<results::LayerRecord> layers;
   for (const auto& layer : run.network->layers())
@@ -286,7 +286,7 @@ std::optional<results::NodeSharingProbe> probe_without_training(const TrainingPl
   probe.threads = device.compute_threads();
   // Strong scaling splits the global batch further; the curve is per sample (see predict).
   probe.batch_per_rank =
-      plan.scaling == Scaling::strong
+      plan.scaling == results::Scaling::strong
           ? std::max(1, int(std::lround(double(baseline.batch_per_rank) * baseline.ranks /
                                         probe.ranks)))
           : baseline.batch_per_rank;

@@ -3,8 +3,6 @@
 // takes nothing else, so nothing past the command line sees an option string.
 #pragma once
 
-#include <array>
-#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -14,6 +12,7 @@
 #include "comm/communicator_factory.hpp"
 #include "kernels/device.hpp"
 #include "kernels/device_factory.hpp"
+#include "results/run_record.hpp"
 #include "worker/training_loop.hpp"
 #include "workloads/workload.hpp"
 
@@ -29,14 +28,6 @@ struct SweepPoint {
   std::uint64_t seed = 42;
 };
 
-// The scaling mode recorded with the runs: weak (--batch per rank), strong (--global-batch split
-// over the ranks), or none for a single plain run.
-enum class Scaling { none, weak, strong };
-
-// As --scaling and results files spell them, in the enum's order.
-inline constexpr std::array<const char*, 3> scaling_names = {"none", "weak", "strong"};
-inline const char* scaling_name(Scaling scaling) { return scaling_names[std::size_t(scaling)]; }
-
 struct TrainingPlan {
   std::unique_ptr<workloads::Workload> workload;
   std::vector<SweepPoint> points;  // in the order they run
@@ -48,7 +39,7 @@ struct TrainingPlan {
   double bucket_mb = 25;
   bool overlap = true;
   double learning_rate = 0.01;
-  Scaling scaling = Scaling::none;
+  results::Scaling scaling = results::Scaling::none;
   double sample_interval_seconds = 0.2;  // 0: resources are not sampled
   double point_timeout_seconds = 0;      // 0: no limit
   double stall_timeout_seconds = -1;     // see StallSettings: -1 automatic, 0 off
