@@ -256,7 +256,6 @@ class ProfiledDevice final : public kernels::Device {
   ProfiledDevice(kernels::Device& device, KernelProfile& profile)
       : device_(device), math_(device, profile) {}
 
-  std::string name() const override { return device_.name(); }
   std::string description() const override { return device_.description(); }
   kernels::DeviceProperties properties() const override { return device_.properties(); }
   int compute_threads() const override { return device_.compute_threads(); }
@@ -524,7 +523,7 @@ int run(const Options& options, const comm::MpiSession& mpi, const std::string& 
   std::vector<ThreadResult> results;
   std::string cpu_model;
   for (int threads : options.threads) {
-    auto device = kernels::make_device("cpu", {threads});
+    auto device = kernels::device_record(kernels::DeviceKind::cpu).make({threads});
     comm::MpiGradientCommunicator communicator(mpi.world(), *device);
     cpu_model = device->description();
     ThreadResult result;

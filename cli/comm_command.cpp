@@ -30,6 +30,8 @@ namespace {
 // before any message is sent.
 struct ValidatedSweep {
   CommOptions options;
+  kernels::DeviceKind device = kernels::DeviceKind::cpu;
+  comm::Backend backend = comm::Backend::mpi;
   std::vector<std::uint64_t> element_counts;
   std::filesystem::path output_path;  // rank 0 only
 };
@@ -58,8 +60,11 @@ ValidatedSweep validate(int argc, char** argv, const comm::MpiSession& mpi, int 
   ValidatedSweep sweep;
   sweep.options = parse_comm_options(std::vector<std::string>(argv + 1, argv + argc));
   if (sweep.options.action != CommOptions::Action::sweep) return sweep;
-  kernels::check_device_name(sweep.options.device);
-  comm::check_backend(sweep.options.comm, sweep.options.device);
+  const kernels::DeviceRecord& device = kernels::find_device(sweep.options.device);
+  const comm::BackendRecord& backend = comm::find_backend(sweep.options.comm);
+  comm::check_backend(backend, device);
+  sweep.device = device.kind;
+  sweep.backend = backend.backend;
   if (mpi.world_size() > worker::exact_sum_max_ranks)
     throw UserError(fmt::format("dlscale comm checks exact sums on at most {} ranks, not {}",
                                 worker::exact_sum_max_ranks, mpi.world_size()));
@@ -91,9 +96,12 @@ int comm_command(int argc, char** argv) {
       return 0;
     }
     const driver::CommSweepPlan plan{
-        sweep.element_counts, {sweep.options.warmup_iterations, sweep.options.measured_iterations},
-        sweep.options.device, sweep.options.comm,
-        sweep.output_path,    sweep.options.overwrite};
+        sweep.element_counts,
+        {sweep.options.warmup_iterations, sweep.options.measured_iterations},
+        sweep.device,
+        sweep.backend,
+        sweep.output_path,
+        sweep.options.overwrite};
     return driver::run_comm_sweep_plan(plan, mpi, file_origin("comm", argc, argv, start));
   });
 }

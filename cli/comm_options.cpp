@@ -10,6 +10,7 @@
 #include <boost/program_options.hpp>
 
 #include "cli/command_setup.hpp"
+#include "comm/communicator_factory.hpp"
 #include "core/errors.hpp"
 
 namespace dlscale::cli {
@@ -42,18 +43,18 @@ po::options_description option_descriptions(CommOptions& options, RawValues& raw
   // clang-format on
 
   po::options_description measuring("Measuring");
-  // clang-format off
-  measuring.add_options()("iters,n",
-                          po::value(&raw.iterations)->default_value(defaults.measured_iterations),
-                          "measured allreduce calls per size")(
-      "warmup,w", po::value(&raw.warmup)->default_value(defaults.warmup_iterations),
-      "warm-up calls per size, checked but not timed into the statistics")(
-      "comm", po::value(&options.comm)->default_value(defaults.comm),
-      "allreduce backend, the same one training uses: mpi, mpi-nbc, mpi-hier or nccl")(
-      "device", po::value(&options.device),
-      "where the buffers live: cpu, or cuda (each rank's GPU; the default with --comm nccl, "
-      "and with --comm mpi it measures staging through the host)");
-  // clang-format on
+  measuring.add_options()
+      ("iters,n", po::value(&raw.iterations)->default_value(defaults.measured_iterations),
+       "measured allreduce calls per size")
+      ("warmup,w", po::value(&raw.warmup)->default_value(defaults.warmup_iterations),
+       "warm-up calls per size, checked but not timed into the statistics")
+      ("comm", po::value(&options.comm)->default_value(defaults.comm),
+       ("allreduce backend, the same one training uses: " +
+        listed_choices(comm::backend_records(), false)).c_str())
+      ("device", po::value(&options.device),
+       ("where the buffers live: " + listed_choices(kernels::device_records(), false) +
+        " (a GPU: each rank's); the default is the device the backend needs (cuda with --comm "
+        "nccl), else cpu, and a GPU with --comm mpi measures staging through the host").c_str());
 
   po::options_description output("Output");
   // clang-format off
@@ -69,7 +70,13 @@ po::options_description option_descriptions(CommOptions& options, RawValues& raw
 }
 
 void check_values(CommOptions& options, const RawValues& raw, const po::variables_map& values) {
-  if (options.device.empty()) options.device = options.comm == "nccl" ? "cuda" : "cpu";
+  if (options.device.empty()) {
+    // The device the backend needs, else the CPU; an unknown backend is refused later.
+    kernels::DeviceKind device = kernels::DeviceKind::cpu;
+    for (const comm::BackendRecord& backend : comm::backend_records())
+      if (backend.name == options.comm && backend.only_device) device = *backend.only_device;
+    options.device = kernels::device_record(device).name;
+  }
   options.minimum_bytes = parse_byte_size(raw.minimum_bytes, "-b/--minbytes");
   options.maximum_bytes = parse_byte_size(raw.maximum_bytes, "-e/--maxbytes");
   if (options.minimum_bytes < float_bytes)

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -46,6 +47,19 @@ UserError option_error(const boost::program_options::error& error,
 // Boost.Program_options' style for every subcommand, without its guessing of abbreviations: an
 // option must be spelled out, so "--out" is never taken for "--output".
 int strict_command_line_style();
+
+// The choices of --device or --comm for --help, from their registry's records (name and help):
+// "a (help), b (help) or c (help)", or "a, b or c" without the help.
+template <typename Record>
+std::string listed_choices(std::span<const Record> records, bool with_help) {
+  std::string text;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    if (i > 0) text += i + 1 == records.size() ? " or " : ", ";
+    text += records[i].name;
+    if (with_help) text += std::string(" (") + records[i].help + ")";
+  }
+  return text;
+}
 
 // Throws UserError for words that are neither options nor their values, for a command that takes
 // no positional arguments: the first one may be a mistyped subcommand ("dlscale reprot").

@@ -17,6 +17,7 @@
 #include "core/errors.hpp"
 #include "results/output_file.hpp"
 #include "results/reader.hpp"
+#include "results/run_record.hpp"
 #include "results/writer.hpp"
 
 namespace dlscale::cli {
@@ -41,7 +42,7 @@ std::vector<std::pair<std::string, std::string>> study_settings(const results::R
       {"comm backend", c.comm_backend},
       {"bucket size (MiB)", fmt::format("{:g}", c.bucket_mb)},
       {"overlap", c.overlap ? "on" : "off"}};
-  if (coordinator::study_scaling(c) == "strong")
+  if (results::scaling_named(coordinator::study_scaling(c)) == results::Scaling::strong)
     settings.emplace_back("global batch", std::to_string(c.batch_per_rank * run.ranks));
   else
     settings.emplace_back("batch per rank", std::to_string(c.batch_per_rank));
@@ -126,9 +127,11 @@ results::FailedPoint failed_point_of(const MissingJob& job, const results::RunRe
   results::FailedPoint point;
   point.ranks = job.ranks;
   point.threads = measured.configuration.threads_per_rank;
-  point.batch_per_rank = coordinator::study_scaling(measured.configuration) == "strong"
-                             ? measured.configuration.batch_per_rank * measured.ranks / job.ranks
-                             : measured.configuration.batch_per_rank;
+  point.batch_per_rank =
+      results::scaling_named(coordinator::study_scaling(measured.configuration)) ==
+              results::Scaling::strong
+          ? measured.configuration.batch_per_rank * measured.ranks / job.ranks
+          : measured.configuration.batch_per_rank;
   point.reason = fmt::format("Slurm job {} left no results file ({})", job.job_id, job.state);
   return point;
 }

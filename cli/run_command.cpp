@@ -83,34 +83,33 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
         plan.points.push_back(
             {rank_counts[k], batches[k], threads, repeat, options.seed + std::uint64_t(repeat)});
   plan.schedule = {options.warmup_iterations, options.measured_iterations};
-  kernels::check_device_name(options.device);
-  comm::check_backend(options.comm, options.device);
+  const kernels::DeviceRecord& device = kernels::find_device(options.device);
+  const comm::BackendRecord& backend = comm::find_backend(options.comm);
+  comm::check_backend(backend, device);
   const int logical_cpus = logical_cpu_count();
   if (options.threads.back() > logical_cpus && !options.oversubscribe)
-    throw UserError(
-        fmt::format("--threads {}: more than the {} logical CPUs of {}; threads "
-                    "beyond the cores only slow every rank down (add "
-                    "--oversubscribe to measure it anyway)",
-                    options.threads.back(), logical_cpus, host_name()));
-  plan.device_name = options.device;
+    throw UserError(fmt::format("--threads {}: more than the {} logical CPUs of {}; threads "
+                                "beyond the cores only slow every rank down (add "
+                                "--oversubscribe to measure it anyway)",
+                                options.threads.back(), logical_cpus, host_name()));
+  plan.device_kind = device.kind;
   plan.device_settings = {options.threads.front(), precision_of(options.precision),
                           placement.local_rank};
-  plan.device = kernels::make_device(options.device, plan.device_settings);
+  plan.device = device.make(plan.device_settings);
   // A single run that cannot fit is the user's mistake; a sweep keeps such a point as a result.
   plan.check_memory_per_point = plan.points.size() > 1;
   if (!plan.check_memory_per_point) {
-    const int devices = kernels::devices_per_host(options.device);
+    const int devices = device.devices_per_host();
     const int ranks_on_device = (placement.ranks_on_host + devices - 1) / devices;
     worker::check_memory_fits(
         *plan.workload, batches.front(), driver::distinct_batches(*plan.workload, batches.front()),
         ranks_on_device, plan.device->free_memory_bytes(), plan.device->description());
   }
   if (options.overlap && !mpi.supports_progress_thread())
-    throw UserError(
-        "this MPI library cannot be called from a progress thread "
-        "(MPI_THREAD_SERIALIZED), which overlapped gradient sums need; "
-        "use --no-overlap");
-  plan.comm_backend = options.comm;
+    throw UserError("this MPI library cannot be called from a progress thread "
+                    "(MPI_THREAD_SERIALIZED), which overlapped gradient sums need; "
+                    "use --no-overlap");
+  plan.comm_backend = backend.backend;
   plan.bucket_mb = options.bucket_mb;
   plan.overlap = options.overlap;
   plan.learning_rate = options.learning_rate;
@@ -130,8 +129,9 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
 
 // Oversubscribed BLAS threads ran several times slower in the reference study: say so, with the
 // numbers, once per host.
-void warn_if_cores_oversubscribed(const RunOptions& options, const comm::HostPlacement& placement) {
-  if (options.device != "cpu" || placement.local_rank != 0) return;
+void warn_if_cores_oversubscribed(const RunOptions& options, const driver::TrainingPlan& plan,
+                                  const comm::HostPlacement& placement) {
+  if (plan.device_kind != kernels::DeviceKind::cpu || placement.local_rank != 0) return;
   const int threads = options.threads.back();
   const int cores = physical_core_count();
   if (placement.ranks_on_host * threads <= cores) return;
@@ -160,7 +160,7 @@ int run_command(int argc, char** argv) {
     });
     configure_log_level(rank, options.log_level);
     if (options.action == RunOptions::Action::train)
-      warn_if_cores_oversubscribed(options, placement);
+      warn_if_cores_oversubscribed(options, plan, placement);
     switch (options.action) {
       case RunOptions::Action::show_help:
         if (rank == 0) fmt::print("{}", run_help_text());

@@ -10,11 +10,13 @@
 #include <sstream>
 
 #include <fmt/format.h>
-#include <boost/program_options.hpp>
+#include <fmt/ranges.h>
 
 #include "cli/command_setup.hpp"
 #include "cli/count_list.hpp"
+#include "comm/communicator_factory.hpp"
 #include "core/errors.hpp"
+#include "kernels/device_factory.hpp"
 #include "worker/slurm_allocation.hpp"
 
 namespace dlscale::cli {
@@ -61,27 +63,20 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
   // clang-format on
 
   po::options_description system("System");
-  // clang-format off
-  system.add_options()(
-      "threads,t", po::value(&raw.threads)->default_value(raw.threads),
-      "compute threads per rank (OpenBLAS and OpenMP), or a list (1,2,4,8) to measure each "
-      "in this launch; keep ranks x threads <= physical cores. Inside a Slurm job the "
-      "default is SLURM_CPUS_PER_TASK")(
-      "oversubscribe", po::bool_switch(&options.oversubscribe),
-      "allow --threads above this host's logical CPUs (refused otherwise)")(
-      "device", po::value(&options.device)->default_value(defaults.device),
-      "where each rank computes: cpu, or cuda (GPU local_rank % visible GPUs; cuBLAS, cuDNN, "
-      "and each step captured once as a CUDA graph and replayed)")(
-      "precision", po::value(&options.precision)->default_value(defaults.precision),
-      "float math on a GPU: fp32 (exact float products) or tf32 (TF32 tensor cores for GEMMs "
-      "and convolutions, as PyTorch's allow_tf32)")(
-      "comm", po::value(&options.comm)->default_value(defaults.comm),
-      "gradient allreduce backend: mpi (overlapped sums on a communication thread making "
-      "blocking calls; GPU buffers are staged through the host), mpi-nbc (overlapped sums "
-      "with MPI_Iallreduce; CPU only), mpi-hier (overlapped hierarchical sums: shared memory "
-      "inside each host, MPI between hosts; the same ranks on every host) or nccl (GPU "
-      "buffers, one GPU per rank)");
-  // clang-format on
+  system.add_options()
+      ("threads,t", po::value(&raw.threads)->default_value(raw.threads),
+       "compute threads per rank (OpenBLAS and OpenMP), or a list (1,2,4,8) to measure each "
+       "in this launch; keep ranks x threads <= physical cores. Inside a Slurm job the "
+       "default is SLURM_CPUS_PER_TASK")
+      ("oversubscribe", po::bool_switch(&options.oversubscribe),
+       "allow --threads above this host's logical CPUs (refused otherwise)")
+      ("device", po::value(&options.device)->default_value(defaults.device),
+       ("where each rank computes: " + listed_choices(kernels::device_records(), true)).c_str())
+      ("precision", po::value(&options.precision)->default_value(defaults.precision),
+       "float math on a GPU: fp32 (exact float products) or tf32 (TF32 tensor cores for GEMMs "
+       "and convolutions, as PyTorch's allow_tf32)")
+      ("comm", po::value(&options.comm)->default_value(defaults.comm),
+       ("gradient allreduce backend: " + listed_choices(comm::backend_records(), true)).c_str());
 
   po::options_description scaling("Scaling study (one launch, growing groups of ranks)");
   // clang-format off
@@ -273,19 +268,27 @@ void check_values(RunOptions& options, const RawNumbers& raw, const po::variable
   if (!(options.learning_rate > 0) || options.learning_rate > 1e12)
     throw UserError(fmt::format("--lr must be in (0, 1e12], got {}", options.learning_rate));
   require_choice("--precision", "precision", options.precision, {"fp32", "tf32"});
-  if (options.precision != "fp32" && options.device == "cpu")
-    throw UserError(fmt::format("--precision {} is for --device cuda; the CPU computes in fp32",
-                                options.precision));
+  if (options.precision != "fp32") {
+    std::vector<std::string> offering;
+    for (const kernels::DeviceRecord& device : kernels::device_records())
+      if (device.offers_tf32) offering.push_back(fmt::format("--device {}", device.name));
+    for (const kernels::DeviceRecord& device : kernels::device_records())
+      if (device.name == options.device && !device.offers_tf32)
+        throw UserError(fmt::format("--precision {} is for {}; --device {} computes in fp32",
+                                    options.precision, fmt::join(offering, " or "), device.name));
+  }
   options.scaling_given = !values["scaling"].defaulted();
-  require_choice("--scaling", "mode", options.scaling, {"weak", "strong"});
+  require_choice("--scaling", "mode", options.scaling,
+                 {results::scaling_name(results::Scaling::weak),
+                  results::scaling_name(results::Scaling::strong)});
   if (values.count("global-batch")) {
     options.global_batch = positive(raw.global_batch, "global-batch");
-    if (options.scaling_given && options.scaling == "weak")
-      throw UserError(
-          "--global-batch is for --scaling strong; weak scaling keeps --batch per rank");
-    options.scaling = "strong";
+    if (options.scaling_given &&
+        results::scaling_named(options.scaling) == results::Scaling::weak)
+      throw UserError("--global-batch is for --scaling strong; weak scaling keeps --batch per rank");
+    options.scaling = results::scaling_name(results::Scaling::strong);
   }
-  if (options.scaling == "strong") {
+  if (results::scaling_named(options.scaling) == results::Scaling::strong) {
     if (!options.global_batch)
       throw UserError("--scaling strong needs --global-batch, the batch split over the ranks");
     if (options.batch)
@@ -358,7 +361,7 @@ std::vector<int> batches_per_rank(const RunOptions& options, const std::vector<i
                                   int default_batch) {
   std::vector<int> batches;
   for (int n : rank_counts) {
-    if (options.scaling == "weak") {
+    if (results::scaling_named(options.scaling) == results::Scaling::weak) {
       batches.push_back(options.batch.value_or(default_batch));
       continue;
     }
@@ -372,9 +375,9 @@ std::vector<int> batches_per_rank(const RunOptions& options, const std::vector<i
   return batches;
 }
 
-std::string recorded_scaling(const RunOptions& options) {
+results::Scaling recorded_scaling(const RunOptions& options) {
   const bool study = !options.ranks.empty() || options.scaling_given || options.global_batch;
-  return study ? options.scaling : "none";
+  return study ? *results::scaling_named(options.scaling) : results::Scaling::none;
 }
 
 std::string run_help_text() {

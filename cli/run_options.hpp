@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "results/run_record.hpp"
+
 namespace dlscale::cli {
 
 struct RunOptions {
@@ -56,7 +58,7 @@ std::vector<int> batches_per_rank(const RunOptions& options, const std::vector<i
                                   int default_batch);
 
 // The scaling mode recorded with the runs: weak, strong, or none for a single plain run.
-std::string recorded_scaling(const RunOptions& options);
+results::Scaling recorded_scaling(const RunOptions& options);
 
 std::string run_help_text();
 

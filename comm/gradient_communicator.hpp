@@ -16,7 +16,6 @@ class GradientCommunicator {
  public:
   virtual ~GradientCommunicator() = default;
 
-  virtual std::string backend_name() const = 0;
   virtual int rank() const = 0;
   virtual int size() const = 0;
 

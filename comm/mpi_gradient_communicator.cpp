@@ -6,10 +6,7 @@
 #include <climits>
 #include <utility>
 
-#include <fmt/format.h>
-
 #include "comm/mpi_check.hpp"
-#include "core/errors.hpp"
 #include "core/thread_names.hpp"
 
 namespace dlscale::comm {
@@ -25,30 +22,12 @@ constexpr std::size_t background_piece_count = (1 << 20) / sizeof(float);
 MpiGradientCommunicator::MpiGradientCommunicator(MPI_Comm parent, kernels::Device& device,
                                                  BackgroundSums background)
     : device_(device), background_(background) {
-  if (background == BackgroundSums::nonblocking_collectives && !device.memory_is_host())
-    throw UserError(
-        fmt::format("--comm mpi-nbc: MPI's non-blocking sums need host memory, "
-                    "and --device {} keeps gradients on the device; use --comm mpi "
-                    "(staged through the host) or --comm nccl",
-                    device.name()));
   DLSCALE_MPI_CHECK(MPI_Comm_dup(parent, &comm_));
   DLSCALE_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
   DLSCALE_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
   DLSCALE_MPI_CHECK(MPI_Comm_size(comm_, &size_));
   if (background == BackgroundSums::hierarchical)
     hierarchical_ = std::make_unique<HierarchicalAllreduce>(comm_);
-}
-
-std::string MpiGradientCommunicator::backend_name() const {
-  switch (background_) {
-    case BackgroundSums::blocking_calls:
-      return "mpi";
-    case BackgroundSums::nonblocking_collectives:
-      return "mpi-nbc";
-    case BackgroundSums::hierarchical:
-      return "mpi-hier";
-  }
-  return "mpi";
 }
 
 MpiGradientCommunicator::~MpiGradientCommunicator() {

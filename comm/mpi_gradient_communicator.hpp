@@ -35,15 +35,15 @@ enum class BackgroundSums {
 
 class MpiGradientCommunicator final : public GradientCommunicator {
  public:
-  // Duplicates `parent` so our traffic never matches anyone else's messages. Throws UserError
-  // for non-blocking collectives on device memory, which would need staging on completion.
+  // Duplicates `parent` so our traffic never matches anyone else's messages. Non-blocking
+  // collectives need host memory (staging would wait on completion); the backend registry
+  // (comm/communicator_factory.cpp) refuses them for other devices.
   MpiGradientCommunicator(MPI_Comm parent, kernels::Device& device,
                           BackgroundSums background = BackgroundSums::blocking_calls);
   ~MpiGradientCommunicator() override;
   MpiGradientCommunicator(const MpiGradientCommunicator&) = delete;
   MpiGradientCommunicator& operator=(const MpiGradientCommunicator&) = delete;
 
-  std::string backend_name() const override;
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 

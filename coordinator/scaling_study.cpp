@@ -11,6 +11,7 @@
 #include "coordinator/measurement_summary.hpp"
 #include "coordinator/scaling_metrics.hpp"
 #include "coordinator/statistics.hpp"
+#include "results/run_record.hpp"
 
 namespace dlscale::coordinator {
 
@@ -73,7 +74,9 @@ double resampled_mean(const std::vector<double>& values, std::mt19937_64& random
 }  // namespace
 
 std::string study_scaling(const results::RunConfiguration& configuration) {
-  return configuration.scaling == "none" ? "weak" : configuration.scaling;
+  return results::scaling_named(configuration.scaling) == results::Scaling::none
+             ? results::scaling_name(results::Scaling::weak)
+             : configuration.scaling;
 }
 
 namespace {

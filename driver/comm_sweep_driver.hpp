@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "comm/communicator_factory.hpp"
 #include "comm/mpi_session.hpp"
+#include "kernels/device_factory.hpp"
 #include "results/study_record.hpp"
 #include "worker/allreduce_sweep.hpp"
 
@@ -17,8 +19,8 @@ namespace dlscale::driver {
 struct CommSweepPlan {
   std::vector<std::uint64_t> element_counts;  // float32 elements, smallest first
   worker::AllreduceSchedule schedule;
-  std::string device_name;            // a registered device
-  std::string comm_backend;           // a registered gradient communicator
+  kernels::DeviceKind device_kind = kernels::DeviceKind::cpu;
+  comm::Backend comm_backend = comm::Backend::mpi;  // checked against the device
   std::filesystem::path output_path;  // rank 0 only, checked writable
   bool overwrite = false;
 };

@@ -61,13 +61,6 @@ constexpr int cpu_gemm_order = 1024;
 // spanned 4-8% at 0.3 s, 5-6% at 0.5 s and 4% at 1 s (max - min over max, 1 and 2 threads).
 constexpr double yardstick_least_seconds = 0.5;
 
-// The CUDA ordinal the device drew, for NVML; -1 on a device that names none.
-int gpu_index_of(const kernels::Device& device) {
-  for (const auto& [name, value] : device.properties())
-    if (name == "gpu_index") return std::stoi(value);
-  return -1;
-}
-
 // The stop signal any rank of `comm` received (the largest number), or 0: one decision for all.
 int agreed_stop_signal(MPI_Comm comm) {
   const int mine = stop_signal_received();
@@ -109,10 +102,10 @@ void set_up_or_fail_point(MPI_Comm group, const std::function<void()>& set_up) {
 // Throws PointFailure, on every rank of the group, where any rank's estimate of the network, its
 // data and its buffers exceeds its device's free memory (shared by the ranks on one device).
 void fail_unless_it_fits(MPI_Comm group, const workloads::Workload& workload, int batch,
-                         int batches, kernels::Device& device,
+                         int batches, kernels::Device& device, const TrainingPlan& plan,
                          const comm::HostPlacement& placement) {
   comm::agree_on_success(group, [&] {
-    const int devices = kernels::devices_per_host(device.name());
+    const int devices = kernels::device_record(plan.device_kind).devices_per_host();
     const int ranks_on_device = (placement.ranks_on_host + devices - 1) / devices;
     const std::string shortfall = worker::memory_shortfall(
         workload, batch, batches, ranks_on_device, device.free_memory_bytes());
@@ -144,7 +137,7 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
   const int batch = point.batch_per_rank;
   const int batches = distinct_batches(workload, batch);
   if (plan.check_memory_per_point)
-    fail_unless_it_fits(group, workload, batch, batches, device, placement);
+    fail_unless_it_fits(group, workload, batch, batches, device, plan, placement);
 
   PointSetUp run;
   run.communicator = comm::make_gradient_communicator(plan.comm_backend, group, device);
@@ -169,7 +162,8 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
   });
   run.exchange = worker::make_gradient_exchange(
       *run.network, std::size_t(plan.bucket_mb * (1 << 20)), plan.overlap);
-  const auto samplers = worker::make_samplers({plan.sample_interval_seconds, gpu_index_of(device)});
+  const auto samplers =
+      worker::make_samplers({plan.sample_interval_seconds, device.gpu_index()});
   // How much slower compute gets with the point's ranks side by side, for `dlscale predict`.
   auto node_sharing =
       worker::probe_node_sharing(*run.network, *run.data, device, group,
@@ -209,24 +203,13 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
   report.host = host_name();
   report.local_rank = placement.local_rank;
 
-  results::RunConfiguration configuration{workload.name(),
-                                          workload.family(),
-                                          workload.description(),
-                                          workload.parameter_count(),
-                                          workload.training_flops_per_sample(),
-                                          batch,
-                                          plan.schedule.warmup_iterations,
-                                          measured_iterations,
-                                          point.threads,
-                                          point.repeat,
-                                          run.communicator->backend_name(),
-                                          device.name(),
-                                          point.seed,
-                                          plan.learning_rate,
-                                          sgd_momentum,
-                                          plan.scaling,
-                                          plan.bucket_mb,
-                                          plan.overlap};
+  results::RunConfiguration configuration{
+      workload.name(), workload.family(), workload.description(), workload.parameter_count(),
+      workload.training_flops_per_sample(), batch, plan.schedule.warmup_iterations,
+      measured_iterations, point.threads, point.repeat,
+      comm::backend_record(plan.comm_backend).name, kernels::device_record(plan.device_kind).name,
+      point.seed, plan.learning_rate, sgd_momentum, results::scaling_name(plan.scaling), plan.bucket_mb,
+      plan.overlap};
   std::vector<results::LayerRecord> layers;
   for (const auto& layer : run.network->layers())
     layers.push_back({layer->kind(), layer->parameter_count()});
@@ -278,7 +261,7 @@ void use_threads(std::unique_ptr<kernels::Device>& device, const TrainingPlan& p
   device.reset();  // one device at a time: the CPU's threads are process-wide
   kernels::DeviceSettings settings = plan.device_settings;
   settings.compute_threads = threads;
-  device = kernels::make_device(plan.device_name, settings);
+  device = kernels::device_record(plan.device_kind).make(settings);
 }
 
 // The point that `dlscale predict` measures efficiency against: the fewest ranks, then threads.
@@ -304,16 +287,17 @@ std::optional<results::NodeSharingProbe> probe_without_training(const TrainingPl
   probe.threads = device.compute_threads();
   // Strong scaling splits the global batch further; the curve is per sample (see predict).
   probe.batch_per_rank =
-      plan.scaling == "strong"
-          ? std::max(
-                1, int(std::lround(double(baseline.batch_per_rank) * baseline.ranks / probe.ranks)))
+      plan.scaling == results::Scaling::strong
+          ? std::max(1, int(std::lround(double(baseline.batch_per_rank) * baseline.ranks /
+                                        probe.ranks)))
           : baseline.batch_per_rank;
   const comm::HostPlacement placement = comm::host_placement(group);
   DLSCALE_MPI_CHECK(
       MPI_Allreduce(&placement.ranks_on_host, &probe.ranks_per_node, 1, MPI_INT, MPI_MAX, group));
   const workloads::Workload& workload = *plan.workload;
   const int batches = distinct_batches(workload, probe.batch_per_rank);
-  fail_unless_it_fits(group, workload, probe.batch_per_rank, batches, device, placement);
+  fail_unless_it_fits(group, workload, probe.batch_per_rank, batches, device, plan,
+                      placement);
   int group_rank = 0;
   DLSCALE_MPI_CHECK(MPI_Comm_rank(group, &group_rank));
   std::unique_ptr<kernels::Network<float>> network;

@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "comm/communicator_factory.hpp"
 #include "kernels/device.hpp"
 #include "kernels/device_factory.hpp"
+#include "results/run_record.hpp"
 #include "worker/training_loop.hpp"
 #include "workloads/workload.hpp"
 
@@ -30,14 +32,14 @@ struct TrainingPlan {
   std::unique_ptr<workloads::Workload> workload;
   std::vector<SweepPoint> points;  // in the order they run
   worker::TrainingSchedule schedule;
-  std::string device_name;                  // a registered device
+  kernels::DeviceKind device_kind = kernels::DeviceKind::cpu;
   kernels::DeviceSettings device_settings;  // its threads are replaced by each point's
   std::unique_ptr<kernels::Device> device;  // made and checked with the first point's threads
-  std::string comm_backend;                 // a registered gradient communicator
+  comm::Backend comm_backend = comm::Backend::mpi;  // checked against the device
   double bucket_mb = 25;
   bool overlap = true;
   double learning_rate = 0.01;
-  std::string scaling = "none";          // recorded with the runs: weak, strong or none
+  results::Scaling scaling = results::Scaling::none;
   double sample_interval_seconds = 0.2;  // 0: resources are not sampled
   double point_timeout_seconds = 0;      // 0: no limit
   double stall_timeout_seconds = -1;     // see StallSettings: -1 automatic, 0 off

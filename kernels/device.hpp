@@ -93,7 +93,6 @@ class Device {
  public:
   virtual ~Device() = default;
 
-  virtual std::string name() const = 0;         // "cpu", "cuda"
   virtual std::string description() const = 0;  // the hardware model
   virtual DeviceProperties properties() const = 0;
   virtual int compute_threads() const = 0;
@@ -101,6 +100,8 @@ class Device {
   virtual std::size_t free_memory_bytes() const = 0;
   // True when device memory is host memory (MPI can sum it in place).
   virtual bool memory_is_host() const = 0;
+  // The CUDA ordinal of the GPU this device drew, for NVML; -1 on a device that has none.
+  virtual int gpu_index() const { return -1; }
 
   virtual void* allocate(std::size_t bytes) = 0;
   virtual void deallocate(void* pointer) noexcept = 0;

@@ -2,7 +2,9 @@
 #include "kernels/device_factory.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -12,33 +14,57 @@
 
 namespace dlscale::kernels {
 
-std::vector<std::string> device_names() { return {"cpu", "cuda"}; }
+namespace {
 
-void check_device_name(const std::string& name) {
-  require_choice("--device", "device", name, device_names());
-  if (name == "cuda" && !gpu_module_built())
-    throw UserError(fmt::format("--device cuda: {}", built_without_cuda));
-}
+const char* cuda_unbuilt_reason() { return gpu_module_built() ? nullptr : built_without_cuda; }
 
-int devices_per_host(const std::string& name) {
-  if (name == "cuda") return std::max(visible_gpu_count("--device cuda"), 1);
-  return 1;
-}
+int visible_gpus() { return gpu_module("--device cuda").visible_gpu_count(); }
 
-std::unique_ptr<Device> make_device(const std::string& name, const DeviceSettings& settings) {
-  check_device_name(name);
-  if (name == "cuda") {
-    const int gpus = visible_gpu_count("--device cuda");
-    if (gpus == 0) {
-      const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-      throw UserError(fmt::format("--device cuda: no CUDA GPU is visible to this process{}",
-                                  visible != nullptr
-                                      ? fmt::format(" (CUDA_VISIBLE_DEVICES={})", visible)
-                                      : std::string(" (no driver, or no GPU)")));
-    }
-    return make_cuda_device(settings.local_rank % gpus, settings.precision);
+std::unique_ptr<Device> make_cuda_device(const DeviceSettings& settings) {
+  const int gpus = visible_gpus();
+  if (gpus == 0) {
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    throw UserError(fmt::format("--device cuda: no CUDA GPU is visible to this process{}",
+                                visible != nullptr
+                                    ? fmt::format(" (CUDA_VISIBLE_DEVICES={})", visible)
+                                    : std::string(" (no driver, or no GPU)")));
   }
-  return std::make_unique<CpuDevice>(settings.compute_threads);
+  return std::unique_ptr<Device>(gpu_module("--device cuda")
+                                     .make_device(settings.local_rank % gpus, settings.precision));
+}
+
+const std::array<DeviceRecord, 2> records = {{
+    {DeviceKind::cpu, "cpu", "the host's cores, with OpenBLAS and oneDNN", true, false,
+     [] { return static_cast<const char*>(nullptr); }, [] { return 1; },
+     [](const DeviceSettings& settings) -> std::unique_ptr<Device> {
+       return std::make_unique<CpuDevice>(settings.compute_threads);
+     }},
+    {DeviceKind::cuda, "cuda",
+     "GPU local_rank % visible GPUs; cuBLAS, cuDNN, and each step captured once as a CUDA graph "
+     "and replayed",
+     false, true, cuda_unbuilt_reason, [] { return std::max(visible_gpus(), 1); },
+     make_cuda_device},
+}};
+
+}  // namespace
+
+std::span<const DeviceRecord> device_records() { return records; }
+
+const DeviceRecord& device_record(DeviceKind kind) {
+  return *std::find_if(records.begin(), records.end(),
+                       [&](const DeviceRecord& record) { return record.kind == kind; });
+}
+
+const DeviceRecord& find_device(const std::string& name) {
+  std::vector<std::string> names;
+  for (const DeviceRecord& record : records) names.push_back(record.name);
+  require_choice("--device", "device", name, names);
+  const DeviceRecord& record =
+      *std::find_if(records.begin(), records.end(),
+                    [&](const DeviceRecord& candidate) { return candidate.name == name; });
+  if (const char* reason = record.unbuilt_reason())
+    throw UserError(fmt::format("--device {}: {}", record.name, reason));
+  return record;
 }
 
 }  // namespace dlscale::kernels

@@ -1,18 +1,17 @@
-// The one place that maps a device name to a Device.
+// The device registry: one record per device (its name, one line of help, what it offers and how
+// it is made), from which the command line builds its help, its checks and its messages. A new
+// device is its folder and one line in device_factory.cpp.
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
-#include <vector>
 
 #include "kernels/device.hpp"
 
 namespace dlscale::kernels {
 
-std::vector<std::string> device_names();
-
-// Throws UserError naming the available devices unless `name` is one of them and was built in.
-void check_device_name(const std::string& name);
+enum class DeviceKind { cpu, cuda };
 
 // What a device is made with: CPU threads, float precision on GPUs, and the rank's index on its
 // host, which picks its GPU (local_rank % visible GPUs).
@@ -22,11 +21,28 @@ struct DeviceSettings {
   int local_rank = 0;
 };
 
-// How many devices of this kind one host offers its ranks: 1 for the CPU (all ranks share its
-// memory), the visible GPUs for cuda.
-int devices_per_host(const std::string& name);
+struct DeviceRecord {
+  DeviceKind kind;
+  const char* name;  // as --device takes it and results files record it
+  const char* help;  // what --help says of it: where the work runs and which libraries do it
+  // Device memory is host memory: MPI sums it in place, with no staging.
+  bool memory_is_host;
+  // --precision tf32 is offered (tensor cores); a device without it computes in fp32 only.
+  bool offers_tf32;
+  // Why this dlscale cannot make the device (it was built without its libraries), or null.
+  const char* (*unbuilt_reason)();
+  // How many devices of this kind one host offers its ranks (ranks beyond share them).
+  int (*devices_per_host)();
+  // Throws UserError when this process cannot have one (no GPU visible, say).
+  std::unique_ptr<Device> (*make)(const DeviceSettings& settings);
+};
 
-// Throws UserError for an unknown or unbuilt device, or a GPU device with no GPU visible.
-std::unique_ptr<Device> make_device(const std::string& name, const DeviceSettings& settings);
+// Every device, in the order help texts list them.
+std::span<const DeviceRecord> device_records();
+const DeviceRecord& device_record(DeviceKind kind);
+
+// The record named `name` (--device). Throws UserError naming the devices unless it is one of
+// them, and when this dlscale was built without it.
+const DeviceRecord& find_device(const std::string& name);
 
 }  // namespace dlscale::kernels

@@ -21,8 +21,7 @@ constexpr const char* module_name = "libdlscale_cuda.so";
 struct GpuModule {
   void* handle = nullptr;
   std::string error;  // why it could not be loaded
-  int (*visible_gpu_count)() = nullptr;
-  Device* (*make_device)(int, Precision) = nullptr;
+  const GpuModuleEntryPoints* entry_points = nullptr;
 };
 
 GpuModule load() {
@@ -43,13 +42,11 @@ GpuModule load() {
       module.error = ::dlerror();
       return module;
     }
-    module.visible_gpu_count =
-        reinterpret_cast<int (*)()>(::dlsym(module.handle, "dlscale_cuda_visible_gpu_count"));
-    module.make_device = reinterpret_cast<Device* (*)(int, Precision)>(
-        ::dlsym(module.handle, "dlscale_cuda_make_device"));
-    if (!module.visible_gpu_count || !module.make_device) {
-      module.error =
-          fmt::format("{} lacks dlscale's entry points; reinstall dlscale", candidate.string());
+    module.entry_points = static_cast<const GpuModuleEntryPoints*>(
+        ::dlsym(module.handle, gpu_module_symbol));
+    if (module.entry_points == nullptr) {
+      module.error = fmt::format("{} lacks dlscale's entry points; reinstall dlscale",
+                                 candidate.string());
       module.handle = nullptr;
     }
     return module;
@@ -65,14 +62,6 @@ const GpuModule& loaded() {
   return module;
 }
 
-const GpuModule& required(const char* option) {
-  const GpuModule& module = loaded();
-  if (module.handle == nullptr)
-    throw UserError(
-        fmt::format("{}: cannot load dlscale's CUDA support: {}", option, module.error));
-  return module;
-}
-
 }  // namespace
 
 bool gpu_module_built() {
@@ -83,14 +72,11 @@ bool gpu_module_built() {
 #endif
 }
 
-int visible_gpu_count(const char* option) { return required(option).visible_gpu_count(); }
-
-std::unique_ptr<Device> make_cuda_device(int gpu_index, Precision precision) {
-  return std::unique_ptr<Device>(required("--device cuda").make_device(gpu_index, precision));
-}
-
-void* gpu_module_entry(const char* name, const char* option) {
-  return ::dlsym(required(option).handle, name);
+const GpuModuleEntryPoints& gpu_module(const char* option) {
+  const GpuModule& module = loaded();
+  if (module.handle == nullptr)
+    throw UserError(fmt::format("{}: cannot load dlscale's CUDA support: {}", option, module.error));
+  return *module.entry_points;
 }
 
 }  // namespace dlscale::kernels

@@ -4,8 +4,11 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -13,6 +16,21 @@
 #include "results/measurement.hpp"
 
 namespace dlscale::results {
+
+// The scaling mode recorded with a run: weak (--batch per rank), strong (--global-batch split
+// over the ranks), or none for a single plain run.
+enum class Scaling { none, weak, strong };
+
+// As --scaling and results files spell them, in the enum's order.
+inline constexpr std::array<const char*, 3> scaling_names = {"none", "weak", "strong"};
+inline const char* scaling_name(Scaling scaling) { return scaling_names[std::size_t(scaling)]; }
+
+// The mode a file or --scaling names; nothing for a name that is none of them.
+inline std::optional<Scaling> scaling_named(std::string_view name) {
+  for (std::size_t i = 0; i < scaling_names.size(); ++i)
+    if (name == scaling_names[i]) return Scaling(i);
+  return std::nullopt;
+}
 
 struct RunConfiguration {
   std::string model;
@@ -30,7 +48,7 @@ struct RunConfiguration {
   std::uint64_t seed = 0;
   double learning_rate = 0;
   double momentum = 0;
-  std::string scaling = "none";  // weak, strong, or none for a single run
+  std::string scaling = scaling_names[0];  // a scaling_name(), as the file holds it
   double bucket_mb = 0;          // gradient bucket size, MiB
   bool overlap = false;          // bucket sums started during backward
 };

@@ -23,7 +23,6 @@ class NcclGradientCommunicator final : public GradientCommunicator {
   NcclGradientCommunicator(const NcclGradientCommunicator&) = delete;
   NcclGradientCommunicator& operator=(const NcclGradientCommunicator&) = delete;
 
-  std::string backend_name() const override { return "nccl"; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 

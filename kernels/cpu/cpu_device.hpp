@@ -20,7 +20,6 @@ class CpuDevice final : public Device {
   explicit CpuDevice(int compute_threads);
   ~CpuDevice() override;
 
-  std::string name() const override { return "cpu"; }
   std::string description() const override;
   DeviceProperties properties() const override;
   int compute_threads() const override { return compute_threads_; }

@@ -18,12 +18,12 @@ class CudaDevice final : public Device {
   CudaDevice(const CudaDevice&) = delete;
   CudaDevice& operator=(const CudaDevice&) = delete;
 
-  std::string name() const override { return "cuda"; }
   std::string description() const override;
   DeviceProperties properties() const override;
   int compute_threads() const override { return 1; }
   std::size_t free_memory_bytes() const override;
   bool memory_is_host() const override { return false; }
+  int gpu_index() const override { return context_.device; }
 
   void* allocate(std::size_t bytes) override;
   void deallocate(void* pointer) noexcept override;

@@ -2,30 +2,35 @@
 // backend. dlscale loads it with dlopen only when a run asks for --device cuda, so that the other
 // commands, and CPU runs, do not pay for mapping CUDA, cuBLAS, cuDNN and NCCL (about a second per
 // process) and start on nodes without them. kernels/gpu_module.cpp is the other side.
-#include <mpi.h>
-
 #include "kernels/cuda/cuda_device.hpp"
+#include "kernels/gpu_module_entry_points.hpp"
 #ifdef DLSCALE_HAVE_NCCL
+#include "comm/communicator_factory.hpp"
 #include "comm/nccl/nccl_gradient_communicator.hpp"
 #endif
 
+namespace {
+
 using dlscale::kernels::CudaDevice;
-
-extern "C" {
-
-int dlscale_cuda_visible_gpu_count() { return dlscale::kernels::visible_gpu_count(); }
-
-// Errors are thrown as the UserError and LibraryError of the program that loaded the module.
-dlscale::kernels::Device* dlscale_cuda_make_device(int gpu_index,
-                                                   dlscale::kernels::Precision precision) {
-  return new CudaDevice(gpu_index, precision);
-}
+using dlscale::kernels::Device;
 
 #ifdef DLSCALE_HAVE_NCCL
-dlscale::comm::GradientCommunicator* dlscale_nccl_make_communicator(
-    MPI_Comm group, dlscale::kernels::Device& device) {
-  return new dlscale::comm::NcclGradientCommunicator(group, dynamic_cast<CudaDevice&>(device));
+dlscale::comm::GradientCommunicator* make_nccl_communicator(const dlscale::comm::MpiGroup& group,
+                                                            Device& device) {
+  return new dlscale::comm::NcclGradientCommunicator(group.comm, dynamic_cast<CudaDevice&>(device));
 }
 #endif
 
-}  // extern "C"
+}  // namespace
+
+extern "C" const dlscale::kernels::GpuModuleEntryPoints dlscale_gpu_module = {
+    [] { return dlscale::kernels::visible_gpu_count(); },
+    [](int gpu_index, dlscale::kernels::Precision precision) -> Device* {
+      return new CudaDevice(gpu_index, precision);
+    },
+#ifdef DLSCALE_HAVE_NCCL
+    make_nccl_communicator,
+#else
+    nullptr,
+#endif
+};

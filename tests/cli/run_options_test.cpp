@@ -160,11 +160,11 @@ TEST(RankSweep, BadListsAndTooManyRanksAreRefused) {
 TEST(RankSweep, WeakKeepsTheBatchAndStrongSplitsTheGlobalBatch) {
   const auto weak = parse_run_options({"--ranks", "1,2,4", "--batch", "32"});
   EXPECT_EQ(batches_per_rank(weak, {1, 2, 4}, 64), (std::vector<int>{32, 32, 32}));
-  EXPECT_EQ(recorded_scaling(weak), "weak");
+  EXPECT_EQ(recorded_scaling(weak), dlscale::results::Scaling::weak);
   const auto strong = parse_run_options({"--ranks", "1,2,4", "--global-batch", "256"});
   EXPECT_EQ(strong.scaling, "strong");
   EXPECT_EQ(batches_per_rank(strong, {1, 2, 4}, 64), (std::vector<int>{256, 128, 64}));
-  EXPECT_EQ(recorded_scaling(parse_run_options({})), "none");
+  EXPECT_EQ(recorded_scaling(parse_run_options({})), dlscale::results::Scaling::none);
 }
 
 TEST(RankSweep, StrongScalingMistakesAreNamed) {

@@ -31,7 +31,6 @@ TEST(AllreduceSweepOverMpi, EverySumIsExact) {
 class LastRankCorrupts final : public comm::GradientCommunicator {
  public:
   explicit LastRankCorrupts(kernels::Device& device) : mpi_(MPI_COMM_WORLD, device) {}
-  std::string backend_name() const override { return mpi_.backend_name(); }
   int rank() const override { return mpi_.rank(); }
   int size() const override { return mpi_.size(); }
   void allreduce_sum(std::span<float> values) override {

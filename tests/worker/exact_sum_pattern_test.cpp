@@ -65,7 +65,6 @@ class CorruptingCommunicator final : public comm::GradientCommunicator {
  public:
   explicit CorruptingCommunicator(std::size_t corrupted_elements)
       : corrupted_elements_(corrupted_elements) {}
-  std::string backend_name() const override { return "corrupting"; }
   int rank() const override { return 0; }
   int size() const override { return 1; }
   void allreduce_sum(std::span<float> values) override {

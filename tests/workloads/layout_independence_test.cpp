@@ -17,7 +17,6 @@ class PlainLayoutCpu final : public Device {
  public:
   PlainLayoutCpu() : cpu_(1) {}
 
-  std::string name() const override { return cpu_.name(); }
   std::string description() const override { return cpu_.description(); }
   DeviceProperties properties() const override { return cpu_.properties(); }
   int compute_threads() const override { return cpu_.compute_threads(); }
