@@ -96,12 +96,9 @@ int comm_command(int argc, char** argv) {
       return 0;
     }
     const driver::CommSweepPlan plan{
-        sweep.element_counts,
-        {sweep.options.warmup_iterations, sweep.options.measured_iterations},
-        sweep.device,
-        sweep.backend,
-        sweep.output_path,
-        sweep.options.overwrite};
+        sweep.element_counts, {sweep.options.warmup_iterations, sweep.options.measured_iterations},
+        sweep.device,         sweep.backend,
+        sweep.output_path,    sweep.options.overwrite};
     return driver::run_comm_sweep_plan(plan, mpi, file_origin("comm", argc, argv, start));
   });
 }

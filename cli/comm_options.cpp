@@ -43,6 +43,7 @@ po::options_description option_descriptions(CommOptions& options, RawValues& raw
   // clang-format on
 
   po::options_description measuring("Measuring");
+  // clang-format off
   measuring.add_options()
       ("iters,n", po::value(&raw.iterations)->default_value(defaults.measured_iterations),
        "measured allreduce calls per size")
@@ -55,6 +56,7 @@ po::options_description option_descriptions(CommOptions& options, RawValues& raw
        ("where the buffers live: " + listed_choices(kernels::device_records(), false) +
         " (a GPU: each rank's); the default is the device the backend needs (cuda with --comm "
         "nccl), else cpu, and a GPU with --comm mpi measures staging through the host").c_str());
+  // clang-format on
 
   po::options_description output("Output");
   // clang-format off

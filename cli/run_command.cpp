@@ -88,10 +88,11 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
   comm::check_backend(backend, device);
   const int logical_cpus = logical_cpu_count();
   if (options.threads.back() > logical_cpus && !options.oversubscribe)
-    throw UserError(fmt::format("--threads {}: more than the {} logical CPUs of {}; threads "
-                                "beyond the cores only slow every rank down (add "
-                                "--oversubscribe to measure it anyway)",
-                                options.threads.back(), logical_cpus, host_name()));
+    throw UserError(
+        fmt::format("--threads {}: more than the {} logical CPUs of {}; threads "
+                    "beyond the cores only slow every rank down (add "
+                    "--oversubscribe to measure it anyway)",
+                    options.threads.back(), logical_cpus, host_name()));
   plan.device_kind = device.kind;
   plan.device_settings = {options.threads.front(), precision_of(options.precision),
                           placement.local_rank};
@@ -106,9 +107,10 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
         ranks_on_device, plan.device->free_memory_bytes(), plan.device->description());
   }
   if (options.overlap && !mpi.supports_progress_thread())
-    throw UserError("this MPI library cannot be called from a progress thread "
-                    "(MPI_THREAD_SERIALIZED), which overlapped gradient sums need; "
-                    "use --no-overlap");
+    throw UserError(
+        "this MPI library cannot be called from a progress thread "
+        "(MPI_THREAD_SERIALIZED), which overlapped gradient sums need; "
+        "use --no-overlap");
   plan.comm_backend = backend.backend;
   plan.bucket_mb = options.bucket_mb;
   plan.overlap = options.overlap;

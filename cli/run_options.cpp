@@ -63,6 +63,7 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
   // clang-format on
 
   po::options_description system("System");
+  // clang-format off
   system.add_options()
       ("threads,t", po::value(&raw.threads)->default_value(raw.threads),
        "compute threads per rank (OpenBLAS and OpenMP), or a list (1,2,4,8) to measure each "
@@ -77,6 +78,7 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
        "and convolutions, as PyTorch's allow_tf32)")
       ("comm", po::value(&options.comm)->default_value(defaults.comm),
        ("gradient allreduce backend: " + listed_choices(comm::backend_records(), true)).c_str());
+  // clang-format on
 
   po::options_description scaling("Scaling study (one launch, growing groups of ranks)");
   // clang-format off
@@ -283,9 +285,9 @@ void check_values(RunOptions& options, const RawNumbers& raw, const po::variable
                   results::scaling_name(results::Scaling::strong)});
   if (values.count("global-batch")) {
     options.global_batch = positive(raw.global_batch, "global-batch");
-    if (options.scaling_given &&
-        results::scaling_named(options.scaling) == results::Scaling::weak)
-      throw UserError("--global-batch is for --scaling strong; weak scaling keeps --batch per rank");
+    if (options.scaling_given && results::scaling_named(options.scaling) == results::Scaling::weak)
+      throw UserError(
+          "--global-batch is for --scaling strong; weak scaling keeps --batch per rank");
     options.scaling = results::scaling_name(results::Scaling::strong);
   }
   if (results::scaling_named(options.scaling) == results::Scaling::strong) {

@@ -88,9 +88,10 @@ void check_backend(const BackendRecord& backend, const kernels::DeviceRecord& de
   for (const BackendRecord& other : records)
     if (other.unbuilt_reason == nullptr && serves(other, device))
       others.push_back(fmt::format("--comm {}", other.name));
-  throw UserError(fmt::format("--comm {}: it sums host memory only, and --device {} keeps "
-                              "gradients on the device; use {}",
-                              backend.name, device.name, fmt::join(others, ", ")));
+  throw UserError(
+      fmt::format("--comm {}: it sums host memory only, and --device {} keeps "
+                  "gradients on the device; use {}",
+                  backend.name, device.name, fmt::join(others, ", ")));
 }
 
 std::unique_ptr<GradientCommunicator> make_gradient_communicator(Backend backend, MPI_Comm group,

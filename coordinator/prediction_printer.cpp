@@ -81,8 +81,9 @@ std::string format_prediction_table(const ScalingPrediction& prediction,
   std::string out;
   auto line = std::back_inserter(out);
   const bool strong = results::scaling_named(prediction.scaling) == results::Scaling::strong;
-  fmt::format_to(line, "{} ({} scaling, {}, {} thread(s)/rank), {} allreduce, efficiency against "
-                       "{} rank(s)\n",
+  fmt::format_to(line,
+                 "{} ({} scaling, {}, {} thread(s)/rank), {} allreduce, efficiency against "
+                 "{} rank(s)\n",
                  prediction.model, prediction.scaling,
                  strong ? fmt::format("global batch {:g}", prediction.global_batch)
                         : fmt::format("batch {:g}/rank", prediction.batch_per_rank),

@@ -67,9 +67,9 @@ std::optional<results::LinkSweep> measure_link_sweep(const CommSweepPlan& plan,
     const auto measurements = worker::measure_allreduce_sweep(*communicator, group, device,
                                                               plan.element_counts, plan.schedule);
     for (const std::uint64_t wrong : measurements.wrong_elements) wrong_elements += wrong;
-    auto record = coordinator::gather_comm_sweep(group, measurements, plan.element_counts,
-                                                 plan.schedule, host_name(),
-                                                 comm::backend_record(plan.comm_backend).name);
+    auto record =
+        coordinator::gather_comm_sweep(group, measurements, plan.element_counts, plan.schedule,
+                                       host_name(), comm::backend_record(plan.comm_backend).name);
     if (record && mpi.world_rank() == 0)
       sweep = coordinator::link_sweep_of(std::move(*record), link, communicators);
   }
@@ -122,8 +122,8 @@ int run_comm_sweep_plan(const CommSweepPlan& plan, const comm::MpiSession& mpi,
   // fails every rank with its one line.
   std::unique_ptr<kernels::Device> device;
   comm::agree_on_success(mpi.world(), [&] {
-    device = kernels::device_record(plan.device_kind)
-                 .make({1, kernels::Precision::fp32, local_rank});
+    device =
+        kernels::device_record(plan.device_kind).make({1, kernels::Precision::fp32, local_rank});
     const std::uint64_t largest_bytes = plan.element_counts.back() * sizeof(float);
     if (!device->memory_is_host() && largest_bytes > device->free_memory_bytes())
       throw UserError(fmt::format(
@@ -138,10 +138,9 @@ int run_comm_sweep_plan(const CommSweepPlan& plan, const comm::MpiSession& mpi,
                plan.schedule.warmup_iterations, plan.schedule.measured_iterations);
   const auto measurements = worker::measure_allreduce_sweep(*communicator, group, *device,
                                                             plan.element_counts, plan.schedule);
-  auto record = coordinator::gather_comm_sweep(group, measurements, plan.element_counts,
-                                               plan.schedule,
-                                               host_name(),
-                                               comm::backend_record(plan.comm_backend).name);
+  auto record =
+      coordinator::gather_comm_sweep(group, measurements, plan.element_counts, plan.schedule,
+                                     host_name(), comm::backend_record(plan.comm_backend).name);
   std::uint64_t link_wrong_elements = 0;
   auto links = measure_link_sweeps(plan, mpi, *device, link_wrong_elements);
   const std::uint64_t wrong_elements =

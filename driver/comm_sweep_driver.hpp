@@ -21,7 +21,7 @@ struct CommSweepPlan {
   worker::AllreduceSchedule schedule;
   kernels::DeviceKind device_kind = kernels::DeviceKind::cpu;
   comm::Backend comm_backend = comm::Backend::mpi;  // checked against the device
-  std::filesystem::path output_path;  // rank 0 only, checked writable
+  std::filesystem::path output_path;                // rank 0 only, checked writable
   bool overwrite = false;
 };
 

@@ -162,8 +162,7 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
   });
   run.exchange = worker::make_gradient_exchange(
       *run.network, std::size_t(plan.bucket_mb * (1 << 20)), plan.overlap);
-  const auto samplers =
-      worker::make_samplers({plan.sample_interval_seconds, device.gpu_index()});
+  const auto samplers = worker::make_samplers({plan.sample_interval_seconds, device.gpu_index()});
   // How much slower compute gets with the point's ranks side by side, for `dlscale predict`.
   auto node_sharing =
       worker::probe_node_sharing(*run.network, *run.data, device, group,
@@ -203,13 +202,24 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
   report.host = host_name();
   report.local_rank = placement.local_rank;
 
-  results::RunConfiguration configuration{
-      workload.name(), workload.family(), workload.description(), workload.parameter_count(),
-      workload.training_flops_per_sample(), batch, plan.schedule.warmup_iterations,
-      measured_iterations, point.threads, point.repeat,
-      comm::backend_record(plan.comm_backend).name, kernels::device_record(plan.device_kind).name,
-      point.seed, plan.learning_rate, sgd_momentum, results::scaling_name(plan.scaling), plan.bucket_mb,
-      plan.overlap};
+  results::RunConfiguration configuration{workload.name(),
+                                          workload.family(),
+                                          workload.description(),
+                                          workload.parameter_count(),
+                                          workload.training_flops_per_sample(),
+                                          batch,
+                                          plan.schedule.warmup_iterations,
+                                          measured_iterations,
+                                          point.threads,
+                                          point.repeat,
+                                          comm::backend_record(plan.comm_backend).name,
+                                          kernels::device_record(plan.device_kind).name,
+                                          point.seed,
+                                          plan.learning_rate,
+                                          sgd_momentum,
+                                          results::scaling_name(plan.scaling),
+                                          plan.bucket_mb,
+                                          plan.overlap};
   std::vector<results::LayerRecord> layers;
   for (const auto& layer : run.network->layers())
     layers.push_back({layer->kind(), layer->parameter_count()});
@@ -288,16 +298,15 @@ std::optional<results::NodeSharingProbe> probe_without_training(const TrainingPl
   // Strong scaling splits the global batch further; the curve is per sample (see predict).
   probe.batch_per_rank =
       plan.scaling == results::Scaling::strong
-          ? std::max(1, int(std::lround(double(baseline.batch_per_rank) * baseline.ranks /
-                                        probe.ranks)))
+          ? std::max(
+                1, int(std::lround(double(baseline.batch_per_rank) * baseline.ranks / probe.ranks)))
           : baseline.batch_per_rank;
   const comm::HostPlacement placement = comm::host_placement(group);
   DLSCALE_MPI_CHECK(
       MPI_Allreduce(&placement.ranks_on_host, &probe.ranks_per_node, 1, MPI_INT, MPI_MAX, group));
   const workloads::Workload& workload = *plan.workload;
   const int batches = distinct_batches(workload, probe.batch_per_rank);
-  fail_unless_it_fits(group, workload, probe.batch_per_rank, batches, device, plan,
-                      placement);
+  fail_unless_it_fits(group, workload, probe.batch_per_rank, batches, device, plan, placement);
   int group_rank = 0;
   DLSCALE_MPI_CHECK(MPI_Comm_rank(group, &group_rank));
   std::unique_ptr<kernels::Network<float>> network;

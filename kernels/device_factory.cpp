@@ -29,8 +29,8 @@ std::unique_ptr<Device> make_cuda_device(const DeviceSettings& settings) {
                                     ? fmt::format(" (CUDA_VISIBLE_DEVICES={})", visible)
                                     : std::string(" (no driver, or no GPU)")));
   }
-  return std::unique_ptr<Device>(gpu_module("--device cuda")
-                                     .make_device(settings.local_rank % gpus, settings.precision));
+  return std::unique_ptr<Device>(
+      gpu_module("--device cuda").make_device(settings.local_rank % gpus, settings.precision));
 }
 
 const std::array<DeviceRecord, 2> records = {{

@@ -42,11 +42,11 @@ GpuModule load() {
       module.error = ::dlerror();
       return module;
     }
-    module.entry_points = static_cast<const GpuModuleEntryPoints*>(
-        ::dlsym(module.handle, gpu_module_symbol));
+    module.entry_points =
+        static_cast<const GpuModuleEntryPoints*>(::dlsym(module.handle, gpu_module_symbol));
     if (module.entry_points == nullptr) {
-      module.error = fmt::format("{} lacks dlscale's entry points; reinstall dlscale",
-                                 candidate.string());
+      module.error =
+          fmt::format("{} lacks dlscale's entry points; reinstall dlscale", candidate.string());
       module.handle = nullptr;
     }
     return module;
@@ -75,7 +75,8 @@ bool gpu_module_built() {
 const GpuModuleEntryPoints& gpu_module(const char* option) {
   const GpuModule& module = loaded();
   if (module.handle == nullptr)
-    throw UserError(fmt::format("{}: cannot load dlscale's CUDA support: {}", option, module.error));
+    throw UserError(
+        fmt::format("{}: cannot load dlscale's CUDA support: {}", option, module.error));
   return *module.entry_points;
 }
 

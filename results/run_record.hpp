@@ -49,8 +49,8 @@ struct RunConfiguration {
   double learning_rate = 0;
   double momentum = 0;
   std::string scaling = scaling_names[0];  // a scaling_name(), as the file holds it
-  double bucket_mb = 0;          // gradient bucket size, MiB
-  bool overlap = false;          // bucket sums started during backward
+  double bucket_mb = 0;                    // gradient bucket size, MiB
+  bool overlap = false;                    // bucket sums started during backward
 };
 
 // The Slurm job a run was part of, as its SLURM_* environment said; empty strings outside Slurm.
