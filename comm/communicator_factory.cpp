@@ -10,6 +10,7 @@
 
 #include "comm/mpi_gradient_communicator.hpp"
 #include "core/errors.hpp"
+#include "core/named_records.hpp"
 #include "kernels/gpu_module.hpp"
 
 namespace dlscale::comm {
@@ -62,16 +63,11 @@ bool serves(const BackendRecord& backend, const kernels::DeviceRecord& device) {
 std::span<const BackendRecord> backend_records() { return records; }
 
 const BackendRecord& backend_record(Backend backend) {
-  return *std::find_if(records.begin(), records.end(),
-                       [&](const BackendRecord& record) { return record.backend == backend; });
+  return record_with(backend_records(), &BackendRecord::backend, backend);
 }
 
 const BackendRecord& find_backend(const std::string& name) {
-  std::vector<std::string> names;
-  for (const BackendRecord& record : records) names.push_back(record.name);
-  require_choice("--comm", "backend", name, names);
-  return *std::find_if(records.begin(), records.end(),
-                       [&](const BackendRecord& record) { return record.name == name; });
+  return record_named(backend_records(), name, "--comm", "backend");
 }
 
 void check_backend(const BackendRecord& backend, const kernels::DeviceRecord& device) {

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "core/named_records.hpp"
 #include "kernels/cpu/cpu_device.hpp"
 #include "kernels/gpu_module.hpp"
 
@@ -51,17 +52,11 @@ const std::array<DeviceRecord, 2> records = {{
 std::span<const DeviceRecord> device_records() { return records; }
 
 const DeviceRecord& device_record(DeviceKind kind) {
-  return *std::find_if(records.begin(), records.end(),
-                       [&](const DeviceRecord& record) { return record.kind == kind; });
+  return record_with(device_records(), &DeviceRecord::kind, kind);
 }
 
 const DeviceRecord& find_device(const std::string& name) {
-  std::vector<std::string> names;
-  for (const DeviceRecord& record : records) names.push_back(record.name);
-  require_choice("--device", "device", name, names);
-  const DeviceRecord& record =
-      *std::find_if(records.begin(), records.end(),
-                    [&](const DeviceRecord& candidate) { return candidate.name == name; });
+  const DeviceRecord& record = record_named(device_records(), name, "--device", "device");
   if (const char* reason = record.unbuilt_reason())
     throw UserError(fmt::format("--device {}: {}", record.name, reason));
   return record;
