@@ -16,17 +16,17 @@
 #include <fmt/format.h>
 #include <boost/program_options.hpp>
 
+#include "analysis/statistics.hpp"
 #include "cli/count_list.hpp"
 #include "comm/mpi_gradient_communicator.hpp"
 #include "comm/mpi_session.hpp"
-#include "coordinator/statistics.hpp"
 #include "core/build_info.hpp"
 #include "core/errors.hpp"
 #include "core/phases.hpp"
 #include "kernels/cpu/cpu_device.hpp"
 #include "kernels/device_array.hpp"
 #include "kernels/device_factory.hpp"
-#include "optimizer/sgd_momentum.hpp"
+#include "model/sgd_momentum.hpp"
 #include "worker/device_dataset.hpp"
 #include "worker/training_loop.hpp"
 #include "workloads/workload_registry.hpp"
@@ -36,7 +36,7 @@ namespace {
 using namespace dlscale;
 namespace po = boost::program_options;
 using Clock = std::chrono::steady_clock;
-using coordinator::median;
+using analysis::median;
 using kernels::Transpose;
 
 constexpr float learning_rate = 0.01f;  // dlscale run's defaults
@@ -355,8 +355,8 @@ CaseResult run_case(const WorkloadCase& spec, kernels::Device& device,
     result.forward_flops_per_step = forward * spec.batch;
     result.executed_flops_per_step = (3 * forward - first_layer_input_gradient) * spec.batch;
 
-    kernels::SgdMomentum<float> optimizer(device, network->parameters().size(), learning_rate,
-                                          sgd_momentum);
+    model::SgdMomentum<float> optimizer(device, network->parameters().size(), learning_rate,
+                                        sgd_momentum);
     const worker::TrainingSchedule schedule{options.warmup_iterations, options.measured_iterations};
     const auto measured =
         worker::train(*network, optimizer, data, communicator,
@@ -380,8 +380,8 @@ CaseResult run_case(const WorkloadCase& spec, kernels::Device& device,
     ProfiledDevice profiled(device, result.profile);
     auto network = workload->build_network(profiled, spec.batch);
     network->initialize(seed);
-    kernels::SgdMomentum<float> optimizer(profiled, network->parameters().size(), learning_rate,
-                                          sgd_momentum);
+    model::SgdMomentum<float> optimizer(profiled, network->parameters().size(), learning_rate,
+                                        sgd_momentum);
     const int warmup = 1;
     const worker::TrainingSchedule schedule{warmup, options.profile_iterations};
     const auto measured = worker::train(

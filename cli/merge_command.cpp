@@ -11,10 +11,10 @@
 #include <fmt/format.h>
 #include <boost/program_options.hpp>
 
+#include "analysis/scaling_study.hpp"
 #include "cli/command_setup.hpp"
-#include "coordinator/scaling_study.hpp"
-#include "coordinator/summary_printer.hpp"
 #include "core/errors.hpp"
+#include "printers/summary_printer.hpp"
 #include "results/output_file.hpp"
 #include "results/reader.hpp"
 #include "results/run_record.hpp"
@@ -36,13 +36,13 @@ std::vector<std::pair<std::string, std::string>> study_settings(const results::R
   const auto& c = run.configuration;
   std::vector<std::pair<std::string, std::string>> settings = {
       {"model", c.model},
-      {"scaling", coordinator::study_scaling(c)},
+      {"scaling", analysis::study_scaling(c)},
       {"threads per rank", std::to_string(c.threads_per_rank)},
       {"device", c.device},
       {"comm backend", c.comm_backend},
       {"bucket size (MiB)", fmt::format("{:g}", c.bucket_mb)},
       {"overlap", c.overlap ? "on" : "off"}};
-  if (results::scaling_named(coordinator::study_scaling(c)) == results::Scaling::strong)
+  if (results::scaling_named(analysis::study_scaling(c)) == results::Scaling::strong)
     settings.emplace_back("global batch", std::to_string(c.batch_per_rank * run.ranks));
   else
     settings.emplace_back("batch per rank", std::to_string(c.batch_per_rank));
@@ -127,11 +127,10 @@ results::FailedPoint failed_point_of(const MissingJob& job, const results::RunRe
   results::FailedPoint point;
   point.ranks = job.ranks;
   point.threads = measured.configuration.threads_per_rank;
-  point.batch_per_rank =
-      results::scaling_named(coordinator::study_scaling(measured.configuration)) ==
-              results::Scaling::strong
-          ? measured.configuration.batch_per_rank * measured.ranks / job.ranks
-          : measured.configuration.batch_per_rank;
+  point.batch_per_rank = results::scaling_named(analysis::study_scaling(measured.configuration)) ==
+                                 results::Scaling::strong
+                             ? measured.configuration.batch_per_rank * measured.ranks / job.ranks
+                             : measured.configuration.batch_per_rank;
   point.reason = fmt::format("Slurm job {} left no results file ({})", job.job_id, job.state);
   return point;
 }
@@ -227,10 +226,10 @@ int merge_command(int argc, char** argv) {
     merged.origin = file_origin("merge", argc, argv, start);
     for (auto& sourced : runs) merged.runs.push_back(std::move(sourced.run));
     number_repeats(merged.runs);
-    merged.study = coordinator::analyze_study(merged.runs);
+    merged.study = analysis::analyze_study(merged.runs);
     merged.failed_points = std::move(failed_points);
     merged.node_sharing_probes = std::move(probes);
-    fmt::print("{}", coordinator::format_study(*merged.study, merged.failed_points));
+    fmt::print("{}", printers::format_study(*merged.study, merged.failed_points));
     results::write_results(merged, output, overwrite);
     fmt::print("merged {} run{} from {} file{} into {}\n", merged.runs.size(),
                merged.runs.size() == 1 ? "" : "s", inputs.size(), inputs.size() == 1 ? "" : "s",

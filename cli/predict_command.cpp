@@ -1,5 +1,5 @@
 // `dlscale predict`: parses the options, reads the study and the network model, and hands them
-// to coordinator::predict_scaling; the coordinator's printer formats the result.
+// to analysis::predict_scaling; printers/prediction_printer formats the result.
 #include "cli/predict_command.hpp"
 
 #include "cli/command_setup.hpp"
@@ -15,10 +15,10 @@
 #include <fmt/format.h>
 #include <boost/program_options.hpp>
 
-#include "coordinator/performance_model.hpp"
-#include "coordinator/prediction_printer.hpp"
-#include "coordinator/scaling_prediction.hpp"
+#include "analysis/performance_model.hpp"
+#include "analysis/scaling_prediction.hpp"
 #include "core/errors.hpp"
+#include "printers/prediction_printer.hpp"
 #include "results/comm_reader.hpp"
 #include "results/output_file.hpp"
 #include "results/reader.hpp"
@@ -28,7 +28,7 @@ namespace dlscale::cli {
 namespace {
 
 namespace po = boost::program_options;
-using coordinator::AllreduceAlgorithm;
+using analysis::AllreduceAlgorithm;
 
 constexpr int max_ranks = 100000;
 
@@ -66,7 +66,7 @@ std::optional<double> quantity(std::string_view text, const std::map<std::string
 
 // "100Gbps,2us": a link bandwidth (bits: Gbps, Mbps, Gbit/s; bytes: GB/s, MB/s) and a latency
 // (ns, us, ms, s).
-coordinator::NetworkModel parse_network(const std::string& text) {
+analysis::NetworkModel parse_network(const std::string& text) {
   static const std::map<std::string, double> bytes_per_second = {
       {"Gbps", 1e9 / 8},   {"Gbit/s", 1e9 / 8}, {"Mbps", 1e6 / 8},
       {"Mbit/s", 1e6 / 8}, {"GB/s", 1e9},       {"MB/s", 1e6}};
@@ -88,12 +88,12 @@ coordinator::NetworkModel parse_network(const std::string& text) {
                     text.size() > longest ? text.substr(0, longest) + "..." : text));
   if (!(*bandwidth > 0))
     throw UserError(fmt::format("--network '{}': the bandwidth must be positive", text));
-  return coordinator::uniform_network(*latency, 1 / *bandwidth, fmt::format("--network {}", text));
+  return analysis::uniform_network(*latency, 1 / *bandwidth, fmt::format("--network {}", text));
 }
 
-coordinator::NetworkModel network_from_comm(const std::string& path) {
+analysis::NetworkModel network_from_comm(const std::string& path) {
   const results::CommRecord sweep = results::read_comm(path);
-  return coordinator::network_of_sweep(sweep, path);
+  return analysis::network_of_sweep(sweep, path);
 }
 
 // "8,64,512": rank counts from 1 to max_ranks, for `option`.
@@ -219,12 +219,12 @@ int predict_command(int argc, char** argv) {
       results::check_output_is_not_an_input(options.json_path, {options.path, options.comm_path},
                                             "--json");
     }
-    const coordinator::NetworkModel network = options.network.empty()
-                                                  ? network_from_comm(options.comm_path)
-                                                  : parse_network(options.network);
+    const analysis::NetworkModel network = options.network.empty()
+                                               ? network_from_comm(options.comm_path)
+                                               : parse_network(options.network);
     if (values.count("ranks-per-node") && options.ranks_per_node < 1)
       throw UserError("--ranks-per-node: must be 1 or more");
-    coordinator::PredictionSettings settings;
+    analysis::PredictionSettings settings;
     settings.algorithm =
         options.algorithm == "ring" ? AllreduceAlgorithm::ring : AllreduceAlgorithm::tree;
     if (options.overlap != "measured") settings.overlap = options.overlap == "on";
@@ -246,17 +246,17 @@ int predict_command(int argc, char** argv) {
     for (const auto& run : file.runs) measured_ranks.push_back(run.ranks);
     const std::vector<int> ranks = parse_rank_list(options.ranks, measured_ranks);
     const auto prediction =
-        coordinator::predict_scaling(file.runs, file.node_sharing_probes, network, ranks, settings);
+        analysis::predict_scaling(file.runs, file.node_sharing_probes, network, ranks, settings);
     if (!options.json_path.empty()) {
       const std::string json =
-          coordinator::format_prediction_json(prediction, network, options.algorithm);
+          printers::format_prediction_json(prediction, network, options.algorithm);
       if (options.json_path == "-") {
         fmt::print("{}", json);
         return 0;
       }
       results::write_text_atomically(options.json_path, json, options.overwrite);
     }
-    fmt::print("{}", coordinator::format_prediction_table(prediction, network, options.algorithm));
+    fmt::print("{}", printers::format_prediction_table(prediction, network, options.algorithm));
     return 0;
   });
 }

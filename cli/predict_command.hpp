@@ -1,5 +1,5 @@
 // `dlscale predict FILE`: step time, efficiency and the gap split at rank counts nobody measured,
-// from a measured study and a network model (see coordinator/performance_model.hpp).
+// from a measured study and a network model (see analysis/performance_model.hpp).
 #pragma once
 
 namespace dlscale::cli {

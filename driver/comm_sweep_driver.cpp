@@ -12,18 +12,18 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "analysis/comm_sweep_summary.hpp"
 #include "comm/collective_agreement.hpp"
 #include "comm/communicator_factory.hpp"
 #include "comm/mpi_check.hpp"
 #include "comm/mpi_host_group.hpp"
 #include "comm/rank_group.hpp"
-#include "coordinator/comm_sweep_gather.hpp"
-#include "coordinator/comm_sweep_printer.hpp"
-#include "coordinator/comm_sweep_summary.hpp"
 #include "core/errors.hpp"
 #include "core/host_info.hpp"
 #include "core/number_format.hpp"
+#include "driver/comm_sweep_gather.hpp"
 #include "kernels/device_factory.hpp"
+#include "printers/comm_sweep_printer.hpp"
 #include "results/comm_writer.hpp"
 
 namespace dlscale::driver {
@@ -68,10 +68,10 @@ std::optional<results::LinkSweep> measure_link_sweep(const CommSweepPlan& plan,
                                                               plan.element_counts, plan.schedule);
     for (const std::uint64_t wrong : measurements.wrong_elements) wrong_elements += wrong;
     auto record =
-        coordinator::gather_comm_sweep(group, measurements, plan.element_counts, plan.schedule,
-                                       host_name(), comm::backend_record(plan.comm_backend).name);
+        driver::gather_comm_sweep(group, measurements, plan.element_counts, plan.schedule,
+                                  host_name(), comm::backend_record(plan.comm_backend).name);
     if (record && mpi.world_rank() == 0)
-      sweep = coordinator::link_sweep_of(std::move(*record), link, communicators);
+      sweep = analysis::link_sweep_of(std::move(*record), link, communicators);
   }
   comm::quiet_barrier(mpi.world());
   return sweep;
@@ -139,8 +139,8 @@ int run_comm_sweep_plan(const CommSweepPlan& plan, const comm::MpiSession& mpi,
   const auto measurements = worker::measure_allreduce_sweep(*communicator, group, *device,
                                                             plan.element_counts, plan.schedule);
   auto record =
-      coordinator::gather_comm_sweep(group, measurements, plan.element_counts, plan.schedule,
-                                     host_name(), comm::backend_record(plan.comm_backend).name);
+      driver::gather_comm_sweep(group, measurements, plan.element_counts, plan.schedule,
+                                host_name(), comm::backend_record(plan.comm_backend).name);
   std::uint64_t link_wrong_elements = 0;
   auto links = measure_link_sweeps(plan, mpi, *device, link_wrong_elements);
   const std::uint64_t wrong_elements =
@@ -155,9 +155,9 @@ int run_comm_sweep_plan(const CommSweepPlan& plan, const comm::MpiSession& mpi,
     record->command_line = origin.command_line;
     record->start_time_utc = origin.start_time_utc;
     record->mpi_library_version = comm::mpi_library_version();
-    coordinator::summarize_comm_sweep(*record);
+    analysis::summarize_comm_sweep(*record);
     record->links = std::move(links);
-    std::fputs(coordinator::format_comm_table(*record).c_str(), stdout);
+    std::fputs(printers::format_comm_table(*record).c_str(), stdout);
     // A file with wrong sums must not feed `dlscale predict`, so none is written.
     if (wrong_elements == 0) {
       results::write_comm(*record, plan.output_path, plan.overwrite);

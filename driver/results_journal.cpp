@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "coordinator/scaling_study.hpp"
+#include "analysis/scaling_study.hpp"
 #include "core/errors.hpp"
 #include "core/phases.hpp"
 #include "results/output_file.hpp"
@@ -113,7 +113,7 @@ void ResultsJournal::save() {
   for (const auto& run : results_.runs)
     if (run.partial_reason.empty()) complete.push_back(run);
   results_.study.reset();
-  if (!complete.empty()) results_.study = coordinator::analyze_study(complete);
+  if (!complete.empty()) results_.study = analysis::analyze_study(complete);
   try {
     results::write_results(results_, path_, true);
     return;

@@ -15,15 +15,13 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "analysis/run_summary.hpp"
+#include "analysis/scaling_study.hpp"
 #include "comm/collective_agreement.hpp"
 #include "comm/communicator_factory.hpp"
 #include "comm/mpi_check.hpp"
 #include "comm/mpi_host_group.hpp"
 #include "comm/rank_group.hpp"
-#include "coordinator/run_summary.hpp"
-#include "coordinator/scaling_study.hpp"
-#include "coordinator/summary_printer.hpp"
-#include "coordinator/timing_gather.hpp"
 #include "core/errors.hpp"
 #include "core/host_info.hpp"
 #include "core/number_format.hpp"
@@ -32,8 +30,10 @@
 #include "driver/results_journal.hpp"
 #include "driver/stall_watchdog.hpp"
 #include "driver/stop_signals.hpp"
+#include "driver/timing_gather.hpp"
 #include "kernels/cpu/cpu_device.hpp"
-#include "optimizer/sgd_momentum.hpp"
+#include "model/sgd_momentum.hpp"
+#include "printers/summary_printer.hpp"
 #include "results/schema.hpp"
 #include "worker/device_dataset.hpp"
 #include "worker/gemm_rate.hpp"
@@ -116,8 +116,8 @@ void fail_unless_it_fits(MPI_Comm group, const workloads::Workload& workload, in
 // Everything one point holds while it trains, made on every rank of its group.
 struct PointSetUp {
   std::unique_ptr<comm::GradientCommunicator> communicator;
-  std::unique_ptr<kernels::Network<float>> network;
-  std::unique_ptr<kernels::SgdMomentum<float>> optimizer;
+  std::unique_ptr<model::Network<float>> network;
+  std::unique_ptr<model::SgdMomentum<float>> optimizer;
   std::unique_ptr<worker::DeviceDataset> data;
   worker::GradientExchange exchange;
 };
@@ -155,7 +155,7 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
   set_up_or_fail_point(group, [&] {
     run.network = workload.build_network(device, batch);
     run.network->initialize(point.seed);
-    run.optimizer = std::make_unique<kernels::SgdMomentum<float>>(
+    run.optimizer = std::make_unique<model::SgdMomentum<float>>(
         device, run.network->parameters().size(), float(plan.learning_rate), float(sgd_momentum));
     run.data = std::make_unique<worker::DeviceDataset>(device, workload, batch, batches, point.seed,
                                                        run.communicator->rank());
@@ -188,7 +188,7 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
     stop_signal = agreed_stop_signal(group);
     return stop_signal == 0;
   };
-  coordinator::RankReport report;
+  driver::RankReport report;
   report.measurements =
       worker::train(*run.network, *run.optimizer, *run.data, *run.communicator, run.exchange,
                     device, plan.schedule, samplers, after_iteration);
@@ -240,11 +240,11 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
   point_environment.device_gemm_gflops_after = gemm_gflops_after;
   // The faster of the two: the slower one was held back (other work, or a lower clock).
   point_environment.device_gemm_gflops = std::max(gemm_gflops_before, gemm_gflops_after);
-  auto record = coordinator::gather_run(host_group, report, configuration, point_environment);
+  auto record = driver::gather_run(host_group, report, configuration, point_environment);
   if (!record) return record;
   record->layers = std::move(layers);
   record->buckets = std::move(buckets);
-  record->summary = coordinator::summarize(*record);
+  record->summary = analysis::summarize(*record);
   if (stop_signal != 0)
     record->partial_reason = fmt::format("interrupted by {} after {} of {} measured iterations",
                                          stop_signal_name(stop_signal), measured_iterations,
@@ -309,7 +309,7 @@ std::optional<results::NodeSharingProbe> probe_without_training(const TrainingPl
   fail_unless_it_fits(group, workload, probe.batch_per_rank, batches, device, plan, placement);
   int group_rank = 0;
   DLSCALE_MPI_CHECK(MPI_Comm_rank(group, &group_rank));
-  std::unique_ptr<kernels::Network<float>> network;
+  std::unique_ptr<model::Network<float>> network;
   std::unique_ptr<worker::DeviceDataset> data;
   set_up_or_fail_point(group, [&] {
     network = workload.build_network(device, probe.batch_per_rank);
@@ -327,11 +327,11 @@ std::optional<results::NodeSharingProbe> probe_without_training(const TrainingPl
     return 0.0;
   };
   double shared_sum = 0;
-  const double shared = value(worker::node_sharing_shared_seconds);
+  const double shared = value(results::node_sharing_shared_seconds);
   DLSCALE_MPI_CHECK(MPI_Reduce(&shared, &shared_sum, 1, MPI_DOUBLE, MPI_SUM, 0, group));
   if (group_rank != 0) return std::nullopt;
   probe.shared_seconds = shared_sum / probe.ranks;
-  probe.alone_seconds = value(worker::node_sharing_alone_seconds);
+  probe.alone_seconds = value(results::node_sharing_alone_seconds);
   probe.probe_seconds = clock.seconds();
   return probe;
 }
@@ -402,7 +402,7 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
         auto record =
             train_point(plan, point, *device, group.comm(), environment, progress, watchdog);
         if (record) {
-          std::fputs(coordinator::format_summary(*record).c_str(), stdout);
+          std::fputs(printers::format_summary(*record).c_str(), stdout);
           std::fputs("\n", stdout);
           std::fflush(stdout);
           if (record->partial_reason.empty()) ++completed_points;
@@ -459,8 +459,8 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
                                         : "interrupted: " + stop_signal_name(stop_signal);
     const results::ResultsFile& results = journal->finish(file_status);
     if (points > 1 && stop_signal == 0)
-      std::fputs(coordinator::format_study(results.study.value_or(results::StudySummary{}),
-                                           results.failed_points)
+      std::fputs(printers::format_study(results.study.value_or(results::StudySummary{}),
+                                        results.failed_points)
                      .c_str(),
                  stdout);
     fmt::print("results         {}\n", journal->location().string());

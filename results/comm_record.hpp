@@ -42,7 +42,7 @@ struct AlphaBetaPiece {
   AlphaBetaFit fit;      // over those sizes; its errors are the piece's own
 };
 
-// Lines fitted piece by piece (coordinator/alpha_beta_fit.hpp), and their error over all sizes.
+// Lines fitted piece by piece (analysis/alpha_beta_fit.hpp), and their error over all sizes.
 // Computed from the p50 times, so `dlscale predict` can also compute it for files written before
 // it was stored.
 struct PiecewiseAlphaBetaFit {

@@ -81,6 +81,12 @@ struct NodeSharingProbe {
   double probe_seconds = 0;   // the probe's wall time on rank 0, set-up included: its cost
 };
 
+// The probe's measurement names: the probe writes them, the driver and `dlscale predict` read
+// them from the generic measurement channel.
+inline constexpr const char* node_sharing_alone_seconds = "node_sharing_alone_seconds";
+inline constexpr const char* node_sharing_shared_seconds = "node_sharing_shared_seconds";
+inline constexpr const char* node_sharing_probe_seconds = "node_sharing_probe_seconds";
+
 struct ResultsFile {
   FileOrigin origin;
   std::string status = "complete";  // see schema::status

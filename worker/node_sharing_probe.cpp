@@ -14,7 +14,8 @@
 #include "comm/rank_group.hpp"
 #include "core/run_clock.hpp"
 #include "kernels/device.hpp"
-#include "network/network.hpp"
+#include "model/network.hpp"
+#include "results/study_record.hpp"
 #include "worker/device_dataset.hpp"
 
 namespace dlscale::worker {
@@ -26,7 +27,7 @@ namespace {
 // that a moment when something else took the core moves it little. No update: the parameters
 // stay as they are. With `group`, the rank then goes on with untimed passes until every rank of
 // the group has finished its timed ones.
-double median_pass_seconds(kernels::Network<float>& network, const DeviceDataset& data,
+double median_pass_seconds(model::Network<float>& network, const DeviceDataset& data,
                            kernels::Device& device, int warmup, int iterations, double seconds,
                            const std::function<void()>& after_each_pass,
                            MPI_Comm group = MPI_COMM_NULL) {
@@ -74,7 +75,7 @@ results::Measurement per_rank_seconds(const char* name, const char* description)
 
 }  // namespace
 
-std::vector<results::Measurement> probe_node_sharing(kernels::Network<float>& network,
+std::vector<results::Measurement> probe_node_sharing(model::Network<float>& network,
                                                      const DeviceDataset& data,
                                                      kernels::Device& device, MPI_Comm group,
                                                      int point_iterations,
@@ -87,11 +88,11 @@ std::vector<results::Measurement> probe_node_sharing(kernels::Network<float>& ne
   const RunClock clock;
 
   auto shared = per_rank_seconds(
-      node_sharing_shared_seconds,
+      results::node_sharing_shared_seconds,
       "node-sharing probe: median forward+backward seconds of one pass with every rank of the run "
       "computing at once (compute only, no gradient sums)");
   auto alone = per_rank_seconds(
-      node_sharing_alone_seconds,
+      results::node_sharing_alone_seconds,
       "node-sharing probe: median forward+backward seconds of one pass on rank 0 while the other "
       "ranks of the run sleep");
   if (point_iterations < schedule.least_point_iterations) {
@@ -113,7 +114,7 @@ std::vector<results::Measurement> probe_node_sharing(kernels::Network<float>& ne
     alone.absent_reason = "rank 0 alone measures the rate of an unshared node";
   comm::quiet_barrier(group);
 
-  auto cost = per_rank_seconds(node_sharing_probe_seconds,
+  auto cost = per_rank_seconds(results::node_sharing_probe_seconds,
                                "node-sharing probe: wall-clock seconds this rank spent in it, "
                                "before training (its cost)");
   cost.values = {clock.seconds()};

@@ -15,18 +15,15 @@
 
 namespace dlscale::kernels {
 class Device;
+}  // namespace dlscale::kernels
+namespace dlscale::model {
 template <typename T>
 class Network;
-}  // namespace dlscale::kernels
+}  // namespace dlscale::model
 
 namespace dlscale::worker {
 
 class DeviceDataset;
-
-// The measurement names, for the writer's generic channel and for `dlscale predict`.
-inline constexpr const char* node_sharing_alone_seconds = "node_sharing_alone_seconds";
-inline constexpr const char* node_sharing_shared_seconds = "node_sharing_shared_seconds";
-inline constexpr const char* node_sharing_probe_seconds = "node_sharing_probe_seconds";
 
 // Each phase times at least `measured_iterations` passes and goes on until its timed passes add
 // up to `measured_seconds`, so that a small workload's probe averages over more than a moment of
@@ -50,7 +47,7 @@ struct NodeSharingProbeSchedule {
 // and alone measurements are absent with that reason, and nothing runs. `after_each_pass`, if
 // given, is called after every pass (a heartbeat for a watchdog: a large model's probe is long).
 std::vector<results::Measurement> probe_node_sharing(
-    kernels::Network<float>& network, const DeviceDataset& data, kernels::Device& device,
+    model::Network<float>& network, const DeviceDataset& data, kernels::Device& device,
     MPI_Comm group, int point_iterations, const std::function<void()>& after_each_pass = {},
     const NodeSharingProbeSchedule& schedule = {});
 

@@ -28,7 +28,7 @@ struct StepEvents {
 
 }  // namespace
 
-GradientExchange make_gradient_exchange(const kernels::Network<float>& network,
+GradientExchange make_gradient_exchange(const model::Network<float>& network,
                                         std::size_t bucket_bytes, bool overlap) {
   std::vector<std::size_t> counts;
   for (const auto& layer : network.layers()) counts.push_back(layer->parameter_count());
@@ -48,7 +48,7 @@ results::Measurement iteration_end_times(std::vector<double> seconds) {
   return times;
 }
 
-RankMeasurements train(kernels::Network<float>& network, kernels::SgdMomentum<float>& optimizer,
+RankMeasurements train(model::Network<float>& network, model::SgdMomentum<float>& optimizer,
                        const DeviceDataset& data, comm::GradientCommunicator& communicator,
                        const GradientExchange& exchange, kernels::Device& device,
                        const TrainingSchedule& schedule,

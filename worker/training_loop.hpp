@@ -13,8 +13,8 @@
 
 #include "comm/gradient_communicator.hpp"
 #include "core/phases.hpp"
-#include "network/network.hpp"
-#include "optimizer/sgd_momentum.hpp"
+#include "model/network.hpp"
+#include "model/sgd_momentum.hpp"
 #include "worker/device_dataset.hpp"
 #include "worker/gradient_buckets.hpp"
 #include "worker/sampling/sampler.hpp"
@@ -33,7 +33,7 @@ struct GradientExchange {
 };
 
 // Buckets of at least `bucket_bytes` over the network's layers (see plan_buckets).
-GradientExchange make_gradient_exchange(const kernels::Network<float>& network,
+GradientExchange make_gradient_exchange(const model::Network<float>& network,
                                         std::size_t bucket_bytes, bool overlap);
 
 // One rank's raw measurements, warm-up included.
@@ -63,7 +63,7 @@ using IterationObserver = std::function<bool(const IterationReport&)>;
 
 // `samplers` are started before the first measured iteration and stopped after the last. The
 // measurements hold the iterations that ran: fewer than scheduled when the observer stopped it.
-RankMeasurements train(kernels::Network<float>& network, kernels::SgdMomentum<float>& optimizer,
+RankMeasurements train(model::Network<float>& network, model::SgdMomentum<float>& optimizer,
                        const DeviceDataset& data, comm::GradientCommunicator& communicator,
                        const GradientExchange& exchange, kernels::Device& device,
                        const TrainingSchedule& schedule,

@@ -31,16 +31,16 @@ double CnnWorkload::training_flops_per_sample() const {
 }
 
 std::size_t CnnWorkload::network_device_bytes(int batch) const {
-  std::vector<kernels::LayerShape> shapes;
+  std::vector<model::LayerShape> shapes;
   for (const auto& layer : plan_) shapes.push_back(shape_of(layer));
-  return kernels::Network<float>::device_bytes(shapes, batch);
+  return model::Network<float>::device_bytes(shapes, batch);
 }
 
-std::unique_ptr<kernels::Network<float>> CnnWorkload::build_network(kernels::Device& device,
-                                                                    int batch) const {
-  std::vector<std::unique_ptr<kernels::Layer<float>>> layers;
+std::unique_ptr<model::Network<float>> CnnWorkload::build_network(kernels::Device& device,
+                                                                  int batch) const {
+  std::vector<std::unique_ptr<model::Layer<float>>> layers;
   for (const auto& layer : plan_) layers.push_back(build_layer(device, layer, batch));
-  return std::make_unique<kernels::Network<float>>(device, std::move(layers), batch);
+  return std::make_unique<model::Network<float>>(device, std::move(layers), batch);
 }
 
 HostBatch CnnWorkload::make_batch(int batch, std::uint64_t seed, int rank, int batch_index) const {

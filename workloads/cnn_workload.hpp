@@ -22,8 +22,8 @@ class CnnWorkload final : public Workload {
   std::size_t input_size() const override { return input_.size(); }
   std::size_t network_device_bytes(int batch) const override;
 
-  std::unique_ptr<kernels::Network<float>> build_network(kernels::Device& device,
-                                                         int batch) const override;
+  std::unique_ptr<model::Network<float>> build_network(kernels::Device& device,
+                                                       int batch) const override;
   HostBatch make_batch(int batch, std::uint64_t seed, int rank, int batch_index) const override;
 
  private:

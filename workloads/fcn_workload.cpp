@@ -33,14 +33,14 @@ double FcnWorkload::training_flops_per_sample() const {
 }
 
 std::size_t FcnWorkload::network_device_bytes(int batch) const {
-  std::vector<kernels::LayerShape> shapes;
+  std::vector<model::LayerShape> shapes;
   for (const auto& layer : make_layers<float>()) shapes.push_back(layer->shape());
-  return kernels::Network<float>::device_bytes(shapes, batch);
+  return model::Network<float>::device_bytes(shapes, batch);
 }
 
-std::unique_ptr<kernels::Network<float>> FcnWorkload::build_network(kernels::Device& device,
-                                                                    int batch) const {
-  return std::make_unique<kernels::Network<float>>(device, make_layers<float>(), batch);
+std::unique_ptr<model::Network<float>> FcnWorkload::build_network(kernels::Device& device,
+                                                                  int batch) const {
+  return std::make_unique<model::Network<float>>(device, make_layers<float>(), batch);
 }
 
 HostBatch FcnWorkload::make_batch(int batch, std::uint64_t seed, int rank, int batch_index) const {

@@ -2,8 +2,8 @@
 // activations between them, as in the reference benchmark study.
 #pragma once
 
-#include "layers/dense_layer.hpp"
-#include "layers/sigmoid_layer.hpp"
+#include "model/dense_layer.hpp"
+#include "model/sigmoid_layer.hpp"
 #include "workloads/workload.hpp"
 
 namespace dlscale::workloads {
@@ -22,19 +22,19 @@ class FcnWorkload final : public Workload {
   std::size_t input_size() const override { return std::size_t(layer_sizes_.front()); }
   std::size_t network_device_bytes(int batch) const override;
 
-  std::unique_ptr<kernels::Network<float>> build_network(kernels::Device& device,
-                                                         int batch) const override;
+  std::unique_ptr<model::Network<float>> build_network(kernels::Device& device,
+                                                       int batch) const override;
   HostBatch make_batch(int batch, std::uint64_t seed, int rank, int batch_index) const override;
 
   // The layers in any precision: float to train, double for gradient checks.
   template <typename T>
-  std::vector<std::unique_ptr<kernels::Layer<T>>> make_layers() const {
-    std::vector<std::unique_ptr<kernels::Layer<T>>> layers;
+  std::vector<std::unique_ptr<model::Layer<T>>> make_layers() const {
+    std::vector<std::unique_ptr<model::Layer<T>>> layers;
     for (std::size_t i = 0; i + 1 < layer_sizes_.size(); ++i) {
       layers.push_back(
-          std::make_unique<kernels::DenseLayer<T>>(layer_sizes_[i], layer_sizes_[i + 1]));
+          std::make_unique<model::DenseLayer<T>>(layer_sizes_[i], layer_sizes_[i + 1]));
       if (i + 2 < layer_sizes_.size())
-        layers.push_back(std::make_unique<kernels::SigmoidLayer<T>>(layer_sizes_[i + 1]));
+        layers.push_back(std::make_unique<model::SigmoidLayer<T>>(layer_sizes_[i + 1]));
     }
     return layers;
   }

@@ -3,9 +3,9 @@
 
 #include <fmt/format.h>
 
-#include "layers/dense_layer.hpp"
-#include "layers/embedding_layer.hpp"
-#include "layers/lstm_layer.hpp"
+#include "model/dense_layer.hpp"
+#include "model/embedding_layer.hpp"
+#include "model/lstm_layer.hpp"
 #include "workloads/model_spec.hpp"
 #include "workloads/synthetic_sequences.hpp"
 
@@ -30,9 +30,9 @@ std::string LstmWorkload::description() const {
                      layers_, hidden_, vocabulary_);
 }
 
-std::vector<kernels::LayerShape> LstmWorkload::layer_shapes() const {
+std::vector<model::LayerShape> LstmWorkload::layer_shapes() const {
   const std::size_t steps = steps_;
-  std::vector<kernels::LayerShape> shapes;
+  std::vector<model::LayerShape> shapes;
   shapes.push_back({steps, steps * hidden_, std::size_t(vocabulary_) * hidden_});
   for (int layer = 0; layer < layers_; ++layer)
     shapes.push_back({steps * hidden_, steps * hidden_, lstm_geometry().parameter_count()});
@@ -54,17 +54,17 @@ double LstmWorkload::training_flops_per_sample() const {
 }
 
 std::size_t LstmWorkload::network_device_bytes(int batch) const {
-  return kernels::Network<float>::device_bytes(layer_shapes(), batch);
+  return model::Network<float>::device_bytes(layer_shapes(), batch);
 }
 
-std::unique_ptr<kernels::Network<float>> LstmWorkload::build_network(kernels::Device& device,
-                                                                     int batch) const {
-  std::vector<std::unique_ptr<kernels::Layer<float>>> layers;
-  layers.push_back(std::make_unique<kernels::EmbeddingLayer<float>>(vocabulary_, hidden_, steps_));
+std::unique_ptr<model::Network<float>> LstmWorkload::build_network(kernels::Device& device,
+                                                                   int batch) const {
+  std::vector<std::unique_ptr<model::Layer<float>>> layers;
+  layers.push_back(std::make_unique<model::EmbeddingLayer<float>>(vocabulary_, hidden_, steps_));
   for (int layer = 0; layer < layers_; ++layer)
-    layers.push_back(std::make_unique<kernels::LstmLayer>(device, lstm_geometry()));
-  layers.push_back(std::make_unique<kernels::DenseLayer<float>>(hidden_, vocabulary_, steps_));
-  return std::make_unique<kernels::Network<float>>(device, std::move(layers), batch, vocabulary_);
+    layers.push_back(std::make_unique<model::LstmLayer>(device, lstm_geometry()));
+  layers.push_back(std::make_unique<model::DenseLayer<float>>(hidden_, vocabulary_, steps_));
+  return std::make_unique<model::Network<float>>(device, std::move(layers), batch, vocabulary_);
 }
 
 HostBatch LstmWorkload::make_batch(int batch, std::uint64_t seed, int rank, int batch_index) const {

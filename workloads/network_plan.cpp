@@ -5,12 +5,12 @@
 #include <stdexcept>
 #include <string>
 
-#include "layers/batch_norm_layer.hpp"
-#include "layers/convolution_layer.hpp"
-#include "layers/dense_layer.hpp"
-#include "layers/pooling_layer.hpp"
-#include "layers/relu_layer.hpp"
-#include "layers/residual_block.hpp"
+#include "model/batch_norm_layer.hpp"
+#include "model/convolution_layer.hpp"
+#include "model/dense_layer.hpp"
+#include "model/pooling_layer.hpp"
+#include "model/relu_layer.hpp"
+#include "model/residual_block.hpp"
 
 namespace dlscale::workloads {
 
@@ -23,42 +23,42 @@ struct Overloaded : Handlers... {
 
 using Residual = std::shared_ptr<const PlannedResidual>;
 
-std::vector<kernels::LayerShape> shapes_of(const std::vector<PlannedLayer>& layers) {
-  std::vector<kernels::LayerShape> shapes;
+std::vector<model::LayerShape> shapes_of(const std::vector<PlannedLayer>& layers) {
+  std::vector<model::LayerShape> shapes;
   for (const auto& layer : layers) shapes.push_back(shape_of(layer));
   return shapes;
 }
 
 }  // namespace
 
-kernels::LayerShape shape_of(const PlannedLayer& layer) {
+model::LayerShape shape_of(const PlannedLayer& layer) {
   return std::visit(
       Overloaded{
           [](const kernels::ConvolutionGeometry& g) {
-            return kernels::LayerShape{g.input.size(), g.output().size(), g.parameter_count()};
+            return model::LayerShape{g.input.size(), g.output().size(), g.parameter_count()};
           },
           [](const kernels::PoolingGeometry& g) {
-            return kernels::LayerShape{g.input.size(), g.output().size()};
+            return model::LayerShape{g.input.size(), g.output().size()};
           },
           [](const PlannedBatchNorm& b) {
-            return kernels::LayerShape{b.shape.size(), b.shape.size(),
-                                       2 * std::size_t(b.shape.channels)};
+            return model::LayerShape{b.shape.size(), b.shape.size(),
+                                     2 * std::size_t(b.shape.channels)};
           },
           [](const PlannedRelu& r) {
-            return kernels::LayerShape{r.size, r.size};
+            return model::LayerShape{r.size, r.size};
           },
           [](const PlannedDense& d) {
-            return kernels::LayerShape{std::size_t(d.inputs), std::size_t(d.outputs),
-                                       std::size_t(d.inputs) * d.outputs + d.outputs};
+            return model::LayerShape{std::size_t(d.inputs), std::size_t(d.outputs),
+                                     std::size_t(d.inputs) * d.outputs + d.outputs};
           },
           [](const Residual& r) {
             const auto branch = shapes_of(r->branch), shortcut = shapes_of(r->shortcut);
             std::size_t parameters = 0;
             for (const auto* path : {&branch, &shortcut})
               for (const auto& shape : *path) parameters += shape.parameter_count;
-            return kernels::LayerShape{
+            return model::LayerShape{
                 branch.front().input_size, branch.back().output_size, parameters,
-                kernels::ResidualBlock<float>::internal_values(branch, shortcut)};
+                model::ResidualBlock<float>::internal_values(branch, shortcut)};
           },
       },
       layer);
@@ -80,32 +80,32 @@ double forward_flops_of(const PlannedLayer& layer) {
       layer);
 }
 
-std::unique_ptr<kernels::Layer<float>> build_layer(kernels::Device& device,
-                                                   const PlannedLayer& layer, int max_batch) {
-  using LayerPointer = std::unique_ptr<kernels::Layer<float>>;
+std::unique_ptr<model::Layer<float>> build_layer(kernels::Device& device, const PlannedLayer& layer,
+                                                 int max_batch) {
+  using LayerPointer = std::unique_ptr<model::Layer<float>>;
   return std::visit(Overloaded{
                         [&](const kernels::ConvolutionGeometry& g) -> LayerPointer {
-                          return std::make_unique<kernels::ConvolutionLayer>(device, g);
+                          return std::make_unique<model::ConvolutionLayer>(device, g);
                         },
                         [&](const kernels::PoolingGeometry& g) -> LayerPointer {
-                          return std::make_unique<kernels::PoolingLayer>(device, g);
+                          return std::make_unique<model::PoolingLayer>(device, g);
                         },
                         [&](const PlannedBatchNorm& b) -> LayerPointer {
-                          return std::make_unique<kernels::BatchNormLayer>(device, b);
+                          return std::make_unique<model::BatchNormLayer>(device, b);
                         },
                         [](const PlannedRelu& r) -> LayerPointer {
-                          return std::make_unique<kernels::ReluLayer<float>>(r.size, r.ceiling);
+                          return std::make_unique<model::ReluLayer<float>>(r.size, r.ceiling);
                         },
                         [](const PlannedDense& d) -> LayerPointer {
-                          return std::make_unique<kernels::DenseLayer<float>>(d.inputs, d.outputs);
+                          return std::make_unique<model::DenseLayer<float>>(d.inputs, d.outputs);
                         },
                         [&](const Residual& r) -> LayerPointer {
-                          kernels::ResidualBlock<float>::Layers branch, shortcut;
+                          model::ResidualBlock<float>::Layers branch, shortcut;
                           for (const auto& inner : r->branch)
                             branch.push_back(build_layer(device, inner, max_batch));
                           for (const auto& inner : r->shortcut)
                             shortcut.push_back(build_layer(device, inner, max_batch));
-                          return std::make_unique<kernels::ResidualBlock<float>>(
+                          return std::make_unique<model::ResidualBlock<float>>(
                               device, std::move(branch), std::move(shortcut), r->relu_after,
                               max_batch);
                         },

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "kernels/image_kernels.hpp"
-#include "layers/layer.hpp"
+#include "model/layer.hpp"
 
 namespace dlscale::workloads {
 
@@ -34,10 +34,10 @@ struct PlannedResidual {
   bool relu_after;
 };
 
-kernels::LayerShape shape_of(const PlannedLayer& layer);
+model::LayerShape shape_of(const PlannedLayer& layer);
 double forward_flops_of(const PlannedLayer& layer);
-std::unique_ptr<kernels::Layer<float>> build_layer(kernels::Device& device,
-                                                   const PlannedLayer& layer, int max_batch);
+std::unique_ptr<model::Layer<float>> build_layer(kernels::Device& device, const PlannedLayer& layer,
+                                                 int max_batch);
 
 // Every method throws std::invalid_argument when a layer does not fit its input: that is a
 // mistake in a network definition, caught by the workload tests.

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "network/network.hpp"
+#include "model/network.hpp"
 
 namespace dlscale::workloads {
 
@@ -35,8 +35,8 @@ class Workload {
   // Device bytes the network allocates for this batch (weights, gradients, activations).
   virtual std::size_t network_device_bytes(int batch) const = 0;
 
-  virtual std::unique_ptr<kernels::Network<float>> build_network(kernels::Device& device,
-                                                                 int batch) const = 0;
+  virtual std::unique_ptr<model::Network<float>> build_network(kernels::Device& device,
+                                                               int batch) const = 0;
 
   // Synthetic, learnable data, a pure function of (seed, rank, batch_index); never timed.
   virtual HostBatch make_batch(int batch, std::uint64_t seed, int rank, int batch_index) const = 0;

@@ -67,7 +67,7 @@ def info(*parts):
 
 def quantile(values, q):
     """NumPy's default percentile: linear interpolation at position q*(N-1) of the sorted values
-    (dlscale's coordinator/statistics.hpp)."""
+    (dlscale's analysis/statistics.hpp)."""
     data = sorted(values)
     position = q * (len(data) - 1)
     low = math.floor(position)

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "coordinator/scaling_study.hpp"
+#include "analysis/scaling_study.hpp"
 #include "results/reader.hpp"
 #include "results/schema.hpp"
 #include "results/writer.hpp"
@@ -259,7 +259,7 @@ TEST_F(CommandLine, MergeKeepsPointsMeasuredBySeveralJobsAsRepeats) {
               ranks_and_repeats[k])
         << "run " << k << ": repeats are numbered per point in input order";
   // The study table is derived data (the reader leaves it out): recompute it from the runs.
-  const auto spread = dlscale::coordinator::analyze_study(study.runs).configurations;
+  const auto spread = dlscale::analysis::analyze_study(study.runs).configurations;
   ASSERT_EQ(spread.size(), 2u);
   EXPECT_EQ(spread[0].ranks, 1);
   EXPECT_EQ(spread[0].repeats, 2) << "the spread covers both jobs' 1-rank runs";

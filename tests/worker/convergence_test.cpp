@@ -24,7 +24,7 @@ std::pair<double, double> first_and_last_loss(const workloads::Workload& workloa
   const DeviceDataset data(device, workload, batch, 8, seed, communicator.rank());
   auto network = workload.build_network(device, data.batch());
   network->initialize(seed);
-  kernels::SgdMomentum<float> optimizer(device, network->parameters().size(), learning_rate, 0.9f);
+  model::SgdMomentum<float> optimizer(device, network->parameters().size(), learning_rate, 0.9f);
   const RankMeasurements measured =
       train(*network, optimizer, data, communicator, make_gradient_exchange(*network, 0, false),
             device, TrainingSchedule{0, iterations});

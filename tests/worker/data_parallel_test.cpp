@@ -41,7 +41,7 @@ Trained train_on(const workloads::FcnWorkload& workload, MPI_Comm ranks, int bat
   const DeviceDataset data(device, batch, batches);
   auto network = workload.build_network(device, data.batch());
   network->initialize(seed);
-  kernels::SgdMomentum<float> optimizer(device, network->parameters().size(), learning_rate, 0.9f);
+  model::SgdMomentum<float> optimizer(device, network->parameters().size(), learning_rate, 0.9f);
   const RankMeasurements measured = train(
       *network, optimizer, data, communicator,
       make_gradient_exchange(*network, exchange.bucket_bytes, exchange.overlap), device, schedule);

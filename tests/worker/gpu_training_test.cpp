@@ -34,7 +34,7 @@ Trained train_three_steps(kernels::Device& device, const std::string& model, int
   const DeviceDataset data(device, *workload, batch, 2, seed, 0);
   auto network = workload->build_network(device, batch);
   network->initialize(seed);
-  kernels::SgdMomentum<float> optimizer(device, network->parameters().size(), 0.01f, 0.9f);
+  model::SgdMomentum<float> optimizer(device, network->parameters().size(), 0.01f, 0.9f);
   const RankMeasurements measured =
       train(*network, optimizer, data, alone, make_gradient_exchange(*network, 0, true), device,
             three_steps);

@@ -1,0 +1,89 @@
+// Metric definitions (see docs/workloads.md and docs/results-format.md):
+//  - phase statistics: over all (measured iteration, rank) samples;
+//  - throughput: global samples / sum over iterations of the slowest rank's step;
+//  - communication fraction: total allreduce time / total step time, over all ranks;
+//  - communication fraction counts the exposed allreduce phase only (overlapped sums are hidden);
+//  - allreduce time: per iteration the fastest rank's communication time, first bucket start to
+//    last done (the last rank to arrive waits least, so its time is closest to the transfer
+//    itself), median over iterations;
+//    algbw = bytes / time, busbw = algbw * 2(n-1)/n, as nccl-tests defines them;
+//  - achieved GFLOP/s: training FLOPs per step / the rank's median step time;
+//  - load imbalance: per iteration, max - min over ranks of compute (forward+backward+update).
+#include "analysis/run_summary.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "analysis/ring_allreduce.hpp"
+#include "analysis/statistics.hpp"
+
+namespace dlscale::analysis {
+
+results::RunSummary summarize(const results::RunRecord& record) {
+  const auto& config = record.configuration;
+  const int first = config.warmup_iterations;
+  const int last = record.iterations;
+  const int ranks = record.ranks;
+  results::RunSummary summary;
+
+  for (std::size_t p = 0; p < phase_count; ++p) {
+    std::vector<double> samples;
+    for (int i = first; i < last; ++i)
+      for (int r = 0; r < ranks; ++r) samples.push_back(record.seconds(i, r, Phase(p)));
+    summary.phase_statistics[p] = describe(samples);
+  }
+
+  double slowest_step_total = 0, step_total = 0, allreduce_total = 0;
+  std::vector<double> fastest_allreduce;
+  for (int i = first; i < last; ++i) {
+    double slowest_step = 0, fastest = 1e300, compute_min = 1e300, compute_max = 0;
+    for (int r = 0; r < ranks; ++r) {
+      const double step = record.seconds(i, r, Phase::step);
+      const double allreduce = record.seconds(i, r, Phase::allreduce);
+      // The whole gradient communication, hidden or not; schema-1 files have only the phase.
+      const double communication = record.communication_seconds.empty()
+                                       ? allreduce
+                                       : record.communication_seconds[std::size_t(i) * ranks + r];
+      const double compute = record.seconds(i, r, Phase::forward) +
+                             record.seconds(i, r, Phase::backward) +
+                             record.seconds(i, r, Phase::update);
+      slowest_step = std::max(slowest_step, step);
+      fastest = std::min(fastest, communication);
+      compute_min = std::min(compute_min, compute);
+      compute_max = std::max(compute_max, compute);
+      step_total += step;
+      allreduce_total += allreduce;
+    }
+    slowest_step_total += slowest_step;
+    fastest_allreduce.push_back(fastest);
+    summary.load_imbalance_seconds.push_back(compute_max - compute_min);
+  }
+
+  const double samples_per_iteration = double(config.batch_per_rank) * ranks;
+  summary.throughput_samples_per_second =
+      samples_per_iteration * (last - first) / slowest_step_total;
+  summary.communication_fraction = step_total > 0 ? allreduce_total / step_total : 0;
+
+  summary.allreduce_bytes = double(config.parameter_count) * sizeof(float);
+  summary.allreduce_seconds = median(fastest_allreduce);
+  if (summary.allreduce_seconds > 0) {
+    summary.allreduce_algbw_gbps = summary.allreduce_bytes / summary.allreduce_seconds / 1e9;
+    summary.allreduce_busbw_gbps = summary.allreduce_algbw_gbps * allreduce_bus_factor(ranks);
+  }
+
+  const double flops_per_step = config.training_flops_per_sample * config.batch_per_rank;
+  for (int r = 0; r < ranks; ++r) {
+    std::vector<double> steps;
+    for (int i = first; i < last; ++i) steps.push_back(record.seconds(i, r, Phase::step));
+    summary.gflops_per_rank.push_back(flops_per_step / median(steps) / 1e9);
+  }
+
+  const auto& fingerprints = record.parameter_fingerprints;
+  summary.parameters_identical =
+      !fingerprints.empty() &&
+      std::all_of(fingerprints.begin(), fingerprints.end(),
+                  [&](std::uint64_t f) { return f == fingerprints.front(); });
+  return summary;
+}
+
+}  // namespace dlscale::analysis

@@ -1,0 +1,386 @@
+#include "analysis/scaling_prediction.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "analysis/scaling_study.hpp"
+#include "core/errors.hpp"
+
+namespace dlscale::analysis {
+
+namespace {
+
+constexpr double not_measured = std::numeric_limits<double>::quiet_NaN();
+
+const results::MeasurementRecord* find_measurement(const results::RunRecord& run,
+                                                   const char* name) {
+  for (const auto& measurement : run.measurements)
+    if (measurement.name == name) return &measurement;
+  return nullptr;
+}
+
+// The mean of the values the ranks measured (absent ones left out); NaN if none did.
+double mean_measured(const results::MeasurementRecord& measurement) {
+  double sum = 0;
+  int count = 0;
+  for (const auto& values : measurement.values)
+    for (double value : values)
+      if (std::isfinite(value)) {
+        sum += value;
+        ++count;
+      }
+  return count > 0 ? sum / count : not_measured;
+}
+
+// The measured run nearest to `ranks` in rank count (on a log scale; ties go to the larger).
+const results::RunRecord& nearest_run(const std::vector<const results::RunRecord*>& runs,
+                                      int ranks) {
+  const results::RunRecord* best = runs.front();
+  for (const auto* run : runs) {
+    const double distance = std::abs(std::log2(double(run->ranks) / ranks));
+    const double best_distance = std::abs(std::log2(double(best->ranks) / ranks));
+    if (distance < best_distance || (distance == best_distance && run->ranks > best->ranks))
+      best = run;
+  }
+  return *best;
+}
+
+bool contains(const std::vector<int>& values, int value) {
+  return std::find(values.begin(), values.end(), value) != values.end();
+}
+
+std::string runs_text(const std::vector<std::string>& runs) {
+  return fmt::format("{} ({} run{})", fmt::join(runs, ", "), runs.size(),
+                     runs.size() == 1 ? "" : "s, their mean");
+}
+
+// Why `point` scales better than linearly against `baseline`, in words: the model never makes a
+// sample cheaper as ranks are added, so it has carried a measured difference, which is noise
+// unless it repeats (a smaller per-rank batch that fits in cache).
+std::string above_linear_reason(const PredictedPoint& point, double batch_per_rank,
+                                const PredictedPoint& baseline, double baseline_batch_per_rank) {
+  const double per_sample = point.iteration.compute_seconds / batch_per_rank;
+  const double baseline_per_sample = baseline.iteration.compute_seconds / baseline_batch_per_rank;
+  std::vector<std::string> causes;
+  if (per_sample < baseline_per_sample) {
+    if (point.reference_ranks != baseline.reference_ranks)
+      causes.push_back(
+          fmt::format("its compute comes from {} at {} ranks, which computed {:.1f}% "
+                      "faster per sample than the {}-rank baseline",
+                      runs_text(point.reference_runs), point.reference_ranks,
+                      (1 - per_sample / point.compute_slowdown / baseline_per_sample) * 100,
+                      baseline.reference_ranks));
+    if (point.compute_slowdown < 1)
+      causes.push_back(
+          fmt::format("the node-sharing probes put compute at {} ranks at {:.3f}x "
+                      "that at {} ranks",
+                      point.ranks, point.compute_slowdown, point.reference_ranks));
+  } else {
+    causes.push_back(fmt::format(
+        "the baseline's predicted communication and straggler wait ({:.3g} ms) exceed those at "
+        "{} ranks ({:.3g} ms)",
+        (baseline.iteration.exposed_communication_seconds +
+         baseline.iteration.straggler_wait_seconds) *
+            1e3,
+        point.ranks,
+        (point.iteration.exposed_communication_seconds + point.iteration.straggler_wait_seconds) *
+            1e3));
+  }
+  return fmt::format(
+      "{} ranks: efficiency {:.1f}%, above 100%: {}; the model gains nothing per "
+      "sample from more ranks itself, so this carries a measured difference: "
+      "noise, unless every repeat shows it (a cache effect){}",
+      point.ranks, point.efficiency * 100, fmt::join(causes, "; and "),
+      point.efficiency_low <= 1
+          ? fmt::format(" (the repeats alone give {:.1f}% to {:.1f}%)", point.efficiency_low * 100,
+                        point.efficiency_high * 100)
+          : "");
+}
+
+}  // namespace
+
+std::optional<results::NodeSharingProbe> node_sharing_probe_of(const results::RunRecord& run) {
+  const auto* shared = find_measurement(run, results::node_sharing_shared_seconds);
+  const auto* alone = find_measurement(run, results::node_sharing_alone_seconds);
+  if (shared == nullptr || alone == nullptr) return std::nullopt;
+  results::NodeSharingProbe probe{.ranks = run.ranks,
+                                  .threads = run.configuration.threads_per_rank,
+                                  .batch_per_rank = run.configuration.batch_per_rank,
+                                  .ranks_per_node = run.environment.ranks_per_node,
+                                  .shared_seconds = mean_measured(*shared),
+                                  .alone_seconds = mean_measured(*alone)};
+  if (!(probe.shared_seconds > 0) || !(probe.alone_seconds > 0) || probe.batch_per_rank < 1)
+    return std::nullopt;
+  return probe;
+}
+
+NodeSharingCurve node_sharing_curve(const std::vector<results::NodeSharingProbe>& probes) {
+  // One pass time per sample per rank count (the mean of its probes), all against one unshared
+  // time: the mean of every probe's alone phase. Ratios between two rank counts are then ratios
+  // of their own pass times, whatever the alone phases measured.
+  std::map<int, std::pair<double, int>> shared_sums;  // ranks -> (sum of pass times, probes)
+  double alone_sum = 0;
+  int alone_probes = 0;
+  for (const auto& probe : probes) {
+    shared_sums[probe.ranks].first += probe.shared_seconds / probe.batch_per_rank;
+    shared_sums[probe.ranks].second += 1;
+    alone_sum += probe.alone_seconds / probe.batch_per_rank;
+    ++alone_probes;
+  }
+  NodeSharingCurve curve;
+  curve.slowdown.emplace_back(1, 1.0);
+  for (const auto& [ranks, sum] : shared_sums)
+    if (ranks > 1)
+      curve.slowdown.emplace_back(ranks, sum.first / sum.second / (alone_sum / alone_probes));
+  return curve;
+}
+
+double slowdown_at(const NodeSharingCurve& curve, int ranks, int ranks_per_node, std::string& how) {
+  const auto& points = curve.slowdown;
+  if (ranks <= 1) {
+    how = "alone";
+    return 1;
+  }
+  if (points.size() < 2) {
+    how = "none";
+    return 1;
+  }
+  for (std::size_t k = 0; k < points.size(); ++k) {
+    if (points[k].first == ranks) {
+      how = "probed";
+      return points[k].second;
+    }
+    if (points[k].first > ranks) {  // between k-1 and k
+      const auto& [n0, s0] = points[k - 1];
+      const auto& [n1, s1] = points[k];
+      how = "interpolated";
+      return s0 + (s1 - s0) * double(ranks - n0) / double(n1 - n0);
+    }
+  }
+  const auto& [largest, at_largest] = points.back();
+  const int on_a_node = std::min(ranks, std::max(largest, ranks_per_node));
+  if (on_a_node <= largest) {
+    how = "held";
+    return at_largest;
+  }
+  const auto& [before, at_before] = points[points.size() - 2];
+  const double per_rank = (at_largest - at_before) / double(largest - before);
+  how = "extrapolated";
+  return std::max(at_largest, at_largest + per_rank * double(on_a_node - largest));
+}
+
+ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_runs,
+                                  const std::vector<results::NodeSharingProbe>& launch_probes,
+                                  const NetworkModel& network, const std::vector<int>& ranks,
+                                  const PredictionSettings& settings) {
+  if (all_runs.empty()) throw UserError("predict: no training runs to predict from");
+  ScalingPrediction result;
+  // One thread count: the one of the run with the fewest ranks (and of the study's baseline).
+  const auto& first =
+      *std::min_element(all_runs.begin(), all_runs.end(), [](const auto& a, const auto& b) {
+        return std::tuple(a.ranks, a.configuration.threads_per_rank) <
+               std::tuple(b.ranks, b.configuration.threads_per_rank);
+      });
+  result.threads_per_rank = first.configuration.threads_per_rank;
+  std::vector<results::RunRecord> same_threads;
+  std::vector<const results::RunRecord*> usable;  // into all_runs, so that each has its name
+  std::vector<results::NodeSharingProbe> probes;
+  for (const auto& run : all_runs)
+    if (run.configuration.threads_per_rank == result.threads_per_rank) same_threads.push_back(run);
+  const auto name_of = [&](const results::RunRecord* run) {
+    return results::run_group_name(std::size_t(run - all_runs.data()));
+  };
+  if (same_threads.size() < all_runs.size())
+    result.notes.push_back(
+        fmt::format("only the runs at {} thread(s) per rank are used", result.threads_per_rank));
+  for (int held : settings.held_out)
+    if (std::none_of(same_threads.begin(), same_threads.end(),
+                     [&](const auto& run) { return run.ranks == held; }))
+      throw UserError(fmt::format("--hold-out {}: no run was measured at {} ranks", held, held));
+  for (const auto& run : all_runs) {
+    if (run.configuration.threads_per_rank != result.threads_per_rank) continue;
+    const bool held = contains(settings.held_out, run.ranks);
+    if (!held) usable.push_back(&run);
+    if (held && settings.hold_out_probes) continue;
+    if (const auto probe = node_sharing_probe_of(run)) probes.push_back(*probe);
+  }
+  std::vector<int> probed_only;
+  for (const auto& probe : launch_probes)
+    if (probe.threads == result.threads_per_rank) {
+      probes.push_back(probe);
+      probed_only.push_back(probe.ranks);
+    }
+  if (usable.empty()) throw UserError("--hold-out: no measured run is left to predict from");
+  const auto& baseline_run =
+      **std::min_element(usable.begin(), usable.end(),
+                         [](const auto* a, const auto* b) { return a->ranks < b->ranks; });
+  if (baseline_run.ranks != first.ranks)
+    throw UserError(
+        fmt::format("--hold-out: {} ranks is the study's efficiency baseline; hold "
+                    "out larger rank counts only",
+                    first.ranks));
+  for (const auto* run : usable)
+    if (run->layers.size() != baseline_run.layers.size())
+      throw UserError(fmt::format(
+          "predict: {} has {} layers and {} has {}: the runs are of "
+          "different models",
+          name_of(&baseline_run), baseline_run.layers.size(), name_of(run), run->layers.size()));
+  const auto& config = baseline_run.configuration;
+  result.model = config.model;
+  result.scaling = study_scaling(config);
+  result.baseline_ranks = baseline_run.ranks;
+  const bool strong = results::scaling_named(result.scaling) == results::Scaling::strong;
+  result.batch_per_rank = config.batch_per_rank;
+  result.global_batch = double(config.batch_per_rank) * baseline_run.ranks;
+  const auto batch_at = [&](int n) {
+    return strong ? result.global_batch / n : double(config.batch_per_rank);
+  };
+
+  result.ranks_per_node = settings.ranks_per_node;
+  if (result.ranks_per_node <= 0)
+    for (const auto& run : same_threads)
+      result.ranks_per_node = std::max(result.ranks_per_node, run.environment.ranks_per_node);
+  if (settings.ranks_per_node <= 0)
+    for (const auto& probe : launch_probes)
+      if (probe.threads == result.threads_per_rank)
+        result.ranks_per_node = std::max(result.ranks_per_node, probe.ranks_per_node);
+  result.ranks_per_node = std::max(1, result.ranks_per_node);
+
+  result.node_sharing = node_sharing_curve(probes);
+  if (result.node_sharing.slowdown.size() < 2)
+    result.notes.push_back(
+        "no node-sharing probe in the file (one-rank runs only, or written "
+        "before probes): compute per rank is held as measured");
+  if (!probed_only.empty())
+    result.notes.push_back(fmt::format("node sharing probed without training at {} ranks",
+                                       fmt::join(probed_only, ", ")));
+  if (!settings.held_out.empty() && !settings.hold_out_probes)
+    result.notes.push_back(
+        "held-out runs: their training is not used; their node-sharing "
+        "probes (compute only) are");
+
+  // The straggler sample of a one-rank reference comes from the nearest run with several ranks.
+  std::vector<const results::RunRecord*> multi_rank;
+  for (const auto* run : usable)
+    if (run->ranks > 1) multi_rank.push_back(run);
+  if (multi_rank.empty())
+    result.notes.push_back(
+        "stragglers: no run with several ranks to predict from; the spread "
+        "of one rank's iterations stands in for the spread across ranks");
+
+  // Communication inside training against the sweep's model, where a run has the sweep's rank
+  // count: the ratio then holds the same ranks' sums in both, and only the conditions differ.
+  if (settings.calibrate_communication && network.measured_ranks > 1) {
+    double scales = 0;
+    int calibrating = 0;
+    for (const auto* run : usable) {
+      if (run->ranks != network.measured_ranks || run->buckets.empty()) continue;
+      const Scaling own{.ranks = run->ranks,
+                        .ranks_per_node = result.ranks_per_node,
+                        .batch_per_rank = double(run->configuration.batch_per_rank),
+                        .overlap = run->configuration.overlap};
+      scales += communication_calibration(profile_of(*run), network, settings.algorithm, own,
+                                          measured_communication_span_seconds(*run));
+      ++calibrating;
+    }
+    if (calibrating > 0) {
+      result.communication_scale = scales / calibrating;
+      result.notes.push_back(fmt::format(
+          "communication: inside the {}-rank run the sums took {:.2f}x the sweep's model (first "
+          "bucket's start to last one's end); every predicted allreduce is scaled by that",
+          network.measured_ranks, result.communication_scale));
+    } else {
+      result.notes.push_back(fmt::format(
+          "communication: no run at the sweep's {} ranks to hold the sweep against training; "
+          "its model is used as it is",
+          network.measured_ranks));
+    }
+  }
+
+  // Each measured rank count's runs: its repeats, all of which feed its prediction.
+  std::map<int, std::vector<const results::RunRecord*>> repeats_at;
+  for (const auto* run : usable) repeats_at[run->ranks].push_back(run);
+
+  const auto predict = [&](int n, PredictedPoint& point) {
+    const auto& repeats = repeats_at.at(nearest_run(usable, n).ranks);
+    std::vector<ComputeProfile> profiles;
+    for (const auto* run : repeats) {
+      profiles.push_back(profile_of(*run));
+      point.reference_runs.push_back(name_of(run));
+    }
+    if (repeats.front()->ranks == 1 && !multi_rank.empty()) {
+      std::vector<double> deviations;  // of every repeat at the nearest several-rank count
+      for (const auto* run : repeats_at.at(nearest_run(multi_rank, n).ranks)) {
+        const auto own = compute_deviations_of(*run);
+        deviations.insert(deviations.end(), own.begin(), own.end());
+      }
+      for (auto& profile : profiles) profile.compute_deviations = deviations;
+    }
+    std::string how_reference;
+    const double at_n =
+        slowdown_at(result.node_sharing, n, result.ranks_per_node, point.slowdown_how);
+    const double at_reference = slowdown_at(result.node_sharing, repeats.front()->ranks,
+                                            result.ranks_per_node, how_reference);
+    point.ranks = n;
+    point.reference_ranks = repeats.front()->ranks;
+    point.compute_slowdown = at_n / at_reference;
+    const Scaling scaling{
+        .ranks = n,
+        .ranks_per_node = result.ranks_per_node,
+        .batch_per_rank = batch_at(n),
+        .compute_slowdown = point.compute_slowdown,
+        .communication_scale = result.communication_scale,
+        .overlap = settings.overlap.value_or(repeats.front()->configuration.overlap)};
+    point.iteration =
+        predict_iteration(mean_profile(profiles), network, settings.algorithm, scaling);
+    point.iteration_seconds_low = std::numeric_limits<double>::infinity();
+    point.iteration_seconds_high = 0;
+    for (const auto& profile : profiles) {
+      const double t =
+          predict_iteration(profile, network, settings.algorithm, scaling).iteration_seconds;
+      point.iteration_seconds_low = std::min(point.iteration_seconds_low, t);
+      point.iteration_seconds_high = std::max(point.iteration_seconds_high, t);
+    }
+  };
+
+  PredictedPoint baseline;
+  predict(result.baseline_ranks, baseline);
+  const int p = result.baseline_ranks;
+  const results::StudySummary study = analyze_study(same_threads);
+  for (int n : ranks) {
+    PredictedPoint point;
+    predict(n, point);
+    const double t = point.iteration.iteration_seconds;
+    const auto efficiency_at = [&](double seconds) {
+      return scaling_efficiency(batch_at(n) * n, seconds, n, batch_at(p) * p,
+                                baseline.iteration.iteration_seconds, p);
+    };
+    point.efficiency = efficiency_at(t);
+    point.efficiency_low = efficiency_at(point.iteration_seconds_high);
+    point.efficiency_high = efficiency_at(point.iteration_seconds_low);
+    point.speedup = point.efficiency * n;
+    // Rounding alone must not flag the baseline itself.
+    if (point.efficiency > 1 + 1e-9)
+      point.above_linear_reason = above_linear_reason(point, batch_at(n), baseline, batch_at(p));
+    point.gap =
+        split_efficiency_gap(point.efficiency, t, point.iteration.exposed_communication_seconds,
+                             point.iteration.straggler_wait_seconds);
+    point.held_out = contains(settings.held_out, n);
+    point.measured_iteration_seconds = point.measured_efficiency = not_measured;
+    for (const auto& configuration : study.configurations)
+      if (configuration.ranks == n) {
+        point.measured_iteration_seconds = configuration.iteration_seconds_mean;
+        point.measured_efficiency = configuration.efficiency_mean;
+      }
+    result.points.push_back(point);
+  }
+  return result;
+}
+
+}  // namespace dlscale::analysis

@@ -1,0 +1,226 @@
+#include "analysis/scaling_study.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <random>
+#include <tuple>
+
+#include "analysis/measurement_summary.hpp"
+#include "analysis/scaling_metrics.hpp"
+#include "analysis/statistics.hpp"
+#include "results/run_record.hpp"
+
+namespace dlscale::analysis {
+
+namespace {
+
+constexpr int bootstrap_resamples = 2000;
+constexpr std::uint64_t bootstrap_seed = 20240601;  // fixed: the same file gives the same CI
+constexpr double interval_low = 0.025, interval_high = 0.975;
+
+// What one run contributes, from its measured iterations.
+struct RunTimes {
+  std::vector<double> iteration_seconds;  // slowest rank's step, per iteration
+  double global_batch = 0;
+  double exposed_communication = 0;   // mean over iterations of the fastest rank's allreduce
+  double waiting_for_stragglers = 0;  // mean over iterations of max - mean compute
+  int straggler_rank = 0;
+};
+
+RunTimes times_of(const results::RunRecord& run) {
+  RunTimes times;
+  const int first = run.configuration.warmup_iterations;
+  std::vector<double> compute_per_rank(run.ranks, 0.0);
+  for (int i = first; i < run.iterations; ++i) {
+    double slowest = 0, fastest_allreduce = std::numeric_limits<double>::infinity();
+    double compute_max = 0, compute_sum = 0;
+    for (int r = 0; r < run.ranks; ++r) {
+      const double compute = run.seconds(i, r, Phase::forward) +
+                             run.seconds(i, r, Phase::backward) + run.seconds(i, r, Phase::update);
+      slowest = std::max(slowest, run.seconds(i, r, Phase::step));
+      fastest_allreduce = std::min(fastest_allreduce, run.seconds(i, r, Phase::allreduce));
+      compute_max = std::max(compute_max, compute);
+      compute_sum += compute;
+      compute_per_rank[r] += compute;
+    }
+    times.iteration_seconds.push_back(slowest);
+    times.exposed_communication += fastest_allreduce;
+    times.waiting_for_stragglers += compute_max - compute_sum / run.ranks;
+  }
+  const double measured = double(times.iteration_seconds.size());
+  times.exposed_communication /= measured;
+  times.waiting_for_stragglers /= measured;
+  times.straggler_rank = int(std::max_element(compute_per_rank.begin(), compute_per_rank.end()) -
+                             compute_per_rank.begin());
+  times.global_batch = double(run.configuration.batch_per_rank) * run.ranks;
+  return times;
+}
+
+double mean(const std::vector<double>& values) {
+  return std::accumulate(values.begin(), values.end(), 0.0) / double(values.size());
+}
+
+// The mean of a resample (with replacement) of `values`.
+double resampled_mean(const std::vector<double>& values, std::mt19937_64& random) {
+  std::uniform_int_distribution<std::size_t> pick(0, values.size() - 1);
+  double sum = 0;
+  for (std::size_t k = 0; k < values.size(); ++k) sum += values[pick(random)];
+  return sum / double(values.size());
+}
+
+}  // namespace
+
+std::string study_scaling(const results::RunConfiguration& configuration) {
+  return results::scaling_named(configuration.scaling) == results::Scaling::none
+             ? results::scaling_name(results::Scaling::weak)
+             : configuration.scaling;
+}
+
+namespace {
+
+double sample_std(const std::vector<double>& values, double mean) {
+  if (values.size() < 2) return 0;
+  double sum = 0;
+  for (double v : values) sum += (v - mean) * (v - mean);
+  return std::sqrt(sum / double(values.size() - 1));
+}
+
+// Mean and spread of each (threads, ranks) configuration over its repeats; points are sorted.
+std::vector<results::RepeatSpread> spread_over_repeats(
+    const std::vector<results::StudyPoint>& points) {
+  std::vector<results::RepeatSpread> configurations;
+  for (std::size_t first = 0; first < points.size();) {
+    std::size_t last = first;
+    while (last < points.size() && points[last].threads == points[first].threads &&
+           points[last].ranks == points[first].ranks)
+      ++last;
+    std::vector<double> times, efficiencies;
+    double throughput = 0;
+    for (std::size_t k = first; k < last; ++k) {
+      times.push_back(points[k].iteration_seconds);
+      efficiencies.push_back(points[k].efficiency);
+      throughput += points[k].throughput_samples_per_second;
+    }
+    results::RepeatSpread spread;
+    spread.threads = points[first].threads;
+    spread.ranks = points[first].ranks;
+    spread.repeats = int(last - first);
+    spread.iteration_seconds_mean = mean(times);
+    spread.iteration_seconds_std = sample_std(times, spread.iteration_seconds_mean);
+    spread.iteration_seconds_min = *std::min_element(times.begin(), times.end());
+    spread.iteration_seconds_max = *std::max_element(times.begin(), times.end());
+    spread.efficiency_mean = mean(efficiencies);
+    spread.efficiency_std = sample_std(efficiencies, spread.efficiency_mean);
+    spread.throughput_samples_per_second_mean = throughput / double(last - first);
+    configurations.push_back(spread);
+    first = last;
+  }
+  return configurations;
+}
+
+}  // namespace
+
+results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs) {
+  results::StudySummary study;
+  if (runs.empty()) return study;
+  const auto key = [&](std::size_t index) {
+    const auto& c = runs[index].configuration;
+    return std::tuple(c.threads_per_rank, runs[index].ranks, c.repeat);
+  };
+  std::vector<std::size_t> order(runs.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
+  study.scaling = study_scaling(runs[order.front()].configuration);
+  study.baseline_ranks = std::numeric_limits<int>::max();
+  for (const auto& run : runs) study.baseline_ranks = std::min(study.baseline_ranks, run.ranks);
+
+  // Each thread count's baseline: its runs with the fewest ranks, every repeat's iterations
+  // pooled, so the spread across repeats is not hidden in the baseline.
+  struct Baseline {
+    int ranks = std::numeric_limits<int>::max();
+    RunTimes times;
+  };
+  std::map<int, Baseline> baselines;
+  for (std::size_t index : order) {
+    auto& baseline = baselines[runs[index].configuration.threads_per_rank];
+    if (runs[index].ranks > baseline.ranks) continue;
+    const RunTimes times = times_of(runs[index]);
+    if (runs[index].ranks < baseline.ranks)
+      baseline = {runs[index].ranks, times};
+    else
+      baseline.times.iteration_seconds.insert(baseline.times.iteration_seconds.end(),
+                                              times.iteration_seconds.begin(),
+                                              times.iteration_seconds.end());
+  }
+
+  std::mt19937_64 random(bootstrap_seed);
+  // The baseline's resampled means, drawn once per thread count and paired with each point's
+  // own: drawn again for every point, they would cost each point the pooled baseline's size
+  // (every repeat's iterations), and a study of many repeats quadratic time.
+  std::map<int, std::vector<double>> baseline_resampled;
+  for (const auto& [threads, baseline] : baselines)
+    for (int k = 0; k < bootstrap_resamples; ++k)
+      baseline_resampled[threads].push_back(
+          resampled_mean(baseline.times.iteration_seconds, random));
+  for (std::size_t index : order) {
+    const auto& run = runs[index];
+    const Baseline& baseline_of_threads = baselines.at(run.configuration.threads_per_rank);
+    const RunTimes& baseline = baseline_of_threads.times;
+    const int p = baseline_of_threads.ranks;
+    const double baseline_mean = mean(baseline.iteration_seconds);
+    // Efficiency from mean iteration times: E = X(n)/X(p) * p/n, with X = global batch / T.
+    const auto efficiency_of = [&](const RunTimes& times, double t_n, double t_p, int n) {
+      return scaling_efficiency(times.global_batch, t_n, n, baseline.global_batch, t_p, p);
+    };
+    const RunTimes times = times_of(run);
+    const int n = run.ranks;
+    results::StudyPoint point;
+    point.ranks = n;
+    point.threads = run.configuration.threads_per_rank;
+    point.repeat = run.configuration.repeat;
+    point.run = results::run_group_name(index);
+    point.iteration_seconds = mean(times.iteration_seconds);
+    point.throughput_samples_per_second = times.global_batch / point.iteration_seconds;
+    point.efficiency = efficiency_of(times, point.iteration_seconds, baseline_mean, n);
+    point.speedup = point.efficiency * n;
+
+    std::vector<double> resampled_times, resampled_efficiency;
+    for (int k = 0; k < bootstrap_resamples; ++k) {
+      const double t_n = resampled_mean(times.iteration_seconds, random);
+      const double t_p = baseline_resampled.at(run.configuration.threads_per_rank)[k];
+      resampled_times.push_back(t_n);
+      resampled_efficiency.push_back(efficiency_of(times, t_n, t_p, n));
+    }
+    point.iteration_seconds_ci_low = quantile(resampled_times, interval_low);
+    point.iteration_seconds_ci_high = quantile(resampled_times, interval_high);
+    point.efficiency_ci_low = quantile(resampled_efficiency, interval_low);
+    point.efficiency_ci_high = quantile(resampled_efficiency, interval_high);
+
+    // Karp-Flatt relative to the baseline: n' = n/p processors, speedup S' = S/p.
+    const double relative_ranks = double(n) / p, relative_speedup = point.speedup / p;
+    point.karp_flatt = n == p
+                           ? std::numeric_limits<double>::quiet_NaN()
+                           : (1 / relative_speedup - 1 / relative_ranks) / (1 - 1 / relative_ranks);
+
+    const EfficiencyGap gap =
+        split_efficiency_gap(point.efficiency, point.iteration_seconds, times.exposed_communication,
+                             times.waiting_for_stragglers);
+    point.gap_communication = gap.communication;
+    point.gap_load_imbalance = gap.load_imbalance;
+    point.gap_other = gap.other;
+    point.straggler_rank = times.straggler_rank;
+    point.straggler_host = run.environment.rank_hosts.at(times.straggler_rank);
+    for (const auto& headline : summarize_measurements(run))
+      if (headline.headline == results::Headline::energy && headline.sources > 0)
+        point.energy_joules_per_sample.emplace_back(headline.name, headline.joules_per_sample);
+    study.points.push_back(point);
+  }
+  study.configurations = spread_over_repeats(study.points);
+  return study;
+}
+
+}  // namespace dlscale::analysis

@@ -1,0 +1,21 @@
+// Rank 0's analysis across runs: speedup, efficiency with confidence intervals, the Karp-Flatt
+// serial fraction, and where the lost efficiency went. Definitions: docs/results-format.md,
+// section /study, after docs/workloads.md.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "results/study_record.hpp"
+
+namespace dlscale::analysis {
+
+// Plain runs (scaling "none") keep their batch per rank, so across rank counts they compare as
+// weak scaling.
+std::string study_scaling(const results::RunConfiguration& configuration);
+
+// The runs must share one workload and settings (see check_comparable in the merge command);
+// their summaries need not be computed.
+results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs);
+
+}  // namespace dlscale::analysis

@@ -1,0 +1,204 @@
+#include "printers/prediction_printer.hpp"
+
+#include <cmath>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/number_format.hpp"
+
+namespace dlscale::printers {
+
+namespace {
+
+// Numbers as JSON allows them: NaN and infinities become null.
+std::string json_number(double value) {
+  return std::isfinite(value) ? fmt::format("{:.9g}", value) : "null";
+}
+
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", int(c));
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::vector<std::string> json_strings(const std::vector<std::string>& texts) {
+  std::vector<std::string> quoted;
+  for (const auto& text : texts) quoted.push_back(json_string(text));
+  return quoted;
+}
+
+double gigabytes_per_second(double beta_seconds_per_byte) {
+  return beta_seconds_per_byte > 0 ? 1 / beta_seconds_per_byte / 1e9
+                                   : std::numeric_limits<double>::infinity();
+}
+
+std::string describe_link(const results::PiecewiseAlphaBetaFit& link) {
+  std::string out;
+  for (const auto& piece : link.pieces) {
+    if (!out.empty()) out += "; ";
+    if (link.pieces.size() > 1)
+      out += fmt::format("{}-{}: ", format_bytes(std::uint64_t(piece.min_bytes)),
+                         format_bytes(std::uint64_t(piece.max_bytes)));
+    out += fmt::format("alpha {:.3g} us, 1/beta {:.3g} GB/s", piece.fit.alpha_seconds * 1e6,
+                       gigabytes_per_second(piece.fit.beta_seconds_per_byte));
+  }
+  if (link.pieces.size() > 1)
+    out += fmt::format(" (fit {:.1f}% rms)", link.relative_rms_error * 100);
+  return out;
+}
+
+std::string json_link(const results::PiecewiseAlphaBetaFit& link) {
+  std::string out = "[";
+  for (std::size_t k = 0; k < link.pieces.size(); ++k) {
+    const auto& piece = link.pieces[k];
+    out += fmt::format(
+        "{}{{\"min_bytes\": {}, \"max_bytes\": {}, \"alpha_seconds\": {}, "
+        "\"beta_seconds_per_byte\": {}}}",
+        k == 0 ? "" : ", ", json_number(piece.min_bytes), json_number(piece.max_bytes),
+        json_number(piece.fit.alpha_seconds), json_number(piece.fit.beta_seconds_per_byte));
+  }
+  return out + "]";
+}
+
+double relative_error(double predicted, double measured) { return predicted / measured - 1; }
+
+}  // namespace
+
+std::string format_prediction_table(const analysis::ScalingPrediction& prediction,
+                                    const analysis::NetworkModel& network,
+                                    const std::string& algorithm) {
+  std::string out;
+  auto line = std::back_inserter(out);
+  const bool strong = results::scaling_named(prediction.scaling) == results::Scaling::strong;
+  fmt::format_to(line,
+                 "{} ({} scaling, {}, {} thread(s)/rank), {} allreduce, efficiency against "
+                 "{} rank(s)\n",
+                 prediction.model, prediction.scaling,
+                 strong ? fmt::format("global batch {:g}", prediction.global_batch)
+                        : fmt::format("batch {:g}/rank", prediction.batch_per_rank),
+                 prediction.threads_per_rank, algorithm, prediction.baseline_ranks);
+  fmt::format_to(line, "network     {}; {} rank(s) per node\n", network.source,
+                 prediction.ranks_per_node);
+  fmt::format_to(line, "  intra-node {}\n", describe_link(network.intra_node));
+  fmt::format_to(line, "  inter-node {}\n", describe_link(network.inter_node));
+  fmt::format_to(line, "compute     node-sharing slowdown s(ranks):");
+  for (const auto& [ranks, slowdown] : prediction.node_sharing.slowdown)
+    fmt::format_to(line, " {} {:.3f}", ranks, slowdown);
+  fmt::format_to(line, " (compute-only probes)\n");
+  for (const auto& note : network.notes) fmt::format_to(line, "note        {}\n", note);
+  for (const auto& note : prediction.notes) fmt::format_to(line, "note        {}\n", note);
+  // Which runs fed each reference rank count: every repeat, as the study's mean has them.
+  std::map<int, std::vector<std::string>> reference_runs;
+  for (const auto& point : prediction.points)
+    reference_runs.emplace(point.reference_ranks, point.reference_runs);
+  for (const auto& [ranks, runs] : reference_runs)
+    fmt::format_to(line, "from        {} rank(s): {}{}\n", ranks, fmt::join(runs, ", "),
+                   runs.size() == 1 ? ""
+                                    : fmt::format(" ({} repeats: the prediction is from their "
+                                                  "mean; each alone gives 'repeats give')",
+                                                  runs.size()));
+  fmt::format_to(line,
+                 "{:>7} {:>5} {:>14} {:>10} {:>9} {:>10} {:>10} {:>13} {:>10} {:>8} {:>6} "
+                 "{:>6} {:>6}  {}\n",
+                 "ranks", "from", "slowdown", "compute", "comm", "stragglers", "iter ms",
+                 "repeats give", "efficiency", "speedup", "comm", "imbal", "other",
+                 "measured iter ms, efficiency");
+  fmt::format_to(line,
+                 "{:>7} {:>5} {:>14} {:>10} {:>9} {:>10} {:>10} {:>13} {:>10} {:>8} {:>6} "
+                 "{:>6} {:>6}\n",
+                 "", "", "", "(ms)", "(ms)", "(ms)", "", "(iter ms)", "", "", "gap", "gap", "gap");
+  for (const auto& point : prediction.points) {
+    const auto& t = point.iteration;
+    std::string measured;
+    if (std::isfinite(point.measured_iteration_seconds))
+      measured = fmt::format(
+          "{:.2f} ({:+.1f}%), {:.1f}% ({:+.1f}%){}", point.measured_iteration_seconds * 1e3,
+          relative_error(t.iteration_seconds, point.measured_iteration_seconds) * 100,
+          point.measured_efficiency * 100,
+          relative_error(point.efficiency, point.measured_efficiency) * 100,
+          point.held_out ? "  held out" : "");
+    // '*': above 100%, explained below the table.
+    fmt::format_to(line,
+                   "{:>7} {:>5} {:>14} {:>10.2f} {:>9.2f} {:>10.2f} {:>10.2f} {:>13} {:>10} "
+                   "{:>8.2f} {:>5.1f}% {:>5.1f}% {:>5.1f}%  {}\n",
+                   point.ranks, point.reference_ranks,
+                   fmt::format("{:.3f} {}", point.compute_slowdown, point.slowdown_how),
+                   t.compute_seconds * 1e3, t.exposed_communication_seconds * 1e3,
+                   t.straggler_wait_seconds * 1e3, t.iteration_seconds * 1e3,
+                   fmt::format("{:.2f}-{:.2f}", point.iteration_seconds_low * 1e3,
+                               point.iteration_seconds_high * 1e3),
+                   fmt::format("{:.1f}%{}", point.efficiency * 100,
+                               point.above_linear_reason.empty() ? " " : "*"),
+                   point.speedup, point.gap.communication * 100, point.gap.load_imbalance * 100,
+                   point.gap.other * 100, measured);
+  }
+  for (const auto& point : prediction.points)
+    if (!point.above_linear_reason.empty())
+      fmt::format_to(line, "* {}\n", point.above_linear_reason);
+  return out;
+}
+
+std::string format_prediction_json(const analysis::ScalingPrediction& prediction,
+                                   const analysis::NetworkModel& network,
+                                   const std::string& algorithm) {
+  const auto& largest = network.inter_node.pieces.back().fit;
+  std::string out = fmt::format(
+      "{{\"model\": {}, \"scaling\": {}, \"algorithm\": {}, \"alpha_seconds\": {}, "
+      "\"beta_seconds_per_byte\": {},\n \"network\": {{\"source\": {}, \"ranks_per_node\": {}, "
+      "\"intra_node\": {}, \"inter_node\": {}}},\n \"node_sharing\": [",
+      json_string(prediction.model), json_string(prediction.scaling), json_string(algorithm),
+      json_number(largest.alpha_seconds), json_number(largest.beta_seconds_per_byte),
+      json_string(network.source), prediction.ranks_per_node, json_link(network.intra_node),
+      json_link(network.inter_node));
+  for (std::size_t k = 0; k < prediction.node_sharing.slowdown.size(); ++k)
+    out += fmt::format("{}{{\"ranks\": {}, \"slowdown\": {}}}", k == 0 ? "" : ", ",
+                       prediction.node_sharing.slowdown[k].first,
+                       json_number(prediction.node_sharing.slowdown[k].second));
+  out += "],\n \"notes\": [";
+  std::vector<std::string> notes = network.notes;
+  notes.insert(notes.end(), prediction.notes.begin(), prediction.notes.end());
+  for (std::size_t k = 0; k < notes.size(); ++k)
+    out += (k == 0 ? "" : ", ") + json_string(notes[k]);
+  out += "],\n \"predictions\": [";
+  for (std::size_t i = 0; i < prediction.points.size(); ++i) {
+    const auto& r = prediction.points[i];
+    const auto& t = r.iteration;
+    out += fmt::format(
+        "{}\n  {{\"ranks\": {}, \"reference_ranks\": {}, \"held_out\": {}, "
+        "\"iteration_seconds\": {}, \"compute_seconds\": {}, \"communication_seconds\": {}, "
+        "\"exposed_communication_seconds\": {}, \"straggler_wait_seconds\": {}, "
+        "\"compute_slowdown\": {}, \"compute_slowdown_from\": {}, \"efficiency\": {}, "
+        "\"speedup\": {}, \"gap_communication\": {}, \"gap_load_imbalance\": {}, "
+        "\"gap_other\": {}, \"measured_iteration_seconds\": {}, \"measured_efficiency\": {}, "
+        "\"reference_runs\": [{}], \"iteration_seconds_low\": {}, "
+        "\"iteration_seconds_high\": {}, \"efficiency_low\": {}, \"efficiency_high\": {}, "
+        "\"above_linear\": {}, \"above_linear_reason\": {}}}",
+        i == 0 ? "" : ",", r.ranks, r.reference_ranks, r.held_out ? "true" : "false",
+        json_number(t.iteration_seconds), json_number(t.compute_seconds),
+        json_number(t.communication_seconds), json_number(t.exposed_communication_seconds),
+        json_number(t.straggler_wait_seconds), json_number(r.compute_slowdown),
+        json_string(r.slowdown_how), json_number(r.efficiency), json_number(r.speedup),
+        json_number(r.gap.communication), json_number(r.gap.load_imbalance),
+        json_number(r.gap.other), json_number(r.measured_iteration_seconds),
+        json_number(r.measured_efficiency), fmt::join(json_strings(r.reference_runs), ", "),
+        json_number(r.iteration_seconds_low), json_number(r.iteration_seconds_high),
+        json_number(r.efficiency_low), json_number(r.efficiency_high),
+        r.above_linear_reason.empty() ? "false" : "true",
+        r.above_linear_reason.empty() ? "null" : json_string(r.above_linear_reason));
+  }
+  return out + "\n]}\n";
+}
+
+}  // namespace dlscale::printers

@@ -1,0 +1,231 @@
+// Terminal formatting of a run's summary.
+#include "printers/summary_printer.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "analysis/measurement_summary.hpp"
+#include "core/number_format.hpp"
+
+namespace dlscale::printers {
+
+namespace {
+
+// Yardstick measurements before and after a point further apart than this, relative to the
+// faster, moved for a reason: ten in a row on this 2-core VM with nothing else running in it
+// spanned 4-5% at one thread and 4-8% at two (its host is shared too); beside other jobs, 17-56%.
+constexpr double yardstick_moved_fraction = 0.1;
+
+std::string with_units(double value, const std::string& units) {
+  if (units == "bytes") return format_bytes(std::uint64_t(std::max(value, 0.0)));
+  return fmt::format("{:.3g} {}", value, units);
+}
+
+// What the compute line's fraction needs said about its yardstick, a line per fact: that it moved
+// during the point, and why a fraction is above 100%. Nothing when neither holds.
+std::string yardstick_lines(const results::RunEnvironment& environment, double mean_gflops) {
+  const double before = environment.device_gemm_gflops_before;
+  const double after = environment.device_gemm_gflops_after;
+  const double yardstick = environment.device_gemm_gflops;
+  const bool moved = before > 0 && after > 0 &&
+                     std::abs(after - before) > yardstick_moved_fraction * std::max(before, after);
+  std::string out;
+  auto line = std::back_inserter(out);
+  if (moved)
+    fmt::format_to(line,
+                   "{:<16}moved {:.0f} -> {:.0f} GFLOP/s from before the point to after it "
+                   "({:+.0f}%): the machine was shared or its clock changed; the faster is the "
+                   "yardstick\n",
+                   "yardstick", before, after, 100 * (after - before) / before);
+  if (yardstick > 0 && mean_gflops > yardstick)
+    fmt::format_to(line, "{:<16}above 100%: {}\n", moved ? "" : "yardstick",
+                   moved ? "other work held back even the faster GEMM measurement, or this "
+                           "workload's GEMMs ran faster here than the square one"
+                         : "this workload's GEMMs ran faster here than the square one, or its "
+                           "FLOP count credits work it skips (docs/performance.md)");
+  return out;
+}
+
+}  // namespace
+
+std::string format_summary(const results::RunRecord& record) {
+  const auto& config = record.configuration;
+  const auto& environment = record.environment;
+  const auto& summary = record.summary;
+  std::string out;
+  auto line = std::back_inserter(out);
+
+  fmt::format_to(line,
+                 "dlscale {} | {} ({}, {} parameters) | {} rank{} on {} host{} | {} x{} threads\n",
+                 environment.dlscale_version, config.model, config.model_family,
+                 with_thousands_separators(config.parameter_count), record.ranks,
+                 record.ranks == 1 ? "" : "s", environment.node_count,
+                 environment.node_count == 1 ? "" : "s", config.device, config.threads_per_rank);
+  fmt::format_to(line, "batch {}/rank, {} measured iteration{} after {} warm-up, comm {}\n",
+                 config.batch_per_rank, config.measured_iterations,
+                 config.measured_iterations == 1 ? "" : "s", config.warmup_iterations,
+                 config.comm_backend);
+  if (!record.partial_reason.empty())
+    fmt::format_to(line, "partial         {}\n", record.partial_reason);
+  fmt::format_to(line, "device          {}", environment.cpu_model);
+  for (const auto& [name, value] : environment.device_properties)
+    if (name == "cuda_driver" || name == "cudnn" || name == "precision" || name == "onednn_isa")
+      fmt::format_to(line, ", {} {}", name, value);
+  fmt::format_to(line, "\n\n");
+
+  fmt::format_to(line, "{:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "phase (ms)", "median",
+                 "mean", "p5", "p95", "min", "max");
+  for (std::size_t p = 0; p < phase_count; ++p) {
+    const auto& s = summary.phase_statistics[p];
+    fmt::format_to(line, "{:<10} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f}\n",
+                   phase_names[p], s.median * 1e3, s.mean * 1e3, s.p5 * 1e3, s.p95 * 1e3,
+                   s.min * 1e3, s.max * 1e3);
+  }
+
+  const auto slowest =
+      std::min_element(summary.gflops_per_rank.begin(), summary.gflops_per_rank.end());
+  double mean_gflops = 0;
+  for (double g : summary.gflops_per_rank) mean_gflops += g;
+  mean_gflops /= double(summary.gflops_per_rank.size());
+  std::vector<double> imbalance = summary.load_imbalance_seconds;
+  std::sort(imbalance.begin(), imbalance.end());
+
+  fmt::format_to(line, "\nthroughput      {:.1f} samples/s (job)\n",
+                 summary.throughput_samples_per_second);
+  fmt::format_to(line, "compute         {:.2f} GFLOP/s per rank (mean; slowest rank {} at {:.2f})",
+                 mean_gflops, std::distance(summary.gflops_per_rank.begin(), slowest), *slowest);
+  if (environment.device_gemm_gflops > 0)
+    fmt::format_to(line, ": {:.1f}% of the {:.0f} GFLOP/s float GEMM measured on this device",
+                   100 * mean_gflops / environment.device_gemm_gflops,
+                   environment.device_gemm_gflops);
+  fmt::format_to(line, "\n{}", yardstick_lines(environment, mean_gflops));
+  if (record.ranks == 1)
+    fmt::format_to(line, "communication   none: one rank has no gradients to sum\n");
+  else
+    fmt::format_to(line,
+                   "communication   {:.1f}% of step time exposed; {:.1f} MB in {} bucket{}{}, "
+                   "{:.3f} ms first start to last done: algbw {:.2f} GB/s, busbw {:.2f} GB/s\n",
+                   summary.communication_fraction * 100, summary.allreduce_bytes / 1e6,
+                   record.buckets.size(), record.buckets.size() == 1 ? "" : "s",
+                   config.overlap ? " overlapped with backward" : " after backward",
+                   summary.allreduce_seconds * 1e3, summary.allreduce_algbw_gbps,
+                   summary.allreduce_busbw_gbps);
+  fmt::format_to(
+      line, "load imbalance  {:.3f} ms median, {:.3f} ms max (max - min compute across ranks)\n",
+      imbalance[imbalance.size() / 2] * 1e3, imbalance.back() * 1e3);
+  const std::size_t last_iteration = std::size_t(record.iterations - 1) * record.ranks;
+  double first_loss = 0, last_loss = 0;
+  for (int r = 0; r < record.ranks; ++r) {
+    first_loss += record.loss[r];
+    last_loss += record.loss[last_iteration + r];
+  }
+  fmt::format_to(line,
+                 "loss            {:.4f} -> {:.4f} (mean over ranks, first -> last iteration)\n",
+                 first_loss / record.ranks, last_loss / record.ranks);
+  bool first_measurement = true;
+  for (const auto& m : analysis::summarize_measurements(record)) {
+    fmt::format_to(line, "{:<16}{} ", first_measurement ? "measured" : "", m.name);
+    first_measurement = false;
+    if (m.sources == 0) {
+      fmt::format_to(line, "absent: {}\n", m.absent_reason);
+      continue;
+    }
+    switch (m.headline) {
+      case results::Headline::energy:
+        fmt::format_to(line, "{:.4g} J: {:.4g} J/step, {:.4g} J/sample", m.joules,
+                       m.joules_per_step, m.joules_per_sample);
+        break;
+      case results::Headline::peak:
+        fmt::format_to(line, "{} peak", with_units(m.peak, m.units));
+        break;
+      case results::Headline::mean_and_peak:
+        fmt::format_to(line, "{} mean, {} peak", with_units(m.mean, m.units),
+                       with_units(m.peak, m.units));
+        break;
+      default:
+        fmt::format_to(line, "{} mean", with_units(m.mean, m.units));
+    }
+    fmt::format_to(line, " ({} {})\n", m.sources, m.sources == 1 ? "source" : "sources");
+  }
+  if (record.ranks == 1)
+    fmt::format_to(line, "parameters      one rank: no replicas to compare\n");
+  else
+    fmt::format_to(line, "parameters      {} on all {} ranks after the last step\n",
+                   summary.parameters_identical ? "bit-identical" : "DIFFERENT", record.ranks);
+  return out;
+}
+
+std::string format_study(const results::StudySummary& study,
+                         const std::vector<results::FailedPoint>& failed_points) {
+  std::string out;
+  auto line = std::back_inserter(out);
+  const auto varies = [&](auto member) {
+    for (const auto& p : study.points)
+      if (p.*member != study.points.front().*member) return true;
+    for (const auto& f : failed_points)
+      if (f.threads > 1 || f.repeat > 0) return true;
+    return false;
+  };
+  const bool thread_sweep = varies(&results::StudyPoint::threads);
+  const bool repeated = varies(&results::StudyPoint::repeat);
+  if (!study.points.empty())
+    fmt::format_to(line,
+                   "{} scaling against {} rank{}{}: efficiency with its 95% bootstrap interval; "
+                   "the gap 1 - E split into exposed communication, waiting for stragglers and "
+                   "the rest\n",
+                   study.scaling, study.baseline_ranks, study.baseline_ranks == 1 ? "" : "s",
+                   thread_sweep ? " at the same thread count" : "");
+  std::string energy_header;
+  for (const auto& [name, joules] : study.points.empty()
+                                        ? decltype(study.points.front().energy_joules_per_sample){}
+                                        : study.points.front().energy_joules_per_sample)
+    energy_header += fmt::format(" {:>12}", name.substr(0, name.find('_')) + " J/sample");
+  fmt::format_to(line, "{:>6}{}{} {:>10} {:>12} {:>8} {:>18} {:>10} {:>7} {:>9} {:>7}{}  {}\n",
+                 "ranks", thread_sweep ? fmt::format(" {:>7}", "threads") : "",
+                 repeated ? fmt::format(" {:>6}", "repeat") : "", "iter ms", "samples/s", "speedup",
+                 "efficiency", "Karp-Flatt", "comm", "imbalance", "other", energy_header,
+                 "straggler");
+  const auto key_columns = [&](int ranks, int threads, int repeat) {
+    return fmt::format("{:>6}{}{}", ranks, thread_sweep ? fmt::format(" {:>7}", threads) : "",
+                       repeated ? fmt::format(" {:>6}", repeat) : "");
+  };
+  for (const auto& p : study.points) {
+    std::string energy;
+    for (const auto& [name, joules] : p.energy_joules_per_sample)
+      energy += fmt::format(" {:>12.4g}", joules);
+    fmt::format_to(
+        line,
+        "{} {:>10.2f} {:>12.1f} {:>8.2f} {:>6.1f}% [{:>4.0f},{:>4.0f}] {:>10} "
+        "{:>6.1f}% {:>8.1f}% {:>6.1f}%{}  {}\n",
+        key_columns(p.ranks, p.threads, p.repeat), p.iteration_seconds * 1e3,
+        p.throughput_samples_per_second, p.speedup, p.efficiency * 100, p.efficiency_ci_low * 100,
+        p.efficiency_ci_high * 100,
+        std::isnan(p.karp_flatt) ? "-" : fmt::format("{:.3f}", p.karp_flatt),
+        p.gap_communication * 100, p.gap_load_imbalance * 100, p.gap_other * 100, energy,
+        p.ranks == 1 ? "-" : fmt::format("rank {} on {}", p.straggler_rank, p.straggler_host));
+  }
+  for (const auto& f : failed_points)
+    fmt::format_to(line, "{} {:>10}  {}\n", key_columns(f.ranks, f.threads, f.repeat), "-",
+                   f.reason);
+  if (repeated && !study.configurations.empty()) {
+    fmt::format_to(line, "\nacross repeats: mean +- sample standard deviation (min .. max)\n");
+    fmt::format_to(line, "{:>6}{} {:>8} {:>27} {:>18} {:>12}\n", "ranks",
+                   thread_sweep ? fmt::format(" {:>7}", "threads") : "", "repeats", "iter ms",
+                   "efficiency", "samples/s");
+    for (const auto& c : study.configurations)
+      fmt::format_to(line,
+                     "{:>6}{} {:>8} {:>8.2f} +- {:<6.2f} ({:.2f} .. {:.2f}) {:>8.1f}% +- {:>5.1f}% "
+                     "{:>12.1f}\n",
+                     c.ranks, thread_sweep ? fmt::format(" {:>7}", c.threads) : "", c.repeats,
+                     c.iteration_seconds_mean * 1e3, c.iteration_seconds_std * 1e3,
+                     c.iteration_seconds_min * 1e3, c.iteration_seconds_max * 1e3,
+                     c.efficiency_mean * 100, c.efficiency_std * 100,
+                     c.throughput_samples_per_second_mean);
+  }
+  return out;
+}
+
+}  // namespace dlscale::printers

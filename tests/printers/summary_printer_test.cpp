@@ -1,0 +1,128 @@
+// The run summary's yardstick: the compute line holds GFLOP/s against the faster of the GEMM
+// measured before and after the point, says on a line of its own when the two moved apart, and
+// explains a fraction above 100% instead of printing it bare; the study's spread across repeats
+// reads as "MEAN +- STD (MIN .. MAX)".
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <sstream>
+#include <string>
+
+#include "printers/summary_printer.hpp"
+
+namespace dlscale::printers {
+namespace {
+
+// One rank, two iterations, reaching `gflops` against a yardstick measured at `before` and
+// `after` GFLOP/s (the faster of them is the yardstick, as the driver records it).
+results::RunRecord run_at(double gflops, double before, double after) {
+  results::RunRecord run;
+  run.ranks = 1;
+  run.iterations = 2;
+  run.configuration.measured_iterations = 2;
+  run.loss = {2.0, 1.5};
+  run.summary.gflops_per_rank = {gflops};
+  run.summary.load_imbalance_seconds = {0, 0};
+  run.environment.device_gemm_gflops_before = before;
+  run.environment.device_gemm_gflops_after = after;
+  run.environment.device_gemm_gflops = std::max(before, after);
+  return run;
+}
+
+// The summary's lines that start with `label`, and the unlabelled lines that continue them.
+std::string lines_labelled(const std::string& summary, const std::string& label) {
+  std::istringstream lines(summary);
+  std::string line, found;
+  bool inside = false;
+  while (std::getline(lines, line)) {
+    if (line.rfind(label, 0) == 0)
+      inside = true;
+    else if (line.empty() || line[0] != ' ')
+      inside = false;
+    if (inside) found += line + "\n";
+  }
+  return found;
+}
+
+TEST(SummaryYardstick, ComputeIsAFractionOfTheFasterMeasurement) {
+  const std::string summary = format_summary(run_at(118, 215, 236));
+  EXPECT_NE(lines_labelled(summary, "compute")
+                .find(": 50.0% of the 236 GFLOP/s float GEMM measured on this device"),
+            std::string::npos)
+      << summary;
+}
+
+TEST(SummaryYardstick, SaysNothingMoreWhenTheMeasurementsAgreeWithin10Percent) {
+  const std::string summary = format_summary(run_at(118, 215, 236));
+  EXPECT_EQ(lines_labelled(summary, "yardstick"), "") << summary;
+}
+
+TEST(SummaryYardstick, SaysWhenTheMeasurementsMovedApartDuringThePoint) {
+  const std::string summary = format_summary(run_at(118, 158, 236));
+  EXPECT_EQ(lines_labelled(summary, "yardstick"),
+            "yardstick       moved 158 -> 236 GFLOP/s from before the point to after it (+49%): "
+            "the machine was shared or its clock changed; the faster is the yardstick\n")
+      << summary;
+}
+
+TEST(SummaryYardstick, ExplainsAFractionAbove100Percent) {
+  const std::string summary = format_summary(run_at(184, 156, 158));
+  EXPECT_NE(lines_labelled(summary, "compute").find("116.5% of the 158 GFLOP/s"), std::string::npos)
+      << summary;
+  EXPECT_EQ(lines_labelled(summary, "yardstick"),
+            "yardstick       above 100%: this workload's GEMMs ran faster here than the square "
+            "one, or its FLOP count credits work it skips (docs/performance.md)\n")
+      << summary;
+}
+
+TEST(SummaryYardstick, AMovedYardstickBelowTheTrainingRateGetsBothLines) {
+  const std::string summary = format_summary(run_at(184, 120, 158));
+  EXPECT_EQ(lines_labelled(summary, "yardstick"),
+            "yardstick       moved 120 -> 158 GFLOP/s from before the point to after it (+32%): "
+            "the machine was shared or its clock changed; the faster is the yardstick\n"
+            "                above 100%: other work held back even the faster GEMM measurement, "
+            "or this workload's GEMMs ran faster here than the square one\n")
+      << summary;
+}
+
+// Files from before the two measurements were kept, and runs stopped by a signal (no measurement
+// after), have nothing to compare: the yardstick alone is printed.
+TEST(SummaryYardstick, OneMeasurementAloneIsNeverCalledMoved) {
+  results::RunRecord older = run_at(118, 0, 0);
+  older.environment.device_gemm_gflops = 236;
+  EXPECT_EQ(lines_labelled(format_summary(older), "yardstick"), "");
+  EXPECT_EQ(lines_labelled(format_summary(run_at(118, 158, 0)), "yardstick"), "");
+}
+
+TEST(SummaryYardstick, NoYardstickNoFraction) {
+  const std::string summary = format_summary(run_at(118, 0, 0));
+  EXPECT_EQ(lines_labelled(summary, "compute").find("float GEMM"), std::string::npos) << summary;
+  EXPECT_EQ(lines_labelled(summary, "yardstick"), "") << summary;
+}
+
+// A spread as wide as its column still leaves a space between "+- STD" and "(min .. max)".
+TEST(StudyRepeats, EverySpreadIsSetOffBySpaces) {
+  results::StudySummary study;
+  study.scaling = "weak";
+  study.baseline_ranks = 1;
+  for (int repeat : {0, 1}) {
+    results::StudyPoint point;
+    point.ranks = 1;
+    point.repeat = repeat;
+    point.run = "run_00" + std::to_string(repeat);
+    study.points.push_back(point);
+  }
+  results::RepeatSpread spread;
+  spread.ranks = 1;
+  spread.repeats = 2;
+  spread.iteration_seconds_mean = 1.5;
+  spread.iteration_seconds_std = 0.123456;  // 123.46 ms: six characters, its column's width
+  spread.iteration_seconds_min = 1.4;
+  spread.iteration_seconds_max = 1.6;
+  study.configurations = {spread};
+  const std::string table = format_study(study);
+  EXPECT_NE(table.find("+- 123.46 (1400.00 .. 1600.00)"), std::string::npos) << table;
+}
+
+}  // namespace
+}  // namespace dlscale::printers
