@@ -131,6 +131,7 @@ results::FailedPoint failed_point_of(const MissingJob& job, const results::RunRe
                                  results::Scaling::strong
                              ? measured.configuration.batch_per_rank * measured.ranks / job.ranks
                              : measured.configuration.batch_per_rank;
+  point.cause = FailureCause::job_left_no_results;
   point.reason = fmt::format("Slurm job {} left no results file ({})", job.job_id, job.state);
   return point;
 }

@@ -14,7 +14,7 @@ void agree_on_success(MPI_Comm comm, const std::function<void()>& step) {
   DLSCALE_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   std::string message;
   int my_failure_rank = INT_MAX;
-  int point_failure = 0;  // which kind to throw: broadcast with the message
+  int point_failure = -1;  // UserError, or a PointFailure's cause: broadcast with the message
   try {
     step();
   } catch (const UserError& error) {
@@ -23,7 +23,7 @@ void agree_on_success(MPI_Comm comm, const std::function<void()>& step) {
   } catch (const PointFailure& error) {
     message = error.what();
     my_failure_rank = rank;
-    point_failure = 1;
+    point_failure = int(error.cause());
   }
   int first_failure_rank = INT_MAX;
   DLSCALE_MPI_CHECK(
@@ -35,7 +35,7 @@ void agree_on_success(MPI_Comm comm, const std::function<void()>& step) {
   message.resize(static_cast<std::size_t>(length));
   DLSCALE_MPI_CHECK(MPI_Bcast(message.data(), length, MPI_CHAR, first_failure_rank, comm));
   DLSCALE_MPI_CHECK(MPI_Bcast(&point_failure, 1, MPI_INT, first_failure_rank, comm));
-  if (point_failure != 0) throw PointFailure(message);
+  if (point_failure >= 0) throw PointFailure(FailureCause(point_failure), message);
   throw UserError(message);
 }
 

@@ -16,11 +16,26 @@ class UserError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// A sweep point that could not be measured: it did not fit in memory, diverged, or ran past its
-// time limit. The run driver keeps it as a result with this reason, and the sweep goes on.
+// Why a sweep point could not be measured; recorded with the point (results/study_record.hpp).
+enum class FailureCause {
+  does_not_fit,   // the memory estimate exceeded the device's free memory: nothing was allocated
+  out_of_memory,  // an allocation failed (host, device or a library's workspace)
+  diverged,       // a loss or gradient became NaN or infinite
+  timed_out,      // ran past --point-timeout
+  job_left_no_results,  // its Slurm job of a node study ended without a results file (merge)
+  unknown,              // read from a file written before causes were recorded
+};
+
+// A sweep point that could not be measured. The run driver keeps it as a result with its cause and
+// reason, and the sweep goes on.
 class PointFailure : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  PointFailure(FailureCause cause, const std::string& reason)
+      : std::runtime_error(reason), cause_(cause) {}
+  FailureCause cause() const { return cause_; }
+
+ private:
+  FailureCause cause_;
 };
 
 // A library call that failed (MPI, HDF5, oneDNN, CUDA, NCCL). Each library has one checked-call
@@ -35,6 +50,14 @@ class LibraryError : public std::runtime_error {
 
  private:
   std::string library_message_;
+};
+
+// A library call that could not allocate memory: thrown by the checked-call idiom of each library
+// that says so (cudaErrorMemoryAllocation, CUBLAS_STATUS_ALLOC_FAILED, cuDNN's and oneDNN's
+// out-of-memory statuses), so that a point too large for the machine fails as a point.
+class OutOfMemory : public LibraryError {
+ public:
+  using LibraryError::LibraryError;
 };
 
 // Throws UserError "OPTION: unknown WHAT 'VALUE' (available: A, B)" unless value is a choice.

@@ -97,6 +97,19 @@ fs::path ResultsJournal::finish_for_exit(const std::string& status) noexcept {
   return path_;
 }
 
+fs::path ResultsJournal::abandon(const std::string& why) {
+  const std::lock_guard lock(mutex_);
+  if (results_.runs.empty() && results_.failed_points.empty() &&
+      results_.node_sharing_probes.empty()) {
+    std::error_code ignored;
+    fs::remove(path_, ignored);
+    return {};
+  }
+  results_.status = "interrupted: " + why;
+  save();
+  return path_;
+}
+
 fs::path ResultsJournal::location() const {
   const std::lock_guard lock(mutex_);
   return path_;

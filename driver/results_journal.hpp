@@ -33,6 +33,11 @@ class ResultsJournal {
   // journal locked, so no later write can start. Never throws. Returns where the file is.
   std::filesystem::path finish_for_exit(const std::string& status) noexcept;
 
+  // For a launch that ends on an error (a point its backend cannot serve): removes the file where
+  // it holds nothing yet, or writes status "interrupted: WHY" and keeps what it holds. Returns
+  // where the file is kept, or an empty path when it was removed.
+  std::filesystem::path abandon(const std::string& why);
+
   // Where the file is: `path`, or the name it was rescued to when `path` could not be written.
   std::filesystem::path location() const;
   bool rescued() const;

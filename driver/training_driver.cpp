@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <new>
 #include <optional>
 #include <string>
@@ -90,11 +91,10 @@ void set_up_or_fail_point(MPI_Comm group, const std::function<void()>& set_up) {
     try {
       set_up();
     } catch (const std::bad_alloc&) {
-      throw PointFailure("failed to allocate host memory");
-    } catch (const LibraryError& error) {
-      const std::string what = error.what();
-      if (what.find("out of memory") == std::string::npos) throw;
-      throw PointFailure("failed to allocate: " + what);
+      throw PointFailure(FailureCause::out_of_memory, "failed to allocate host memory");
+    } catch (const OutOfMemory& error) {
+      throw PointFailure(FailureCause::out_of_memory,
+                         std::string("failed to allocate: ") + error.what());
     }
   });
 }
@@ -109,37 +109,44 @@ void fail_unless_it_fits(MPI_Comm group, const workloads::Workload& workload, in
     const int ranks_on_device = (placement.ranks_on_host + devices - 1) / devices;
     const std::string shortfall = worker::memory_shortfall(
         workload, batch, batches, ranks_on_device, device.free_memory_bytes());
-    if (!shortfall.empty()) throw PointFailure(shortfall);
+    if (!shortfall.empty()) throw PointFailure(FailureCause::does_not_fit, shortfall);
   });
 }
 
 // Everything one point holds while it trains, made on every rank of its group.
 struct PointSetUp {
+  comm::HostPlacement placement;
   std::unique_ptr<comm::GradientCommunicator> communicator;
   std::unique_ptr<model::Network<float>> network;
   std::unique_ptr<model::SgdMomentum<float>> optimizer;
   std::unique_ptr<worker::DeviceDataset> data;
   worker::GradientExchange exchange;
+  std::vector<std::unique_ptr<worker::Sampler>> samplers;
+  std::vector<results::Measurement> node_sharing;  // the probe made before training
+  double gemm_gflops_before = 0;                   // the yardstick, before the point's buffers
 };
 
-// One sweep point on the ranks of `group`. Returns the run's record on the group's rank 0
-// (world rank 0), nothing elsewhere; a stop signal ends it early, as a partial run, or with
-// nothing when no measured iteration had finished. Throws PointFailure, on every rank of the
-// group, for a point that cannot be measured.
-std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const SweepPoint& point,
-                                              kernels::Device& device, MPI_Comm group,
-                                              const results::RunEnvironment& environment,
-                                              ProgressLine& progress, StallWatchdog& watchdog) {
+// What a point's training left on this rank.
+struct PointMeasurement {
+  RankReport report;
+  int measured_iterations = 0;  // fewer than planned where a stop signal cut it short
+  int stop_signal = 0;          // the one the group agreed on, or 0
+};
+
+// A point's set-up on every rank of `group`: the memory check, the communicator, the yardstick,
+// the network, optimizer and data, the gradient buckets, the samplers and the node-sharing
+// probe. Throws PointFailure, on every rank of the group, where the point does not fit.
+PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kernels::Device& device,
+                        MPI_Comm group, StallWatchdog& watchdog) {
   watchdog.begin_point(point.ranks);
   const workloads::Workload& workload = *plan.workload;
-  comm::MpiHostGroup host_group(group);
-  const comm::HostPlacement placement = comm::host_placement(group);
+  PointSetUp run;
+  run.placement = comm::host_placement(group);
   const int batch = point.batch_per_rank;
   const int batches = distinct_batches(workload, batch);
   if (plan.check_memory_per_point)
-    fail_unless_it_fits(group, workload, batch, batches, device, plan, placement);
+    fail_unless_it_fits(group, workload, batch, batches, device, plan, run.placement);
 
-  PointSetUp run;
   run.communicator = comm::make_gradient_communicator(plan.comm_backend, group, device);
   spdlog::info(
       "{} ({} parameters) on {} rank(s) x {} thread(s), batch {}/rank, {} + {} "
@@ -151,7 +158,7 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
   // Once before the point's network and data are allocated and once after they are freed, so
   // that its buffers never compete with the point's for device memory; the two show whether the
   // machine's rate moved during the point.
-  const double gemm_gflops_before = measure_yardstick(device, group);
+  run.gemm_gflops_before = measure_yardstick(device, group);
   set_up_or_fail_point(group, [&] {
     run.network = workload.build_network(device, batch);
     run.network->initialize(point.seed);
@@ -162,17 +169,26 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
   });
   run.exchange = worker::make_gradient_exchange(
       *run.network, std::size_t(plan.bucket_mb * (1 << 20)), plan.overlap);
-  const auto samplers = worker::make_samplers({plan.sample_interval_seconds, device.gpu_index()});
+  run.samplers = worker::make_samplers({plan.sample_interval_seconds, device.gpu_index()});
   // How much slower compute gets with the point's ranks side by side, for `dlscale predict`.
-  auto node_sharing =
+  run.node_sharing =
       worker::probe_node_sharing(*run.network, *run.data, device, group,
                                  plan.schedule.total_iterations(), [&] { watchdog.progressed(); });
-  host_group.barrier();  // start the clock together
+  return run;
+}
+
+// Trains the set-up point on every rank of `group`, the ranks starting the clock together.
+// Returns nothing where a stop signal came before any measured iteration had finished. Throws
+// PointFailure, on every rank of the group, for a point that diverges or runs past its time limit.
+std::optional<PointMeasurement> measure_point(const TrainingPlan& plan, PointSetUp& run,
+                                              kernels::Device& device, MPI_Comm group,
+                                              ProgressLine& progress, StallWatchdog& watchdog) {
+  DLSCALE_MPI_CHECK(MPI_Barrier(group));  // start the clock together
 
   // After every iteration, outside the timed phases: the ranks agree whether to go on, so a
   // divergence seen by one rank, the time limit or a stop signal ends all of them at the same
   // iteration.
-  int stop_signal = 0;
+  PointMeasurement measured;
   watchdog.progressed();
   const auto after_iteration = [&](const worker::IterationReport& report) {
     progress.iteration_done(report.iteration, report.step_seconds);
@@ -180,36 +196,47 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
     comm::agree_on_success(group, [&] {
       if (!report.divergence.empty())
         throw PointFailure(
+            FailureCause::diverged,
             fmt::format("diverged at iteration {} ({})", report.iteration, report.divergence));
       if (plan.point_timeout_seconds > 0 && report.clock_seconds > plan.point_timeout_seconds)
-        throw PointFailure(fmt::format("exceeded --point-timeout {} s at iteration {}",
+        throw PointFailure(FailureCause::timed_out,
+                           fmt::format("exceeded --point-timeout {} s at iteration {}",
                                        plan.point_timeout_seconds, report.iteration));
     });
-    stop_signal = agreed_stop_signal(group);
-    return stop_signal == 0;
+    measured.stop_signal = agreed_stop_signal(group);
+    return measured.stop_signal == 0;
   };
-  driver::RankReport report;
-  report.measurements =
+  measured.report.measurements =
       worker::train(*run.network, *run.optimizer, *run.data, *run.communicator, run.exchange,
-                    device, plan.schedule, samplers, after_iteration);
-  for (auto& measurement : node_sharing)
-    report.measurements.series.push_back(std::move(measurement));
+                    device, plan.schedule, run.samplers, after_iteration);
+  for (auto& measurement : run.node_sharing)
+    measured.report.measurements.series.push_back(std::move(measurement));
   progress.end_point();
-  const int measured_iterations =
-      int(report.measurements.loss.size()) - plan.schedule.warmup_iterations;
-  if (measured_iterations <= 0) return std::nullopt;  // stopped during the warm-up
-  report.parameter_fingerprint = worker::parameter_fingerprint(device, run.network->parameters());
-  report.host = host_name();
-  report.local_rank = placement.local_rank;
+  measured.measured_iterations =
+      int(measured.report.measurements.loss.size()) - plan.schedule.warmup_iterations;
+  if (measured.measured_iterations <= 0) return std::nullopt;  // stopped during the warm-up
+  measured.report.parameter_fingerprint =
+      worker::parameter_fingerprint(device, run.network->parameters());
+  measured.report.host = host_name();
+  measured.report.local_rank = run.placement.local_rank;
+  return measured;
+}
 
+// Frees the point's set-up, measures the yardstick again and gathers the run's record to the
+// group's rank 0 (world rank 0), with its summary. Returns nothing on the other ranks.
+std::optional<results::RunRecord> record_point(const TrainingPlan& plan, const SweepPoint& point,
+                                               PointSetUp run, const PointMeasurement& measured,
+                                               kernels::Device& device, MPI_Comm group,
+                                               const results::RunEnvironment& environment) {
+  const workloads::Workload& workload = *plan.workload;
   results::RunConfiguration configuration{workload.name(),
                                           workload.family(),
                                           workload.description(),
                                           workload.parameter_count(),
                                           workload.training_flops_per_sample(),
-                                          batch,
+                                          point.batch_per_rank,
                                           plan.schedule.warmup_iterations,
-                                          measured_iterations,
+                                          measured.measured_iterations,
                                           point.threads,
                                           point.repeat,
                                           comm::backend_record(plan.comm_backend).name,
@@ -227,11 +254,12 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
   for (const auto& bucket : run.exchange.buckets)
     buckets.push_back(
         {bucket.first_layer, bucket.last_layer, double(bucket.count * sizeof(float))});
+  const double gemm_gflops_before = run.gemm_gflops_before;
   {
     const PointSetUp finished = std::move(run);  // freed here, in reverse order of making
   }
   // A stop signal asks for a quick exit, so the run keeps the yardstick from before only.
-  const double gemm_gflops_after = stop_signal == 0 ? measure_yardstick(device, group) : 0;
+  const double gemm_gflops_after = measured.stop_signal == 0 ? measure_yardstick(device, group) : 0;
 
   results::RunEnvironment point_environment = environment;
   point_environment.cpu_model = device.description();
@@ -240,16 +268,32 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
   point_environment.device_gemm_gflops_after = gemm_gflops_after;
   // The faster of the two: the slower one was held back (other work, or a lower clock).
   point_environment.device_gemm_gflops = std::max(gemm_gflops_before, gemm_gflops_after);
-  auto record = driver::gather_run(host_group, report, configuration, point_environment);
+  comm::MpiHostGroup host_group(group);
+  auto record = gather_run(host_group, measured.report, configuration, point_environment);
   if (!record) return record;
   record->layers = std::move(layers);
   record->buckets = std::move(buckets);
   record->summary = analysis::summarize(*record);
-  if (stop_signal != 0)
-    record->partial_reason = fmt::format("interrupted by {} after {} of {} measured iterations",
-                                         stop_signal_name(stop_signal), measured_iterations,
-                                         plan.schedule.measured_iterations);
+  if (measured.stop_signal != 0)
+    record->partial_reason =
+        fmt::format("interrupted by {} after {} of {} measured iterations",
+                    stop_signal_name(measured.stop_signal), measured.measured_iterations,
+                    plan.schedule.measured_iterations);
   return record;
+}
+
+// One sweep point on the ranks of `group`: set up, measured, recorded. Returns the run's record
+// on the group's rank 0 (world rank 0), nothing elsewhere; a stop signal ends it early, as a
+// partial run, or with nothing when no measured iteration had finished. Throws PointFailure, on
+// every rank of the group, for a point that cannot be measured.
+std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const SweepPoint& point,
+                                              kernels::Device& device, MPI_Comm group,
+                                              const results::RunEnvironment& environment,
+                                              ProgressLine& progress, StallWatchdog& watchdog) {
+  PointSetUp run = set_up_point(plan, point, device, group, watchdog);
+  const auto measured = measure_point(plan, run, device, group, progress, watchdog);
+  if (!measured) return std::nullopt;
+  return record_point(plan, point, std::move(run), *measured, device, group, environment);
 }
 
 // The rank counts beyond the sweep's largest point that the launch holds, for node-sharing
@@ -392,64 +436,76 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
   ProgressLine progress(coordinator_rank);
   int stop_signal = 0;
   int completed_points = 0;
-  for (int index = 0; index < points && stop_signal == 0; ++index) {
-    const SweepPoint& point = plan.points[index];
-    const comm::RankGroup group(mpi.world(), point.ranks);
-    if (group.contains_this_rank()) {
-      use_threads(device, plan, point.threads);
-      progress.begin_point(index + 1, points, point.ranks, plan.schedule.total_iterations());
-      try {
-        auto record =
-            train_point(plan, point, *device, group.comm(), environment, progress, watchdog);
-        if (record) {
-          std::fputs(printers::format_summary(*record).c_str(), stdout);
-          std::fputs("\n", stdout);
-          std::fflush(stdout);
-          if (record->partial_reason.empty()) ++completed_points;
-          journal->add_run(std::move(*record));
-        }
-      } catch (const PointFailure& failure) {
-        progress.end_point();
-        if (coordinator_rank) {
-          journal->add_failed_point({point.ranks, point.threads, point.repeat, point.batch_per_rank,
-                                     point.seed, failure.what()});
-          spdlog::warn("point {} of {} ({} rank(s) x {} thread(s){}) failed: {}; going on",
-                       index + 1, points, point.ranks, point.threads,
-                       point.repeat > 0 ? fmt::format(", repeat {}", point.repeat) : "",
-                       failure.what());
-        }
-      }
-    }
-    comm::quiet_barrier(mpi.world());  // ranks outside this point wait here, asleep
-    stop_signal = agreed_stop_signal(mpi.world());
-  }
-
-  // Beyond the sweep: how compute slows as the launch's nodes fill, without training there.
-  if (plan.schedule.total_iterations() >= worker::NodeSharingProbeSchedule{}.least_point_iterations)
-    for (int ranks : probe_only_rank_counts(plan.points, mpi.world_size())) {
-      if (stop_signal != 0) break;
-      const comm::RankGroup group(mpi.world(), ranks);
+  // A launch the backend cannot serve ends here, on every rank of the point, with one line; the
+  // file keeps the points finished before it, or is removed where there are none.
+  try {
+    for (int index = 0; index < points && stop_signal == 0; ++index) {
+      const SweepPoint& point = plan.points[index];
+      const comm::RankGroup group(mpi.world(), point.ranks);
       if (group.contains_this_rank()) {
-        use_threads(device, plan, baseline_point(plan.points).threads);
+        use_threads(device, plan, point.threads);
+        progress.begin_point(index + 1, points, point.ranks, plan.schedule.total_iterations());
         try {
-          const auto probe = probe_without_training(plan, *device, group.comm(), watchdog);
-          if (probe) {
-            spdlog::info(
-                "node-sharing probe on {} ranks ({} on a node), no training: one pass "
-                "takes {:.3g} s, {:.2f}x the {:.3g} s of one rank alone ({:.1f} s)",
-                probe->ranks, probe->ranks_per_node, probe->shared_seconds,
-                probe->shared_seconds / probe->alone_seconds, probe->alone_seconds,
-                probe->probe_seconds);
-            journal->add_node_sharing_probe(*probe);
+          auto record =
+              train_point(plan, point, *device, group.comm(), environment, progress, watchdog);
+          if (record) {
+            std::fputs(printers::format_summary(*record).c_str(), stdout);
+            std::fputs("\n", stdout);
+            std::fflush(stdout);
+            if (record->partial_reason.empty()) ++completed_points;
+            journal->add_run(std::move(*record));
           }
         } catch (const PointFailure& failure) {
-          if (coordinator_rank)
-            spdlog::warn("no node-sharing probe on {} ranks: {}", ranks, failure.what());
+          progress.end_point();
+          if (coordinator_rank) {
+            journal->add_failed_point({point.ranks, point.threads, point.repeat,
+                                       point.batch_per_rank, point.seed, failure.cause(),
+                                       failure.what()});
+            spdlog::warn("point {} of {} ({} rank(s) x {} thread(s){}) failed: {}; going on",
+                         index + 1, points, point.ranks, point.threads,
+                         point.repeat > 0 ? fmt::format(", repeat {}", point.repeat) : "",
+                         failure.what());
+          }
         }
       }
-      comm::quiet_barrier(mpi.world());
+      comm::quiet_barrier(mpi.world());  // ranks outside this point wait here, asleep
       stop_signal = agreed_stop_signal(mpi.world());
     }
+
+    // Beyond the sweep: how compute slows as the launch's nodes fill, without training there.
+    if (plan.schedule.total_iterations() >=
+        worker::NodeSharingProbeSchedule{}.least_point_iterations)
+      for (int ranks : probe_only_rank_counts(plan.points, mpi.world_size())) {
+        if (stop_signal != 0) break;
+        const comm::RankGroup group(mpi.world(), ranks);
+        if (group.contains_this_rank()) {
+          use_threads(device, plan, baseline_point(plan.points).threads);
+          try {
+            const auto probe = probe_without_training(plan, *device, group.comm(), watchdog);
+            if (probe) {
+              spdlog::info(
+                  "node-sharing probe on {} ranks ({} on a node), no training: one pass "
+                  "takes {:.3g} s, {:.2f}x the {:.3g} s of one rank alone ({:.1f} s)",
+                  probe->ranks, probe->ranks_per_node, probe->shared_seconds,
+                  probe->shared_seconds / probe->alone_seconds, probe->alone_seconds,
+                  probe->probe_seconds);
+              journal->add_node_sharing_probe(*probe);
+            }
+          } catch (const PointFailure& failure) {
+            if (coordinator_rank)
+              spdlog::warn("no node-sharing probe on {} ranks: {}", ranks, failure.what());
+          }
+        }
+        comm::quiet_barrier(mpi.world());
+        stop_signal = agreed_stop_signal(mpi.world());
+      }
+  } catch (const UserError& error) {
+    if (coordinator_rank) {
+      const std::filesystem::path kept = journal->abandon(error.what());
+      if (!kept.empty()) spdlog::info("the finished points are kept in {}", kept.string());
+    }
+    throw;
+  }
 
   // Only rank 0 holds the results; every rank leaves with its status.
   int status = 0;

@@ -61,7 +61,9 @@ STUDY_REPEATS_COLUMNS = ["threads", "ranks", "repeats", "iteration_seconds_mean"
                          "iteration_seconds_std", "iteration_seconds_min", "iteration_seconds_max",
                          "efficiency_mean", "efficiency_std", "throughput_samples_per_second_mean"]
 FAILED_POINTS_GROUP = "failed_points"
-FAILED_POINTS_COLUMNS = ["ranks", "threads", "repeat", "batch_per_rank", "seed", "reason"]
+# Schema 6 adds each point's cause (does_not_fit, out_of_memory, diverged, timed_out); earlier
+# files read it as "unknown".
+FAILED_POINTS_COLUMNS = ["ranks", "threads", "repeat", "batch_per_rank", "seed", "cause", "reason"]
 # Schema 5: node-sharing probes on rank counts the sweep did not train (docs/scaling-model.md).
 NODE_SHARING_PROBES_GROUP = "node_sharing_probes"
 NODE_SHARING_PROBES_COLUMNS = ["ranks", "threads", "batch_per_rank", "ranks_per_node",
@@ -373,7 +375,7 @@ STUDY_REPEATS_KINDS = {"threads": (INTEGER, 1, False), "ranks": (INTEGER, 1, Fal
                        **{name: TIME for name in STUDY_REPEATS_COLUMNS[3:]}}
 FAILED_POINTS_KINDS = {"ranks": (INTEGER, 1, False), "threads": (INTEGER, 1, False),
                        "repeat": (INTEGER, 0, False), "batch_per_rank": (INTEGER, 1, False),
-                       "seed": (INTEGER, 0, False), "reason": (TEXT,)}
+                       "seed": (INTEGER, 0, False), "cause": (TEXT,), "reason": (TEXT,)}
 NODE_SHARING_PROBES_KINDS = {"ranks": (INTEGER, 1, False), "threads": (INTEGER, 1, False),
                              "batch_per_rank": (INTEGER, 1, False),
                              "ranks_per_node": (INTEGER, 1, False),
@@ -671,8 +673,12 @@ class ResultsFile:
         group = member(handle, FAILED_POINTS_GROUP, h5py.Group)
         if group is not None:
             self.failed_points = read_table(group, None, FAILED_POINTS_KINDS,
-                                            [n for n in FAILED_POINTS_COLUMNS if n != "seed"],
+                                            [n for n in FAILED_POINTS_COLUMNS
+                                             if n not in ("seed", "cause")],
                                             FAILED_POINTS_COLUMNS, MAX_SWEEP_POINTS)
+            if "cause" not in self.failed_points:  # before schema 6
+                self.failed_points.insert(FAILED_POINTS_COLUMNS.index("cause"), "cause",
+                                          "unknown")
         self.node_sharing_probes = None  # schema 5
         group = member(handle, NODE_SHARING_PROBES_GROUP, h5py.Group)
         if group is not None:

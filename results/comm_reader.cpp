@@ -18,10 +18,6 @@ namespace {
 
 namespace names = schema::comm_file;
 
-[[noreturn]] void damaged(const std::string& what) {
-  throw UserError("damaged results file: " + what);
-}
-
 // The bounds of results/value_bounds.hpp, as report/dlscale_results.py applies them to /comm:
 // the sizes at least a byte, their times and bandwidths finite and non-negative; a fitted value
 // may be NaN (a fit on one rank), never infinite or beyond the bound.

@@ -23,10 +23,6 @@ constexpr long long most_ranks = 1 << 20;
 constexpr long long most_iterations = 10'000'000;
 constexpr hsize_t most_layers = 100'000;
 
-[[noreturn]] void damaged(const std::string& what) {
-  throw UserError("damaged results file: " + what);
-}
-
 // Checks a dataset's shape before it is read, so a damaged file can neither make the reader
 // allocate whatever it declares nor leave an entry unread.
 void require_shape(hid_t parent, const char* name, const std::vector<hsize_t>& expected) {
@@ -364,10 +360,20 @@ std::vector<FailedPoint> read_failed_points(hid_t file) {
   const auto batches = read_int64_dataset(group, schema::batch_per_rank_column);
   const auto seeds = read_uint64_dataset(group, schema::seed_column);
   const auto reasons = read_string_dataset(group, schema::reason);
+  std::vector<FailureCause> causes(count, FailureCause::unknown);
+  if (has_child(group, schema::cause)) {  // schema 6
+    require_shape(group, schema::cause, {count});
+    const auto names = read_string_dataset(group, schema::cause);
+    for (std::size_t k = 0; k < count; ++k) {
+      const auto cause = failure_cause_named(names[k]);
+      if (!cause) damaged(fmt::format("failed point {} has cause '{}'", k, names[k]));
+      causes[k] = *cause;
+    }
+  }
   std::vector<FailedPoint> failed;
   for (std::size_t k = 0; k < count; ++k)
-    failed.push_back(
-        {int(ranks[k]), int(threads[k]), int(repeats[k]), int(batches[k]), seeds[k], reasons[k]});
+    failed.push_back({int(ranks[k]), int(threads[k]), int(repeats[k]), int(batches[k]), seeds[k],
+                      causes[k], reasons[k]});
   return failed;
 }
 
@@ -438,6 +444,8 @@ void require_one_name_per_object(hid_t file) {
 }
 
 }  // namespace
+
+void damaged(const std::string& what) { throw UserError("damaged results file: " + what); }
 
 OpenedResultsFile open_results_file(const std::filesystem::path& path) {
   silence_hdf5_error_printing();

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
 
 #include "results/hdf5_check.hpp"
 #include "results/study_record.hpp"
@@ -19,5 +20,8 @@ struct OpenedResultsFile {
   long long version;  // schema_version
 };
 OpenedResultsFile open_results_file(const std::filesystem::path& path);
+
+// Throws UserError "damaged results file: WHAT": every reader's one way to refuse a file.
+[[noreturn]] void damaged(const std::string& what);
 
 }  // namespace dlscale::results

@@ -4,7 +4,9 @@
 
 namespace dlscale::results::schema {
 
-inline constexpr long long version = 5;
+inline constexpr long long version = 6;
+// Files before failed points recorded their cause (read as "unknown"); still read.
+inline constexpr long long before_failure_cause_version = 5;
 // Files before the file status and partial runs (both read as complete); still read.
 inline constexpr long long before_status_version = 3;
 // Files before the measurement channel (peak RSS in ranks/, no measurements/); still read.
@@ -160,6 +162,8 @@ inline constexpr const char* failed_points_group = "failed_points";
 inline constexpr const char* batch_per_rank_column = "batch_per_rank";
 inline constexpr const char* seed_column = "seed";
 inline constexpr const char* reason = "reason";
+// A failure_cause_name() (results/study_record.hpp); absent before schema 6.
+inline constexpr const char* cause = "cause";
 
 // Node-sharing probes on rank counts the sweep did not train: one entry per probe. ranks, threads,
 // batch_per_rank and ranks_per_node reuse the names above.

@@ -3,11 +3,14 @@
 // the same as it appears on disk.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "core/errors.hpp"
 #include "results/run_record.hpp"
 
 namespace dlscale::results {
@@ -57,16 +60,30 @@ struct StudySummary {
   std::vector<RepeatSpread> configurations;  // by thread count, rank count
 };
 
-// A sweep point that could not be measured, and why: "out of memory (estimate ...)", "diverged at
-// iteration N (...)", "exceeded --point-timeout ...". Kept, not dropped.
+// A sweep point that could not be measured, its cause, and why in words: "out of memory (estimate
+// ...)", "diverged at iteration N (...)", "exceeded --point-timeout ...". Kept, not dropped.
 struct FailedPoint {
   int ranks = 0;
   int threads = 1;
   int repeat = 0;
   int batch_per_rank = 0;
   std::uint64_t seed = 0;
+  FailureCause cause = FailureCause::unknown;
   std::string reason;
 };
+
+// The causes' names in a results file (failed_points/cause), in FailureCause's order.
+inline constexpr std::array<const char*, 6> failure_cause_names = {
+    "does_not_fit", "out_of_memory", "diverged", "timed_out", "job_left_no_results", "unknown"};
+inline const char* failure_cause_name(FailureCause cause) {
+  return failure_cause_names[std::size_t(cause)];
+}
+// Nothing for a name that is none of them.
+inline std::optional<FailureCause> failure_cause_named(std::string_view name) {
+  for (std::size_t i = 0; i < failure_cause_names.size(); ++i)
+    if (name == failure_cause_names[i]) return FailureCause(i);
+  return std::nullopt;
+}
 
 // A node-sharing probe (worker/node_sharing_probe.hpp) on a rank count that the sweep did not
 // train: compute-only passes on the first `ranks` ranks of the launch, so that `dlscale predict`

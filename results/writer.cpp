@@ -334,8 +334,13 @@ void write_failed_points(hid_t file, const std::vector<FailedPoint>& failed) {
   write_column(group, schema::repeat, failed, &FailedPoint::repeat);
   write_column(group, schema::batch_per_rank_column, failed, &FailedPoint::batch_per_rank);
   write_column(group, schema::seed_column, failed, &FailedPoint::seed);
+  std::vector<std::string> causes;
   std::vector<std::string> reasons;
-  for (const auto& point : failed) reasons.push_back(point.reason);
+  for (const auto& point : failed) {
+    causes.push_back(failure_cause_name(point.cause));
+    reasons.push_back(point.reason);
+  }
+  write_dataset(group, schema::cause, causes);
   write_dataset(group, schema::reason, reasons);
 }
 

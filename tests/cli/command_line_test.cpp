@@ -180,7 +180,9 @@ TEST_F(CommandLine, FailedSweepPointsAreKeptWithTheirReasonAndTheSweepGoesOn) {
   EXPECT_NE(timed_out.stdout_text.find("exceeded --point-timeout 1e-09 s at iteration 0"),
             std::string::npos)
       << timed_out.stdout_text;
-  EXPECT_TRUE(fs::exists(directory_ / "timeout.h5"));
+  ASSERT_TRUE(fs::exists(directory_ / "timeout.h5"));
+  for (const auto& point : dlscale::results::read_results(directory_ / "timeout.h5").failed_points)
+    EXPECT_EQ(point.cause, dlscale::FailureCause::timed_out);
 
   // A point that cannot fit is refused for memory before it allocates anything.
   const Outcome too_big =
@@ -206,6 +208,7 @@ TEST_F(CommandLine, FailedSweepPointsAreKeptWithTheirReasonAndTheSweepGoesOn) {
       << "the sweep did not go on past the failed point";
   ASSERT_FALSE(file.failed_points.empty());
   EXPECT_NE(file.failed_points.front().reason.find("diverged at iteration"), std::string::npos);
+  EXPECT_EQ(file.failed_points.front().cause, dlscale::FailureCause::diverged);
 }
 
 // Runs a dlscale subcommand that needs no mpirun; returns its exit status and stderr.
@@ -287,6 +290,7 @@ TEST_F(CommandLine, MergeKeepsFailedPointsAndSlurmJobsThatLeftNoFile) {
   const auto study = dlscale::results::read_results(directory_ / "study.h5");
   ASSERT_EQ(study.failed_points.size(), 1u);
   EXPECT_EQ(study.failed_points[0].ranks, 4);
+  EXPECT_EQ(study.failed_points[0].cause, dlscale::FailureCause::job_left_no_results);
   EXPECT_EQ(study.failed_points[0].reason,
             "Slurm job 4242 left no results file (CANCELLED, exit code 0:15)");
 

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
+# A point whose allocation fails, though the estimate let it start, is kept as a failed point of
+# cause out_of_memory: the allocator's failure is recognised by its type, not its words.
 # A sweep with one point that does not fit in memory measures the others and keeps that one as a
-# failed point, "out of memory (estimate X > Y available)", shown as "-" by report; exit 3.
-# The memory is real: the sweep runs in a memory cgroup of its own (v1 or v2), sized so that one
-# rank's point fits and two ranks' do not. Exits 77 (skipped) where no cgroup can be made.
+# failed point of cause does_not_fit, "out of memory (estimate X > Y available)", shown as "-" by
+# report; exit 3. The memory is real: the sweep runs in a memory cgroup of its own (v1 or v2),
+# sized so that one rank's point fits and two ranks' do not. Exits 77 (skipped) where no cgroup
+# can be made.
 # usage: point_out_of_memory_test.sh MPIEXEC DLSCALE PYTHON
 set -euo pipefail
 mpiexec=$1 dlscale=$2 python=$3
@@ -15,6 +18,27 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+
+# About 2 GiB of activations and data under a 2 GB address-space limit: the estimate (free host
+# memory) passes, the allocation does not.
+allocation_status=0
+(ulimit -v 2000000
+ exec $mpiexec -np 1 "$dlscale" --model fcn-r --batch 20000 --iters 2 --warmup 0 --repeat 2 \
+   --sample-interval 0 --out "$work/allocation.h5") >"$work/allocation.txt" 2>&1 ||
+  allocation_status=$?
+((allocation_status == 3)) || {
+  echo "FAIL: exit status $allocation_status, not 3:"; cat "$work/allocation.txt"; exit 1; }
+"$python" - "$work/allocation.h5" <<'PY'
+import sys
+import h5py
+with h5py.File(sys.argv[1], "r") as f:
+    failed = f["failed_points"]
+    causes = list(failed["cause"].asstr()[()])
+    reasons = list(failed["reason"].asstr()[()])
+    assert causes == ["out_of_memory"] * 2, causes
+    assert reasons == ["failed to allocate host memory"] * 2, reasons
+print("ok: a failed allocation is kept as a point of cause out_of_memory")
+PY
 
 # This shell's memory cgroup, and a new one below it with a limit.
 if line=$(grep -E '^[0-9]+:([^:]*,)?memory(,[^:]*)?:' /proc/self/cgroup); then
@@ -67,6 +91,7 @@ with h5py.File(sys.argv[1], "r") as f:
     assert [f[f"runs/{r}"].attrs["world_size"] for r in f["runs"]] == [1], list(f["runs"])
     failed = f["failed_points"]
     assert list(failed["ranks"][()]) == [2], list(failed["ranks"][()])
+    assert failed["cause"].asstr()[0] == "does_not_fit", failed["cause"].asstr()[0]
     reason = failed["reason"].asstr()[0]
     assert re.fullmatch(r"out of memory \(estimate [0-9.]+ [MG]iB > [0-9.]+ [MG]iB available\)",
                         reason), reason

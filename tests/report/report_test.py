@@ -103,8 +103,13 @@ def peak_resident_bytes(run):
 
 
 def check_group_matches(table, f, group, source):
-    """table (read back from CSV or JSON) holds the datasets of f[group] unchanged."""
+    """table (read back from CSV or JSON) holds the datasets of f[group] unchanged; a file from
+    before schema 6 has no failed_points/cause, which the report fills in as "unknown"."""
     expected = read_group(f, group)
+    if group == "failed_points" and "cause" not in expected and "cause" in table.columns:
+        expect(set(table["cause"]) <= {"unknown"}, f"{source}: causes {set(table['cause'])} "
+                                                   "made up for a file that records none")
+        table = table.drop(columns="cause")
     expect(set(table.columns) == set(expected),
            f"{source}: {group} columns {sorted(table.columns)}, file {sorted(expected)}")
     for name, values in expected.items():

@@ -2,6 +2,7 @@
 # docs/results-format.md describes it, and that every formula it gives for summary/ recomputes
 # each run's stored values from its per-iteration data. Usage: python3 h5py_reads_results.py FILE.h5
 import math
+import pathlib
 import sys
 
 try:
@@ -11,6 +12,9 @@ except ImportError as error:  # the check cannot run, so it must not pass
     print(f"FAIL: {sys.executable} cannot import h5py/numpy ({error}); install python3-h5py")
     sys.exit(1)
 
+# Every measurement a run records is documented there (the table of measurements).
+RESULTS_FORMAT_DOC = (pathlib.Path(__file__).resolve().parents[2] / "docs" /
+                      "results-format.md").read_text()
 PHASES = ["forward", "backward", "allreduce", "update", "step"]
 STATISTICS = ["median", "mean", "p5", "p95", "min", "max"]
 
@@ -72,7 +76,7 @@ def check_origin_attributes(f):
     for name in ORIGIN_STRINGS:
         attribute(f, name, str)
     version = attribute(f, "schema_version", np.int64)
-    expect(version == 5, f"attribute /@schema_version is {version}, expected 5")
+    expect(version == 6, f"attribute /@schema_version is {version}, expected 6")
     return int(attribute(f, "run_count", np.int64))
 
 
@@ -142,6 +146,10 @@ def check_measurements(run, iterations, ranks, sampled):
     expect(isinstance(group, h5py.Group), f"group {run.name}/measurements is missing")
     for name, m in group.items():
         where = f"{run.name}/measurements/{name}"
+        # A family is listed as its first member and the parts that differ: `_system_`.
+        differing = name.rsplit("_", 2)[1] if name.count("_") >= 2 else name
+        expect(f"`{name}`" in RESULTS_FORMAT_DOC or f"`_{differing}_`" in RESULTS_FORMAT_DOC,
+               f"{where} is not in docs/results-format.md's table")
         for key in ("units", "description", "shape", "headline"):
             attribute(m, key, str)
         shape = m.attrs["shape"]
@@ -309,6 +317,10 @@ def check_study(f, run_ranks):
     failed = f.get("failed_points")
     expect(isinstance(failed, h5py.Group), "group /failed_points is missing")
     expect(failed["reason"].shape == failed["ranks"].shape, "/failed_points columns differ")
+    expect(failed["cause"].shape == failed["ranks"].shape, "/failed_points/cause is missing")
+    causes = set(failed["cause"].asstr()[()])
+    expect(causes <= {"does_not_fit", "out_of_memory", "diverged", "timed_out",
+                      "job_left_no_results"}, f"/failed_points/cause holds {causes}")
     probes = f.get("node_sharing_probes")
     expect(isinstance(probes, h5py.Group), "group /node_sharing_probes is missing")
     for name in ["threads", "batch_per_rank", "ranks_per_node", "shared_seconds",

@@ -237,11 +237,13 @@ TEST_F(ResultsFile, RoundTripRestoresEveryField) {
   EXPECT_TRUE(read.summary.parameters_identical);
 }
 
-TEST_F(ResultsFile, FailedPointsAreKeptWithTheirReasons) {
+TEST_F(ResultsFile, FailedPointsAreKeptWithTheirCausesAndReasons) {
   const fs::path path = directory_ / "failed.h5";
   auto file = sample_file({sample_record()});
-  file.failed_points = {{4, 2, 1, 64, 43, "out of memory (estimate 9.0 GiB > 8.0 GiB available)"},
-                        {2, 1, 0, 64, 42, "diverged at iteration 3 (loss nan)"}};
+  file.failed_points = {
+      {4, 2, 1, 64, 43, FailureCause::does_not_fit,
+       "out of memory (estimate 9.0 GiB > 8.0 GiB available)"},
+      {2, 1, 0, 64, 42, FailureCause::diverged, "diverged at iteration 3 (loss nan)"}};
   write_results(file, path, false);
   const auto read = read_results(path);
   ASSERT_EQ(read.failed_points.size(), 2u);
@@ -249,7 +251,25 @@ TEST_F(ResultsFile, FailedPointsAreKeptWithTheirReasons) {
   EXPECT_EQ(read.failed_points[0].threads, 2);
   EXPECT_EQ(read.failed_points[0].repeat, 1);
   EXPECT_EQ(read.failed_points[0].seed, 43u);
+  EXPECT_EQ(read.failed_points[0].cause, FailureCause::does_not_fit);
+  EXPECT_EQ(read.failed_points[1].cause, FailureCause::diverged);
   EXPECT_EQ(read.failed_points[1].reason, "diverged at iteration 3 (loss nan)");
+
+  // A cause this reader does not know is a damaged file, not a silent "unknown".
+  const hid_t h5 = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  const hid_t group = H5Gopen2(h5, "failed_points", H5P_DEFAULT);
+  H5Ldelete(group, "cause", H5P_DEFAULT);
+  results::hdf5::write_dataset(group, "cause", std::vector<std::string>{"melted", "diverged"});
+  H5Gclose(group);
+  H5Fclose(h5);
+  try {
+    read_results(path);
+    ADD_FAILURE() << "an unknown cause was read without complaint";
+  } catch (const UserError& error) {
+    EXPECT_NE(std::string(error.what()).find("failed point 0 has cause 'melted'"),
+              std::string::npos)
+        << error.what();
+  }
 }
 
 TEST_F(ResultsFile, NodeSharingProbesAreKeptAndADamagedOneIsRefused) {
