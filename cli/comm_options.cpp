@@ -5,8 +5,11 @@
 #include <cctype>
 #include <limits>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <boost/program_options.hpp>
 
 #include "cli/command_setup.hpp"
@@ -18,6 +21,16 @@ namespace dlscale::cli {
 namespace po = boost::program_options;
 
 namespace {
+
+// "cuda with --comm nccl": the backends that need one device, from their records.
+std::string devices_backends_need() {
+  std::vector<std::string> pairs;
+  for (const comm::BackendRecord& backend : comm::backend_records())
+    if (backend.only_device)
+      pairs.push_back(fmt::format("{} with --comm {}",
+                                  kernels::device_record(*backend.only_device).name, backend.name));
+  return fmt::format("{}", fmt::join(pairs, ", "));
+}
 
 constexpr std::uint64_t float_bytes = 4;
 
@@ -54,8 +67,10 @@ po::options_description option_descriptions(CommOptions& options, RawValues& raw
         listed_choices(comm::backend_records(), false)).c_str())
       ("device", po::value(&options.device),
        ("where the buffers live: " + listed_choices(kernels::device_records(), false) +
-        " (a GPU: each rank's); the default is the device the backend needs (cuda with --comm "
-        "nccl), else cpu, and a GPU with --comm mpi measures staging through the host").c_str());
+        " (a GPU: each rank's); the default is the device the backend needs (" +
+        devices_backends_need() + "), else " +
+        kernels::device_record(kernels::DeviceKind::cpu).name +
+        ", and a GPU with a host backend measures staging through the host").c_str());
   // clang-format on
 
   po::options_description output("Output");

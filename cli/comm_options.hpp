@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "comm/communicator_factory.hpp"
+
 namespace dlscale::cli {
 
 struct CommOptions {
@@ -23,7 +25,7 @@ struct CommOptions {
 
   int measured_iterations = 20;
   int warmup_iterations = 5;
-  std::string comm = "mpi";
+  std::string comm = comm::backend_record(comm::Backend::mpi).name;
   std::string device;       // empty until checked: then cuda for nccl, cpu otherwise
   std::string output_path;  // empty: a default name made from the rank count and time
   bool overwrite = false;

@@ -61,10 +61,6 @@ void print_model_list() {
       "Any LSTM language model: --model lstm:SEQ,HIDDEN,LAYERS,VOCAB.\n");
 }
 
-kernels::Precision precision_of(const std::string& name) {
-  return name == "tf32" ? kernels::Precision::tf32 : kernels::Precision::fp32;
-}
-
 // Resolves the options into a plan, checking on every rank, before any work starts, everything
 // that can be wrong because of user input.
 driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSession& mpi,
@@ -94,7 +90,7 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
                     "--oversubscribe to measure it anyway)",
                     options.threads.back(), logical_cpus, host_name()));
   plan.device_kind = device.kind;
-  plan.device_settings = {options.threads.front(), precision_of(options.precision),
+  plan.device_settings = {options.threads.front(), *kernels::precision_named(options.precision),
                           placement.local_rank};
   plan.device = device.make(plan.device_settings);
   // A single run that cannot fit is the user's mistake; a sweep keeps such a point as a result.
@@ -133,7 +129,8 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
 // numbers, once per host.
 void warn_if_cores_oversubscribed(const RunOptions& options, const driver::TrainingPlan& plan,
                                   const comm::HostPlacement& placement) {
-  if (plan.device_kind != kernels::DeviceKind::cpu || placement.local_rank != 0) return;
+  // A device whose memory is the host's computes on the host's cores (the CPU device).
+  if (!kernels::device_record(plan.device_kind).memory_is_host || placement.local_rank != 0) return;
   const int threads = options.threads.back();
   const int cores = physical_core_count();
   if (placement.ranks_on_host * threads <= cores) return;

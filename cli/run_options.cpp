@@ -269,8 +269,9 @@ void check_values(RunOptions& options, const RawNumbers& raw, const po::variable
   // Large rates are allowed: a diverging point is a result too.
   if (!(options.learning_rate > 0) || options.learning_rate > 1e12)
     throw UserError(fmt::format("--lr must be in (0, 1e12], got {}", options.learning_rate));
-  require_choice("--precision", "precision", options.precision, {"fp32", "tf32"});
-  if (options.precision != "fp32") {
+  require_choice("--precision", "precision", options.precision,
+                 {kernels::precision_names.begin(), kernels::precision_names.end()});
+  if (*kernels::precision_named(options.precision) != kernels::Precision::fp32) {
     std::vector<std::string> offering;
     for (const kernels::DeviceRecord& device : kernels::device_records())
       if (device.offers_tf32) offering.push_back(fmt::format("--device {}", device.name));

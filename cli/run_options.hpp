@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "comm/communicator_factory.hpp"
+#include "kernels/device_factory.hpp"
 #include "results/run_record.hpp"
 
 namespace dlscale::cli {
@@ -21,15 +23,16 @@ struct RunOptions {
   int warmup_iterations = 3;
   std::vector<int> threads{1};  // compute threads per rank; several: a thread sweep, ascending
   int repeats = 1;              // runs of each sweep point, each with its own seed
-  std::string comm = "mpi";
-  std::string device = "cpu";
-  std::string precision = "fp32";  // GPUs: fp32 or tf32
+  std::string comm = comm::backend_record(comm::Backend::mpi).name;
+  std::string device = kernels::device_record(kernels::DeviceKind::cpu).name;
+  std::string precision = kernels::precision_name(kernels::Precision::fp32);  // GPUs: or tf32
   std::uint64_t seed = 42;
   double learning_rate = 0.01;
   // Rank sweep: "1,2,4", "all" (powers of two up to the launch's size, and the size itself) or
   // empty for one run on every rank. Resolved against the launch by sweep_rank_counts().
   std::string ranks;
-  std::string scaling = "weak";  // of a sweep: weak (--batch per rank) or strong
+  // Of a sweep: weak (--batch per rank) or strong.
+  std::string scaling = results::scaling_name(results::Scaling::weak);
   bool scaling_given = false;
   std::optional<int> global_batch;       // strong scaling: split over the ranks of each point
   double bucket_mb = 25;                 // gradient bucket size; 0 = one bucket

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
@@ -11,7 +13,7 @@
 #include "comm/mpi_gradient_communicator.hpp"
 #include "core/errors.hpp"
 #include "core/named_records.hpp"
-#include "kernels/gpu_module.hpp"
+#include "gpu_module/loader.hpp"
 
 namespace dlscale::comm {
 
@@ -23,7 +25,7 @@ std::unique_ptr<GradientCommunicator> make_mpi(MPI_Comm group, kernels::Device& 
 }
 
 std::unique_ptr<GradientCommunicator> make_nccl(MPI_Comm group, kernels::Device& device) {
-  const auto make = kernels::gpu_module("--comm nccl").make_nccl_communicator;
+  const auto make = gpu_module::entry_points("--comm nccl").make_nccl_communicator;
   if (make == nullptr)
     throw UserError("--comm nccl: dlscale's CUDA module was built without NCCL; reinstall dlscale");
   return std::unique_ptr<GradientCommunicator>(make(MpiGroup{group}, device));
@@ -37,7 +39,8 @@ constexpr const char* nccl_unbuilt_reason =
     "rebuild with -DDLSCALE_WITH_CUDA=ON, or use --comm mpi";
 #endif
 
-const std::array<BackendRecord, 4> records = {{
+// std::to_array counts them: a new backend is its record here and its enumerator.
+const auto records = std::to_array<BackendRecord>({
     {Backend::mpi, "mpi",
      "overlapped sums on a communication thread making blocking calls; GPU buffers are staged "
      "through the host",
@@ -50,12 +53,22 @@ const std::array<BackendRecord, 4> records = {{
      std::nullopt, false, nullptr, make_mpi<BackgroundSums::hierarchical>},
     {Backend::nccl, "nccl", "GPU buffers, one GPU per rank", kernels::DeviceKind::cuda, false,
      nccl_unbuilt_reason, make_nccl},
-}};
+});
 
 // Whether `backend` can sum `device`'s memory, leaving aside whether it was built.
 bool serves(const BackendRecord& backend, const kernels::DeviceRecord& device) {
   if (backend.only_device && *backend.only_device != device.kind) return false;
   return device.memory_is_host || !backend.needs_host_memory;
+}
+
+// "--comm A or --comm B": the built backends other than `excluded` that `usable` accepts.
+std::string other_backends(const BackendRecord& excluded,
+                           const std::function<bool(const BackendRecord&)>& usable) {
+  std::vector<std::string> others;
+  for (const BackendRecord& other : records)
+    if (&other != &excluded && other.unbuilt_reason == nullptr && usable(other))
+      others.push_back(fmt::format("--comm {}", other.name));
+  return fmt::format("{}", fmt::join(others, " or "));
 }
 
 }  // namespace
@@ -77,22 +90,28 @@ void check_backend(const BackendRecord& backend, const kernels::DeviceRecord& de
   if (backend.only_device) {
     const kernels::DeviceRecord& needed = kernels::device_record(*backend.only_device);
     throw UserError(fmt::format("--comm {} sums {} memory; it needs --device {}, not --device {}",
-                                backend.name, needed.memory_is_host ? "host" : "GPU", needed.name,
-                                device.name));
+                                backend.name, needed.memory_is_host ? "host" : "device",
+                                needed.name, device.name));
   }
-  std::vector<std::string> others;
-  for (const BackendRecord& other : records)
-    if (other.unbuilt_reason == nullptr && serves(other, device))
-      others.push_back(fmt::format("--comm {}", other.name));
-  throw UserError(
-      fmt::format("--comm {}: it sums host memory only, and --device {} keeps "
-                  "gradients on the device; use {}",
-                  backend.name, device.name, fmt::join(others, ", ")));
+  throw UserError(fmt::format(
+      "--comm {}: it sums host memory only, and --device {} keeps gradients on the device; use {}",
+      backend.name, device.name,
+      other_backends(backend, [&](const BackendRecord& other) { return serves(other, device); })));
 }
 
 std::unique_ptr<GradientCommunicator> make_gradient_communicator(Backend backend, MPI_Comm group,
                                                                  kernels::Device& device) {
-  return backend_record(backend).make(group, device);
+  const BackendRecord& record = backend_record(backend);
+  try {
+    return record.make(group, device);
+  } catch (const UserError& error) {
+    // A backend says what it needs of the launch; the options to change are the CLI's words.
+    const auto usable = [&](const BackendRecord& other) {
+      return !other.only_device && (device.memory_is_host() || !other.needs_host_memory);
+    };
+    throw UserError(fmt::format("--comm {}: {}; use {}", record.name, error.what(),
+                                other_backends(record, usable)));
+  }
 }
 
 }  // namespace dlscale::comm

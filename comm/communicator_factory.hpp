@@ -1,6 +1,6 @@
 // The comm backend registry: one record per backend (its name, one line of help, what it requires
 // and how it is made), from which the command line builds its help, its checks and its messages.
-// A new backend is its files and one line in communicator_factory.cpp.
+// docs/extending.md lists what a new backend touches.
 #pragma once
 
 #include <memory>
@@ -18,7 +18,7 @@ namespace dlscale::comm {
 
 enum class Backend { mpi, mpi_nbc, mpi_hier, nccl };
 
-// An MPI group as the GPU module's NCCL entry point takes it (kernels/gpu_module_entry_points.hpp).
+// An MPI group as the GPU module's NCCL entry point takes it (gpu_module/entry_points.hpp).
 struct MpiGroup {
   MPI_Comm comm;
 };

@@ -33,10 +33,9 @@ HierarchicalAllreduce::HierarchicalAllreduce(MPI_Comm comm) {
   DLSCALE_MPI_CHECK(MPI_Allreduce(&host_size_, &fewest, 1, MPI_INT, MPI_MIN, comm));
   DLSCALE_MPI_CHECK(MPI_Allreduce(&host_size_, &most, 1, MPI_INT, MPI_MAX, comm));
   if (fewest != most)
-    throw UserError(
-        fmt::format("--comm mpi-hier needs the same number of ranks on every host, "
-                    "but hosts have between {} and {}; use --comm mpi",
-                    fewest, most));
+    throw UserError(fmt::format(
+        "it needs the same number of ranks on every host, but hosts have between {} and {}", fewest,
+        most));
   slot_count_ = slot_bytes / sizeof(float);
   float* mine = nullptr;
   DLSCALE_MPI_CHECK(MPI_Win_allocate_shared(MPI_Aint(slot_bytes), sizeof(float), MPI_INFO_NULL,

@@ -1,6 +1,6 @@
 // dlopen of libdlscale_cuda.so from beside the executable (the build tree, and tests one folder
 // below it) or from the installed lib/dlscale; DLSCALE_GPU_MODULE_FROM_BIN comes from CMake.
-#include "kernels/gpu_module.hpp"
+#include "gpu_module/loader.hpp"
 
 #include <dlfcn.h>
 
@@ -12,7 +12,7 @@
 
 #include "core/errors.hpp"
 
-namespace dlscale::kernels {
+namespace dlscale::gpu_module {
 
 namespace {
 
@@ -21,12 +21,12 @@ constexpr const char* module_name = "libdlscale_cuda.so";
 struct GpuModule {
   void* handle = nullptr;
   std::string error;  // why it could not be loaded
-  const GpuModuleEntryPoints* entry_points = nullptr;
+  const EntryPoints* entry_points = nullptr;
 };
 
 GpuModule load() {
   GpuModule module;
-  if (!gpu_module_built()) {
+  if (!built()) {
     module.error = built_without_cuda;
     return module;
   }
@@ -42,8 +42,7 @@ GpuModule load() {
       module.error = ::dlerror();
       return module;
     }
-    module.entry_points =
-        static_cast<const GpuModuleEntryPoints*>(::dlsym(module.handle, gpu_module_symbol));
+    module.entry_points = static_cast<const EntryPoints*>(::dlsym(module.handle, symbol));
     if (module.entry_points == nullptr) {
       module.error =
           fmt::format("{} lacks dlscale's entry points; reinstall dlscale", candidate.string());
@@ -64,7 +63,7 @@ const GpuModule& loaded() {
 
 }  // namespace
 
-bool gpu_module_built() {
+bool built() {
 #ifdef DLSCALE_HAVE_CUDA
   return true;
 #else
@@ -72,7 +71,7 @@ bool gpu_module_built() {
 #endif
 }
 
-const GpuModuleEntryPoints& gpu_module(const char* option) {
+const EntryPoints& entry_points(const char* option) {
   const GpuModule& module = loaded();
   if (module.handle == nullptr)
     throw UserError(
@@ -80,4 +79,4 @@ const GpuModuleEntryPoints& gpu_module(const char* option) {
   return *module.entry_points;
 }
 
-}  // namespace dlscale::kernels
+}  // namespace dlscale::gpu_module

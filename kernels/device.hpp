@@ -4,11 +4,14 @@
 // in that stream, so phases and layers are timed without stopping the device after each one.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -84,6 +87,18 @@ class CapturedWork {
 // How float math may round. tf32 lets GEMMs and convolutions use TF32 tensor cores (10-bit
 // mantissa products, float accumulation), as PyTorch's allow_tf32 does; fp32 forbids it.
 enum class Precision { fp32, tf32 };
+
+// As --precision and results files spell them, in the enum's order.
+inline constexpr std::array<const char*, 2> precision_names = {"fp32", "tf32"};
+inline const char* precision_name(Precision precision) {
+  return precision_names[std::size_t(precision)];
+}
+// Nothing for a name that is none of them.
+inline std::optional<Precision> precision_named(std::string_view name) {
+  for (std::size_t i = 0; i < precision_names.size(); ++i)
+    if (name == precision_names[i]) return Precision(i);
+  return std::nullopt;
+}
 
 // Named facts about the device (model, driver and library versions, clocks), written with every
 // run so a result names the hardware and software it measured.

@@ -10,16 +10,18 @@
 
 #include "core/errors.hpp"
 #include "core/named_records.hpp"
+#include "gpu_module/loader.hpp"
 #include "kernels/cpu/cpu_device.hpp"
-#include "kernels/gpu_module.hpp"
 
 namespace dlscale::kernels {
 
 namespace {
 
-const char* cuda_unbuilt_reason() { return gpu_module_built() ? nullptr : built_without_cuda; }
+const char* cuda_unbuilt_reason() {
+  return gpu_module::built() ? nullptr : gpu_module::built_without_cuda;
+}
 
-int visible_gpus() { return gpu_module("--device cuda").visible_gpu_count(); }
+int visible_gpus() { return gpu_module::entry_points("--device cuda").visible_gpu_count(); }
 
 std::unique_ptr<Device> make_cuda_device(const DeviceSettings& settings) {
   const int gpus = visible_gpus();
@@ -30,11 +32,12 @@ std::unique_ptr<Device> make_cuda_device(const DeviceSettings& settings) {
                                     ? fmt::format(" (CUDA_VISIBLE_DEVICES={})", visible)
                                     : std::string(" (no driver, or no GPU)")));
   }
-  return std::unique_ptr<Device>(
-      gpu_module("--device cuda").make_device(settings.local_rank % gpus, settings.precision));
+  return std::unique_ptr<Device>(gpu_module::entry_points("--device cuda")
+                                     .make_device(settings.local_rank % gpus, settings.precision));
 }
 
-const std::array<DeviceRecord, 2> records = {{
+// std::to_array counts them: a new device is its record here and its enumerator.
+const auto records = std::to_array<DeviceRecord>({
     {DeviceKind::cpu, "cpu", "the host's cores, with OpenBLAS and oneDNN", true, false,
      [] { return static_cast<const char*>(nullptr); }, [] { return 1; },
      [](const DeviceSettings& settings) -> std::unique_ptr<Device> {
@@ -45,7 +48,7 @@ const std::array<DeviceRecord, 2> records = {{
      "and replayed",
      false, true, cuda_unbuilt_reason, [] { return std::max(visible_gpus(), 1); },
      make_cuda_device},
-}};
+});
 
 }  // namespace
 

@@ -1,6 +1,6 @@
 // The device registry: one record per device (its name, one line of help, what it offers and how
-// it is made), from which the command line builds its help, its checks and its messages. A new
-// device is its folder and one line in device_factory.cpp.
+// it is made), from which the command line builds its help, its checks and its messages.
+// docs/extending.md lists what a new device touches.
 #pragma once
 
 #include <memory>

@@ -47,9 +47,8 @@ void refuse_shared_gpus(MPI_Comm group, int gpu, const std::string& gpu_name) {
       const std::string place = places[first].data();
       const auto bar = place.find('|');
       throw UserError(fmt::format(
-          "--comm nccl: ranks {} and {} on host {} would share GPU {} ({}, bus {}); NCCL needs "
-          "one GPU per rank: launch no more ranks per host than it has GPUs, or use --comm mpi, "
-          "which stages sums through the host",
+          "ranks {} and {} on host {} would share GPU {} ({}, bus {}); NCCL needs one GPU per "
+          "rank: launch no more ranks per host than it has GPUs",
           first, second, place.substr(0, bar), place.substr(place.rfind('|') + 1), gpu_name,
           place.substr(bar + 1, place.rfind('|') - bar - 1)));
     }

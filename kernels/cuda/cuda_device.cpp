@@ -115,7 +115,7 @@ DeviceProperties CudaDevice::properties() const {
       {"cuda_runtime", version_text(runtime, 1000, 10)},
       {"cublas", fmt::format("{}.{}.{}", cublas / 10000, cublas % 10000 / 100, cublas % 100)},
       {"cudnn", fmt::format("{}.{}.{}", cudnn / 10000, cudnn % 10000 / 100, cudnn % 100)},
-      {"precision", context_.precision == Precision::tf32 ? "tf32" : "fp32"},
+      {"precision", precision_name(context_.precision)},
   };
 }
 

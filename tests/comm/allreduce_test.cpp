@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "comm/collective_agreement.hpp"
+#include "comm/communicator_factory.hpp"
 #include "comm/mpi_gradient_communicator.hpp"
 #include "comm/mpi_host_group.hpp"
 #include "core/errors.hpp"
@@ -29,6 +30,44 @@ void expect_exact_allreduce(std::size_t count,
   for (std::size_t i = 0; i < count; ++i)
     mismatches += values[i] != float((i % 1000) * (n * (n + 1) / 2));
   EXPECT_EQ(mismatches, 0u) << "of " << count << " values on rank " << communicator.rank();
+}
+
+// Every registered backend that this build has and that serves the CPU, made as a run makes it
+// (through the registry), sums exactly, both directly and started after an event in buckets: a
+// new backend is tested here by its record alone.
+TEST(EveryBackend, SumsExactlyThroughTheRegistry) {
+  kernels::CpuDevice device(1);
+  const kernels::DeviceRecord& cpu = kernels::device_record(kernels::DeviceKind::cpu);
+  int tested = 0;
+  for (const BackendRecord& backend : backend_records()) {
+    try {
+      check_backend(backend, cpu);
+    } catch (const UserError&) {
+      continue;  // not built, or not for host memory
+    }
+    SCOPED_TRACE(backend.name);
+    auto communicator = make_gradient_communicator(backend.backend, MPI_COMM_WORLD, device);
+    const int n = communicator->size();
+    const std::size_t count = 100'003;
+    std::vector<float> direct(count), bucketed(count);
+    for (std::size_t i = 0; i < count; ++i)
+      direct[i] = bucketed[i] = float((i % 1000) * (communicator->rank() + 1));
+    communicator->allreduce_sum(direct);
+    const auto ready = device.make_event();
+    device.record(*ready);
+    const std::size_t half = count / 2;
+    communicator->start_allreduce_sum(std::span(bucketed).first(half), *ready);
+    communicator->start_allreduce_sum(std::span(bucketed).subspan(half), *ready);
+    communicator->wait_all();
+    std::size_t mismatches = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      const float sum = float((i % 1000) * (n * (n + 1) / 2));
+      mismatches += (direct[i] != sum) + (bucketed[i] != sum);
+    }
+    EXPECT_EQ(mismatches, 0u) << "on rank " << communicator->rank();
+    ++tested;
+  }
+  EXPECT_GE(tested, 3) << "mpi, mpi-nbc and mpi-hier serve the CPU in every build";
 }
 
 TEST(MpiAllreduce, SumIsExactForOneValue) { expect_exact_allreduce(1); }

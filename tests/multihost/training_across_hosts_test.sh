@@ -48,6 +48,20 @@ echo "rank sweep: --ranks 1,2,3, one rank per host"
   "$dlscale" --model fcn:64,32,4 --batch 8 --iters 5 --warmup 2 --ranks 1,2,3 \
   --out "$work_dir/sweep.h5"
 
+# The hierarchical allreduce needs as many ranks on every host: 2, 2 and 1 is refused on every
+# rank in one line that names the backend and the ones that would do, and writes no file.
+echo "mpi-hier on 2, 2 and 1 ranks per host: refused"
+status=0
+"$cluster_script" mpirun "$cluster" -np 5 \
+  "$dlscale" --model fcn:64,32,4 --batch 8 --iters 5 --comm mpi-hier --out "$work_dir/hier.h5" \
+  >"$work_dir/hier.out" 2>&1 || status=$?
+expected="--comm mpi-hier: it needs the same number of ranks on every host, but hosts have between 1 and 2; use --comm mpi or --comm mpi-nbc"
+if ((status != 2)) || ! grep -qF -- "$expected" "$work_dir/hier.out" || [[ -e $work_dir/hier.h5 ]]; then
+  echo "FAIL: exit status $status (2 expected), or no '$expected', or a file was written:"
+  cat "$work_dir/hier.out"
+  failures=$((failures + 1))
+fi
+
 "$python" "$multihost_directory/check_multihost_results.py" \
   "$work_dir/run.h5" "$work_dir/sweep.h5" "${hosts[@]}" || failures=$((failures + 1))
 ((failures == 0))

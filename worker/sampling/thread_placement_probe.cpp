@@ -137,7 +137,8 @@ std::string ThreadPlacementProbe::why_never_measured(std::size_t index) const {
   constexpr std::size_t communication_thread_series = 2;  // comm_thread_cpu_cores, _on_main_cpu
   if (index < communication_thread_series && !saw_communication_thread_)
     return "no gradient-communication thread ran in this run (at one rank there is nothing to "
-           "sum; --no-overlap and --comm nccl sum without one)";
+           "sum; --no-overlap sums after backward, and a backend that queues its sums on the "
+           "device, as NCCL does, needs none)";
   return Probe::why_never_measured(index);
 }
 
