@@ -235,7 +235,7 @@ ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_run
   result.model = config.model;
   result.scaling = study_scaling(config);
   result.baseline_ranks = baseline_run.ranks;
-  const bool strong = results::scaling_named(result.scaling) == results::Scaling::strong;
+  const bool strong = results::scaling_names.named(result.scaling) == results::Scaling::strong;
   result.batch_per_rank = config.batch_per_rank;
   result.global_batch = double(config.batch_per_rank) * baseline_run.ranks;
   const auto batch_at = [&](int n) {

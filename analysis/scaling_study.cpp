@@ -74,7 +74,7 @@ double resampled_mean(const std::vector<double>& values, std::mt19937_64& random
 }  // namespace
 
 std::string study_scaling(const results::RunConfiguration& configuration) {
-  return results::scaling_named(configuration.scaling) == results::Scaling::none
+  return results::scaling_names.named(configuration.scaling) == results::Scaling::none
              ? results::scaling_name(results::Scaling::weak)
              : configuration.scaling;
 }

@@ -42,7 +42,7 @@ std::vector<std::pair<std::string, std::string>> study_settings(const results::R
       {"comm backend", c.comm_backend},
       {"bucket size (MiB)", fmt::format("{:g}", c.bucket_mb)},
       {"overlap", c.overlap ? "on" : "off"}};
-  if (results::scaling_named(analysis::study_scaling(c)) == results::Scaling::strong)
+  if (results::scaling_names.named(analysis::study_scaling(c)) == results::Scaling::strong)
     settings.emplace_back("global batch", std::to_string(c.batch_per_rank * run.ranks));
   else
     settings.emplace_back("batch per rank", std::to_string(c.batch_per_rank));
@@ -127,10 +127,11 @@ results::FailedPoint failed_point_of(const MissingJob& job, const results::RunRe
   results::FailedPoint point;
   point.ranks = job.ranks;
   point.threads = measured.configuration.threads_per_rank;
-  point.batch_per_rank = results::scaling_named(analysis::study_scaling(measured.configuration)) ==
-                                 results::Scaling::strong
-                             ? measured.configuration.batch_per_rank * measured.ranks / job.ranks
-                             : measured.configuration.batch_per_rank;
+  point.batch_per_rank =
+      results::scaling_names.named(analysis::study_scaling(measured.configuration)) ==
+              results::Scaling::strong
+          ? measured.configuration.batch_per_rank * measured.ranks / job.ranks
+          : measured.configuration.batch_per_rank;
   point.cause = FailureCause::job_left_no_results;
   point.reason = fmt::format("Slurm job {} left no results file ({})", job.job_id, job.state);
   return point;

@@ -90,8 +90,8 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
                     "--oversubscribe to measure it anyway)",
                     options.threads.back(), logical_cpus, host_name()));
   plan.device_kind = device.kind;
-  plan.device_settings = {options.threads.front(), *kernels::precision_named(options.precision),
-                          placement.local_rank};
+  plan.device_settings = {options.threads.front(),
+                          *kernels::precision_names.named(options.precision), placement.local_rank};
   plan.device = device.make(plan.device_settings);
   // A single run that cannot fit is the user's mistake; a sweep keeps such a point as a result.
   plan.check_memory_per_point = plan.points.size() > 1;

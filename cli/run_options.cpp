@@ -269,9 +269,8 @@ void check_values(RunOptions& options, const RawNumbers& raw, const po::variable
   // Large rates are allowed: a diverging point is a result too.
   if (!(options.learning_rate > 0) || options.learning_rate > 1e12)
     throw UserError(fmt::format("--lr must be in (0, 1e12], got {}", options.learning_rate));
-  require_choice("--precision", "precision", options.precision,
-                 {kernels::precision_names.begin(), kernels::precision_names.end()});
-  if (*kernels::precision_named(options.precision) != kernels::Precision::fp32) {
+  require_choice("--precision", "precision", options.precision, kernels::precision_names.all());
+  if (*kernels::precision_names.named(options.precision) != kernels::Precision::fp32) {
     std::vector<std::string> offering;
     for (const kernels::DeviceRecord& device : kernels::device_records())
       if (device.offers_tf32) offering.push_back(fmt::format("--device {}", device.name));
@@ -286,12 +285,13 @@ void check_values(RunOptions& options, const RawNumbers& raw, const po::variable
                   results::scaling_name(results::Scaling::strong)});
   if (values.count("global-batch")) {
     options.global_batch = positive(raw.global_batch, "global-batch");
-    if (options.scaling_given && results::scaling_named(options.scaling) == results::Scaling::weak)
+    if (options.scaling_given &&
+        results::scaling_names.named(options.scaling) == results::Scaling::weak)
       throw UserError(
           "--global-batch is for --scaling strong; weak scaling keeps --batch per rank");
     options.scaling = results::scaling_name(results::Scaling::strong);
   }
-  if (results::scaling_named(options.scaling) == results::Scaling::strong) {
+  if (results::scaling_names.named(options.scaling) == results::Scaling::strong) {
     if (!options.global_batch)
       throw UserError("--scaling strong needs --global-batch, the batch split over the ranks");
     if (options.batch)
@@ -364,7 +364,7 @@ std::vector<int> batches_per_rank(const RunOptions& options, const std::vector<i
                                   int default_batch) {
   std::vector<int> batches;
   for (int n : rank_counts) {
-    if (results::scaling_named(options.scaling) == results::Scaling::weak) {
+    if (results::scaling_names.named(options.scaling) == results::Scaling::weak) {
       batches.push_back(options.batch.value_or(default_batch));
       continue;
     }
@@ -380,7 +380,7 @@ std::vector<int> batches_per_rank(const RunOptions& options, const std::vector<i
 
 results::Scaling recorded_scaling(const RunOptions& options) {
   const bool study = !options.ranks.empty() || options.scaling_given || options.global_batch;
-  return study ? *results::scaling_named(options.scaling) : results::Scaling::none;
+  return study ? *results::scaling_names.named(options.scaling) : results::Scaling::none;
 }
 
 std::string run_help_text() {

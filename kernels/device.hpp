@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/enum_names.hpp"
 #include "kernels/image_kernels.hpp"
 #include "kernels/sequence_kernels.hpp"
 
@@ -88,17 +89,9 @@ class CapturedWork {
 // mantissa products, float accumulation), as PyTorch's allow_tf32 does; fp32 forbids it.
 enum class Precision { fp32, tf32 };
 
-// As --precision and results files spell them, in the enum's order.
-inline constexpr std::array<const char*, 2> precision_names = {"fp32", "tf32"};
-inline const char* precision_name(Precision precision) {
-  return precision_names[std::size_t(precision)];
-}
-// Nothing for a name that is none of them.
-inline std::optional<Precision> precision_named(std::string_view name) {
-  for (std::size_t i = 0; i < precision_names.size(); ++i)
-    if (name == precision_names[i]) return Precision(i);
-  return std::nullopt;
-}
+// As --precision and results files spell them.
+inline constexpr EnumNames<Precision, 2> precision_names{{"fp32", "tf32"}};
+inline const char* precision_name(Precision precision) { return precision_names(precision); }
 
 // Named facts about the device (model, driver and library versions, clocks), written with every
 // run so a result names the hardware and software it measured.

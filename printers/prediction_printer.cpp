@@ -81,7 +81,7 @@ std::string format_prediction_table(const analysis::ScalingPrediction& predictio
                                     const std::string& algorithm) {
   std::string out;
   auto line = std::back_inserter(out);
-  const bool strong = results::scaling_named(prediction.scaling) == results::Scaling::strong;
+  const bool strong = results::scaling_names.named(prediction.scaling) == results::Scaling::strong;
   fmt::format_to(line,
                  "{} ({} scaling, {}, {} thread(s)/rank), {} allreduce, efficiency against "
                  "{} rank(s)\n",

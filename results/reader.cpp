@@ -365,7 +365,7 @@ std::vector<FailedPoint> read_failed_points(hid_t file) {
     require_shape(group, schema::cause, {count});
     const auto names = read_string_dataset(group, schema::cause);
     for (std::size_t k = 0; k < count; ++k) {
-      const auto cause = failure_cause_named(names[k]);
+      const auto cause = failure_cause_names.named(names[k]);
       if (!cause) damaged(fmt::format("failed point {} has cause '{}'", k, names[k]));
       causes[k] = *cause;
     }

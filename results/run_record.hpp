@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/enum_names.hpp"
 #include "core/phases.hpp"
 #include "results/measurement.hpp"
 
@@ -21,16 +22,9 @@ namespace dlscale::results {
 // over the ranks), or none for a single plain run.
 enum class Scaling { none, weak, strong };
 
-// As --scaling and results files spell them, in the enum's order.
-inline constexpr std::array<const char*, 3> scaling_names = {"none", "weak", "strong"};
-inline const char* scaling_name(Scaling scaling) { return scaling_names[std::size_t(scaling)]; }
-
-// The mode a file or --scaling names; nothing for a name that is none of them.
-inline std::optional<Scaling> scaling_named(std::string_view name) {
-  for (std::size_t i = 0; i < scaling_names.size(); ++i)
-    if (name == scaling_names[i]) return Scaling(i);
-  return std::nullopt;
-}
+// As --scaling and results files spell them.
+inline constexpr EnumNames<Scaling, 3> scaling_names{{"none", "weak", "strong"}};
+inline const char* scaling_name(Scaling scaling) { return scaling_names(scaling); }
 
 struct RunConfiguration {
   std::string model;
@@ -48,9 +42,9 @@ struct RunConfiguration {
   std::uint64_t seed = 0;
   double learning_rate = 0;
   double momentum = 0;
-  std::string scaling = scaling_names[0];  // a scaling_name(), as the file holds it
-  double bucket_mb = 0;                    // gradient bucket size, MiB
-  bool overlap = false;                    // bucket sums started during backward
+  std::string scaling = scaling_name(Scaling::none);  // a scaling_name(), as the file holds it
+  double bucket_mb = 0;                               // gradient bucket size, MiB
+  bool overlap = false;                               // bucket sums started during backward
 };
 
 // The Slurm job a run was part of, as its SLURM_* environment said; empty strings outside Slurm.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
+#include "core/enum_names.hpp"
 #include "results/run_record.hpp"
 
 namespace dlscale::results {
@@ -72,18 +73,10 @@ struct FailedPoint {
   std::string reason;
 };
 
-// The causes' names in a results file (failed_points/cause), in FailureCause's order.
-inline constexpr std::array<const char*, 6> failure_cause_names = {
-    "does_not_fit", "out_of_memory", "diverged", "timed_out", "job_left_no_results", "unknown"};
-inline const char* failure_cause_name(FailureCause cause) {
-  return failure_cause_names[std::size_t(cause)];
-}
-// Nothing for a name that is none of them.
-inline std::optional<FailureCause> failure_cause_named(std::string_view name) {
-  for (std::size_t i = 0; i < failure_cause_names.size(); ++i)
-    if (name == failure_cause_names[i]) return FailureCause(i);
-  return std::nullopt;
-}
+// The causes' names in a results file (failed_points/cause).
+inline constexpr EnumNames<FailureCause, 6> failure_cause_names{
+    {"does_not_fit", "out_of_memory", "diverged", "timed_out", "job_left_no_results", "unknown"}};
+inline const char* failure_cause_name(FailureCause cause) { return failure_cause_names(cause); }
 
 // A node-sharing probe (worker/node_sharing_probe.hpp) on a rank count that the sweep did not
 // train: compute-only passes on the first `ranks` ranks of the launch, so that `dlscale predict`

@@ -27,6 +27,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Expects the reader to refuse `path` in one line holding `expected`.
+void expect_refused(const fs::path& path, const std::string& expected) {
+  try {
+    read_results(path);
+    ADD_FAILURE() << path << " was read without complaint";
+  } catch (const UserError& error) {
+    EXPECT_NE(std::string(error.what()).find(expected), std::string::npos) << error.what();
+  }
+}
+
 class ResultsFile : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -262,14 +272,7 @@ TEST_F(ResultsFile, FailedPointsAreKeptWithTheirCausesAndReasons) {
   results::hdf5::write_dataset(group, "cause", std::vector<std::string>{"melted", "diverged"});
   H5Gclose(group);
   H5Fclose(h5);
-  try {
-    read_results(path);
-    ADD_FAILURE() << "an unknown cause was read without complaint";
-  } catch (const UserError& error) {
-    EXPECT_NE(std::string(error.what()).find("failed point 0 has cause 'melted'"),
-              std::string::npos)
-        << error.what();
-  }
+  expect_refused(path, "failed point 0 has cause 'melted'");
 }
 
 TEST_F(ResultsFile, NodeSharingProbesAreKeptAndADamagedOneIsRefused) {
@@ -293,14 +296,7 @@ TEST_F(ResultsFile, NodeSharingProbesAreKeptAndADamagedOneIsRefused) {
   H5Dwrite(alone, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, zeros.data());
   H5Dclose(alone);
   H5Fclose(h5);
-  try {
-    read_results(path);
-    ADD_FAILURE() << "a zero alone time was read without complaint";
-  } catch (const UserError& error) {
-    EXPECT_NE(std::string(error.what()).find("node_sharing_probes/alone_seconds[0] is 0"),
-              std::string::npos)
-        << error.what();
-  }
+  expect_refused(path, "node_sharing_probes/alone_seconds[0] is 0");
 }
 
 // A file whose numbers contradict each other is refused in one line naming the file, before the
