@@ -63,6 +63,7 @@ struct Options {
   int sgemm_size = 4096;
   int sgemm_repeats = 3;
   long timer_calls = 1000000;
+  kernels::Precision precision = kernels::Precision::fp32;
 };
 
 double seconds_since(Clock::time_point begin) {
@@ -73,6 +74,7 @@ std::optional<Options> parse_options(int argc, char** argv) {
   Options options;
   std::string threads = "1,2";
   std::string models = "fcn-r,fcn-s";
+  std::string precision = kernels::precision_name(options.precision);
   po::options_description description(
       "dlscale-bench-step: training-step GFLOP/s of each model at its reference CPU batch\n"
       "beside one large sgemm, measured in the same run. Run it without mpirun.\nOptions");
@@ -95,7 +97,9 @@ std::optional<Options> parse_options(int argc, char** argv) {
       "sgemm-repeats", po::value(&options.sgemm_repeats)->default_value(options.sgemm_repeats),
       "reference sgemm runs before and again after the workloads, per thread count")(
       "timer-calls", po::value(&options.timer_calls)->default_value(options.timer_calls),
-      "phase-boundary event reads averaged for the timer cost");
+      "phase-boundary event reads averaged for the timer cost")(
+      "precision", po::value(&precision)->default_value(precision),
+      "float math of GEMMs and convolutions, as dlscale --precision: fp32 or bf16");
   // clang-format on
   po::variables_map values;
   try {
@@ -111,6 +115,11 @@ std::optional<Options> parse_options(int argc, char** argv) {
     return std::nullopt;
   }
   options.threads = cli::parse_count_list(threads, "--threads", 1024, "thread count");
+  const auto named = kernels::precision_names.named(precision);
+  if (!named || !offers(kernels::device_record(kernels::DeviceKind::cpu), *named))
+    throw UserError(
+        fmt::format("--precision: the CPU computes in fp32 or bf16, not '{}'", precision));
+  options.precision = *named;
   for (std::size_t start = 0; start <= models.size();) {
     const std::size_t comma = std::min(models.find(',', start), models.size());
     const auto workload = workloads::make_workload(models.substr(start, comma - start));
@@ -523,7 +532,8 @@ int run(const Options& options, const comm::MpiSession& mpi, const std::string& 
   std::vector<ThreadResult> results;
   std::string cpu_model;
   for (int threads : options.threads) {
-    auto device = kernels::device_record(kernels::DeviceKind::cpu).make({threads});
+    auto device =
+        kernels::device_record(kernels::DeviceKind::cpu).make({threads, options.precision});
     comm::MpiGradientCommunicator communicator(mpi.world(), *device);
     cpu_model = device->description();
     ThreadResult result;

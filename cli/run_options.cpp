@@ -74,8 +74,9 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
       ("device", po::value(&options.device)->default_value(defaults.device),
        ("where each rank computes: " + listed_choices(kernels::device_records(), true)).c_str())
       ("precision", po::value(&options.precision)->default_value(defaults.precision),
-       "float math on a GPU: fp32 (exact float products) or tf32 (TF32 tensor cores for GEMMs "
-       "and convolutions, as PyTorch's allow_tf32)")
+       "float math of GEMMs and convolutions: fp32 (float products); tf32 (GPU: TF32 tensor "
+       "cores, as PyTorch's allow_tf32); bf16 (CPU: bf16 inputs and weights, float "
+       "accumulation, as PyTorch's autocast; parameters, gradients and the update stay float)")
       ("comm", po::value(&options.comm)->default_value(defaults.comm),
        ("gradient allreduce backend: " + listed_choices(comm::backend_records(), true)).c_str());
   // clang-format on
@@ -270,14 +271,20 @@ void check_values(RunOptions& options, const RawNumbers& raw, const po::variable
   if (!(options.learning_rate > 0) || options.learning_rate > 1e12)
     throw UserError(fmt::format("--lr must be in (0, 1e12], got {}", options.learning_rate));
   require_choice("--precision", "precision", options.precision, kernels::precision_names.all());
-  if (*kernels::precision_names.named(options.precision) != kernels::Precision::fp32) {
+  {
+    const kernels::Precision precision = *kernels::precision_names.named(options.precision);
     std::vector<std::string> offering;
     for (const kernels::DeviceRecord& device : kernels::device_records())
-      if (device.offers_tf32) offering.push_back(fmt::format("--device {}", device.name));
+      if (offers(device, precision)) offering.push_back(fmt::format("--device {}", device.name));
     for (const kernels::DeviceRecord& device : kernels::device_records())
-      if (device.name == options.device && !device.offers_tf32)
-        throw UserError(fmt::format("--precision {} is for {}; --device {} computes in fp32",
-                                    options.precision, fmt::join(offering, " or "), device.name));
+      if (device.name == options.device && !offers(device, precision)) {
+        std::vector<std::string> its;
+        for (const kernels::Precision own : device.precisions)
+          its.push_back(kernels::precision_name(own));
+        throw UserError(fmt::format("--precision {} is for {}; --device {} computes in {}",
+                                    options.precision, fmt::join(offering, " or "), device.name,
+                                    fmt::join(its, " or ")));
+      }
   }
   options.scaling_given = !values["scaling"].defaulted();
   require_choice("--scaling", "mode", options.scaling,

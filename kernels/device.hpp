@@ -86,11 +86,14 @@ class CapturedWork {
 };
 
 // How float math may round. tf32 lets GEMMs and convolutions use TF32 tensor cores (10-bit
-// mantissa products, float accumulation), as PyTorch's allow_tf32 does; fp32 forbids it.
-enum class Precision { fp32, tf32 };
+// mantissa products, float accumulation), as PyTorch's allow_tf32 does; bf16 feeds GEMMs and
+// convolutions bf16 copies of their inputs and weights (8-bit mantissa products, float
+// accumulation and outputs), as PyTorch's autocast does for them, while parameters, gradients,
+// the loss, normalization and the update stay float; fp32 forbids both.
+enum class Precision { fp32, tf32, bf16 };
 
 // As --precision and results files spell them.
-inline constexpr EnumNames<Precision, 2> precision_names{{"fp32", "tf32"}};
+inline constexpr EnumNames<Precision, 3> precision_names{{"fp32", "tf32", "bf16"}};
 inline const char* precision_name(Precision precision) { return precision_names(precision); }
 
 // Named facts about the device (model, driver and library versions, clocks), written with every

@@ -38,21 +38,35 @@ std::unique_ptr<Device> make_cuda_device(const DeviceSettings& settings) {
 
 // std::to_array counts them: a new device is its record here and its enumerator.
 const auto records = std::to_array<DeviceRecord>({
-    {DeviceKind::cpu, "cpu", "the host's cores, with OpenBLAS and oneDNN", true, false,
-     [] { return static_cast<const char*>(nullptr); }, [] { return 1; },
+    {DeviceKind::cpu,
+     "cpu",
+     "the host's cores, with OpenBLAS and oneDNN",
+     true,
+     {Precision::fp32, Precision::bf16},
+     [] { return static_cast<const char*>(nullptr); },
+     [] { return 1; },
      [](const DeviceSettings& settings) -> std::unique_ptr<Device> {
-       return std::make_unique<CpuDevice>(settings.compute_threads);
+       return std::make_unique<CpuDevice>(settings.compute_threads, settings.precision);
      }},
-    {DeviceKind::cuda, "cuda",
+    {DeviceKind::cuda,
+     "cuda",
      "GPU local_rank % visible GPUs; cuBLAS, cuDNN, and each step captured once as a CUDA graph "
      "and replayed",
-     false, true, cuda_unbuilt_reason, [] { return std::max(visible_gpus(), 1); },
+     false,
+     {Precision::fp32, Precision::tf32},
+     cuda_unbuilt_reason,
+     [] { return std::max(visible_gpus(), 1); },
      make_cuda_device},
 });
 
 }  // namespace
 
 std::span<const DeviceRecord> device_records() { return records; }
+
+bool offers(const DeviceRecord& device, Precision precision) {
+  return std::find(device.precisions.begin(), device.precisions.end(), precision) !=
+         device.precisions.end();
+}
 
 const DeviceRecord& device_record(DeviceKind kind) {
   return record_with(device_records(), &DeviceRecord::kind, kind);

@@ -6,6 +6,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "kernels/device.hpp"
 
@@ -27,8 +28,8 @@ struct DeviceRecord {
   const char* help;  // what --help says of it: where the work runs and which libraries do it
   // Device memory is host memory: MPI sums it in place, with no staging.
   bool memory_is_host;
-  // --precision tf32 is offered (tensor cores); a device without it computes in fp32 only.
-  bool offers_tf32;
+  // The --precision values it computes in (fp32 always).
+  std::vector<Precision> precisions;
   // Why this dlscale cannot make the device (it was built without its libraries), or null.
   const char* (*unbuilt_reason)();
   // How many devices of this kind one host offers its ranks (ranks beyond share them).
@@ -36,6 +37,8 @@ struct DeviceRecord {
   // Throws UserError when this process cannot have one (no GPU visible, say).
   std::unique_ptr<Device> (*make)(const DeviceSettings& settings);
 };
+
+bool offers(const DeviceRecord& device, Precision precision);
 
 // Every device, in the order help texts list them.
 std::span<const DeviceRecord> device_records();

@@ -249,15 +249,25 @@ bool cpu_has_flag(const std::string& flag) {
   return false;
 }
 
+// What GEMMs and convolutions read under `precision`: bf16 copies, or the floats themselves.
+dnnl::memory::data_type dnnl_inputs_of(Precision precision) {
+  return precision == Precision::bf16 ? dnnl::memory::data_type::bf16
+                                      : dnnl::memory::data_type::f32;
+}
+
 }  // namespace
 
-CpuDevice::CpuDevice(int compute_threads)
+CpuDevice::CpuDevice(int compute_threads, Precision precision)
     : compute_threads_(compute_threads),
+      precision_(precision),
       dnnl_engine_(DLSCALE_DNNL_CHECK(dnnl::engine(dnnl::engine::kind::cpu, 0))),
       dnnl_stream_(DLSCALE_DNNL_CHECK(dnnl::stream(dnnl_engine_))),
       image_layouts_(dnnl_engine_),
-      float_matmul_(std::make_unique<DnnlMatmul>(dnnl_engine_, dnnl_stream_)),
-      float_gemm_(std::make_unique<FastestFloatGemm>(*float_matmul_, float_gemm_policy())),
+      float_matmul_(
+          std::make_unique<DnnlMatmul>(dnnl_engine_, dnnl_stream_, dnnl_inputs_of(precision))),
+      // OpenBLAS multiplies floats only: bf16 GEMMs are oneDNN's.
+      float_gemm_(std::make_unique<FastestFloatGemm>(
+          *float_matmul_, precision == Precision::bf16 ? "onednn" : float_gemm_policy())),
       float_elementwise_(std::make_unique<DnnlElementwise>(dnnl_engine_, dnnl_stream_)),
       math_float_(std::make_unique<CpuMath<float>>(float_gemm_.get(), float_elementwise_.get())),
       math_double_(std::make_unique<CpuMath<double>>()) {
@@ -280,6 +290,18 @@ CpuDevice::CpuDevice(int compute_threads)
     return true;
   }();
   (void)warned;
+  if (precision == Precision::bf16) {
+    static const bool warned_bf16 = [] {
+      const std::string isa = onednn_isa_name();
+      if (isa.find("bf16") == std::string::npos && isa.find("amx") == std::string::npos)
+        spdlog::warn(
+            "--precision bf16: this CPU has no bf16 instructions that oneDNN uses (its kernels "
+            "are {}), so oneDNN emulates bf16 with float instructions, slower than fp32",
+            isa);
+      return true;
+    }();
+    (void)warned_bf16;
+  }
 }
 
 CpuDevice::~CpuDevice() = default;
@@ -294,9 +316,13 @@ DeviceProperties CpuDevice::properties() const {
                                  dnnl_version()->patch)},
           {"onednn_image_layout", image_layouts_.native_name()},
           {"onednn_isa", onednn_isa_name()},
-          {"float_gemm", float_gemm_policy() == "fastest"
-                             ? "oneDNN matmul; OpenBLAS sgemm for shapes it runs 10% faster"
-                             : float_gemm_policy() + " (DLSCALE_CPU_GEMM)"},
+          {"precision", precision_name(precision_)},
+          {"float_gemm",
+           precision_ == Precision::bf16
+               ? std::string("oneDNN matmul on bf16 copies of the inputs, float accumulation")
+           : float_gemm_policy() == "fastest"
+               ? std::string("oneDNN matmul; OpenBLAS sgemm for shapes it runs 10% faster")
+               : float_gemm_policy() + " (DLSCALE_CPU_GEMM)"},
           {"openblas_core", openblas_get_corename()}};
 }
 
@@ -335,7 +361,8 @@ void CpuDevice::copy_to_host(void* host_destination, const void* device_source, 
 
 std::unique_ptr<ConvolutionKernel> CpuDevice::make_convolution(
     const ConvolutionGeometry& geometry) {
-  return make_dnnl_convolution(dnnl_engine_, dnnl_stream_, image_layouts_, geometry);
+  return make_dnnl_convolution(dnnl_engine_, dnnl_stream_, image_layouts_, geometry,
+                               dnnl_inputs_of(precision_));
 }
 
 std::unique_ptr<PoolingKernel> CpuDevice::make_pooling(const PoolingGeometry& geometry) {

@@ -16,8 +16,10 @@ namespace dlscale::kernels {
 
 class CpuDevice final : public Device {
  public:
-  // Sets the thread count of both OpenBLAS and OpenMP for this process.
-  explicit CpuDevice(int compute_threads);
+  // Sets the thread count of both OpenBLAS and OpenMP for this process. Under Precision::bf16,
+  // GEMMs and convolutions read bf16 copies of their inputs (oneDNN, float accumulation); the
+  // LSTM, pooling, batch norm and element-wise kernels stay float.
+  explicit CpuDevice(int compute_threads, Precision precision = Precision::fp32);
   ~CpuDevice() override;
 
   std::string description() const override;
@@ -55,6 +57,7 @@ class CpuDevice final : public Device {
 
  private:
   int compute_threads_;
+  Precision precision_;
   dnnl::engine dnnl_engine_;
   dnnl::stream dnnl_stream_;
   DnnlImageLayouts image_layouts_;

@@ -22,8 +22,9 @@ constexpr auto f32 = memory::data_type::f32;
 class DnnlConvolution final : public ConvolutionKernel {
  public:
   DnnlConvolution(const dnnl::engine& engine, const dnnl::stream& stream,
-                  const DnnlImageLayouts& layouts, const ConvolutionGeometry& geometry)
-      : engine_(engine), stream_(stream), layouts_(layouts), geometry_(geometry) {
+                  const DnnlImageLayouts& layouts, const ConvolutionGeometry& geometry,
+                  memory::data_type inputs)
+      : engine_(engine), stream_(stream), layouts_(layouts), geometry_(geometry), inputs_(inputs) {
     const auto& g = geometry_;
     const int group_in = g.input.channels / g.groups, group_out = g.output_channels / g.groups;
     weights_desc_ =
@@ -106,25 +107,30 @@ class DnnlConvolution final : public ConvolutionKernel {
     Primitives p;
     p.input_output[0] = layouts_.describe(batch, g.input, g.input_layout);
     p.input_output[1] = layouts_.describe(batch, g.output(), g.output_layout);
-    const auto any_like = [](const memory::desc& given) {
-      return memory::desc(given.dims(), f32, tag::any);
+    const auto any_like = [](const memory::desc& given, memory::data_type type) {
+      return memory::desc(given.dims(), type, tag::any);
     };
-    const memory::desc input_any = any_like(p.input_output[0]);
-    const memory::desc output_any = any_like(p.input_output[1]);
-    const memory::desc weights_any = any_like(weights_desc_);
+    // What the primitives read is in `inputs_` (bf16 under --precision bf16: LayoutStage's
+    // reorders convert it); what they write stays float.
+    const memory::desc input_read = any_like(p.input_output[0], inputs_);
+    const memory::desc input_written = any_like(p.input_output[0], f32);
+    const memory::desc output_read = any_like(p.input_output[1], inputs_);
+    const memory::desc output_written = any_like(p.input_output[1], f32);
+    const memory::desc weights_read = any_like(weights_desc_, inputs_);
+    const memory::desc weights_written = any_like(weights_desc_, f32);
     const memory::dims strides = {g.stride, g.stride}, padding = {g.padding, g.padding};
     const auto forward_pd = DLSCALE_DNNL_CHECK(dnnl::convolution_forward::primitive_desc(
         dnnl::convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct,
-                                        input_any, weights_any, bias_desc_, output_any, strides,
-                                        padding, padding),
+                                        input_read, weights_read, bias_desc_, output_written,
+                                        strides, padding, padding),
         engine_));
     const auto data_pd = DLSCALE_DNNL_CHECK(dnnl::convolution_backward_data::primitive_desc(
-        dnnl::convolution_backward_data::desc(algorithm::convolution_direct, input_any, weights_any,
-                                              output_any, strides, padding, padding),
+        dnnl::convolution_backward_data::desc(algorithm::convolution_direct, input_written,
+                                              weights_read, output_read, strides, padding, padding),
         engine_, forward_pd));
     const auto weights_pd = DLSCALE_DNNL_CHECK(dnnl::convolution_backward_weights::primitive_desc(
-        dnnl::convolution_backward_weights::desc(algorithm::convolution_direct, input_any,
-                                                 weights_any, bias_desc_, output_any, strides,
+        dnnl::convolution_backward_weights::desc(algorithm::convolution_direct, input_read,
+                                                 weights_written, bias_desc_, output_read, strides,
                                                  padding, padding),
         engine_, forward_pd));
     p.forward = dnnl::convolution_forward(forward_pd);
@@ -146,6 +152,7 @@ class DnnlConvolution final : public ConvolutionKernel {
   dnnl::stream stream_;
   DnnlImageLayouts layouts_;
   ConvolutionGeometry geometry_;
+  memory::data_type inputs_;  // what the primitives read: f32, or bf16
   memory::desc weights_desc_, bias_desc_;
   PrimitivesPerBatch<Primitives> primitives_;
 };
@@ -336,8 +343,9 @@ std::unique_ptr<BatchNormKernel> make_dnnl_batch_norm(const dnnl::engine& engine
 std::unique_ptr<ConvolutionKernel> make_dnnl_convolution(const dnnl::engine& engine,
                                                          const dnnl::stream& stream,
                                                          const DnnlImageLayouts& layouts,
-                                                         const ConvolutionGeometry& geometry) {
-  return std::make_unique<DnnlConvolution>(engine, stream, layouts, geometry);
+                                                         const ConvolutionGeometry& geometry,
+                                                         memory::data_type inputs) {
+  return std::make_unique<DnnlConvolution>(engine, stream, layouts, geometry, inputs);
 }
 
 std::unique_ptr<PoolingKernel> make_dnnl_pooling(const dnnl::engine& engine,

@@ -10,10 +10,13 @@
 
 namespace dlscale::kernels {
 
+// With `inputs` bf16, the convolution reads bf16 copies of its input, weights and output
+// gradient (converted as they are staged) and writes float outputs and gradients.
 std::unique_ptr<ConvolutionKernel> make_dnnl_convolution(const dnnl::engine& engine,
                                                          const dnnl::stream& stream,
                                                          const DnnlImageLayouts& layouts,
-                                                         const ConvolutionGeometry& geometry);
+                                                         const ConvolutionGeometry& geometry,
+                                                         dnnl::memory::data_type inputs);
 
 std::unique_ptr<PoolingKernel> make_dnnl_pooling(const dnnl::engine& engine,
                                                  const dnnl::stream& stream,

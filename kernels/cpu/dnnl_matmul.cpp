@@ -18,15 +18,28 @@ dnnl::memory::desc matrix(int rows, int cols, int ld, bool transposed) {
 
 }  // namespace
 
-DnnlMatmul::DnnlMatmul(const dnnl::engine& engine, dnnl::stream& stream)
-    : engine_(engine), stream_(stream) {}
+DnnlMatmul::DnnlMatmul(const dnnl::engine& engine, dnnl::stream& stream,
+                       dnnl::memory::data_type inputs)
+    : engine_(engine), stream_(stream), inputs_(inputs) {}
 
-const DnnlMatmul::Prepared& DnnlMatmul::prepared(const Shape& shape) {
+DnnlMatmul::Prepared& DnnlMatmul::prepared(const Shape& shape) {
   const auto found = primitives_.find(shape);
   if (found != primitives_.end()) return found->second;
   const auto [transpose_a, transpose_b, m, n, k, lda, ldb, ldc, alpha, beta] = shape;
-  Prepared made{
-      {}, matrix(m, k, lda, transpose_a), matrix(k, n, ldb, transpose_b), matrix(m, n, ldc, false)};
+  Prepared made{{},
+                matrix(m, k, lda, transpose_a),
+                matrix(k, n, ldb, transpose_b),
+                matrix(m, n, ldc, false),
+                {},
+                {}};
+  // Float inputs are read where they lie; bf16 ones from a dense copy the stage converts into.
+  const auto read = [&](const dnnl::memory::desc& given) {
+    return inputs_ == dnnl::memory::data_type::f32
+               ? given
+               : dnnl::memory::desc(given.dims(), inputs_, dnnl::memory::format_tag::ab);
+  };
+  made.a_read = LayoutStage(read(made.a));
+  made.b_read = LayoutStage(read(made.b));
   dnnl::primitive_attr attributes;
   if (alpha != 1.0f) attributes.set_output_scales(0, {alpha});
   if (beta != 0.0f) {
@@ -35,7 +48,7 @@ const DnnlMatmul::Prepared& DnnlMatmul::prepared(const Shape& shape) {
     attributes.set_post_ops(sum);
   }
   const dnnl::matmul::primitive_desc description = DLSCALE_DNNL_CHECK(dnnl::matmul::primitive_desc(
-      dnnl::matmul::desc(made.a, made.b, made.c), attributes, engine_));
+      dnnl::matmul::desc(read(made.a), read(made.b), made.c), attributes, engine_));
   made.primitive = DLSCALE_DNNL_CHECK(dnnl::matmul(description));
   return primitives_.emplace(shape, std::move(made)).first->second;
 }
@@ -44,14 +57,16 @@ void DnnlMatmul::multiply(Transpose transpose_a, Transpose transpose_b, int m, i
                           float alpha, const float* a, int lda, const float* b, int ldb, float beta,
                           float* c, int ldc) {
   if (m == 0 || n == 0) return;
-  const Prepared& p = prepared({transpose_a == Transpose::yes, transpose_b == Transpose::yes, m, n,
-                                k, lda, ldb, ldc, alpha, beta});
+  Prepared& p = prepared({transpose_a == Transpose::yes, transpose_b == Transpose::yes, m, n, k,
+                          lda, ldb, ldc, alpha, beta});
   // oneDNN reads its inputs through non-const handles; it does not write them.
   dnnl::memory a_memory(p.a, engine_, const_cast<float*>(a));
   dnnl::memory b_memory(p.b, engine_, const_cast<float*>(b));
   dnnl::memory c_memory(p.c, engine_, c);
-  DLSCALE_DNNL_CHECK(p.primitive.execute(
-      stream_, {{DNNL_ARG_SRC, a_memory}, {DNNL_ARG_WEIGHTS, b_memory}, {DNNL_ARG_DST, c_memory}}));
+  DLSCALE_DNNL_CHECK(
+      p.primitive.execute(stream_, {{DNNL_ARG_SRC, p.a_read.source(a_memory, engine_, stream_)},
+                                    {DNNL_ARG_WEIGHTS, p.b_read.source(b_memory, engine_, stream_)},
+                                    {DNNL_ARG_DST, c_memory}}));
   stream_.wait();
 }
 

@@ -10,13 +10,17 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "kernels/cpu/dnnl_support.hpp"
 #include "kernels/device.hpp"
 
 namespace dlscale::kernels {
 
 class DnnlMatmul {
  public:
-  DnnlMatmul(const dnnl::engine& engine, dnnl::stream& stream);
+  // With `inputs` bf16, each GEMM multiplies bf16 copies of a and b (made as they are staged)
+  // and accumulates and writes c in float.
+  DnnlMatmul(const dnnl::engine& engine, dnnl::stream& stream,
+             dnnl::memory::data_type inputs = dnnl::memory::data_type::f32);
 
   // c[m x n] = alpha * op(a) * op(b) + beta * c, row-major with leading dimensions, as
   // MathOps::gemm. The primitive for each shape is made once and kept.
@@ -27,12 +31,14 @@ class DnnlMatmul {
   using Shape = std::tuple<bool, bool, int, int, int, int, int, int, float, float>;
   struct Prepared {
     dnnl::matmul primitive;
-    dnnl::memory::desc a, b, c;
+    dnnl::memory::desc a, b, c;  // as the caller holds them: float, row-major, strided
+    LayoutStage a_read, b_read;  // converted to `inputs_` where that is not float
   };
-  const Prepared& prepared(const Shape& shape);
+  Prepared& prepared(const Shape& shape);
 
   dnnl::engine engine_;
   dnnl::stream& stream_;
+  dnnl::memory::data_type inputs_;
   std::map<Shape, Prepared> primitives_;
 };
 

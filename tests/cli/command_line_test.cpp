@@ -171,6 +171,26 @@ TEST_F(CommandLine, ThreadSweepWithRepeatsIsOneStudyWithTheSpread) {
   EXPECT_TRUE(fs::exists(directory_ / "repeats.h5"));
 }
 
+// --precision bf16 trains a CNN's convolutions and GEMMs in bf16 on every rank; the replicas
+// still end bit-identical, and every run records the precision it computed in.
+TEST_F(CommandLine, Bf16RunsEndBitIdenticalAndRecordTheirPrecision) {
+  const Outcome outcome = run_dlscale(
+      "--model alexnet-r --batch 4 --iters 3 --warmup 1 --precision bf16 --ranks 1,2 "
+      "--sample-interval 0 --out bf16.h5");
+  for (int r = 0; r < ranks; ++r) EXPECT_EQ(outcome.rank_exit_codes[r], 0) << outcome.stdout_text;
+  const auto file = dlscale::results::read_results(directory_ / "bf16.h5");
+  ASSERT_FALSE(file.runs.empty());
+  for (const auto& run : file.runs) {
+    EXPECT_TRUE(run.summary.parameters_identical) << "at " << run.ranks << " ranks";
+    const auto& properties = run.environment.device_properties;
+    const auto precision =
+        std::find_if(properties.begin(), properties.end(),
+                     [](const auto& property) { return property.first == "precision"; });
+    ASSERT_NE(precision, properties.end());
+    EXPECT_EQ(precision->second, "bf16");
+  }
+}
+
 TEST_F(CommandLine, FailedSweepPointsAreKeptWithTheirReasonAndTheSweepGoesOn) {
   // Every point over its time limit: both are kept, with the reason, and the exit status says so.
   const Outcome timed_out = run_dlscale(
