@@ -272,8 +272,10 @@ def main_cuda(args, expected):
         sys.exit(f"{failures} case(s) failed")
 
 
-def cpu_step_function(network, inputs, labels, mode):
-    """One training step on the CPU: zero_grad, forward, cross-entropy, backward, SGD update.
+def cpu_step_function(network, inputs, labels, mode, precision="fp32"):
+    """One training step on the CPU: zero_grad, forward, cross-entropy, backward, SGD update;
+    precision bf16: the forward and the loss under torch.autocast("cpu", bfloat16), as PyTorch's
+    CPU mixed precision recipe has it (float weights and update, bf16 GEMMs and convolutions).
     mode "compile": the network under torch.compile (inductor, default mode; AOTAutograd
     compiles its backward too) and the optimizer's update as its own compiled function, as
     PyTorch's "compiling the optimizer" recipe does; backward() itself stays a call between them."""
@@ -284,7 +286,9 @@ def cpu_step_function(network, inputs, labels, mode):
 
     def step():
         optimizer.zero_grad(set_to_none=True)
-        loss_function(forward(inputs), labels).backward()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
+            loss = loss_function(forward(inputs), labels)
+        loss.backward()
         update()
     return step
 
@@ -321,7 +325,7 @@ def main():
                         help="cpu: eager, compile (torch.compile, inductor) or both")
     parser.add_argument("--cases", help="cuda: MODEL:BATCH,... (default: " + CUDA_CASES + ")")
     parser.add_argument("--precision", choices=("fp32", "tf32", "bf16"), default="fp32",
-                        help="cuda: fp32 (TF32 off), tf32 (TF32 on), bf16 (autocast)")
+                        help="fp32; bf16 (autocast); cuda: tf32 (TF32 on)")
     parser.add_argument("--iters", type=int, help="measured steps (default: cpu 5, cuda 30)")
     parser.add_argument("--warmup", type=int, help="warm-up steps (default: cpu 2, cuda 5)")
     parser.add_argument("--dlscale", default=os.path.join(here, "..", "build", "dlscale"),
@@ -337,8 +341,8 @@ def main():
     if cuda:
         torch.manual_seed(0)
         return main_cuda(args, dlscale_parameter_counts(args.dlscale))
-    if args.cases is not None or args.precision != "fp32":
-        sys.exit("--cases and --precision are for --device cuda")
+    if args.cases is not None or args.precision == "tf32":
+        sys.exit("--cases and --precision tf32 are for --device cuda")
     models, thread_counts = args.models.split(","), [int(t) for t in args.threads.split(",")]
     unknown = [m for m in models if m not in BATCH]
     if unknown:
@@ -351,9 +355,11 @@ def main():
     modes = args.modes.split(",")
     if set(modes) - {"eager", "compile"} or not modes:
         sys.exit(f"--modes: {args.modes!r}; want eager, compile or both")
+    arithmetic = "autocast bfloat16" if args.precision == "bf16" else "float32"
     print(f"# PyTorch {torch.__version__} (Python {sys.version.split()[0]}), "
-          f"mkldnn available {torch.backends.mkldnn.is_available()}, float32, training mode; "
-          "step: zero_grad, forward, cross-entropy, backward, SGD(lr=0.01, momentum=0.9); "
+          f"mkldnn available {torch.backends.mkldnn.is_available()}, {arithmetic}, "
+          "training mode; step: zero_grad, forward, cross-entropy, backward, "
+          "SGD(lr=0.01, momentum=0.9); "
           f"median of {args.iters} measured steps after {args.warmup} warm-up", file=sys.stderr)
     if any(m.startswith("lstm-") for m in models):
         print("# torch's LSTM has two biases per gate (b_ih, b_hh): 4,096 parameters more "
@@ -371,11 +377,12 @@ def main():
             for mode in modes:
                 # Line format read by benchmarks/compare_with_frameworks.sh: tool model batch
                 # threads median-step-s compile-s parameters, or "failed" and the reason.
-                prefix = f"RESULT torch-{mode} {name} {BATCH[name]} {threads}"
+                tool = f"torch-{mode}" + ("-bf16" if args.precision == "bf16" else "")
+                prefix = f"RESULT {tool} {name} {BATCH[name]} {threads}"
                 try:
                     if mode == "compile":
                         torch._dynamo.reset()  # compile afresh for this thread count
-                    step = cpu_step_function(network, inputs, labels, mode)
+                    step = cpu_step_function(network, inputs, labels, mode, args.precision)
                     median, compile_seconds = time_cpu_steps(step, args.iters, args.warmup,
                                                              mode == "compile")
                     if mode == "eager":

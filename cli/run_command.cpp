@@ -81,7 +81,8 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
   plan.schedule = {options.warmup_iterations, options.measured_iterations};
   const kernels::DeviceRecord& device = kernels::find_device(options.device);
   const comm::BackendRecord& backend = comm::find_backend(options.comm);
-  comm::check_backend(backend, device);
+  const comm::GradientDtype grad_dtype = *comm::gradient_dtype_names.named(options.grad_dtype);
+  comm::check_backend(backend, device, grad_dtype);
   const int logical_cpus = logical_cpu_count();
   if (options.threads.back() > logical_cpus && !options.oversubscribe)
     throw UserError(
@@ -108,6 +109,7 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
         "(MPI_THREAD_SERIALIZED), which overlapped gradient sums need; "
         "use --no-overlap");
   plan.comm_backend = backend.backend;
+  plan.grad_dtype = grad_dtype;
   plan.bucket_mb = options.bucket_mb;
   plan.overlap = options.overlap;
   plan.learning_rate = options.learning_rate;

@@ -78,7 +78,10 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
        "cores, as PyTorch's allow_tf32); bf16 (CPU: bf16 inputs and weights, float "
        "accumulation, as PyTorch's autocast; parameters, gradients and the update stay float)")
       ("comm", po::value(&options.comm)->default_value(defaults.comm),
-       ("gradient allreduce backend: " + listed_choices(comm::backend_records(), true)).c_str());
+       ("gradient allreduce backend: " + listed_choices(comm::backend_records(), true)).c_str())
+      ("grad-dtype", po::value(&options.grad_dtype)->default_value(defaults.grad_dtype),
+       "what the ranks sum: fp32 gradients, or bf16 roundings of them (half the bytes, as DDP's "
+       "bf16 compression hook; --comm mpi); every rank keeps float gradients either way");
   // clang-format on
 
   po::options_description scaling("Scaling study (one launch, growing groups of ranks)");
@@ -286,6 +289,8 @@ void check_values(RunOptions& options, const RawNumbers& raw, const po::variable
                                     fmt::join(its, " or ")));
       }
   }
+  require_choice("--grad-dtype", "gradient dtype", options.grad_dtype,
+                 comm::gradient_dtype_names.all());
   options.scaling_given = !values["scaling"].defaulted();
   require_choice("--scaling", "mode", options.scaling,
                  {results::scaling_name(results::Scaling::weak),

@@ -24,6 +24,8 @@ struct RunOptions {
   std::vector<int> threads{1};  // compute threads per rank; several: a thread sweep, ascending
   int repeats = 1;              // runs of each sweep point, each with its own seed
   std::string comm = comm::backend_record(comm::Backend::mpi).name;
+  // What the ranks sum: fp32, or bf16 (half the bytes), as comm::GradientDtype.
+  std::string grad_dtype = comm::gradient_dtype_names(comm::GradientDtype::fp32);
   std::string device = kernels::device_record(kernels::DeviceKind::cpu).name;
   std::string precision = kernels::precision_name(kernels::Precision::fp32);  // GPUs: or tf32
   std::uint64_t seed = 42;

@@ -20,11 +20,13 @@ namespace dlscale::comm {
 namespace {
 
 template <BackgroundSums background>
-std::unique_ptr<GradientCommunicator> make_mpi(MPI_Comm group, kernels::Device& device) {
-  return std::make_unique<MpiGradientCommunicator>(group, device, background);
+std::unique_ptr<GradientCommunicator> make_mpi(MPI_Comm group, kernels::Device& device,
+                                               GradientDtype dtype) {
+  return std::make_unique<MpiGradientCommunicator>(group, device, background, dtype);
 }
 
-std::unique_ptr<GradientCommunicator> make_nccl(MPI_Comm group, kernels::Device& device) {
+std::unique_ptr<GradientCommunicator> make_nccl(MPI_Comm group, kernels::Device& device,
+                                                GradientDtype /*fp32: checked*/) {
   const auto make = gpu_module::entry_points("--comm nccl").make_nccl_communicator;
   if (make == nullptr)
     throw UserError("--comm nccl: dlscale's CUDA module was built without NCCL; reinstall dlscale");
@@ -44,15 +46,15 @@ const auto records = std::to_array<BackendRecord>({
     {Backend::mpi, "mpi",
      "overlapped sums on a communication thread making blocking calls; GPU buffers are staged "
      "through the host",
-     std::nullopt, false, nullptr, make_mpi<BackgroundSums::blocking_calls>},
+     std::nullopt, false, nullptr, true, make_mpi<BackgroundSums::blocking_calls>},
     {Backend::mpi_nbc, "mpi-nbc", "overlapped sums with MPI_Iallreduce; CPU only", std::nullopt,
-     true, nullptr, make_mpi<BackgroundSums::nonblocking_collectives>},
+     true, nullptr, false, make_mpi<BackgroundSums::nonblocking_collectives>},
     {Backend::mpi_hier, "mpi-hier",
      "overlapped hierarchical sums: shared memory inside each host, MPI between hosts; the same "
      "ranks on every host",
-     std::nullopt, false, nullptr, make_mpi<BackgroundSums::hierarchical>},
+     std::nullopt, false, nullptr, false, make_mpi<BackgroundSums::hierarchical>},
     {Backend::nccl, "nccl", "GPU buffers, one GPU per rank", kernels::DeviceKind::cuda, false,
-     nccl_unbuilt_reason, make_nccl},
+     nccl_unbuilt_reason, false, make_nccl},
 });
 
 // Whether `backend` can sum `device`'s memory, leaving aside whether it was built.
@@ -83,9 +85,15 @@ const BackendRecord& find_backend(const std::string& name) {
   return record_named(backend_records(), name, "--comm", "backend");
 }
 
-void check_backend(const BackendRecord& backend, const kernels::DeviceRecord& device) {
+void check_backend(const BackendRecord& backend, const kernels::DeviceRecord& device,
+                   GradientDtype dtype) {
   if (backend.unbuilt_reason != nullptr)
     throw UserError(fmt::format("--comm {}: {}", backend.name, backend.unbuilt_reason));
+  if (dtype == GradientDtype::bf16 && !backend.sums_bf16)
+    throw UserError(fmt::format("--grad-dtype bf16: --comm {} sums fp32 only; use {}", backend.name,
+                                other_backends(backend, [&](const BackendRecord& other) {
+                                  return other.sums_bf16 && serves(other, device);
+                                })));
   if (serves(backend, device)) return;
   if (backend.only_device) {
     const kernels::DeviceRecord& needed = kernels::device_record(*backend.only_device);
@@ -100,10 +108,11 @@ void check_backend(const BackendRecord& backend, const kernels::DeviceRecord& de
 }
 
 std::unique_ptr<GradientCommunicator> make_gradient_communicator(Backend backend, MPI_Comm group,
-                                                                 kernels::Device& device) {
+                                                                 kernels::Device& device,
+                                                                 GradientDtype dtype) {
   const BackendRecord& record = backend_record(backend);
   try {
-    return record.make(group, device);
+    return record.make(group, device, dtype);
   } catch (const UserError& error) {
     // A backend says what it needs of the launch; the options to change are the CLI's words.
     const auto usable = [&](const BackendRecord& other) {

@@ -33,8 +33,11 @@ struct BackendRecord {
   bool needs_host_memory;
   // Why this dlscale cannot make it (it was built without its library), or null.
   const char* unbuilt_reason;
-  // Collective over `group`; the device was checked by check_backend().
-  std::unique_ptr<GradientCommunicator> (*make)(MPI_Comm group, kernels::Device& device);
+  // It can sum bf16 (--grad-dtype bf16).
+  bool sums_bf16;
+  // Collective over `group`; the device and dtype were checked by check_backend().
+  std::unique_ptr<GradientCommunicator> (*make)(MPI_Comm group, kernels::Device& device,
+                                                GradientDtype dtype);
 };
 
 // Every backend, in the order help texts list them.
@@ -44,11 +47,13 @@ const BackendRecord& backend_record(Backend backend);
 // The record named `name` (--comm). Throws UserError naming the backends unless it is one of them.
 const BackendRecord& find_backend(const std::string& name);
 
-// Throws UserError where `backend` was not built in or cannot serve `device`.
-void check_backend(const BackendRecord& backend, const kernels::DeviceRecord& device);
+// Throws UserError where `backend` was not built in, cannot serve `device` or cannot sum `dtype`.
+void check_backend(const BackendRecord& backend, const kernels::DeviceRecord& device,
+                   GradientDtype dtype = GradientDtype::fp32);
 
-// Collective over `group`, for a backend and device that passed check_backend().
-std::unique_ptr<GradientCommunicator> make_gradient_communicator(Backend backend, MPI_Comm group,
-                                                                 kernels::Device& device);
+// Collective over `group`, for a backend, device and dtype that passed check_backend().
+std::unique_ptr<GradientCommunicator> make_gradient_communicator(
+    Backend backend, MPI_Comm group, kernels::Device& device,
+    GradientDtype dtype = GradientDtype::fp32);
 
 }  // namespace dlscale::comm

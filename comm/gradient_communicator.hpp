@@ -8,9 +8,15 @@
 #include <span>
 #include <string>
 
+#include "core/enum_names.hpp"
 #include "kernels/device.hpp"
 
 namespace dlscale::comm {
+
+// What the ranks send and sum: float gradients, or bf16 roundings of them (half the bytes, as
+// DDP's bf16 compression hook sends). Gradients are float on every rank either way.
+enum class GradientDtype { fp32, bf16 };
+inline constexpr EnumNames<GradientDtype, 2> gradient_dtype_names{{"fp32", "bf16"}};
 
 class GradientCommunicator {
  public:

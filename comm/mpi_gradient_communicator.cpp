@@ -20,7 +20,7 @@ constexpr std::size_t background_piece_count = (1 << 20) / sizeof(float);
 }  // namespace
 
 MpiGradientCommunicator::MpiGradientCommunicator(MPI_Comm parent, kernels::Device& device,
-                                                 BackgroundSums background)
+                                                 BackgroundSums background, GradientDtype dtype)
     : device_(device), background_(background) {
   DLSCALE_MPI_CHECK(MPI_Comm_dup(parent, &comm_));
   DLSCALE_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
@@ -28,6 +28,7 @@ MpiGradientCommunicator::MpiGradientCommunicator(MPI_Comm parent, kernels::Devic
   DLSCALE_MPI_CHECK(MPI_Comm_size(comm_, &size_));
   if (background == BackgroundSums::hierarchical)
     hierarchical_ = std::make_unique<HierarchicalAllreduce>(comm_);
+  if (dtype == GradientDtype::bf16) bf16_sum_ = std::make_unique<Bf16SumOperation>();
 }
 
 MpiGradientCommunicator::~MpiGradientCommunicator() {
@@ -52,6 +53,16 @@ int MpiGradientCommunicator::sum_in_pieces(std::span<float> values, std::size_t 
   int status = MPI_SUCCESS;
   if (hierarchical_) {
     status = hierarchical_->run(host.data(), host.size());
+  } else if (bf16_sum_) {
+    bf16_values_.resize(host.size());
+    round_to_bf16(host, bf16_values_);
+    for (std::size_t offset = 0; offset < host.size() && status == MPI_SUCCESS;
+         offset += piece_count) {
+      const auto count = int(std::min(piece_count, host.size() - offset));
+      status = MPI_Allreduce(MPI_IN_PLACE, bf16_values_.data() + offset, count, MPI_UINT16_T,
+                             bf16_sum_->get(), comm_);
+    }
+    widen_from_bf16(bf16_values_, host);
   } else {
     for (std::size_t offset = 0; offset < host.size() && status == MPI_SUCCESS;
          offset += piece_count) {

@@ -14,6 +14,7 @@
 
 #include <mpi.h>
 
+#include "comm/bf16_sum.hpp"
 #include "comm/gradient_communicator.hpp"
 #include "comm/hierarchical_allreduce.hpp"
 
@@ -38,8 +39,10 @@ class MpiGradientCommunicator final : public GradientCommunicator {
   // Duplicates `parent` so our traffic never matches anyone else's messages. Non-blocking
   // collectives need host memory (staging would wait on completion); the backend registry
   // (comm/communicator_factory.cpp) refuses them for other devices.
+  // bf16 sums (GradientDtype::bf16) are for blocking calls: the registry offers them for "mpi".
   MpiGradientCommunicator(MPI_Comm parent, kernels::Device& device,
-                          BackgroundSums background = BackgroundSums::blocking_calls);
+                          BackgroundSums background = BackgroundSums::blocking_calls,
+                          GradientDtype dtype = GradientDtype::fp32);
   ~MpiGradientCommunicator() override;
   MpiGradientCommunicator(const MpiGradientCommunicator&) = delete;
   MpiGradientCommunicator& operator=(const MpiGradientCommunicator&) = delete;
@@ -65,6 +68,9 @@ class MpiGradientCommunicator final : public GradientCommunicator {
   kernels::Device& device_;
   std::unique_ptr<HierarchicalAllreduce> hierarchical_;  // for BackgroundSums::hierarchical
   std::vector<float> staging_;  // host copy of a device buffer being summed
+  // GradientDtype::bf16: the operation that sums bf16, and the rounded values being summed.
+  std::unique_ptr<Bf16SumOperation> bf16_sum_;
+  std::vector<std::uint16_t> bf16_values_;
 
   BackgroundSums background_;
   MPI_Comm comm_ = MPI_COMM_NULL;

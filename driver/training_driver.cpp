@@ -147,7 +147,8 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
   if (plan.check_memory_per_point)
     fail_unless_it_fits(group, workload, batch, batches, device, plan, run.placement);
 
-  run.communicator = comm::make_gradient_communicator(plan.comm_backend, group, device);
+  run.communicator =
+      comm::make_gradient_communicator(plan.comm_backend, group, device, plan.grad_dtype);
   spdlog::info(
       "{} ({} parameters) on {} rank(s) x {} thread(s), batch {}/rank, {} + {} "
       "iterations{}",
@@ -240,6 +241,7 @@ std::optional<results::RunRecord> record_point(const TrainingPlan& plan, const S
                                           point.threads,
                                           point.repeat,
                                           comm::backend_record(plan.comm_backend).name,
+                                          comm::gradient_dtype_names(plan.grad_dtype),
                                           kernels::device_record(plan.device_kind).name,
                                           point.seed,
                                           plan.learning_rate,

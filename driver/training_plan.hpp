@@ -35,7 +35,8 @@ struct TrainingPlan {
   kernels::DeviceKind device_kind = kernels::DeviceKind::cpu;
   kernels::DeviceSettings device_settings;  // its threads are replaced by each point's
   std::unique_ptr<kernels::Device> device;  // made and checked with the first point's threads
-  comm::Backend comm_backend = comm::Backend::mpi;  // checked against the device
+  comm::Backend comm_backend = comm::Backend::mpi;             // checked against the device
+  comm::GradientDtype grad_dtype = comm::GradientDtype::fp32;  // checked against the backend
   double bucket_mb = 25;
   bool overlap = true;
   double learning_rate = 0.01;

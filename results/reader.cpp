@@ -102,6 +102,8 @@ void read_run_attributes(hid_t file, RunRecord& record, long long version) {
   if (has_attribute(file, schema::repeat))  // schema 3
     config.repeat = int(read_integer_attribute(file, schema::repeat));
   config.comm_backend = read_string_attribute(file, schema::comm_backend);
+  if (has_attribute(file, schema::gradient_dtype))  // schema 6
+    config.gradient_dtype = read_string_attribute(file, schema::gradient_dtype);
   config.device = read_string_attribute(file, schema::device);
   config.seed = std::uint64_t(read_integer_attribute(file, schema::seed));
   config.learning_rate = read_double_attribute(file, schema::learning_rate);

@@ -38,6 +38,7 @@ struct RunConfiguration {
   int threads_per_rank = 0;
   int repeat = 0;  // which run of the same sweep point (--repeat), from 0
   std::string comm_backend;
+  std::string gradient_dtype = "fp32";  // what the ranks summed: fp32 or bf16
   std::string device;
   std::uint64_t seed = 0;
   double learning_rate = 0;

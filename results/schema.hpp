@@ -65,6 +65,8 @@ inline constexpr const char* warmup_iterations = "warmup_iterations";
 inline constexpr const char* measured_iterations = "measured_iterations";
 inline constexpr const char* threads_per_rank = "threads_per_rank";
 inline constexpr const char* comm_backend = "comm_backend";
+// "fp32" or "bf16" (--grad-dtype); absent before schema 6 (read as fp32).
+inline constexpr const char* gradient_dtype = "gradient_dtype";
 inline constexpr const char* device = "device";
 inline constexpr const char* seed = "seed";
 inline constexpr const char* learning_rate = "learning_rate";

@@ -65,6 +65,7 @@ void write_run_attributes(hid_t file, const RunRecord& record) {
   write_attribute(file, schema::threads_per_rank, (long long)config.threads_per_rank);
   write_attribute(file, schema::repeat, (long long)config.repeat);
   write_attribute(file, schema::comm_backend, config.comm_backend);
+  write_attribute(file, schema::gradient_dtype, config.gradient_dtype);
   write_attribute(file, schema::device, config.device);
   write_attribute(file, schema::seed, (long long)config.seed);
   write_attribute(file, schema::learning_rate, config.learning_rate);

@@ -171,9 +171,10 @@ TEST_F(CommandLine, ThreadSweepWithRepeatsIsOneStudyWithTheSpread) {
   EXPECT_TRUE(fs::exists(directory_ / "repeats.h5"));
 }
 
-// --precision bf16 trains a CNN's convolutions and GEMMs in bf16 on every rank; the replicas
-// still end bit-identical, and every run records the precision it computed in.
-TEST_F(CommandLine, Bf16RunsEndBitIdenticalAndRecordTheirPrecision) {
+// --precision bf16 trains a CNN's convolutions and GEMMs in bf16 on every rank, and
+// --grad-dtype bf16 sums the gradients in bf16; the replicas still end bit-identical, and every
+// run records its precision and gradient dtype.
+TEST_F(CommandLine, Bf16RunsEndBitIdenticalAndRecordTheirPrecisionAndGradientDtype) {
   const Outcome outcome = run_dlscale(
       "--model alexnet-r --batch 4 --iters 3 --warmup 1 --precision bf16 --ranks 1,2 "
       "--sample-interval 0 --out bf16.h5");
@@ -188,6 +189,16 @@ TEST_F(CommandLine, Bf16RunsEndBitIdenticalAndRecordTheirPrecision) {
                      [](const auto& property) { return property.first == "precision"; });
     ASSERT_NE(precision, properties.end());
     EXPECT_EQ(precision->second, "bf16");
+  }
+
+  // bf16 gradient sums as well: still bit-identical, and recorded.
+  const Outcome summed = run_dlscale(
+      "--model fcn:64,32,4 --batch 8 --iters 3 --warmup 1 --grad-dtype bf16 --ranks 1,2 "
+      "--sample-interval 0 --out bf16_sums.h5");
+  for (int r = 0; r < ranks; ++r) EXPECT_EQ(summed.rank_exit_codes[r], 0) << summed.stdout_text;
+  for (const auto& run : dlscale::results::read_results(directory_ / "bf16_sums.h5").runs) {
+    EXPECT_TRUE(run.summary.parameters_identical) << "at " << run.ranks << " ranks";
+    EXPECT_EQ(run.configuration.gradient_dtype, "bf16");
   }
 }
 

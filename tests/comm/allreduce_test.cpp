@@ -4,6 +4,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "comm/collective_agreement.hpp"
@@ -68,6 +69,35 @@ TEST(EveryBackend, SumsExactlyThroughTheRegistry) {
     ++tested;
   }
   EXPECT_GE(tested, 3) << "mpi, mpi-nbc and mpi-hier serve the CPU in every build";
+}
+
+// bf16 sums: integers up to 256 are exact in bf16 (8 bits of mantissa), so small integer
+// gradients sum exactly at any rank count here; a value bf16 cannot hold is rounded to the
+// nearest that it can, the same on every rank.
+TEST(Bf16Allreduce, SumsSmallIntegersExactlyAndRoundsTheRest) {
+  kernels::CpuDevice device(1);
+  MpiGradientCommunicator communicator(MPI_COMM_WORLD, device, BackgroundSums::blocking_calls,
+                                       GradientDtype::bf16);
+  const int n = communicator.size();
+  const std::size_t count = 100'003;
+  std::vector<float> values(count);
+  for (std::size_t i = 0; i < count; ++i) values[i] = float((i % 8) * (communicator.rank() + 1));
+  values[0] = 1.0f + 1.0f / 1024;  // between two bf16 values: rounds to 1 on every rank
+  communicator.allreduce_sum(values);
+  std::size_t mismatches = 0;
+  for (std::size_t i = 1; i < count; ++i)
+    mismatches += values[i] != float((i % 8) * (n * (n + 1) / 2));
+  EXPECT_EQ(mismatches, 0u) << "on rank " << communicator.rank();
+  EXPECT_EQ(values[0], float(n)) << "1 + 2^-10 is 1 in bf16, so the sum is the rank count";
+
+  // Started in the background as buckets, as training sums them.
+  std::vector<float> bucketed(count, 0.5f);
+  const auto ready = device.make_event();
+  device.record(*ready);
+  communicator.start_allreduce_sum(std::span(bucketed).first(count / 2), *ready);
+  communicator.start_allreduce_sum(std::span(bucketed).subspan(count / 2), *ready);
+  communicator.wait_all();
+  EXPECT_EQ(std::count(bucketed.begin(), bucketed.end(), 0.5f * n), std::ptrdiff_t(count));
 }
 
 TEST(MpiAllreduce, SumIsExactForOneValue) { expect_exact_allreduce(1); }

@@ -22,7 +22,7 @@ STATISTICS = ["median", "mean", "p5", "p95", "min", "max"]
 ORIGIN_STRINGS = ["dlscale_version", "git_commit", "command_line", "start_time_utc"]
 # Attributes of each run group by type: str (variable-length UTF-8), int64, float64.
 RUN_STRINGS = ORIGIN_STRINGS + ["mpi_library_version", "blas", "cpu_model", "model",
-                                "model_family", "model_description", "comm_backend", "device",
+                                "model_family", "model_description", "comm_backend", "gradient_dtype", "device",
                                 "scaling", "slurm_job_id", "slurm_job_name", "slurm_node_list",
                                 "slurm_tasks_per_node", "slurm_cpus_per_task",
                                 "slurm_array_task_id", "slurm_node_exclusive"]

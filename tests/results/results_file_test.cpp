@@ -56,7 +56,7 @@ class ResultsFile : public ::testing::Test {
   static RunRecord sample_record() {
     RunRecord record;
     record.configuration = {
-        "fcn:4,3,2", "FCN", "4-3-2, sigmoid", 23,  138.0, 8, 1, 2, 2, 1, "mpi", "cpu", 99,
+        "fcn:4,3,2", "FCN", "4-3-2, sigmoid", 23,  138.0, 8, 1, 2, 2, 1, "mpi", "bf16", "cpu", 99,
         0.05,        0.9,   "strong",         2.5, true};
     record.environment = {"0.1.0",
                           "abc123",
@@ -185,6 +185,7 @@ TEST_F(ResultsFile, RoundTripRestoresEveryField) {
   EXPECT_EQ(read.configuration.measured_iterations, written.configuration.measured_iterations);
   EXPECT_EQ(read.configuration.threads_per_rank, written.configuration.threads_per_rank);
   EXPECT_EQ(read.configuration.comm_backend, written.configuration.comm_backend);
+  EXPECT_EQ(read.configuration.gradient_dtype, "bf16");
   EXPECT_EQ(read.configuration.device, written.configuration.device);
   EXPECT_EQ(read.configuration.seed, written.configuration.seed);
   EXPECT_EQ(read.configuration.learning_rate, written.configuration.learning_rate);
