@@ -97,10 +97,16 @@ std::string format_summary(const results::RunRecord& record) {
                  summary.throughput_samples_per_second);
   fmt::format_to(line, "compute         {:.2f} GFLOP/s per rank (mean; slowest rank {} at {:.2f})",
                  mean_gflops, std::distance(summary.gflops_per_rank.begin(), slowest), *slowest);
-  if (environment.device_gemm_gflops > 0)
-    fmt::format_to(line, ": {:.1f}% of the {:.0f} GFLOP/s float GEMM measured on this device",
+  if (environment.device_gemm_gflops > 0) {
+    // The yardstick ran at the run's precision: bf16 GEMMs under --precision bf16.
+    const auto& properties = environment.device_properties;
+    const bool bf16 = std::any_of(properties.begin(), properties.end(), [](const auto& property) {
+      return property.first == "precision" && property.second == "bf16";
+    });
+    fmt::format_to(line, ": {:.1f}% of the {:.0f} GFLOP/s {} GEMM measured on this device",
                    100 * mean_gflops / environment.device_gemm_gflops,
-                   environment.device_gemm_gflops);
+                   environment.device_gemm_gflops, bf16 ? "bf16" : "float");
+  }
   fmt::format_to(line, "\n{}", yardstick_lines(environment, mean_gflops));
   if (record.ranks == 1)
     fmt::format_to(line, "communication   none: one rank has no gradients to sum\n");

@@ -52,6 +52,17 @@ TEST(SummaryYardstick, ComputeIsAFractionOfTheFasterMeasurement) {
       << summary;
 }
 
+// Under --precision bf16 the yardstick is a bf16 GEMM, and the line says so.
+TEST(SummaryYardstick, NamesTheYardsticksPrecision) {
+  auto run = run_at(118, 215, 236);
+  run.environment.device_properties.emplace_back("precision", "bf16");
+  const std::string summary = format_summary(run);
+  EXPECT_NE(lines_labelled(summary, "compute")
+                .find(": 50.0% of the 236 GFLOP/s bf16 GEMM measured on this device"),
+            std::string::npos)
+      << summary;
+}
+
 TEST(SummaryYardstick, SaysNothingMoreWhenTheMeasurementsAgreeWithin10Percent) {
   const std::string summary = format_summary(run_at(118, 215, 236));
   EXPECT_EQ(lines_labelled(summary, "yardstick"), "") << summary;
