@@ -423,6 +423,8 @@ std::string run_help_text() {
           "study\n"
           "  mpirun -np 4 dlscale --model resnet-56 --ranks all --global-batch 256    # strong\n"
           "  mpirun -np 8 dlscale --device cuda --comm nccl --model resnet-50 --precision tf32\n"
+          "  mpirun -np 2 dlscale --model resnet-56 --precision bf16 --grad-dtype bf16   # CPU "
+          "bf16\n"
           "  mpirun -np 2 dlscale --model fcn-r --threads 1,2 --repeat 3   # threads, mean +- "
           "spread\n"
           "  dlscale report s.h5 --html r.html\n"
