@@ -64,7 +64,12 @@ results::RunSummary summarize(const results::RunRecord& record) {
       samples_per_iteration * (last - first) / slowest_step_total;
   summary.communication_fraction = step_total > 0 ? allreduce_total / step_total : 0;
 
-  summary.allreduce_bytes = double(config.parameter_count) * sizeof(float);
+  // What the ranks sent: the buckets' bytes (half the parameters' under --grad-dtype bf16), or
+  // every parameter as a float in files from before buckets were recorded.
+  summary.allreduce_bytes = 0;
+  for (const auto& bucket : record.buckets) summary.allreduce_bytes += bucket.bytes;
+  if (record.buckets.empty())
+    summary.allreduce_bytes = double(config.parameter_count) * sizeof(float);
   summary.allreduce_seconds = median(fastest_allreduce);
   if (summary.allreduce_seconds > 0) {
     summary.allreduce_algbw_gbps = summary.allreduce_bytes / summary.allreduce_seconds / 1e9;

@@ -110,6 +110,7 @@ std::optional<results::NodeSharingProbe> node_sharing_probe_of(const results::Ru
   const auto* alone = find_measurement(run, results::node_sharing_alone_seconds);
   if (shared == nullptr || alone == nullptr) return std::nullopt;
   results::NodeSharingProbe probe{.ranks = run.ranks,
+                                  .precision = run.configuration.precision,
                                   .threads = run.configuration.threads_per_rank,
                                   .batch_per_rank = run.configuration.batch_per_rank,
                                   .ranks_per_node = run.environment.ranks_per_node,
@@ -181,22 +182,42 @@ ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_run
                                   const PredictionSettings& settings) {
   if (all_runs.empty()) throw UserError("predict: no training runs to predict from");
   ScalingPrediction result;
-  // One thread count: the one of the run with the fewest ranks (and of the study's baseline).
-  const auto& first =
-      *std::min_element(all_runs.begin(), all_runs.end(), [](const auto& a, const auto& b) {
-        return std::tuple(a.ranks, a.configuration.threads_per_rank) <
-               std::tuple(b.ranks, b.configuration.threads_per_rank);
+  // One precision, each predicted from its own runs, and in it one thread count: the one of the
+  // run with the fewest ranks (and of the study's baseline).
+  result.precision =
+      settings.precision.empty() ? all_runs.front().configuration.precision : settings.precision;
+  const auto in_precision = [&](const auto& measured) {
+    return measured.precision == result.precision;
+  };
+  std::vector<const results::RunRecord*> of_precision;
+  for (const auto& run : all_runs)
+    if (in_precision(run.configuration)) of_precision.push_back(&run);
+  if (of_precision.empty())
+    throw UserError(fmt::format("--precision {}: no run was measured in {}", result.precision,
+                                result.precision));
+  const auto& first = **std::min_element(
+      of_precision.begin(), of_precision.end(), [](const auto* a, const auto* b) {
+        return std::tuple(a->ranks, a->configuration.threads_per_rank) <
+               std::tuple(b->ranks, b->configuration.threads_per_rank);
       });
   result.threads_per_rank = first.configuration.threads_per_rank;
+  const auto same_configuration = [&](const results::RunRecord& run) {
+    return in_precision(run.configuration) &&
+           run.configuration.threads_per_rank == result.threads_per_rank;
+  };
   std::vector<results::RunRecord> same_threads;
   std::vector<const results::RunRecord*> usable;  // into all_runs, so that each has its name
   std::vector<results::NodeSharingProbe> probes;
-  for (const auto& run : all_runs)
-    if (run.configuration.threads_per_rank == result.threads_per_rank) same_threads.push_back(run);
+  for (const auto* run : of_precision)
+    if (same_configuration(*run)) same_threads.push_back(*run);
   const auto name_of = [&](const results::RunRecord* run) {
     return results::run_group_name(std::size_t(run - all_runs.data()));
   };
-  if (same_threads.size() < all_runs.size())
+  if (of_precision.size() < all_runs.size())
+    result.notes.push_back(
+        fmt::format("only the runs in {} are used: each precision is predicted from its own runs",
+                    result.precision));
+  if (same_threads.size() < of_precision.size())
     result.notes.push_back(
         fmt::format("only the runs at {} thread(s) per rank are used", result.threads_per_rank));
   for (int held : settings.held_out)
@@ -204,7 +225,7 @@ ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_run
                      [&](const auto& run) { return run.ranks == held; }))
       throw UserError(fmt::format("--hold-out {}: no run was measured at {} ranks", held, held));
   for (const auto& run : all_runs) {
-    if (run.configuration.threads_per_rank != result.threads_per_rank) continue;
+    if (!same_configuration(run)) continue;
     const bool held = contains(settings.held_out, run.ranks);
     if (!held) usable.push_back(&run);
     if (held && settings.hold_out_probes) continue;
@@ -212,7 +233,7 @@ ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_run
   }
   std::vector<int> probed_only;
   for (const auto& probe : launch_probes)
-    if (probe.threads == result.threads_per_rank) {
+    if (in_precision(probe) && probe.threads == result.threads_per_rank) {
       probes.push_back(probe);
       probed_only.push_back(probe.ranks);
     }
@@ -248,7 +269,7 @@ ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_run
       result.ranks_per_node = std::max(result.ranks_per_node, run.environment.ranks_per_node);
   if (settings.ranks_per_node <= 0)
     for (const auto& probe : launch_probes)
-      if (probe.threads == result.threads_per_rank)
+      if (in_precision(probe) && probe.threads == result.threads_per_rank)
         result.ranks_per_node = std::max(result.ranks_per_node, probe.ranks_per_node);
   result.ranks_per_node = std::max(1, result.ranks_per_node);
 

@@ -46,6 +46,8 @@ struct PredictionSettings {
   // Scale the sweep's allreduce times to what they were inside training, from a run at the
   // sweep's own rank count (see communication_calibration); off: the sweep's model as it is.
   bool calibrate_communication = true;
+  // The runs of this precision are predicted from; empty: the precision of the file's first run.
+  std::string precision;
 };
 
 struct PredictedPoint {
@@ -75,6 +77,7 @@ struct ScalingPrediction {
   std::string scaling;        // weak or strong
   double batch_per_rank = 0;  // weak
   double global_batch = 0;    // strong
+  std::string precision;      // of the runs predicted from
   int threads_per_rank = 0;
   int baseline_ranks = 0;
   int ranks_per_node = 0;

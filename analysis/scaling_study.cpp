@@ -6,7 +6,9 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <string>
 #include <tuple>
+#include <utility>
 
 #include "analysis/measurement_summary.hpp"
 #include "analysis/scaling_metrics.hpp"
@@ -88,13 +90,15 @@ double sample_std(const std::vector<double>& values, double mean) {
   return std::sqrt(sum / double(values.size() - 1));
 }
 
-// Mean and spread of each (threads, ranks) configuration over its repeats; points are sorted.
+// Mean and spread of each (precision, threads, ranks) configuration over its repeats; points are
+// sorted.
 std::vector<results::RepeatSpread> spread_over_repeats(
     const std::vector<results::StudyPoint>& points) {
   std::vector<results::RepeatSpread> configurations;
   for (std::size_t first = 0; first < points.size();) {
     std::size_t last = first;
-    while (last < points.size() && points[last].threads == points[first].threads &&
+    while (last < points.size() && points[last].precision == points[first].precision &&
+           points[last].threads == points[first].threads &&
            points[last].ranks == points[first].ranks)
       ++last;
     std::vector<double> times, efficiencies;
@@ -105,6 +109,7 @@ std::vector<results::RepeatSpread> spread_over_repeats(
       throughput += points[k].throughput_samples_per_second;
     }
     results::RepeatSpread spread;
+    spread.precision = points[first].precision;
     spread.threads = points[first].threads;
     spread.ranks = points[first].ranks;
     spread.repeats = int(last - first);
@@ -126,9 +131,18 @@ std::vector<results::RepeatSpread> spread_over_repeats(
 results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs) {
   results::StudySummary study;
   if (runs.empty()) return study;
+  // Precisions in the order the sweep first ran them (fp32 before bf16 where the user listed
+  // them so), not alphabetically.
+  std::vector<std::string> precisions;
+  for (const auto& run : runs)
+    if (std::find(precisions.begin(), precisions.end(), run.configuration.precision) ==
+        precisions.end())
+      precisions.push_back(run.configuration.precision);
   const auto key = [&](std::size_t index) {
     const auto& c = runs[index].configuration;
-    return std::tuple(c.threads_per_rank, runs[index].ranks, c.repeat);
+    const auto precision_order =
+        std::find(precisions.begin(), precisions.end(), c.precision) - precisions.begin();
+    return std::tuple(precision_order, c.threads_per_rank, runs[index].ranks, c.repeat);
   };
   std::vector<std::size_t> order(runs.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
@@ -138,15 +152,19 @@ results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs)
   study.baseline_ranks = std::numeric_limits<int>::max();
   for (const auto& run : runs) study.baseline_ranks = std::min(study.baseline_ranks, run.ranks);
 
-  // Each thread count's baseline: its runs with the fewest ranks, every repeat's iterations
-  // pooled, so the spread across repeats is not hidden in the baseline.
+  // Each precision and thread count has its baseline: its runs with the fewest ranks, every
+  // repeat's iterations pooled, so the spread across repeats is not hidden in the baseline.
   struct Baseline {
     int ranks = std::numeric_limits<int>::max();
     RunTimes times;
   };
-  std::map<int, Baseline> baselines;
+  using BaselineKey = std::pair<std::string, int>;
+  const auto baseline_key = [](const results::RunRecord& run) {
+    return BaselineKey(run.configuration.precision, run.configuration.threads_per_rank);
+  };
+  std::map<BaselineKey, Baseline> baselines;
   for (std::size_t index : order) {
-    auto& baseline = baselines[runs[index].configuration.threads_per_rank];
+    auto& baseline = baselines[baseline_key(runs[index])];
     if (runs[index].ranks > baseline.ranks) continue;
     const RunTimes times = times_of(runs[index]);
     if (runs[index].ranks < baseline.ranks)
@@ -158,19 +176,19 @@ results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs)
   }
 
   std::mt19937_64 random(bootstrap_seed);
-  // The baseline's resampled means, drawn once per thread count and paired with each point's
-  // own: drawn again for every point, they would cost each point the pooled baseline's size
-  // (every repeat's iterations), and a study of many repeats quadratic time.
-  std::map<int, std::vector<double>> baseline_resampled;
-  for (const auto& [threads, baseline] : baselines)
+  // The baseline's resampled means, drawn once per baseline and paired with each point's own:
+  // drawn again for every point, they would cost each point the pooled baseline's size (every
+  // repeat's iterations), and a study of many repeats quadratic time.
+  std::map<BaselineKey, std::vector<double>> baseline_resampled;
+  for (const auto& [configuration, baseline] : baselines)
     for (int k = 0; k < bootstrap_resamples; ++k)
-      baseline_resampled[threads].push_back(
+      baseline_resampled[configuration].push_back(
           resampled_mean(baseline.times.iteration_seconds, random));
   for (std::size_t index : order) {
     const auto& run = runs[index];
-    const Baseline& baseline_of_threads = baselines.at(run.configuration.threads_per_rank);
-    const RunTimes& baseline = baseline_of_threads.times;
-    const int p = baseline_of_threads.ranks;
+    const Baseline& baseline_of_point = baselines.at(baseline_key(run));
+    const RunTimes& baseline = baseline_of_point.times;
+    const int p = baseline_of_point.ranks;
     const double baseline_mean = mean(baseline.iteration_seconds);
     // Efficiency from mean iteration times: E = X(n)/X(p) * p/n, with X = global batch / T.
     const auto efficiency_of = [&](const RunTimes& times, double t_n, double t_p, int n) {
@@ -180,6 +198,7 @@ results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs)
     const int n = run.ranks;
     results::StudyPoint point;
     point.ranks = n;
+    point.precision = run.configuration.precision;
     point.threads = run.configuration.threads_per_rank;
     point.repeat = run.configuration.repeat;
     point.run = results::run_group_name(index);
@@ -191,7 +210,7 @@ results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs)
     std::vector<double> resampled_times, resampled_efficiency;
     for (int k = 0; k < bootstrap_resamples; ++k) {
       const double t_n = resampled_mean(times.iteration_seconds, random);
-      const double t_p = baseline_resampled.at(run.configuration.threads_per_rank)[k];
+      const double t_p = baseline_resampled.at(baseline_key(run))[k];
       resampled_times.push_back(t_n);
       resampled_efficiency.push_back(efficiency_of(times, t_n, t_p, n));
     }

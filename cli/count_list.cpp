@@ -10,13 +10,21 @@
 
 namespace dlscale::cli {
 
-std::vector<int> parse_count_list(std::string_view text, std::string_view option, int largest,
-                                  std::string_view what) {
-  std::vector<int> counts;
+std::vector<std::string_view> split_list(std::string_view text) {
+  std::vector<std::string_view> fields;
   std::size_t start = 0;
   while (start <= text.size()) {
     const std::size_t comma = std::min(text.find(',', start), text.size());
-    const std::string_view field = text.substr(start, comma - start);
+    fields.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return fields;
+}
+
+std::vector<int> parse_count_list(std::string_view text, std::string_view option, int largest,
+                                  std::string_view what) {
+  std::vector<int> counts;
+  for (const std::string_view field : split_list(text)) {
     int value = 0;
     const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), value);
     if (field.empty() || error != std::errc() || end != field.data() + field.size() || value < 1 ||
@@ -24,7 +32,6 @@ std::vector<int> parse_count_list(std::string_view text, std::string_view option
       throw UserError(fmt::format("{}: '{}' is not a {} in 1..{} (expected a list such as 1,2,4)",
                                   option, field, what, largest));
     counts.push_back(value);
-    start = comma + 1;
   }
   std::sort(counts.begin(), counts.end());
   counts.erase(std::unique(counts.begin(), counts.end()), counts.end());

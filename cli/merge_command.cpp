@@ -31,7 +31,8 @@ struct SourcedRun {
   std::string origin;  // "FILE run_NNN", for errors
 };
 
-// The settings every run of one study must share, by name, as text.
+// The settings every run of one study must share, by name, as text. Precisions may differ: the
+// study measures each against its own baseline, as it does in a launch with --precision fp32,bf16.
 std::vector<std::pair<std::string, std::string>> study_settings(const results::RunRecord& run) {
   const auto& c = run.configuration;
   std::vector<std::pair<std::string, std::string>> settings = {
@@ -68,7 +69,8 @@ void refuse_runs_given_twice(const std::vector<SourcedRun>& runs) {
   const auto identity = [](const results::RunRecord& run) {
     return std::tie(run.environment.start_time_utc, run.environment.command_line,
                     run.environment.rank_hosts, run.environment.slurm.job_id, run.ranks,
-                    run.configuration.threads_per_rank, run.configuration.seed);
+                    run.configuration.precision, run.configuration.threads_per_rank,
+                    run.configuration.seed);
   };
   std::map<decltype(identity(runs.front().run)), const SourcedRun*> seen;
   for (const auto& candidate : runs) {
@@ -81,12 +83,13 @@ void refuse_runs_given_twice(const std::vector<SourcedRun>& runs) {
 
 // Points measured by several jobs (each job of a `--ranks all` node study measures 1, 2, ...
 // ranks; a resubmitted job measures its point again) are repeats: numbered 0, 1, ... per
-// (threads, ranks) in input order, so the study's spread over repeats covers them. Each run
-// keeps its own record of where it ran (Slurm job, nodes, hosts).
+// (precision, threads, ranks) in input order, so the study's spread over repeats covers them.
+// Each run keeps its own record of where it ran (Slurm job, nodes, hosts).
 void number_repeats(std::vector<results::RunRecord>& runs) {
-  std::map<std::pair<int, int>, int> repeats_so_far;
+  std::map<std::tuple<std::string, int, int>, int> repeats_so_far;
   for (auto& run : runs)
-    run.configuration.repeat = repeats_so_far[{run.configuration.threads_per_rank, run.ranks}]++;
+    run.configuration.repeat = repeats_so_far[{run.configuration.precision,
+                                               run.configuration.threads_per_rank, run.ranks}]++;
 }
 
 // A Slurm job of the study that left no results file, as the merge job names it:
@@ -126,6 +129,7 @@ MissingJob parse_missing_job(const std::string& text) {
 results::FailedPoint failed_point_of(const MissingJob& job, const results::RunRecord& measured) {
   results::FailedPoint point;
   point.ranks = job.ranks;
+  point.precision = measured.configuration.precision;
   point.threads = measured.configuration.threads_per_rank;
   point.batch_per_rank =
       results::scaling_names.named(analysis::study_scaling(measured.configuration)) ==
@@ -142,12 +146,13 @@ std::string help_text(const po::options_description& options) {
   text << "dlscale merge: combine the runs of several jobs (say, one job per node count) into one\n"
           "study file that `dlscale report` and `dlscale predict` read. Every run must share the\n"
           "workload and settings (model, scaling mode and batch, threads, device, backend,\n"
-          "buckets, overlap). Points measured by several inputs (the 1-rank point of every job\n"
-          "of a `--ranks all` node study, a resubmitted job) are kept as repeats of the point,\n"
-          "numbered in input order, each with its own job, nodes and hosts; the study shows\n"
-          "their spread. The same run given twice is refused. An input whose every point\n"
-          "failed adds its failed points; one with nothing in it (a job stopped before its first\n"
-          "point ended) is left out with a line, as partial runs are.\n\n"
+          "buckets, overlap); precisions may differ, each measured against its own baseline\n"
+          "(an fp32 job and a bf16 job make one study). Points measured by several inputs (the\n"
+          "1-rank point of every job of a `--ranks all` node study, a resubmitted job) are kept\n"
+          "as repeats of the point, numbered in input order, each with its own job, nodes and\n"
+          "hosts; the study shows their spread. The same run given twice is refused. An input\n"
+          "whose every point failed adds its failed points; one with nothing in it (a job\n"
+          "stopped before its first point ended) is left out with a line, as partial runs are.\n\n"
           "Usage: dlscale merge A.h5 B.h5 ... -o study.h5\n\n"
        << options
        << "\nExample:\n"

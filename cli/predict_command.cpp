@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <boost/program_options.hpp>
 
 #include "analysis/performance_model.hpp"
@@ -41,6 +42,7 @@ struct PredictOptions {
   std::string overlap = "measured";
   std::string json_path;  // "-" for standard output, instead of the table
   std::string hold_out;   // measured rank counts not to predict from
+  std::string precision;  // the runs to predict from; empty: each precision of the file in turn
   bool hold_out_probes = false;
   bool no_calibration = false;
   bool overwrite = false;  // of the --json file
@@ -189,6 +191,9 @@ int predict_command(int argc, char** argv) {
       "no-calibration", po::bool_switch(&options.no_calibration),
       "use the --comm sweep's allreduce times as they are, not scaled to what a run at the "
       "sweep's rank count measured inside training")(
+      "precision", po::value(&options.precision),
+      "predict from the runs in this precision (default: every precision the file holds, "
+      "each from its own runs, one table after another)")(
       "ranks-per-node", po::value(&options.ranks_per_node),
       "ranks on one node at the predicted scales (default: the most any measured run or "
       "node-sharing probe had)");
@@ -245,18 +250,35 @@ int predict_command(int argc, char** argv) {
     std::vector<int> measured_ranks;
     for (const auto& run : file.runs) measured_ranks.push_back(run.ranks);
     const std::vector<int> ranks = parse_rank_list(options.ranks, measured_ranks);
-    const auto prediction =
-        analysis::predict_scaling(file.runs, file.node_sharing_probes, network, ranks, settings);
-    if (!options.json_path.empty()) {
-      const std::string json =
-          printers::format_prediction_json(prediction, network, options.algorithm);
-      if (options.json_path == "-") {
-        fmt::print("{}", json);
-        return 0;
-      }
-      results::write_text_atomically(options.json_path, json, options.overwrite);
+    std::vector<std::string> precisions;  // in the order the file's runs hold them
+    for (const auto& run : file.runs)
+      if (std::find(precisions.begin(), precisions.end(), run.configuration.precision) ==
+          precisions.end())
+        precisions.push_back(run.configuration.precision);
+    if (!options.precision.empty()) {
+      require_choice("--precision", "precision of this file", options.precision, precisions);
+      precisions = {options.precision};
     }
-    fmt::print("{}", printers::format_prediction_table(prediction, network, options.algorithm));
+    if (!options.json_path.empty() && precisions.size() > 1)
+      throw UserError(
+          fmt::format("--json: '{}' holds runs in {}; name the one to predict with --precision",
+                      options.path, fmt::join(precisions, " and ")));
+    for (const std::string& precision : precisions) {
+      settings.precision = precision;
+      const auto prediction =
+          analysis::predict_scaling(file.runs, file.node_sharing_probes, network, ranks, settings);
+      if (!options.json_path.empty()) {
+        const std::string json =
+            printers::format_prediction_json(prediction, network, options.algorithm);
+        if (options.json_path == "-") {
+          fmt::print("{}", json);
+          return 0;
+        }
+        results::write_text_atomically(options.json_path, json, options.overwrite);
+      }
+      if (&precision != &precisions.front()) fmt::print("\n");
+      fmt::print("{}", printers::format_prediction_table(prediction, network, options.algorithm));
+    }
     return 0;
   });
 }

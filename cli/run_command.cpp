@@ -71,13 +71,14 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
   const std::vector<int> rank_counts = sweep_rank_counts(options, mpi.world_size());
   const std::vector<int> batches =
       batches_per_rank(options, rank_counts, plan.workload->default_batch());
-  // Thread counts outermost, as the reference study's CPU tables are laid out; each repeat has
-  // its own seed.
-  for (int threads : options.threads)
-    for (std::size_t k = 0; k < rank_counts.size(); ++k)
-      for (int repeat = 0; repeat < options.repeats; ++repeat)
-        plan.points.push_back(
-            {rank_counts[k], batches[k], threads, repeat, options.seed + std::uint64_t(repeat)});
+  // Precisions outermost, then thread counts, as the reference study's CPU tables are laid out;
+  // each repeat has its own seed.
+  for (const kernels::Precision precision : options.precisions)
+    for (int threads : options.threads)
+      for (std::size_t k = 0; k < rank_counts.size(); ++k)
+        for (int repeat = 0; repeat < options.repeats; ++repeat)
+          plan.points.push_back({rank_counts[k], batches[k], precision, threads, repeat,
+                                 options.seed + std::uint64_t(repeat)});
   plan.schedule = {options.warmup_iterations, options.measured_iterations};
   const kernels::DeviceRecord& device = kernels::find_device(options.device);
   const comm::BackendRecord& backend = comm::find_backend(options.comm);
@@ -91,8 +92,8 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
                     "--oversubscribe to measure it anyway)",
                     options.threads.back(), logical_cpus, host_name()));
   plan.device_kind = device.kind;
-  plan.device_settings = {options.threads.front(),
-                          *kernels::precision_names.named(options.precision), placement.local_rank};
+  plan.device_settings = {options.threads.front(), options.precisions.front(),
+                          placement.local_rank};
   plan.device = device.make(plan.device_settings);
   // A single run that cannot fit is the user's mistake; a sweep keeps such a point as a result.
   plan.check_memory_per_point = plan.points.size() > 1;

@@ -29,6 +29,7 @@ namespace {
 struct RawNumbers {
   long long batch = 0, iterations = 0, warmup = 0, seed = 0, global_batch = 0, repeats = 1;
   std::string threads = "1";
+  std::string precisions = kernels::precision_name(kernels::Precision::fp32);
   std::string stall_timeout = "auto";
 };
 
@@ -73,10 +74,11 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
        "allow --threads above this host's logical CPUs (refused otherwise)")
       ("device", po::value(&options.device)->default_value(defaults.device),
        ("where each rank computes: " + listed_choices(kernels::device_records(), true)).c_str())
-      ("precision", po::value(&options.precision)->default_value(defaults.precision),
+      ("precision", po::value(&raw.precisions)->default_value(raw.precisions),
        "float math of GEMMs and convolutions: fp32 (float products); tf32 (GPU: TF32 tensor "
-       "cores, as PyTorch's allow_tf32); bf16 (CPU: bf16 inputs and weights, float "
-       "accumulation, as PyTorch's autocast; parameters, gradients and the update stay float)")
+       "cores, as PyTorch's allow_tf32); bf16 (bf16 inputs and weights, float accumulation, as "
+       "PyTorch's autocast; parameters, gradients and the update stay float); or a list "
+       "(fp32,bf16) to measure each in this launch, each against its own baseline")
       ("comm", po::value(&options.comm)->default_value(defaults.comm),
        ("gradient allreduce backend: " + listed_choices(comm::backend_records(), true)).c_str())
       ("grad-dtype", po::value(&options.grad_dtype)->default_value(defaults.grad_dtype),
@@ -226,6 +228,33 @@ int positive(long long value, const char* option) {
   return int(value);
 }
 
+// The precisions of --precision NAME[,NAME...], in the order given, each one the device offers.
+std::vector<kernels::Precision> parse_precisions(const std::string& text,
+                                                 const std::string& device_name) {
+  std::vector<kernels::Precision> precisions;
+  for (const std::string_view field : split_list(text)) {
+    const std::string name(field);
+    require_choice("--precision", "precision", name, kernels::precision_names.all());
+    const kernels::Precision precision = *kernels::precision_names.named(name);
+    if (std::find(precisions.begin(), precisions.end(), precision) != precisions.end())
+      throw UserError(fmt::format("--precision {}: {} is listed twice", text, name));
+    precisions.push_back(precision);
+    std::vector<std::string> offering;
+    for (const kernels::DeviceRecord& device : kernels::device_records())
+      if (offers(device, precision)) offering.push_back(fmt::format("--device {}", device.name));
+    for (const kernels::DeviceRecord& device : kernels::device_records())
+      if (device.name == device_name && !offers(device, precision)) {
+        std::vector<std::string> its;
+        for (const kernels::Precision own : device.precisions)
+          its.push_back(kernels::precision_name(own));
+        throw UserError(fmt::format("--precision {} is for {}; --device {} computes in {}", name,
+                                    fmt::join(offering, " or "), device.name,
+                                    fmt::join(its, " or ")));
+      }
+  }
+  return precisions;
+}
+
 void check_values(RunOptions& options, const RawNumbers& raw, const po::variables_map& values) {
   if (values.count("batch")) options.batch = positive(raw.batch, "batch");
   options.measured_iterations = positive(raw.iterations, "iters");
@@ -273,22 +302,7 @@ void check_values(RunOptions& options, const RawNumbers& raw, const po::variable
   // Large rates are allowed: a diverging point is a result too.
   if (!(options.learning_rate > 0) || options.learning_rate > 1e12)
     throw UserError(fmt::format("--lr must be in (0, 1e12], got {}", options.learning_rate));
-  require_choice("--precision", "precision", options.precision, kernels::precision_names.all());
-  {
-    const kernels::Precision precision = *kernels::precision_names.named(options.precision);
-    std::vector<std::string> offering;
-    for (const kernels::DeviceRecord& device : kernels::device_records())
-      if (offers(device, precision)) offering.push_back(fmt::format("--device {}", device.name));
-    for (const kernels::DeviceRecord& device : kernels::device_records())
-      if (device.name == options.device && !offers(device, precision)) {
-        std::vector<std::string> its;
-        for (const kernels::Precision own : device.precisions)
-          its.push_back(kernels::precision_name(own));
-        throw UserError(fmt::format("--precision {} is for {}; --device {} computes in {}",
-                                    options.precision, fmt::join(offering, " or "), device.name,
-                                    fmt::join(its, " or ")));
-      }
-  }
+  options.precisions = parse_precisions(raw.precisions, options.device);
   require_choice("--grad-dtype", "gradient dtype", options.grad_dtype,
                  comm::gradient_dtype_names.all());
   options.scaling_given = !values["scaling"].defaulted();

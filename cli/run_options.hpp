@@ -27,7 +27,8 @@ struct RunOptions {
   // What the ranks sum: fp32, or bf16 (half the bytes), as comm::GradientDtype.
   std::string grad_dtype = comm::gradient_dtype_names(comm::GradientDtype::fp32);
   std::string device = kernels::device_record(kernels::DeviceKind::cpu).name;
-  std::string precision = kernels::precision_name(kernels::Precision::fp32);  // GPUs: or tf32
+  // Float math of GEMMs and convolutions; several: a precision sweep, in the order given.
+  std::vector<kernels::Precision> precisions{kernels::Precision::fp32};
   std::uint64_t seed = 42;
   double learning_rate = 0.01;
   // Rank sweep: "1,2,4", "all" (powers of two up to the launch's size, and the size itself) or

@@ -5,6 +5,7 @@
 // on host memory (staging device buffers through the host); NCCL on the GPU, on its own stream.
 #pragma once
 
+#include <cstddef>
 #include <span>
 #include <string>
 
@@ -17,6 +18,11 @@ namespace dlscale::comm {
 // DDP's bf16 compression hook sends). Gradients are float on every rank either way.
 enum class GradientDtype { fp32, bf16 };
 inline constexpr EnumNames<GradientDtype, 2> gradient_dtype_names{{"fp32", "bf16"}};
+
+// The bytes each gradient element takes on the wire.
+inline constexpr std::size_t sent_bytes_per_element(GradientDtype dtype) {
+  return dtype == GradientDtype::bf16 ? 2 : sizeof(float);
+}
 
 class GradientCommunicator {
  public:

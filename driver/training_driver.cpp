@@ -150,11 +150,11 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
   run.communicator =
       comm::make_gradient_communicator(plan.comm_backend, group, device, plan.grad_dtype);
   spdlog::info(
-      "{} ({} parameters) on {} rank(s) x {} thread(s), batch {}/rank, {} + {} "
+      "{} ({} parameters) on {} rank(s) x {} thread(s), {}, batch {}/rank, {} + {} "
       "iterations{}",
       workload.name(), with_thousands_separators(workload.parameter_count()),
-      run.communicator->size(), point.threads, batch, plan.schedule.warmup_iterations,
-      plan.schedule.measured_iterations,
+      run.communicator->size(), point.threads, kernels::precision_name(point.precision), batch,
+      plan.schedule.warmup_iterations, plan.schedule.measured_iterations,
       point.repeat > 0 ? fmt::format(", repeat {} (seed {})", point.repeat, point.seed) : "");
   // Once before the point's network and data are allocated and once after they are freed, so
   // that its buffers never compete with the point's for device memory; the two show whether the
@@ -243,6 +243,7 @@ std::optional<results::RunRecord> record_point(const TrainingPlan& plan, const S
                                           comm::backend_record(plan.comm_backend).name,
                                           comm::gradient_dtype_names(plan.grad_dtype),
                                           kernels::device_record(plan.device_kind).name,
+                                          kernels::precision_name(point.precision),
                                           point.seed,
                                           plan.learning_rate,
                                           sgd_momentum,
@@ -254,8 +255,8 @@ std::optional<results::RunRecord> record_point(const TrainingPlan& plan, const S
     layers.push_back({layer->kind(), layer->parameter_count()});
   std::vector<results::BucketRecord> buckets;
   for (const auto& bucket : run.exchange.buckets)
-    buckets.push_back(
-        {bucket.first_layer, bucket.last_layer, double(bucket.count * sizeof(float))});
+    buckets.push_back({bucket.first_layer, bucket.last_layer,
+                       double(bucket.count * comm::sent_bytes_per_element(plan.grad_dtype))});
   const double gemm_gflops_before = run.gemm_gflops_before;
   {
     const PointSetUp finished = std::move(run);  // freed here, in reverse order of making
@@ -311,19 +312,23 @@ std::vector<int> probe_only_rank_counts(const std::vector<SweepPoint>& points, i
   return counts;
 }
 
-// The device with `threads` compute threads: `device` itself, or a new one in its place.
-void use_threads(std::unique_ptr<kernels::Device>& device, const TrainingPlan& plan, int threads) {
-  if (threads == device->compute_threads()) return;
+// The device that computes with `point`'s threads and precision: `device` itself, made with
+// `made_with`, or a new one in its place.
+void use_device_of(const SweepPoint& point, std::unique_ptr<kernels::Device>& device,
+                   kernels::DeviceSettings& made_with, kernels::DeviceKind kind) {
+  if (point.threads == made_with.compute_threads && point.precision == made_with.precision) return;
   device.reset();  // one device at a time: the CPU's threads are process-wide
-  kernels::DeviceSettings settings = plan.device_settings;
-  settings.compute_threads = threads;
-  device = kernels::device_record(plan.device_kind).make(settings);
+  made_with.compute_threads = point.threads;
+  made_with.precision = point.precision;
+  device = kernels::device_record(kind).make(made_with);
 }
 
-// The point that `dlscale predict` measures efficiency against: the fewest ranks, then threads.
+// The point that `dlscale predict` measures efficiency against: the fewest ranks, then threads,
+// at the first precision of the sweep.
 const SweepPoint& baseline_point(const std::vector<SweepPoint>& points) {
-  return *std::min_element(points.begin(), points.end(), [](const auto& a, const auto& b) {
-    return std::tuple(a.ranks, a.threads) < std::tuple(b.ranks, b.threads);
+  return *std::min_element(points.begin(), points.end(), [&](const auto& a, const auto& b) {
+    return std::tuple(a.precision != points.front().precision, a.ranks, a.threads) <
+           std::tuple(b.precision != points.front().precision, b.ranks, b.threads);
   });
 }
 
@@ -340,6 +345,7 @@ std::optional<results::NodeSharingProbe> probe_without_training(const TrainingPl
   results::NodeSharingProbe probe;
   DLSCALE_MPI_CHECK(MPI_Comm_size(group, &probe.ranks));
   watchdog.begin_point(probe.ranks);
+  probe.precision = kernels::precision_name(baseline.precision);
   probe.threads = device.compute_threads();
   // Strong scaling splits the global batch further; the curve is per sample (see predict).
   probe.batch_per_rank =
@@ -412,6 +418,7 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
   const bool coordinator_rank = mpi.world_rank() == 0;
   install_stop_signal_handlers();
   std::unique_ptr<kernels::Device> device = std::move(plan.device);
+  kernels::DeviceSettings device_made_with = plan.device_settings;
   const auto points = int(plan.points.size());
   // The file's name is taken before any training: a clash, an unwritable directory or a full
   // disk costs seconds, not a run. From here on the file holds every finished point.
@@ -445,7 +452,7 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
       const SweepPoint& point = plan.points[index];
       const comm::RankGroup group(mpi.world(), point.ranks);
       if (group.contains_this_rank()) {
-        use_threads(device, plan, point.threads);
+        use_device_of(point, device, device_made_with, plan.device_kind);
         progress.begin_point(index + 1, points, point.ranks, plan.schedule.total_iterations());
         try {
           auto record =
@@ -460,13 +467,13 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
         } catch (const PointFailure& failure) {
           progress.end_point();
           if (coordinator_rank) {
-            journal->add_failed_point({point.ranks, point.threads, point.repeat,
-                                       point.batch_per_rank, point.seed, failure.cause(),
-                                       failure.what()});
-            spdlog::warn("point {} of {} ({} rank(s) x {} thread(s){}) failed: {}; going on",
-                         index + 1, points, point.ranks, point.threads,
-                         point.repeat > 0 ? fmt::format(", repeat {}", point.repeat) : "",
-                         failure.what());
+            journal->add_failed_point({point.ranks, kernels::precision_name(point.precision),
+                                       point.threads, point.repeat, point.batch_per_rank,
+                                       point.seed, failure.cause(), failure.what()});
+            spdlog::warn(
+                "point {} of {} ({} rank(s) x {} thread(s), {}{}) failed: {}; going on", index + 1,
+                points, point.ranks, point.threads, kernels::precision_name(point.precision),
+                point.repeat > 0 ? fmt::format(", repeat {}", point.repeat) : "", failure.what());
           }
         }
       }
@@ -481,7 +488,7 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
         if (stop_signal != 0) break;
         const comm::RankGroup group(mpi.world(), ranks);
         if (group.contains_this_rank()) {
-          use_threads(device, plan, baseline_point(plan.points).threads);
+          use_device_of(baseline_point(plan.points), device, device_made_with, plan.device_kind);
           try {
             const auto probe = probe_without_training(plan, *device, group.comm(), watchdog);
             if (probe) {

@@ -19,10 +19,12 @@
 namespace dlscale::driver {
 
 // One point of the sweep: the first `ranks` ranks of the launch train at this batch per rank
-// with this many threads each; `repeat` counts the runs of the same point, each with its seed.
+// with this many threads each, computing in this precision; `repeat` counts the runs of the same
+// point, each with its seed.
 struct SweepPoint {
   int ranks = 1;
   int batch_per_rank = 1;
+  kernels::Precision precision = kernels::Precision::fp32;
   int threads = 1;
   int repeat = 0;
   std::uint64_t seed = 42;
@@ -33,8 +35,8 @@ struct TrainingPlan {
   std::vector<SweepPoint> points;  // in the order they run
   worker::TrainingSchedule schedule;
   kernels::DeviceKind device_kind = kernels::DeviceKind::cpu;
-  kernels::DeviceSettings device_settings;  // its threads are replaced by each point's
-  std::unique_ptr<kernels::Device> device;  // made and checked with the first point's threads
+  kernels::DeviceSettings device_settings;  // its threads and precision are each point's
+  std::unique_ptr<kernels::Device> device;  // made and checked with the first point's settings
   comm::Backend comm_backend = comm::Backend::mpi;             // checked against the device
   comm::GradientDtype grad_dtype = comm::GradientDtype::fp32;  // checked against the backend
   double bucket_mb = 25;

@@ -83,12 +83,13 @@ std::string format_prediction_table(const analysis::ScalingPrediction& predictio
   auto line = std::back_inserter(out);
   const bool strong = results::scaling_names.named(prediction.scaling) == results::Scaling::strong;
   fmt::format_to(line,
-                 "{} ({} scaling, {}, {} thread(s)/rank), {} allreduce, efficiency against "
+                 "{} ({} scaling, {}, {}, {} thread(s)/rank), {} allreduce, efficiency against "
                  "{} rank(s)\n",
                  prediction.model, prediction.scaling,
                  strong ? fmt::format("global batch {:g}", prediction.global_batch)
                         : fmt::format("batch {:g}/rank", prediction.batch_per_rank),
-                 prediction.threads_per_rank, algorithm, prediction.baseline_ranks);
+                 prediction.precision, prediction.threads_per_rank, algorithm,
+                 prediction.baseline_ranks);
   fmt::format_to(line, "network     {}; {} rank(s) per node\n", network.source,
                  prediction.ranks_per_node);
   fmt::format_to(line, "  intra-node {}\n", describe_link(network.intra_node));
@@ -155,13 +156,14 @@ std::string format_prediction_json(const analysis::ScalingPrediction& prediction
                                    const std::string& algorithm) {
   const auto& largest = network.inter_node.pieces.back().fit;
   std::string out = fmt::format(
-      "{{\"model\": {}, \"scaling\": {}, \"algorithm\": {}, \"alpha_seconds\": {}, "
+      "{{\"model\": {}, \"scaling\": {}, \"precision\": {}, \"algorithm\": {}, "
+      "\"alpha_seconds\": {}, "
       "\"beta_seconds_per_byte\": {},\n \"network\": {{\"source\": {}, \"ranks_per_node\": {}, "
       "\"intra_node\": {}, \"inter_node\": {}}},\n \"node_sharing\": [",
-      json_string(prediction.model), json_string(prediction.scaling), json_string(algorithm),
-      json_number(largest.alpha_seconds), json_number(largest.beta_seconds_per_byte),
-      json_string(network.source), prediction.ranks_per_node, json_link(network.intra_node),
-      json_link(network.inter_node));
+      json_string(prediction.model), json_string(prediction.scaling),
+      json_string(prediction.precision), json_string(algorithm), json_number(largest.alpha_seconds),
+      json_number(largest.beta_seconds_per_byte), json_string(network.source),
+      prediction.ranks_per_node, json_link(network.intra_node), json_link(network.inter_node));
   for (std::size_t k = 0; k < prediction.node_sharing.slowdown.size(); ++k)
     out += fmt::format("{}{{\"ranks\": {}, \"slowdown\": {}}}", k == 0 ? "" : ", ",
                        prediction.node_sharing.slowdown[k].first,

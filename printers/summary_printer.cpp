@@ -59,11 +59,13 @@ std::string format_summary(const results::RunRecord& record) {
   auto line = std::back_inserter(out);
 
   fmt::format_to(line,
-                 "dlscale {} | {} ({}, {} parameters) | {} rank{} on {} host{} | {} x{} threads\n",
+                 "dlscale {} | {} ({}, {} parameters) | {} rank{} on {} host{} | {} {} x{} "
+                 "threads\n",
                  environment.dlscale_version, config.model, config.model_family,
                  with_thousands_separators(config.parameter_count), record.ranks,
                  record.ranks == 1 ? "" : "s", environment.node_count,
-                 environment.node_count == 1 ? "" : "s", config.device, config.threads_per_rank);
+                 environment.node_count == 1 ? "" : "s", config.device, config.precision,
+                 config.threads_per_rank);
   fmt::format_to(line, "batch {}/rank, {} measured iteration{} after {} warm-up, comm {}\n",
                  config.batch_per_rank, config.measured_iterations,
                  config.measured_iterations == 1 ? "" : "s", config.warmup_iterations,
@@ -72,7 +74,7 @@ std::string format_summary(const results::RunRecord& record) {
     fmt::format_to(line, "partial         {}\n", record.partial_reason);
   fmt::format_to(line, "device          {}", environment.cpu_model);
   for (const auto& [name, value] : environment.device_properties)
-    if (name == "cuda_driver" || name == "cudnn" || name == "precision" || name == "onednn_isa")
+    if (name == "cuda_driver" || name == "cudnn" || name == "onednn_isa")
       fmt::format_to(line, ", {} {}", name, value);
   fmt::format_to(line, "\n\n");
 
@@ -99,13 +101,9 @@ std::string format_summary(const results::RunRecord& record) {
                  mean_gflops, std::distance(summary.gflops_per_rank.begin(), slowest), *slowest);
   if (environment.device_gemm_gflops > 0) {
     // The yardstick ran at the run's precision: bf16 GEMMs under --precision bf16.
-    const auto& properties = environment.device_properties;
-    const bool bf16 = std::any_of(properties.begin(), properties.end(), [](const auto& property) {
-      return property.first == "precision" && property.second == "bf16";
-    });
     fmt::format_to(line, ": {:.1f}% of the {:.0f} GFLOP/s {} GEMM measured on this device",
                    100 * mean_gflops / environment.device_gemm_gflops,
-                   environment.device_gemm_gflops, bf16 ? "bf16" : "float");
+                   environment.device_gemm_gflops, config.precision);
   }
   fmt::format_to(line, "\n{}", yardstick_lines(environment, mean_gflops));
   if (record.ranks == 1)
@@ -168,36 +166,49 @@ std::string format_study(const results::StudySummary& study,
                          const std::vector<results::FailedPoint>& failed_points) {
   std::string out;
   auto line = std::back_inserter(out);
-  const auto varies = [&](auto member) {
+  // A column is shown where the study's points and failed points differ in it.
+  const auto varies = [&](auto point_member, auto failed_member) {
+    const auto& first = study.points.empty() ? failed_points.front().*failed_member
+                                             : study.points.front().*point_member;
     for (const auto& p : study.points)
-      if (p.*member != study.points.front().*member) return true;
+      if (p.*point_member != first) return true;
     for (const auto& f : failed_points)
-      if (f.threads > 1 || f.repeat > 0) return true;
+      if (f.*failed_member != first) return true;
     return false;
   };
-  const bool thread_sweep = varies(&results::StudyPoint::threads);
-  const bool repeated = varies(&results::StudyPoint::repeat);
+  if (study.points.empty() && failed_points.empty()) return out;
+  const bool precision_sweep =
+      varies(&results::StudyPoint::precision, &results::FailedPoint::precision);
+  const bool thread_sweep = varies(&results::StudyPoint::threads, &results::FailedPoint::threads);
+  const bool repeated = varies(&results::StudyPoint::repeat, &results::FailedPoint::repeat);
+  const char* const same_configuration = precision_sweep && thread_sweep
+                                             ? " at the same precision and thread count"
+                                         : precision_sweep ? " at the same precision"
+                                         : thread_sweep    ? " at the same thread count"
+                                                           : "";
   if (!study.points.empty())
     fmt::format_to(line,
                    "{} scaling against {} rank{}{}: efficiency with its 95% bootstrap interval; "
                    "the gap 1 - E split into exposed communication, waiting for stragglers and "
                    "the rest\n",
                    study.scaling, study.baseline_ranks, study.baseline_ranks == 1 ? "" : "s",
-                   thread_sweep ? " at the same thread count" : "");
+                   same_configuration);
   std::string energy_header;
   for (const auto& [name, joules] : study.points.empty()
                                         ? decltype(study.points.front().energy_joules_per_sample){}
                                         : study.points.front().energy_joules_per_sample)
     energy_header += fmt::format(" {:>12}", name.substr(0, name.find('_')) + " J/sample");
-  fmt::format_to(line, "{:>6}{}{} {:>10} {:>12} {:>8} {:>18} {:>10} {:>7} {:>9} {:>7}{}  {}\n",
-                 "ranks", thread_sweep ? fmt::format(" {:>7}", "threads") : "",
-                 repeated ? fmt::format(" {:>6}", "repeat") : "", "iter ms", "samples/s", "speedup",
-                 "efficiency", "Karp-Flatt", "comm", "imbalance", "other", energy_header,
-                 "straggler");
-  const auto key_columns = [&](int ranks, int threads, int repeat) {
-    return fmt::format("{:>6}{}{}", ranks, thread_sweep ? fmt::format(" {:>7}", threads) : "",
+  // The configuration's columns: precision, ranks, threads and repeat, each where it varies.
+  const auto key_columns = [&](const auto& precision, const auto& ranks, const auto& threads,
+                               const auto& repeat) {
+    return fmt::format("{}{:>6}{}{}", precision_sweep ? fmt::format("{:<10}", precision) : "",
+                       ranks, thread_sweep ? fmt::format(" {:>7}", threads) : "",
                        repeated ? fmt::format(" {:>6}", repeat) : "");
   };
+  fmt::format_to(line, "{} {:>10} {:>12} {:>8} {:>18} {:>10} {:>7} {:>9} {:>7}{}  {}\n",
+                 key_columns("precision", "ranks", "threads", "repeat"), "iter ms", "samples/s",
+                 "speedup", "efficiency", "Karp-Flatt", "comm", "imbalance", "other", energy_header,
+                 "straggler");
   for (const auto& p : study.points) {
     std::string energy;
     for (const auto& [name, joules] : p.energy_joules_per_sample)
@@ -206,7 +217,7 @@ std::string format_study(const results::StudySummary& study,
         line,
         "{} {:>10.2f} {:>12.1f} {:>8.2f} {:>6.1f}% [{:>4.0f},{:>4.0f}] {:>10} "
         "{:>6.1f}% {:>8.1f}% {:>6.1f}%{}  {}\n",
-        key_columns(p.ranks, p.threads, p.repeat), p.iteration_seconds * 1e3,
+        key_columns(p.precision, p.ranks, p.threads, p.repeat), p.iteration_seconds * 1e3,
         p.throughput_samples_per_second, p.speedup, p.efficiency * 100, p.efficiency_ci_low * 100,
         p.efficiency_ci_high * 100,
         std::isnan(p.karp_flatt) ? "-" : fmt::format("{:.3f}", p.karp_flatt),
@@ -214,18 +225,20 @@ std::string format_study(const results::StudySummary& study,
         p.ranks == 1 ? "-" : fmt::format("rank {} on {}", p.straggler_rank, p.straggler_host));
   }
   for (const auto& f : failed_points)
-    fmt::format_to(line, "{} {:>10}  {}\n", key_columns(f.ranks, f.threads, f.repeat), "-",
-                   f.reason);
+    fmt::format_to(line, "{} {:>10}  {}\n", key_columns(f.precision, f.ranks, f.threads, f.repeat),
+                   "-", f.reason);
   if (repeated && !study.configurations.empty()) {
     fmt::format_to(line, "\nacross repeats: mean +- sample standard deviation (min .. max)\n");
-    fmt::format_to(line, "{:>6}{} {:>8} {:>27} {:>18} {:>12}\n", "ranks",
+    fmt::format_to(line, "{}{:>6}{} {:>8} {:>27} {:>18} {:>12}\n",
+                   precision_sweep ? fmt::format("{:<10}", "precision") : "", "ranks",
                    thread_sweep ? fmt::format(" {:>7}", "threads") : "", "repeats", "iter ms",
                    "efficiency", "samples/s");
     for (const auto& c : study.configurations)
       fmt::format_to(line,
-                     "{:>6}{} {:>8} {:>8.2f} +- {:<6.2f} ({:.2f} .. {:.2f}) {:>8.1f}% +- {:>5.1f}% "
-                     "{:>12.1f}\n",
-                     c.ranks, thread_sweep ? fmt::format(" {:>7}", c.threads) : "", c.repeats,
+                     "{}{:>6}{} {:>8} {:>8.2f} +- {:<6.2f} ({:.2f} .. {:.2f}) {:>8.1f}% +- "
+                     "{:>5.1f}% {:>12.1f}\n",
+                     precision_sweep ? fmt::format("{:<10}", c.precision) : "", c.ranks,
+                     thread_sweep ? fmt::format(" {:>7}", c.threads) : "", c.repeats,
                      c.iteration_seconds_mean * 1e3, c.iteration_seconds_std * 1e3,
                      c.iteration_seconds_min * 1e3, c.iteration_seconds_max * 1e3,
                      c.efficiency_mean * 100, c.efficiency_std * 100,

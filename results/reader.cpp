@@ -105,6 +105,12 @@ void read_run_attributes(hid_t file, RunRecord& record, long long version) {
   if (has_attribute(file, schema::gradient_dtype))  // schema 6
     config.gradient_dtype = read_string_attribute(file, schema::gradient_dtype);
   config.device = read_string_attribute(file, schema::device);
+  if (has_attribute(file, schema::precision)) {  // schema 7
+    config.precision = read_string_attribute(file, schema::precision);
+  } else {  // before: the device said it in a property, where it said it at all
+    for (const auto& [name, value] : env.device_properties)
+      if (name == schema::precision) config.precision = value;
+  }
   config.seed = std::uint64_t(read_integer_attribute(file, schema::seed));
   config.learning_rate = read_double_attribute(file, schema::learning_rate);
   config.momentum = read_double_attribute(file, schema::momentum);
@@ -349,6 +355,13 @@ RunRecord read_run(hid_t group, long long version) {
   return record;
 }
 
+// A table's precision column: one name per row, or fp32 for every row in files before schema 7.
+std::vector<std::string> read_precision_column(hid_t group, hsize_t count) {
+  if (!hdf5::has_child(group, schema::precision)) return std::vector<std::string>(count, "fp32");
+  require_shape(group, schema::precision, {count});
+  return hdf5::read_string_dataset(group, schema::precision);
+}
+
 std::vector<FailedPoint> read_failed_points(hid_t file) {
   using namespace hdf5;
   const Hdf5Handle group = open_group(file, schema::failed_points_group);
@@ -372,10 +385,11 @@ std::vector<FailedPoint> read_failed_points(hid_t file) {
       causes[k] = *cause;
     }
   }
+  const auto precisions = read_precision_column(group, count);
   std::vector<FailedPoint> failed;
   for (std::size_t k = 0; k < count; ++k)
-    failed.push_back({int(ranks[k]), int(threads[k]), int(repeats[k]), int(batches[k]), seeds[k],
-                      causes[k], reasons[k]});
+    failed.push_back({int(ranks[k]), precisions[k], int(threads[k]), int(repeats[k]),
+                      int(batches[k]), seeds[k], causes[k], reasons[k]});
   return failed;
 }
 
@@ -393,6 +407,7 @@ std::vector<NodeSharingProbe> read_node_sharing_probes(hid_t file) {
   const auto shared = read_double_dataset(group, schema::shared_seconds);
   const auto alone = read_double_dataset(group, schema::alone_seconds);
   const auto cost = read_double_dataset(group, schema::probe_seconds);
+  const auto precisions = read_precision_column(group, count);
   std::vector<NodeSharingProbe> probes;
   for (std::size_t k = 0; k < count; ++k) {
     // predict divides by these: a damaged entry is refused here, not turned into a NaN there.
@@ -408,8 +423,8 @@ std::vector<NodeSharingProbe> read_node_sharing_probes(hid_t file) {
     positive(schema::shared_seconds, shared[k], bounds::longest_seconds);
     positive(schema::alone_seconds, alone[k], bounds::longest_seconds);
     positive(schema::probe_seconds, cost[k], bounds::longest_seconds);
-    probes.push_back({int(ranks[k]), int(threads[k]), int(batches[k]), int(ranks_per_node[k]),
-                      shared[k], alone[k], cost[k]});
+    probes.push_back({int(ranks[k]), precisions[k], int(threads[k]), int(batches[k]),
+                      int(ranks_per_node[k]), shared[k], alone[k], cost[k]});
   }
   return probes;
 }

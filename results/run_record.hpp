@@ -40,6 +40,7 @@ struct RunConfiguration {
   std::string comm_backend;
   std::string gradient_dtype = "fp32";  // what the ranks summed: fp32 or bf16
   std::string device;
+  std::string precision = "fp32";  // what the device computed in (--precision)
   std::uint64_t seed = 0;
   double learning_rate = 0;
   double momentum = 0;

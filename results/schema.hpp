@@ -4,7 +4,10 @@
 
 namespace dlscale::results::schema {
 
-inline constexpr long long version = 6;
+inline constexpr long long version = 7;
+// Files before runs, study rows, failed points and probes recorded their precision (read from
+// the device property, else fp32); still read.
+inline constexpr long long before_precision_version = 6;
 // Files before failed points recorded their cause (read as "unknown"); still read.
 inline constexpr long long before_failure_cause_version = 5;
 // Files before the file status and partial runs (both read as complete); still read.
@@ -68,6 +71,9 @@ inline constexpr const char* comm_backend = "comm_backend";
 // "fp32" or "bf16" (--grad-dtype); absent before schema 6 (read as fp32).
 inline constexpr const char* gradient_dtype = "gradient_dtype";
 inline constexpr const char* device = "device";
+// "fp32", "tf32" or "bf16" (--precision): a run attribute and a column of /study, /study_repeats,
+// /failed_points and /node_sharing_probes. Absent before schema 7 (see before_precision_version).
+inline constexpr const char* precision = "precision";
 inline constexpr const char* seed = "seed";
 inline constexpr const char* learning_rate = "learning_rate";
 inline constexpr const char* momentum = "momentum";

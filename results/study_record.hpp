@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/errors.hpp"
 #include "core/enum_names.hpp"
+#include "core/errors.hpp"
 #include "results/run_record.hpp"
 
 namespace dlscale::results {
@@ -25,12 +25,13 @@ struct FileOrigin {
 };
 
 // One run's place in the study, against the baseline: the runs with the fewest ranks at the same
-// thread count, their repeats pooled.
+// precision and thread count, their repeats pooled.
 struct StudyPoint {
   int ranks = 0;
-  int threads = 1;  // per rank
-  int repeat = 0;   // which run of this configuration, from 0
-  std::string run;  // its group name in /runs
+  std::string precision = "fp32";  // what the device computed in
+  int threads = 1;                 // per rank
+  int repeat = 0;                  // which run of this configuration, from 0
+  std::string run;                 // its group name in /runs
   double iteration_seconds = 0, iteration_seconds_ci_low = 0, iteration_seconds_ci_high = 0;
   double throughput_samples_per_second = 0;
   double speedup = 0;
@@ -43,8 +44,9 @@ struct StudyPoint {
   std::vector<std::pair<std::string, double>> energy_joules_per_sample;
 };
 
-// The repeats of one configuration (threads, ranks): their mean and spread.
+// The repeats of one configuration (precision, threads, ranks): their mean and spread.
 struct RepeatSpread {
+  std::string precision = "fp32";
   int threads = 1;
   int ranks = 0;
   int repeats = 0;
@@ -57,14 +59,16 @@ struct RepeatSpread {
 struct StudySummary {
   std::string scaling;
   int baseline_ranks = 0;
-  std::vector<StudyPoint> points;            // by thread count, rank count, repeat
-  std::vector<RepeatSpread> configurations;  // by thread count, rank count
+  // Precisions in the order the sweep ran them, then by thread count, rank count, repeat.
+  std::vector<StudyPoint> points;
+  std::vector<RepeatSpread> configurations;  // in the same order
 };
 
 // A sweep point that could not be measured, its cause, and why in words: "out of memory (estimate
 // ...)", "diverged at iteration N (...)", "exceeded --point-timeout ...". Kept, not dropped.
 struct FailedPoint {
   int ranks = 0;
+  std::string precision = "fp32";
   int threads = 1;
   int repeat = 0;
   int batch_per_rank = 0;
@@ -83,7 +87,8 @@ inline const char* failure_cause_name(FailureCause cause) { return failure_cause
 // knows how compute slows as the nodes fill beyond the largest trained point.
 struct NodeSharingProbe {
   int ranks = 0;
-  int threads = 1;  // per rank
+  std::string precision = "fp32";  // the sweep baseline's
+  int threads = 1;                 // per rank
   int batch_per_rank = 0;
   int ranks_per_node = 0;     // the most of its ranks on one host
   double shared_seconds = 0;  // one pass, every rank at once: the mean of the ranks' medians

@@ -67,6 +67,7 @@ void write_run_attributes(hid_t file, const RunRecord& record) {
   write_attribute(file, schema::comm_backend, config.comm_backend);
   write_attribute(file, schema::gradient_dtype, config.gradient_dtype);
   write_attribute(file, schema::device, config.device);
+  write_attribute(file, schema::precision, config.precision);
   write_attribute(file, schema::seed, (long long)config.seed);
   write_attribute(file, schema::learning_rate, config.learning_rate);
   write_attribute(file, schema::momentum, config.momentum);
@@ -237,8 +238,12 @@ void write_column(hid_t group, const char* name, const std::vector<Row>& rows, V
   using Stored = std::conditional_t<std::is_same_v<Value, int>, std::int64_t, Value>;
   std::vector<Stored> values;
   for (const auto& row : rows) values.push_back(row.*member);
-  const Hdf5Handle dataset = hdf5::write_dataset(group, name, values, {hsize_t(rows.size())});
-  if (units != nullptr) hdf5::write_attribute(dataset, schema::units, std::string(units));
+  if constexpr (std::is_same_v<Value, std::string>) {
+    hdf5::write_dataset(group, name, values);
+  } else {
+    const Hdf5Handle dataset = hdf5::write_dataset(group, name, values, {hsize_t(rows.size())});
+    if (units != nullptr) hdf5::write_attribute(dataset, schema::units, std::string(units));
+  }
 }
 
 void write_study(hid_t file, const StudySummary& study) {
@@ -262,6 +267,7 @@ void write_study(hid_t file, const StudySummary& study) {
     straggler_hosts.push_back(point.straggler_host);
   }
   write_dataset(group, schema::ranks, ranks, {count});
+  write_column(group, schema::precision, points, &StudyPoint::precision);
   write_dataset(group, schema::threads, threads, {count});
   write_dataset(group, schema::repeat, repeats, {count});
   write_dataset(group, schema::run, runs);
@@ -314,6 +320,7 @@ void write_study_repeats(hid_t file, const StudySummary& study) {
     ranks.push_back(row.ranks);
     repeats.push_back(row.repeats);
   }
+  write_column(group, schema::precision, rows, &RepeatSpread::precision);
   write_dataset(group, schema::threads, threads, {count});
   write_dataset(group, schema::ranks, ranks, {count});
   write_dataset(group, schema::repeats, repeats, {count});
@@ -331,6 +338,7 @@ void write_failed_points(hid_t file, const std::vector<FailedPoint>& failed) {
   using namespace hdf5;
   const Hdf5Handle group = create_group(file, schema::failed_points_group);
   write_column(group, schema::ranks, failed, &FailedPoint::ranks);
+  write_column(group, schema::precision, failed, &FailedPoint::precision);
   write_column(group, schema::threads, failed, &FailedPoint::threads);
   write_column(group, schema::repeat, failed, &FailedPoint::repeat);
   write_column(group, schema::batch_per_rank_column, failed, &FailedPoint::batch_per_rank);
@@ -349,6 +357,7 @@ void write_node_sharing_probes(hid_t file, const std::vector<NodeSharingProbe>& 
   using namespace hdf5;
   const Hdf5Handle group = create_group(file, schema::node_sharing_probes_group);
   write_column(group, schema::ranks, probes, &NodeSharingProbe::ranks);
+  write_column(group, schema::precision, probes, &NodeSharingProbe::precision);
   write_column(group, schema::threads, probes, &NodeSharingProbe::threads);
   write_column(group, schema::batch_per_rank_column, probes, &NodeSharingProbe::batch_per_rank);
   write_column(group, schema::ranks_per_node, probes, &NodeSharingProbe::ranks_per_node);

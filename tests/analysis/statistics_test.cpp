@@ -73,6 +73,16 @@ TEST(RunSummary, BusBandwidthFollowsNcclTests) {
   EXPECT_DOUBLE_EQ(summary.allreduce_busbw_gbps, 1.0 / 0.375 * 2 * (2 - 1) / 2);
 }
 
+// Under --grad-dtype bf16 the buckets hold half the parameters' float bytes, and the bandwidth is
+// of what was sent.
+TEST(RunSummary, BusBandwidthCountsTheBytesTheBucketsSent) {
+  auto record = two_rank_record();
+  record.buckets = {{0, 1, 0.2e9}, {2, 3, 0.3e9}};
+  const auto summary = summarize(record);
+  EXPECT_DOUBLE_EQ(summary.allreduce_bytes, 0.5e9);
+  EXPECT_DOUBLE_EQ(summary.allreduce_algbw_gbps, 0.5 / 0.375);
+}
+
 TEST(RunSummary, LoadImbalanceIsComputeSpreadPerIteration) {
   const auto summary = summarize(two_rank_record());
   // Compute (forward + backward + update): iteration 1 -> 3.5 and 4.75; iteration 2 -> 3 and 2.

@@ -47,7 +47,7 @@ std::string lines_labelled(const std::string& summary, const std::string& label)
 TEST(SummaryYardstick, ComputeIsAFractionOfTheFasterMeasurement) {
   const std::string summary = format_summary(run_at(118, 215, 236));
   EXPECT_NE(lines_labelled(summary, "compute")
-                .find(": 50.0% of the 236 GFLOP/s float GEMM measured on this device"),
+                .find(": 50.0% of the 236 GFLOP/s fp32 GEMM measured on this device"),
             std::string::npos)
       << summary;
 }
@@ -55,7 +55,7 @@ TEST(SummaryYardstick, ComputeIsAFractionOfTheFasterMeasurement) {
 // Under --precision bf16 the yardstick is a bf16 GEMM, and the line says so.
 TEST(SummaryYardstick, NamesTheYardsticksPrecision) {
   auto run = run_at(118, 215, 236);
-  run.environment.device_properties.emplace_back("precision", "bf16");
+  run.configuration.precision = "bf16";
   const std::string summary = format_summary(run);
   EXPECT_NE(lines_labelled(summary, "compute")
                 .find(": 50.0% of the 236 GFLOP/s bf16 GEMM measured on this device"),
@@ -107,7 +107,7 @@ TEST(SummaryYardstick, OneMeasurementAloneIsNeverCalledMoved) {
 
 TEST(SummaryYardstick, NoYardstickNoFraction) {
   const std::string summary = format_summary(run_at(118, 0, 0));
-  EXPECT_EQ(lines_labelled(summary, "compute").find("float GEMM"), std::string::npos) << summary;
+  EXPECT_EQ(lines_labelled(summary, "compute").find(" GEMM measured"), std::string::npos) << summary;
   EXPECT_EQ(lines_labelled(summary, "yardstick"), "") << summary;
 }
 

@@ -62,7 +62,7 @@ def readme_sample_problems(printed):
     last = printed[printed.rindex("phase (ms)"):]
     problems = [f"the README's sample output lacks the measurement {name}"
                 for name in sorted(measurement_names(last) - measurement_names(sample.group(1)))]
-    if "float GEMM measured" in last and "float GEMM measured" not in sample.group(1):
+    if "GEMM measured" in last and "GEMM measured" not in sample.group(1):
         problems.append("the README's sample output lacks the GEMM fraction of the compute line")
     return problems
 

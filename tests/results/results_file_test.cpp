@@ -56,8 +56,8 @@ class ResultsFile : public ::testing::Test {
   static RunRecord sample_record() {
     RunRecord record;
     record.configuration = {
-        "fcn:4,3,2", "FCN", "4-3-2, sigmoid", 23,  138.0, 8, 1, 2, 2, 1, "mpi", "bf16", "cpu", 99,
-        0.05,        0.9,   "strong",         2.5, true};
+        "fcn:4,3,2", "FCN", "4-3-2, sigmoid", 23, 138.0, 8, 1, 2, 2, 1, "mpi", "bf16", "cpu", "bf16",
+        99,          0.05,  0.9,              "strong", 2.5, true};
     record.environment = {"0.1.0",
                           "abc123",
                           "dlscale --model fcn:4,3,2",
@@ -186,6 +186,7 @@ TEST_F(ResultsFile, RoundTripRestoresEveryField) {
   EXPECT_EQ(read.configuration.threads_per_rank, written.configuration.threads_per_rank);
   EXPECT_EQ(read.configuration.comm_backend, written.configuration.comm_backend);
   EXPECT_EQ(read.configuration.gradient_dtype, "bf16");
+  EXPECT_EQ(read.configuration.precision, "bf16");
   EXPECT_EQ(read.configuration.device, written.configuration.device);
   EXPECT_EQ(read.configuration.seed, written.configuration.seed);
   EXPECT_EQ(read.configuration.learning_rate, written.configuration.learning_rate);
@@ -252,14 +253,16 @@ TEST_F(ResultsFile, FailedPointsAreKeptWithTheirCausesAndReasons) {
   const fs::path path = directory_ / "failed.h5";
   auto file = sample_file({sample_record()});
   file.failed_points = {
-      {4, 2, 1, 64, 43, FailureCause::does_not_fit,
+      {4, "bf16", 2, 1, 64, 43, FailureCause::does_not_fit,
        "out of memory (estimate 9.0 GiB > 8.0 GiB available)"},
-      {2, 1, 0, 64, 42, FailureCause::diverged, "diverged at iteration 3 (loss nan)"}};
+      {2, "fp32", 1, 0, 64, 42, FailureCause::diverged, "diverged at iteration 3 (loss nan)"}};
   write_results(file, path, false);
   const auto read = read_results(path);
   ASSERT_EQ(read.failed_points.size(), 2u);
   EXPECT_EQ(read.failed_points[0].ranks, 4);
   EXPECT_EQ(read.failed_points[0].threads, 2);
+  EXPECT_EQ(read.failed_points[0].precision, "bf16");
+  EXPECT_EQ(read.failed_points[1].precision, "fp32");
   EXPECT_EQ(read.failed_points[0].repeat, 1);
   EXPECT_EQ(read.failed_points[0].seed, 43u);
   EXPECT_EQ(read.failed_points[0].cause, FailureCause::does_not_fit);
@@ -279,13 +282,15 @@ TEST_F(ResultsFile, FailedPointsAreKeptWithTheirCausesAndReasons) {
 TEST_F(ResultsFile, NodeSharingProbesAreKeptAndADamagedOneIsRefused) {
   const fs::path path = directory_ / "probes.h5";
   auto file = sample_file({sample_record()});
-  file.node_sharing_probes = {{8, 1, 128, 8, 0.25, 0.2, 1.5}, {16, 1, 128, 16, 0.3, 0.2, 1.7}};
+  file.node_sharing_probes = {{8, "bf16", 1, 128, 8, 0.25, 0.2, 1.5},
+                              {16, "bf16", 1, 128, 16, 0.3, 0.2, 1.7}};
   write_results(file, path, false);
   const auto read = read_results(path);
   ASSERT_EQ(read.node_sharing_probes.size(), 2u);
   EXPECT_EQ(read.node_sharing_probes[1].ranks, 16);
   EXPECT_EQ(read.node_sharing_probes[1].ranks_per_node, 16);
   EXPECT_EQ(read.node_sharing_probes[1].batch_per_rank, 128);
+  EXPECT_EQ(read.node_sharing_probes[1].precision, "bf16");
   EXPECT_EQ(read.node_sharing_probes[0].shared_seconds, 0.25);
   EXPECT_EQ(read.node_sharing_probes[0].alone_seconds, 0.2);
   EXPECT_EQ(read.node_sharing_probes[0].probe_seconds, 1.5);
@@ -379,6 +384,31 @@ TEST_F(ResultsFile, FilesWithoutTheYardsticksSpreadReadItAsNotMeasured) {
   EXPECT_EQ(read.environment.device_gemm_gflops, 51234.5);
   EXPECT_EQ(read.environment.device_gemm_gflops_before, 0);
   EXPECT_EQ(read.environment.device_gemm_gflops_after, 0);
+}
+
+// Files before schema 7 recorded a run's precision, where at all, as the device property; their
+// tables have no precision column and read as fp32.
+TEST_F(ResultsFile, FilesBeforePrecisionWasRecordedReadItFromTheDevice) {
+  const fs::path path = directory_ / "before_precision.h5";
+  RunRecord record = sample_record();
+  record.environment.device_properties.emplace_back("precision", "bf16");
+  RunRecord plain = sample_record();
+  plain.configuration.precision = "fp32";
+  auto written = sample_file({record, plain});
+  written.failed_points = {{4, "bf16", 2, 1, 64, 43, FailureCause::diverged, "diverged"}};
+  write_results(written, path, false);
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  for (const char* run_name : {"runs/run_000", "runs/run_001"}) {
+    const hid_t run = H5Gopen2(file, run_name, H5P_DEFAULT);
+    ASSERT_GE(H5Adelete(run, "precision"), 0) << run_name;
+    H5Gclose(run);
+  }
+  ASSERT_GE(H5Ldelete(file, "failed_points/precision", H5P_DEFAULT), 0);
+  H5Fclose(file);
+  const auto read = read_results(path);
+  EXPECT_EQ(read.runs.at(0).configuration.precision, "bf16");  // from the device property
+  EXPECT_EQ(read.runs.at(1).configuration.precision, "fp32");  // sample_record has none
+  EXPECT_EQ(read.failed_points.at(0).precision, "fp32");
 }
 
 TEST_F(ResultsFile, ExistingFileIsNeverClobberedWithoutOverwrite) {
