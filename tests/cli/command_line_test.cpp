@@ -174,22 +174,34 @@ TEST_F(CommandLine, ThreadSweepWithRepeatsIsOneStudyWithTheSpread) {
 // --precision bf16 trains a CNN's convolutions and GEMMs in bf16 on every rank, and
 // --grad-dtype bf16 sums the gradients in bf16; the replicas still end bit-identical, and every
 // run records its precision and gradient dtype.
-TEST_F(CommandLine, Bf16RunsEndBitIdenticalAndRecordTheirPrecisionAndGradientDtype) {
+// A precision sweep in one launch: every point of both precisions ends bit-identical, records its
+// precision, and is measured against the baseline of its own precision.
+TEST_F(CommandLine, PrecisionSweepRunsEndBitIdenticalEachAgainstItsOwnBaseline) {
   const Outcome outcome = run_dlscale(
-      "--model alexnet-r --batch 4 --iters 3 --warmup 1 --precision bf16 --ranks 1,2 "
+      "--model alexnet-r --batch 4 --iters 3 --warmup 1 --precision fp32,bf16 --ranks 1,2 "
       "--sample-interval 0 --out bf16.h5");
   for (int r = 0; r < ranks; ++r) EXPECT_EQ(outcome.rank_exit_codes[r], 0) << outcome.stdout_text;
   const auto file = dlscale::results::read_results(directory_ / "bf16.h5");
-  ASSERT_FALSE(file.runs.empty());
-  for (const auto& run : file.runs) {
+  ASSERT_EQ(file.runs.size(), 4u);
+  const std::vector<std::string> precisions = {"fp32", "fp32", "bf16", "bf16"};
+  for (std::size_t k = 0; k < file.runs.size(); ++k) {
+    const auto& run = file.runs[k];
     EXPECT_TRUE(run.summary.parameters_identical) << "at " << run.ranks << " ranks";
+    EXPECT_EQ(run.configuration.precision, precisions[k]) << "run " << k;
     const auto& properties = run.environment.device_properties;
     const auto precision =
         std::find_if(properties.begin(), properties.end(),
                      [](const auto& property) { return property.first == "precision"; });
     ASSERT_NE(precision, properties.end());
-    EXPECT_EQ(precision->second, "bf16");
+    EXPECT_EQ(precision->second, precisions[k]) << "run " << k;
   }
+  const auto study = dlscale::analysis::analyze_study(file.runs);
+  ASSERT_EQ(study.points.size(), 4u);
+  for (const auto& point : study.points)
+    if (point.ranks == 1) EXPECT_DOUBLE_EQ(point.efficiency, 1.0) << point.precision;
+  EXPECT_EQ(study.points[2].precision, "bf16");
+  EXPECT_NE(outcome.stdout_text.find("at the same precision:"), std::string::npos)
+      << outcome.stdout_text;
 
   // bf16 gradient sums as well: still bit-identical, and recorded.
   const Outcome summed = run_dlscale(

@@ -22,8 +22,8 @@ STATISTICS = ["median", "mean", "p5", "p95", "min", "max"]
 ORIGIN_STRINGS = ["dlscale_version", "git_commit", "command_line", "start_time_utc"]
 # Attributes of each run group by type: str (variable-length UTF-8), int64, float64.
 RUN_STRINGS = ORIGIN_STRINGS + ["mpi_library_version", "blas", "cpu_model", "model",
-                                "model_family", "model_description", "comm_backend", "gradient_dtype", "device",
-                                "scaling", "slurm_job_id", "slurm_job_name", "slurm_node_list",
+                                "model_family", "model_description", "comm_backend",
+                                "gradient_dtype", "device", "precision", "scaling", "slurm_job_id", "slurm_job_name", "slurm_node_list",
                                 "slurm_tasks_per_node", "slurm_cpus_per_task",
                                 "slurm_array_task_id", "slurm_node_exclusive"]
 RUN_INTEGERS = ["world_size", "launch_world_size", "node_count", "ranks_per_node",
@@ -76,7 +76,7 @@ def check_origin_attributes(f):
     for name in ORIGIN_STRINGS:
         attribute(f, name, str)
     version = attribute(f, "schema_version", np.int64)
-    expect(version == 6, f"attribute /@schema_version is {version}, expected 6")
+    expect(version == 7, f"attribute /@schema_version is {version}, expected 7")
     return int(attribute(f, "run_count", np.int64))
 
 
@@ -308,6 +308,8 @@ def check_study(f, run_ranks):
     dataset(f, "study/straggler_rank", np.int64, (points,))
     dataset(f, "study/straggler_host", h5py.string_dtype(), (points,))
     dataset(f, "study/threads", np.int64, (points,))
+    precisions = set(dataset(f, "study/precision", h5py.string_dtype(), (points,)).asstr()[()])
+    expect(precisions <= {"fp32", "tf32", "bf16"}, f"/study/precision holds {precisions}")
     dataset(f, "study/repeat", np.int64, (points,))
     spread = f.get("study_repeats")
     expect(isinstance(spread, h5py.Group), "group /study_repeats is missing")
@@ -318,12 +320,16 @@ def check_study(f, run_ranks):
     expect(isinstance(failed, h5py.Group), "group /failed_points is missing")
     expect(failed["reason"].shape == failed["ranks"].shape, "/failed_points columns differ")
     expect(failed["cause"].shape == failed["ranks"].shape, "/failed_points/cause is missing")
+    expect(failed["precision"].shape == failed["ranks"].shape,
+           "/failed_points/precision is missing")
+    expect(spread["precision"].shape == spread["ranks"].shape,
+           "/study_repeats/precision is missing")
     causes = set(failed["cause"].asstr()[()])
     expect(causes <= {"does_not_fit", "out_of_memory", "diverged", "timed_out",
                       "job_left_no_results"}, f"/failed_points/cause holds {causes}")
     probes = f.get("node_sharing_probes")
     expect(isinstance(probes, h5py.Group), "group /node_sharing_probes is missing")
-    for name in ["threads", "batch_per_rank", "ranks_per_node", "shared_seconds",
+    for name in ["precision", "threads", "batch_per_rank", "ranks_per_node", "shared_seconds",
                  "alone_seconds", "probe_seconds"]:
         expect(probes[name].shape == probes["ranks"].shape, "/node_sharing_probes columns differ")
 
