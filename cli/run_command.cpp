@@ -100,9 +100,10 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
   if (!plan.check_memory_per_point) {
     const int devices = device.devices_per_host();
     const int ranks_on_device = (placement.ranks_on_host + devices - 1) / devices;
-    worker::check_memory_fits(
-        *plan.workload, batches.front(), driver::distinct_batches(*plan.workload, batches.front()),
-        ranks_on_device, plan.device->free_memory_bytes(), plan.device->description());
+    worker::check_memory_fits(*plan.workload, batches.front(),
+                              driver::distinct_batches(*plan.workload, batches.front()),
+                              options.precisions.front(), ranks_on_device,
+                              plan.device->free_memory_bytes(), plan.device->description());
   }
   if (options.overlap && !mpi.supports_progress_thread())
     throw UserError(

@@ -102,13 +102,13 @@ void set_up_or_fail_point(MPI_Comm group, const std::function<void()>& set_up) {
 // Throws PointFailure, on every rank of the group, where any rank's estimate of the network, its
 // data and its buffers exceeds its device's free memory (shared by the ranks on one device).
 void fail_unless_it_fits(MPI_Comm group, const workloads::Workload& workload, int batch,
-                         int batches, kernels::Device& device, const TrainingPlan& plan,
-                         const comm::HostPlacement& placement) {
+                         int batches, kernels::Precision precision, kernels::Device& device,
+                         const TrainingPlan& plan, const comm::HostPlacement& placement) {
   comm::agree_on_success(group, [&] {
     const int devices = kernels::device_record(plan.device_kind).devices_per_host();
     const int ranks_on_device = (placement.ranks_on_host + devices - 1) / devices;
     const std::string shortfall = worker::memory_shortfall(
-        workload, batch, batches, ranks_on_device, device.free_memory_bytes());
+        workload, batch, batches, precision, ranks_on_device, device.free_memory_bytes());
     if (!shortfall.empty()) throw PointFailure(FailureCause::does_not_fit, shortfall);
   });
 }
@@ -145,7 +145,8 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
   const int batch = point.batch_per_rank;
   const int batches = distinct_batches(workload, batch);
   if (plan.check_memory_per_point)
-    fail_unless_it_fits(group, workload, batch, batches, device, plan, run.placement);
+    fail_unless_it_fits(group, workload, batch, batches, point.precision, device, plan,
+                        run.placement);
 
   run.communicator =
       comm::make_gradient_communicator(plan.comm_backend, group, device, plan.grad_dtype);
@@ -358,7 +359,8 @@ std::optional<results::NodeSharingProbe> probe_without_training(const TrainingPl
       MPI_Allreduce(&placement.ranks_on_host, &probe.ranks_per_node, 1, MPI_INT, MPI_MAX, group));
   const workloads::Workload& workload = *plan.workload;
   const int batches = distinct_batches(workload, probe.batch_per_rank);
-  fail_unless_it_fits(group, workload, probe.batch_per_rank, batches, device, plan, placement);
+  fail_unless_it_fits(group, workload, probe.batch_per_rank, batches, baseline.precision, device,
+                      plan, placement);
   int group_rank = 0;
   DLSCALE_MPI_CHECK(MPI_Comm_rank(group, &group_rank));
   std::unique_ptr<model::Network<float>> network;

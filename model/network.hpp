@@ -68,6 +68,20 @@ class Network {
     return values * sizeof(T);
   }
 
+  // An upper bound on the bf16 copies that --precision bf16 adds on the device: each layer with
+  // parameters may keep, per GEMM or convolution of its step (forward, input gradient, weight
+  // gradient), a bf16 copy of both operands: its input twice, its weights twice and its output
+  // gradient twice. Layers computing in float (LSTM, batch norm) are counted too: a bound.
+  static std::size_t bf16_copy_bytes(const std::vector<LayerShape>& layers, int max_batch) {
+    constexpr std::size_t bf16_bytes = 2;
+    std::size_t values = 0;
+    for (const auto& layer : layers)
+      if (layer.parameter_count > 0)
+        values += 2 * (layer.parameter_count +
+                       std::size_t(max_batch) * (layer.input_size + layer.output_size));
+    return values * bf16_bytes;
+  }
+
   std::size_t allocated_bytes() const {
     std::size_t values = parameters_.size() + gradients_.size() + loss_gradient_.size() +
                          backward_buffers_[0].size() + backward_buffers_[1].size();

@@ -30,10 +30,10 @@ double CnnWorkload::training_flops_per_sample() const {
   return 3 * forward;
 }
 
-std::size_t CnnWorkload::network_device_bytes(int batch) const {
+std::vector<model::LayerShape> CnnWorkload::layer_shapes() const {
   std::vector<model::LayerShape> shapes;
   for (const auto& layer : plan_) shapes.push_back(shape_of(layer));
-  return model::Network<float>::device_bytes(shapes, batch);
+  return shapes;
 }
 
 std::unique_ptr<model::Network<float>> CnnWorkload::build_network(kernels::Device& device,

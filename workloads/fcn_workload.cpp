@@ -32,10 +32,10 @@ double FcnWorkload::training_flops_per_sample() const {
   return 3 * forward;
 }
 
-std::size_t FcnWorkload::network_device_bytes(int batch) const {
+std::vector<model::LayerShape> FcnWorkload::layer_shapes() const {
   std::vector<model::LayerShape> shapes;
   for (const auto& layer : make_layers<float>()) shapes.push_back(layer->shape());
-  return model::Network<float>::device_bytes(shapes, batch);
+  return shapes;
 }
 
 std::unique_ptr<model::Network<float>> FcnWorkload::build_network(kernels::Device& device,

@@ -20,7 +20,7 @@ class FcnWorkload final : public Workload {
   double training_flops_per_sample() const override;
   int default_batch() const override { return default_batch_; }
   std::size_t input_size() const override { return std::size_t(layer_sizes_.front()); }
-  std::size_t network_device_bytes(int batch) const override;
+  std::vector<model::LayerShape> layer_shapes() const override;
 
   std::unique_ptr<model::Network<float>> build_network(kernels::Device& device,
                                                        int batch) const override;

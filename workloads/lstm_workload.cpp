@@ -53,10 +53,6 @@ double LstmWorkload::training_flops_per_sample() const {
   return 3 * forward;
 }
 
-std::size_t LstmWorkload::network_device_bytes(int batch) const {
-  return model::Network<float>::device_bytes(layer_shapes(), batch);
-}
-
 std::unique_ptr<model::Network<float>> LstmWorkload::build_network(kernels::Device& device,
                                                                    int batch) const {
   std::vector<std::unique_ptr<model::Layer<float>>> layers;

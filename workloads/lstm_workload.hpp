@@ -20,14 +20,13 @@ class LstmWorkload final : public Workload {
   double training_flops_per_sample() const override;
   int default_batch() const override { return default_batch_; }
   std::size_t input_size() const override { return std::size_t(steps_); }
-  std::size_t network_device_bytes(int batch) const override;
+  std::vector<model::LayerShape> layer_shapes() const override;
 
   std::unique_ptr<model::Network<float>> build_network(kernels::Device& device,
                                                        int batch) const override;
   HostBatch make_batch(int batch, std::uint64_t seed, int rank, int batch_index) const override;
 
  private:
-  std::vector<model::LayerShape> layer_shapes() const;
   kernels::LstmGeometry lstm_geometry() const { return {steps_, hidden_, hidden_}; }
 
   std::string name_;

@@ -32,8 +32,18 @@ class Workload {
   virtual int default_batch() const = 0;       // the per-rank CPU batch of the reference study
   virtual std::size_t input_size() const = 0;  // input values per sample
 
+  // The shape of each layer of the network, in order.
+  virtual std::vector<model::LayerShape> layer_shapes() const = 0;
+
   // Device bytes the network allocates for this batch (weights, gradients, activations).
-  virtual std::size_t network_device_bytes(int batch) const = 0;
+  std::size_t network_device_bytes(int batch) const {
+    return model::Network<float>::device_bytes(layer_shapes(), batch);
+  }
+  // At most the device bytes that the kernels' bf16 copies of operands add under
+  // --precision bf16 (model::Network::bf16_copy_bytes).
+  std::size_t bf16_copy_bytes(int batch) const {
+    return model::Network<float>::bf16_copy_bytes(layer_shapes(), batch);
+  }
 
   virtual std::unique_ptr<model::Network<float>> build_network(kernels::Device& device,
                                                                int batch) const = 0;

@@ -2,15 +2,20 @@
 // refused with the estimate next to what is available.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "core/errors.hpp"
 #include "core/host_info.hpp"
 #include "kernels/cpu/cpu_device.hpp"
+#include "worker/device_dataset.hpp"
 #include "worker/memory_plan.hpp"
 #include "workloads/fcn_workload.hpp"
 #include "workloads/workload_registry.hpp"
 
 namespace dlscale::worker {
 namespace {
+
+constexpr auto fp32 = kernels::Precision::fp32;
 
 TEST(MemoryPlan, NetworkEstimateEqualsWhatItAllocates) {
   kernels::CpuDevice device(1);
@@ -30,23 +35,53 @@ TEST(MemoryPlan, CnnAndLstmEstimatesEqualWhatTheyAllocate) {
 
 TEST(MemoryPlan, EstimateGrowsWithTheBatch) {
   const auto workload = workloads::make_workload("fcn-r");
-  EXPECT_LT(estimate_training_bytes(*workload, 64, 8), estimate_training_bytes(*workload, 1024, 8));
+  EXPECT_LT(estimate_training_bytes(*workload, 64, 8, fp32),
+            estimate_training_bytes(*workload, 1024, 8, fp32));
   // At least weights, gradients and velocity.
-  EXPECT_GE(estimate_training_bytes(*workload, 1, 1), 3 * workload->parameter_count() * 4);
+  EXPECT_GE(estimate_training_bytes(*workload, 1, 1, fp32), 3 * workload->parameter_count() * 4);
 }
 
 TEST(MemoryPlan, RunThatCannotFitIsRefusedWithTheEstimate) {
   const auto workload = workloads::make_workload("fcn-s");
   const std::uint64_t eight_gib = 8ULL << 30;
   try {
-    check_memory_fits(*workload, 100000, 8, 4, eight_gib, "a test CPU");
+    check_memory_fits(*workload, 100000, 8, fp32, 4, eight_gib, "a test CPU");
     FAIL() << "a 100000-sample fcn-s batch fitted in 8 GiB";
   } catch (const UserError& error) {
     const std::string message = error.what();
     EXPECT_NE(message.find("--batch 100000"), std::string::npos) << message;
     EXPECT_NE(message.find("8.0 GiB is available"), std::string::npos) << message;
   }
-  EXPECT_NO_THROW(check_memory_fits(*workload, 64, 8, 1, eight_gib, "a test CPU"));
+  EXPECT_NO_THROW(check_memory_fits(*workload, 64, 8, fp32, 1, eight_gib, "a test CPU"));
+}
+
+// Under bf16 the GEMM and convolution kernels keep bf16 copies of their operands beside the
+// network's float buffers. The estimate counts them as a bound: one bf16 step of a wide FCN grows
+// the process by more than the float network, by no more than the network and the bound, and by
+// at least half the bound beyond the network (the copies are real, and the bound not loose).
+TEST(MemoryPlan, Bf16EstimateBoundsTheCopiesAStepMakes) {
+  constexpr int batch = 256;
+  const auto workload = workloads::parse_fcn_spec("4096,2048,2048,10");
+  const double network = double(workload->network_device_bytes(batch));
+  const double copies = double(workload->bf16_copy_bytes(batch));
+  EXPECT_EQ(estimate_training_bytes(*workload, batch, 1, kernels::Precision::bf16) -
+                estimate_training_bytes(*workload, batch, 1, fp32),
+            workload->bf16_copy_bytes(batch));
+  const double before = double(peak_resident_bytes());
+  {
+    kernels::CpuDevice device(1, kernels::Precision::bf16);
+    const worker::DeviceDataset data(device, *workload, batch, 1, 7, 0);
+    auto network_on_device = workload->build_network(device, batch);
+    network_on_device->initialize(7);
+    network_on_device->forward_loss(batch, data.inputs(0), data.labels(0));
+    network_on_device->backward(batch, data.inputs(0));
+  }
+  const double data_bytes = double(batch) * (4096 * sizeof(float) + sizeof(std::int32_t));
+  const double grown = double(peak_resident_bytes()) - before - data_bytes;
+  std::printf("network %.1f MB, bf16 copies at most %.1f MB; one bf16 step grew %.1f MB\n",
+              network / 1e6, copies / 1e6, grown / 1e6);
+  EXPECT_LE(grown, 1.05 * (network + copies));
+  EXPECT_GE(grown - network, 0.5 * copies);
 }
 
 TEST(HostInfo, ReportsMemory) {
