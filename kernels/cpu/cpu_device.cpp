@@ -374,7 +374,7 @@ std::unique_ptr<BatchNormKernel> CpuDevice::make_batch_norm(const BatchNormGeome
 }
 
 std::unique_ptr<LstmKernel> CpuDevice::make_lstm(const LstmGeometry& geometry) {
-  return make_dnnl_lstm(dnnl_engine_, dnnl_stream_, geometry);
+  return make_dnnl_lstm(dnnl_engine_, dnnl_stream_, geometry, dnnl_inputs_of(precision_));
 }
 
 MathOps<float>& CpuDevice::math_float() { return *math_float_; }

@@ -9,7 +9,10 @@
 
 namespace dlscale::kernels {
 
+// `inputs`: what the recurrent GEMMs read, f32 or bf16 copies of the sequences and weights (then
+// the layer's output comes out of oneDNN in bf16 and is widened; gradients stay float).
 std::unique_ptr<LstmKernel> make_dnnl_lstm(const dnnl::engine& engine, const dnnl::stream& stream,
-                                           const LstmGeometry& geometry);
+                                           const LstmGeometry& geometry,
+                                           dnnl::memory::data_type inputs);
 
 }  // namespace dlscale::kernels
