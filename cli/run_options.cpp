@@ -75,10 +75,10 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
       ("device", po::value(&options.device)->default_value(defaults.device),
        ("where each rank computes: " + listed_choices(kernels::device_records(), true)).c_str())
       ("precision", po::value(&raw.precisions)->default_value(raw.precisions),
-       "float math of GEMMs and convolutions: fp32 (float products); tf32 (GPU: TF32 tensor "
-       "cores, as PyTorch's allow_tf32); bf16 (bf16 inputs and weights, float accumulation, as "
-       "PyTorch's autocast; parameters, gradients and the update stay float); or a list "
-       "(fp32,bf16) to measure each in this launch, each against its own baseline")
+       "float math of GEMMs, convolutions and LSTMs: fp32 (float products); tf32 (GPU: TF32 "
+       "tensor cores, as PyTorch's allow_tf32); bf16 (bf16 inputs and weights, float "
+       "accumulation, as PyTorch's autocast; parameters, gradients and the update stay float); "
+       "or a list (fp32,bf16) to measure each in this launch, each against its own baseline")
       ("comm", po::value(&options.comm)->default_value(defaults.comm),
        ("gradient allreduce backend: " + listed_choices(comm::backend_records(), true)).c_str())
       ("grad-dtype", po::value(&options.grad_dtype)->default_value(defaults.grad_dtype),
@@ -439,6 +439,8 @@ std::string run_help_text() {
           "  mpirun -np 8 dlscale --device cuda --comm nccl --model resnet-50 --precision tf32\n"
           "  mpirun -np 2 dlscale --model resnet-56 --precision bf16 --grad-dtype bf16   # CPU "
           "bf16\n"
+          "  mpirun -np 2 dlscale --model resnet-56 --precision fp32,bf16 --ranks 1,2   # what "
+          "bf16 costs in efficiency\n"
           "  mpirun -np 2 dlscale --model fcn-r --threads 1,2 --repeat 3   # threads, mean +- "
           "spread\n"
           "  dlscale report s.h5 --html r.html\n"

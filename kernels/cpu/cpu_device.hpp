@@ -17,8 +17,8 @@ namespace dlscale::kernels {
 class CpuDevice final : public Device {
  public:
   // Sets the thread count of both OpenBLAS and OpenMP for this process. Under Precision::bf16,
-  // GEMMs and convolutions read bf16 copies of their inputs (oneDNN, float accumulation); the
-  // LSTM, pooling, batch norm and element-wise kernels stay float.
+  // GEMMs, convolutions and the LSTM read bf16 copies of their inputs (oneDNN, float
+  // accumulation); pooling, batch norm and the element-wise kernels stay float.
   explicit CpuDevice(int compute_threads, Precision precision = Precision::fp32);
   ~CpuDevice() override;
 
