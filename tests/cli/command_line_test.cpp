@@ -320,6 +320,24 @@ TEST_F(CommandLine, MergeKeepsPointsMeasuredBySeveralJobsAsRepeats) {
   EXPECT_NE(again_errors.find("same run, given twice"), std::string::npos) << again_errors;
 }
 
+// An fp32 job and a bf16 job merge into one study: precisions may differ between inputs, each
+// measured against its own baseline, and a 1-rank run of each is not a repeat of the other's.
+TEST_F(CommandLine, MergeJoinsPrecisionsEachAgainstItsOwnBaseline) {
+  const std::string common = "--model fcn:16,8,4 --batch 4 --iters 2 --warmup 0 --ranks 1,2 ";
+  ASSERT_EQ(run_dlscale(common + "--precision fp32 --out fp32.h5").rank_exit_codes[0], 0);
+  ASSERT_EQ(run_dlscale(common + "--precision bf16 --out bf16.h5").rank_exit_codes[0], 0);
+  const auto [status, errors] = run_alone(directory_, "merge fp32.h5 bf16.h5 -o study.h5");
+  ASSERT_EQ(status, 0) << errors;
+  const auto runs = dlscale::results::read_results(directory_ / "study.h5").runs;
+  ASSERT_EQ(runs.size(), 4u);
+  for (const auto& run : runs) EXPECT_EQ(run.configuration.repeat, 0);
+  const auto study = dlscale::analysis::analyze_study(runs);
+  ASSERT_EQ(study.configurations.size(), 4u);
+  EXPECT_EQ(study.configurations[2].precision, "bf16");
+  for (const auto& point : study.points)
+    if (point.ranks == 1) EXPECT_DOUBLE_EQ(point.efficiency, 1.0) << point.precision;
+}
+
 TEST_F(CommandLine, MergeKeepsFailedPointsAndSlurmJobsThatLeftNoFile) {
   ASSERT_EQ(run_dlscale("--model fcn:16,8,4 --batch 4 --iters 2 --warmup 0 --ranks 1 --out job1.h5")
                 .rank_exit_codes[0],
