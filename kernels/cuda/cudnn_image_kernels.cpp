@@ -119,9 +119,10 @@ const Perf& fastest_acceptable(const std::vector<Perf>& results, int returned, c
 
 // Under bf16, cuDNN's legacy convolutions take the configuration its documentation calls
 // PSEUDO_BFLOAT16_CONFIG: input, filter and output tensors all bf16, the convolution descriptor's
-// compute type float (products summed in float), on compute capability 8.0 and later. A float
-// output from bf16 inputs, which oneDNN offers the CPU, is not among the configurations, so the
-// output (y, dx or dw) is written in bf16 and widened: PyTorch's autocast rounds it the same way.
+// compute type float (products summed in float), on compute capability 8.0 and later; PyTorch's
+// cuDNN convolutions describe bf16 the same way, with CUDNN_TENSOR_OP_MATH. A float output from
+// bf16 inputs, which oneDNN offers the CPU, is not among the configurations, so the output (y, dx
+// or dw) is written in bf16 and widened: PyTorch's autocast rounds it the same way.
 class CudnnConvolution final : public ConvolutionKernel {
  public:
   CudnnConvolution(const CudaContext& context, const ConvolutionGeometry& geometry)
