@@ -26,11 +26,11 @@ std::unique_ptr<GradientCommunicator> make_mpi(MPI_Comm group, kernels::Device& 
 }
 
 std::unique_ptr<GradientCommunicator> make_nccl(MPI_Comm group, kernels::Device& device,
-                                                GradientDtype /*fp32: checked*/) {
+                                                GradientDtype dtype) {
   const auto make = gpu_module::entry_points("--comm nccl").make_nccl_communicator;
   if (make == nullptr)
     throw UserError("--comm nccl: dlscale's CUDA module was built without NCCL; reinstall dlscale");
-  return std::unique_ptr<GradientCommunicator>(make(MpiGroup{group}, device));
+  return std::unique_ptr<GradientCommunicator>(make(MpiGroup{group}, device, dtype));
 }
 
 #ifdef DLSCALE_HAVE_NCCL
@@ -54,7 +54,7 @@ const auto records = std::to_array<BackendRecord>({
      "ranks on every host",
      std::nullopt, false, nullptr, false, make_mpi<BackgroundSums::hierarchical>},
     {Backend::nccl, "nccl", "GPU buffers, one GPU per rank", kernels::DeviceKind::cuda, false,
-     nccl_unbuilt_reason, false, make_nccl},
+     nccl_unbuilt_reason, true, make_nccl},
 });
 
 // Whether `backend` can sum `device`'s memory, leaving aside whether it was built.

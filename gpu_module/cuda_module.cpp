@@ -16,8 +16,10 @@ using dlscale::kernels::Device;
 
 #ifdef DLSCALE_HAVE_NCCL
 dlscale::comm::GradientCommunicator* make_nccl_communicator(const dlscale::comm::MpiGroup& group,
-                                                            Device& device) {
-  return new dlscale::comm::NcclGradientCommunicator(group.comm, dynamic_cast<CudaDevice&>(device));
+                                                            Device& device,
+                                                            dlscale::comm::GradientDtype dtype) {
+  return new dlscale::comm::NcclGradientCommunicator(group.comm, dynamic_cast<CudaDevice&>(device),
+                                                     dtype);
 }
 #endif
 

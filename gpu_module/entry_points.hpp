@@ -10,6 +10,7 @@
 namespace dlscale::comm {
 class GradientCommunicator;
 struct MpiGroup;
+enum class GradientDtype;  // comm/gradient_communicator.hpp
 }  // namespace dlscale::comm
 
 namespace dlscale::gpu_module {
@@ -18,9 +19,10 @@ namespace dlscale::gpu_module {
 struct EntryPoints {
   int (*visible_gpu_count)();  // 0 when there is no driver or no GPU
   kernels::Device* (*make_device)(int gpu_index, kernels::Precision precision);
-  // The NCCL backend for a CUDA device; null in a module built without NCCL.
+  // The NCCL backend for a CUDA device, summing `dtype`; null in a module built without NCCL.
   comm::GradientCommunicator* (*make_nccl_communicator)(const comm::MpiGroup& group,
-                                                        kernels::Device& device);
+                                                        kernels::Device& device,
+                                                        comm::GradientDtype dtype);
 };
 
 // The name the table is exported under.

@@ -53,7 +53,7 @@ const auto records = std::to_array<DeviceRecord>({
      "GPU local_rank % visible GPUs; cuBLAS, cuDNN, and each step captured once as a CUDA graph "
      "and replayed",
      false,
-     {Precision::fp32, Precision::tf32},
+     {Precision::fp32, Precision::tf32, Precision::bf16},
      cuda_unbuilt_reason,
      [] { return std::max(visible_gpus(), 1); },
      make_cuda_device},

@@ -62,8 +62,9 @@ std::string nccl_version() {
   return fmt::format("{}.{}.{}", code / 10000, code % 10000 / 100, code % 100);
 }
 
-NcclGradientCommunicator::NcclGradientCommunicator(MPI_Comm group, kernels::CudaDevice& device)
-    : context_(device.context()) {
+NcclGradientCommunicator::NcclGradientCommunicator(MPI_Comm group, kernels::CudaDevice& device,
+                                                   GradientDtype dtype)
+    : context_(device.context()), dtype_(dtype) {
   DLSCALE_MPI_CHECK(MPI_Comm_rank(group, &rank_));
   DLSCALE_MPI_CHECK(MPI_Comm_size(group, &size_));
   refuse_shared_gpus(group, context_.device, device.description());
@@ -86,9 +87,24 @@ NcclGradientCommunicator::~NcclGradientCommunicator() {
   if (communication_stream_ != nullptr) cudaStreamDestroy(communication_stream_);
 }
 
+void NcclGradientCommunicator::sum_on(cudaStream_t stream, kernels::Bf16Staging& bf16_staging,
+                                      std::span<float> values) {
+  if (dtype_ == GradientDtype::fp32) {
+    DLSCALE_NCCL_CHECK(ncclAllReduce(values.data(), values.data(), values.size(), ncclFloat,
+                                     ncclSum, comm_, stream));
+    return;
+  }
+  // NCCL reduces each piece of the bucket on one path and copies the result to every rank, so all
+  // ranks widen the same bf16 bytes: replicas stay bit-identical, as with the MPI backend's sums.
+  const auto [rounded] = bf16_staging.regions<1>({values.size()}, stream);
+  kernels::round_to_bf16(values.data(), rounded, values.size(), stream);
+  DLSCALE_NCCL_CHECK(
+      ncclAllReduce(rounded, rounded, values.size(), ncclBfloat16, ncclSum, comm_, stream));
+  kernels::widen_to_float(rounded, values.data(), values.size(), stream);
+}
+
 void NcclGradientCommunicator::allreduce_sum(std::span<float> values) {
-  DLSCALE_NCCL_CHECK(ncclAllReduce(values.data(), values.data(), values.size(), ncclFloat, ncclSum,
-                                   comm_, context_.stream));
+  sum_on(context_.stream, compute_stream_bf16_, values);
 }
 
 void NcclGradientCommunicator::record_timing(cudaEvent_t event, cudaStream_t stream) {
@@ -109,8 +125,7 @@ void NcclGradientCommunicator::start_allreduce_sum(std::span<float> values,
     record_timing(first_start_, communication_stream_);
     exchange_open_ = true;
   }
-  DLSCALE_NCCL_CHECK(ncclAllReduce(values.data(), values.data(), values.size(), ncclFloat, ncclSum,
-                                   comm_, communication_stream_));
+  sum_on(communication_stream_, communication_stream_bf16_, values);
 }
 
 void NcclGradientCommunicator::wait_all() {

@@ -2,7 +2,9 @@
 // bucket's sum waits (on the GPU) for the point backward had reached when it was started, so it
 // overlaps the layers still to compute, and wait_all() makes the compute stream wait for the
 // last sum, so the host never blocks. Bootstrapped through MPI: rank 0's ncclUniqueId is
-// broadcast to the group, one NCCL communicator per group (per sweep point).
+// broadcast to the group, one NCCL communicator per group (per sweep point). With bf16 sums a
+// bucket is rounded to bf16, summed by NCCL as ncclBfloat16 and widened back, all on the stream of
+// the sum: half the bytes on the wire, and every rank still receives the same sum, bit for bit.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -10,6 +12,7 @@
 #include <nccl.h>
 
 #include "comm/gradient_communicator.hpp"
+#include "kernels/cuda/bf16_staging.hpp"
 #include "kernels/cuda/cuda_device.hpp"
 
 namespace dlscale::comm {
@@ -18,7 +21,7 @@ class NcclGradientCommunicator final : public GradientCommunicator {
  public:
   // Collective over `group`. Throws UserError, identically on every rank, when two ranks of a
   // host would share a GPU (NCCL refuses that).
-  NcclGradientCommunicator(MPI_Comm group, kernels::CudaDevice& device);
+  NcclGradientCommunicator(MPI_Comm group, kernels::CudaDevice& device, GradientDtype dtype);
   ~NcclGradientCommunicator() override;
   NcclGradientCommunicator(const NcclGradientCommunicator&) = delete;
   NcclGradientCommunicator& operator=(const NcclGradientCommunicator&) = delete;
@@ -33,10 +36,15 @@ class NcclGradientCommunicator final : public GradientCommunicator {
   bool can_be_captured() const override { return true; }
 
  private:
+  // Queues the in-place sum of `values` on `stream`, in bf16 through `bf16_staging` for bf16 sums.
+  void sum_on(cudaStream_t stream, kernels::Bf16Staging& bf16_staging, std::span<float> values);
   // Inside a capture, a timing event must be an external record to be replayed as a node.
   void record_timing(cudaEvent_t event, cudaStream_t stream);
 
   const kernels::CudaContext& context_;
+  GradientDtype dtype_;
+  // The bf16 roundings of the sums queued on each stream; each allocates only if used.
+  kernels::Bf16Staging compute_stream_bf16_, communication_stream_bf16_;
   ncclComm_t comm_ = nullptr;
   int rank_ = 0;
   int size_ = 1;

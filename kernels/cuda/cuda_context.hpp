@@ -1,6 +1,7 @@
 // What every CUDA kernel of one device shares: the GPU, its compute stream, the cuBLAS and cuDNN
-// handles bound to that stream, and the precision the user chose. The CudaDevice owns them; the
-// kernels borrow them, so all work of a step is ordered on one stream.
+// handles bound to that stream, the precision the user chose and, for bf16, the staging memory of
+// the bf16 copies. The CudaDevice owns them; the kernels borrow them, so all work of a step is
+// ordered on one stream.
 #pragma once
 
 #include <cublas_v2.h>
@@ -11,14 +12,19 @@
 
 namespace dlscale::kernels {
 
+class Bf16Staging;
+
 struct CudaContext {
   int device = 0;
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
   cudnnHandle_t cudnn = nullptr;
   Precision precision = Precision::fp32;
+  Bf16Staging* bf16_staging = nullptr;  // where GEMMs and convolutions put their bf16 copies
 
-  // The cuDNN math type that matches the precision: FMA only for fp32, tensor cores for tf32.
+  // The cuDNN math type for float tensors: FMA only for fp32, tensor cores for tf32. Under bf16
+  // the kernels that stay in float (the LSTM) compute as under fp32; convolutions, which run on
+  // bf16 tensors there, take tensor cores (cudnn_image_kernels.cpp).
   cudnnMathType_t cudnn_math() const {
     return precision == Precision::tf32 ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION : CUDNN_FMA_MATH;
   }

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "kernels/cuda/bf16_staging.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/cuda_math.hpp"
 #include "kernels/cuda/cudnn_image_kernels.hpp"
@@ -60,9 +61,11 @@ int visible_gpu_count() {
   return count;
 }
 
-CudaDevice::CudaDevice(int gpu_index, Precision precision) {
+CudaDevice::CudaDevice(int gpu_index, Precision precision)
+    : bf16_staging_(std::make_unique<Bf16Staging>()) {
   context_.device = gpu_index;
   context_.precision = precision;
+  context_.bf16_staging = bf16_staging_.get();
   DLSCALE_CUDA_CHECK(cudaSetDevice(gpu_index));
   DLSCALE_CUDA_CHECK(cudaStreamCreateWithFlags(&context_.stream, cudaStreamNonBlocking));
   DLSCALE_CUBLAS_CHECK(cublasCreate(&context_.cublas));

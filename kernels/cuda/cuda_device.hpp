@@ -10,6 +10,8 @@
 
 namespace dlscale::kernels {
 
+class Bf16Staging;
+
 class CudaDevice final : public Device {
  public:
   // Takes GPU `gpu_index` (of those visible) for this process.
@@ -52,6 +54,7 @@ class CudaDevice final : public Device {
  private:
   CudaContext context_;
   void* cublas_workspace_ = nullptr;
+  std::unique_ptr<Bf16Staging> bf16_staging_;  // allocates nothing until a bf16 kernel runs
   bool capturing_ = false;
   std::unique_ptr<MathOps<float>> math_float_;
   std::unique_ptr<MathOps<double>> math_double_;

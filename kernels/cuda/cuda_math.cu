@@ -1,6 +1,8 @@
 // The CUDA device's MathOps: cuBLAS GEMMs (row-major, by swapping the operands of column-major
 // calls) and hand-written kernels for the rest, all queued on the context's stream. Every reduction
 // adds in a fixed order and no kernel uses float atomics, so repeated runs are bit-identical.
+// Under --precision bf16 a float GEMM reads bf16 copies of A and B (rounded here) and accumulates
+// and writes float C; the rounding kernels also serve the convolutions and NCCL's bf16 sums.
 #include "kernels/cuda/cuda_math.hpp"
 
 #include <cub/device/device_radix_sort.cuh>
@@ -13,6 +15,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "kernels/cuda/bf16_staging.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 
 namespace dlscale::kernels {
@@ -313,8 +316,34 @@ __global__ void sgd_momentum_packed_kernel(std::size_t packs, T learning_rate, T
   }
 }
 
+__global__ void round_to_bf16_kernel(std::size_t count, const float* from, __nv_bfloat16* to) {
+  for (std::size_t i = thread_index(); i < count; i += grid_stride())
+    to[i] = __float2bfloat16_rn(from[i]);
+}
+
+__global__ void widen_to_float_kernel(std::size_t count, const __nv_bfloat16* from, float* to) {
+  for (std::size_t i = thread_index(); i < count; i += grid_stride())
+    to[i] = __bfloat162float(from[i]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Host side
+
+// Blocks for a conversion's grid-stride loop: enough to fill the largest GPUs (132 SMs of 2048
+// threads) without asking which GPU this is.
+constexpr std::size_t conversion_blocks = 1024;
+
+unsigned conversion_grid(std::size_t count) {
+  return unsigned(
+      std::min((count + elementwise_threads - 1) / elementwise_threads, conversion_blocks));
+}
+
+// Elements from the first to the last of a row-major matrix of `rows` x `cols` with leading
+// dimension `ld`: what a library reads of it.
+std::size_t stored_count(int rows, int cols, int ld) {
+  if (rows <= 0 || cols <= 0) return 0;
+  return std::size_t(rows - 1) * std::size_t(ld) + std::size_t(cols);
+}
 
 cublasOperation_t to_cublas(Transpose transpose) {
   return transpose == Transpose::yes ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -345,6 +374,10 @@ class CudaMath final : public MathOps<T> {
     // Row-major C = op(A) op(B) is, read column-major, C^T = op(B)^T op(A)^T: the same memory,
     // with the operands (and m, n) swapped. alpha and beta are host values.
     if constexpr (std::is_same_v<T, float>) {
+      if (context_.precision == Precision::bf16) {
+        gemm_bf16(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        return;
+      }
       const cublasComputeType_t compute =
           context_.precision == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
       DLSCALE_CUBLAS_CHECK(cublasGemmEx(context_.cublas, to_cublas(transpose_b),
@@ -509,6 +542,24 @@ class CudaMath final : public MathOps<T> {
   }
 
  private:
+  // PyTorch autocast's GEMM: A and B rounded to bf16, products summed in float (CUBLAS_COMPUTE_32F
+  // on bf16 inputs runs on tensor cores), C read and written in float.
+  void gemm_bf16(Transpose transpose_a, Transpose transpose_b, int m, int n, int k, float alpha,
+                 const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+    const std::size_t a_count =
+        transpose_a == Transpose::no ? stored_count(m, k, lda) : stored_count(k, m, lda);
+    const std::size_t b_count =
+        transpose_b == Transpose::no ? stored_count(k, n, ldb) : stored_count(n, k, ldb);
+    const auto [a_bf16, b_bf16] =
+        context_.bf16_staging->regions<2>({a_count, b_count}, context_.stream);
+    round_to_bf16(a, a_bf16, a_count, context_.stream);
+    round_to_bf16(b, b_bf16, b_count, context_.stream);
+    DLSCALE_CUBLAS_CHECK(cublasGemmEx(context_.cublas, to_cublas(transpose_b),
+                                      to_cublas(transpose_a), n, m, k, &alpha, b_bf16, CUDA_R_16BF,
+                                      ldb, a_bf16, CUDA_R_16BF, lda, &beta, c, CUDA_R_32F, ldc,
+                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+
   int multiprocessors() {
     if (multiprocessors_ == 0)
       DLSCALE_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors_, cudaDevAttrMultiProcessorCount,
@@ -552,6 +603,19 @@ class CudaMath final : public MathOps<T> {
 };
 
 }  // namespace
+
+void round_to_bf16(const float* from, __nv_bfloat16* to, std::size_t count, cudaStream_t stream) {
+  if (count == 0) return;
+  round_to_bf16_kernel<<<conversion_grid(count), elementwise_threads, 0, stream>>>(count, from, to);
+  DLSCALE_CUDA_CHECK(cudaGetLastError());
+}
+
+void widen_to_float(const __nv_bfloat16* from, float* to, std::size_t count, cudaStream_t stream) {
+  if (count == 0) return;
+  widen_to_float_kernel<<<conversion_grid(count), elementwise_threads, 0, stream>>>(count, from,
+                                                                                    to);
+  DLSCALE_CUDA_CHECK(cudaGetLastError());
+}
 
 std::unique_ptr<MathOps<float>> make_cuda_math_float(const CudaContext& context) {
   return std::make_unique<CudaMath<float>>(context);

@@ -2,6 +2,8 @@
 // (this device's native layout, so both ImageLayouts are the same here). Everything a batch size
 // needs (descriptors, algorithms, workspaces) is made on its first call, which runs eagerly; every
 // later call only queues work on the context's stream, so a step can be captured as a CUDA graph.
+// Under --precision bf16 convolutions run on bf16 copies of their float operands and widen what
+// they write to float; pooling and batch normalization stay float, as under PyTorch's autocast.
 #include "kernels/cuda/cudnn_image_kernels.hpp"
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/cuda/bf16_staging.hpp"
 #include "kernels/cuda/cudnn_support.hpp"
 
 // cuDNN 9 marks this whole descriptor API deprecated in favour of its graph API, yet ships and
@@ -39,9 +42,10 @@ using ActivationDescriptor =
     CudnnDescriptor<cudnnActivationDescriptor_t, cudnnCreateActivationDescriptor,
                     cudnnDestroyActivationDescriptor>;
 
-void describe_nchw(cudnnTensorDescriptor_t descriptor, int batch, const ImageShape& shape) {
-  DLSCALE_CUDNN_CHECK(cudnnSetTensor4dDescriptor(descriptor, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-                                                 batch, shape.channels, shape.height, shape.width));
+void describe_nchw(cudnnTensorDescriptor_t descriptor, int batch, const ImageShape& shape,
+                   cudnnDataType_t type = CUDNN_DATA_FLOAT) {
+  DLSCALE_CUDNN_CHECK(cudnnSetTensor4dDescriptor(descriptor, CUDNN_TENSOR_NCHW, type, batch,
+                                                 shape.channels, shape.height, shape.width));
 }
 
 void describe_channels(cudnnTensorDescriptor_t descriptor, int channels) {
@@ -82,7 +86,7 @@ DeviceBuffer search_workspace() {
 
 // The fastest of cuDNN's timed results that is acceptable here:
 //  - of the requested math: with fp32 (CUDNN_FMA_MATH) no result that used tensor cores; tf32
-//    allows either;
+//    and bf16 allow either;
 //  - within the workspace limit;
 //  - deterministic unless a non-deterministic one is more than 10% faster. Atomics-based
 //    algorithms sum in a different order on every run, so reruns do not reproduce bit for bit;
@@ -113,15 +117,26 @@ const Perf& fastest_acceptable(const std::vector<Perf>& results, int returned, c
                            " convolution algorithm of the requested precision for this layer");
 }
 
+// Under bf16, cuDNN's legacy convolutions take the configuration its documentation calls
+// PSEUDO_BFLOAT16_CONFIG: input, filter and output tensors all bf16, the convolution descriptor's
+// compute type float (products summed in float), on compute capability 8.0 and later; PyTorch's
+// cuDNN convolutions describe bf16 the same way, with CUDNN_TENSOR_OP_MATH. A float output from
+// bf16 inputs, which oneDNN offers the CPU, is not among the configurations, so the output (y, dx
+// or dw) is written in bf16 and widened: PyTorch's autocast rounds it the same way.
 class CudnnConvolution final : public ConvolutionKernel {
  public:
   CudnnConvolution(const CudaContext& context, const ConvolutionGeometry& geometry)
-      : context_(context), geometry_(geometry) {
+      : context_(context),
+        geometry_(geometry),
+        in_bf16_(context.precision == Precision::bf16),
+        data_type_(in_bf16_ ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT),
+        // bf16 tensors are what tensor cores are for; float ones follow the precision.
+        math_(in_bf16_ ? CUDNN_TENSOR_OP_MATH : context.cudnn_math()) {
     const auto& g = geometry_;
     if (g.groups < 1 || g.input.channels % g.groups != 0 || g.output_channels % g.groups != 0)
       throw std::invalid_argument("convolution: channels must divide into the groups");
     // OIHW; with groups cuDNN takes K x C/groups x R x S, which is OIHW's G x O/G x I/G x H x W.
-    DLSCALE_CUDNN_CHECK(cudnnSetFilter4dDescriptor(weights_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+    DLSCALE_CUDNN_CHECK(cudnnSetFilter4dDescriptor(weights_, data_type_, CUDNN_TENSOR_NCHW,
                                                    g.output_channels, g.input.channels / g.groups,
                                                    g.kernel, g.kernel));
     if (g.bias) describe_channels(bias_, g.output_channels);
@@ -130,39 +145,53 @@ class CudnnConvolution final : public ConvolutionKernel {
   void forward(int batch, const float* x, const float* weights, const float* bias,
                float* y) override {
     Plan& p = plan_for(batch);
-    if (!p.forward_chosen) choose_forward(p, x, weights, y);
-    DLSCALE_CUDNN_CHECK(cudnnConvolutionForward(
-        context_.cudnn, &one, p.input, x, weights_, weights, p.forward_convolution,
-        p.forward_algorithm, p.workspace.data(), p.workspace.size(), &zero, p.output, y));
-    // The bias broadcasts over batch, height and width: y += bias.
+    if (in_bf16_) {
+      const Bf16Operands bf16 = bf16_operands(batch);
+      round_to_bf16(x, bf16.input, input_count(batch), context_.stream);
+      round_to_bf16(weights, bf16.weights, geometry_.weight_count(), context_.stream);
+      convolve_forward(p, bf16.input, bf16.weights, bf16.output);
+      widen_to_float(bf16.output, y, output_count(batch), context_.stream);
+    } else {
+      convolve_forward(p, x, weights, y);
+    }
+    // The bias broadcasts over batch, height and width: y += bias, in float.
     if (geometry_.bias)
-      DLSCALE_CUDNN_CHECK(cudnnAddTensor(context_.cudnn, &one, bias_, bias, &one, p.output, y));
+      DLSCALE_CUDNN_CHECK(
+          cudnnAddTensor(context_.cudnn, &one, bias_, bias, &one, p.float_output, y));
   }
 
   void backward(int batch, const float* x, const float* weights, const float* output_gradient,
                 float* input_gradient, float* weight_gradient, float* bias_gradient) override {
     Plan& p = plan_for(batch);
-    if (!p.filter_chosen) choose_filter(p, x, output_gradient, weight_gradient);
-    // beta = 0 everywhere: gradients are overwritten, never accumulated.
-    DLSCALE_CUDNN_CHECK(
-        cudnnConvolutionBackwardFilter(context_.cudnn, &one, p.input, x, p.output, output_gradient,
-                                       p.filter_convolution, p.filter_algorithm, p.workspace.data(),
-                                       p.workspace.size(), &zero, weights_, weight_gradient));
+    // The bias gradient sums the float output gradient, under bf16 too.
     if (geometry_.bias)
       DLSCALE_CUDNN_CHECK(cudnnConvolutionBackwardBias(
-          context_.cudnn, &one, p.output, output_gradient, &zero, bias_, bias_gradient));
-    if (input_gradient == nullptr) return;  // the first layer: nothing below wants it
-    if (!p.data_chosen) choose_data(p, weights, output_gradient, input_gradient);
-    DLSCALE_CUDNN_CHECK(cudnnConvolutionBackwardData(
-        context_.cudnn, &one, weights_, weights, p.output, output_gradient, p.data_convolution,
-        p.data_algorithm, p.workspace.data(), p.workspace.size(), &zero, p.input, input_gradient));
+          context_.cudnn, &one, p.float_output, output_gradient, &zero, bias_, bias_gradient));
+    if (!in_bf16_) {
+      convolve_filter(p, x, output_gradient, weight_gradient);
+      // The first layer: nothing below wants its input gradient.
+      if (input_gradient != nullptr) convolve_data(p, weights, output_gradient, input_gradient);
+      return;
+    }
+    // The weight region holds dw, then w; the input region dx once the filter pass has read x.
+    // Stream order keeps each read before the next write.
+    const Bf16Operands bf16 = bf16_operands(batch);
+    round_to_bf16(x, bf16.input, input_count(batch), context_.stream);
+    round_to_bf16(output_gradient, bf16.output, output_count(batch), context_.stream);
+    convolve_filter(p, bf16.input, bf16.output, bf16.weights);
+    widen_to_float(bf16.weights, weight_gradient, geometry_.weight_count(), context_.stream);
+    if (input_gradient == nullptr) return;
+    round_to_bf16(weights, bf16.weights, geometry_.weight_count(), context_.stream);
+    convolve_data(p, bf16.weights, bf16.output, bf16.input);
+    widen_to_float(bf16.input, input_gradient, input_count(batch), context_.stream);
   }
 
  private:
   // What one batch size needs. Each pass has its own convolution descriptor because each runs
   // with the math type its algorithm was timed with.
   struct Plan {
-    TensorDescriptor input, output;
+    TensorDescriptor input, output;  // as the convolution reads and writes them: float or bf16
+    TensorDescriptor float_output;   // y and dy as the network holds them, for the bias
     ConvolutionDescriptor forward_convolution, data_convolution, filter_convolution;
     bool forward_chosen = false, data_chosen = false, filter_chosen = false;
     cudnnConvolutionFwdAlgo_t forward_algorithm{};
@@ -171,11 +200,54 @@ class CudnnConvolution final : public ConvolutionKernel {
     DeviceBuffer workspace;  // the largest any of the chosen algorithms needs
   };
 
+  // Where the bf16 copies of one call live: input-sized, weight-sized and output-sized regions.
+  struct Bf16Operands {
+    __nv_bfloat16 *input, *weights, *output;
+  };
+
+  Bf16Operands bf16_operands(int batch) {
+    const auto [input, weights, output] = context_.bf16_staging->regions<3>(
+        {input_count(batch), geometry_.weight_count(), output_count(batch)}, context_.stream);
+    return {input, weights, output};
+  }
+
+  std::size_t input_count(int batch) const { return std::size_t(batch) * geometry_.input.size(); }
+  std::size_t output_count(int batch) const {
+    return std::size_t(batch) * geometry_.output().size();
+  }
+
+  // The three passes on the tensors cuDNN reads and writes (float, or the bf16 copies), each
+  // choosing its algorithm on its first call for a batch size. beta = 0 everywhere: outputs and
+  // gradients are overwritten, never accumulated.
+  void convolve_forward(Plan& p, const void* x, const void* weights, void* y) {
+    if (!p.forward_chosen) choose_forward(p, x, weights, y);
+    DLSCALE_CUDNN_CHECK(cudnnConvolutionForward(
+        context_.cudnn, &one, p.input, x, weights_, weights, p.forward_convolution,
+        p.forward_algorithm, p.workspace.data(), p.workspace.size(), &zero, p.output, y));
+  }
+
+  void convolve_filter(Plan& p, const void* x, const void* output_gradient, void* weight_gradient) {
+    if (!p.filter_chosen) choose_filter(p, x, output_gradient, weight_gradient);
+    DLSCALE_CUDNN_CHECK(
+        cudnnConvolutionBackwardFilter(context_.cudnn, &one, p.input, x, p.output, output_gradient,
+                                       p.filter_convolution, p.filter_algorithm, p.workspace.data(),
+                                       p.workspace.size(), &zero, weights_, weight_gradient));
+  }
+
+  void convolve_data(Plan& p, const void* weights, const void* output_gradient,
+                     void* input_gradient) {
+    if (!p.data_chosen) choose_data(p, weights, output_gradient, input_gradient);
+    DLSCALE_CUDNN_CHECK(cudnnConvolutionBackwardData(
+        context_.cudnn, &one, weights_, weights, p.output, output_gradient, p.data_convolution,
+        p.data_algorithm, p.workspace.data(), p.workspace.size(), &zero, p.input, input_gradient));
+  }
+
   Plan& plan_for(int batch) {
     return plan_of(plans_, batch, context_.stream, "cuDNN convolution", [&](Plan& p) {
       const auto& g = geometry_;
-      describe_nchw(p.input, batch, g.input);
-      describe_nchw(p.output, batch, g.output());
+      describe_nchw(p.input, batch, g.input, data_type_);
+      describe_nchw(p.output, batch, g.output(), data_type_);
+      describe_nchw(p.float_output, batch, g.output());
       for (cudnnConvolutionDescriptor_t convolution :
            {cudnnConvolutionDescriptor_t(p.forward_convolution),
             cudnnConvolutionDescriptor_t(p.data_convolution),
@@ -185,7 +257,7 @@ class CudnnConvolution final : public ConvolutionKernel {
             cudnnSetConvolution2dDescriptor(convolution, g.padding, g.padding, g.stride, g.stride,
                                             1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
         DLSCALE_CUDNN_CHECK(cudnnSetConvolutionGroupCount(convolution, g.groups));
-        DLSCALE_CUDNN_CHECK(cudnnSetConvolutionMathType(convolution, context_.cudnn_math()));
+        DLSCALE_CUDNN_CHECK(cudnnSetConvolutionMathType(convolution, math_));
       }
       int n = 0, c = 0, h = 0, w = 0;
       DLSCALE_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(p.forward_convolution, p.input,
@@ -213,14 +285,13 @@ class CudnnConvolution final : public ConvolutionKernel {
       searched_bytes = scratch.size();
       find(count, &returned, results.data(), scratch.data(), scratch.size());
     }
-    const Perf& best =
-        fastest_acceptable(results, returned, context_.cudnn_math(), searched_bytes, pass);
+    const Perf& best = fastest_acceptable(results, returned, math_, searched_bytes, pass);
     DLSCALE_CUDNN_CHECK(cudnnSetConvolutionMathType(convolution, best.mathType));
     reserve_workspace(p, best.memory);
     return best.algo;
   }
 
-  void choose_forward(Plan& p, const float* x, const float* weights, float* y) {
+  void choose_forward(Plan& p, const void* x, const void* weights, void* y) {
     using Perf = cudnnConvolutionFwdAlgoPerf_t;
     p.forward_algorithm = choose<Perf>(
         p, p.forward_convolution, "forward",
@@ -235,8 +306,8 @@ class CudnnConvolution final : public ConvolutionKernel {
     p.forward_chosen = true;
   }
 
-  void choose_data(Plan& p, const float* weights, const float* output_gradient,
-                   float* input_gradient) {
+  void choose_data(Plan& p, const void* weights, const void* output_gradient,
+                   void* input_gradient) {
     using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
     p.data_algorithm = choose<Perf>(
         p, p.data_convolution, "backward-data",
@@ -252,8 +323,7 @@ class CudnnConvolution final : public ConvolutionKernel {
     p.data_chosen = true;
   }
 
-  void choose_filter(Plan& p, const float* x, const float* output_gradient,
-                     float* weight_gradient) {
+  void choose_filter(Plan& p, const void* x, const void* output_gradient, void* weight_gradient) {
     using Perf = cudnnConvolutionBwdFilterAlgoPerf_t;
     p.filter_algorithm = choose<Perf>(
         p, p.filter_convolution, "backward-filter",
@@ -280,6 +350,9 @@ class CudnnConvolution final : public ConvolutionKernel {
 
   CudaContext context_;
   ConvolutionGeometry geometry_;
+  bool in_bf16_;               // --precision bf16: cuDNN reads and writes bf16 copies
+  cudnnDataType_t data_type_;  // of the tensors cuDNN reads and writes
+  cudnnMathType_t math_;       // that the algorithm search may choose
   FilterDescriptor weights_;
   TensorDescriptor bias_;
   std::map<int, Plan> plans_;  // by batch size

@@ -1,6 +1,7 @@
 // The CUDA device's MathOps against the CPU device's, function by function, in float and double,
-// on random inputs of realistic and awkward sizes; TF32 GEMMs against FP32; and repeated runs of
-// the reductions, which must be bit-identical. Needs a GPU: the build registers it only there.
+// on random inputs of realistic and awkward sizes; TF32 and bf16 GEMMs against FP32; the GPU's
+// bf16 rounding against the CPU's; and repeated runs of the reductions, which must be
+// bit-identical. Needs a GPU: the build registers it only there.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,10 +15,13 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "comm/bf16_sum.hpp"
 #include "core/random.hpp"
 #include "kernels/cpu/cpu_device.hpp"
+#include "kernels/cuda/bf16_staging.hpp"
 #include "kernels/cuda/cuda_device.hpp"
 #include "kernels/device_array.hpp"
 
@@ -52,6 +56,9 @@ template <typename T>
 constexpr double gemm_tolerance = std::is_same_v<T, float> ? 1e-5 : 1e-12;
 // TF32 products keep 10 mantissa bits: |tf32 - fp32| <= 1e-2 * the same scale.
 constexpr double tf32_tolerance = 1e-2;
+// bf16 GEMMs: relative L2 error against float, the bound tests/workloads/bf16_precision_test.cpp
+// holds the CPU's bf16 GEMMs to (operands rounded by up to 2^-9 of themselves, sums in float).
+constexpr double bf16_relative_l2_tolerance = 0.01;
 // Column sums: |gpu - cpu| <= this * sum_r |dy_rc| (the two add in different orders).
 template <typename T>
 constexpr double sum_tolerance = std::is_same_v<T, float> ? 1e-5 : 1e-13;
@@ -259,6 +266,106 @@ TEST(CudaMathTf32, GemmAgreesWithFp32WithinTf32Precision) {
     largest_difference = std::max(largest_difference, std::abs(double(fp32[i]) - reduced[i]));
   EXPECT_GT(largest_difference, 0.0)
       << "the TF32 device's GEMM equals the FP32 device's bit for bit: TF32 was not used";
+}
+
+// sqrt(sum (actual - expected)^2 / sum expected^2)
+double relative_l2(const std::vector<float>& expected, const std::vector<float>& actual) {
+  double squared = 0, difference = 0;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    squared += double(expected[i]) * expected[i];
+    difference += (double(expected[i]) - actual[i]) * (double(expected[i]) - actual[i]);
+  }
+  return std::sqrt(difference / std::max(squared, 1e-60));
+}
+
+// bf16 GEMMs (bf16 copies of A and B, float C) against the CPU's float ones, for every
+// transposition, with padded leading dimensions and a C that beta reads; and not equal to them,
+// or the bf16 path never ran.
+TEST(CudaMathBf16, GemmStaysWithinOnePercentOfFloat) {
+  CudaDevice bf16(0, Precision::bf16);
+  const GemmShape shapes[] = {{256, 192, 1024, 0}, {33, 17, 65, 3}, {32, 200, 300, 0}};
+  std::uint64_t seed = 950;
+  for (const GemmShape& shape : shapes)
+    for (Transpose transpose_a : {Transpose::no, Transpose::yes})
+      for (Transpose transpose_b : {Transpose::no, Transpose::yes})
+        for (const auto& [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{1.5f, -0.5f}}) {
+          const auto [m, n, k, padding] = shape;
+          const int lda = (transpose_a == Transpose::no ? k : m) + padding;
+          const int ldb = (transpose_b == Transpose::no ? n : k) + padding;
+          const int ldc = n + padding;
+          const auto a = uniform_values<float>(
+              std::size_t(transpose_a == Transpose::no ? m : k) * lda, -1, 1, seed += 3);
+          const auto b = uniform_values<float>(
+              std::size_t(transpose_b == Transpose::no ? k : n) * ldb, -1, 1, seed + 1);
+          const auto c = uniform_values<float>(std::size_t(m) * ldc, -1, 1, seed + 2);
+          const auto expected = run_gemm(*Devices::cpu, transpose_a, transpose_b, shape, alpha, a,
+                                         lda, b, ldb, beta, c, ldc);
+          const auto actual =
+              run_gemm(bf16, transpose_a, transpose_b, shape, alpha, a, lda, b, ldb, beta, c, ldc);
+          const std::string what =
+              describe("bf16 gemm ", transpose_a == Transpose::yes ? "A^T" : "A", " ",
+                       transpose_b == Transpose::yes ? "B^T" : "B", " m=", m, " n=", n, " k=", k,
+                       " padding=", padding, " alpha=", alpha, " beta=", beta);
+          const double error = relative_l2(expected, actual);
+          EXPECT_LE(error, bf16_relative_l2_tolerance) << what;
+          EXPECT_GT(error, 1e-4) << what << ": equal to float's; did a bf16 GEMM run?";
+          for (int i = 0; i < m; ++i)
+            for (int j = n; j < ldc; ++j)
+              EXPECT_EQ(actual[std::size_t(i) * ldc + j], c[std::size_t(i) * ldc + j])
+                  << what << ": the padding of C changed";
+        }
+}
+
+// The GPU rounds to bf16 as the MPI backend's bf16 sums do on the CPU (comm/bf16_sum.cpp): to
+// nearest, ties to even, bit for bit; NaN stays NaN; widening back is exact.
+TEST(CudaMathBf16, RoundingMatchesTheCpuBitForBit) {
+  CudaDevice& gpu = *Devices::gpu;
+  constexpr float infinity = std::numeric_limits<float>::infinity();
+  std::vector<float> values = {
+      0.0f,
+      -0.0f,
+      1.0f,
+      -1.0f,
+      infinity,
+      -infinity,
+      std::numeric_limits<float>::quiet_NaN(),
+      std::numeric_limits<float>::max(),         // rounds up to infinity
+      std::numeric_limits<float>::denorm_min(),  // subnormals round like any other value
+      std::numeric_limits<float>::min(),
+      1.0f + 0x1p-8f,             // halfway between 1 and the next bf16: ties to even, down to 1
+      1.0f + 3 * 0x1p-8f,         // halfway again: ties to even, up to 1 + 2^-6
+      1.0f + 0x1p-8f + 0x1p-20f,  // just above halfway: up
+      -(1.0f + 0x1p-8f)};
+  const auto random = uniform_values<float>(100000, -1e4, 1e4, 990);
+  values.insert(values.end(), random.begin(), random.end());
+
+  auto from = upload(gpu, values);
+  DeviceArray<std::uint16_t> rounded(gpu, values.size());
+  DeviceArray<float> widened(gpu, values.size());
+  round_to_bf16(from.data(), reinterpret_cast<__nv_bfloat16*>(rounded.data()), values.size(),
+                gpu.context().stream);
+  widen_to_float(reinterpret_cast<const __nv_bfloat16*>(rounded.data()), widened.data(),
+                 values.size(), gpu.context().stream);
+  const auto gpu_rounded = download(gpu, rounded);
+  const auto gpu_widened = download(gpu, widened);
+
+  std::vector<std::uint16_t> cpu_rounded(values.size());
+  std::vector<float> cpu_widened(values.size());
+  comm::round_to_bf16(values, cpu_rounded);
+  comm::widen_from_bf16(cpu_rounded, cpu_widened);
+  std::size_t failures = 0;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const bool agree = std::isnan(values[i])
+                           ? std::isnan(gpu_widened[i])
+                           : gpu_rounded[i] == cpu_rounded[i] &&
+                                 std::memcmp(&gpu_widened[i], &cpu_widened[i], sizeof(float)) == 0;
+    if (!agree && ++failures <= 5)
+      ADD_FAILURE() << std::setprecision(9) << "index " << i << ": " << values[i]
+                    << " rounds to bf16 bits " << std::hex << gpu_rounded[i] << " on the GPU, "
+                    << cpu_rounded[i] << " on the CPU" << std::dec << " (widened " << gpu_widened[i]
+                    << " and " << cpu_widened[i] << ")";
+  }
+  EXPECT_EQ(failures, 0u) << failures << " of " << values.size() << " roundings differ";
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,8 +1,10 @@
 // The CUDA device's cuDNN kernels against the CPU device's oneDNN kernels: the same random inputs
 // through convolution (padding, strides, groups, depthwise, no bias), pooling, batch norm (with
-// and without its ReLU) and the LSTM, forward and backward on both devices. Then the GPU alone:
-// backward twice is bit-identical, a captured CUDA graph replays the very same results, and tf32
-// convolution stays within 1e-2 of fp32. Built and run only on machines with a GPU.
+// and without its ReLU) and the LSTM, forward and backward on both devices; bf16 convolutions
+// within 1% (relative L2) of the CPU's float ones. Then the GPU alone: backward twice is
+// bit-identical, a captured CUDA graph replays the very same results (and under bf16, with its
+// bf16 copies, results as close as bf16 reruns can be), and tf32 convolution stays within 1e-2 of
+// fp32. Built and run only on machines with a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -35,6 +37,13 @@ constexpr double pooling_tolerance = 1e-5;  // max pooling is exact; averages ro
 constexpr double batch_norm_tolerance = 1e-4;
 constexpr double lstm_tolerance = 1e-4;
 constexpr double tf32_tolerance = 1e-2;  // tf32 products keep 10 mantissa bits
+// bf16 convolutions: relative L2 error against float, the bound tests/workloads/
+// bf16_precision_test.cpp holds the CPU's bf16 convolutions to (inputs and weights rounded by up
+// to 2^-9 of themselves, sums in float; here the output is rounded to bf16 once more).
+constexpr double bf16_relative_l2_tolerance = 0.01;
+// A replayed bf16 step against its eager run: an algorithm that sums with atomics may move a
+// float sum by an ulp, and with it a bf16 rounding by one bf16 step (2^-8 of the value).
+constexpr double bf16_rerun_tolerance = 1e-2;
 
 // N(0, 1) values times `scale`, as floats; the same on every device for the same stream.
 std::vector<float> random_floats(std::size_t count, std::uint64_t stream, double scale = 1) {
@@ -204,8 +213,8 @@ void run(KernelRun& kernel) {
 
 // Names the first index of each tensor where `actual` and `expected` differ by more than the
 // tolerance (relative to the expected tensor's largest magnitude).
-void expect_close(const KernelRun& actual_run, const KernelRun& expected_run, double tolerance) {
-  const std::vector<Tensor> actual = actual_run.outputs(), expected = expected_run.outputs();
+void expect_close(const std::vector<Tensor>& actual, const std::vector<Tensor>& expected,
+                  double tolerance) {
   ASSERT_EQ(actual.size(), expected.size());
   for (std::size_t t = 0; t < actual.size(); ++t) {
     const auto& a = actual[t].values;
@@ -222,6 +231,20 @@ void expect_close(const KernelRun& actual_run, const KernelRun& expected_run, do
         break;
       }
   }
+}
+
+void expect_close(const KernelRun& actual_run, const KernelRun& expected_run, double tolerance) {
+  expect_close(actual_run.outputs(), expected_run.outputs(), tolerance);
+}
+
+// sqrt(sum (actual - expected)^2 / sum expected^2)
+double relative_l2(const std::vector<float>& expected, const std::vector<float>& actual) {
+  double squared = 0, difference = 0;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    squared += double(expected[i]) * expected[i];
+    difference += (double(expected[i]) - actual[i]) * (double(expected[i]) - actual[i]);
+  }
+  return std::sqrt(difference / std::max(squared, 1e-60));
 }
 
 // Bit for bit, tensor by tensor.
@@ -313,6 +336,32 @@ TEST_P(ConvolutionAgainstCpu, MatchesOneDnn) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CudnnKernels, ConvolutionAgainstCpu,
+                         ::testing::ValuesIn(convolution_cases), case_name<ConvolutionCase>);
+
+// The same cases on a bf16 device against the CPU's float: every tensor within 1% relative L2,
+// and the output and the input and weight gradients not equal to float's, or no bf16 convolution
+// ran. The bias gradient sums the float output gradient, so it is held to the bound only.
+class Bf16ConvolutionAgainstCpu : public CudnnKernels,
+                                  public ::testing::WithParamInterface<ConvolutionCase> {};
+
+TEST_P(Bf16ConvolutionAgainstCpu, StaysWithinOnePercentOfFloat) {
+  const ConvolutionCase& c = GetParam();
+  CudaDevice bf16(0, Precision::bf16);
+  ConvolutionRun on_gpu(bf16, c.geometry, c.batch);
+  ConvolutionRun on_cpu(cpu(), in_nchw(c.geometry), c.batch);
+  run(on_gpu);
+  run(on_cpu);
+  const std::vector<Tensor> actual = on_gpu.outputs(), expected = on_cpu.outputs();
+  ASSERT_EQ(actual.size(), expected.size());
+  for (std::size_t t = 0; t < actual.size(); ++t) {
+    const double error = relative_l2(expected[t].values, actual[t].values);
+    EXPECT_LE(error, bf16_relative_l2_tolerance) << expected[t].name;
+    if (expected[t].name != "bias gradient")
+      EXPECT_GT(error, 1e-4) << expected[t].name << ": equal to float's; did bf16 run?";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(CudnnKernels, Bf16ConvolutionAgainstCpu,
                          ::testing::ValuesIn(convolution_cases), case_name<ConvolutionCase>);
 
 struct PoolingCase {
@@ -496,6 +545,33 @@ TEST_F(CudnnKernels, CapturedStepReplaysTheSameResults) {
   gpu().synchronize();
   for (std::size_t k = 0; k < kernels.size(); ++k)
     expect_identical(eager[k], kernels[k].kernel->outputs(), kernels[k].name + ", replayed");
+}
+
+// Under bf16 the convolutions round into the device's staging memory and widen out of it; the
+// LSTM, pooling and batch norm stay float. Once every kernel has run eagerly, a captured step
+// holds the rounding and widening too: a replay writes every output again, with the eager values.
+TEST_F(CudnnKernels, CapturedBf16StepReplaysTheEagerResults) {
+  CudaDevice bf16(0, Precision::bf16);
+  const std::vector<NamedRun> kernels = kernels_that_reduce(bf16);
+  std::vector<std::vector<Tensor>> eager;
+  for (const auto& [name, kernel] : kernels) {
+    run(*kernel);
+    eager.push_back(kernel->outputs());
+  }
+  const std::unique_ptr<CapturedWork> step = bf16.capture([&] {
+    for (const auto& [name, kernel] : kernels) {
+      kernel->forward();
+      kernel->backward();
+    }
+  });
+  ASSERT_NE(step, nullptr);
+  for (const auto& [name, kernel] : kernels) kernel->poison();  // the replay must write it all
+  step->replay();
+  bf16.synchronize();
+  for (std::size_t k = 0; k < kernels.size(); ++k) {
+    SCOPED_TRACE(kernels[k].name + ", replayed under bf16");
+    expect_close(kernels[k].kernel->outputs(), eager[k], bf16_rerun_tolerance);
+  }
 }
 
 // tf32 may use tensor cores (10-bit mantissa products): close to fp32, not equal.
