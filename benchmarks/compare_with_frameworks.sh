@@ -22,8 +22,8 @@
 # whose printed summary gives the median of the step phase; then pytorch_reference.py
 # --device cuda once per precision over the same cases. A failed case reads "failed" in its cell,
 # the others go on, and the script exits non-zero at the end.
-#   usage: benchmarks/compare_with_frameworks.sh --device cuda [--models a,b] [--precisions fp32,tf32]
-#          [--iters N] [--warmup N]        (defaults: every case below, fp32,tf32, 30, 5)
+#   usage: benchmarks/compare_with_frameworks.sh --device cuda [--models a,b] [--precisions fp32,tf32,bf16]
+#          [--iters N] [--warmup N]        (defaults: every case below, fp32,tf32,bf16, 30, 5)
 #   cases: fcn-s 64, fcn-s 4096, fcn-r 4096, alexnet-s 128, alexnet-r 1024, resnet-50 64,
 #          resnet-56 128, lstm-32 128, lstm-64 1024, vgg-16 64, mobilenet-v2 64
 #          (--models keeps the cases of those models; precisions: fp32, tf32, bf16)
@@ -226,7 +226,7 @@ run_cuda() {
   [[ -x $python ]] || python=/usr/bin/python3
   local all_cases=(fcn-s:64 fcn-s:4096 fcn-r:4096 alexnet-s:128 alexnet-r:1024 resnet-50:64
                    resnet-56:128 lstm-32:128 lstm-64:1024 vgg-16:64 mobilenet-v2:64)
-  precisions=${precisions:-fp32,tf32} iters=${iters:-30} warmup=${warmup:-5}
+  precisions=${precisions:-fp32,tf32,bf16} iters=${iters:-30} warmup=${warmup:-5}
   if [[ -n $threads ]]; then echo "--threads is for the CPU mode" >&2; exit 2; fi
   [[ $iters =~ ^[0-9]+$ && $iters -ge 1 ]] || { echo "--iters must be a positive integer" >&2; exit 2; }
   [[ $warmup =~ ^[0-9]+$ ]] || { echo "--warmup must be a non-negative integer" >&2; exit 2; }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The GPU acceptance runs of docs/gpu.md, as a new user types them (labelled `gpu`; needs one
-# GPU): every built-in model under NCCL with the GPU named in the header; two ranks sharing the
-# GPU through --comm mpi end bit-identical; two ranks on one GPU under NCCL get one line and exit
-# 2 within seconds; a NCCL allreduce sweep checks every sum.
+# GPU): every built-in model under NCCL with the GPU named in the header, and six in bf16 with
+# bf16 sums; two ranks sharing the GPU through --comm mpi end bit-identical; two ranks on one GPU
+# under NCCL get one line and exit 2 within seconds; a NCCL allreduce sweep checks every sum.
 # usage: gpu_command_line_test.sh MPIEXEC DLSCALE
 set -uo pipefail
 mpiexec=$1 dlscale=$2
@@ -20,6 +20,14 @@ for model in fcn-s fcn-r alexnet-r alexnet-s vgg-16 resnet-56 resnet-50 mobilene
   elif ! grep -q "$gpu_name" "$work/$model.out"; then
     fail "$model: the header does not name the GPU ($gpu_name)"
   fi
+done
+
+# bf16 on the GPU: every model trains under --precision bf16 with bf16 NCCL sums.
+for model in fcn-r alexnet-r vgg-16 resnet-56 mobilenet-v2 lstm-32; do
+  "$mpiexec" -np 1 "$dlscale" --device cuda --comm nccl --model "$model" --precision bf16 \
+    --grad-dtype bf16 --iters 3 --warmup 1 --out "$work/$model-bf16.h5" \
+    >"$work/$model-bf16.out" 2>&1 ||
+    fail "$model did not train in bf16 on the GPU: $(grep -m1 -i error "$work/$model-bf16.out")"
 done
 
 "$mpiexec" -np 2 "$dlscale" --device cuda --comm mpi --model resnet-56 --batch 32 --iters 3 \
