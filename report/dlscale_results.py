@@ -374,7 +374,8 @@ TIME = (NUMBER, 0, False)  # seconds, rates and ratios of them: finite and non-n
 OPTIONAL_NUMBER = (NUMBER, None, True)
 STUDY_KINDS = {
     "ranks": (INTEGER, 1, False), "threads": (INTEGER, 1, False), "repeat": (INTEGER, 0, False),
-    "precision": (TEXT,), "run": (TEXT,), "straggler_host": (TEXT,), "straggler_rank": (INTEGER, 0, False),
+    "precision": (TEXT,), "run": (TEXT,), "straggler_host": (TEXT,),
+    "straggler_rank": (INTEGER, 0, False),
     **{name: TIME for name in ["iteration_seconds", "iteration_seconds_ci_low",
                                "iteration_seconds_ci_high", "throughput_samples_per_second",
                                "speedup", "efficiency", "efficiency_ci_low",
