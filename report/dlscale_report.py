@@ -263,11 +263,11 @@ def precisions_display(results):
     where the study holds one precision, or no configuration that all of them ran."""
     study = results.study
     precisions = [p for p in results.precisions() if p in set(study[STUDY_PRECISION])]
-    if len(precisions) < 2:
+    compared = ["iteration_seconds", "throughput_samples_per_second", "efficiency"]
+    if len(precisions) < 2 or not set(compared) <= set(study):  # a study without them: no table
         return None
     keys = [name for name in (STUDY_THREADS, "ranks") if name == "ranks" or results.varies(name)]
-    means = study.groupby([STUDY_PRECISION] + keys, sort=False)[
-        ["iteration_seconds", "throughput_samples_per_second", "efficiency"]].mean()
+    means = study.groupby([STUDY_PRECISION] + keys, sort=False)[compared].mean()
     # The configurations every precision ran, in the order the first precision ran them.
     configurations = [key[1:] for key in means.index if key[0] == precisions[0]
                       and all((p, *key[1:]) in means.index for p in precisions)]
