@@ -707,30 +707,46 @@ def add_prediction(results, network, algorithm):
     None for a file without a study."""
     if results.study is None:
         return None
+    predicted = {}  # (precision, ranks) -> efficiency
+    results.above_linear_predictions = []
+    # predict takes one precision at a time, each from its own runs, as the study measures them.
+    for precision in dict.fromkeys(results.study[STUDY_PRECISION]):
+        rows = results.study[results.study[STUDY_PRECISION] == precision]
+        prediction = predict(results.path, network, algorithm, precision, rows["ranks"])
+        try:
+            predicted.update({(precision, int(row["ranks"])): float(row["efficiency"])
+                              for row in prediction["predictions"]})
+            # A predicted efficiency above 100% is flagged by predict, with its cause.
+            results.above_linear_predictions += [str(row["above_linear_reason"])
+                                                 for row in prediction["predictions"]
+                                                 if row.get("above_linear_reason")]
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise ReportError(f"{results.path}: prediction failed: dlscale predict printed no "
+                              "predictions") from None
+    results.study[PREDICTED_EFFICIENCY] = [
+        predicted.get((precision, int(ranks)), np.nan)
+        for precision, ranks in zip(results.study[STUDY_PRECISION], results.study["ranks"])]
+    return network_description(prediction, network, algorithm)
+
+
+def predict(path, network, algorithm, precision, ranks):
+    """What `dlscale predict --json -` prints for the runs of one precision at these ranks."""
     executable = os.environ.get("DLSCALE_EXECUTABLE", "dlscale")
-    ranks = ",".join(str(int(n)) for n in results.study["ranks"])
-    command = [executable, "predict", results.path, "--network", network, "--algorithm",
-               algorithm, "--ranks", ranks, "--json", "-"]
+    command = [executable, "predict", path, "--network", network, "--algorithm", algorithm,
+               "--precision", precision, "--ranks", ",".join(str(int(n)) for n in ranks),
+               "--json", "-"]
     try:
         finished = subprocess.run(command, capture_output=True, text=True, check=False)
     except OSError as error:
         raise ReportError(f"cannot run {executable} predict: {error.strerror}") from None
     if finished.returncode != 0:
         lines = finished.stderr.strip().splitlines() or ["no message"]
-        raise ReportError(f"{results.path}: prediction failed: {lines[-1]}")
+        raise ReportError(f"{path}: prediction failed: {lines[-1]}")
     try:
-        prediction = json.loads(finished.stdout)
-        predicted = {int(row["ranks"]): float(row["efficiency"])
-                     for row in prediction["predictions"]}
-        # A predicted efficiency above 100% is flagged by predict, with its cause.
-        results.above_linear_predictions = [str(row["above_linear_reason"])
-                                            for row in prediction["predictions"]
-                                            if row.get("above_linear_reason")]
-    except (ValueError, KeyError, TypeError):
-        raise ReportError(f"{results.path}: prediction failed: {executable} predict printed "
-                          "no predictions") from None
-    results.study[PREDICTED_EFFICIENCY] = results.study["ranks"].map(predicted)
-    return network_description(prediction, network, algorithm)
+        return json.loads(finished.stdout)
+    except ValueError:
+        raise ReportError(f"{path}: prediction failed: {executable} predict printed no "
+                          "predictions") from None
 
 
 def network_description(prediction, network, algorithm):
