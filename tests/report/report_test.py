@@ -538,6 +538,31 @@ def test_precision_sweep_side_by_side(directory):
            f"phase bars labelled {ticks}, not by precision")
 
 
+def test_each_precision_is_predicted_from_its_own_runs(directory):
+    """--network on a two-precision study asks `dlscale predict` (here a stand-in that, like it,
+    refuses a file of several precisions without --precision) once per precision, and each
+    study row gets its own precision's prediction."""
+    sample = make_sample(directory, "precision.h5", "--precision", "fp32,bf16", "--no-comm")
+    fake = os.path.join(directory, "dlscale")
+    predictions = ", ".join(f'{{"ranks": {n}, "efficiency": $e}}' for n in (1, 2, 4))
+    with open(fake, "w") as handle:
+        handle.write(
+            '#!/bin/sh\ncase "$*" in *"--precision bf16"*) e=0.8;; *"--precision fp32"*) e=0.9;;\n'
+            '  *) echo "dlscale: error: name the one to predict with --precision" >&2; exit 2;;\n'
+            'esac\ncat <<EOF\n{"algorithm": "ring", "alpha_seconds": 5e-6, '
+            f'"beta_seconds_per_byte": 8e-10, "predictions": [{predictions}]}}\nEOF\n')
+    os.chmod(fake, 0o755)
+    csv_dir = new_directory(directory, "csv")
+    result = subprocess.run([sys.executable, REPORT, sample, "--network", "10Gbps,5us", "--csv",
+                             csv_dir], capture_output=True, text=True, timeout=600,
+                            env=dict(os.environ, DLSCALE_EXECUTABLE=fake))
+    expect(result.returncode == 0, f"report --network exited {result.returncode}: {result.stderr}")
+    study = pd.read_csv(os.path.join(csv_dir, "study.csv"))
+    predicted = dict(zip(study["precision"], study["predicted_efficiency"]))
+    expect(predicted == {"fp32": 0.9, "bf16": 0.8} and study["predicted_efficiency"].notna().all(),
+           f"predicted efficiencies {list(zip(study['precision'], study['predicted_efficiency']))}")
+
+
 def test_files_before_precisions_read_as_fp32(directory):
     """A file from before schema 7 (its precision columns and attributes removed) reports as
     fp32 throughout, except a run whose device said its precision (device_precision)."""
@@ -1099,7 +1124,8 @@ def main():
              test_node_sharing_probes_are_exported_unchanged,
              test_repeat_table_shows_mean_and_spread, test_measurements_csv_is_long_format,
              test_run_headlines_count_shared_sources_once, test_threads_and_resource_figures,
-             test_precision_sweep_side_by_side, test_files_before_precisions_read_as_fp32,
+             test_precision_sweep_side_by_side, test_each_precision_is_predicted_from_its_own_runs,
+             test_files_before_precisions_read_as_fp32,
              test_schema_1_single_run, test_comm_only, test_several_files, test_bad_input,
              test_output_targets_must_be_regular_files_and_directories,
              test_existing_outputs_need_overwrite, test_a_module_that_fails_to_load_is_named,
