@@ -409,7 +409,7 @@ def sections(results):
         if side_by_side is not None:
             parts.append((f"Precisions side by side (means over repeats at each configuration "
                           f"every precision ran; 'vs' is the speedup in samples/s over "
-                          f"{results.precisions()[0]})", side_by_side))
+                          f"{printable(results.precisions()[0])})", side_by_side))
     elif failed:
         parts.append(("Sweep points (none could be measured)", study_display(results)))
     if results.has_repeats():
@@ -708,6 +708,7 @@ def add_prediction(results, network, algorithm):
     if results.study is None:
         return None
     predicted = {}  # (precision, ranks) -> efficiency
+    prediction = {}  # the last one: a study without rows asks for none
     results.above_linear_predictions = []
     # predict takes one precision at a time, each from its own runs, as the study measures them.
     for precision in dict.fromkeys(results.study[STUDY_PRECISION]):
@@ -733,7 +734,7 @@ def predict(path, network, algorithm, precision, ranks):
     """What `dlscale predict --json -` prints for the runs of one precision at these ranks."""
     executable = os.environ.get("DLSCALE_EXECUTABLE", "dlscale")
     command = [executable, "predict", path, "--network", network, "--algorithm", algorithm,
-               "--precision", precision, "--ranks", ",".join(str(int(n)) for n in ranks),
+               f"--precision={precision}", "--ranks", ",".join(str(int(n)) for n in ranks),
                "--json", "-"]
     try:
         finished = subprocess.run(command, capture_output=True, text=True, check=False)
