@@ -547,7 +547,8 @@ def test_each_precision_is_predicted_from_its_own_runs(directory):
     predictions = ", ".join(f'{{"ranks": {n}, "efficiency": $e}}' for n in (1, 2, 4))
     with open(fake, "w") as handle:
         handle.write(
-            '#!/bin/sh\ncase "$*" in *"--precision bf16"*) e=0.8;; *"--precision fp32"*) e=0.9;;\n'
+            '#!/bin/sh\ncase "$*" in\n  *--precision[=\\ ]bf16*) e=0.8;;\n'
+            '  *--precision[=\\ ]fp32*) e=0.9;;\n'
             '  *) echo "dlscale: error: name the one to predict with --precision" >&2; exit 2;;\n'
             'esac\ncat <<EOF\n{"algorithm": "ring", "alpha_seconds": 5e-6, '
             f'"beta_seconds_per_byte": 8e-10, "predictions": [{predictions}]}}\nEOF\n')
