@@ -1,5 +1,6 @@
 # The figures of `dlscale report`, drawn with matplotlib's Agg backend to PNG bytes: scaling
-# efficiency and throughput against rank count (one line per thread count), time per mini-batch
+# efficiency and throughput against rank count (one line per precision and thread count), time
+# per mini-batch
 # against threads, the spread across repeats, mean phase times per step, per-rank heatmaps of
 # step and compute time, each run's resources over time, and allreduce bus bandwidth against
 # message size. Each title names the model, the scaling mode and the host count; docs/report.md
@@ -23,12 +24,13 @@ from matplotlib.ticker import (FixedLocator, FuncFormatter, MaxNLocator,  # noqa
 from dlscale_results import (COMM_LINE_INTERCEPT, COMM_LINE_SLOPE, COMM_BUSBW_P50, COMM_BUSBW_P95,  # noqa: E402
                              COMM_BYTES, COMM_LINE_RMS, COMM_PIECE_MAX_BYTES,
                              COMM_PIECE_MIN_BYTES, COMM_PIECEWISE_RMS, COMM_RANKS, PHASES,
-                             PREDICTED_EFFICIENCY, STUDY_REPEAT, STUDY_THREADS, human_bytes,
-                             plural, printable, time_unit)
+                             PREDICTED_EFFICIENCY, STUDY_PRECISION, STUDY_REPEAT, STUDY_THREADS,
+                             human_bytes, plural, printable, sweep_order, time_unit)
 
 FIGURE_NOTES = {
     "efficiency": "Parallel efficiency E(n) with 95% bootstrap intervals; 1 is ideal. The gap "
-                  "below 1 is split in the study table.",
+                  "below 1 is split in the study table. Each precision and thread count is a "
+                  "line of its own, against its own baseline.",
     "throughput": "Global samples per second; the dashed line is the baseline scaled linearly.",
     "phases": "Mean time of each phase per step, stacked to the mean step (the black mark); "
               "'other' is the part of the step outside the four phases. Exposed allreduce is "
@@ -69,12 +71,25 @@ def rank_axis(ax, rank_counts):
     ax.grid(True, alpha=0.3)
 
 
-def thread_groups(results, table):
-    """[(label, rows of table)], one per thread count: label '' when there is only one."""
-    if STUDY_THREADS not in table or not results.varies(STUDY_THREADS):
+def sweep_groups(results, table):
+    """[(label, rows of table)], one per precision and thread count, precisions in the order the
+    sweep ran them: label 'bf16, 2 threads/rank' naming what varies, '' when nothing does. Each
+    has its own baseline, so each is a line of its own."""
+    keys = [name for name in (STUDY_PRECISION, STUDY_THREADS)
+            if name in table and results.varies(name)]
+    if not keys:
         return [("", table)]
-    return [(f"{plural(t, 'thread')}/rank", table[table[STUDY_THREADS] == t])
-            for t in sorted(table[STUDY_THREADS].unique())]
+    return [(", ".join(printable(value[name]) if name == STUDY_PRECISION
+                       else f"{plural(value[name], 'thread')}/rank" for name in keys), rows)
+            for value, rows in groups_of(results, table, keys)]
+
+
+def groups_of(results, table, keys):
+    """[({key: value}, rows of table)] for each combination of the `keys` columns, precisions in
+    the order the sweep ran them."""
+    table = table.sort_values(keys, kind="stable", key=sweep_order(results.precisions()))
+    return [(value, table[(table[keys] == pd.Series(value)).all(axis=1)])
+            for value in table[keys].drop_duplicates().to_dict("records")]
 
 
 def repeat_offsets(rows):
@@ -87,13 +102,15 @@ def repeat_offsets(rows):
 
 
 def mean_over_repeats(results, rows, study_column, repeats_column):
-    """(ranks, value) of the line through a thread count's points: /study_repeats' mean where the
-    file has it, otherwise the /study rows themselves (one per rank count before schema 3)."""
+    """(ranks, value) of the line through a precision and thread count's points: /study_repeats'
+    mean where the file has it, otherwise the /study rows themselves (one per rank count before
+    schema 3)."""
     spread = results.study_repeats
     if spread is None or repeats_column not in spread:
         return rows["ranks"].to_numpy(), rows[study_column].to_numpy()
-    if STUDY_THREADS in rows and len(rows):
-        spread = spread[spread[STUDY_THREADS] == rows[STUDY_THREADS].iloc[0]]
+    for name in (STUDY_PRECISION, STUDY_THREADS):
+        if name in rows and len(rows):
+            spread = spread[spread[name] == rows[name].iloc[0]]
     spread = spread.sort_values("ranks")
     return spread["ranks"].to_numpy(), spread[repeats_column].to_numpy()
 
@@ -106,7 +123,7 @@ def efficiency_figure(results, study, predicted_for):
         else "predicted (network not recorded)"
     fig, ax = plt.subplots(figsize=(6.2, 4.2))
     ax.axhline(1.0, color="grey", linestyle="--", label="ideal")
-    for index, (label, rows) in enumerate(thread_groups(results, study)):
+    for index, (label, rows) in enumerate(sweep_groups(results, study)):
         colour = f"C{index}"
         e = rows["efficiency"]
         # Clipped at 0: matplotlib refuses an interval that does not contain its point.
@@ -131,12 +148,12 @@ def efficiency_figure(results, study, predicted_for):
 
 def throughput_figure(results, study):
     fig, ax = plt.subplots(figsize=(6.2, 4.2))
-    for index, (label, rows) in enumerate(thread_groups(results, study)):
+    for index, (label, rows) in enumerate(sweep_groups(results, study)):
         colour = f"C{index}"
         ranks, throughput = mean_over_repeats(results, rows, "throughput_samples_per_second",
                                               "throughput_samples_per_second_mean")
         baseline = int(np.argmin(ranks))
-        # One legend entry for the ideal lines: with several thread counts, their colours tell.
+        # One legend entry for the ideal lines: with several groups, their colours tell.
         start = "the fewest ranks" if label else plural(ranks[baseline], "rank")
         ideal = None if index else f"ideal (linear from {start})"
         ax.plot(ranks, throughput[baseline] * ranks / ranks[baseline], "--", color=colour,
@@ -154,7 +171,7 @@ def throughput_figure(results, study):
 
 
 def mean_line_label(results, group):
-    """The legend entry of the line through a thread count's points: with repeats it is their
+    """The legend entry of the line through a group's points: with repeats it is their
     mean, not a measurement; without, the points are the line and need no entry of their own."""
     if not results.has_repeats():
         return None
@@ -192,12 +209,17 @@ def threads_figure(results):
     unit, scale = time_unit(spread["iteration_seconds_mean"].max())
     threads = sorted(spread[STUDY_THREADS].unique())
     fig, ax = plt.subplots(figsize=(6.2, 4.2))
-    for index, ranks in enumerate(sorted(spread["ranks"].unique())):
-        rows = spread[spread["ranks"] == ranks].sort_values(STUDY_THREADS)
+    # One line per rank count, and per precision where they vary: threads speed each up alone.
+    keys = [STUDY_PRECISION, "ranks"] if results.varies(STUDY_PRECISION) else ["ranks"]
+    for index, (value, rows) in enumerate(groups_of(results, spread, keys)):
+        rows = rows.sort_values(STUDY_THREADS)
         colour = f"C{index}"
         mean = rows["iteration_seconds_mean"] * scale
+        label = plural(value["ranks"], "rank")
+        if STUDY_PRECISION in value:
+            label = f"{printable(value[STUDY_PRECISION])}, {label}"
         ax.errorbar(rows[STUDY_THREADS], mean, yerr=rows["iteration_seconds_std"] * scale,
-                    fmt="o-", color=colour, capsize=4, label=plural(ranks, "rank"))
+                    fmt="o-", color=colour, capsize=4, label=label)
         fewest = rows[STUDY_THREADS].iloc[0]
         ax.plot(rows[STUDY_THREADS], mean.iloc[0] * fewest / rows[STUDY_THREADS], "--",
                 color=colour, alpha=0.4)
@@ -219,11 +241,11 @@ def repeats_figure(results):
     spread = results.study_repeats
     unit, scale = time_unit(spread["iteration_seconds_mean"].max())
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
-    groups = thread_groups(results, spread)
+    groups = sweep_groups(results, spread)
     for index, (label, rows) in enumerate(groups):
         rows = rows.sort_values("ranks")
         colour = f"C{index}"
-        # Thread counts side by side at each rank count, as repeat_offsets does for repeats.
+        # Groups side by side at each rank count, as repeat_offsets does for repeats.
         x = rows["ranks"] * 2.0 ** (0.06 * (index - (len(groups) - 1) / 2))
         axes[0].vlines(x, rows["iteration_seconds_min"] * scale,
                        rows["iteration_seconds_max"] * scale, color=colour, linewidth=9,
@@ -249,9 +271,11 @@ def repeats_figure(results):
 
 
 def run_label(results, run):
-    """'2 ranks', with the threads per rank and the repeat on lines of their own where they vary
-    between the runs: '2 ranks\n4 threads\nrepeat 1'."""
+    """'2 ranks', with the precision, the threads per rank and the repeat on lines of their own
+    where they vary between the runs: '2 ranks\nbf16\n4 threads\nrepeat 1'."""
     lines = [plural(run.ranks, "rank")]
+    if len({other.precision for other in results.runs}) > 1:
+        lines.append(printable(run.precision))
     if len({other.threads for other in results.runs}) > 1:
         lines.append(plural(run.threads, "thread"))
     if len({other.repeat for other in results.runs}) > 1:
@@ -433,8 +457,8 @@ def allreduce_figure(results, training):
               for run in training]
     many = len(set(labels)) < len(labels)
     if many:  # repeats or thread counts: tell the runs apart, in a legend beside the axes
-        labels = [f"{label} ({printable(run.name)}, {plural(run.threads, 'thread')}/rank)"
-                  for label, run in zip(labels, training)]
+        labels = [f"{label} ({printable(run.name)}, {printable(run.precision)}, "
+                  f"{plural(run.threads, 'thread')}/rank)" for label, run in zip(labels, training)]
     for run, label in zip(training, labels):
         ax.plot(run.summary["allreduce_bytes"], run.summary["allreduce_busbw_gbps"], "D",
                 label=label)

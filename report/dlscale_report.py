@@ -29,9 +29,9 @@ try:
                                  COMM_LINE_INTERCEPT, COMM_LINE_SLOPE,
                                  COMM_BUSBW_P95, COMM_BYTES, COMM_RANKS, COMM_SECONDS_P50,
                                  COMM_SECONDS_P95, MEASUREMENT_COLUMNS, PHASES,
-                                 PREDICTED_EFFICIENCY, STUDY_REPEAT, STUDY_THREADS, ReportError,
-                                 decoded, human_bytes, load_results_file, plural, printable,
-                                 time_unit)
+                                 PREDICTED_EFFICIENCY, STUDY_PRECISION, STUDY_REPEAT,
+                                 STUDY_THREADS, ReportError, decoded, human_bytes,
+                                 load_results_file, plural, printable, sweep_order, time_unit)
 # A module that cannot be used is one line and status 2, as a python that cannot start is.
 except ModuleNotFoundError as missing:
     print(f"dlscale: error: {sys.executable} cannot import {missing.name}; "
@@ -54,7 +54,8 @@ The run table has one row per run (medians over measured iterations and ranks, a
 resource measurements). The study table has one row per run: iteration time T(n) and efficiency
 E(n) with 95% bootstrap intervals, and the efficiency gap 1 - E split into exposed communication,
 waiting for stragglers (load imbalance) and other slowdown; sweep points that failed are rows with
-– and the reason. With --repeat, a table across repeats gives mean ± std and min .. max.
+– and the reason. With --repeat, a table across repeats gives mean ± std and min .. max. With
+--precision fp32,bf16, a table puts the precisions side by side at each rank count.
 docs/report.md explains every column and figure."""
 
 
@@ -77,7 +78,8 @@ def runs_table(results):
     for run in results.runs:
         medians = run.phase_statistics["median"]
         row = {
-            "run": run.name, "ranks": run.ranks, "threads": run.threads, "repeat": run.repeat,
+            "run": run.name, "ranks": run.ranks, "precision": run.precision,
+            "gradient_dtype": run.gradient_dtype, "threads": run.threads, "repeat": run.repeat,
             "hosts": len(set(run.hosts)), "batch_per_rank": run.attrs.get("batch_per_rank"),
             "slurm_job_id": run.attrs.get("slurm_job_id", ""),
             "slurm_node_list": run.attrs.get("slurm_node_list", ""),
@@ -150,9 +152,11 @@ def runs_display(results, table):
              ("forward", "forward_median_s"), ("backward", "backward_median_s"),
              ("allreduce", "allreduce_median_s"), ("update", "update_median_s")]
     unit, factor = table_time_unit(*(table[name] for _, name in times))
-    # threads and repeat only where they vary, as in the study table: the page stays narrower
-    # than a 1400-pixel window.
-    varying = {name: table[name] for name in ("threads", "repeat") if table[name].nunique() > 1}
+    # precision, gradient dtype, threads and repeat only where they vary, as in the study table:
+    # the page stays narrower than a 1400-pixel window.
+    varying = {header: table[name] for header, name in [
+        ("precision", "precision"), ("grad dtype", "gradient_dtype"), ("threads", "threads"),
+        ("repeat", "repeat")] if table[name].nunique() > 1}
     shown = pd.DataFrame({
         "run": table["run"], "ranks": table["ranks"], **varying,
         "hosts": table["hosts"], "batch/rank": table["batch_per_rank"],
@@ -177,10 +181,11 @@ def runs_display(results, table):
 
 
 def study_display(results):
-    """The /study rows and the failed sweep points, ordered by threads, ranks and repeat; threads
-    and repeat are shown where they vary. A failed point has – in every number and its reason.
-    Without /study (every point failed) only the points and their reasons are left to show."""
-    keys = [name for name in (STUDY_THREADS, "ranks", STUDY_REPEAT)
+    """The /study rows and the failed sweep points, ordered by precision (as the sweep ran them),
+    threads, ranks and repeat; precision, threads and repeat are shown where they vary. A failed
+    point has – in every number and its reason. Without /study (every point failed) only the
+    points and their reasons are left to show."""
+    keys = [name for name in (STUDY_PRECISION, STUDY_THREADS, "ranks", STUDY_REPEAT)
             if name == "ranks" or results.varies(name)]
     failed = results.failed_points
     if results.study is None:
@@ -218,7 +223,8 @@ def study_display(results):
         failed_rows[name] = failed[name]
     failed_rows["failure"] = failed["reason"]
     table = pd.concat([shown, failed_rows], ignore_index=True) \
-        .sort_values(keys, kind="stable").reset_index(drop=True)
+        .sort_values(keys, kind="stable", key=sweep_order(results.precisions())) \
+        .reset_index(drop=True)
     table["failure"] = left_aligned(table["failure"])
     return table
 
@@ -232,7 +238,7 @@ def left_aligned(texts):
 def repeats_display(results):
     """Mean ± sample standard deviation and min .. max of each configuration's repeats."""
     spread = results.study_repeats
-    shown = pd.DataFrame({name: spread[name] for name in (STUDY_THREADS, "ranks")
+    shown = pd.DataFrame({name: spread[name] for name in (STUDY_PRECISION, STUDY_THREADS, "ranks")
                           if name == "ranks" or results.varies(name)})
     shown["repeats"] = spread["repeats"]
     unit, factor = table_time_unit(spread["iteration_seconds_max"],
@@ -247,6 +253,39 @@ def repeats_display(results):
         f"{fraction(m)} ± {fraction(s)}"
         for m, s in zip(spread["efficiency_mean"], spread["efficiency_std"])]
     shown["samples/s mean"] = spread["throughput_samples_per_second_mean"].map(significant)
+    return shown
+
+
+def precisions_display(results):
+    """The precisions side by side: for each rank count (and thread count, where they vary) that
+    every precision ran, each one's iteration time, samples/s and efficiency (means over the
+    repeats), and each precision's speedup over the first one the sweep ran, in samples/s. None
+    where the study holds one precision, or no configuration that all of them ran."""
+    study = results.study
+    precisions = [p for p in results.precisions() if p in set(study[STUDY_PRECISION])]
+    compared = ["iteration_seconds", "throughput_samples_per_second", "efficiency"]
+    if len(precisions) < 2 or not set(compared) <= set(study):  # a study without them: no table
+        return None
+    keys = [name for name in (STUDY_THREADS, "ranks") if name == "ranks" or results.varies(name)]
+    means = study.groupby([STUDY_PRECISION] + keys, sort=False)[compared].mean()
+    # The configurations every precision ran, in the order the first precision ran them.
+    configurations = [key[1:] for key in means.index if key[0] == precisions[0]
+                      and all((p, *key[1:]) in means.index for p in precisions)]
+    if not configurations:
+        return None
+    shown = pd.DataFrame(configurations, columns=keys)
+    unit, factor = table_time_unit(means["iteration_seconds"])
+    rows = {p: means.loc[[(p, *key) for key in configurations]].reset_index(drop=True)
+            for p in precisions}
+    for p in precisions:
+        shown[f"{p} iteration {unit}"] = (rows[p]["iteration_seconds"] * factor).map(significant)
+        shown[f"{p} samples/s"] = rows[p]["throughput_samples_per_second"].map(significant)
+        shown[f"{p} efficiency"] = rows[p]["efficiency"].map(fraction)
+    first = rows[precisions[0]]["throughput_samples_per_second"]
+    for p in precisions[1:]:
+        shown[f"{p} vs {precisions[0]}"] = [
+            "-" if not np.isfinite(ratio) else f"{ratio:.2f}x"
+            for ratio in rows[p]["throughput_samples_per_second"] / first]
     return shown
 
 
@@ -293,9 +332,15 @@ def header_lines(results, predicted_for=None):
         thread_counts = sorted({run.threads for run in results.runs})
         if len(thread_counts) > 1:
             runs += f" and {', '.join(map(str, thread_counts))} threads per rank"
+        precisions = results.precisions()
+        if len(precisions) > 1:
+            runs += f", in {', '.join(precisions)}"
         if results.has_repeats():
             runs += f", up to {results.study_repeats['repeats'].max()} repeats each"
         lines += [("model", model), ("runs", f"{runs}; {results.setting()}")]
+        gradient_dtypes = list(dict.fromkeys(run.gradient_dtype for run in results.runs))
+        lines.append(("precision", f"{', '.join(precisions)}; gradients summed in "
+                                   f"{', '.join(gradient_dtypes)}"))
         largest = max(results.runs, key=lambda run: run.ranks)
         if largest.hosts:
             lines.append(("hosts (largest run)", ", ".join(
@@ -351,11 +396,20 @@ def sections(results):
     failed = results.failed_points is not None and not results.failed_points.empty
     if results.study is not None:
         baseline = results.study_attrs.get("baseline_ranks", results.study["ranks"].min())
-        at_threads = " at the same thread count" if results.varies(STUDY_THREADS) else ""
-        parts.append((f"Scaling study (baseline {plural(baseline, 'rank')}{at_threads}; the gaps "
+        # Each precision and thread count is measured against its own baseline.
+        same = " and ".join(name for name, column in [("precision", STUDY_PRECISION),
+                                                       ("thread count", STUDY_THREADS)]
+                            if results.varies(column))
+        at_same = f" at the same {same}" if same else ""
+        parts.append((f"Scaling study (baseline {plural(baseline, 'rank')}{at_same}; the gaps "
                       "split 1 - efficiency, as fractions of the iteration time"
                       f"{'; – marks a point that failed' if failed else ''})",
                       study_display(results)))
+        side_by_side = precisions_display(results)
+        if side_by_side is not None:
+            parts.append((f"Precisions side by side (means over repeats at each configuration "
+                          f"every precision ran; 'vs' is the speedup in samples/s over "
+                          f"{printable(results.precisions()[0])})", side_by_side))
     elif failed:
         parts.append(("Sweep points (none could be measured)", study_display(results)))
     if results.has_repeats():
@@ -653,30 +707,47 @@ def add_prediction(results, network, algorithm):
     None for a file without a study."""
     if results.study is None:
         return None
+    predicted = {}  # (precision, ranks) -> efficiency
+    prediction = {}  # the last one: a study without rows asks for none
+    results.above_linear_predictions = []
+    # predict takes one precision at a time, each from its own runs, as the study measures them.
+    for precision in dict.fromkeys(results.study[STUDY_PRECISION]):
+        rows = results.study[results.study[STUDY_PRECISION] == precision]
+        prediction = predict(results.path, network, algorithm, precision, rows["ranks"])
+        try:
+            predicted.update({(precision, int(row["ranks"])): float(row["efficiency"])
+                              for row in prediction["predictions"]})
+            # A predicted efficiency above 100% is flagged by predict, with its cause.
+            results.above_linear_predictions += [str(row["above_linear_reason"])
+                                                 for row in prediction["predictions"]
+                                                 if row.get("above_linear_reason")]
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise ReportError(f"{results.path}: prediction failed: dlscale predict printed no "
+                              "predictions") from None
+    results.study[PREDICTED_EFFICIENCY] = [
+        predicted.get((precision, int(ranks)), np.nan)
+        for precision, ranks in zip(results.study[STUDY_PRECISION], results.study["ranks"])]
+    return network_description(prediction, network, algorithm)
+
+
+def predict(path, network, algorithm, precision, ranks):
+    """What `dlscale predict --json -` prints for the runs of one precision at these ranks."""
     executable = os.environ.get("DLSCALE_EXECUTABLE", "dlscale")
-    ranks = ",".join(str(int(n)) for n in results.study["ranks"])
-    command = [executable, "predict", results.path, "--network", network, "--algorithm",
-               algorithm, "--ranks", ranks, "--json", "-"]
+    command = [executable, "predict", path, "--network", network, "--algorithm", algorithm,
+               f"--precision={precision}", "--ranks", ",".join(str(int(n)) for n in ranks),
+               "--json", "-"]
     try:
         finished = subprocess.run(command, capture_output=True, text=True, check=False)
     except OSError as error:
         raise ReportError(f"cannot run {executable} predict: {error.strerror}") from None
     if finished.returncode != 0:
         lines = finished.stderr.strip().splitlines() or ["no message"]
-        raise ReportError(f"{results.path}: prediction failed: {lines[-1]}")
+        raise ReportError(f"{path}: prediction failed: {lines[-1]}")
     try:
-        prediction = json.loads(finished.stdout)
-        predicted = {int(row["ranks"]): float(row["efficiency"])
-                     for row in prediction["predictions"]}
-        # A predicted efficiency above 100% is flagged by predict, with its cause.
-        results.above_linear_predictions = [str(row["above_linear_reason"])
-                                            for row in prediction["predictions"]
-                                            if row.get("above_linear_reason")]
-    except (ValueError, KeyError, TypeError):
-        raise ReportError(f"{results.path}: prediction failed: {executable} predict printed "
-                          "no predictions") from None
-    results.study[PREDICTED_EFFICIENCY] = results.study["ranks"].map(predicted)
-    return network_description(prediction, network, algorithm)
+        return json.loads(finished.stdout)
+    except ValueError:
+        raise ReportError(f"{path}: prediction failed: {executable} predict printed no "
+                          "predictions") from None
 
 
 def network_description(prediction, network, algorithm):

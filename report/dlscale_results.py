@@ -55,19 +55,28 @@ PREDICTED_EFFICIENCY = "predicted_efficiency"  # optional /study dataset, from `
 # attribute that marks an energy column (NAME_per_sample of measurement NAME), and the
 # per-configuration spread across repeats.
 STUDY_THREADS, STUDY_REPEAT = "threads", "repeat"
+# Schema 7: what the device computed in (--precision fp32,bf16 sweeps it), a run attribute and a
+# column of /study, /study_repeats, /failed_points and /node_sharing_probes, each precision with
+# its own baseline. Before it the tables have no such column and every row reads as fp32; a run
+# reads as its device's `precision` property (the attribute device_precision) where it has one.
+STUDY_PRECISION = "precision"
+FP32 = "fp32"
+DEVICE_PRECISION = "device_precision"
 STUDY_MEASUREMENT = "measurement"
 STUDY_REPEATS_GROUP = "study_repeats"
-STUDY_REPEATS_COLUMNS = ["threads", "ranks", "repeats", "iteration_seconds_mean",
+STUDY_REPEATS_COLUMNS = ["precision", "threads", "ranks", "repeats", "iteration_seconds_mean",
                          "iteration_seconds_std", "iteration_seconds_min", "iteration_seconds_max",
                          "efficiency_mean", "efficiency_std", "throughput_samples_per_second_mean"]
 FAILED_POINTS_GROUP = "failed_points"
 # Schema 6 adds each point's cause (does_not_fit, out_of_memory, diverged, timed_out); earlier
 # files read it as "unknown".
-FAILED_POINTS_COLUMNS = ["ranks", "threads", "repeat", "batch_per_rank", "seed", "cause", "reason"]
+FAILED_POINTS_COLUMNS = ["ranks", "precision", "threads", "repeat", "batch_per_rank", "seed",
+                         "cause", "reason"]
 # Schema 5: node-sharing probes on rank counts the sweep did not train (docs/scaling-model.md).
 NODE_SHARING_PROBES_GROUP = "node_sharing_probes"
-NODE_SHARING_PROBES_COLUMNS = ["ranks", "threads", "batch_per_rank", "ranks_per_node",
-                               "shared_seconds", "alone_seconds", "probe_seconds"]
+NODE_SHARING_PROBES_COLUMNS = ["ranks", "precision", "threads", "batch_per_rank",
+                               "ranks_per_node", "shared_seconds", "alone_seconds",
+                               "probe_seconds"]
 
 # The measurement channel (schema 3): /runs/run_NNN/measurements/NAME. Every measurement is read
 # the same way; these names are the ones the report needs by name.
@@ -365,21 +374,24 @@ TIME = (NUMBER, 0, False)  # seconds, rates and ratios of them: finite and non-n
 OPTIONAL_NUMBER = (NUMBER, None, True)
 STUDY_KINDS = {
     "ranks": (INTEGER, 1, False), "threads": (INTEGER, 1, False), "repeat": (INTEGER, 0, False),
-    "run": (TEXT,), "straggler_host": (TEXT,), "straggler_rank": (INTEGER, 0, False),
+    "precision": (TEXT,), "run": (TEXT,), "straggler_host": (TEXT,),
+    "straggler_rank": (INTEGER, 0, False),
     **{name: TIME for name in ["iteration_seconds", "iteration_seconds_ci_low",
                                "iteration_seconds_ci_high", "throughput_samples_per_second",
                                "speedup", "efficiency", "efficiency_ci_low",
                                "efficiency_ci_high"]}}
-STUDY_REPEATS_KINDS = {"threads": (INTEGER, 1, False), "ranks": (INTEGER, 1, False),
-                       "repeats": (INTEGER, 1, False),
-                       **{name: TIME for name in STUDY_REPEATS_COLUMNS[3:]}}
-FAILED_POINTS_KINDS = {"ranks": (INTEGER, 1, False), "threads": (INTEGER, 1, False),
+STUDY_REPEATS_KINDS = {"precision": (TEXT,), "threads": (INTEGER, 1, False),
+                       "ranks": (INTEGER, 1, False), "repeats": (INTEGER, 1, False),
+                       **{name: TIME for name in STUDY_REPEATS_COLUMNS[4:]}}
+FAILED_POINTS_KINDS = {"ranks": (INTEGER, 1, False), "precision": (TEXT,),
+                       "threads": (INTEGER, 1, False),
                        "repeat": (INTEGER, 0, False), "batch_per_rank": (INTEGER, 1, False),
                        "seed": (INTEGER, 0, False), "cause": (TEXT,), "reason": (TEXT,)}
-NODE_SHARING_PROBES_KINDS = {"ranks": (INTEGER, 1, False), "threads": (INTEGER, 1, False),
+NODE_SHARING_PROBES_KINDS = {"ranks": (INTEGER, 1, False), "precision": (TEXT,),
+                             "threads": (INTEGER, 1, False),
                              "batch_per_rank": (INTEGER, 1, False),
                              "ranks_per_node": (INTEGER, 1, False),
-                             **{name: TIME for name in NODE_SHARING_PROBES_COLUMNS[4:]}}
+                             **{name: TIME for name in NODE_SHARING_PROBES_COLUMNS[5:]}}
 COMM_KINDS = {COMM_BYTES: (NUMBER, 1, False),
               **{name: TIME for name in [COMM_SECONDS_P50, COMM_SECONDS_P95, COMM_ALGBW_P50,
                                          COMM_BUSBW_P50, COMM_BUSBW_P95]}}
@@ -398,6 +410,25 @@ def read_fit_pieces(comm_group):
     if len({len(column) for column in columns.values()}) != 1:
         raise DamagedFile(f"{where(group)}: its datasets differ in length")
     return pd.DataFrame(columns)
+
+
+def with_precision(table, position):
+    """Adds the precision column that files before schema 7 lack to a table read from one: every
+    row of such a file was computed in fp32."""
+    if STUDY_PRECISION not in table:
+        table.insert(position, STUDY_PRECISION, FP32)
+
+
+def sweep_order(precisions):
+    """A sort key for pandas' sort_values: precisions in the order of the list `precisions` (the
+    order the sweep ran them: fp32 before bf16 when it ran fp32 first, not by name), then any
+    others in the order they come; other columns as they are."""
+    def key(column):
+        if column.name != STUDY_PRECISION:
+            return column
+        order = dict.fromkeys(list(precisions) + column.tolist())
+        return column.map({name: index for index, name in enumerate(order)})
+    return key
 
 
 def no_iterations(count):
@@ -530,6 +561,10 @@ class Run:
         self.ranks = integer_attribute(group, "world_size", 1)
         self.threads = integer_attribute(group, "threads_per_rank", 1, default=1)
         self.repeat = integer_attribute(group, "repeat", 0, default=0)
+        self.precision = text_attribute(group, STUDY_PRECISION, None)
+        if self.precision is None:  # before schema 7
+            self.precision = text_attribute(group, DEVICE_PRECISION, FP32)
+        self.gradient_dtype = text_attribute(group, "gradient_dtype", FP32)  # schema 6
         # Schema 4: why a run stopped early (a stop signal); None for one that ran to the end.
         self.partial = text_attribute(group, "partial", None)
         self.attrs["batch_per_rank"] = integer_attribute(group, "batch_per_rank", 1, default=None)
@@ -649,9 +684,13 @@ class ResultsFile:
             # One row per run that ran to the end, whatever the file says.
             whole_runs = sum(1 for run in self.runs if run.partial is None)
             study = read_table(group, whole_runs, STUDY_KINDS, ["ranks"],
-                               [STUDY_THREADS, "ranks", STUDY_REPEAT] + STUDY_COLUMNS[1:])
-            order = [n for n in (STUDY_THREADS, "ranks", STUDY_REPEAT) if n in study]
-            self.study = study.sort_values(order, kind="stable").reset_index(drop=True)
+                               [STUDY_PRECISION, STUDY_THREADS, "ranks", STUDY_REPEAT]
+                               + STUDY_COLUMNS[1:])
+            with_precision(study, 0)
+            order = [n for n in (STUDY_PRECISION, STUDY_THREADS, "ranks", STUDY_REPEAT)
+                     if n in study]
+            self.study = study.sort_values(order, kind="stable", key=sweep_order([])) \
+                .reset_index(drop=True)
             scaling = text_attribute(group, "scaling", None)
             baseline = integer_attribute(group, "baseline_ranks", 1, default=None)
             self.study_attrs = {name: value for name, value in [
@@ -664,27 +703,33 @@ class ResultsFile:
         self.study_repeats = None
         group = member(handle, STUDY_REPEATS_GROUP, h5py.Group)
         if group is not None:
-            # One row per (threads, ranks): never more than /study has rows.
+            # One row per (precision, threads, ranks): never more than /study has rows.
             most = len(self.study) if self.study is not None else MAX_SWEEP_POINTS
             self.study_repeats = read_table(group, None, STUDY_REPEATS_KINDS,
-                                            STUDY_REPEATS_COLUMNS, STUDY_REPEATS_COLUMNS, most,
-                                            " (one per thread and rank count of /study)")
+                                            STUDY_REPEATS_COLUMNS[1:], STUDY_REPEATS_COLUMNS,
+                                            most, " (one per precision, thread and rank count "
+                                            "of /study)")
+            with_precision(self.study_repeats, 0)
         self.failed_points = None
         group = member(handle, FAILED_POINTS_GROUP, h5py.Group)
         if group is not None:
             self.failed_points = read_table(group, None, FAILED_POINTS_KINDS,
                                             [n for n in FAILED_POINTS_COLUMNS
-                                             if n not in ("seed", "cause")],
+                                             if n not in ("seed", "cause", STUDY_PRECISION)],
                                             FAILED_POINTS_COLUMNS, MAX_SWEEP_POINTS)
+            with_precision(self.failed_points, FAILED_POINTS_COLUMNS.index(STUDY_PRECISION))
             if "cause" not in self.failed_points:  # before schema 6
                 self.failed_points.insert(FAILED_POINTS_COLUMNS.index("cause"), "cause",
                                           "unknown")
         self.node_sharing_probes = None  # schema 5
         group = member(handle, NODE_SHARING_PROBES_GROUP, h5py.Group)
         if group is not None:
-            self.node_sharing_probes = read_table(group, None, NODE_SHARING_PROBES_KINDS,
-                                                  NODE_SHARING_PROBES_COLUMNS,
-                                                  NODE_SHARING_PROBES_COLUMNS, MAX_SWEEP_POINTS)
+            self.node_sharing_probes = read_table(
+                group, None, NODE_SHARING_PROBES_KINDS,
+                [n for n in NODE_SHARING_PROBES_COLUMNS if n != STUDY_PRECISION],
+                NODE_SHARING_PROBES_COLUMNS, MAX_SWEEP_POINTS)
+            with_precision(self.node_sharing_probes,
+                           NODE_SHARING_PROBES_COLUMNS.index(STUDY_PRECISION))
         self.comm, self.comm_attrs = None, {}
         self.comm_fit_pieces = None  # a DataFrame of COMM_PIECE_COLUMNS, where the file has one
         group = member(handle, COMM_GROUP, h5py.Group)
@@ -720,6 +765,15 @@ class ResultsFile:
                     self.comm_attrs[name] = value
             self.comm_fit_pieces = read_fit_pieces(group)
 
+    def precisions(self):
+        """The precisions of the runs, study rows and failed points, in the order the sweep ran
+        them: as /study lists them (precision by precision), then any others as they come."""
+        names = []
+        for table in (self.study, self.failed_points):
+            if table is not None:
+                names += table[STUDY_PRECISION].tolist()
+        return list(dict.fromkeys(names + [run.precision for run in self.runs]))
+
     def first(self, name, default=None):
         """An attribute from the root, or else from the first run (schema 1 keeps all at root)."""
         for source in [self.attrs] + [run.attrs for run in self.runs]:
@@ -731,11 +785,13 @@ class ResultsFile:
         return sorted({host for run in self.runs for host in run.hosts})
 
     def setting(self, run=None):
-        """'weak scaling, 2 hosts': how the runs (or the one run given) were made."""
+        """'weak scaling, 2 hosts': how the runs were made; for the one run given, also its rank
+        count, precision and gradient dtype ('2 ranks, bf16 compute, fp32 gradients, ...')."""
         scaling = self.study_attrs.get("scaling", self.first("scaling", "none"))
         parts = []
         if run is not None:
-            parts.append(plural(run.ranks, "rank"))
+            parts += [plural(run.ranks, "rank"),
+                      f"{run.precision} compute, {run.gradient_dtype} gradients"]
         if self.runs:
             parts.append(f"{scaling} scaling" if scaling != "none" else "single run")
         host_count = len(set(run.hosts)) if run is not None else len(self.hosts())
@@ -751,8 +807,8 @@ class ResultsFile:
         return printable(", ".join(filter(None, [model, self.setting(run)])))
 
     def varies(self, column):
-        """Whether the study rows and failed points differ in `column` (threads, repeat): only
-        then do the tables show it."""
+        """Whether the study rows and failed points differ in `column` (precision, threads,
+        repeat): only then do the tables show it."""
         values = set()
         for table in (self.study, self.failed_points):
             if table is not None and column in table:

@@ -6,11 +6,11 @@
 # documented definitions, /study_repeats, an empty /failed_points and a /comm allreduce sweep.
 # Options write the variants the report must also handle: a thread sweep, repeats, failed points,
 # a file holding only failed points, GPU measurements with energy, the older schema 2 and schema-1
-# single run, a file without /comm, a /comm-only file as `dlscale comm` writes it, and the optional
-# /study/predicted_efficiency.
+# single run, a file without /comm, a /comm-only file as `dlscale comm` writes it, the optional
+# /study/predicted_efficiency, and a precision sweep (schema 7: each precision its own baseline).
 # Usage: make_sample_study.py OUT.h5 [--schema 1|2|3] [--threads 1,2] [--repeats N]
 #            [--failed-points] [--failed-only] [--gpu] [--no-comm] [--comm-only]
-#            [--predicted-efficiency]
+#            [--predicted-efficiency] [--precision fp32,bf16]
 import argparse
 
 import h5py
@@ -27,6 +27,10 @@ SWEEP_HOSTS = {1: ["node-a"], 2: ["node-a", "node-a"], 4: ["node-a", "node-a", "
 STRAGGLER_SLOWDOWN = 1.12  # the last rank of a multi-host run computes this much slower
 BUS_BANDWIDTH = {1: 4.0e9, 2: 1.5e9}  # bytes/s of the gradient allreduce, by host count
 THREAD_SPEEDUP_EXPONENT = 0.7  # compute takes threads**-0.7 of its one-thread time
+# --precision: compute takes this share of its fp32 time; the file is then schema 7, the first
+# whose runs and tables record their precision.
+PRECISION_COMPUTE = {"fp32": 1.0, "tf32": 0.8, "bf16": 0.6}
+PRECISION_SCHEMA = 7
 STRING = h5py.string_dtype()  # variable-length UTF-8
 # Schema 3 measurements: the samplers' interval, the hosts' cores and what RAPL says on a machine
 # without it; on --gpu, each rank has its own GPU drawing about this much power.
@@ -47,14 +51,15 @@ def layer_parameters():
     return [fan_in * fan_out + fan_out for fan_in, fan_out in zip(LAYER_SIZES, LAYER_SIZES[1:])]
 
 
-def simulate_timings(rng, hosts, threads):
+def simulate_timings(rng, hosts, threads, precision):
     """Phase times [iterations, ranks, 5] of a blocking (no-overlap) data-parallel run."""
     ranks, host_count = len(hosts), len(set(hosts))
     ranks_per_node = max(hosts.count(h) for h in set(hosts))
     shape = (WARMUP + MEASURED, ranks)
     # Ranks on one host share memory bandwidth, so compute slows as they are added; threads help
     # less than linearly.
-    sharing = (1.0 + 0.05 * (ranks_per_node - 1)) * threads ** -THREAD_SPEEDUP_EXPONENT
+    sharing = (1.0 + 0.05 * (ranks_per_node - 1)) * threads ** -THREAD_SPEEDUP_EXPONENT * \
+        PRECISION_COMPUTE[precision or "fp32"]
     speed = np.ones(ranks)
     if host_count > 1:
         speed[-1] = STRAGGLER_SLOWDOWN
@@ -148,11 +153,13 @@ def write_measurements(group, rng, hosts, timings, threads, gpu):
     return {"gpu_energy_joules": joules.sum() / (MEASURED * BATCH_PER_RANK * ranks)}
 
 
-def write_run(group, rng, hosts, scaling, schema=3, threads=1, repeat=0, gpu=False):
+def write_run(group, rng, hosts, scaling, schema=3, threads=1, repeat=0, gpu=False,
+              precision=None):
     """Writes one run's attributes and datasets into group (a /runs/run_NNN or the root). Returns
-    its measured timings and (schema 3) the joules per sample of its energy measurements."""
+    its measured timings and (schema 3) the joules per sample of its energy measurements.
+    precision: None for a file from before schema 7, which records none."""
     ranks = len(hosts)
-    timings = simulate_timings(rng, hosts, threads)
+    timings = simulate_timings(rng, hosts, threads, precision)
     measured = timings[WARMUP:]
     parameters = layer_parameters()
     parameter_count = sum(parameters)
@@ -178,6 +185,9 @@ def write_run(group, rng, hosts, scaling, schema=3, threads=1, repeat=0, gpu=Fal
     }
     if schema >= 3:
         attributes["repeat"] = np.int64(repeat)
+    if precision is not None:
+        attributes["precision"] = precision
+        attributes["gradient_dtype"] = "fp32"
     for name, value in attributes.items():
         group.attrs[name] = value
 
@@ -250,17 +260,19 @@ def write_run(group, rng, hosts, scaling, schema=3, threads=1, repeat=0, gpu=Fal
 
 def write_study(file, rng, sweep, scaling, predicted_efficiency, schema):
     """The /study table from each run's measured timings, with the documented definitions.
-    sweep: one dict per run (threads, ranks, repeat, run, measured, hosts, energy), in study
-    order. Each thread count has its own baseline, the fewest ranks, its repeats pooled."""
+    sweep: one dict per run (precision, threads, ranks, repeat, run, measured, hosts, energy), in
+    study order. Each precision and thread count has its own baseline, the fewest ranks, its
+    repeats pooled."""
     iteration_times = [point["measured"][:, :, 4].max(1) for point in sweep]  # T_i(n)
-    baseline = {}  # threads -> (p, the pooled T_i(p) of its repeats)
+    baseline = {}  # (precision, threads) -> (p, the pooled T_i(p) of its repeats)
     for point, times in zip(sweep, iteration_times):
-        p, pooled = baseline.get(point["threads"], (point["ranks"], []))
+        key = (point["precision"], point["threads"])
+        p, pooled = baseline.get(key, (point["ranks"], []))
         if point["ranks"] < p:
             p, pooled = point["ranks"], []
         if point["ranks"] == p:
             pooled = pooled + [times]
-        baseline[point["threads"]] = (p, pooled)
+        baseline[key] = (p, pooled)
 
     def efficiency(n, p, Tn, Tp):
         return Tp / Tn if scaling == "weak" else p * Tp / (n * Tn)
@@ -273,14 +285,14 @@ def write_study(file, rng, sweep, scaling, predicted_efficiency, schema):
              "iteration_seconds_ci_high", "throughput_samples_per_second", "speedup", "efficiency",
              "efficiency_ci_low", "efficiency_ci_high", "karp_flatt", "gap_communication",
              "gap_load_imbalance", "gap_other", "straggler_rank", "straggler_host"]
-    columns = {name: [] for name in names + ["threads", "repeat"]}
+    columns = {name: [] for name in names + ["threads", "repeat", "precision"]}
     energy_names = sorted({name for point in sweep for name in point["energy"]})
     energy = {name: [point["energy"].get(name, np.nan) for point in sweep]
               for name in energy_names}
     for point, times in zip(sweep, iteration_times):
         n, run_name, measured, hosts = point["ranks"], point["run"], point["measured"], \
             point["hosts"]
-        p, pooled = baseline[point["threads"]]
+        p, pooled = baseline[(point["precision"], point["threads"])]
         pooled = np.concatenate(pooled)
         Tn, Tp = times.mean(), pooled.mean()
         global_batch = BATCH_PER_RANK * n if scaling == "weak" else BATCH_PER_RANK * p
@@ -298,15 +310,17 @@ def write_study(file, rng, sweep, scaling, predicted_efficiency, schema):
         row = [n, run_name, Tn, *np.percentile(boot_n, [2.5, 97.5]), global_batch / Tn,
                speedup, e, *np.percentile(boot_e, [2.5, 97.5]), karp_flatt, gap_communication,
                gap_load_imbalance, 1 - e - gap_communication - gap_load_imbalance, straggler,
-               hosts[straggler], point["threads"], point["repeat"]]
+               hosts[straggler], point["threads"], point["repeat"], point["precision"]]
         for name, value in zip(columns, row):
             columns[name].append(value)
     if schema < 3:  # threads and repeat came with schema 3
         del columns["threads"], columns["repeat"]
+    if sweep[0]["precision"] is None:  # precision came with schema 7
+        del columns["precision"]
 
     study = file.create_group("study")
     for name, values in columns.items():
-        if name in ("run", "straggler_host"):
+        if name in ("run", "straggler_host", "precision"):
             study.create_dataset(name, data=string_list(values))
         elif name in ("ranks", "straggler_rank", "threads", "repeat"):
             study.create_dataset(name, data=np.array(values, dtype=np.int64))
@@ -329,31 +343,40 @@ def write_study(file, rng, sweep, scaling, predicted_efficiency, schema):
 
 def write_study_repeats(file, study):
     """/study_repeats: mean, sample standard deviation, min and max over the repeats of each
-    (threads, ranks), in the order of /study."""
-    keys = list(dict.fromkeys(zip(study["threads"], study["ranks"])))
+    (precision, threads, ranks), in the order of /study; the precision column only where /study
+    has one."""
+    precisions = study.get("precision", [None] * len(study["ranks"]))
+    configurations = list(zip(precisions, study["threads"], study["ranks"]))
     columns = {name: [] for name in [
-        "threads", "ranks", "repeats", "iteration_seconds_mean", "iteration_seconds_std",
-        "iteration_seconds_min", "iteration_seconds_max", "efficiency_mean", "efficiency_std",
-        "throughput_samples_per_second_mean"]}
-    for threads, ranks in keys:
-        rows = [i for i, key in enumerate(zip(study["threads"], study["ranks"]))
-                if key == (threads, ranks)]
+        "precision", "threads", "ranks", "repeats", "iteration_seconds_mean",
+        "iteration_seconds_std", "iteration_seconds_min", "iteration_seconds_max",
+        "efficiency_mean", "efficiency_std", "throughput_samples_per_second_mean"]}
+    for configuration in dict.fromkeys(configurations):
+        rows = [i for i, key in enumerate(configurations) if key == configuration]
         T = np.array([study["iteration_seconds"][i] for i in rows])
         e = np.array([study["efficiency"][i] for i in rows])
         X = np.array([study["throughput_samples_per_second"][i] for i in rows])
         std = (lambda x: float(np.std(x, ddof=1)) if len(x) > 1 else 0.0)
-        for name, value in zip(columns, [threads, ranks, len(rows), T.mean(), std(T), T.min(),
+        for name, value in zip(columns, [*configuration, len(rows), T.mean(), std(T), T.min(),
                                          T.max(), e.mean(), std(e), X.mean()]):
             columns[name].append(value)
+    if "precision" not in study:
+        del columns["precision"]
     group = file.create_group("study_repeats")
     for name, values in columns.items():
+        if name == "precision":
+            group.create_dataset(name, data=string_list(values))
+            continue
         dtype = np.int64 if name in ("threads", "ranks", "repeats") else np.float64
         group.create_dataset(name, data=np.array(values, dtype=dtype))
 
 
-def write_failed_points(file, points):
-    """/failed_points: (ranks, threads, repeat, reason) of each point, possibly none."""
+def write_failed_points(file, points, precision=None):
+    """/failed_points: (ranks, threads, repeat, reason) of each point, possibly none; with a
+    precision (schema 7), every point's."""
     group = file.create_group("failed_points")
+    if precision is not None:
+        group.create_dataset("precision", data=string_list([precision] * len(points)))
     group.create_dataset("ranks", data=np.array([p[0] for p in points], dtype=np.int64))
     group.create_dataset("threads", data=np.array([p[1] for p in points], dtype=np.int64))
     group.create_dataset("repeat", data=np.array([p[2] for p in points], dtype=np.int64))
@@ -428,12 +451,15 @@ def main():
     parser.add_argument("--comm-only", action="store_true", help="only /comm, as `dlscale comm`")
     parser.add_argument("--predicted-efficiency", action="store_true",
                         help="add the optional /study/predicted_efficiency")
+    parser.add_argument("--precision", help="precisions the sweep runs one after another, e.g. "
+                        "fp32,bf16: a schema 7 file, whose runs and tables record them")
     args = parser.parse_args()
+    precisions = args.precision.split(",") if args.precision else [None]
     thread_counts = sorted(int(t) for t in args.threads.split(","))
     if args.schema < 3 and (thread_counts != [1] or args.repeats != 1 or args.failed_points
-                            or args.failed_only or args.gpu):
-        parser.error("--threads, --repeats, --failed-points, --failed-only and --gpu need "
-                     "--schema 3")
+                            or args.failed_only or args.gpu or args.precision):
+        parser.error("--threads, --repeats, --failed-points, --failed-only, --gpu and "
+                     "--precision need --schema 3")
     rng = np.random.default_rng(20261123)
     with h5py.File(args.out, "w") as f:
         if args.schema == 1:
@@ -444,7 +470,7 @@ def main():
             del f.attrs["scaling"]
             f.attrs["schema_version"] = np.int64(1)
             return
-        f.attrs["schema_version"] = np.int64(args.schema)
+        f.attrs["schema_version"] = np.int64(PRECISION_SCHEMA if args.precision else args.schema)
         f.attrs["dlscale_version"] = "0.1.0"
         f.attrs["git_commit"] = "0123456789ab"
         f.attrs["start_time_utc"] = "2026-11-23T01:00:00Z"
@@ -458,22 +484,24 @@ def main():
         if args.failed_only:
             f.attrs["run_count"] = np.int64(0)
             f.create_group("runs")
-            write_failed_points(f, failed)
+            write_failed_points(f, failed, precisions[-1])
             return
         sweep = []
-        for threads in thread_counts:
-            for ranks, hosts in sorted(SWEEP_HOSTS.items()):
-                for repeat in range(args.repeats):
-                    name = f"run_{len(sweep):03d}"
-                    measured, energy = write_run(f.create_group(f"runs/{name}"), rng, hosts,
-                                                 "weak", args.schema, threads, repeat, args.gpu)
-                    sweep.append({"threads": threads, "ranks": ranks, "repeat": repeat,
-                                  "run": name, "measured": measured, "hosts": hosts,
-                                  "energy": energy})
+        for precision in precisions:
+            for threads in thread_counts:
+                for ranks, hosts in sorted(SWEEP_HOSTS.items()):
+                    for repeat in range(args.repeats):
+                        name = f"run_{len(sweep):03d}"
+                        measured, energy = write_run(f.create_group(f"runs/{name}"), rng, hosts,
+                                                     "weak", args.schema, threads, repeat,
+                                                     args.gpu, precision)
+                        sweep.append({"precision": precision, "threads": threads,
+                                      "ranks": ranks, "repeat": repeat, "run": name,
+                                      "measured": measured, "hosts": hosts, "energy": energy})
         f.attrs["run_count"] = np.int64(len(sweep))
         write_study(f, rng, sweep, "weak", args.predicted_efficiency, args.schema)
         if args.schema >= 3:
-            write_failed_points(f, failed if args.failed_points else [])
+            write_failed_points(f, failed if args.failed_points else [], precisions[-1])
         if args.node_sharing_probes:
             write_node_sharing_probes(f)
         if not args.no_comm:

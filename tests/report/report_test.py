@@ -1,8 +1,9 @@
 # Tests `dlscale report` (report/dlscale_report.py) end to end on sample files written by
 # make_sample_study.py: the printed efficiency table, CSV and JSON read back with pandas and
 # compared with the HDF5, the PNG figures, schema-3 measurements (headlines, measurements.csv,
-# resource figures), thread sweeps, repeats, failed points and a file of failed points only, the
-# schema-2, schema-1, /comm-only and several-file inputs, and bad input (missing, not HDF5, not
+# resource figures), thread sweeps, repeats, failed points and a file of failed points only, a
+# precision sweep (its precisions side by side) and a file from before precisions were recorded,
+# the schema-2, schema-1, /comm-only and several-file inputs, and bad input (missing, not HDF5, not
 # dlscale, unsupported schema, damaged) giving one error line, exit status 2 and no output files;
 # output targets that are devices, links, directories or in missing directories refused, --json -,
 # a failed write leaving nothing, damaged files named in one line, and names printed escaped; the
@@ -104,12 +105,16 @@ def peak_resident_bytes(run):
 
 def check_group_matches(table, f, group, source):
     """table (read back from CSV or JSON) holds the datasets of f[group] unchanged; a file from
-    before schema 6 has no failed_points/cause, which the report fills in as "unknown"."""
+    before schema 6 has no failed_points/cause, which the report fills in as "unknown", and one
+    from before schema 7 no precision column, which it fills in as "fp32"."""
     expected = read_group(f, group)
-    if group == "failed_points" and "cause" not in expected and "cause" in table.columns:
-        expect(set(table["cause"]) <= {"unknown"}, f"{source}: causes {set(table['cause'])} "
-                                                   "made up for a file that records none")
-        table = table.drop(columns="cause")
+    for name, filled_in in [("cause", "unknown"), ("precision", "fp32")]:
+        if name in table.columns and name not in expected and \
+                (name == "precision" or group == "failed_points"):
+            expect(set(table[name]) <= {filled_in}, f"{source}: {group} {name} "
+                                                    f"{set(table[name])} made up for a file "
+                                                    "that records none")
+            table = table.drop(columns=name)
     expect(set(table.columns) == set(expected),
            f"{source}: {group} columns {sorted(table.columns)}, file {sorted(expected)}")
     for name, values in expected.items():
@@ -472,6 +477,121 @@ def test_threads_and_resource_figures(directory):
             check_png(os.path.join(figure_dir, f"resources_{run}.png"))
 
 
+def test_precision_sweep_side_by_side(directory):
+    """--precision fp32,bf16: the study, runs and repeats tables have a precision column, the
+    study rows go precision by precision as the sweep ran them (fp32 first, not by name) with each
+    precision against its own baseline, and a table puts the precisions side by side at each rank
+    count, with bf16's speedup over fp32; the scaling figures draw a line per precision."""
+    sample = make_sample(directory, "precision.h5", "--precision", "fp32,bf16", "--repeats", "2",
+                         "--failed-points", "--no-comm")
+    csv_dir = new_directory(directory, "csv")
+    result = report_ok(sample, "--csv", csv_dir)
+    expect("Scaling study (baseline 1 rank at the same precision;" in result.stdout,
+           "the study caption does not say each precision has its own baseline")
+    header = result.stdout.split("Scaling study", 1)[1].splitlines()[1].split()
+    expect(header[:3] == ["precision", "ranks", "repeat"], f"study header {header}")
+    rows = [line.split() for line in printed_table(result.stdout, "Scaling study")]
+    expect([row[0] for row in rows] == ["fp32"] * 6 + ["bf16"] * 8,
+           f"study rows not precision by precision, fp32 first: {[row[0] for row in rows]}")
+    expect(all(row[4] == "–" for row in rows[-2:]), "the failed points are not bf16's last rows")
+    for heading in ("Runs", "Across repeats"):
+        header = result.stdout.split("\n" + heading, 1)[1].splitlines()[1].split()
+        expect("precision" in header, f"the {heading} table has no precision column: {header}")
+    expect("precision: fp32, bf16; gradients summed in fp32" in result.stdout,
+           "the header does not name the precisions and the gradient dtype")
+
+    study = pd.read_csv(os.path.join(csv_dir, "study.csv"))
+    with h5py.File(sample, "r") as f:
+        check_group_matches(study, f, "study", "CSV")
+        run_precision = {name: run.attrs["precision"] for name, run in f["runs"].items()}
+    runs = pd.read_csv(os.path.join(csv_dir, "runs.csv"))
+    expect(dict(zip(runs["run"], runs["precision"])) == run_precision,
+           f"runs.csv precisions {list(runs['precision'])}, the file {run_precision}")
+    baselines = study[study["ranks"] == 1].groupby("precision")["efficiency"].mean()
+    # Against fp32's baseline bf16 would be about 1.6 times as efficient at one rank.
+    expect((abs(baselines - 1) < 0.05).all(),
+           f"a precision is not against its own baseline: {dict(baselines)}")
+
+    side = printed_table(result.stdout, "Precisions side by side")
+    header = result.stdout.split("\nPrecisions side by side", 1)[1].splitlines()[1]
+    expect("bf16 vs fp32" in header and "fp32 samples/s" in header and "bf16 efficiency" in header,
+           f"side-by-side header {header}")
+    means = study.groupby(["precision", "ranks"])["throughput_samples_per_second"].mean()
+    expect([line.split()[0] for line in side] == ["1", "2", "4"], f"side-by-side rows {side}")
+    for line in side:
+        ranks = int(line.split()[0])
+        speedup = means[("bf16", ranks)] / means[("fp32", ranks)]
+        expect(line.split()[-1] == f"{speedup:.2f}x",
+               f"at {ranks} ranks bf16 is {speedup:.2f}x fp32, printed: {line}")
+        expect(1.2 < speedup < 2, f"the sample's bf16 speedup {speedup} is not the one it made")
+
+    results, figures = load_in_process(sample)
+    for fig in (figures.efficiency_figure(results, results.study, None),
+                figures.throughput_figure(results, results.study)):
+        legend = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
+        for precision in ("fp32", "bf16"):
+            expect(any(text.startswith(f"{precision}: ") for text in legend),
+                   f"legend {legend} names no {precision} line")
+        expect(len(fig.axes[0].get_lines()) >= 4, "fewer than two lines per precision")
+    ticks = [tick.get_text() for tick in figures.phases_figure(results).axes[0].get_xticklabels()]
+    expect(all("fp32" in tick or "bf16" in tick for tick in ticks),
+           f"phase bars labelled {ticks}, not by precision")
+
+
+def test_each_precision_is_predicted_from_its_own_runs(directory):
+    """--network on a two-precision study asks `dlscale predict` (here a stand-in that, like it,
+    refuses a file of several precisions without --precision) once per precision, and each
+    study row gets its own precision's prediction."""
+    sample = make_sample(directory, "precision.h5", "--precision", "fp32,bf16", "--no-comm")
+    fake = os.path.join(directory, "dlscale")
+    predictions = ", ".join(f'{{"ranks": {n}, "efficiency": $e}}' for n in (1, 2, 4))
+    with open(fake, "w") as handle:
+        handle.write(
+            '#!/bin/sh\ncase "$*" in\n  *--precision[=\\ ]bf16*) e=0.8;;\n'
+            '  *--precision[=\\ ]fp32*) e=0.9;;\n'
+            '  *) echo "dlscale: error: name the one to predict with --precision" >&2; exit 2;;\n'
+            'esac\ncat <<EOF\n{"algorithm": "ring", "alpha_seconds": 5e-6, '
+            f'"beta_seconds_per_byte": 8e-10, "predictions": [{predictions}]}}\nEOF\n')
+    os.chmod(fake, 0o755)
+    csv_dir = new_directory(directory, "csv")
+    result = subprocess.run([sys.executable, REPORT, sample, "--network", "10Gbps,5us", "--csv",
+                             csv_dir], capture_output=True, text=True, timeout=600,
+                            env=dict(os.environ, DLSCALE_EXECUTABLE=fake))
+    expect(result.returncode == 0, f"report --network exited {result.returncode}: {result.stderr}")
+    study = pd.read_csv(os.path.join(csv_dir, "study.csv"))
+    predicted = dict(zip(study["precision"], study["predicted_efficiency"]))
+    expect(predicted == {"fp32": 0.9, "bf16": 0.8} and study["predicted_efficiency"].notna().all(),
+           f"predicted efficiencies {list(zip(study['precision'], study['predicted_efficiency']))}")
+
+
+def test_files_before_precisions_read_as_fp32(directory):
+    """A file from before schema 7 (its precision columns and attributes removed) reports as
+    fp32 throughout, except a run whose device said its precision (device_precision)."""
+    sample = make_sample(directory, "old.h5", "--precision", "fp32", "--failed-points",
+                         "--node-sharing-probes", "--no-comm")
+    with h5py.File(sample, "a") as f:
+        f.attrs["schema_version"] = np.int64(6)
+        for group in ("study", "study_repeats", "failed_points"):
+            del f[group]["precision"]
+        for run in f["runs"].values():
+            del run.attrs["precision"]
+        f["runs/run_002"].attrs["device_precision"] = "bf16"
+    csv_dir = new_directory(directory, "csv")
+    result = report_ok(sample, "--csv", csv_dir)
+    for group in ("study", "study_repeats", "failed_points", "node_sharing_probes"):
+        table = pd.read_csv(os.path.join(csv_dir, f"{group}.csv"))
+        expect("precision" in table and list(table["precision"]) == ["fp32"] * len(table),
+               f"{group}.csv precisions {list(table.get('precision', []))}, not fp32")
+        with h5py.File(sample, "r") as f:
+            check_group_matches(table, f, group, "CSV")
+    runs = pd.read_csv(os.path.join(csv_dir, "runs.csv"))
+    expect("precision" in runs and list(runs["precision"]) == ["fp32", "fp32", "bf16"],
+           f"runs.csv precisions {list(runs.get('precision', []))}: fp32, or the device's")
+    header = result.stdout.split("Scaling study", 1)[1].splitlines()[1].split()
+    expect(header[0] == "ranks", f"a precision column for one precision: {header}")
+    expect("Precisions side by side" not in result.stdout, "one precision set side by side")
+
+
 def test_schema_1_single_run(directory):
     sample = make_sample(directory, "schema1.h5", "--schema", "1")
     csv_dir = new_directory(directory, "csv")
@@ -691,7 +811,9 @@ def test_damaged_files_give_one_line(directory):
     """Datasets of the wrong shape or type, missing groups, NaN or negative timings, attributes
     of the wrong type, huge declared sizes and links: one line naming the file and the object."""
     def damaged(name, change):
-        path = make_sample(directory, f"{name}.h5", *(["--schema", "1"] if "root" in name else []))
+        options = {"root": ["--schema", "1"], "precision": ["--precision", "fp32"]}
+        path = make_sample(directory, f"{name}.h5", *next(
+            (value for key, value in options.items() if key in name), []))
         with h5py.File(path, "a") as f:
             change(f)
         return path
@@ -736,6 +858,11 @@ def test_damaged_files_give_one_line(directory):
          "/runs/run_001/measurements/peak_resident_bytes/value has shape [3], not [2]"),
         ("study", lambda f: replace(f, "study/efficiency", np.ones(7)),
          "/study/efficiency has shape [7], not [3]"),
+        ("precision", lambda f: replace(f, "study/precision", np.ones(3)),
+         "/study/precision holds float64, not strings"),
+        ("precisions", lambda f: replace(f, "failed_points/precision",
+                                         np.array(["fp32"] * 5, dtype=h5py.string_dtype())),
+         "/failed_points/precision has shape [5], not [0]"),
         ("link", lambda f: (f.__delitem__("runs/run_001/ranks/host"),
                             f.__setitem__("runs/run_001/ranks/host",
                                           h5py.ExternalLink("/dev/zero", "/x"))),
@@ -998,6 +1125,8 @@ def main():
              test_node_sharing_probes_are_exported_unchanged,
              test_repeat_table_shows_mean_and_spread, test_measurements_csv_is_long_format,
              test_run_headlines_count_shared_sources_once, test_threads_and_resource_figures,
+             test_precision_sweep_side_by_side, test_each_precision_is_predicted_from_its_own_runs,
+             test_files_before_precisions_read_as_fp32,
              test_schema_1_single_run, test_comm_only, test_several_files, test_bad_input,
              test_output_targets_must_be_regular_files_and_directories,
              test_existing_outputs_need_overwrite, test_a_module_that_fails_to_load_is_named,

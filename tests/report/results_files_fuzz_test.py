@@ -1,7 +1,8 @@
 # Fuzzes the three commands that read results files, `dlscale report`, `dlscale predict` and
 # `dlscale merge`, with a fixed-seed corpus of damaged files: mutated copies of real files that
-# the dlscale under test writes (a rank sweep, a sweep with repeats, single runs, an
-# allreduce sweep) and of make_sample_study.py's samples (schemas 1 to 3, GPU, failed points).
+# the dlscale under test writes (a rank sweep, a sweep with repeats, a precision sweep, single
+# runs, an allreduce sweep) and of make_sample_study.py's samples (schemas 1 to 3, GPU, failed
+# points, a schema 7 precision sweep).
 # Bytes are flipped (anywhere, in the first 4 KiB or in the heap of variable-length strings), the
 # file cut short or extended; datasets resized, retyped, deleted, made huge or replaced by groups
 # or links; NaN, infinite, negative and zero values written into timings, datasets and numeric
@@ -60,6 +61,8 @@ REAL_SAMPLES = {
     "run-sweep": (2, TINY + ["--ranks", "1,2", "--bucket-mb", "0.001",
                              "--sample-interval", "0.02"]),
     "run-repeats": (2, TINY + ["--ranks", "1,2", "--repeat", "2", "--sample-interval", "0"]),
+    "run-precisions": (2, TINY + ["--ranks", "1,2", "--precision", "fp32,bf16",
+                                  "--sample-interval", "0"]),
     "run-1": (None, TINY + ["--sample-interval", "0"]),
     "run-2": (2, TINY + ["--bucket-mb", "0.001", "--sample-interval", "0"]),
     "comm": (2, ["comm", "-b", "8", "-e", "1K", "-f", "4", "-n", "3", "-w", "1"]),
@@ -73,7 +76,8 @@ SYNTHETIC_SAMPLES = {
     "sweep": [], "gpu": ["--gpu", "--failed-points", "--predicted-efficiency"],
     "threads": ["--threads", "1,2", "--no-comm"], "repeats": ["--repeats", "2", "--no-comm"],
     "schema2": ["--schema", "2"], "schema1": ["--schema", "1"], "comm-only": ["--comm-only"],
-    "failed": ["--failed-only"]}
+    "failed": ["--failed-only"],
+    "precisions": ["--precision", "fp32,bf16", "--failed-points", "--no-comm"]}
 
 NASTY_TEXTS = ["\x1b[2J\x1b[31mred", "line\nbreak", "\r\x1b[1A", "\u202eevil", "a\x00b", "$x^$",
                "\x07bell", "<script>alert(1)</script>", "名前", "", "x" * 5000, "weak", "nan",
@@ -89,11 +93,12 @@ KEY_ATTRIBUTES = ["schema_version", "world_size", "warmup_iterations", "measured
                   "ranks_per_node", "intra_host_ring_hops", "inter_host_ring_hops",
                   "parameter_count", "overlap", "bucket_mb", "launch_world_size", "run_count",
                   "fit_line_seconds_per_byte", "beta_seconds_per_byte", "dimensions",
-                  "comm_backend", "device", "global_batch", "seed", "learning_rate"]
+                  "comm_backend", "device", "global_batch", "seed", "learning_rate",
+                  "precision", "device_precision", "gradient_dtype"]
 KEY_DATASETS = ["timings", "phase_statistics", "backward_seconds", "bytes", "first_layer",
                 "last_layer", "kind", "parameter_count", "communication_seconds", "loss", "host",
                 "ranks", "reason", "value", "rank", "seconds", "threads", "repeat",
-                "batch_per_rank", "efficiency", "iteration_seconds"]
+                "batch_per_rank", "efficiency", "iteration_seconds", "precision"]
 
 
 # ---- mutations -----------------------------------------------------------------------------------
