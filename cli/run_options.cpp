@@ -83,7 +83,7 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
        ("gradient allreduce backend: " + listed_choices(comm::backend_records(), true)).c_str())
       ("grad-dtype", po::value(&options.grad_dtype)->default_value(defaults.grad_dtype),
        "what the ranks sum: fp32 gradients, or bf16 roundings of them (half the bytes, as DDP's "
-       "bf16 compression hook; --comm mpi); every rank keeps float gradients either way");
+       "bf16 compression hook; every backend); every rank keeps float gradients either way");
   // clang-format on
 
   po::options_description scaling("Scaling study (one launch, growing groups of ranks)");

@@ -1,28 +1,16 @@
 // Runs on the communication thread, which has one core at most: plain loops, no OpenMP.
 #include "comm/bf16_sum.hpp"
 
-#include <bit>
-#include <cmath>
-
 #include "comm/mpi_check.hpp"
 
 namespace dlscale::comm {
 
 namespace {
 
-std::uint16_t to_bf16(float value) {
-  const auto bits = std::bit_cast<std::uint32_t>(value);
-  if (std::isnan(value)) return std::uint16_t((bits >> 16) | 0x40);  // a quiet NaN
-  const std::uint32_t rounding = 0x7FFF + ((bits >> 16) & 1);
-  return std::uint16_t((bits + rounding) >> 16);
-}
-
-float from_bf16(std::uint16_t value) { return std::bit_cast<float>(std::uint32_t(value) << 16); }
-
 void bf16_sum(void* in, void* in_out, int* count, MPI_Datatype* /*type*/) {
   const auto* addends = static_cast<const std::uint16_t*>(in);
   auto* sums = static_cast<std::uint16_t*>(in_out);
-  for (int i = 0; i < *count; ++i) sums[i] = to_bf16(from_bf16(addends[i]) + from_bf16(sums[i]));
+  for (int i = 0; i < *count; ++i) sums[i] = add_bf16(addends[i], sums[i]);
 }
 
 }  // namespace

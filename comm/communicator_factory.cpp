@@ -48,11 +48,11 @@ const auto records = std::to_array<BackendRecord>({
      "through the host",
      std::nullopt, false, nullptr, true, make_mpi<BackgroundSums::blocking_calls>},
     {Backend::mpi_nbc, "mpi-nbc", "overlapped sums with MPI_Iallreduce; CPU only", std::nullopt,
-     true, nullptr, false, make_mpi<BackgroundSums::nonblocking_collectives>},
+     true, nullptr, true, make_mpi<BackgroundSums::nonblocking_collectives>},
     {Backend::mpi_hier, "mpi-hier",
      "overlapped hierarchical sums: shared memory inside each host, MPI between hosts; the same "
      "ranks on every host",
-     std::nullopt, false, nullptr, false, make_mpi<BackgroundSums::hierarchical>},
+     std::nullopt, false, nullptr, true, make_mpi<BackgroundSums::hierarchical>},
     {Backend::nccl, "nccl", "GPU buffers, one GPU per rank", kernels::DeviceKind::cuda, false,
      nccl_unbuilt_reason, true, make_nccl},
 });

@@ -1,10 +1,15 @@
 // Every rank sums its slice of all the host's copies in slot order, so the host's result is the
 // same bits whichever rank computes which slice; the slice's sum across hosts is one
-// MPI_Allreduce, whose result MPI gives every participant alike.
+// MPI_Allreduce, whose result MPI gives every participant alike. bf16 sums keep both properties:
+// add_bf16 is the one rounding of every partial sum, in the window and in Bf16SumOperation, and
+// every rank widens the same summed bf16 bits.
 #include "comm/hierarchical_allreduce.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <span>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -19,9 +24,27 @@ namespace {
 // many ranks, large enough that a piece costs far more than its three host barriers.
 constexpr std::size_t slot_bytes = std::size_t(4) << 20;
 
+// How a buffer of floats enters a slot, and how a summed slice leaves one: copied as they are
+// for fp32 sums, rounded to bf16 and widened back for bf16 sums.
+void store(std::span<const float> values, float* slot) {
+  std::memcpy(slot, values.data(), values.size_bytes());
+}
+void store(std::span<const float> values, std::uint16_t* slot) {
+  round_to_bf16(values, {slot, values.size()});
+}
+void load(const float* slot, std::span<float> values) {
+  std::memcpy(values.data(), slot, values.size_bytes());
+}
+void load(const std::uint16_t* slot, std::span<float> values) {
+  widen_from_bf16({slot, values.size()}, values);
+}
+
+float add(float a, float b) { return a + b; }
+std::uint16_t add(std::uint16_t a, std::uint16_t b) { return add_bf16(a, b); }
+
 }  // namespace
 
-HierarchicalAllreduce::HierarchicalAllreduce(MPI_Comm comm) {
+HierarchicalAllreduce::HierarchicalAllreduce(MPI_Comm comm, GradientDtype dtype) {
   int rank = 0;
   DLSCALE_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   DLSCALE_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host_));
@@ -36,10 +59,11 @@ HierarchicalAllreduce::HierarchicalAllreduce(MPI_Comm comm) {
     throw UserError(fmt::format(
         "it needs the same number of ranks on every host, but hosts have between {} and {}", fewest,
         most));
-  slot_count_ = slot_bytes / sizeof(float);
-  float* mine = nullptr;
-  DLSCALE_MPI_CHECK(MPI_Win_allocate_shared(MPI_Aint(slot_bytes), sizeof(float), MPI_INFO_NULL,
-                                            host_, &mine, &window_));
+  if (dtype == GradientDtype::bf16) bf16_sum_ = std::make_unique<Bf16SumOperation>();
+  slot_count_ = slot_bytes / (bf16_sum_ ? sizeof(std::uint16_t) : sizeof(float));
+  void* mine = nullptr;
+  DLSCALE_MPI_CHECK(
+      MPI_Win_allocate_shared(MPI_Aint(slot_bytes), 1, MPI_INFO_NULL, host_, &mine, &window_));
   MPI_Aint size = 0;
   int unit = 0;
   DLSCALE_MPI_CHECK(MPI_Win_shared_query(window_, 0, &size, &unit, &slots_));
@@ -67,29 +91,37 @@ int HierarchicalAllreduce::host_barrier() {
 
 int HierarchicalAllreduce::run(float* values, std::size_t count) {
   int status = MPI_SUCCESS;
-  for (std::size_t offset = 0; offset < count && status == MPI_SUCCESS; offset += slot_count_)
-    status = run_piece(values + offset, std::min(slot_count_, count - offset));
+  for (std::size_t offset = 0; offset < count && status == MPI_SUCCESS; offset += slot_count_) {
+    const std::size_t piece = std::min(slot_count_, count - offset);
+    status = bf16_sum_ ? run_piece<std::uint16_t>(values + offset, piece)
+                       : run_piece<float>(values + offset, piece);
+  }
   return status;
 }
 
+template <typename Element>
 int HierarchicalAllreduce::run_piece(float* values, std::size_t count) {
   const auto slice_begin = [&](int slice) { return count * std::size_t(slice) / host_size_; };
-  float* my_slot = slots_ + std::size_t(host_rank_) * slot_count_;
-  std::memcpy(my_slot, values, count * sizeof(float));
+  auto* const slots = static_cast<Element*>(slots_);
+  Element* my_slot = slots + std::size_t(host_rank_) * slot_count_;
+  store({values, count}, my_slot);
   int status = host_barrier();
   if (status != MPI_SUCCESS) return status;
 
   // Reduce-scatter: slice host_rank_ of every slot, summed in slot order into my slot.
   const std::size_t begin = slice_begin(host_rank_), end = slice_begin(host_rank_ + 1);
   for (std::size_t i = begin; i < end; ++i) {
-    float sum = slots_[i];
+    Element sum = slots[i];
     for (int slot = 1; slot < host_size_; ++slot)
-      sum += slots_[std::size_t(slot) * slot_count_ + i];
+      sum = add(sum, slots[std::size_t(slot) * slot_count_ + i]);
     my_slot[i] = sum;
   }
-  if (hosts_ > 1 && end > begin)
+  if (hosts_ > 1 && end > begin) {
+    constexpr bool bf16 = std::is_same_v<Element, std::uint16_t>;
     status =
-        MPI_Allreduce(MPI_IN_PLACE, my_slot + begin, int(end - begin), MPI_FLOAT, MPI_SUM, slice_);
+        MPI_Allreduce(MPI_IN_PLACE, my_slot + begin, int(end - begin),
+                      bf16 ? MPI_UINT16_T : MPI_FLOAT, bf16 ? bf16_sum_->get() : MPI_SUM, slice_);
+  }
   // Every rank must reach the barriers, failed or not, so none waits forever.
   const int published = host_barrier();
   if (status == MPI_SUCCESS) status = published;
@@ -97,8 +129,7 @@ int HierarchicalAllreduce::run_piece(float* values, std::size_t count) {
   // Allgather: each slice from the slot of the rank that summed it.
   for (int slice = 0; slice < host_size_; ++slice) {
     const std::size_t from = slice_begin(slice), to = slice_begin(slice + 1);
-    std::memcpy(values + from, slots_ + std::size_t(slice) * slot_count_ + from,
-                (to - from) * sizeof(float));
+    load(slots + std::size_t(slice) * slot_count_ + from, {values + from, to - from});
   }
   const int read = host_barrier();  // before the next piece overwrites the slots
   return status == MPI_SUCCESS ? read : status;

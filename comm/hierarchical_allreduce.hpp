@@ -2,13 +2,20 @@
 // through one MPI-3 shared-memory window (each rank sums its slice of every rank's copy: a
 // reduce-scatter with no messages), each slice is summed across hosts by the ranks that own it
 // (one MPI_Allreduce per slice, all hosts' owners of slice j together), and every rank then reads
-// the summed slices back (an allgather, again through shared memory).
+// the summed slices back (an allgather, again through shared memory). Under GradientDtype::bf16
+// every step holds bf16 values: each rank rounds its floats into its slot, the slices are summed
+// pair by pair with add_bf16 (comm/bf16_sum.hpp) inside the host and with Bf16SumOperation
+// between hosts (half the bytes), and the readers widen the summed slices back to float.
 // Constructed once per communicator, like a gloo algorithm; run() per buffer.
 #pragma once
 
 #include <cstddef>
+#include <memory>
 
 #include <mpi.h>
+
+#include "comm/bf16_sum.hpp"
+#include "comm/gradient_communicator.hpp"
 
 namespace dlscale::comm {
 
@@ -16,7 +23,7 @@ class HierarchicalAllreduce {
  public:
   // Collective over `comm`. Throws UserError when the hosts hold different numbers of its ranks
   // (each host's slices must line up), LibraryError when the window cannot be made.
-  explicit HierarchicalAllreduce(MPI_Comm comm);
+  HierarchicalAllreduce(MPI_Comm comm, GradientDtype dtype);
   ~HierarchicalAllreduce();
   HierarchicalAllreduce(const HierarchicalAllreduce&) = delete;
   HierarchicalAllreduce& operator=(const HierarchicalAllreduce&) = delete;
@@ -27,6 +34,8 @@ class HierarchicalAllreduce {
   int run(float* values, std::size_t count);
 
  private:
+  // Element is float (fp32 sums) or std::uint16_t (bf16 sums): what the slots hold.
+  template <typename Element>
   int run_piece(float* values, std::size_t count);
   int host_barrier();
 
@@ -34,8 +43,11 @@ class HierarchicalAllreduce {
   MPI_Comm slice_ = MPI_COMM_NULL;  // the ranks with this host index, one per host
   int host_rank_ = 0, host_size_ = 1, hosts_ = 1;
   MPI_Win window_ = MPI_WIN_NULL;
-  float* slots_ = nullptr;  // host_size_ slots of slot_count_ floats, one written by each rank
+  // host_size_ slots of slot_count_ elements (floats, or bf16 values under bf16 sums), one
+  // written by each rank.
+  void* slots_ = nullptr;
   std::size_t slot_count_ = 0;
+  std::unique_ptr<Bf16SumOperation> bf16_sum_;  // the sum between hosts under bf16 sums
 };
 
 }  // namespace dlscale::comm

@@ -17,6 +17,28 @@ constexpr std::size_t max_count_per_call = INT_MAX;
 // Background sums go out in pieces of 1 MiB: a 57 MB sum in 1 MiB pieces ran twice as fast
 // as one call over shared memory here (pieces pipeline and stay in cache; docs/performance.md).
 constexpr std::size_t background_piece_count = (1 << 20) / sizeof(float);
+
+// Starts the non-blocking sum of `values` in background pieces, one request each.
+template <typename Element>
+int start_sum_in_pieces(std::span<Element> values, MPI_Datatype type, MPI_Op operation,
+                        MPI_Comm comm, std::vector<MPI_Request>& requests) {
+  int status = MPI_SUCCESS;
+  for (std::size_t offset = 0; offset < values.size() && status == MPI_SUCCESS;
+       offset += background_piece_count) {
+    const auto count = int(std::min(background_piece_count, values.size() - offset));
+    requests.push_back(MPI_REQUEST_NULL);
+    status = MPI_Iallreduce(MPI_IN_PLACE, values.data() + offset, count, type, operation, comm,
+                            &requests.back());
+  }
+  return status;
+}
+
+// A bucket being summed in bf16 by non-blocking collectives: its rounded values, which MPI sums
+// in place until every request completes, and the floats they are then widened into.
+struct RoundedBucket {
+  std::span<float> values;
+  std::vector<std::uint16_t> rounded;
+};
 }  // namespace
 
 MpiGradientCommunicator::MpiGradientCommunicator(MPI_Comm parent, kernels::Device& device,
@@ -27,8 +49,9 @@ MpiGradientCommunicator::MpiGradientCommunicator(MPI_Comm parent, kernels::Devic
   DLSCALE_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
   DLSCALE_MPI_CHECK(MPI_Comm_size(comm_, &size_));
   if (background == BackgroundSums::hierarchical)
-    hierarchical_ = std::make_unique<HierarchicalAllreduce>(comm_);
-  if (dtype == GradientDtype::bf16) bf16_sum_ = std::make_unique<Bf16SumOperation>();
+    hierarchical_ = std::make_unique<HierarchicalAllreduce>(comm_, dtype);  // sums bf16 itself
+  else if (dtype == GradientDtype::bf16)
+    bf16_sum_ = std::make_unique<Bf16SumOperation>();
 }
 
 MpiGradientCommunicator::~MpiGradientCommunicator() {
@@ -114,6 +137,10 @@ void MpiGradientCommunicator::progress_loop() {
   // transfer step waiting on another rank gains nothing from a spinning test.
   std::vector<MPI_Request> in_flight;
   std::size_t started = 0;  // sums whose requests are in in_flight
+  // Under bf16 sums, the first rounded_in_flight buckets are being summed; the others keep their
+  // memory for later steps. A deque, so that growing it moves no bucket MPI is summing.
+  std::deque<RoundedBucket> rounded_buckets;
+  std::size_t rounded_in_flight = 0;
   std::unique_lock lock(mutex_);
   while (true) {
     work_arrived_.wait(lock, [&] { return stopping_ || !queued_.empty(); });
@@ -128,16 +155,19 @@ void MpiGradientCommunicator::progress_loop() {
           first_start_ = std::chrono::steady_clock::now();
           exchange_started_ = true;  // read by wait_all() only after this sum completes
         }
+        if (status != MPI_SUCCESS) continue;
         if (background_ != BackgroundSums::nonblocking_collectives) {
-          if (status == MPI_SUCCESS) status = sum_in_pieces(sum.values, background_piece_count);
-          continue;
-        }
-        for (std::size_t offset = 0; offset < sum.values.size() && status == MPI_SUCCESS;
-             offset += background_piece_count) {
-          const auto count = int(std::min(background_piece_count, sum.values.size() - offset));
-          in_flight.push_back(MPI_REQUEST_NULL);
-          status = MPI_Iallreduce(MPI_IN_PLACE, sum.values.data() + offset, count, MPI_FLOAT,
-                                  MPI_SUM, comm_, &in_flight.back());
+          status = sum_in_pieces(sum.values, background_piece_count);
+        } else if (!bf16_sum_) {
+          status = start_sum_in_pieces(sum.values, MPI_FLOAT, MPI_SUM, comm_, in_flight);
+        } else {
+          if (rounded_in_flight == rounded_buckets.size()) rounded_buckets.emplace_back();
+          RoundedBucket& bucket = rounded_buckets[rounded_in_flight++];
+          bucket.values = sum.values;
+          bucket.rounded.resize(sum.values.size());
+          round_to_bf16(sum.values, bucket.rounded);
+          status = start_sum_in_pieces(std::span(bucket.rounded), MPI_UINT16_T, bf16_sum_->get(),
+                                       comm_, in_flight);
         }
       }
       started += starting.size();
@@ -145,6 +175,11 @@ void MpiGradientCommunicator::progress_loop() {
       if (status == MPI_SUCCESS)
         status = MPI_Testall(int(in_flight.size()), in_flight.data(), &all_complete,
                              MPI_STATUSES_IGNORE);
+      if (status == MPI_SUCCESS && all_complete) {
+        for (std::size_t i = 0; i < rounded_in_flight; ++i)
+          widen_from_bf16(rounded_buckets[i].rounded, rounded_buckets[i].values);
+        rounded_in_flight = 0;
+      }
       const auto now = std::chrono::steady_clock::now();
       if (status == MPI_SUCCESS && !all_complete) std::this_thread::yield();
       lock.lock();
@@ -153,6 +188,7 @@ void MpiGradientCommunicator::progress_loop() {
         progress_error_ = status;
         queued_.clear();
         in_flight.clear();
+        rounded_in_flight = 0;
         started = unfinished_ = 0;
         all_done_.notify_all();
       } else if (all_complete) {

@@ -39,7 +39,8 @@ class MpiGradientCommunicator final : public GradientCommunicator {
   // Duplicates `parent` so our traffic never matches anyone else's messages. Non-blocking
   // collectives need host memory (staging would wait on completion); the backend registry
   // (comm/communicator_factory.cpp) refuses them for other devices.
-  // bf16 sums (GradientDtype::bf16) are for blocking calls: the registry offers them for "mpi".
+  // GradientDtype::bf16 sums bf16 roundings of the gradients in every mode; the results are
+  // widened back into the float buffers.
   MpiGradientCommunicator(MPI_Comm parent, kernels::Device& device,
                           BackgroundSums background = BackgroundSums::blocking_calls,
                           GradientDtype dtype = GradientDtype::fp32);
@@ -68,7 +69,8 @@ class MpiGradientCommunicator final : public GradientCommunicator {
   kernels::Device& device_;
   std::unique_ptr<HierarchicalAllreduce> hierarchical_;  // for BackgroundSums::hierarchical
   std::vector<float> staging_;  // host copy of a device buffer being summed
-  // GradientDtype::bf16: the operation that sums bf16, and the rounded values being summed.
+  // GradientDtype::bf16 outside hierarchical_ (which has its own): the operation that sums bf16,
+  // and the rounded values being summed by blocking calls.
   std::unique_ptr<Bf16SumOperation> bf16_sum_;
   std::vector<std::uint16_t> bf16_values_;
 

@@ -203,14 +203,19 @@ TEST_F(CommandLine, PrecisionSweepRunsEndBitIdenticalEachAgainstItsOwnBaseline) 
   EXPECT_NE(outcome.stdout_text.find("at the same precision:"), std::string::npos)
       << outcome.stdout_text;
 
-  // bf16 gradient sums as well: still bit-identical, and recorded.
-  const Outcome summed = run_dlscale(
-      "--model fcn:64,32,4 --batch 8 --iters 3 --warmup 1 --grad-dtype bf16 --ranks 1,2 "
-      "--sample-interval 0 --out bf16_sums.h5");
-  for (int r = 0; r < ranks; ++r) EXPECT_EQ(summed.rank_exit_codes[r], 0) << summed.stdout_text;
-  for (const auto& run : dlscale::results::read_results(directory_ / "bf16_sums.h5").runs) {
-    EXPECT_TRUE(run.summary.parameters_identical) << "at " << run.ranks << " ranks";
-    EXPECT_EQ(run.configuration.gradient_dtype, "bf16");
+  // bf16 gradient sums as well, through each CPU backend: still bit-identical, and recorded.
+  for (const std::string comm : {"mpi", "mpi-nbc", "mpi-hier"}) {
+    SCOPED_TRACE(comm);
+    const std::string out = "bf16_sums_" + comm + ".h5";
+    const Outcome summed = run_dlscale(
+        "--model fcn:64,32,4 --batch 8 --iters 3 --warmup 1 --grad-dtype bf16 --ranks 1,2 "
+        "--sample-interval 0 --comm " +
+        comm + " --out " + out);
+    for (int r = 0; r < ranks; ++r) EXPECT_EQ(summed.rank_exit_codes[r], 0) << summed.stdout_text;
+    for (const auto& run : dlscale::results::read_results(directory_ / out).runs) {
+      EXPECT_TRUE(run.summary.parameters_identical) << "at " << run.ranks << " ranks";
+      EXPECT_EQ(run.configuration.gradient_dtype, "bf16");
+    }
   }
 }
 

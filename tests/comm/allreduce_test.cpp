@@ -1,12 +1,19 @@
 // The MPI communicators at any rank count: allreduce sums exactly on integer-valued floats (no
-// rounding is possible), and the host group's gathers deliver every rank's values in rank order.
+// rounding is possible), bf16 sums round as bf16 and leave every rank the same bits, and the host
+// group's gathers deliver every rank's values in rank order.
 #include <gtest/gtest.h>
 
 #include <mpi.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <numeric>
+#include <span>
+#include <vector>
 
+#include "comm/bf16_sum.hpp"
 #include "comm/collective_agreement.hpp"
 #include "comm/communicator_factory.hpp"
 #include "comm/mpi_gradient_communicator.hpp"
@@ -33,71 +40,162 @@ void expect_exact_allreduce(std::size_t count,
   EXPECT_EQ(mismatches, 0u) << "of " << count << " values on rank " << communicator.rank();
 }
 
-// Every registered backend that this build has and that serves the CPU, made as a run makes it
-// (through the registry), sums exactly, both directly and started after an event in buckets: a
-// new backend is tested here by its record alone.
-TEST(EveryBackend, SumsExactlyThroughTheRegistry) {
-  kernels::CpuDevice device(1);
+// Every registered backend that this build has, that serves the CPU and that sums `dtype`: a new
+// backend is tested by its record alone.
+std::vector<const BackendRecord*> cpu_backends_summing(GradientDtype dtype) {
   const kernels::DeviceRecord& cpu = kernels::device_record(kernels::DeviceKind::cpu);
-  int tested = 0;
+  std::vector<const BackendRecord*> backends;
   for (const BackendRecord& backend : backend_records()) {
     try {
-      check_backend(backend, cpu);
+      check_backend(backend, cpu, dtype);
     } catch (const UserError&) {
-      continue;  // not built, or not for host memory
+      continue;  // not built, not for host memory, or not for this dtype
     }
-    SCOPED_TRACE(backend.name);
-    auto communicator = make_gradient_communicator(backend.backend, MPI_COMM_WORLD, device);
+    backends.push_back(&backend);
+  }
+  return backends;
+}
+
+// Sums `direct` with allreduce_sum(), and `bucketed` as training does: started after an event in
+// three buckets of unequal sizes, then wait_all().
+void sum_directly_and_in_buckets(GradientCommunicator& communicator, kernels::Device& device,
+                                 std::span<float> direct, std::span<float> bucketed) {
+  communicator.allreduce_sum(direct);
+  const auto ready = device.make_event();
+  device.record(*ready);
+  const std::size_t first = bucketed.size() / 5, second = bucketed.size() / 2;
+  communicator.start_allreduce_sum(bucketed.first(first), *ready);
+  communicator.start_allreduce_sum(bucketed.subspan(first, second - first), *ready);
+  communicator.start_allreduce_sum(bucketed.subspan(second), *ready);
+  communicator.wait_all();
+}
+
+// Every backend, made as a run makes it (through the registry), sums exactly, both directly and
+// in buckets.
+TEST(EveryBackend, SumsExactlyThroughTheRegistry) {
+  kernels::CpuDevice device(1);
+  const auto backends = cpu_backends_summing(GradientDtype::fp32);
+  for (const BackendRecord* backend : backends) {
+    SCOPED_TRACE(backend->name);
+    auto communicator = make_gradient_communicator(backend->backend, MPI_COMM_WORLD, device);
     const int n = communicator->size();
     const std::size_t count = 100'003;
     std::vector<float> direct(count), bucketed(count);
     for (std::size_t i = 0; i < count; ++i)
       direct[i] = bucketed[i] = float((i % 1000) * (communicator->rank() + 1));
-    communicator->allreduce_sum(direct);
-    const auto ready = device.make_event();
-    device.record(*ready);
-    const std::size_t half = count / 2;
-    communicator->start_allreduce_sum(std::span(bucketed).first(half), *ready);
-    communicator->start_allreduce_sum(std::span(bucketed).subspan(half), *ready);
-    communicator->wait_all();
+    sum_directly_and_in_buckets(*communicator, device, direct, bucketed);
     std::size_t mismatches = 0;
     for (std::size_t i = 0; i < count; ++i) {
       const float sum = float((i % 1000) * (n * (n + 1) / 2));
       mismatches += (direct[i] != sum) + (bucketed[i] != sum);
     }
     EXPECT_EQ(mismatches, 0u) << "on rank " << communicator->rank();
-    ++tested;
   }
-  EXPECT_GE(tested, 3) << "mpi, mpi-nbc and mpi-hier serve the CPU in every build";
+  EXPECT_GE(backends.size(), 3u) << "mpi, mpi-nbc and mpi-hier serve the CPU in every build";
 }
 
-// bf16 sums: integers up to 256 are exact in bf16 (8 bits of mantissa), so small integer
-// gradients sum exactly at any rank count here; a value bf16 cannot hold is rounded to the
-// nearest that it can, the same on every rank.
-TEST(Bf16Allreduce, SumsSmallIntegersExactlyAndRoundsTheRest) {
-  kernels::CpuDevice device(1);
-  MpiGradientCommunicator communicator(MPI_COMM_WORLD, device, BackgroundSums::blocking_calls,
-                                       GradientDtype::bf16);
-  const int n = communicator.size();
-  const std::size_t count = 100'003;
-  std::vector<float> values(count);
-  for (std::size_t i = 0; i < count; ++i) values[i] = float((i % 8) * (communicator.rank() + 1));
-  values[0] = 1.0f + 1.0f / 1024;  // between two bf16 values: rounds to 1 on every rank
-  communicator.allreduce_sum(values);
-  std::size_t mismatches = 0;
-  for (std::size_t i = 1; i < count; ++i)
-    mismatches += values[i] != float((i % 8) * (n * (n + 1) / 2));
-  EXPECT_EQ(mismatches, 0u) << "on rank " << communicator.rank();
-  EXPECT_EQ(values[0], float(n)) << "1 + 2^-10 is 1 in bf16, so the sum is the rank count";
+// bf16 sums are checked on buffers of more than 2^21 values: several of the background pieces
+// (2^18 values) and of the hierarchical allreduce's bf16 pieces (2^21), the last one ragged.
+constexpr std::size_t bf16_test_count = 2'400'007;
 
-  // Started in the background as buckets, as training sums them.
-  std::vector<float> bucketed(count, 0.5f);
-  const auto ready = device.make_event();
-  device.record(*ready);
-  communicator.start_allreduce_sum(std::span(bucketed).first(count / 2), *ready);
-  communicator.start_allreduce_sum(std::span(bucketed).subspan(count / 2), *ready);
-  communicator.wait_all();
-  EXPECT_EQ(std::count(bucketed.begin(), bucketed.end(), 0.5f * n), std::ptrdiff_t(count));
+// bf16 sums, through every backend whose record says it sums bf16: integers up to 256 are exact
+// in bf16 (8 bits of mantissa), so small integer gradients sum exactly at any rank count here; a
+// value bf16 cannot hold is rounded to the nearest that it can, the same on every rank.
+TEST(EveryBf16Backend, SumsSmallIntegersExactlyAndRoundsTheRest) {
+  kernels::CpuDevice device(1);
+  const auto backends = cpu_backends_summing(GradientDtype::bf16);
+  for (const BackendRecord* backend : backends) {
+    SCOPED_TRACE(backend->name);
+    auto communicator =
+        make_gradient_communicator(backend->backend, MPI_COMM_WORLD, device, GradientDtype::bf16);
+    const int n = communicator->size();
+    std::vector<float> direct(bf16_test_count), bucketed(bf16_test_count);
+    for (std::size_t i = 0; i < bf16_test_count; ++i)
+      direct[i] = bucketed[i] = float((i % 8) * (communicator->rank() + 1));
+    // Between two bf16 values: rounds to 1 on every rank.
+    direct[0] = bucketed[0] = 1.0f + 1.0f / 1024;
+    sum_directly_and_in_buckets(*communicator, device, direct, bucketed);
+    std::size_t mismatches = 0;
+    for (std::size_t i = 1; i < bf16_test_count; ++i) {
+      const float sum = float((i % 8) * (n * (n + 1) / 2));
+      mismatches += (direct[i] != sum) + (bucketed[i] != sum);
+    }
+    EXPECT_EQ(mismatches, 0u) << "on rank " << communicator->rank();
+    EXPECT_EQ(direct[0], float(n)) << "1 + 2^-10 is 1 in bf16, so the sum is the rank count";
+    EXPECT_EQ(bucketed[0], float(n));
+  }
+  EXPECT_GE(backends.size(), 3u) << "mpi, mpi-nbc and mpi-hier sum bf16 on the CPU";
+}
+
+// What rank `rank` contributes at `i` in the rounding test: values of every sign over 9 binary
+// orders of magnitude, almost none of which bf16 holds exactly.
+float rounding_test_addend(std::size_t i, int rank) {
+  return float(std::ldexp(std::sin(0.37 * double(i) + 1.3 * rank), int(i % 9) - 4));
+}
+
+// Whether `values` are the same bits on every rank (rank 0's, sent to all).
+bool same_bits_on_every_rank(std::span<const float> values) {
+  std::vector<float> first_ranks(values.begin(), values.end());
+  EXPECT_EQ(MPI_Bcast(first_ranks.data(), int(first_ranks.size()), MPI_FLOAT, 0, MPI_COMM_WORLD),
+            MPI_SUCCESS);
+  int same = std::memcmp(first_ranks.data(), values.data(), values.size_bytes()) == 0;
+  EXPECT_EQ(MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD), MPI_SUCCESS);
+  return same != 0;
+}
+
+// bf16 sums of values that need rounding: every rank ends with the same bits (so replicas stay
+// bit-identical), each sum within bf16's rounding of the exact one (each of the n inputs and
+// n - 1 partial sums rounded once, by at most 2^-8 of the sum of magnitudes). Where the order of
+// the partial sums is defined, the result is exactly the sum in rank order: at 2 ranks (a bf16
+// addition is commutative) and in the hierarchical allreduce on one host (slot order).
+TEST(EveryBf16Backend, RanksHoldTheSameBitsWithinBf16RoundingOfTheExactSum) {
+  kernels::CpuDevice device(1);
+  int rank = 0, n = 1, host_size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  MPI_Comm host = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host);
+  MPI_Comm_size(host, &host_size);
+  MPI_Comm_free(&host);
+
+  std::vector<float> mine(bf16_test_count), in_rank_order(bf16_test_count),
+      tolerance(bf16_test_count);
+  std::vector<double> exact(bf16_test_count);
+  for (std::size_t i = 0; i < bf16_test_count; ++i) {
+    mine[i] = rounding_test_addend(i, rank);
+    std::uint16_t sum = 0;
+    double magnitudes = 0;
+    for (int r = 0; r < n; ++r) {
+      const float addend = rounding_test_addend(i, r);
+      sum = r == 0 ? to_bf16(addend) : add_bf16(sum, to_bf16(addend));
+      exact[i] += addend;
+      magnitudes += std::abs(addend);
+    }
+    in_rank_order[i] = from_bf16(sum);
+    tolerance[i] = float(2 * n * std::ldexp(magnitudes, -8));  // twice the bound: no edge cases
+  }
+
+  for (const BackendRecord* backend : cpu_backends_summing(GradientDtype::bf16)) {
+    SCOPED_TRACE(backend->name);
+    auto communicator =
+        make_gradient_communicator(backend->backend, MPI_COMM_WORLD, device, GradientDtype::bf16);
+    std::vector<float> direct = mine, bucketed = mine;
+    sum_directly_and_in_buckets(*communicator, device, direct, bucketed);
+    EXPECT_TRUE(same_bits_on_every_rank(direct)) << "summed directly";
+    EXPECT_TRUE(same_bits_on_every_rank(bucketed)) << "summed in buckets";
+    std::size_t outside_tolerance = 0;
+    for (std::size_t i = 0; i < bf16_test_count; ++i)
+      outside_tolerance += (std::abs(direct[i] - exact[i]) > tolerance[i]) +
+                           (std::abs(bucketed[i] - exact[i]) > tolerance[i]);
+    EXPECT_EQ(outside_tolerance, 0u) << "on rank " << rank;
+    const bool order_is_defined =
+        n <= 2 || (backend->backend == Backend::mpi_hier && host_size == n);
+    if (!order_is_defined) continue;
+    std::size_t out_of_order = 0;
+    for (std::size_t i = 0; i < bf16_test_count; ++i)
+      out_of_order += (direct[i] != in_rank_order[i]) + (bucketed[i] != in_rank_order[i]);
+    EXPECT_EQ(out_of_order, 0u) << "on rank " << rank;
+  }
 }
 
 TEST(MpiAllreduce, SumIsExactForOneValue) { expect_exact_allreduce(1); }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # dlscale across 3 emulated hosts (tests/multihost/netns_cluster.sh): a training run with 2, 2
-# and 1 ranks on the hosts, and a --ranks 1,2,3 sweep with one rank per host. Checks that every
+# and 1 ranks on the hosts, a --ranks 1,2,3 sweep with one rank per host, and a run of bf16 sums
+# through mpi-hier with 2 ranks per host (bit-identical parameters). Checks that every
 # host's link carried at least the gradients, and (h5py, check_multihost_results.py) that the
 # files name the 3 hosts, count the nodes and hold bit-identical parameters.
 # usage: training_across_hosts_test.sh DLSCALE PYTHON
@@ -59,6 +60,21 @@ expected="--comm mpi-hier: it needs the same number of ranks on every host, but 
 if ((status != 2)) || ! grep -qF -- "$expected" "$work_dir/hier.out" || [[ -e $work_dir/hier.h5 ]]; then
   echo "FAIL: exit status $status (2 expected), or no '$expected', or a file was written:"
   cat "$work_dir/hier.out"
+  failures=$((failures + 1))
+fi
+
+# bf16 sums through the hierarchical allreduce, 2 ranks on each host: bf16 values in every host's
+# shared memory and on the links between hosts, and every rank still ends with the same parameters.
+echo "mpi-hier with --grad-dtype bf16, 2 ranks per host"
+expected="parameters      bit-identical on all 6 ranks"
+if "$cluster_script" mpirun "$cluster" -np 6 \
+  "$dlscale" --model fcn:64,32,4 --batch 8 --iters 3 --warmup 1 --comm mpi-hier --grad-dtype bf16 \
+  --out "$work_dir/hier_bf16.h5" >"$work_dir/hier_bf16.out" 2>&1 &&
+  grep -qF -- "$expected" "$work_dir/hier_bf16.out"; then
+  echo "ok: $expected"
+else
+  echo "FAIL: the run failed, or no '$expected':"
+  cat "$work_dir/hier_bf16.out"
   failures=$((failures + 1))
 fi
 
