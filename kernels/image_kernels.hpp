@@ -95,7 +95,8 @@ class ConvolutionKernel {
   // bias and bias_gradient are ignored (may be null) when the geometry has no bias.
   virtual void forward(int batch, const float* x, const float* weights, const float* bias,
                        float* y) = 0;
-  // Writes weight and bias gradients, and the input gradient unless input_gradient is null.
+  // Writes weight and bias gradients, and the input gradient unless input_gradient is null. Each
+  // backward() follows the forward() of the same x and weights, and may reuse what it converted.
   virtual void backward(int batch, const float* x, const float* weights,
                         const float* output_gradient, float* input_gradient, float* weight_gradient,
                         float* bias_gradient) = 0;

@@ -57,9 +57,14 @@ class DnnlConvolution final : public ConvolutionKernel {
     const memory user_output_gradient = wrap(p.input_output[1], engine_, output_gradient);
     const memory user_weight_gradient = wrap(weights_desc_, engine_, weight_gradient);
     const memory weight_gradient_target = p.weight_gradient.target(user_weight_gradient, engine_);
+    const memory user_input = wrap(p.input_output[0], engine_, x);
+    // A tensor that forward (or the weight pass) already converted to the layout and type a pass
+    // reads is read from that staging buffer, not converted again: under bf16 each conversion is
+    // a pass over the tensor.
     std::unordered_map<int, memory> arguments = {
-        {DNNL_ARG_SRC,
-         p.weights_pass_input.source(wrap(p.input_output[0], engine_, x), engine_, stream_)},
+        {DNNL_ARG_SRC, p.weights_pass_reads_forward_input
+                           ? p.input.target(user_input, engine_)
+                           : p.weights_pass_input.source(user_input, engine_, stream_)},
         {DNNL_ARG_DIFF_DST,
          p.weights_pass_output_gradient.source(user_output_gradient, engine_, stream_)},
         {DNNL_ARG_DIFF_WEIGHTS, weight_gradient_target}};
@@ -70,12 +75,16 @@ class DnnlConvolution final : public ConvolutionKernel {
     if (input_gradient != nullptr) {
       const memory user_input_gradient = wrap(p.input_output[0], engine_, input_gradient);
       const memory input_gradient_target = p.input_gradient.target(user_input_gradient, engine_);
+      const memory user_weights = wrap(weights_desc_, engine_, weights);
       DLSCALE_DNNL_CHECK(p.backward_data.execute(
           stream_,
           {{DNNL_ARG_DIFF_DST,
-            p.data_pass_output_gradient.source(user_output_gradient, engine_, stream_)},
-           {DNNL_ARG_WEIGHTS,
-            p.data_pass_weights.source(wrap(weights_desc_, engine_, weights), engine_, stream_)},
+            p.data_pass_reads_weights_pass_output_gradient
+                ? p.weights_pass_output_gradient.target(user_output_gradient, engine_)
+                : p.data_pass_output_gradient.source(user_output_gradient, engine_, stream_)},
+           {DNNL_ARG_WEIGHTS, p.data_pass_reads_forward_weights
+                                  ? p.weights.target(user_weights, engine_)
+                                  : p.data_pass_weights.source(user_weights, engine_, stream_)},
            {DNNL_ARG_DIFF_SRC, input_gradient_target}}));
       p.input_gradient.finish(user_input_gradient, stream_);
     }
@@ -92,6 +101,11 @@ class DnnlConvolution final : public ConvolutionKernel {
     LayoutStage input, weights, output;
     LayoutStage weights_pass_input, weights_pass_output_gradient, weight_gradient;
     LayoutStage data_pass_output_gradient, data_pass_weights, input_gradient;
+    // Where two passes read a tensor in the same layout and type, the later one reads the
+    // earlier one's copy.
+    bool weights_pass_reads_forward_input = false;
+    bool data_pass_reads_weights_pass_output_gradient = false;
+    bool data_pass_reads_forward_weights = false;
   };
 
   Primitives& primitives_for(int batch) {
@@ -145,6 +159,10 @@ class DnnlConvolution final : public ConvolutionKernel {
     p.data_pass_output_gradient = LayoutStage(data_pd.diff_dst_desc());
     p.data_pass_weights = LayoutStage(data_pd.weights_desc());
     p.input_gradient = LayoutStage(data_pd.diff_src_desc());
+    p.weights_pass_reads_forward_input = weights_pd.src_desc() == forward_pd.src_desc();
+    p.data_pass_reads_weights_pass_output_gradient =
+        data_pd.diff_dst_desc() == weights_pd.diff_dst_desc();
+    p.data_pass_reads_forward_weights = data_pd.weights_desc() == forward_pd.weights_desc();
     return p;
   }
 
