@@ -14,6 +14,7 @@
 #include "core/random.hpp"
 #include "kernels/cpu/cpu_device.hpp"
 #include "model/sgd_momentum.hpp"
+#include "tests/kernels/relative_error.hpp"
 #include "worker/device_dataset.hpp"
 #include "workloads/workload_registry.hpp"
 
@@ -40,15 +41,6 @@ std::vector<float> random_floats(std::size_t count, std::uint64_t seed) {
   const CounterRandom random(seed, 0);
   for (std::size_t i = 0; i < count; ++i) values[i] = float(random.uniform(i) * 2 - 1);
   return values;
-}
-
-double relative_l2(const std::vector<float>& expected, const std::vector<float>& actual) {
-  double squared = 0, difference = 0;
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    squared += double(expected[i]) * expected[i];
-    difference += (double(expected[i]) - actual[i]) * (double(expected[i]) - actual[i]);
-  }
-  return std::sqrt(difference / std::max(squared, 1e-60));
 }
 
 // A dense layer's three GEMMs (forward, input gradient, weight gradient) at one precision.

@@ -24,6 +24,7 @@
 #include "kernels/cuda/bf16_staging.hpp"
 #include "kernels/cuda/cuda_device.hpp"
 #include "kernels/device_array.hpp"
+#include "tests/kernels/relative_error.hpp"
 
 namespace dlscale::kernels {
 namespace {
@@ -266,16 +267,6 @@ TEST(CudaMathTf32, GemmAgreesWithFp32WithinTf32Precision) {
     largest_difference = std::max(largest_difference, std::abs(double(fp32[i]) - reduced[i]));
   EXPECT_GT(largest_difference, 0.0)
       << "the TF32 device's GEMM equals the FP32 device's bit for bit: TF32 was not used";
-}
-
-// sqrt(sum (actual - expected)^2 / sum expected^2)
-double relative_l2(const std::vector<float>& expected, const std::vector<float>& actual) {
-  double squared = 0, difference = 0;
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    squared += double(expected[i]) * expected[i];
-    difference += (double(expected[i]) - actual[i]) * (double(expected[i]) - actual[i]);
-  }
-  return std::sqrt(difference / std::max(squared, 1e-60));
 }
 
 // bf16 GEMMs (bf16 copies of A and B, float C) against the CPU's float ones, for every

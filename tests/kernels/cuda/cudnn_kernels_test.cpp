@@ -22,6 +22,7 @@
 #include "kernels/cpu/cpu_device.hpp"
 #include "kernels/cuda/cuda_device.hpp"
 #include "kernels/device_array.hpp"
+#include "tests/kernels/relative_error.hpp"
 #include "tests/kernels/finite_differences.hpp"
 
 namespace dlscale::kernels {
@@ -235,16 +236,6 @@ void expect_close(const std::vector<Tensor>& actual, const std::vector<Tensor>& 
 
 void expect_close(const KernelRun& actual_run, const KernelRun& expected_run, double tolerance) {
   expect_close(actual_run.outputs(), expected_run.outputs(), tolerance);
-}
-
-// sqrt(sum (actual - expected)^2 / sum expected^2)
-double relative_l2(const std::vector<float>& expected, const std::vector<float>& actual) {
-  double squared = 0, difference = 0;
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    squared += double(expected[i]) * expected[i];
-    difference += (double(expected[i]) - actual[i]) * (double(expected[i]) - actual[i]);
-  }
-  return std::sqrt(difference / std::max(squared, 1e-60));
 }
 
 // Bit for bit, tensor by tensor.
@@ -524,25 +515,36 @@ TEST_F(CudnnKernels, BackwardTwiceIsBitIdentical) {
   }
 }
 
-// After the first, eager call for a batch size, forward and backward only queue work on the
-// stream, so a captured step replays them: no allocation, search or host wait inside.
-TEST_F(CudnnKernels, CapturedStepReplaysTheSameResults) {
-  const std::vector<NamedRun> kernels = kernels_that_reduce(gpu());
+// Runs every kernel eagerly, captures a step of all of them, poisons their outputs and replays the
+// step: returns each kernel's eager outputs, and leaves the replay's in the kernels. Null where the
+// capture failed.
+std::vector<std::vector<Tensor>> eager_then_replayed(CudaDevice& device,
+                                                     const std::vector<NamedRun>& kernels) {
   std::vector<std::vector<Tensor>> eager;
   for (const auto& [name, kernel] : kernels) {
     run(*kernel);
     eager.push_back(kernel->outputs());
   }
-  const std::unique_ptr<CapturedWork> step = gpu().capture([&] {
+  const std::unique_ptr<CapturedWork> step = device.capture([&] {
     for (const auto& [name, kernel] : kernels) {
       kernel->forward();
       kernel->backward();
     }
   });
-  ASSERT_NE(step, nullptr);
+  EXPECT_NE(step, nullptr);
+  if (step == nullptr) return {};
   for (const auto& [name, kernel] : kernels) kernel->poison();  // the replay must write it all
   step->replay();
-  gpu().synchronize();
+  device.synchronize();
+  return eager;
+}
+
+// After the first, eager call for a batch size, forward and backward only queue work on the
+// stream, so a captured step replays them: no allocation, search or host wait inside.
+TEST_F(CudnnKernels, CapturedStepReplaysTheSameResults) {
+  const std::vector<NamedRun> kernels = kernels_that_reduce(gpu());
+  const auto eager = eager_then_replayed(gpu(), kernels);
+  ASSERT_EQ(eager.size(), kernels.size());
   for (std::size_t k = 0; k < kernels.size(); ++k)
     expect_identical(eager[k], kernels[k].kernel->outputs(), kernels[k].name + ", replayed");
 }
@@ -553,21 +555,8 @@ TEST_F(CudnnKernels, CapturedStepReplaysTheSameResults) {
 TEST_F(CudnnKernels, CapturedBf16StepReplaysTheEagerResults) {
   CudaDevice bf16(0, Precision::bf16);
   const std::vector<NamedRun> kernels = kernels_that_reduce(bf16);
-  std::vector<std::vector<Tensor>> eager;
-  for (const auto& [name, kernel] : kernels) {
-    run(*kernel);
-    eager.push_back(kernel->outputs());
-  }
-  const std::unique_ptr<CapturedWork> step = bf16.capture([&] {
-    for (const auto& [name, kernel] : kernels) {
-      kernel->forward();
-      kernel->backward();
-    }
-  });
-  ASSERT_NE(step, nullptr);
-  for (const auto& [name, kernel] : kernels) kernel->poison();  // the replay must write it all
-  step->replay();
-  bf16.synchronize();
+  const auto eager = eager_then_replayed(bf16, kernels);
+  ASSERT_EQ(eager.size(), kernels.size());
   for (std::size_t k = 0; k < kernels.size(); ++k) {
     SCOPED_TRACE(kernels[k].name + ", replayed under bf16");
     expect_close(kernels[k].kernel->outputs(), eager[k], bf16_rerun_tolerance);
