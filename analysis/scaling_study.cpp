@@ -19,10 +19,6 @@ namespace dlscale::analysis {
 
 namespace {
 
-constexpr int bootstrap_resamples = 2000;
-constexpr std::uint64_t bootstrap_seed = 20240601;  // fixed: the same file gives the same CI
-constexpr double interval_low = 0.025, interval_high = 0.975;
-
 // What one run contributes, from its measured iterations.
 struct RunTimes {
   std::vector<double> iteration_seconds;  // slowest rank's step, per iteration
