@@ -412,11 +412,12 @@ def read_fit_pieces(comm_group):
     return pd.DataFrame(columns)
 
 
-def with_precision(table, position):
-    """Adds the precision column that files before schema 7 lack to a table read from one: every
-    row of such a file was computed in fp32."""
+def with_precision(table, position, precision=FP32):
+    """Adds the precision column that files before schema 7 lack to a table read from one: their
+    rows were computed in `precision`, the one every run of the file names (its device_precision),
+    else fp32."""
     if STUDY_PRECISION not in table:
-        table.insert(position, STUDY_PRECISION, FP32)
+        table.insert(position, STUDY_PRECISION, precision)
 
 
 def sweep_order(precisions):
@@ -686,7 +687,11 @@ class ResultsFile:
             study = read_table(group, whole_runs, STUDY_KINDS, ["ranks"],
                                [STUDY_PRECISION, STUDY_THREADS, "ranks", STUDY_REPEAT]
                                + STUDY_COLUMNS[1:])
-            with_precision(study, 0)
+            if STUDY_PRECISION not in study and "run" in study:
+                # Before schema 7 a row's precision is its run's (its device_precision, or fp32).
+                of_run = {run.name: run.precision for run in self.runs}
+                study.insert(0, STUDY_PRECISION, [of_run.get(name, FP32) for name in study["run"]])
+            with_precision(study, 0, self.file_precision())
             order = [n for n in (STUDY_PRECISION, STUDY_THREADS, "ranks", STUDY_REPEAT)
                      if n in study]
             self.study = study.sort_values(order, kind="stable", key=sweep_order([])) \
@@ -709,7 +714,7 @@ class ResultsFile:
                                             STUDY_REPEATS_COLUMNS[1:], STUDY_REPEATS_COLUMNS,
                                             most, " (one per precision, thread and rank count "
                                             "of /study)")
-            with_precision(self.study_repeats, 0)
+            with_precision(self.study_repeats, 0, self.file_precision())
         self.failed_points = None
         group = member(handle, FAILED_POINTS_GROUP, h5py.Group)
         if group is not None:
@@ -717,7 +722,8 @@ class ResultsFile:
                                             [n for n in FAILED_POINTS_COLUMNS
                                              if n not in ("seed", "cause", STUDY_PRECISION)],
                                             FAILED_POINTS_COLUMNS, MAX_SWEEP_POINTS)
-            with_precision(self.failed_points, FAILED_POINTS_COLUMNS.index(STUDY_PRECISION))
+            with_precision(self.failed_points, FAILED_POINTS_COLUMNS.index(STUDY_PRECISION),
+                           self.file_precision())
             if "cause" not in self.failed_points:  # before schema 6
                 self.failed_points.insert(FAILED_POINTS_COLUMNS.index("cause"), "cause",
                                           "unknown")
@@ -729,7 +735,8 @@ class ResultsFile:
                 [n for n in NODE_SHARING_PROBES_COLUMNS if n != STUDY_PRECISION],
                 NODE_SHARING_PROBES_COLUMNS, MAX_SWEEP_POINTS)
             with_precision(self.node_sharing_probes,
-                           NODE_SHARING_PROBES_COLUMNS.index(STUDY_PRECISION))
+                           NODE_SHARING_PROBES_COLUMNS.index(STUDY_PRECISION),
+                           self.file_precision())
         self.comm, self.comm_attrs = None, {}
         self.comm_fit_pieces = None  # a DataFrame of COMM_PIECE_COLUMNS, where the file has one
         group = member(handle, COMM_GROUP, h5py.Group)
@@ -764,6 +771,12 @@ class ResultsFile:
                 if value is not None:
                     self.comm_attrs[name] = value
             self.comm_fit_pieces = read_fit_pieces(group)
+
+    def file_precision(self):
+        """For a file before schema 7: the precision all of its runs name (as their device said
+        it), else fp32."""
+        named = {run.precision for run in self.runs}
+        return named.pop() if len(named) == 1 else FP32
 
     def precisions(self):
         """The precisions of the runs, study rows and failed points, in the order the sweep ran

@@ -566,7 +566,8 @@ def test_each_precision_is_predicted_from_its_own_runs(directory):
 
 def test_files_before_precisions_read_as_fp32(directory):
     """A file from before schema 7 (its precision columns and attributes removed) reports as
-    fp32 throughout, except a run whose device said its precision (device_precision)."""
+    fp32 throughout, except a run whose device said its precision (device_precision), and its
+    study row."""
     sample = make_sample(directory, "old.h5", "--precision", "fp32", "--failed-points",
                          "--node-sharing-probes", "--no-comm")
     with h5py.File(sample, "a") as f:
@@ -578,7 +579,7 @@ def test_files_before_precisions_read_as_fp32(directory):
         f["runs/run_002"].attrs["device_precision"] = "bf16"
     csv_dir = new_directory(directory, "csv")
     result = report_ok(sample, "--csv", csv_dir)
-    for group in ("study", "study_repeats", "failed_points", "node_sharing_probes"):
+    for group in ("study_repeats", "failed_points", "node_sharing_probes"):
         table = pd.read_csv(os.path.join(csv_dir, f"{group}.csv"))
         expect("precision" in table and list(table["precision"]) == ["fp32"] * len(table),
                f"{group}.csv precisions {list(table.get('precision', []))}, not fp32")
@@ -587,6 +588,22 @@ def test_files_before_precisions_read_as_fp32(directory):
     runs = pd.read_csv(os.path.join(csv_dir, "runs.csv"))
     expect("precision" in runs and list(runs["precision"]) == ["fp32", "fp32", "bf16"],
            f"runs.csv precisions {list(runs.get('precision', []))}: fp32, or the device's")
+    study = pd.read_csv(os.path.join(csv_dir, "study.csv"))
+    by_run = dict(zip(runs["run"], runs["precision"]))
+    expect(list(study["precision"]) == [by_run[name] for name in study["run"]],
+           f"study.csv precisions {list(study['precision'])}: each its run's")
+
+    # Every run of an old bf16 file said bf16: every table reads bf16, and one precision shows
+    # no column and nothing side by side.
+    with h5py.File(sample, "a") as f:
+        for run in f["runs"].values():
+            run.attrs["device_precision"] = "bf16"
+    csv_dir = new_directory(directory, "csv_bf16")
+    result = report_ok(sample, "--csv", csv_dir)
+    for group in ("study", "study_repeats", "failed_points", "node_sharing_probes"):
+        table = pd.read_csv(os.path.join(csv_dir, f"{group}.csv"))
+        expect(list(table["precision"]) == ["bf16"] * len(table),
+               f"{group}.csv precisions {list(table['precision'])}, not the runs' bf16")
     header = result.stdout.split("Scaling study", 1)[1].splitlines()[1].split()
     expect(header[0] == "ranks", f"a precision column for one precision: {header}")
     expect("Precisions side by side" not in result.stdout, "one precision set side by side")
