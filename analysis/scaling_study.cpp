@@ -124,16 +124,19 @@ std::vector<results::RepeatSpread> spread_over_repeats(
 
 }  // namespace
 
-results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs) {
-  results::StudySummary study;
-  if (runs.empty()) return study;
-  // Precisions in the order the sweep first ran them (fp32 before bf16 where the user listed
-  // them so), not alphabetically.
+std::vector<std::string> precisions_in_run_order(const std::vector<results::RunRecord>& runs) {
   std::vector<std::string> precisions;
   for (const auto& run : runs)
     if (std::find(precisions.begin(), precisions.end(), run.configuration.precision) ==
         precisions.end())
       precisions.push_back(run.configuration.precision);
+  return precisions;
+}
+
+results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs) {
+  results::StudySummary study;
+  if (runs.empty()) return study;
+  const std::vector<std::string> precisions = precisions_in_run_order(runs);
   const auto key = [&](std::size_t index) {
     const auto& c = runs[index].configuration;
     const auto precision_order =

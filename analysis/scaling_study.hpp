@@ -16,6 +16,10 @@ std::string study_scaling(const results::RunConfiguration& configuration);
 
 // The runs must share one workload and settings (see check_comparable in the merge command);
 // their summaries need not be computed.
+// The precisions of `runs` in the order they first appear: the order the sweep ran them (fp32
+// before bf16 where the user listed them so), not alphabetical.
+std::vector<std::string> precisions_in_run_order(const std::vector<results::RunRecord>& runs);
+
 results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs);
 
 }  // namespace dlscale::analysis

@@ -18,6 +18,7 @@
 
 #include "analysis/performance_model.hpp"
 #include "analysis/scaling_prediction.hpp"
+#include "analysis/scaling_study.hpp"
 #include "core/errors.hpp"
 #include "printers/prediction_printer.hpp"
 #include "results/comm_reader.hpp"
@@ -250,11 +251,7 @@ int predict_command(int argc, char** argv) {
     std::vector<int> measured_ranks;
     for (const auto& run : file.runs) measured_ranks.push_back(run.ranks);
     const std::vector<int> ranks = parse_rank_list(options.ranks, measured_ranks);
-    std::vector<std::string> precisions;  // in the order the file's runs hold them
-    for (const auto& run : file.runs)
-      if (std::find(precisions.begin(), precisions.end(), run.configuration.precision) ==
-          precisions.end())
-        precisions.push_back(run.configuration.precision);
+    std::vector<std::string> precisions = analysis::precisions_in_run_order(file.runs);
     if (!options.precision.empty()) {
       require_choice("--precision", "precision of this file", options.precision, precisions);
       precisions = {options.precision};
