@@ -71,4 +71,8 @@ std::optional<NoiseScaleEstimate> estimate_noise_scale(
   return estimate;
 }
 
+double statistical_efficiency(double noise_scale, double baseline_batch, double batch) {
+  return (noise_scale + baseline_batch) / (noise_scale + batch);
+}
+
 }  // namespace dlscale::analysis

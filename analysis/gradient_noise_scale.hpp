@@ -41,4 +41,10 @@ std::optional<NoiseScaleEstimate> estimate_noise_scale(
     const std::vector<GradientNormSample>& samples, double small_batch, double big_batch,
     std::string* why_not = nullptr);
 
+// What a sample of a global batch of `batch` is worth beside one of `baseline_batch`, after
+// McCandlish et al.: training to a given loss takes E(B) = E_min (1 + B / B_noise) samples, so
+// E(baseline_batch) / E(batch) = (B_noise + baseline_batch) / (B_noise + batch). Pollux's
+// statistical efficiency; goodput is throughput times it.
+double statistical_efficiency(double noise_scale, double baseline_batch, double batch);
+
 }  // namespace dlscale::analysis

@@ -8,16 +8,71 @@
 //    itself), median over iterations;
 //    algbw = bytes / time, busbw = algbw * 2(n-1)/n, as nccl-tests defines them;
 //  - achieved GFLOP/s: training FLOPs per step / the rank's median step time;
-//  - load imbalance: per iteration, max - min over ranks of compute (forward+backward+update).
+//  - load imbalance: per iteration, max - min over ranks of compute (forward+backward+update);
+//  - gradient noise scale: analysis/gradient_noise_scale.hpp, over the measured iterations.
 #include "analysis/run_summary.hpp"
 
 #include <algorithm>
 #include <vector>
 
+#include "analysis/gradient_noise_scale.hpp"
 #include "analysis/ring_allreduce.hpp"
 #include "analysis/statistics.hpp"
 
 namespace dlscale::analysis {
+
+namespace {
+
+// B_noise over the measured iterations, from every rank's own gradient norm and the global one.
+void summarize_noise_scale(const results::RunRecord& record, results::RunSummary& summary) {
+  const auto* local = record.measurement(results::local_gradient_squared_norm);
+  const auto* global = record.measurement(results::global_gradient_squared_norm);
+  if (local == nullptr || global == nullptr) {
+    summary.noise_scale_absent_reason = "not measured (a file from before schema 8)";
+    return;
+  }
+  for (const auto& reason : local->absent_reasons)
+    if (!reason.empty()) {
+      summary.noise_scale_absent_reason = reason;
+      return;
+    }
+  const int first = record.configuration.warmup_iterations;
+  std::vector<GradientNormSample> samples;
+  for (int i = first; i < record.iterations; ++i) {
+    GradientNormSample sample;
+    for (int r = 0; r < record.ranks; ++r) sample.local_squared_norm += local->values[r].at(i);
+    sample.local_squared_norm /= record.ranks;
+    sample.global_squared_norm = global->values[0].at(i);  // the same sum on every rank
+    samples.push_back(sample);
+  }
+  const double small_batch = record.configuration.batch_per_rank;
+  const auto estimate = estimate_noise_scale(samples, small_batch, small_batch * record.ranks,
+                                             &summary.noise_scale_absent_reason);
+  if (!estimate) return;
+  summary.noise_scale = estimate->noise_scale;
+  summary.noise_scale_ci_low = estimate->noise_scale_low;
+  summary.noise_scale_ci_high = estimate->noise_scale_high;
+  summary.gradient_squared_norm = estimate->gradient_squared_norm;
+  summary.gradient_trace_covariance = estimate->trace_covariance;
+}
+
+}  // namespace
+
+std::optional<results::TargetReached> first_evaluation_at_target(
+    const results::RunRecord& record) {
+  const auto& config = record.configuration;
+  for (const auto& evaluation : record.evaluations)
+    if (meets_target(config.target_metric, config.target_value, evaluation))
+      return results::TargetReached{evaluation.iteration + 1, evaluation.samples,
+                                    evaluation.training_seconds};
+  return std::nullopt;
+}
+
+bool meets_target(const std::string& metric, double target, const results::Evaluation& evaluation) {
+  if (metric == "accuracy") return evaluation.accuracy >= target;
+  if (metric == "loss") return evaluation.loss <= target;
+  return false;
+}
 
 results::RunSummary summarize(const results::RunRecord& record) {
   const auto& config = record.configuration;
@@ -88,6 +143,8 @@ results::RunSummary summarize(const results::RunRecord& record) {
       !fingerprints.empty() &&
       std::all_of(fingerprints.begin(), fingerprints.end(),
                   [&](std::uint64_t f) { return f == fingerprints.front(); });
+  summarize_noise_scale(record, summary);
+  summary.target_reached = first_evaluation_at_target(record);
   return summary;
 }
 

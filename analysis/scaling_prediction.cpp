@@ -18,13 +18,6 @@ namespace {
 
 constexpr double not_measured = std::numeric_limits<double>::quiet_NaN();
 
-const results::MeasurementRecord* find_measurement(const results::RunRecord& run,
-                                                   const char* name) {
-  for (const auto& measurement : run.measurements)
-    if (measurement.name == name) return &measurement;
-  return nullptr;
-}
-
 // The mean of the values the ranks measured (absent ones left out); NaN if none did.
 double mean_measured(const results::MeasurementRecord& measurement) {
   double sum = 0;
@@ -106,8 +99,8 @@ std::string above_linear_reason(const PredictedPoint& point, double batch_per_ra
 }  // namespace
 
 std::optional<results::NodeSharingProbe> node_sharing_probe_of(const results::RunRecord& run) {
-  const auto* shared = find_measurement(run, results::node_sharing_shared_seconds);
-  const auto* alone = find_measurement(run, results::node_sharing_alone_seconds);
+  const auto* shared = run.measurement(results::node_sharing_shared_seconds);
+  const auto* alone = run.measurement(results::node_sharing_alone_seconds);
   if (shared == nullptr || alone == nullptr) return std::nullopt;
   results::NodeSharingProbe probe{.ranks = run.ranks,
                                   .precision = run.configuration.precision,

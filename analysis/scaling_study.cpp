@@ -10,7 +10,9 @@
 #include <tuple>
 #include <utility>
 
+#include "analysis/gradient_noise_scale.hpp"
 #include "analysis/measurement_summary.hpp"
+#include "analysis/run_summary.hpp"
 #include "analysis/scaling_metrics.hpp"
 #include "analysis/statistics.hpp"
 #include "results/run_record.hpp"
@@ -174,6 +176,35 @@ results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs)
                                               times.iteration_seconds.end());
   }
 
+  // Per configuration: the baseline's mean samples and seconds to target, and the B_noise of the
+  // run at the smallest global batch that has one (the cheapest to measure it at).
+  struct ConvergenceBaseline {
+    double samples_to_target = 0, seconds_to_target = 0;
+    int reached = 0;
+    double noise_scale = 0;
+    int noise_scale_runs = 0;
+    long long noise_scale_batch = std::numeric_limits<long long>::max();
+  };
+  std::map<BaselineKey, ConvergenceBaseline> convergence;
+  for (std::size_t index : order) {
+    const auto& run = runs[index];
+    auto& reference = convergence[baseline_key(run)];
+    const auto target = first_evaluation_at_target(run);
+    if (run.ranks == baselines.at(baseline_key(run)).ranks && target) {
+      reference.samples_to_target += target->samples;
+      reference.seconds_to_target += target->training_seconds;
+      ++reference.reached;
+    }
+    const long long global_batch = (long long)run.configuration.batch_per_rank * run.ranks;
+    if (!std::isfinite(run.summary.noise_scale) || global_batch > reference.noise_scale_batch)
+      continue;
+    if (global_batch < reference.noise_scale_batch)
+      reference = {reference.samples_to_target, reference.seconds_to_target, reference.reached,
+                   0, 0, global_batch};
+    reference.noise_scale += run.summary.noise_scale;
+    ++reference.noise_scale_runs;
+  }
+
   std::mt19937_64 random(bootstrap_seed);
   // The baseline's resampled means, drawn once per baseline and paired with each point's own:
   // drawn again for every point, they would cost each point the pooled baseline's size (every
@@ -235,6 +266,27 @@ results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs)
     for (const auto& headline : summarize_measurements(run))
       if (headline.headline == results::Headline::energy && headline.sources > 0)
         point.energy_joules_per_sample.emplace_back(headline.name, headline.joules_per_sample);
+
+    const ConvergenceBaseline& reference = convergence.at(baseline_key(run));
+    point.global_batch = int(times.global_batch);
+    point.noise_scale = run.summary.noise_scale;
+    if (reference.noise_scale_runs > 0) {
+      point.noise_scale_used = reference.noise_scale / reference.noise_scale_runs;
+      point.statistical_efficiency_model = statistical_efficiency(
+          point.noise_scale_used, baseline.global_batch, times.global_batch);
+      point.goodput_samples_per_second =
+          point.throughput_samples_per_second * point.statistical_efficiency_model;
+    }
+    if (const auto target = first_evaluation_at_target(run)) {
+      point.samples_to_target = target->samples;
+      point.seconds_to_target = target->training_seconds;
+      if (reference.reached > 0) {
+        point.statistical_efficiency =
+            reference.samples_to_target / reference.reached / target->samples;
+        point.time_to_target_speedup =
+            reference.seconds_to_target / reference.reached / target->training_seconds;
+      }
+    }
     study.points.push_back(point);
   }
   study.configurations = spread_over_repeats(study.points);

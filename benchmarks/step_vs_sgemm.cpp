@@ -236,11 +236,15 @@ class ProfiledMath final : public kernels::MathOps<float> {
   }
   void sgd_momentum_update(std::size_t count, float learning_rate, float momentum,
                            float gradient_scale, const float* gradient, float* velocity,
-                           float* parameters, std::int32_t* nonfinite_gradient) override {
+                           float* parameters, std::int32_t* nonfinite_gradient,
+                           double* squared_norm) override {
     timed("sgd_momentum_update", 0, [&] {
       math_.sgd_momentum_update(count, learning_rate, momentum, gradient_scale, gradient, velocity,
-                                parameters, nonfinite_gradient);
+                                parameters, nonfinite_gradient, squared_norm);
     });
+  }
+  void squared_norm(std::size_t count, const float* x, double* squared_norm) override {
+    timed("squared_norm", 0, [&] { math_.squared_norm(count, x, squared_norm); });
   }
 
  private:

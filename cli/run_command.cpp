@@ -79,7 +79,24 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
         for (int repeat = 0; repeat < options.repeats; ++repeat)
           plan.points.push_back({rank_counts[k], batches[k], precision, threads, repeat,
                                  options.seed + std::uint64_t(repeat)});
-  plan.schedule = {options.warmup_iterations, options.measured_iterations};
+  plan.schedule.warmup_iterations = options.warmup_iterations;
+  plan.schedule.measured_iterations = options.measured_iterations;
+  plan.schedule.learning_rate = plan.schedule.learning_rate_start = options.learning_rate;
+  plan.schedule.learning_rate_warmup = options.learning_rate_warmup_steps;
+  plan.schedule.evaluate_every = options.evaluate_every;
+  plan.learning_rate_scaling = options.learning_rate_scaling;
+  plan.evaluation_samples = options.evaluation_samples;
+  plan.target_metric = options.target_metric;
+  plan.target_value = options.target_value;
+  plan.max_samples = options.max_samples;
+  if (plan.target_metric == "accuracy") {
+    const double best = plan.workload->best_accuracy(options.seed);
+    if (options.target_value > best)
+      throw UserError(fmt::format(
+          "--target-accuracy {} cannot be reached on {}: no model does better than {:.4g} on "
+          "its synthetic task (docs/workloads.md)",
+          options.target_value, plan.workload->name(), best));
+  }
   const kernels::DeviceRecord& device = kernels::find_device(options.device);
   const comm::BackendRecord& backend = comm::find_backend(options.comm);
   const comm::GradientDtype grad_dtype = *comm::gradient_dtype_names.named(options.grad_dtype);

@@ -28,6 +28,8 @@ namespace {
 // Numbers are read as signed 64-bit so "-3" reaches our range check instead of wrapping.
 struct RawNumbers {
   long long batch = 0, iterations = 0, warmup = 0, seed = 0, global_batch = 0, repeats = 1;
+  long long evaluate_every = 0, evaluation_samples = 512, max_samples = 262144, lr_warmup = 0;
+  double target_accuracy = 0, target_loss = 0;
   std::string threads = "1";
   std::string precisions = kernels::precision_name(kernels::Precision::fp32);
   std::string stall_timeout = "auto";
@@ -112,6 +114,34 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
       "in the results file. auto: 10x the slowest step so far, at least 60; 0: off");
   // clang-format on
 
+  po::options_description convergence("Convergence: time to a target, not only throughput");
+  // clang-format off
+  convergence.add_options()(
+      "eval-every", po::value(&raw.evaluate_every),
+      "evaluate held-out accuracy and loss every K iterations (outside the timed step and the "
+      "training clock), on a validation set drawn from its own stream and never trained on "
+      "(default: 10 with a target, else never)")(
+      "eval-samples", po::value(&raw.evaluation_samples)->default_value(raw.evaluation_samples),
+      "samples in the validation set, split over the ranks")(
+      "target-accuracy", po::value(&raw.target_accuracy),
+      "train each point until held-out accuracy reaches A (0 < A <= 1), then stop: iterations, "
+      "samples and seconds to target are recorded, and a point that reaches the --max-samples "
+      "limit first is kept as a failed point. The prototype tasks' best accuracy is 1, the "
+      "LSTM's Markov task's 0.5 (docs/workloads.md)")(
+      "target-loss", po::value(&raw.target_loss),
+      "as --target-accuracy, until held-out loss (nats) falls to L")(
+      "max-samples", po::value(&raw.max_samples)->default_value(raw.max_samples),
+      "with a target: the samples (all ranks) a point may train on before it fails; replaces "
+      "--iters")(
+      "lr-scaling", po::value(&options.learning_rate_scaling)
+                        ->default_value(defaults.learning_rate_scaling),
+      "large-batch rule: none; linear (--lr x global batch / the sweep's smallest, Goyal et al. "
+      "2017); sqrt (x its square root)")(
+      "warmup-steps", po::value(&raw.lr_warmup)->default_value(raw.lr_warmup),
+      "ramp the learning rate linearly from --lr to the scaled rate over the first N steps "
+      "(needs --lr-scaling linear or sqrt)");
+  // clang-format on
+
   po::options_description measuring("Measuring");
   // clang-format off
   measuring.add_options()(
@@ -143,7 +173,8 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
       "trace, debug, info, warn or error");
   // clang-format on
   po::options_description all;
-  all.add(workload).add(scaling).add(gradients).add(system).add(measuring).add(output);
+  all.add(workload).add(scaling).add(convergence).add(gradients).add(system).add(measuring).add(
+      output);
   return all;
 }
 
@@ -255,6 +286,57 @@ std::vector<kernels::Precision> parse_precisions(const std::string& text,
   return precisions;
 }
 
+// Held-out evaluation, the target and the learning-rate rule.
+void check_convergence_values(RunOptions& options, const RawNumbers& raw,
+                              const po::variables_map& values) {
+  if (values.count("target-accuracy") && values.count("target-loss"))
+    throw UserError("--target-accuracy and --target-loss: give one target");
+  if (values.count("target-accuracy")) {
+    if (!(raw.target_accuracy > 0 && raw.target_accuracy <= 1))
+      throw UserError(
+          fmt::format("--target-accuracy must be in (0, 1], got {}", raw.target_accuracy));
+    options.target_metric = "accuracy";
+    options.target_value = raw.target_accuracy;
+  }
+  if (values.count("target-loss")) {
+    if (!(raw.target_loss > 0 && raw.target_loss < 1e6))
+      throw UserError(fmt::format("--target-loss must be in (0, 1e6) nats, got {}", raw.target_loss));
+    options.target_metric = "loss";
+    options.target_value = raw.target_loss;
+  }
+  const bool target = !options.target_metric.empty();
+  if (values.count("eval-every")) {
+    if (raw.evaluate_every < 0 || raw.evaluate_every > INT32_MAX)
+      throw UserError(
+          fmt::format("--eval-every must be 0 (never) or a positive integer, got {}",
+                      raw.evaluate_every));
+    options.evaluate_every = int(raw.evaluate_every);
+    if (target && options.evaluate_every == 0)
+      throw UserError("a target is checked at each evaluation: --eval-every must not be 0");
+  } else if (target) {
+    options.evaluate_every = 10;
+  }
+  options.evaluation_samples = positive(raw.evaluation_samples, "eval-samples");
+  if (raw.max_samples < 1 || raw.max_samples > (1LL << 50))
+    throw UserError(
+        fmt::format("--max-samples must be a positive integer up to 2^50, got {}", raw.max_samples));
+  options.max_samples = raw.max_samples;
+  if (!values["max-samples"].defaulted() && !target)
+    throw UserError("--max-samples limits training to a target: give --target-accuracy or "
+                    "--target-loss, or use --iters");
+  if (target && !values["iters"].defaulted())
+    throw UserError("with a target, each point trains until it reaches it or --max-samples: "
+                    "leave out --iters");
+  require_choice("--lr-scaling", "rule", options.learning_rate_scaling, {"none", "linear", "sqrt"});
+  if (raw.lr_warmup < 0 || raw.lr_warmup > INT32_MAX)
+    throw UserError(
+        fmt::format("--warmup-steps must be zero or a positive integer, got {}", raw.lr_warmup));
+  options.learning_rate_warmup_steps = int(raw.lr_warmup);
+  if (options.learning_rate_warmup_steps > 0 && options.learning_rate_scaling == "none")
+    throw UserError("--warmup-steps ramps from --lr to the scaled rate: give --lr-scaling linear "
+                    "or sqrt");
+}
+
 void check_values(RunOptions& options, const RawNumbers& raw, const po::variables_map& values) {
   if (values.count("batch")) options.batch = positive(raw.batch, "batch");
   options.measured_iterations = positive(raw.iterations, "iters");
@@ -334,6 +416,7 @@ void check_values(RunOptions& options, const RawNumbers& raw, const po::variable
     throw UserError("--ranks must not be empty: give rank counts such as 1,2,4, or all");
   require_choice("--log-level", "level", options.log_level,
                  {"trace", "debug", "info", "warn", "error"});
+  check_convergence_values(options, raw, values);
 }
 
 }  // namespace

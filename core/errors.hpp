@@ -24,6 +24,7 @@ enum class FailureCause {
   timed_out,      // ran past --point-timeout
   job_left_no_results,  // its Slurm job of a node study ended without a results file (merge)
   unknown,              // read from a file written before causes were recorded
+  target_not_reached,   // trained to --max-samples without reaching its target
 };
 
 // A sweep point that could not be measured. The run driver keeps it as a result with its cause and

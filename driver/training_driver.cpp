@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <new>
 #include <optional>
 #include <string>
@@ -37,6 +38,7 @@
 #include "printers/summary_printer.hpp"
 #include "results/schema.hpp"
 #include "worker/device_dataset.hpp"
+#include "worker/held_out_set.hpp"
 #include "worker/gemm_rate.hpp"
 #include "worker/memory_plan.hpp"
 #include "worker/node_sharing_probe.hpp"
@@ -113,6 +115,25 @@ void fail_unless_it_fits(MPI_Comm group, const workloads::Workload& workload, in
   });
 }
 
+// Why a point trained to --max-samples without reaching its target, from its evaluations.
+std::string short_of_target(const TrainingPlan& plan,
+                            const std::vector<results::Evaluation>& evaluations) {
+  const bool accuracy = plan.target_metric == "accuracy";
+  const auto best = std::max_element(
+      evaluations.begin(), evaluations.end(), [&](const auto& a, const auto& b) {
+        return accuracy ? a.accuracy < b.accuracy : a.loss > b.loss;
+      });
+  if (best == evaluations.end())
+    return fmt::format("no evaluation before the --max-samples limit of {} samples",
+                       plan.max_samples);
+  return fmt::format(
+      "held-out {} {:.4g} at best (after {} samples), short of the target {} within the "
+      "--max-samples limit of {} samples",
+      plan.target_metric, accuracy ? best->accuracy : best->loss,
+      with_thousands_separators(std::uint64_t(best->samples)), plan.target_value,
+      with_thousands_separators(std::uint64_t(plan.max_samples)));
+}
+
 // Everything one point holds while it trains, made on every rank of its group.
 struct PointSetUp {
   comm::HostPlacement placement;
@@ -124,12 +145,14 @@ struct PointSetUp {
   std::vector<std::unique_ptr<worker::Sampler>> samplers;
   std::vector<results::Measurement> node_sharing;  // the probe made before training
   double gemm_gflops_before = 0;                   // the yardstick, before the point's buffers
+  worker::TrainingSchedule schedule;               // the plan's, for this point
+  std::unique_ptr<worker::HeldOutSet> held_out;    // with --eval-every
 };
 
 // What a point's training left on this rank.
 struct PointMeasurement {
   RankReport report;
-  int measured_iterations = 0;  // fewer than planned where a stop signal cut it short
+  int measured_iterations = 0;  // fewer than planned: cut short by a stop signal or its target
   int stop_signal = 0;          // the one the group agreed on, or 0
 };
 
@@ -141,6 +164,7 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
   watchdog.begin_point(point.ranks);
   const workloads::Workload& workload = *plan.workload;
   PointSetUp run;
+  run.schedule = point_schedule(plan, point);
   run.placement = comm::host_placement(group);
   const int batch = point.batch_per_rank;
   const int batches = distinct_batches(workload, batch);
@@ -151,11 +175,17 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
   run.communicator =
       comm::make_gradient_communicator(plan.comm_backend, group, device, plan.grad_dtype);
   spdlog::info(
-      "{} ({} parameters) on {} rank(s) x {} thread(s), {}, batch {}/rank, {} + {} "
-      "iterations{}",
+      "{} ({} parameters) on {} rank(s) x {} thread(s), {}, batch {}/rank, {}{}{}",
       workload.name(), with_thousands_separators(workload.parameter_count()),
       run.communicator->size(), point.threads, kernels::precision_name(point.precision), batch,
-      plan.schedule.warmup_iterations, plan.schedule.measured_iterations,
+      plan.target_metric.empty()
+          ? fmt::format("{} + {} iterations", run.schedule.warmup_iterations,
+                        run.schedule.measured_iterations)
+          : fmt::format("to held-out {} {} within {} iterations", plan.target_metric,
+                        plan.target_value, run.schedule.total_iterations()),
+      run.schedule.learning_rate != plan.learning_rate
+          ? fmt::format(", learning rate {:.4g}", run.schedule.learning_rate)
+          : "",
       point.repeat > 0 ? fmt::format(", repeat {} (seed {})", point.repeat, point.seed) : "");
   // Once before the point's network and data are allocated and once after they are freed, so
   // that its buffers never compete with the point's for device memory; the two show whether the
@@ -168,6 +198,10 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
         device, run.network->parameters().size(), float(plan.learning_rate), float(sgd_momentum));
     run.data = std::make_unique<worker::DeviceDataset>(device, workload, batch, batches, point.seed,
                                                        run.communicator->rank());
+    if (run.schedule.evaluate_every > 0)
+      run.held_out = std::make_unique<worker::HeldOutSet>(
+          device, workload, batch, plan.evaluation_samples, point.seed, run.communicator->rank(),
+          run.communicator->size());
   });
   run.exchange = worker::make_gradient_exchange(
       *run.network, std::size_t(plan.bucket_mb * (1 << 20)), plan.overlap);
@@ -192,6 +226,9 @@ std::optional<PointMeasurement> measure_point(const TrainingPlan& plan, PointSet
   // iteration.
   PointMeasurement measured;
   watchdog.progressed();
+  // Every rank holds the same evaluations, so all see the target met at the same one; training
+  // stops there, or after the warm-up where it came sooner, so the timings have a measured step.
+  bool reached_target = false;
   const auto after_iteration = [&](const worker::IterationReport& report) {
     progress.iteration_done(report.iteration, report.step_seconds);
     watchdog.progressed(report.step_seconds);
@@ -206,16 +243,24 @@ std::optional<PointMeasurement> measure_point(const TrainingPlan& plan, PointSet
                                        plan.point_timeout_seconds, report.iteration));
     });
     measured.stop_signal = agreed_stop_signal(group);
-    return measured.stop_signal == 0;
+    if (report.evaluation != nullptr &&
+        analysis::meets_target(plan.target_metric, plan.target_value, *report.evaluation))
+      reached_target = true;
+    return measured.stop_signal == 0 &&
+           !(reached_target && report.iteration >= run.schedule.warmup_iterations);
   };
-  measured.report.measurements =
-      worker::train(*run.network, *run.optimizer, *run.data, *run.communicator, run.exchange,
-                    device, plan.schedule, run.samplers, after_iteration);
+  const worker::Evaluator evaluate = [&] { return run.held_out->evaluate(*run.network, group); };
+  measured.report.measurements = worker::train(
+      *run.network, *run.optimizer, *run.data, *run.communicator, run.exchange, device,
+      run.schedule, run.samplers, after_iteration, run.held_out ? evaluate : worker::Evaluator{});
+  if (!plan.target_metric.empty() && !reached_target && measured.stop_signal == 0)
+    throw PointFailure(FailureCause::target_not_reached,
+                       short_of_target(plan, measured.report.measurements.evaluations));
   for (auto& measurement : run.node_sharing)
     measured.report.measurements.series.push_back(std::move(measurement));
   progress.end_point();
   measured.measured_iterations =
-      int(measured.report.measurements.loss.size()) - plan.schedule.warmup_iterations;
+      int(measured.report.measurements.loss.size()) - run.schedule.warmup_iterations;
   if (measured.measured_iterations <= 0) return std::nullopt;  // stopped during the warm-up
   measured.report.parameter_fingerprint =
       worker::parameter_fingerprint(device, run.network->parameters());
@@ -246,11 +291,17 @@ std::optional<results::RunRecord> record_point(const TrainingPlan& plan, const S
                                           kernels::device_record(plan.device_kind).name,
                                           kernels::precision_name(point.precision),
                                           point.seed,
-                                          plan.learning_rate,
+                                          run.schedule.learning_rate,
                                           sgd_momentum,
                                           results::scaling_name(plan.scaling),
                                           plan.bucket_mb,
-                                          plan.overlap};
+                                          plan.overlap,
+                                          plan.learning_rate_scaling,
+                                          plan.learning_rate,
+                                          run.schedule.learning_rate_warmup,
+                                          run.schedule.evaluate_every,
+                                          plan.target_metric,
+                                          plan.target_value};
   std::vector<results::LayerRecord> layers;
   for (const auto& layer : run.network->layers())
     layers.push_back({layer->kind(), layer->parameter_count()});
@@ -259,6 +310,7 @@ std::optional<results::RunRecord> record_point(const TrainingPlan& plan, const S
     buckets.push_back({bucket.first_layer, bucket.last_layer,
                        double(bucket.count * comm::sent_bytes_per_element(plan.grad_dtype))});
   const double gemm_gflops_before = run.gemm_gflops_before;
+  const int planned_iterations = run.schedule.measured_iterations;
   {
     const PointSetUp finished = std::move(run);  // freed here, in reverse order of making
   }
@@ -277,12 +329,13 @@ std::optional<results::RunRecord> record_point(const TrainingPlan& plan, const S
   if (!record) return record;
   record->layers = std::move(layers);
   record->buckets = std::move(buckets);
+  record->evaluations = measured.report.measurements.evaluations;  // the same on every rank
   record->summary = analysis::summarize(*record);
   if (measured.stop_signal != 0)
     record->partial_reason =
         fmt::format("interrupted by {} after {} of {} measured iterations",
                     stop_signal_name(measured.stop_signal), measured.measured_iterations,
-                    plan.schedule.measured_iterations);
+                    planned_iterations);
   return record;
 }
 
@@ -415,6 +468,26 @@ int distinct_batches(const workloads::Workload& workload, int batch) {
                                        distinct_batches_per_rank));
 }
 
+worker::TrainingSchedule point_schedule(const TrainingPlan& plan, const SweepPoint& point) {
+  worker::TrainingSchedule schedule = plan.schedule;
+  const long long global_batch = (long long)point.ranks * point.batch_per_rank;
+  long long smallest = global_batch;
+  for (const auto& other : plan.points)
+    smallest = std::min(smallest, (long long)other.ranks * other.batch_per_rank);
+  const double ratio = double(global_batch) / double(smallest);
+  const double factor = plan.learning_rate_scaling == "linear" ? ratio
+                        : plan.learning_rate_scaling == "sqrt" ? std::sqrt(ratio)
+                                                                : 1.0;
+  schedule.learning_rate_start = plan.learning_rate;
+  schedule.learning_rate = plan.learning_rate * factor;
+  if (!plan.target_metric.empty()) {
+    const long long limit = std::clamp<long long>(
+        (plan.max_samples + global_batch - 1) / global_batch, 1, std::numeric_limits<int>::max());
+    schedule.measured_iterations = int(std::max<long long>(1, limit - schedule.warmup_iterations));
+  }
+  return schedule;
+}
+
 int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
                       const results::FileOrigin& origin) {
   const bool coordinator_rank = mpi.world_rank() == 0;
@@ -455,7 +528,8 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
       const comm::RankGroup group(mpi.world(), point.ranks);
       if (group.contains_this_rank()) {
         use_device_of(point, device, device_made_with, plan.device_kind);
-        progress.begin_point(index + 1, points, point.ranks, plan.schedule.total_iterations());
+        progress.begin_point(index + 1, points, point.ranks,
+                             point_schedule(plan, point).total_iterations());
         try {
           auto record =
               train_point(plan, point, *device, group.comm(), environment, progress, watchdog);

@@ -41,7 +41,16 @@ struct TrainingPlan {
   comm::GradientDtype grad_dtype = comm::GradientDtype::fp32;  // checked against the backend
   double bucket_mb = 25;
   bool overlap = true;
-  double learning_rate = 0.01;
+  double learning_rate = 0.01;  // at the sweep's smallest global batch
+  // How each point's rate follows its global batch: none, linear or sqrt (Goyal et al. 2017);
+  // the schedule's warm-up ramps from learning_rate to the point's rate.
+  std::string learning_rate_scaling = "none";
+  int evaluation_samples = 512;  // the held-out set, over the ranks; schedule.evaluate_every
+  // Training to a target: "accuracy" or "loss" (empty: the schedule's iterations), and the
+  // samples over all ranks that a point may train on before it fails.
+  std::string target_metric;
+  double target_value = 0;
+  long long max_samples = 0;
   results::Scaling scaling = results::Scaling::none;
   double sample_interval_seconds = 0.2;  // 0: resources are not sampled
   double point_timeout_seconds = 0;      // 0: no limit
@@ -55,5 +64,9 @@ struct TrainingPlan {
 // How many distinct synthetic batches each rank cycles through: a few, but no more than fit in
 // the per-rank data budget (a fcn-s batch of 4096 is 438 MB).
 int distinct_batches(const workloads::Workload& workload, int batch);
+
+// The point's schedule: the plan's, with its learning rate scaled to its global batch and, when
+// training to a target, as many iterations as --max-samples allows.
+worker::TrainingSchedule point_schedule(const TrainingPlan& plan, const SweepPoint& point);
 
 }  // namespace dlscale::driver

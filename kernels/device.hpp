@@ -66,9 +66,16 @@ class MathOps {
   // allreduced sum): v = momentum * v + scale * g; p -= learning_rate * v. Sets
   // *nonfinite_gradient (device memory) to 1 if any gradient is NaN or infinite, and never clears
   // it: the pass over the gradients is already paid for, so divergence is caught for free.
+  // Where squared_norm is not null, also writes the squared L2 norm of the scaled gradient,
+  // sum of (scale * g)^2, to it (device memory, accumulated in double): the global gradient's
+  // norm for the gradient noise scale, from the same pass.
   virtual void sgd_momentum_update(std::size_t count, T learning_rate, T momentum, T gradient_scale,
                                    const T* gradient, T* velocity, T* parameters,
-                                   std::int32_t* nonfinite_gradient) = 0;
+                                   std::int32_t* nonfinite_gradient, double* squared_norm) = 0;
+
+  // *squared_norm = sum of x[i]^2 (device memory, accumulated in double): a rank's own gradient
+  // norm, read before its gradients are summed across ranks.
+  virtual void squared_norm(std::size_t count, const T* x, double* squared_norm) = 0;
 };
 
 // A point in the device's compute stream. Made by Device::make_event(), marked by record().

@@ -136,6 +136,9 @@ class Network {
     }
   }
 
+  // The last layer's outputs of the last forward_loss(): [batch x predictions x classes] logits.
+  const kernels::DeviceArray<T>& logits() const { return outputs_.back(); }
+
   std::span<T> parameters() { return parameters_.span(); }
   std::span<const T> parameters() const { return parameters_.span(); }
   std::span<T> gradients() { return gradients_.span(); }

@@ -22,12 +22,19 @@ class SgdMomentum {
     nonfinite_gradient_.copy_from_host(std::vector<std::int32_t>{0});
   }
 
-  // gradient_scale turns an allreduced sum into the mean over ranks (1 / ranks).
-  void step(std::span<T> parameters, std::span<const T> gradients, T gradient_scale) {
+  // gradient_scale turns an allreduced sum into the mean over ranks (1 / ranks). Where
+  // squared_norm (device memory) is given, the same pass writes the scaled gradient's squared
+  // norm to it.
+  void step(std::span<T> parameters, std::span<const T> gradients, T gradient_scale,
+            double* squared_norm = nullptr) {
     math_.sgd_momentum_update(parameters.size(), learning_rate_, momentum_, gradient_scale,
                               gradients.data(), velocity_.data(), parameters.data(),
-                              nonfinite_gradient_.data());
+                              nonfinite_gradient_.data(), squared_norm);
   }
+
+  // The rate of the following steps. A captured step keeps the rate it was captured with.
+  void set_learning_rate(T learning_rate) { learning_rate_ = learning_rate; }
+  T learning_rate() const { return learning_rate_; }
 
   // Whether any step so far was given a NaN or infinite gradient. Reads device memory: call it
   // once the steps are done.

@@ -129,6 +129,30 @@ std::string format_summary(const results::RunRecord& record) {
   fmt::format_to(line,
                  "loss            {:.4f} -> {:.4f} (mean over ranks, first -> last iteration)\n",
                  first_loss / record.ranks, last_loss / record.ranks);
+  if (std::isfinite(summary.noise_scale))
+    fmt::format_to(line,
+                   "noise scale     B_noise {:.4g} samples (95% interval {:.4g} to {:.4g}), over "
+                   "the measured iterations; this point's global batch {} is {:.2g}x it\n",
+                   summary.noise_scale, summary.noise_scale_ci_low, summary.noise_scale_ci_high,
+                   config.batch_per_rank * record.ranks,
+                   config.batch_per_rank * record.ranks / summary.noise_scale);
+  else
+    fmt::format_to(line, "noise scale     absent: {}\n", summary.noise_scale_absent_reason);
+  if (!record.evaluations.empty()) {
+    const auto& last = record.evaluations.back();
+    fmt::format_to(line,
+                   "held-out        accuracy {:.4f}, loss {:.4f} after {} samples ({} "
+                   "evaluation{}, every {} iterations)\n",
+                   last.accuracy, last.loss, with_thousands_separators(std::uint64_t(last.samples)),
+                   record.evaluations.size(), record.evaluations.size() == 1 ? "" : "s",
+                   config.evaluate_every);
+  }
+  if (const auto& target = summary.target_reached)
+    fmt::format_to(line,
+                   "to target       {} {} after {} iterations, {} samples, {:.3g} s of training\n",
+                   config.target_metric, config.target_value, target->iterations,
+                   with_thousands_separators(std::uint64_t(target->samples)),
+                   target->training_seconds);
   bool first_measurement = true;
   for (const auto& m : analysis::summarize_measurements(record)) {
     fmt::format_to(line, "{:<16}{} ", first_measurement ? "measured" : "", m.name);
@@ -159,6 +183,43 @@ std::string format_summary(const results::RunRecord& record) {
   else
     fmt::format_to(line, "parameters      {} on all {} ranks after the last step\n",
                    summary.parameters_identical ? "bit-identical" : "DIFFERENT", record.ranks);
+  return out;
+}
+
+// The study's convergence columns, where any point has them: the B_noise model's statistical
+// efficiency and goodput, and what training to a target measured.
+template <typename KeyColumns>
+std::string convergence_table(const results::StudySummary& study, const KeyColumns& key_columns) {
+  const bool modelled = std::any_of(study.points.begin(), study.points.end(), [](const auto& p) {
+    return std::isfinite(p.noise_scale_used);
+  });
+  const bool targeted = std::any_of(study.points.begin(), study.points.end(), [](const auto& p) {
+    return std::isfinite(p.samples_to_target);
+  });
+  if (!modelled && !targeted) return "";
+  std::string out;
+  auto line = std::back_inserter(out);
+  const auto shown = [](double value, const char* format) {
+    return std::isfinite(value) ? fmt::format(fmt::runtime(format), value) : std::string("-");
+  };
+  fmt::format_to(line,
+                 "\nconvergence: statistical efficiency, per sample against the baseline's "
+                 "global batch B0: (B_noise + B0) / (B_noise + B) from the B_noise of the "
+                 "smallest batch that measured one (model), and samples to target (measured); "
+                 "goodput = samples/s x the model's\n");
+  fmt::format_to(line, "{} {:>8} {:>9} {:>11} {:>12} {:>12} {:>11} {:>11} {:>10}\n",
+                 key_columns("precision", "ranks", "threads", "repeat"), "batch", "B_noise",
+                 "stat (model)", "goodput/s", "to target", "seconds", "stat (meas)",
+                 "TTT speedup");
+  for (const auto& p : study.points)
+    fmt::format_to(line, "{} {:>8} {:>9} {:>11} {:>12} {:>12} {:>11} {:>11} {:>10}\n",
+                   key_columns(p.precision, p.ranks, p.threads, p.repeat), p.global_batch,
+                   shown(p.noise_scale, "{:.4g}"),
+                   shown(p.statistical_efficiency_model * 100, "{:.1f}%"),
+                   shown(p.goodput_samples_per_second, "{:.1f}"),
+                   shown(p.samples_to_target, "{:.0f}"), shown(p.seconds_to_target, "{:.3g}"),
+                   shown(p.statistical_efficiency * 100, "{:.1f}%"),
+                   shown(p.time_to_target_speedup, "{:.2f}"));
   return out;
 }
 
@@ -227,6 +288,7 @@ std::string format_study(const results::StudySummary& study,
   for (const auto& f : failed_points)
     fmt::format_to(line, "{} {:>10}  {}\n", key_columns(f.precision, f.ranks, f.threads, f.repeat),
                    "-", f.reason);
+  fmt::format_to(line, "{}", convergence_table(study, key_columns));
   if (repeated && !study.configurations.empty()) {
     fmt::format_to(line, "\nacross repeats: mean +- sample standard deviation (min .. max)\n");
     fmt::format_to(line, "{}{:>6}{} {:>8} {:>27} {:>18} {:>12}\n",

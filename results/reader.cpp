@@ -135,6 +135,17 @@ void read_run_attributes(hid_t file, RunRecord& record, long long version) {
   config.scaling = read_string_attribute(file, schema::scaling);
   config.bucket_mb = read_double_attribute(file, schema::bucket_mb);
   config.overlap = read_integer_attribute(file, schema::overlap) != 0;
+  if (version > schema::before_goodput_version) {
+    config.learning_rate_scaling = read_string_attribute(file, schema::learning_rate_scaling);
+    config.base_learning_rate = read_double_attribute(file, schema::base_learning_rate);
+    config.learning_rate_warmup_steps =
+        int(read_integer_attribute(file, schema::learning_rate_warmup_steps));
+    config.evaluate_every = int(read_integer_attribute(file, schema::evaluate_every));
+    config.target_metric = read_string_attribute(file, schema::target_metric);
+    config.target_value = read_double_attribute(file, schema::target_value);
+  } else {
+    config.base_learning_rate = config.learning_rate;
+  }
 }
 
 // Files before the measurement channel kept each rank's peak RSS in ranks/.
@@ -342,6 +353,48 @@ void read_summary(hid_t file, RunRecord& record) {
   summary.allreduce_algbw_gbps = read_double_attribute(group, schema::allreduce_algbw_gbps);
   summary.allreduce_busbw_gbps = shown(schema::allreduce_busbw_gbps);
   summary.parameters_identical = read_integer_attribute(group, schema::parameters_identical) != 0;
+  if (!has_attribute(group, schema::noise_scale)) {
+    summary.noise_scale_absent_reason = "not measured (a file from before schema 8)";
+    return;
+  }
+  summary.noise_scale = read_double_attribute(group, schema::noise_scale);
+  summary.noise_scale_ci_low = read_double_attribute(group, schema::noise_scale_ci_low);
+  summary.noise_scale_ci_high = read_double_attribute(group, schema::noise_scale_ci_high);
+  summary.gradient_squared_norm = read_double_attribute(group, schema::gradient_squared_norm);
+  summary.gradient_trace_covariance =
+      read_double_attribute(group, schema::gradient_trace_covariance);
+  summary.noise_scale_absent_reason =
+      read_string_attribute(group, schema::noise_scale_absent_reason);
+  if (has_attribute(group, schema::samples_to_target))
+    summary.target_reached = TargetReached{
+        int(read_integer_attribute(group, schema::iterations_to_target)),
+        require_value(schema::samples_to_target,
+                      read_double_attribute(group, schema::samples_to_target)),
+        require_value(schema::seconds_to_target,
+                      read_double_attribute(group, schema::seconds_to_target))};
+}
+
+// The held-out evaluations table (schema 8), its columns of one length.
+void read_evaluations(hid_t file, RunRecord& record) {
+  using namespace hdf5;
+  if (!has_child(file, schema::evaluations_group)) return;
+  const Hdf5Handle group = open_group(file, schema::evaluations_group);
+  const hsize_t count = require_length(group, schema::iteration, record.iterations);
+  for (const char* column : {schema::samples, schema::training_seconds, schema::accuracy,
+                             schema::loss})
+    require_shape(group, column, {count});
+  const auto iterations = read_int64_dataset(group, schema::iteration);
+  const auto samples = read_double_dataset(group, schema::samples);
+  const auto seconds = read_double_dataset(group, schema::training_seconds);
+  const auto accuracy = read_double_dataset(group, schema::accuracy);
+  const auto loss = read_double_dataset(group, schema::loss);
+  for (hsize_t k = 0; k < count; ++k) {
+    if (iterations[k] < 0 || iterations[k] >= record.iterations)
+      damaged(fmt::format("evaluation {} is after iteration {} of a run of {}", k, iterations[k],
+                          record.iterations));
+    record.evaluations.push_back(
+        {int(iterations[k]), samples[k], seconds[k], accuracy[k], loss[k]});
+  }
 }
 
 RunRecord read_run(hid_t group, long long version) {
@@ -351,6 +404,7 @@ RunRecord read_run(hid_t group, long long version) {
     record.partial_reason = hdf5::read_string_attribute(group, schema::partial);
   read_raw_data(group, record);
   read_measurements(group, record);
+  read_evaluations(group, record);
   read_summary(group, record);
   return record;
 }

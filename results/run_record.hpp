@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,6 +48,33 @@ struct RunConfiguration {
   std::string scaling = scaling_name(Scaling::none);  // a scaling_name(), as the file holds it
   double bucket_mb = 0;                               // gradient bucket size, MiB
   bool overlap = false;                               // bucket sums started during backward
+  // The learning-rate rule for large batches (--lr-scaling: none, linear, sqrt), the rate it
+  // scaled (learning_rate is the one trained with, after the rule) and its linear warm-up.
+  std::string learning_rate_scaling = "none";
+  double base_learning_rate = 0;
+  int learning_rate_warmup_steps = 0;
+  int evaluate_every = 0;  // held-out evaluation after every this many iterations; 0: none
+  // Training to a target (--target-accuracy, --target-loss): "accuracy" or "loss", or empty.
+  std::string target_metric;
+  double target_value = 0;
+};
+
+// One held-out evaluation: accuracy and mean loss on a validation set never trained on, after
+// iteration + 1 steps had trained on `samples` samples (all ranks) in `training_seconds` on the
+// run clock, time spent evaluating left out.
+struct Evaluation {
+  int iteration = 0;
+  double samples = 0;
+  double training_seconds = 0;
+  double accuracy = 0;
+  double loss = 0;
+};
+
+// The target a run trained to, where it had one: the first evaluation that met it.
+struct TargetReached {
+  int iterations = 0;
+  double samples = 0;
+  double training_seconds = 0;
 };
 
 // The Slurm job a run was part of, as its SLURM_* environment said; empty strings outside Slurm.
@@ -132,7 +160,21 @@ struct RunSummary {
   std::vector<double> gflops_per_rank;         // achieved, from each rank's median step
   std::vector<double> load_imbalance_seconds;  // per measured iteration: max - min compute
   bool parameters_identical = false;           // every rank's final parameter fingerprint equal
+  // The gradient noise scale over the measured iterations (analysis/gradient_noise_scale.hpp):
+  // B_noise in samples with its 95% interval, and the |G|^2 and tr(Sigma) it is the ratio of.
+  // NaN where there is none, and noise_scale_absent_reason says why (one rank, ...).
+  double noise_scale = std::numeric_limits<double>::quiet_NaN();
+  double noise_scale_ci_low = std::numeric_limits<double>::quiet_NaN();
+  double noise_scale_ci_high = std::numeric_limits<double>::quiet_NaN();
+  double gradient_squared_norm = std::numeric_limits<double>::quiet_NaN();
+  double gradient_trace_covariance = std::numeric_limits<double>::quiet_NaN();
+  std::string noise_scale_absent_reason;
+  std::optional<TargetReached> target_reached;
 };
+
+// The per-iteration measurements that the noise scale is estimated from (worker/training_loop).
+inline constexpr const char* local_gradient_squared_norm = "local_gradient_squared_norm";
+inline constexpr const char* global_gradient_squared_norm = "global_gradient_squared_norm";
 
 struct RunRecord {
   RunConfiguration configuration;
@@ -150,10 +192,18 @@ struct RunRecord {
   // Everything the samplers measured (resources, energy, peak RSS) and the iteration end times,
   // in the order the ranks made them.
   std::vector<MeasurementRecord> measurements;
+  std::vector<Evaluation> evaluations;  // held-out, in order; empty without --eval-every
   RunSummary summary;
   // Empty for a run that completed; else why it stopped early ("interrupted by SIGTERM after 7
   // of 20 measured iterations"). Its measured_iterations count what it kept.
   std::string partial_reason;
+
+  // The measurement of that name, or null.
+  const MeasurementRecord* measurement(std::string_view name) const {
+    for (const auto& m : measurements)
+      if (m.name == name) return &m;
+    return nullptr;
+  }
 
   double seconds(int iteration, int rank, Phase phase) const {
     return phase_seconds[(std::size_t(iteration) * ranks + rank) * phase_count + index_of(phase)];

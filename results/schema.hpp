@@ -4,7 +4,10 @@
 
 namespace dlscale::results::schema {
 
-inline constexpr long long version = 7;
+inline constexpr long long version = 8;
+// Files before the gradient noise scale, held-out evaluations and targets (none of them); still
+// read.
+inline constexpr long long before_goodput_version = 7;
 // Files before runs, study rows, failed points and probes recorded their precision (read from
 // the device property, else fp32); still read.
 inline constexpr long long before_precision_version = 6;
@@ -98,6 +101,19 @@ inline constexpr const char* host = "host";                                    /
 inline constexpr const char* parameter_fingerprint = "parameter_fingerprint";  // [rank]
 inline constexpr const char* peak_resident_bytes = "peak_resident_bytes";      // [rank]
 inline constexpr const char* local_rank = "local_rank";                        // [rank]
+// Schema 8: the learning-rate rule, held-out evaluation and the target (run attributes), and the
+// evaluations table.
+inline constexpr const char* learning_rate_scaling = "learning_rate_scaling";
+inline constexpr const char* base_learning_rate = "base_learning_rate";
+inline constexpr const char* learning_rate_warmup_steps = "learning_rate_warmup_steps";
+inline constexpr const char* evaluate_every = "evaluate_every";
+inline constexpr const char* target_metric = "target_metric";  // "accuracy", "loss" or ""
+inline constexpr const char* target_value = "target_value";
+inline constexpr const char* evaluations_group = "evaluations";
+inline constexpr const char* iteration = "iteration";                // [evaluation]
+inline constexpr const char* samples = "samples";                    // [evaluation]
+inline constexpr const char* training_seconds = "training_seconds";  // [evaluation]
+inline constexpr const char* accuracy = "accuracy";                  // [evaluation]
 
 // Measurement channel: /runs/run_NNN/measurements/NAME, one group per measurement.
 inline constexpr const char* measurements_group = "measurements";
@@ -128,6 +144,25 @@ inline constexpr const char* allreduce_seconds = "allreduce_seconds";
 inline constexpr const char* allreduce_algbw_gbps = "allreduce_algbw_gbps";
 inline constexpr const char* allreduce_busbw_gbps = "allreduce_busbw_gbps";
 inline constexpr const char* parameters_identical = "parameters_identical";
+// Schema 8: the gradient noise scale (NaN where there is none, and why) and, on a run that
+// reached its target, the first evaluation that did.
+inline constexpr const char* noise_scale = "noise_scale";
+inline constexpr const char* noise_scale_ci_low = "noise_scale_ci_low";
+inline constexpr const char* noise_scale_ci_high = "noise_scale_ci_high";
+inline constexpr const char* gradient_squared_norm = "gradient_squared_norm";
+inline constexpr const char* gradient_trace_covariance = "gradient_trace_covariance";
+inline constexpr const char* noise_scale_absent_reason = "noise_scale_absent_reason";
+inline constexpr const char* iterations_to_target = "iterations_to_target";
+inline constexpr const char* samples_to_target = "samples_to_target";
+inline constexpr const char* seconds_to_target = "seconds_to_target";
+// Schema 8 study columns: convergence (samples_to_target, seconds_to_target and noise_scale as
+// above, per point).
+inline constexpr const char* global_batch = "global_batch";
+inline constexpr const char* noise_scale_used = "noise_scale_used";
+inline constexpr const char* statistical_efficiency_model = "statistical_efficiency_model";
+inline constexpr const char* goodput_samples_per_second = "goodput_samples_per_second";
+inline constexpr const char* statistical_efficiency = "statistical_efficiency";
+inline constexpr const char* time_to_target_speedup = "time_to_target_speedup";
 
 // Study group: one entry per run, by thread count, rank count and repeat.
 inline constexpr const char* study_group = "study";

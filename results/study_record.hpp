@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,6 +43,25 @@ struct StudyPoint {
   std::string straggler_host;
   // Joules per sample of each energy measurement that was measured (name, J/sample).
   std::vector<std::pair<std::string, double>> energy_joules_per_sample;
+
+  // Convergence (docs/scaling-model.md, "Goodput"); NaN where not measured. B is the point's
+  // global batch, B0 the baseline's.
+  int global_batch = 0;
+  double noise_scale = nan;  // this run's own B_noise (two or more ranks)
+  // The model's statistical efficiency (B_noise + B0) / (B_noise + B), with the B_noise of the
+  // configuration's run at the smallest global batch that has one, and goodput: throughput x it.
+  double noise_scale_used = nan;
+  double statistical_efficiency_model = nan;
+  double goodput_samples_per_second = nan;
+  // Training to a target: samples and training seconds to it, the measured statistical
+  // efficiency (the baseline's samples to target / this point's) and the speedup in time to it.
+  double samples_to_target = nan;
+  double seconds_to_target = nan;
+  double statistical_efficiency = nan;
+  double time_to_target_speedup = nan;
+
+ private:
+  static constexpr double nan = std::numeric_limits<double>::quiet_NaN();
 };
 
 // The repeats of one configuration (precision, threads, ranks): their mean and spread.
@@ -78,8 +98,9 @@ struct FailedPoint {
 };
 
 // The causes' names in a results file (failed_points/cause).
-inline constexpr EnumNames<FailureCause, 6> failure_cause_names{
-    {"does_not_fit", "out_of_memory", "diverged", "timed_out", "job_left_no_results", "unknown"}};
+inline constexpr EnumNames<FailureCause, 7> failure_cause_names{
+    {"does_not_fit", "out_of_memory", "diverged", "timed_out", "job_left_no_results", "unknown",
+     "target_not_reached"}};
 inline const char* failure_cause_name(FailureCause cause) { return failure_cause_names(cause); }
 
 // A node-sharing probe (worker/node_sharing_probe.hpp) on a rank count that the sweep did not

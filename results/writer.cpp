@@ -74,6 +74,13 @@ void write_run_attributes(hid_t file, const RunRecord& record) {
   write_attribute(file, schema::scaling, config.scaling);
   write_attribute(file, schema::bucket_mb, config.bucket_mb);
   write_attribute(file, schema::overlap, (long long)(config.overlap ? 1 : 0));
+  write_attribute(file, schema::learning_rate_scaling, config.learning_rate_scaling);
+  write_attribute(file, schema::base_learning_rate, config.base_learning_rate);
+  write_attribute(file, schema::learning_rate_warmup_steps,
+                  (long long)config.learning_rate_warmup_steps);
+  write_attribute(file, schema::evaluate_every, (long long)config.evaluate_every);
+  write_attribute(file, schema::target_metric, config.target_metric);
+  write_attribute(file, schema::target_value, config.target_value);
 }
 
 void write_raw_data(hid_t file, const RunRecord& record) {
@@ -228,6 +235,17 @@ void write_summary(hid_t file, const RunRecord& record) {
   write_attribute(group, schema::allreduce_busbw_gbps, summary.allreduce_busbw_gbps);
   write_attribute(group, schema::parameters_identical,
                   (long long)(summary.parameters_identical ? 1 : 0));
+  write_attribute(group, schema::noise_scale, summary.noise_scale);
+  write_attribute(group, schema::noise_scale_ci_low, summary.noise_scale_ci_low);
+  write_attribute(group, schema::noise_scale_ci_high, summary.noise_scale_ci_high);
+  write_attribute(group, schema::gradient_squared_norm, summary.gradient_squared_norm);
+  write_attribute(group, schema::gradient_trace_covariance, summary.gradient_trace_covariance);
+  write_attribute(group, schema::noise_scale_absent_reason, summary.noise_scale_absent_reason);
+  if (const auto& target = summary.target_reached) {
+    write_attribute(group, schema::iterations_to_target, (long long)target->iterations);
+    write_attribute(group, schema::samples_to_target, target->samples);
+    write_attribute(group, schema::seconds_to_target, target->training_seconds);
+  }
 }
 
 // One column of a table: `member` of every row (int members as int64), with its units when it
@@ -244,6 +262,17 @@ void write_column(hid_t group, const char* name, const std::vector<Row>& rows, V
     const Hdf5Handle dataset = hdf5::write_dataset(group, name, values, {hsize_t(rows.size())});
     if (units != nullptr) hdf5::write_attribute(dataset, schema::units, std::string(units));
   }
+}
+
+// The held-out evaluations, a table of columns (empty without --eval-every).
+void write_evaluations(hid_t file, const RunRecord& record) {
+  const Hdf5Handle group = hdf5::create_group(file, schema::evaluations_group);
+  const auto& rows = record.evaluations;
+  write_column(group, schema::iteration, rows, &Evaluation::iteration);
+  write_column(group, schema::samples, rows, &Evaluation::samples);
+  write_column(group, schema::training_seconds, rows, &Evaluation::training_seconds, "seconds");
+  write_column(group, schema::accuracy, rows, &Evaluation::accuracy);
+  write_column(group, schema::loss, rows, &Evaluation::loss, "nats");
 }
 
 void write_study(hid_t file, const StudySummary& study) {
@@ -286,6 +315,16 @@ void write_study(hid_t file, const StudySummary& study) {
   column(schema::gap_other, &StudyPoint::gap_other, nullptr);
   write_dataset(group, schema::straggler_rank, stragglers, {count});
   write_dataset(group, schema::straggler_host, straggler_hosts);
+  write_column(group, schema::global_batch, points, &StudyPoint::global_batch, "samples");
+  column(schema::noise_scale, &StudyPoint::noise_scale, "samples");
+  column(schema::noise_scale_used, &StudyPoint::noise_scale_used, "samples");
+  column(schema::statistical_efficiency_model, &StudyPoint::statistical_efficiency_model, nullptr);
+  column(schema::goodput_samples_per_second, &StudyPoint::goodput_samples_per_second,
+         "samples/s");
+  column(schema::samples_to_target, &StudyPoint::samples_to_target, "samples");
+  column(schema::seconds_to_target, &StudyPoint::seconds_to_target, "seconds");
+  column(schema::statistical_efficiency, &StudyPoint::statistical_efficiency, nullptr);
+  column(schema::time_to_target_speedup, &StudyPoint::time_to_target_speedup, nullptr);
   // One column per energy measurement; NaN for a run that could not measure it.
   std::vector<std::string> energy_names;
   for (const auto& point : points)
@@ -413,6 +452,7 @@ void write_results(const ResultsFile& results, const std::filesystem::path& path
           write_run_attributes(run, results.runs[index]);
           write_raw_data(run, results.runs[index]);
           write_measurements(run, results.runs[index]);
+          write_evaluations(run, results.runs[index]);
           write_summary(run, results.runs[index]);
         }
         if (results.study) {

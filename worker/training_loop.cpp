@@ -14,19 +14,45 @@ namespace {
 
 // The points of one step in the compute stream, reused every iteration (read before re-recorded).
 struct StepEvents {
-  explicit StepEvents(kernels::Device& device, std::size_t layers)
+  StepEvents(kernels::Device& device, std::size_t layers, std::size_t buckets)
       : start(device.make_event()),
         forward_end(device.make_event()),
         backward_end(device.make_event()),
         exchange_end(device.make_event()),
         update_end(device.make_event()) {
     for (std::size_t i = 0; i < layers; ++i) layer_end.push_back(device.make_event());
+    for (std::size_t i = 0; i < buckets; ++i) bucket_ready.push_back(device.make_event());
   }
   std::unique_ptr<kernels::DeviceEvent> start, forward_end, backward_end, exchange_end, update_end;
   std::vector<std::unique_ptr<kernels::DeviceEvent>> layer_end;  // after each layer's backward
+  // After each bucket's local norm was read: its sum may then write over the gradients.
+  std::vector<std::unique_ptr<kernels::DeviceEvent>> bucket_ready;
 };
 
+// A per-iteration measurement of the gradient noise scale's norms (analysis/gradient_noise_scale).
+results::Measurement gradient_norm_series(const char* name, const char* description,
+                                          std::vector<double> values, bool measured) {
+  results::Measurement series;
+  series.name = name;
+  series.units = "1";
+  series.description = description;
+  series.shape = results::MeasurementShape::per_iteration;
+  if (measured)
+    series.values = std::move(values);
+  else
+    series.absent_reason =
+        "one rank: the gradient noise scale needs gradients at two batch sizes, a rank's own "
+        "and the sum over two or more ranks";
+  return series;
+}
+
 }  // namespace
+
+double TrainingSchedule::learning_rate_at(int iteration) const {
+  if (iteration >= learning_rate_warmup) return learning_rate;
+  return learning_rate_start +
+         (learning_rate - learning_rate_start) * double(iteration) / learning_rate_warmup;
+}
 
 GradientExchange make_gradient_exchange(const model::Network<float>& network,
                                         std::size_t bucket_bytes, bool overlap) {
@@ -53,7 +79,7 @@ RankMeasurements train(model::Network<float>& network, model::SgdMomentum<float>
                        const GradientExchange& exchange, kernels::Device& device,
                        const TrainingSchedule& schedule,
                        const std::vector<std::unique_ptr<Sampler>>& samplers,
-                       const IterationObserver& observer) {
+                       const IterationObserver& observer, const Evaluator& evaluate) {
   const RunClock clock;
   const int iterations = schedule.total_iterations();
   const std::size_t layer_count = network.layers().size();
@@ -70,8 +96,22 @@ RankMeasurements train(model::Network<float>& network, model::SgdMomentum<float>
   const auto bucket_values = [&](const GradientBucket& bucket) {
     return network.gradients().subspan(bucket.offset, bucket.count);
   };
-  StepEvents events(device, layer_count);
+  StepEvents events(device, layer_count, buckets.size());
   std::vector<double> iteration_end_seconds(iterations);
+  // The noise scale's squared norms, read once per step: [0] the summed gradient's (the mean over
+  // ranks, from the update's pass), [1 + b] this rank's own in bucket b, read before its sum.
+  const bool measure_noise_scale = !buckets.empty();
+  kernels::DeviceArray<double> squared_norms(device, buckets.size() + 1);
+  std::vector<double> global_squared_norm(measure_noise_scale ? iterations : 0);
+  std::vector<double> local_squared_norm(measure_noise_scale ? iterations : 0);
+  kernels::MathOps<float>& math = device.math<float>();
+  const auto read_local_norm = [&](std::size_t bucket_index) -> const kernels::DeviceEvent& {
+    const GradientBucket& bucket = buckets[bucket_index];
+    math.squared_norm(bucket.count, bucket_values(bucket).data(),
+                      squared_norms.data() + 1 + bucket_index);
+    device.record(*events.bucket_ready[bucket_index]);
+    return *events.bucket_ready[bucket_index];
+  };
 
   // Queues one whole step on the device: forward with the loss, backward (starting each bucket's
   // sum once its layers are done, or summing all after backward), then the SGD update.
@@ -84,18 +124,24 @@ RankMeasurements train(model::Network<float>& network, model::SgdMomentum<float>
       device.record(*events.layer_end[layer]);
       if (!exchange.overlap) return;
       // Buckets fill from the last layer down; one is ready once its lowest layer is done.
-      while (next_bucket < buckets.size() && std::size_t(buckets[next_bucket].first_layer) >= layer)
-        communicator.start_allreduce_sum(bucket_values(buckets[next_bucket++]),
-                                         *events.layer_end[layer]);
+      while (next_bucket < buckets.size() &&
+             std::size_t(buckets[next_bucket].first_layer) >= layer) {
+        const kernels::DeviceEvent& ready = read_local_norm(next_bucket);
+        communicator.start_allreduce_sum(bucket_values(buckets[next_bucket++]), ready);
+      }
     });
     device.record(*events.backward_end);
     if (exchange.overlap) {
       if (!buckets.empty()) communicator.wait_all();
     } else {
-      for (const auto& bucket : buckets) communicator.allreduce_sum(bucket_values(bucket));
+      for (std::size_t b = 0; b < buckets.size(); ++b) {
+        read_local_norm(b);
+        communicator.allreduce_sum(bucket_values(buckets[b]));
+      }
     }
     device.record(*events.exchange_end);
-    optimizer.step(network.parameters(), network.gradients(), gradient_scale);
+    optimizer.step(network.parameters(), network.gradients(), gradient_scale,
+                   measure_noise_scale ? squared_norms.data() : nullptr);
     device.record(*events.update_end);
   };
 
@@ -107,10 +153,13 @@ RankMeasurements train(model::Network<float>& network, model::SgdMomentum<float>
   bool device_captures = capturable;
 
   int completed = 0;
+  double evaluation_seconds = 0;  // spent evaluating so far: not training time
   for (int iteration = 0; iteration < iterations; ++iteration) {
     if (iteration == schedule.warmup_iterations)
       for (const auto& sampler : samplers) sampler->start(clock);
-    if (iteration == 0 || !device_captures) {
+    optimizer.set_learning_rate(float(schedule.learning_rate_at(iteration)));
+    // A captured step keeps its learning rate: none is captured while the rate still rises.
+    if (iteration == 0 || !device_captures || iteration < schedule.learning_rate_warmup) {
       queue_step(iteration);
     } else {
       auto& step = captured_steps[data.inputs(iteration)];
@@ -146,9 +195,24 @@ RankMeasurements train(model::Network<float>& network, model::SgdMomentum<float>
                                                     ? communicator.last_exchange_seconds()
                                                     : seconds[index_of(Phase::allreduce)];
     measured.loss[iteration] = network.loss();
+    if (measure_noise_scale) {
+      const std::vector<double> norms = squared_norms.to_host();
+      global_squared_norm[iteration] = norms[0];
+      local_squared_norm[iteration] = 0;
+      for (std::size_t b = 1; b < norms.size(); ++b) local_squared_norm[iteration] += norms[b];
+    }
     iteration_end_seconds[iteration] = clock.seconds();
     IterationReport report{
         iteration, seconds[index_of(Phase::step)], iteration_end_seconds[iteration], {}};
+    if (evaluate && schedule.evaluate_every > 0 && (iteration + 1) % schedule.evaluate_every == 0) {
+      Evaluation evaluation = evaluate();
+      evaluation.iteration = iteration;
+      evaluation.samples = double(iteration + 1) * data.batch() * communicator.size();
+      evaluation.training_seconds = iteration_end_seconds[iteration] - evaluation_seconds;
+      evaluation_seconds += clock.seconds() - iteration_end_seconds[iteration];
+      measured.evaluations.push_back(evaluation);
+      report.evaluation = &measured.evaluations.back();
+    }
     // The summed gradients are the same on every rank, so every rank sees their divergence in
     // the same iteration; the optimizer's pass over them has flagged any NaN or infinity.
     if (!std::isfinite(measured.loss[iteration]))
@@ -164,10 +228,24 @@ RankMeasurements train(model::Network<float>& network, model::SgdMomentum<float>
     measured.layer_backward_seconds.resize(std::size_t(completed) * layer_count);
     measured.loss.resize(completed);
     iteration_end_seconds.resize(completed);
+    if (measure_noise_scale) {
+      global_squared_norm.resize(completed);
+      local_squared_norm.resize(completed);
+    }
   }
   for (const auto& sampler : samplers)
     for (auto& measurement : sampler->stop()) measured.series.push_back(std::move(measurement));
   measured.series.push_back(iteration_end_times(std::move(iteration_end_seconds)));
+  measured.series.push_back(gradient_norm_series(
+      results::local_gradient_squared_norm,
+      "squared L2 norm of this rank's own gradient (its mean loss over its batch), before the "
+      "sum over ranks",
+      std::move(local_squared_norm), measure_noise_scale));
+  measured.series.push_back(gradient_norm_series(
+      results::global_gradient_squared_norm,
+      "squared L2 norm of the gradient averaged over all ranks (the global batch), as the "
+      "update applied it",
+      std::move(global_squared_norm), measure_noise_scale));
   return measured;
 }
 

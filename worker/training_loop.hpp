@@ -15,6 +15,7 @@
 #include "core/phases.hpp"
 #include "model/network.hpp"
 #include "model/sgd_momentum.hpp"
+#include "results/run_record.hpp"
 #include "worker/device_dataset.hpp"
 #include "worker/gradient_buckets.hpp"
 #include "worker/sampling/sampler.hpp"
@@ -25,6 +26,18 @@ struct TrainingSchedule {
   int warmup_iterations = 0;
   int measured_iterations = 1;
   int total_iterations() const { return warmup_iterations + measured_iterations; }
+
+  // The learning rate of iteration i: from `learning_rate_start`, rising linearly to
+  // `learning_rate` over the first `learning_rate_warmup` iterations (Goyal et al. 2017), then
+  // constant. Without warm-up, `learning_rate` throughout.
+  double learning_rate = 0.01;
+  double learning_rate_start = 0.01;
+  int learning_rate_warmup = 0;
+  double learning_rate_at(int iteration) const;
+
+  // Held-out evaluation after every `evaluate_every` iterations (0: never), outside the timed
+  // phases and the training clock.
+  int evaluate_every = 0;
 };
 
 struct GradientExchange {
@@ -36,15 +49,21 @@ struct GradientExchange {
 GradientExchange make_gradient_exchange(const model::Network<float>& network,
                                         std::size_t bucket_bytes, bool overlap);
 
+using results::Evaluation;
+
+// Evaluates the model as it stands, the same on every rank (a collective over the ranks).
+using Evaluator = std::function<Evaluation()>;
+
 // One rank's raw measurements, warm-up included.
 struct RankMeasurements {
   std::vector<double> phase_seconds;           // [iteration][phase], phase_count per iteration
   std::vector<double> communication_seconds;   // [iteration]: first bucket start to last done
   std::vector<double> layer_backward_seconds;  // [iteration][layer]
   std::vector<double> loss;                    // this rank's mean batch loss, per iteration
-  // What the samplers measured over the measured iterations, and each iteration's end on the
-  // same run clock.
+  // What the samplers measured over the measured iterations, each iteration's end on the same
+  // run clock, and the gradient norms of the noise scale.
   std::vector<results::Measurement> series;
+  std::vector<Evaluation> evaluations;  // in order; empty without an evaluator
 };
 
 // What the loop tells its observer after every iteration.
@@ -54,6 +73,7 @@ struct IterationReport {
   double clock_seconds = 0;  // the iteration's end on the run clock (0 at the start barrier)
   // Non-empty when this rank saw a loss or a summed gradient that is NaN or infinite.
   std::string divergence;
+  const Evaluation* evaluation = nullptr;  // the one made after this iteration, if any
 };
 
 // Called after every iteration, outside the timed phases: progress, and the driver's decision to
@@ -63,11 +83,13 @@ using IterationObserver = std::function<bool(const IterationReport&)>;
 
 // `samplers` are started before the first measured iteration and stopped after the last. The
 // measurements hold the iterations that ran: fewer than scheduled when the observer stopped it.
+// On two or more ranks every step also measures the squared norms of each rank's own gradient and
+// of the summed one (results::local/global_gradient_squared_norm), for the gradient noise scale.
 RankMeasurements train(model::Network<float>& network, model::SgdMomentum<float>& optimizer,
                        const DeviceDataset& data, comm::GradientCommunicator& communicator,
                        const GradientExchange& exchange, kernels::Device& device,
                        const TrainingSchedule& schedule,
                        const std::vector<std::unique_ptr<Sampler>>& samplers = {},
-                       const IterationObserver& observer = {});
+                       const IterationObserver& observer = {}, const Evaluator& evaluate = {});
 
 }  // namespace dlscale::worker

@@ -48,6 +48,8 @@ HostBatch FcnWorkload::make_batch(int batch, std::uint64_t seed, int rank, int b
                               batch_index);
 }
 
+double FcnWorkload::best_accuracy(std::uint64_t /*seed*/) const { return prototype_best_accuracy(layer_sizes_.front()); }
+
 std::unique_ptr<FcnWorkload> parse_fcn_spec(const std::string& spec) {
   const std::string full_spec = "fcn:" + spec;
   constexpr std::string_view usage = "fcn:INPUT,HIDDEN,...,CLASSES, e.g. fcn:784,2048,10";

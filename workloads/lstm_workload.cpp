@@ -67,6 +67,8 @@ HostBatch LstmWorkload::make_batch(int batch, std::uint64_t seed, int rank, int 
   return make_markov_batch(batch, steps_, vocabulary_, seed, rank, batch_index);
 }
 
+double LstmWorkload::best_accuracy(std::uint64_t seed) const { return markov_best_accuracy(vocabulary_, seed); }
+
 std::unique_ptr<LstmWorkload> parse_lstm_spec(const std::string& spec) {
   const std::string full_spec = "lstm:" + spec;
   constexpr std::string_view usage = "lstm:SEQ,HIDDEN,LAYERS,VOCAB, e.g. lstm:32,512,2,10000";

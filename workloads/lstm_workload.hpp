@@ -25,6 +25,7 @@ class LstmWorkload final : public Workload {
   std::unique_ptr<model::Network<float>> build_network(kernels::Device& device,
                                                        int batch) const override;
   HostBatch make_batch(int batch, std::uint64_t seed, int rank, int batch_index) const override;
+  double best_accuracy(std::uint64_t seed) const override;
 
  private:
   kernels::LstmGeometry lstm_geometry() const { return {steps_, hidden_, hidden_}; }

@@ -13,4 +13,11 @@ namespace dlscale::workloads {
 HostBatch make_prototype_batch(int batch, int input_size, int classes, std::uint64_t seed, int rank,
                                int batch_index);
 
+// The Bayes accuracy of the task: nearest prototype, as the classes are equally likely and the
+// noise is the same isotropic Gaussian for each. Two prototypes are about sqrt(2 x input_size)
+// noise deviations apart, so from 64 inputs on a sample lands nearer another class's prototype
+// with probability below Phi(-sqrt(32)), 8e-9 per class: 1 to the precision anyone trains to.
+// NaN below 64 inputs (not derived).
+double prototype_best_accuracy(int input_size);
+
 }  // namespace dlscale::workloads

@@ -1,6 +1,8 @@
 // Markov-chain sequences from counter-based random numbers: the chain is never stored.
 #include "workloads/synthetic_sequences.hpp"
 
+#include <algorithm>
+
 #include "core/random.hpp"
 
 namespace dlscale::workloads {
@@ -34,6 +36,29 @@ HostBatch make_markov_batch(int batch, int steps, int vocabulary, std::uint64_t 
     }
   }
   return data;
+}
+
+double markov_best_accuracy(int vocabulary, std::uint64_t seed) {
+  const CounterRandom chain(seed, chain_stream);
+  double sum = 0;
+  for (std::uint64_t token = 0; token < std::uint64_t(vocabulary); ++token) {
+    std::uint64_t next[successors];
+    double probability[successors];
+    for (int choice = 0; choice < successors; ++choice) {
+      next[choice] = std::uint64_t(chain.uniform(token * successors + choice) * vocabulary);
+      probability[choice] =
+          cumulative_probability[choice] - (choice == 0 ? 0 : cumulative_probability[choice - 1]);
+    }
+    double best = 0;
+    for (int a = 0; a < successors; ++a) {
+      double merged = 0;
+      for (int b = 0; b < successors; ++b)
+        if (next[b] == next[a]) merged += probability[b];
+      best = std::max(best, merged);
+    }
+    sum += best;
+  }
+  return sum / vocabulary;
 }
 
 }  // namespace dlscale::workloads

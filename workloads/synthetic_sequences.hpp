@@ -14,4 +14,9 @@ namespace dlscale::workloads {
 HostBatch make_markov_batch(int batch, int steps, int vocabulary, std::uint64_t seed, int rank,
                             int batch_index);
 
+// The best next-token accuracy: each token's likeliest successor, 0.5, or more where two of its
+// successors are the same token (their probabilities add). The mean over tokens, each counted
+// once (the chain's stationary weights differ from that by O(1/vocabulary)).
+double markov_best_accuracy(int vocabulary, std::uint64_t seed);
+
 }  // namespace dlscale::workloads

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,6 +51,17 @@ class Workload {
 
   // Synthetic, learnable data, a pure function of (seed, rank, batch_index); never timed.
   virtual HostBatch make_batch(int batch, std::uint64_t seed, int rank, int batch_index) const = 0;
+
+  // Held-out data from the same task: the stream of a rank that no launch has, so never trained
+  // on. Every rank of every point draws the same batches for the same batch size.
+  HostBatch make_validation_batch(int batch, std::uint64_t seed, int batch_index) const {
+    return make_batch(batch, seed, validation_stream_rank, batch_index);
+  }
+  static constexpr int validation_stream_rank = std::numeric_limits<int>::max();
+
+  // The best accuracy any model can reach on held-out data (the Bayes classifier's) with this
+  // seed's task, or NaN where it is not known; docs/workloads.md derives each.
+  virtual double best_accuracy(std::uint64_t seed) const = 0;
 };
 
 }  // namespace dlscale::workloads

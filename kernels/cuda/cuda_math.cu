@@ -5,6 +5,7 @@
 // and writes float C; the rounding kernels also serve the convolutions and NCCL's bf16 sums.
 #include "kernels/cuda/cuda_math.hpp"
 
+#include <cub/block/block_reduce.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cuda/std/limits>
 
@@ -277,24 +278,37 @@ __global__ void mean_loss_kernel(std::size_t rows, const double* row_losses, T* 
   if (threadIdx.x == 0) loss[0] = T(sum / double(rows));
 }
 
+// Adds every thread's `value` of the block to *sum (device memory) where sum is not null: one
+// atomic per block. Called by every thread of a block of elementwise_threads.
+__device__ void add_block_total(double value, double* sum) {
+  using BlockSum = cub::BlockReduce<double, elementwise_threads>;
+  __shared__ typename BlockSum::TempStorage scratch;
+  const double total = BlockSum(scratch).Sum(value);
+  if (threadIdx.x == 0 && sum != nullptr) atomicAdd(sum, total);
+}
+
 // v = momentum * v + scale * g; p -= learning_rate * v. A NaN or infinite gradient raises the
-// flag (a benign race: every writer writes 1).
+// flag (a benign race: every writer writes 1). Returns (scale * g)^2 for the norm.
 template <typename T>
-__device__ void sgd_momentum_step(T learning_rate, T momentum, T gradient_scale, T gradient,
-                                  T& velocity, T& parameter, std::int32_t* nonfinite_gradient) {
+__device__ double sgd_momentum_step(T learning_rate, T momentum, T gradient_scale, T gradient,
+                                    T& velocity, T& parameter, std::int32_t* nonfinite_gradient) {
   if (!isfinite(gradient)) *nonfinite_gradient = 1;
-  velocity = momentum * velocity + gradient_scale * gradient;
+  const T scaled = gradient_scale * gradient;
+  velocity = momentum * velocity + scaled;
   parameter -= learning_rate * velocity;
+  return double(scaled) * double(scaled);
 }
 
 // The SGD step on one element at a time (any alignment).
 template <typename T>
 __global__ void sgd_momentum_kernel(std::size_t count, T learning_rate, T momentum,
                                     T gradient_scale, const T* gradient, T* velocity, T* parameters,
-                                    std::int32_t* nonfinite_gradient) {
+                                    std::int32_t* nonfinite_gradient, double* squared_norm) {
+  double sum = 0;
   for (std::size_t i = thread_index(); i < count; i += grid_stride())
-    sgd_momentum_step(learning_rate, momentum, gradient_scale, gradient[i], velocity[i],
-                      parameters[i], nonfinite_gradient);
+    sum += sgd_momentum_step(learning_rate, momentum, gradient_scale, gradient[i], velocity[i],
+                             parameters[i], nonfinite_gradient);
+  add_block_total(sum, squared_norm);
 }
 
 // The SGD step on 16-byte packs: all three arrays 16-byte aligned, `packs` packs long.
@@ -302,18 +316,29 @@ template <typename T>
 __global__ void sgd_momentum_packed_kernel(std::size_t packs, T learning_rate, T momentum,
                                            T gradient_scale, const Packed<T>* gradient,
                                            Packed<T>* velocity, Packed<T>* parameters,
-                                           std::int32_t* nonfinite_gradient) {
+                                           std::int32_t* nonfinite_gradient,
+                                           double* squared_norm) {
+  double sum = 0;
   for (std::size_t i = thread_index(); i < packs; i += grid_stride()) {
     const Packed<T> g = gradient[i];
     Packed<T> v = velocity[i];
     Packed<T> p = parameters[i];
 #pragma unroll
     for (int j = 0; j < Packed<T>::size; ++j)
-      sgd_momentum_step(learning_rate, momentum, gradient_scale, g.values[j], v.values[j],
-                        p.values[j], nonfinite_gradient);
+      sum += sgd_momentum_step(learning_rate, momentum, gradient_scale, g.values[j], v.values[j],
+                               p.values[j], nonfinite_gradient);
     velocity[i] = v;
     parameters[i] = p;
   }
+  add_block_total(sum, squared_norm);
+}
+
+template <typename T>
+__global__ void squared_norm_kernel(std::size_t count, const T* x, double* squared_norm) {
+  double sum = 0;
+  for (std::size_t i = thread_index(); i < count; i += grid_stride())
+    sum += double(x[i]) * double(x[i]);
+  add_block_total(sum, squared_norm);
 }
 
 __global__ void round_to_bf16_kernel(std::size_t count, const float* from, __nv_bfloat16* to) {
@@ -519,7 +544,10 @@ class CudaMath final : public MathOps<T> {
 
   void sgd_momentum_update(std::size_t count, T learning_rate, T momentum, T gradient_scale,
                            const T* gradient, T* velocity, T* parameters,
-                           std::int32_t* nonfinite_gradient) override {
+                           std::int32_t* nonfinite_gradient, double* squared_norm) override {
+    // The kernels add their blocks' totals: zeroed first, in the stream (a capturable memset).
+    if (squared_norm != nullptr)
+      DLSCALE_CUDA_CHECK(cudaMemsetAsync(squared_norm, 0, sizeof(double), context_.stream));
     if (count == 0) return;
     std::size_t done = 0;
     if (aligned_16(gradient) && aligned_16(velocity) && aligned_16(parameters)) {
@@ -528,7 +556,7 @@ class CudaMath final : public MathOps<T> {
         sgd_momentum_packed_kernel<<<grid_for(packs), elementwise_threads, 0, context_.stream>>>(
             packs, learning_rate, momentum, gradient_scale,
             reinterpret_cast<const Packed<T>*>(gradient), reinterpret_cast<Packed<T>*>(velocity),
-            reinterpret_cast<Packed<T>*>(parameters), nonfinite_gradient);
+            reinterpret_cast<Packed<T>*>(parameters), nonfinite_gradient, squared_norm);
         DLSCALE_CUDA_CHECK(cudaGetLastError());
       }
       done = packs * Packed<T>::size;
@@ -536,9 +564,17 @@ class CudaMath final : public MathOps<T> {
     if (done < count) {
       sgd_momentum_kernel<<<grid_for(count - done), elementwise_threads, 0, context_.stream>>>(
           count - done, learning_rate, momentum, gradient_scale, gradient + done, velocity + done,
-          parameters + done, nonfinite_gradient);
+          parameters + done, nonfinite_gradient, squared_norm);
       DLSCALE_CUDA_CHECK(cudaGetLastError());
     }
+  }
+
+  void squared_norm(std::size_t count, const T* x, double* squared_norm) override {
+    DLSCALE_CUDA_CHECK(cudaMemsetAsync(squared_norm, 0, sizeof(double), context_.stream));
+    if (count == 0) return;
+    squared_norm_kernel<<<grid_for(count), elementwise_threads, 0, context_.stream>>>(
+        count, x, squared_norm);
+    DLSCALE_CUDA_CHECK(cudaGetLastError());
   }
 
  private:

@@ -326,7 +326,7 @@ def check_study(f, run_ranks):
            "/study_repeats/precision is missing")
     causes = set(failed["cause"].asstr()[()])
     expect(causes <= {"does_not_fit", "out_of_memory", "diverged", "timed_out",
-                      "job_left_no_results"}, f"/failed_points/cause holds {causes}")
+                      "job_left_no_results", "target_not_reached"}, f"/failed_points/cause holds {causes}")
     probes = f.get("node_sharing_probes")
     expect(isinstance(probes, h5py.Group), "group /node_sharing_probes is missing")
     for name in ["precision", "threads", "batch_per_rank", "ranks_per_node", "shared_seconds",

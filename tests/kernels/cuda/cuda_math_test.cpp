@@ -623,6 +623,7 @@ TYPED_TEST(CudaMathTest, SgdMomentumUpdateMatchesCpu) {
       const auto parameters = uniform_values<T>(count, -1, 1, 62);
       struct Result {
         std::vector<T> velocity, parameters;
+        double squared_norm = 0, unscaled_squared_norm = 0;
       };
       const auto run = [&](Device& device) {
         auto device_gradient = upload(device, gradient);
@@ -630,12 +631,18 @@ TYPED_TEST(CudaMathTest, SgdMomentumUpdateMatchesCpu) {
         auto device_parameters = upload(device, parameters);
         DeviceArray<std::int32_t> nonfinite(device, 1);
         nonfinite.copy_from_host(std::vector<std::int32_t>{0});
-        device.math<T>().sgd_momentum_update(count - offset, learning_rate, momentum,
-                                             gradient_scale, device_gradient.data() + offset,
-                                             device_velocity.data() + offset,
-                                             device_parameters.data() + offset, nonfinite.data());
+        DeviceArray<double> norms(device, 2);
+        norms.copy_from_host(std::vector<double>{-1, -1});  // must be overwritten, not added to
+        device.math<T>().squared_norm(count - offset, device_gradient.data() + offset,
+                                      norms.data() + 1);
+        device.math<T>().sgd_momentum_update(
+            count - offset, learning_rate, momentum, gradient_scale,
+            device_gradient.data() + offset, device_velocity.data() + offset,
+            device_parameters.data() + offset, nonfinite.data(), norms.data());
         EXPECT_EQ(nonfinite.to_host().front(), 0) << "finite gradients raised the flag";
-        return Result{download(device, device_velocity), download(device, device_parameters)};
+        const auto norm_values = norms.to_host();
+        return Result{download(device, device_velocity), download(device, device_parameters),
+                      norm_values[0], norm_values[1]};
       };
       const Result expected = run(this->cpu());
       const Result actual = run(this->gpu());
@@ -652,6 +659,16 @@ TYPED_TEST(CudaMathTest, SgdMomentumUpdateMatchesCpu) {
                      return sgd_tolerance<T> * (std::abs(double(parameters[i])) +
                                                 double(learning_rate) * velocity_terms(i));
                    });
+      // Both sum positive terms in double, in different orders (the GPU's blocks add atomically).
+      EXPECT_NEAR(actual.squared_norm, expected.squared_norm, 1e-12 * expected.squared_norm)
+          << "the update's gradient norm" << what;
+      EXPECT_NEAR(actual.unscaled_squared_norm, expected.unscaled_squared_norm,
+                  1e-12 * expected.unscaled_squared_norm)
+          << "squared_norm" << what;
+      EXPECT_NEAR(expected.squared_norm,
+                  double(gradient_scale) * double(gradient_scale) * expected.unscaled_squared_norm,
+                  1e-6 * expected.squared_norm)
+          << "the update's norm is of the scaled gradient" << what;
     }
 }
 
