@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 
 #include <fmt/format.h>
 
 #include "analysis/alpha_beta_fit.hpp"
+#include "analysis/statistics.hpp"
 #include "core/errors.hpp"
 
 namespace dlscale::analysis {
@@ -38,11 +38,6 @@ bool usable(const results::PiecewiseAlphaBetaFit& fit) {
            return std::isfinite(piece.fit.alpha_seconds) &&
                   std::isfinite(piece.fit.beta_seconds_per_byte);
          });
-}
-
-double mean_of(const std::vector<double>& values) {
-  if (values.empty()) return 0;
-  return std::accumulate(values.begin(), values.end(), 0.0) / double(values.size());
 }
 
 double compute_seconds(const results::RunRecord& run, int iteration, int rank) {
@@ -154,7 +149,7 @@ double expected_excess_of_maximum(std::vector<double> sample, int ranks) {
   for (std::size_t j = 1; j <= sample.size(); ++j)
     expected_maximum +=
         sample[j - 1] * (std::pow(double(j) / size, ranks) - std::pow(double(j - 1) / size, ranks));
-  return expected_maximum - mean_of(sample);
+  return expected_maximum - mean(sample);
 }
 
 std::vector<double> compute_deviations_of(const results::RunRecord& run) {
@@ -163,8 +158,8 @@ std::vector<double> compute_deviations_of(const results::RunRecord& run) {
   if (run.ranks == 1) {
     std::vector<double> compute;
     for (int i = first; i < run.iterations; ++i) compute.push_back(compute_seconds(run, i, 0));
-    const double mean = mean_of(compute);
-    for (double c : compute) deviations.push_back(c - mean);
+    const double average = mean(compute);
+    for (double c : compute) deviations.push_back(c - average);
     return deviations;
   }
   const double unbiased = std::sqrt(double(run.ranks) / (run.ranks - 1));
@@ -203,11 +198,11 @@ ComputeProfile profile_of(const results::RunRecord& run) {
   }
   // Means, not medians: the model predicts the mean iteration time T(n) the study reports, and
   // a slow iteration counts in that mean in full.
-  profile.forward_seconds = mean_of(forward);
-  profile.update_seconds = mean_of(update);
-  profile.straggler_wait_seconds = mean_of(wait);
+  profile.forward_seconds = mean(forward);
+  profile.update_seconds = mean(update);
+  profile.straggler_wait_seconds = mean(wait);
   for (const auto& samples : layer_samples)
-    profile.layer_backward_seconds.push_back(mean_of(samples));
+    profile.layer_backward_seconds.push_back(mean(samples));
   profile.compute_deviations = compute_deviations_of(run);
   return profile;
 }
@@ -287,7 +282,7 @@ double measured_communication_span_seconds(const results::RunRecord& run) {
       shortest = std::min(shortest, run.communication_seconds[std::size_t(i) * run.ranks + r]);
     spans.push_back(shortest);
   }
-  return mean_of(spans);
+  return mean(spans);
 }
 
 double communication_calibration(const ComputeProfile& profile, const NetworkModel& network,

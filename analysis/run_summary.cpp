@@ -13,6 +13,7 @@
 #include "analysis/run_summary.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "analysis/gradient_noise_scale.hpp"
@@ -38,12 +39,14 @@ void summarize_noise_scale(const results::RunRecord& record, results::RunSummary
     }
   const int first = record.configuration.warmup_iterations;
   std::vector<GradientNormSample> samples;
+  // The iterations that read the norms (every k-th, to keep their cost small): NaN elsewhere.
   for (int i = first; i < record.iterations; ++i) {
     GradientNormSample sample;
     for (int r = 0; r < record.ranks; ++r) sample.local_squared_norm += local->values[r].at(i);
     sample.local_squared_norm /= record.ranks;
     sample.global_squared_norm = global->values[0].at(i);  // the same sum on every rank
-    samples.push_back(sample);
+    if (std::isfinite(sample.local_squared_norm) && std::isfinite(sample.global_squared_norm))
+      samples.push_back(sample);
   }
   const double small_batch = record.configuration.batch_per_rank;
   const auto estimate = estimate_noise_scale(samples, small_batch, small_batch * record.ranks,
@@ -54,6 +57,7 @@ void summarize_noise_scale(const results::RunRecord& record, results::RunSummary
   summary.noise_scale_ci_high = estimate->noise_scale_high;
   summary.gradient_squared_norm = estimate->gradient_squared_norm;
   summary.gradient_trace_covariance = estimate->trace_covariance;
+  summary.noise_scale_iterations = estimate->iterations;
 }
 
 }  // namespace

@@ -9,7 +9,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "analysis/gradient_noise_scale.hpp"
 #include "analysis/scaling_study.hpp"
+#include "analysis/statistics.hpp"
 #include "core/errors.hpp"
 
 namespace dlscale::analysis {
@@ -94,6 +96,35 @@ std::string above_linear_reason(const PredictedPoint& point, double batch_per_ra
           ? fmt::format(" (the repeats alone give {:.1f}% to {:.1f}%)", point.efficiency_low * 100,
                         point.efficiency_high * 100)
           : "");
+}
+
+// The B_noise and the baseline's samples to target that predict carries to every rank count,
+// from the runs it predicts from (held-out runs left out), as the study computes them.
+void carry_noise_scale(const std::vector<const results::RunRecord*>& usable,
+                       ScalingPrediction& result) {
+  std::vector<results::RunRecord> runs;
+  for (const auto* run : usable) runs.push_back(*run);
+  const results::StudySummary study = analyze_study(runs);
+  std::vector<double> baseline_samples;
+  for (const auto& point : study.points) {
+    if (std::isfinite(point.noise_scale_used)) result.noise_scale = point.noise_scale_used;
+    if (point.ranks == study.baseline_ranks && std::isfinite(point.samples_to_target))
+      baseline_samples.push_back(point.samples_to_target);
+  }
+  const auto& config = runs.front().configuration;
+  if (!baseline_samples.empty() && !config.target_metric.empty()) {
+    result.baseline_samples_to_target = mean(baseline_samples);
+    result.target = fmt::format("{} {}", config.target_metric, config.target_value);
+  }
+  if (std::isfinite(result.noise_scale))
+    result.notes.push_back(fmt::format(
+        "B_noise {:.4g} samples (the runs at the smallest global batch that measured one) is "
+        "carried to every rank count: statistical efficiency (B_noise + B0) / (B_noise + B)",
+        result.noise_scale));
+  else
+    result.notes.push_back(
+        "no gradient noise scale (it needs a run on two or more ranks): no goodput or time to "
+        "target");
 }
 
 }  // namespace
@@ -367,6 +398,7 @@ ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_run
   predict(result.baseline_ranks, baseline);
   const int p = result.baseline_ranks;
   const results::StudySummary study = analyze_study(same_threads);
+  carry_noise_scale(usable, result);
   for (int n : ranks) {
     PredictedPoint point;
     predict(n, point);
@@ -392,6 +424,17 @@ ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_run
         point.measured_iteration_seconds = configuration.iteration_seconds_mean;
         point.measured_efficiency = configuration.efficiency_mean;
       }
+    point.global_batch = batch_at(n) * n;
+    point.statistical_efficiency =
+        statistical_efficiency(result.noise_scale, batch_at(p) * p, point.global_batch);
+    point.goodput_samples_per_second = point.global_batch / t * point.statistical_efficiency;
+    point.samples_to_target = result.baseline_samples_to_target / point.statistical_efficiency;
+    point.seconds_to_target = point.samples_to_target / (point.global_batch / t);
+    std::vector<double> measured_seconds;
+    for (const auto& measured : study.points)
+      if (measured.ranks == n && std::isfinite(measured.seconds_to_target))
+        measured_seconds.push_back(measured.seconds_to_target);
+    if (!measured_seconds.empty()) point.measured_seconds_to_target = mean(measured_seconds);
     result.points.push_back(point);
   }
   return result;

@@ -5,6 +5,7 @@
 // can be checked against measurements it did not see.
 #pragma once
 
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -70,6 +71,19 @@ struct PredictedPoint {
   // Where N was measured: the study's mean over repeats; NaN elsewhere.
   double measured_iteration_seconds = 0;
   double measured_efficiency = 0;
+
+  // Convergence at N ranks, from the B_noise carried to N's global batch (NaN without one): the
+  // model's statistical efficiency against the baseline, goodput, and with a target the samples
+  // and seconds to it (and the seconds measured, where N was trained to the target).
+  double global_batch = 0;
+  double statistical_efficiency = nan;
+  double goodput_samples_per_second = nan;
+  double samples_to_target = nan;
+  double seconds_to_target = nan;
+  double measured_seconds_to_target = nan;
+
+ private:
+  static constexpr double nan = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct ScalingPrediction {
@@ -83,6 +97,12 @@ struct ScalingPrediction {
   int ranks_per_node = 0;
   NodeSharingCurve node_sharing;
   double communication_scale = 1;  // the calibration applied to every allreduce; 1: none
+  // The gradient noise scale carried to every N: the mean B_noise of the runs at the smallest
+  // global batch that measured one (NaN: no run of two or more ranks), and the baseline's mean
+  // samples to its target (NaN: not trained to one), "accuracy 0.8" or "loss 0.5".
+  double noise_scale = std::numeric_limits<double>::quiet_NaN();
+  double baseline_samples_to_target = std::numeric_limits<double>::quiet_NaN();
+  std::string target;
   std::vector<std::string> notes;  // assumptions and stand-ins, for the reader of the table
   std::vector<PredictedPoint> points;
 };

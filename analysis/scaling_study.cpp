@@ -59,10 +59,6 @@ RunTimes times_of(const results::RunRecord& run) {
   return times;
 }
 
-double mean(const std::vector<double>& values) {
-  return std::accumulate(values.begin(), values.end(), 0.0) / double(values.size());
-}
-
 // The mean of a resample (with replacement) of `values`.
 double resampled_mean(const std::vector<double>& values, std::mt19937_64& random) {
   std::uniform_int_distribution<std::size_t> pick(0, values.size() - 1);

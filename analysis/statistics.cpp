@@ -46,4 +46,9 @@ results::PhaseStatistics describe(std::span<const double> samples) {
   return statistics;
 }
 
+double mean(std::span<const double> samples) {
+  if (samples.empty()) return 0;
+  return std::accumulate(samples.begin(), samples.end(), 0.0) / double(samples.size());
+}
+
 }  // namespace dlscale::analysis

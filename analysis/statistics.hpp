@@ -19,6 +19,8 @@ inline constexpr double interval_low = 0.025, interval_high = 0.975;
 double quantile(std::span<const double> samples, double q);
 
 double median(std::span<const double> samples);
+// The arithmetic mean; 0 for no samples.
+double mean(std::span<const double> samples);
 
 results::PhaseStatistics describe(std::span<const double> samples);
 

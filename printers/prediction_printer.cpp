@@ -148,6 +148,30 @@ std::string format_prediction_table(const analysis::ScalingPrediction& predictio
   for (const auto& point : prediction.points)
     if (!point.above_linear_reason.empty())
       fmt::format_to(line, "* {}\n", point.above_linear_reason);
+  if (!std::isfinite(prediction.noise_scale)) return out;
+  const bool target = std::isfinite(prediction.baseline_samples_to_target);
+  fmt::format_to(line,
+                 "\ngoodput     B_noise {:.4g} samples at every global batch B: statistical "
+                 "efficiency (B_noise + B0) / (B_noise + B), B0 = {:.0f}; goodput = samples/s x "
+                 "it{}\n",
+                 prediction.noise_scale, prediction.global_batch,
+                 target ? fmt::format("; to {}: the baseline's {:.0f} samples / statistical "
+                                      "efficiency, at the predicted samples/s",
+                                      prediction.target, prediction.baseline_samples_to_target)
+                        : "; no time to target (train with --target-accuracy or --target-loss)");
+  fmt::format_to(line, "{:>7} {:>12} {:>10} {:>12} {:>12} {:>17} {:>12}  {}\n", "ranks",
+                 "global batch", "stat eff", "samples/s", "goodput/s", "samples to target",
+                 "s to target", "measured s");
+  const auto shown = [](double value, const char* format) {
+    return std::isfinite(value) ? fmt::format(fmt::runtime(format), value) : std::string("-");
+  };
+  for (const auto& point : prediction.points)
+    fmt::format_to(line, "{:>7} {:>12.0f} {:>9.1f}% {:>12.1f} {:>12.1f} {:>17} {:>12}  {}\n",
+                   point.ranks, point.global_batch, point.statistical_efficiency * 100,
+                   point.global_batch / point.iteration.iteration_seconds,
+                   point.goodput_samples_per_second, shown(point.samples_to_target, "{:.0f}"),
+                   shown(point.seconds_to_target, "{:.4g}"),
+                   shown(point.measured_seconds_to_target, "{:.4g}"));
   return out;
 }
 
@@ -158,11 +182,14 @@ std::string format_prediction_json(const analysis::ScalingPrediction& prediction
   std::string out = fmt::format(
       "{{\"model\": {}, \"scaling\": {}, \"precision\": {}, \"algorithm\": {}, "
       "\"alpha_seconds\": {}, "
-      "\"beta_seconds_per_byte\": {},\n \"network\": {{\"source\": {}, \"ranks_per_node\": {}, "
-      "\"intra_node\": {}, \"inter_node\": {}}},\n \"node_sharing\": [",
+      "\"beta_seconds_per_byte\": {}, \"noise_scale\": {}, \"target\": {}, "
+      "\"baseline_samples_to_target\": {},\n \"network\": {{\"source\": {}, "
+      "\"ranks_per_node\": {}, \"intra_node\": {}, \"inter_node\": {}}},\n \"node_sharing\": [",
       json_string(prediction.model), json_string(prediction.scaling),
       json_string(prediction.precision), json_string(algorithm), json_number(largest.alpha_seconds),
-      json_number(largest.beta_seconds_per_byte), json_string(network.source),
+      json_number(largest.beta_seconds_per_byte), json_number(prediction.noise_scale),
+      prediction.target.empty() ? "null" : json_string(prediction.target),
+      json_number(prediction.baseline_samples_to_target), json_string(network.source),
       prediction.ranks_per_node, json_link(network.intra_node), json_link(network.inter_node));
   for (std::size_t k = 0; k < prediction.node_sharing.slowdown.size(); ++k)
     out += fmt::format("{}{{\"ranks\": {}, \"slowdown\": {}}}", k == 0 ? "" : ", ",
@@ -186,7 +213,10 @@ std::string format_prediction_json(const analysis::ScalingPrediction& prediction
         "\"gap_other\": {}, \"measured_iteration_seconds\": {}, \"measured_efficiency\": {}, "
         "\"reference_runs\": [{}], \"iteration_seconds_low\": {}, "
         "\"iteration_seconds_high\": {}, \"efficiency_low\": {}, \"efficiency_high\": {}, "
-        "\"above_linear\": {}, \"above_linear_reason\": {}}}",
+        "\"above_linear\": {}, \"above_linear_reason\": {}, \"global_batch\": {}, "
+        "\"statistical_efficiency\": {}, \"goodput_samples_per_second\": {}, "
+        "\"samples_to_target\": {}, \"seconds_to_target\": {}, "
+        "\"measured_seconds_to_target\": {}}}",
         i == 0 ? "" : ",", r.ranks, r.reference_ranks, r.held_out ? "true" : "false",
         json_number(t.iteration_seconds), json_number(t.compute_seconds),
         json_number(t.communication_seconds), json_number(t.exposed_communication_seconds),
@@ -198,7 +228,10 @@ std::string format_prediction_json(const analysis::ScalingPrediction& prediction
         json_number(r.iteration_seconds_low), json_number(r.iteration_seconds_high),
         json_number(r.efficiency_low), json_number(r.efficiency_high),
         r.above_linear_reason.empty() ? "false" : "true",
-        r.above_linear_reason.empty() ? "null" : json_string(r.above_linear_reason));
+        r.above_linear_reason.empty() ? "null" : json_string(r.above_linear_reason),
+        json_number(r.global_batch), json_number(r.statistical_efficiency),
+        json_number(r.goodput_samples_per_second), json_number(r.samples_to_target),
+        json_number(r.seconds_to_target), json_number(r.measured_seconds_to_target));
   }
   return out + "\n]}\n";
 }

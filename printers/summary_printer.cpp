@@ -131,9 +131,10 @@ std::string format_summary(const results::RunRecord& record) {
                  first_loss / record.ranks, last_loss / record.ranks);
   if (std::isfinite(summary.noise_scale))
     fmt::format_to(line,
-                   "noise scale     B_noise {:.4g} samples (95% interval {:.4g} to {:.4g}), over "
-                   "the measured iterations; this point's global batch {} is {:.2g}x it\n",
+                   "noise scale     B_noise {:.4g} samples (95% interval {:.4g} to {:.4g}), from "
+                   "{} of {} measured iterations; this point's global batch {} is {:.2g}x it\n",
                    summary.noise_scale, summary.noise_scale_ci_low, summary.noise_scale_ci_high,
+                   summary.noise_scale_iterations, config.measured_iterations,
                    config.batch_per_rank * record.ranks,
                    config.batch_per_rank * record.ranks / summary.noise_scale);
   else

@@ -365,6 +365,8 @@ void read_summary(hid_t file, RunRecord& record) {
       read_double_attribute(group, schema::gradient_trace_covariance);
   summary.noise_scale_absent_reason =
       read_string_attribute(group, schema::noise_scale_absent_reason);
+  summary.noise_scale_iterations =
+      int(read_integer_attribute(group, schema::noise_scale_iterations));
   if (has_attribute(group, schema::samples_to_target))
     summary.target_reached = TargetReached{
         int(read_integer_attribute(group, schema::iterations_to_target)),

@@ -168,6 +168,7 @@ struct RunSummary {
   double noise_scale_ci_high = std::numeric_limits<double>::quiet_NaN();
   double gradient_squared_norm = std::numeric_limits<double>::quiet_NaN();
   double gradient_trace_covariance = std::numeric_limits<double>::quiet_NaN();
+  int noise_scale_iterations = 0;  // the measured iterations that read the norms
   std::string noise_scale_absent_reason;
   std::optional<TargetReached> target_reached;
 };

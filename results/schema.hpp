@@ -152,6 +152,7 @@ inline constexpr const char* noise_scale_ci_high = "noise_scale_ci_high";
 inline constexpr const char* gradient_squared_norm = "gradient_squared_norm";
 inline constexpr const char* gradient_trace_covariance = "gradient_trace_covariance";
 inline constexpr const char* noise_scale_absent_reason = "noise_scale_absent_reason";
+inline constexpr const char* noise_scale_iterations = "noise_scale_iterations";
 inline constexpr const char* iterations_to_target = "iterations_to_target";
 inline constexpr const char* samples_to_target = "samples_to_target";
 inline constexpr const char* seconds_to_target = "seconds_to_target";

@@ -241,6 +241,7 @@ void write_summary(hid_t file, const RunRecord& record) {
   write_attribute(group, schema::gradient_squared_norm, summary.gradient_squared_norm);
   write_attribute(group, schema::gradient_trace_covariance, summary.gradient_trace_covariance);
   write_attribute(group, schema::noise_scale_absent_reason, summary.noise_scale_absent_reason);
+  write_attribute(group, schema::noise_scale_iterations, (long long)summary.noise_scale_iterations);
   if (const auto& target = summary.target_reached) {
     write_attribute(group, schema::iterations_to_target, (long long)target->iterations);
     write_attribute(group, schema::samples_to_target, target->samples);

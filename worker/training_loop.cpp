@@ -3,8 +3,10 @@
 // step, so a GPU step is never stopped between its layers to be timed.
 #include "worker/training_loop.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -21,12 +23,15 @@ struct StepEvents {
         exchange_end(device.make_event()),
         update_end(device.make_event()) {
     for (std::size_t i = 0; i < layers; ++i) layer_end.push_back(device.make_event());
-    for (std::size_t i = 0; i < buckets; ++i) bucket_ready.push_back(device.make_event());
+    for (std::size_t i = 0; i < buckets; ++i) {
+      norm_start.push_back(device.make_event());
+      bucket_ready.push_back(device.make_event());
+    }
   }
   std::unique_ptr<kernels::DeviceEvent> start, forward_end, backward_end, exchange_end, update_end;
   std::vector<std::unique_ptr<kernels::DeviceEvent>> layer_end;  // after each layer's backward
-  // After each bucket's local norm was read: its sum may then write over the gradients.
-  std::vector<std::unique_ptr<kernels::DeviceEvent>> bucket_ready;
+  // Around each bucket's local norm: once it was read, the bucket's sum may write over it.
+  std::vector<std::unique_ptr<kernels::DeviceEvent>> norm_start, bucket_ready;
 };
 
 // A per-iteration measurement of the gradient noise scale's norms (analysis/gradient_noise_scale).
@@ -45,6 +50,10 @@ results::Measurement gradient_norm_series(const char* name, const char* descript
         "and the sum over two or more ranks";
   return series;
 }
+
+// The share of a step that the noise scale's norms may take on average: they are read every
+// k-th step, k chosen after the warm-up from what they took there.
+constexpr double noise_scale_budget = 0.004;
 
 }  // namespace
 
@@ -98,24 +107,42 @@ RankMeasurements train(model::Network<float>& network, model::SgdMomentum<float>
   };
   StepEvents events(device, layer_count, buckets.size());
   std::vector<double> iteration_end_seconds(iterations);
-  // The noise scale's squared norms, read once per step: [0] the summed gradient's (the mean over
-  // ranks, from the update's pass), [1 + b] this rank's own in bucket b, read before its sum.
+  // The noise scale's squared norms: [0] the summed gradient's (the mean over ranks, from the
+  // update's pass), [1 + b] this rank's own in bucket b, read before its sum. Read at every step
+  // of the warm-up, then every `noise_stride`-th step (NaN between), so that on average they
+  // cost at most noise_scale_budget of a step.
   const bool measure_noise_scale = !buckets.empty();
   kernels::DeviceArray<double> squared_norms(device, buckets.size() + 1);
-  std::vector<double> global_squared_norm(measure_noise_scale ? iterations : 0);
-  std::vector<double> local_squared_norm(measure_noise_scale ? iterations : 0);
+  std::vector<double> global_squared_norm(measure_noise_scale ? iterations : 0, std::nan(""));
+  std::vector<double> local_squared_norm(measure_noise_scale ? iterations : 0, std::nan(""));
+  int noise_stride = 1;
   kernels::MathOps<float>& math = device.math<float>();
   const auto read_local_norm = [&](std::size_t bucket_index) -> const kernels::DeviceEvent& {
     const GradientBucket& bucket = buckets[bucket_index];
+    device.record(*events.norm_start[bucket_index]);
     math.squared_norm(bucket.count, bucket_values(bucket).data(),
                       squared_norms.data() + 1 + bucket_index);
     device.record(*events.bucket_ready[bucket_index]);
     return *events.bucket_ready[bucket_index];
   };
+  const auto norms_at = [&](int iteration) {
+    return measure_noise_scale &&
+           (iteration < std::max(1, schedule.warmup_iterations) || iteration % noise_stride == 0);
+  };
+  // After the warm-up, every rank reads the norms at the same stride: from the mean over the
+  // ranks of the share of the last warm-up step that they took.
+  const auto choose_noise_stride = [&](double norm_seconds, double step_seconds) {
+    kernels::DeviceArray<float> share(device, 1);
+    share.copy_from_host(std::vector<float>{float(norm_seconds / step_seconds)});
+    communicator.allreduce_sum(share.span());
+    const double mean_share = double(share.to_host().front()) / communicator.size();
+    noise_stride = int(std::clamp(std::ceil(mean_share / noise_scale_budget), 1.0, 1e6));
+  };
 
   // Queues one whole step on the device: forward with the loss, backward (starting each bucket's
-  // sum once its layers are done, or summing all after backward), then the SGD update.
-  const auto queue_step = [&](int iteration) {
+  // sum once its layers are done, or summing all after backward), then the SGD update; with the
+  // noise scale's norms where `with_norms`.
+  const auto queue_step = [&](int iteration, bool with_norms) {
     device.record(*events.start);
     network.forward_loss(data.batch(), data.inputs(iteration), data.labels(iteration));
     device.record(*events.forward_end);
@@ -126,7 +153,8 @@ RankMeasurements train(model::Network<float>& network, model::SgdMomentum<float>
       // Buckets fill from the last layer down; one is ready once its lowest layer is done.
       while (next_bucket < buckets.size() &&
              std::size_t(buckets[next_bucket].first_layer) >= layer) {
-        const kernels::DeviceEvent& ready = read_local_norm(next_bucket);
+        const kernels::DeviceEvent& ready =
+            with_norms ? read_local_norm(next_bucket) : *events.layer_end[layer];
         communicator.start_allreduce_sum(bucket_values(buckets[next_bucket++]), ready);
       }
     });
@@ -135,13 +163,13 @@ RankMeasurements train(model::Network<float>& network, model::SgdMomentum<float>
       if (!buckets.empty()) communicator.wait_all();
     } else {
       for (std::size_t b = 0; b < buckets.size(); ++b) {
-        read_local_norm(b);
+        if (with_norms) read_local_norm(b);
         communicator.allreduce_sum(bucket_values(buckets[b]));
       }
     }
     device.record(*events.exchange_end);
     optimizer.step(network.parameters(), network.gradients(), gradient_scale,
-                   measure_noise_scale ? squared_norms.data() : nullptr);
+                   with_norms ? squared_norms.data() : nullptr);
     device.record(*events.update_end);
   };
 
@@ -149,7 +177,7 @@ RankMeasurements train(model::Network<float>& network, model::SgdMomentum<float>
   // replayed: one launch instead of one per kernel. The first step runs as it is called, so
   // every kernel has chosen its algorithms and made its buffers before anything is captured.
   const bool capturable = buckets.empty() || communicator.can_be_captured();
-  std::map<const float*, std::unique_ptr<kernels::CapturedWork>> captured_steps;
+  std::map<std::pair<const float*, bool>, std::unique_ptr<kernels::CapturedWork>> captured_steps;
   bool device_captures = capturable;
 
   int completed = 0;
@@ -158,17 +186,18 @@ RankMeasurements train(model::Network<float>& network, model::SgdMomentum<float>
     if (iteration == schedule.warmup_iterations)
       for (const auto& sampler : samplers) sampler->start(clock);
     optimizer.set_learning_rate(float(schedule.learning_rate_at(iteration)));
+    const bool with_norms = norms_at(iteration);
     // A captured step keeps its learning rate: none is captured while the rate still rises.
     if (iteration == 0 || !device_captures || iteration < schedule.learning_rate_warmup) {
-      queue_step(iteration);
+      queue_step(iteration, with_norms);
     } else {
-      auto& step = captured_steps[data.inputs(iteration)];
-      if (!step) step = device.capture([&] { queue_step(iteration); });
+      auto& step = captured_steps[{data.inputs(iteration), with_norms}];
+      if (!step) step = device.capture([&] { queue_step(iteration, with_norms); });
       if (step)
         step->replay();
       else {
         device_captures = false;  // this device runs every call as it is made
-        queue_step(iteration);
+        queue_step(iteration, with_norms);
       }
     }
 
@@ -195,11 +224,17 @@ RankMeasurements train(model::Network<float>& network, model::SgdMomentum<float>
                                                     ? communicator.last_exchange_seconds()
                                                     : seconds[index_of(Phase::allreduce)];
     measured.loss[iteration] = network.loss();
-    if (measure_noise_scale) {
+    if (with_norms) {
       const std::vector<double> norms = squared_norms.to_host();
       global_squared_norm[iteration] = norms[0];
       local_squared_norm[iteration] = 0;
-      for (std::size_t b = 1; b < norms.size(); ++b) local_squared_norm[iteration] += norms[b];
+      double norm_seconds = 0;
+      for (std::size_t b = 0; b < buckets.size(); ++b) {
+        local_squared_norm[iteration] += norms[1 + b];
+        norm_seconds += device.elapsed_seconds(*events.norm_start[b], *events.bucket_ready[b]);
+      }
+      if (iteration == std::max(1, schedule.warmup_iterations) - 1)
+        choose_noise_stride(norm_seconds, seconds[index_of(Phase::step)]);
     }
     iteration_end_seconds[iteration] = clock.seconds();
     IterationReport report{

@@ -87,3 +87,62 @@ TEST(ScalingStudy, NoisyIterationsGiveAnIntervalAroundTheEstimate) {
 
 }  // namespace
 }  // namespace dlscale::analysis
+
+namespace dlscale::analysis {
+namespace {
+
+// A run trained to held-out accuracy 0.8, evaluated every 10 steps, that first met it at
+// evaluation `reached` (accuracy 0.5 before), with `noise_scale` as its summary measured.
+results::RunRecord trained_to_target(std::vector<double> compute, int batch, int reached,
+                                     double noise_scale) {
+  results::RunRecord run = run_of(compute, 0, batch, "weak", 10 * (reached + 1));
+  run.configuration.target_metric = "accuracy";
+  run.configuration.target_value = 0.8;
+  run.summary.noise_scale = noise_scale;
+  for (int k = 0; k <= reached; ++k)
+    run.evaluations.push_back({10 * k + 9, double(10 * (k + 1) * batch * run.ranks),
+                               10.0 * (k + 1), k == reached ? 0.85 : 0.5, 1.0});
+  return run;
+}
+
+TEST(ScalingStudy, GoodputFromTheNoiseScaleOfTheSmallestBatchAndMeasuredSamplesToTarget) {
+  // 1 rank reaches the target after 40 steps of 32 (1280 samples); 2 ranks after 30 steps of
+  // 64 (1920); 4 ranks after 20 of 128 (2560). B_noise: 96 at global batch 64, 500 at 128: the
+  // model uses the smallest batch's, 96.
+  const auto study = analyze_study({trained_to_target({1.0}, 32, 3, std::nan("")),
+                                    trained_to_target({1.0, 1.0}, 32, 2, 96),
+                                    trained_to_target({1.0, 1.0, 1.0, 1.0}, 32, 1, 500)});
+  ASSERT_EQ(study.points.size(), 3u);
+  const auto& one = study.points[0];
+  const auto& two = study.points[1];
+  const auto& four = study.points[2];
+  EXPECT_EQ(two.global_batch, 64);
+  EXPECT_TRUE(std::isnan(one.noise_scale));
+  EXPECT_DOUBLE_EQ(four.noise_scale, 500);
+  for (const auto* point : {&one, &two, &four}) EXPECT_DOUBLE_EQ(point->noise_scale_used, 96);
+  EXPECT_DOUBLE_EQ(one.statistical_efficiency_model, 1.0);
+  EXPECT_DOUBLE_EQ(two.statistical_efficiency_model, (96.0 + 32) / (96 + 64));
+  EXPECT_DOUBLE_EQ(four.statistical_efficiency_model, (96.0 + 32) / (96 + 128));
+  EXPECT_DOUBLE_EQ(four.goodput_samples_per_second,
+                   four.throughput_samples_per_second * four.statistical_efficiency_model);
+  EXPECT_DOUBLE_EQ(one.samples_to_target, 1280);
+  EXPECT_DOUBLE_EQ(two.samples_to_target, 1920);
+  EXPECT_DOUBLE_EQ(two.statistical_efficiency, 1280.0 / 1920);
+  EXPECT_DOUBLE_EQ(four.statistical_efficiency, 1280.0 / 2560);
+  EXPECT_DOUBLE_EQ(four.seconds_to_target, 20);
+  EXPECT_DOUBLE_EQ(four.time_to_target_speedup, 40.0 / 20);
+}
+
+TEST(ScalingStudy, NoNoiseScaleOrTargetLeavesTheConvergenceColumnsNaN) {
+  const auto study =
+      analyze_study({run_of({1.0, 1.0}, 0.25, 32, "weak"), run_of({1.0}, 0, 32, "weak")});
+  for (const auto& point : study.points) {
+    EXPECT_TRUE(std::isnan(point.statistical_efficiency_model));
+    EXPECT_TRUE(std::isnan(point.goodput_samples_per_second));
+    EXPECT_TRUE(std::isnan(point.samples_to_target));
+    EXPECT_TRUE(std::isnan(point.statistical_efficiency));
+  }
+}
+
+}  // namespace
+}  // namespace dlscale::analysis

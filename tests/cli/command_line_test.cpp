@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -257,6 +258,52 @@ TEST_F(CommandLine, FailedSweepPointsAreKeptWithTheirReasonAndTheSweepGoesOn) {
   ASSERT_FALSE(file.failed_points.empty());
   EXPECT_NE(file.failed_points.front().reason.find("diverged at iteration"), std::string::npos);
   EXPECT_EQ(file.failed_points.front().cause, dlscale::FailureCause::diverged);
+}
+
+TEST_F(CommandLine, TrainingToATargetRecordsTimeToItTheNoiseScaleAndGoodput) {
+  // The prototype task on 64 inputs is learnt within a few dozen steps at this rate.
+  const Outcome outcome = run_dlscale(
+      "--model fcn:64,32,4 --batch 8 --warmup 1 --ranks 1,2 --lr 0.05 --target-accuracy 0.9 "
+      "--eval-every 5 --eval-samples 256 --sample-interval 0 --out target.h5");
+  for (int r = 0; r < ranks; ++r) EXPECT_EQ(outcome.rank_exit_codes[r], 0) << "rank " << r;
+  EXPECT_NE(outcome.stdout_text.find("to target       accuracy 0.9 after"), std::string::npos)
+      << outcome.stdout_text;
+  EXPECT_NE(outcome.stdout_text.find("noise scale     B_noise"), std::string::npos)
+      << outcome.stdout_text;
+  EXPECT_NE(outcome.stdout_text.find("goodput/s"), std::string::npos) << outcome.stdout_text;
+  const auto file = dlscale::results::read_results(directory_ / "target.h5");
+  ASSERT_EQ(file.runs.size(), 2u);
+  for (const auto& run : file.runs) {
+    ASSERT_TRUE(run.summary.target_reached) << "ranks " << run.ranks;
+    const auto& reached = *run.summary.target_reached;
+    EXPECT_EQ(reached.iterations % 5, 0) << "targets are met at evaluations, every 5 steps";
+    EXPECT_EQ(reached.samples, double(reached.iterations) * 8 * run.ranks);
+    EXPECT_GE(run.evaluations.back().accuracy, 0.9);
+    // Training stopped at the evaluation that met the target.
+    EXPECT_EQ(run.iterations, reached.iterations);
+    EXPECT_EQ(run.ranks == 1, std::isnan(run.summary.noise_scale)) << run.ranks;
+  }
+  EXPECT_GT(file.runs[1].summary.noise_scale, 0);
+  const auto study = dlscale::analysis::analyze_study(file.runs);
+  EXPECT_GT(study.points[1].statistical_efficiency, 0);
+  EXPECT_GT(study.points[1].goodput_samples_per_second, 0);
+
+  // A limit too small to learn anything in: each point fails with the best it reached.
+  const Outcome short_of_it = run_dlscale(
+      "--model fcn:64,32,4 --batch 8 --warmup 0 --ranks 1,2 --target-accuracy 1 "
+      "--eval-every 1 --max-samples 16 --sample-interval 0 --out short.h5");
+  for (int r = 0; r < ranks; ++r) EXPECT_EQ(short_of_it.rank_exit_codes[r], 3) << "rank " << r;
+  const auto short_file = dlscale::results::read_results(directory_ / "short.h5");
+  ASSERT_EQ(short_file.failed_points.size(), 2u);
+  for (const auto& point : short_file.failed_points) {
+    EXPECT_EQ(point.cause, dlscale::FailureCause::target_not_reached);
+    EXPECT_NE(point.reason.find("short of the target 1 within the --max-samples limit of 16"),
+              std::string::npos)
+        << point.reason;
+  }
+
+  // The Markov task cannot be predicted better than about one token in two.
+  expect_refused("--model lstm:4,8,1,16 --target-accuracy 0.9", "cannot be reached");
 }
 
 // Runs a dlscale subcommand that needs no mpirun; returns its exit status and stderr.

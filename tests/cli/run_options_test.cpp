@@ -69,6 +69,36 @@ TEST(RunOptions, BadThreadListsRepeatsAndIntervalsNameTheOption) {
   EXPECT_NE(error_of({"--point-timeout", "-5"}).find("--point-timeout"), std::string::npos);
 }
 
+TEST(RunOptions, ATargetEvaluatesEveryTenStepsAndLimitsSamplesNotIterations) {
+  const auto options = parse_run_options({"--target-accuracy", "0.8", "--lr-scaling", "linear",
+                                          "--warmup-steps", "5", "--max-samples", "1000"});
+  EXPECT_EQ(options.target_metric, "accuracy");
+  EXPECT_EQ(options.target_value, 0.8);
+  EXPECT_EQ(options.evaluate_every, 10);
+  EXPECT_EQ(options.max_samples, 1000);
+  EXPECT_EQ(options.learning_rate_scaling, "linear");
+  EXPECT_EQ(options.learning_rate_warmup_steps, 5);
+  EXPECT_EQ(parse_run_options({"--target-loss", "0.5", "--eval-every", "3"}).evaluate_every, 3);
+  EXPECT_EQ(parse_run_options({"--eval-every", "4"}).target_metric, "");
+  EXPECT_EQ(parse_run_options({}).evaluate_every, 0);
+}
+
+TEST(RunOptions, BadTargetsAndLearningRateRulesNameTheOption) {
+  EXPECT_EQ(error_of({"--target-accuracy", "1.5"}), "--target-accuracy must be in (0, 1], got 1.5");
+  EXPECT_EQ(error_of({"--target-accuracy", "0.8", "--target-loss", "1"}),
+            "--target-accuracy and --target-loss: give one target");
+  EXPECT_NE(error_of({"--target-loss", "-1"}).find("--target-loss"), std::string::npos);
+  EXPECT_NE(error_of({"--target-accuracy", "0.8", "--eval-every", "0"}).find("--eval-every"),
+            std::string::npos);
+  EXPECT_NE(error_of({"--target-accuracy", "0.8", "--iters", "50"}).find("leave out --iters"),
+            std::string::npos);
+  EXPECT_NE(error_of({"--max-samples", "100"}).find("--max-samples limits"), std::string::npos);
+  EXPECT_NE(error_of({"--eval-samples", "0"}).find("--eval-samples"), std::string::npos);
+  EXPECT_NE(error_of({"--lr-scaling", "cubic"}).find("--lr-scaling"), std::string::npos);
+  EXPECT_NE(error_of({"--warmup-steps", "10"}).find("--lr-scaling linear or sqrt"),
+            std::string::npos);
+}
+
 TEST(RunOptions, NonNumbersAndUnknownOptionsAreOneLineErrors) {
   const std::string not_a_number = error_of({"--batch", "many"});
   EXPECT_NE(not_a_number.find("--batch"), std::string::npos) << not_a_number;

@@ -26,6 +26,7 @@ const TrainingSchedule schedule{2, 8};
 struct Trained {
   std::vector<float> parameters;
   std::vector<double> loss;
+  std::vector<results::Measurement> series;
 };
 
 struct Exchange {
@@ -46,7 +47,7 @@ Trained train_on(const workloads::FcnWorkload& workload, MPI_Comm ranks, int bat
       *network, optimizer, data, communicator,
       make_gradient_exchange(*network, exchange.bucket_bytes, exchange.overlap), device, schedule);
   return {std::vector<float>(network->parameters().begin(), network->parameters().end()),
-          measured.loss};
+          measured.loss, measured.series};
 }
 
 std::vector<workloads::HostBatch> batches_of(const workloads::FcnWorkload& workload, int rank) {
@@ -107,6 +108,52 @@ TEST_P(DataParallel, EqualsOneProcessOnTheConcatenatedBatch) {
     movement =
         std::max(movement, double(std::abs(serial.parameters[i] - untrained->parameters()[i])));
   EXPECT_GT(movement, 1e-2);
+}
+
+// The noise scale's two norms at the first step, from the gradients themselves: each rank's own
+// (its batch's mean loss) before the sum, and that of their mean over the ranks. Exact inputs,
+// so the recorded norms must agree to float rounding whatever the buckets and their order.
+TEST_P(DataParallel, RecordsEachRanksGradientNormAndTheirMeansNorm) {
+  const auto workload = workloads::parse_fcn_spec("12,10,8,4");
+  comm::MpiHostGroup communicator(MPI_COMM_WORLD);
+  const auto batches = batches_of(*workload, communicator.rank());
+  const Trained trained = train_on(*workload, MPI_COMM_WORLD, batch_per_rank, batches, GetParam());
+
+  kernels::CpuDevice device(1);
+  auto network = workload->build_network(device, batch_per_rank);
+  network->initialize(seed);
+  const DeviceDataset data(device, batch_per_rank, batches);
+  network->forward_loss(batch_per_rank, data.inputs(0), data.labels(0));
+  network->backward(batch_per_rank, data.inputs(0));
+  std::vector<float> gradient(network->gradients().begin(), network->gradients().end());
+  double local = 0;
+  for (const float g : gradient) local += double(g) * double(g);
+  std::vector<double> mean(gradient.begin(), gradient.end());
+  MPI_Allreduce(MPI_IN_PLACE, mean.data(), int(mean.size()), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  double global = 0;
+  for (double& g : mean) global += (g / communicator.size()) * (g / communicator.size());
+
+  const auto recorded = [&](const char* name) -> const results::Measurement& {
+    for (const auto& series : trained.series)
+      if (series.name == name) return series;
+    throw std::runtime_error(std::string("no measurement ") + name);
+  };
+  const auto& local_series = recorded(results::local_gradient_squared_norm);
+  const auto& global_series = recorded(results::global_gradient_squared_norm);
+  if (communicator.size() == 1) {
+    EXPECT_TRUE(local_series.values.empty());
+    EXPECT_NE(local_series.absent_reason.find("one rank"), std::string::npos);
+    return;
+  }
+  ASSERT_EQ(local_series.values.size(), std::size_t(schedule.total_iterations()));
+  ASSERT_EQ(global_series.values.size(), std::size_t(schedule.total_iterations()));
+  EXPECT_NEAR(local_series.values[0], local, 1e-9 * local);
+  EXPECT_NEAR(global_series.values[0], global, 1e-5 * global);
+  double mean_local = local / communicator.size();
+  MPI_Allreduce(MPI_IN_PLACE, &mean_local, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  EXPECT_LE(global, mean_local) << "the mean's norm is at most the ranks' mean norm (convexity)";
+  // Later steps see other weights and data: their norms move.
+  EXPECT_NE(local_series.values[1], local_series.values[0]);
 }
 
 // The layers hold 130, 88 and 36 parameters: 200-byte buckets split them into 2 buckets, 4 bytes
