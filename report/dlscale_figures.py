@@ -3,9 +3,10 @@
 # per mini-batch
 # against threads, the spread across repeats, mean phase times per step, per-rank heatmaps of
 # step and compute time, each run's resources over time, and allreduce bus bandwidth against
-# message size. Each title names the model, the scaling mode and the host count; docs/report.md
-# explains how to read each figure. Every text from a results file (titles, host and run names)
-# is drawn as printable, literal text.
+# message size, and (schema 8) goodput and time to target against ranks and the held-out
+# evaluations against samples. Each title names the model, the scaling mode and the host count;
+# docs/report.md explains how to read each figure. Every text from a results file (titles, host
+# and run names) is drawn as printable, literal text.
 import io
 import warnings
 
@@ -53,6 +54,14 @@ FIGURE_NOTES = {
                  "rank's process CPU (cores) and resident memory, each host's CPU utilisation "
                  "and, on GPUs, each GPU's utilisation and power. Grey is the warm-up; alternate "
                  "measured iterations are shaded.",
+    "goodput": "Left: throughput and goodput (throughput x the statistical efficiency (B_noise + "
+               "B0)/(B_noise + B) of McCandlish et al. 2018, as in Pollux) against ranks: the "
+               "gap between them is what the larger global batch B costs in samples. Right: "
+               "training time until the held-out target was first met, for the points that met "
+               "it.",
+    "convergence": "Held-out accuracy and loss against the global samples trained on, one line "
+                   "per run, with the target as a dashed line: a larger global batch often "
+                   "needs more samples to reach it.",
 }
 # The time series of the resources figure, one panel each where measured: (name, panel label).
 RESOURCE_PANELS = [("process_cpu_cores", "process CPU"), ("process_rss_bytes", "process RSS"),
@@ -167,6 +176,85 @@ def throughput_figure(results, study):
     ax.set_ylabel("throughput (samples/s, log scale)")
     ax.set_title(f"Throughput: {results.describe()}")
     ax.legend(loc="best")
+    return fig
+
+
+def finite_any(table, name):
+    return name in table and bool(np.isfinite(table[name].to_numpy(dtype=float)).any())
+
+
+def goodput_figure(results, study):
+    """Left: throughput and goodput against ranks; right: the training seconds to the target,
+    each precision and thread count a colour of its own, the line through the mean over
+    repeats."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
+    for index, (label, rows) in enumerate(sweep_groups(results, study)):
+        colour = f"C{index}"
+        prefix = f"{label}: " if label else ""
+        means = rows.groupby("ranks").mean(numeric_only=True).reset_index()
+        offsets = repeat_offsets(rows)
+        for name, style, what in [("throughput_samples_per_second", "o-", "throughput"),
+                                  ("goodput_samples_per_second", "s--", "goodput")]:
+            if not finite_any(rows, name):
+                continue
+            axes[0].plot(means["ranks"], means[name], style, color=colour,
+                         markerfacecolor="none" if what == "goodput" else colour,
+                         label=f"{prefix}{what}")
+            if results.has_repeats():
+                axes[0].plot(rows["ranks"] * offsets, rows[name], style[0], color=colour,
+                             alpha=0.4, markerfacecolor="none" if what == "goodput" else colour)
+        if finite_any(rows, "seconds_to_target"):
+            reached = means[np.isfinite(means["seconds_to_target"])]
+            axes[1].plot(reached["ranks"], reached["seconds_to_target"], "o-", color=colour,
+                         label=label or "reached the target")
+            if results.has_repeats():
+                axes[1].plot(rows["ranks"] * offsets, rows["seconds_to_target"], "o",
+                             color=colour, alpha=0.4)
+    axes[0].set_ylim(0, axes[0].get_ylim()[1] * 1.1)
+    axes[0].set_ylabel("samples/s")
+    axes[0].set_title("throughput (solid) and goodput (dashed)")
+    axes[1].set_ylim(0, axes[1].get_ylim()[1] * 1.1)
+    axes[1].set_ylabel("training time to target (s)")
+    axes[1].set_title("time to the held-out target")
+    for ax in axes:
+        rank_axis(ax, sorted(study["ranks"].unique()))
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(loc="lower left" if ax is axes[1] else "upper left")
+    fig.suptitle(f"Goodput and time to target: {results.describe()}")
+    return fig
+
+
+def convergence_figure(results, runs):
+    """Held-out accuracy (left) and loss (right) against global samples, one line per run of
+    `runs` (those with evaluations), each target a dashed line on its metric's panel."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
+    panels = {"accuracy": axes[0], "loss": axes[1]}
+    for index, run in enumerate(runs):
+        label = f"{printable(run.name)}: {run_label(results, run)}".replace("\n", ", ")
+        for metric, ax in panels.items():
+            ax.plot(run.evaluations["samples"], run.evaluations[metric], ".-",
+                    color=f"C{index % 10}", label=label)
+    targets = dict.fromkeys((run.target_metric, run.target_value) for run in results.runs
+                            if run.target_metric and run.target_value is not None
+                            and np.isfinite(run.target_value))
+    for metric, value in targets:
+        panels[metric].axhline(value, color="black", linestyle="--", linewidth=1,
+                               label=f"target {metric} {value:g}")
+    axes[0].set_ylabel("held-out accuracy")
+    axes[1].set_ylabel("held-out loss")
+    for metric, ax in panels.items():
+        ax.set_xlabel("global samples trained on")
+        ax.set_xlim(left=0)
+        ax.set_title(f"held-out {metric}" if len(runs) <= LEGEND_LINES else
+                     f"held-out {metric}: one line for each of {len(runs)} runs")
+        ax.grid(True, alpha=0.3)
+        handles, labels = ax.get_legend_handles_labels()
+        if len(runs) > LEGEND_LINES:  # keep the target's entry, drop the runs'
+            handles, labels = handles[len(runs):], labels[len(runs):]
+        if handles:
+            ax.legend(handles, labels, fontsize="small",
+                      loc="lower right" if metric == "accuracy" else "upper right")
+    fig.suptitle(f"Held-out evaluations: {results.describe()}")
     return fig
 
 
@@ -503,6 +591,16 @@ def figures(results, predicted_for=None):
         add("efficiency", FIGURE_NOTES["efficiency"],
             efficiency_figure(results, study, predicted_for))
         add("throughput", FIGURE_NOTES["throughput"], throughput_figure(results, study))
+    # Schema 8: goodput and time to target, where some point has either.
+    if study is not None and study["ranks"].nunique() >= 2 and \
+            {"ranks", "throughput_samples_per_second"} <= set(study) and \
+            (finite_any(study, "goodput_samples_per_second")
+             or finite_any(study, "seconds_to_target")):
+        add("goodput", FIGURE_NOTES["goodput"], goodput_figure(results, study))
+    evaluated = [run for run in results.runs
+                 if run.evaluations is not None and len(run.evaluations)]
+    if evaluated:
+        add("convergence", FIGURE_NOTES["convergence"], convergence_figure(results, evaluated))
     spread = results.study_repeats
     if spread is not None and len(spread) and spread[STUDY_THREADS].nunique() >= 2:
         add("threads", FIGURE_NOTES["threads"], threads_figure(results))

@@ -29,7 +29,8 @@ try:
                                  COMM_LINE_INTERCEPT, COMM_LINE_SLOPE,
                                  COMM_BUSBW_P95, COMM_BYTES, COMM_RANKS, COMM_SECONDS_P50,
                                  COMM_SECONDS_P95, MEASUREMENT_COLUMNS, PHASES,
-                                 PREDICTED_EFFICIENCY, STUDY_PRECISION, STUDY_REPEAT,
+                                 PREDICTED_EFFICIENCY, STUDY_CONVERGENCE_COLUMNS,
+                                 STUDY_PRECISION, STUDY_REPEAT,
                                  STUDY_THREADS, ReportError, decoded, human_bytes,
                                  load_results_file, plural, printable, sweep_order, time_unit)
 # A module that cannot be used is one line and status 2, as a python that cannot start is.
@@ -289,6 +290,83 @@ def precisions_display(results):
     return shown
 
 
+TARGET_NOT_REACHED = "target_not_reached"  # a /failed_points cause (schema 8)
+
+
+def has_convergence(results):
+    """Whether some /study row has a noise scale the model used or reached its target (schema
+    8): only then is there a convergence table and figure."""
+    study = results.study
+    return study is not None and any(
+        name in study and np.isfinite(study[name].to_numpy(dtype=float)).any()
+        for name in ("noise_scale_used", "samples_to_target"))
+
+
+def noise_scale_text(value, summary):
+    """'242.4 [139.8, 424.1]': a run's own B_noise with its run summary's 95% bootstrap interval,
+    where the summary has a finite one; '-' where the run has none (one rank)."""
+    low, high = summary.get("noise_scale_ci_low"), summary.get("noise_scale_ci_high")
+    if not np.isfinite(value) or low is None or high is None or \
+            not (np.isfinite(low) and np.isfinite(high)):
+        return significant(value)
+    return with_interval(value, low, high, significant)
+
+
+def convergence_display(results):
+    """One row per /study row, keyed as the study table is: the global batch B, the run's own
+    gradient noise scale (with its interval) and the one the model used, the statistical
+    efficiency the model gives and the measured one, goodput, and the samples and training time
+    until the held-out target was first met, with the time-to-target speedup over the baseline.
+    Points that trained to --max-samples without reaching their target follow as rows of – with
+    their reason, in their place. None where no row has any of it (a file before schema 8)."""
+    if not has_convergence(results):
+        return None
+    study = results.study
+    keys = [name for name in (STUDY_PRECISION, STUDY_THREADS, "ranks", STUDY_REPEAT)
+            if name == "ranks" or results.varies(name)]
+
+    def get(name):  # missing columns show as '-' instead of failing
+        return study[name] if name in study else pd.Series([np.nan] * len(study), dtype=float)
+    summaries = {run.name: run.summary for run in results.runs}
+    runs = study["run"] if "run" in study else pd.Series([""] * len(study))
+    shown = pd.DataFrame({name: study[name] for name in keys})
+    shown["global batch"] = [str(int(b)) if np.isfinite(b) else "-"
+                             for b in get("global_batch").astype(float)]
+    shown["B_noise [95% CI]"] = [noise_scale_text(value, summaries.get(run, {}))
+                                 for value, run in zip(get("noise_scale").astype(float), runs)]
+    shown["B_noise used"] = get("noise_scale_used").map(significant)
+    shown["stat eff model"] = get("statistical_efficiency_model").map(fraction)
+    shown["stat eff measured"] = get("statistical_efficiency").map(fraction)
+    shown["samples/s"] = get("throughput_samples_per_second").map(significant)
+    shown["goodput samples/s"] = get("goodput_samples_per_second").map(significant)
+    shown["samples to target"] = get("samples_to_target").map(significant)
+    unit, factor = table_time_unit(get("seconds_to_target"))
+    shown[f"time to target {unit}"] = (get("seconds_to_target") * factor).map(significant)
+    shown["time-to-target speedup"] = get("time_to_target_speedup").map(fraction)
+    failed = results.failed_points
+    if failed is None or not (failed["cause"] == TARGET_NOT_REACHED).any():
+        return shown
+    failed = failed[failed["cause"] == TARGET_NOT_REACHED]
+    shown["failure"] = ""
+    failed_rows = pd.DataFrame({column: NOT_MEASURED for column in shown}, index=failed.index)
+    for name in keys:
+        failed_rows[name] = failed[name]
+    failed_rows["failure"] = failed["reason"]
+    table = pd.concat([shown, failed_rows], ignore_index=True) \
+        .sort_values(keys, kind="stable", key=sweep_order(results.precisions())) \
+        .reset_index(drop=True)
+    table["failure"] = left_aligned(table["failure"])
+    return table
+
+
+CONVERGENCE_HEADING = (
+    "Convergence (statistical efficiency is (B_noise + B0)/(B_noise + B) for global batch B "
+    "against the baseline's B0, with B_noise the gradient noise scale (McCandlish et al. 2018; "
+    "Pollux), beside the measured one, the baseline's samples to the held-out target over this "
+    "point's; goodput = throughput x the model's statistical efficiency; '-' where not "
+    "measured)")
+
+
 def comm_display(comm):
     shown = pd.DataFrame({"message": comm[COMM_BYTES].map(human_bytes)})
     for header, name, scale in [
@@ -346,6 +424,9 @@ def header_lines(results, predicted_for=None):
             lines.append(("hosts (largest run)", ", ".join(
                 f"{host} ({plural(largest.hosts.count(host), 'rank')})"
                 for host in sorted(set(largest.hosts)))))
+    trainings = list(dict.fromkeys(filter(None, (training_text(run) for run in results.runs))))
+    if trainings:
+        lines.append(("training", "; ".join(trainings)))
     if known("dlscale_version") is not None:
         lines.append(("dlscale", f"{known('dlscale_version')} (git {known('git_commit')})"))
     for label, name in [("command line", "command_line"), ("started", "start_time_utc"),
@@ -362,6 +443,27 @@ def header_lines(results, predicted_for=None):
     for reason, names in not_measured(results).items():
         lines.append(("not measured", f"{', '.join(names)}: {reason}"))
     return [(label, printable(value)) for label, value in lines]
+
+
+def training_text(run):
+    """'to held-out accuracy 0.8, evaluated every 10 iterations, learning rate 0.01 (scaling
+    none, 0 warm-up steps)': what a run trained to and how (schema 8); None for a run that
+    records neither a target nor an evaluation interval (a file before schema 8)."""
+    parts = []
+    if run.target_metric:
+        value = "" if run.target_value is None else f" {run.target_value:g}"
+        parts.append(f"to held-out {run.target_metric}{value}")
+    if run.evaluate_every:
+        parts.append(f"evaluated every {plural(run.evaluate_every, 'iteration')}")
+    if not parts:
+        return None
+    if run.base_learning_rate is not None:
+        rule = ", ".join(filter(None, [
+            f"scaling {run.learning_rate_scaling}" if run.learning_rate_scaling else None,
+            plural(run.learning_rate_warmup_steps, "warm-up step")
+            if run.learning_rate_warmup_steps is not None else None]))
+        parts.append(f"learning rate {run.base_learning_rate:g}" + (f" ({rule})" if rule else ""))
+    return ", ".join(parts)
 
 
 def not_measured(results):
@@ -410,6 +512,9 @@ def sections(results):
             parts.append((f"Precisions side by side (means over repeats at each configuration "
                           f"every precision ran; 'vs' is the speedup in samples/s over "
                           f"{printable(results.precisions()[0])})", side_by_side))
+        convergence = convergence_display(results)
+        if convergence is not None:
+            parts.append((CONVERGENCE_HEADING, convergence))
     elif failed:
         parts.append(("Sweep points (none could be measured)", study_display(results)))
     if results.has_repeats():
@@ -796,9 +901,9 @@ def parse_arguments(argv):
                         'of the tables for -')
     parser.add_argument("--figures", metavar="DIR", help="write the figures as PNG files into "
                         "the existing directory DIR: "
-                        "efficiency, throughput, threads, repeats, phases, heatmap_RUN, "
-                        "resources_RUN, allreduce (prefixed with each file's name when there are "
-                        "several)")
+                        "efficiency, throughput, goodput, convergence, threads, repeats, "
+                        "phases, heatmap_RUN, resources_RUN, allreduce (prefixed with each "
+                        "file's name when there are several)")
     parser.add_argument("--network", metavar="BANDWIDTH,LATENCY",
                         help="add `dlscale predict`'s efficiency for this network model (e.g. "
                              "100Gbps,2us) beside the measured one, in the table and figure")

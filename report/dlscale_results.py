@@ -51,6 +51,25 @@ STUDY_COLUMNS = ["ranks", "run", "iteration_seconds", "iteration_seconds_ci_low"
                  "gap_communication", "gap_load_imbalance", "gap_other", "straggler_rank",
                  "straggler_host"]
 PREDICTED_EFFICIENCY = "predicted_efficiency"  # optional /study dataset, from `dlscale predict`
+# Schema 8: convergence, one /study column each (NaN where not measured): the global batch, the
+# run's own gradient noise scale B_noise (none at one rank) and the one the model used, the model's
+# statistical efficiency (B_noise + B0) / (B_noise + B) and goodput (throughput times it), the
+# samples and training seconds until the held-out target was first met, and the measured
+# statistical efficiency and time-to-target speedup against the baseline. Before it: none.
+STUDY_CONVERGENCE_COLUMNS = ["global_batch", "noise_scale", "noise_scale_used",
+                             "statistical_efficiency_model", "goodput_samples_per_second",
+                             "samples_to_target", "seconds_to_target", "statistical_efficiency",
+                             "time_to_target_speedup"]
+# Schema 8: each run's held-out evaluations (/runs/run_NNN/evaluations, one dataset per column,
+# possibly empty), the target it trained to and its learning-rate rule (run attributes), and in
+# its summary the gradient noise scale with its 95% bootstrap interval, and where it reached its
+# target, when.
+EVALUATIONS_GROUP = "evaluations"
+EVALUATION_COLUMNS = ["iteration", "samples", "training_seconds", "accuracy", "loss"]
+TARGET_METRICS = ["accuracy", "loss"]
+NOISE_SCALE_SUMMARY = ["noise_scale", "noise_scale_ci_low", "noise_scale_ci_high",
+                       "gradient_squared_norm", "gradient_trace_covariance"]
+TARGET_SUMMARY = ["samples_to_target", "seconds_to_target"]
 # Schema 3: /study columns that tell the runs of a thread sweep and of repeats apart, the /study
 # attribute that marks an energy column (NAME_per_sample of measurement NAME), and the
 # per-configuration spread across repeats.
@@ -379,7 +398,10 @@ STUDY_KINDS = {
     **{name: TIME for name in ["iteration_seconds", "iteration_seconds_ci_low",
                                "iteration_seconds_ci_high", "throughput_samples_per_second",
                                "speedup", "efficiency", "efficiency_ci_low",
-                               "efficiency_ci_high"]}}
+                               "efficiency_ci_high"]},
+    # Schema 8: NaN where not measured (no noise scale at one rank, a target never set).
+    "global_batch": (INTEGER, 0, False),
+    **{name: (NUMBER, 0, True) for name in STUDY_CONVERGENCE_COLUMNS[1:]}}
 STUDY_REPEATS_KINDS = {"precision": (TEXT,), "threads": (INTEGER, 1, False),
                        "ranks": (INTEGER, 1, False), "repeats": (INTEGER, 1, False),
                        **{name: TIME for name in STUDY_REPEATS_COLUMNS[4:]}}
@@ -606,6 +628,7 @@ class Run:
             value = number_attribute(summary, name, minimum=0, default=None)
             if value is not None:
                 self.summary[name] = value
+        self.read_convergence(group, summary)
         self.check_buckets(group)
         hosts = member(group, "ranks/host", h5py.Dataset)
         self.hosts = texts(hosts, (self.ranks,)) if hosts is not None else []
@@ -622,6 +645,54 @@ class Run:
             self.peak_rss_bytes = float(numbers(peaks, (self.ranks,), minimum=0).max())
         else:
             self.peak_rss_bytes = np.nan
+
+    def read_convergence(self, group, summary):
+        """Schema 8: the held-out evaluations (a DataFrame of EVALUATION_COLUMNS, None before it),
+        the target and learning-rate rule, and the noise scale and target of the summary: NaN
+        where there is none, the target's only on a run that reached it."""
+        self.evaluate_every = integer_attribute(group, "evaluate_every", 0, default=None)
+        self.target_metric = text_attribute(group, "target_metric", "")
+        self.target_value = number_attribute(group, "target_value", allow_nan=True, default=None)
+        if self.target_metric not in TARGET_METRICS:  # "": trained for its iterations only
+            self.target_metric, self.target_value = "", None
+        self.learning_rate_scaling = text_attribute(group, "learning_rate_scaling", None)
+        self.base_learning_rate = number_attribute(group, "base_learning_rate", allow_nan=True,
+                                                   default=None)
+        self.learning_rate_warmup_steps = integer_attribute(group, "learning_rate_warmup_steps",
+                                                            0, default=None)
+        for name in NOISE_SCALE_SUMMARY:
+            value = number_attribute(summary, name, allow_nan=True, default=None)
+            if value is not None:
+                self.summary[name] = value
+        reason = text_attribute(summary, "noise_scale_absent_reason", None)
+        if reason is not None:
+            self.summary["noise_scale_absent_reason"] = reason
+        iterations = integer_attribute(summary, "iterations_to_target", 0, default=None)
+        if iterations is not None:
+            self.summary["iterations_to_target"] = iterations
+        for name in TARGET_SUMMARY:
+            value = number_attribute(summary, name, minimum=0, default=None)
+            if value is not None:
+                self.summary[name] = value
+        self.evaluations = None
+        evaluations = member(group, EVALUATIONS_GROUP, h5py.Group)
+        if evaluations is None:
+            return
+        # One row per evaluation, each after an iteration of the run: no more than it has.
+        iteration = numbers(required_member(evaluations, "iteration", h5py.Dataset), (None,),
+                            integer=True, minimum=0, max_rows=self.iterations,
+                            why=f" (the run has {self.iterations} iterations)")
+        if len(iteration) and iteration.max() >= self.iterations:
+            raise DamagedFile(f"{where(evaluations)}/iteration holds iteration {iteration.max()} "
+                              f"of a run of {self.iterations}")
+        rows = len(iteration)
+        columns = {"iteration": iteration}
+        for name in EVALUATION_COLUMNS[1:]:
+            # Samples and the training clock are finite; a diverged run's loss may be NaN.
+            finite = name in ("samples", "training_seconds")
+            columns[name] = numbers(required_member(evaluations, name, h5py.Dataset), (rows,),
+                                    finite=finite, minimum=0 if finite else None)
+        self.evaluations = pd.DataFrame(columns, columns=EVALUATION_COLUMNS)
 
     @staticmethod
     def check_buckets(group):
@@ -686,7 +757,7 @@ class ResultsFile:
             whole_runs = sum(1 for run in self.runs if run.partial is None)
             study = read_table(group, whole_runs, STUDY_KINDS, ["ranks"],
                                [STUDY_PRECISION, STUDY_THREADS, "ranks", STUDY_REPEAT]
-                               + STUDY_COLUMNS[1:])
+                               + STUDY_COLUMNS[1:] + STUDY_CONVERGENCE_COLUMNS)
             if STUDY_PRECISION not in study and "run" in study:
                 # Before schema 7 a row's precision is its run's (its device_precision, or fp32).
                 of_run = {run.name: run.precision for run in self.runs}

@@ -7,10 +7,12 @@
 # Options write the variants the report must also handle: a thread sweep, repeats, failed points,
 # a file holding only failed points, GPU measurements with energy, the older schema 2 and schema-1
 # single run, a file without /comm, a /comm-only file as `dlscale comm` writes it, the optional
-# /study/predicted_efficiency, and a precision sweep (schema 7: each precision its own baseline).
+# /study/predicted_efficiency, a precision sweep (schema 7: each precision its own baseline), and
+# training to a held-out target (schema 8: evaluations, the gradient noise scale, the /study
+# convergence columns and, with --failed-points, a point that never reached its target).
 # Usage: make_sample_study.py OUT.h5 [--schema 1|2|3] [--threads 1,2] [--repeats N]
 #            [--failed-points] [--failed-only] [--gpu] [--no-comm] [--comm-only]
-#            [--predicted-efficiency] [--precision fp32,bf16]
+#            [--predicted-efficiency] [--precision fp32,bf16] [--convergence]
 import argparse
 
 import h5py
@@ -41,6 +43,21 @@ GPU_WATTS = 250.0
 # Sweep points that could not be measured (--failed-points, --failed-only): (ranks, reason).
 FAILED_POINTS = [(8, "out of memory (estimate 9.0 GiB > 8.0 GiB available)"),
                  (16, "exceeded --point-timeout 60 s at iteration 12")]
+# --convergence (schema 8): every run trains to held-out accuracy TARGET_ACCURACY, evaluated
+# every EVALUATE_EVERY iterations. Its accuracy after s global samples at global batch B is
+# ACCURACY_CEILING (1 - exp(-s / (SAMPLE_SCALE (1 + B / NOISE_SCALE)))): the samples to any
+# accuracy grow as 1 + B / B_noise (McCandlish et al. 2018). Each multi-rank run measures B_noise
+# NOISE_SCALE_MEASURED times NOISE_SCALE, with a bootstrap interval NOISE_SCALE_INTERVAL times
+# that; the 16-rank point of --failed-points is the one that never reached its target.
+CONVERGENCE_SCHEMA = 8
+TARGET_ACCURACY, EVALUATE_EVERY = 0.8, 4
+ACCURACY_CEILING, SAMPLE_SCALE, NOISE_SCALE = 0.95, 478.0, 400.0
+NOISE_SCALE_MEASURED = {2: 0.9, 4: 1.1}
+NOISE_SCALE_INTERVAL = (0.6, 1.7)
+ONE_RANK_NOISE_SCALE = ("one rank: the gradient noise scale needs gradients at two batch sizes, "
+                        "a rank's own and the sum over two or more ranks")
+TARGET_NOT_REACHED = ("target not reached: best held-out accuracy 0.7421 < 0.8 after "
+                      "--max-samples 8192")
 
 
 def string_list(values):
@@ -153,10 +170,54 @@ def write_measurements(group, rng, hosts, timings, threads, gpu):
     return {"gpu_energy_joules": joules.sum() / (MEASURED * BATCH_PER_RANK * ranks)}
 
 
+def write_convergence(group, timings):
+    """Schema 8 of one run (--convergence): its target and learning-rate attributes, its held-out
+    evaluations, and in its summary the gradient noise scale and when it reached the target.
+    Returns {global_batch, noise_scale, samples_to_target, seconds_to_target} for /study."""
+    ranks = int(group.attrs["world_size"])
+    batch = BATCH_PER_RANK * ranks
+    for name, value in [("evaluate_every", np.int64(EVALUATE_EVERY)), ("target_metric", "accuracy"),
+                        ("target_value", np.float64(TARGET_ACCURACY)),
+                        ("learning_rate_scaling", "none"), ("base_learning_rate", np.float64(0.01)),
+                        ("learning_rate_warmup_steps", np.int64(0))]:
+        group.attrs[name] = value
+    iterations = np.arange(EVALUATE_EVERY - 1, len(timings), EVALUATE_EVERY, dtype=np.int64)
+    samples = (iterations + 1.0) * batch
+    # The training clock: each iteration's slowest rank, warm-up included.
+    seconds = np.cumsum(timings[:, :, 4].max(1))[iterations]
+    progress = samples / (SAMPLE_SCALE * (1 + batch / NOISE_SCALE))
+    accuracy = ACCURACY_CEILING * (1 - np.exp(-progress))
+    loss = 2.3 * np.exp(-progress) + 0.2
+    evaluations = group.create_group("evaluations")
+    for name, values in [("iteration", iterations), ("samples", samples),
+                         ("training_seconds", seconds), ("accuracy", accuracy), ("loss", loss)]:
+        evaluations.create_dataset(name, data=values)
+    summary = group["summary"]
+    noise_scale = NOISE_SCALE * NOISE_SCALE_MEASURED[ranks] if ranks > 1 else np.nan
+    low, high = (noise_scale * f for f in NOISE_SCALE_INTERVAL)
+    summary.attrs["noise_scale"] = np.float64(noise_scale)
+    summary.attrs["noise_scale_ci_low"] = np.float64(low)
+    summary.attrs["noise_scale_ci_high"] = np.float64(high)
+    summary.attrs["gradient_squared_norm"] = np.float64(25.0 if ranks > 1 else np.nan)
+    summary.attrs["gradient_trace_covariance"] = np.float64(25.0 * noise_scale)
+    summary.attrs["noise_scale_absent_reason"] = ONE_RANK_NOISE_SCALE if ranks == 1 else ""
+    reached = np.flatnonzero(accuracy >= TARGET_ACCURACY)
+    target = {"global_batch": batch, "noise_scale": noise_scale,
+              "samples_to_target": np.nan, "seconds_to_target": np.nan}
+    if len(reached):
+        first = reached[0]
+        summary.attrs["iterations_to_target"] = np.int64(iterations[first] + 1)
+        summary.attrs["samples_to_target"] = np.float64(samples[first])
+        summary.attrs["seconds_to_target"] = np.float64(seconds[first])
+        target.update(samples_to_target=samples[first], seconds_to_target=seconds[first])
+    return target
+
+
 def write_run(group, rng, hosts, scaling, schema=3, threads=1, repeat=0, gpu=False,
-              precision=None):
+              precision=None, convergence=False):
     """Writes one run's attributes and datasets into group (a /runs/run_NNN or the root). Returns
-    its measured timings and (schema 3) the joules per sample of its energy measurements.
+    its measured timings, (schema 3) the joules per sample of its energy measurements and (schema
+    8, `convergence`) what write_convergence returns, else None.
     precision: None for a file from before schema 7, which records none."""
     ranks = len(hosts)
     timings = simulate_timings(rng, hosts, threads, precision)
@@ -255,7 +316,8 @@ def write_run(group, rng, hosts, scaling, schema=3, threads=1, repeat=0, gpu=Fal
     summary.attrs["allreduce_algbw_gbps"] = np.float64(algbw)
     summary.attrs["allreduce_busbw_gbps"] = np.float64(algbw * 2 * (ranks - 1) / ranks)
     summary.attrs["parameters_identical"] = np.int64(1)
-    return measured, energy
+    target = write_convergence(group, timings) if convergence else None
+    return measured, energy, target
 
 
 def write_study(file, rng, sweep, scaling, predicted_efficiency, schema):
@@ -313,6 +375,8 @@ def write_study(file, rng, sweep, scaling, predicted_efficiency, schema):
                hosts[straggler], point["threads"], point["repeat"], point["precision"]]
         for name, value in zip(columns, row):
             columns[name].append(value)
+    if sweep[0]["target"] is not None:
+        columns.update(convergence_columns(sweep, baseline, columns))
     if schema < 3:  # threads and repeat came with schema 3
         del columns["threads"], columns["repeat"]
     if sweep[0]["precision"] is None:  # precision came with schema 7
@@ -322,7 +386,7 @@ def write_study(file, rng, sweep, scaling, predicted_efficiency, schema):
     for name, values in columns.items():
         if name in ("run", "straggler_host", "precision"):
             study.create_dataset(name, data=string_list(values))
-        elif name in ("ranks", "straggler_rank", "threads", "repeat"):
+        elif name in ("ranks", "straggler_rank", "threads", "repeat", "global_batch"):
             study.create_dataset(name, data=np.array(values, dtype=np.int64))
         else:
             study.create_dataset(name, data=np.array(values, dtype=np.float64))
@@ -339,6 +403,34 @@ def write_study(file, rng, sweep, scaling, predicted_efficiency, schema):
     study.attrs["baseline_ranks"] = np.int64(min(p for p, _ in baseline.values()))
     if schema >= 3:
         write_study_repeats(file, columns)
+
+
+def convergence_columns(sweep, baseline, study):
+    """The schema 8 /study columns, each precision and thread count against its own baseline (its
+    repeats' means): the model's statistical efficiency (B_noise + B0) / (B_noise + B) with the
+    mean of the measured noise scales, goodput, and the measured statistical efficiency and
+    time-to-target speedup."""
+    columns = {name: [] for name in [
+        "global_batch", "noise_scale", "noise_scale_used", "statistical_efficiency_model",
+        "goodput_samples_per_second", "samples_to_target", "seconds_to_target",
+        "statistical_efficiency", "time_to_target_speedup"]}
+    for point, throughput in zip(sweep, study["throughput_samples_per_second"]):
+        key = (point["precision"], point["threads"])
+        group = [other for other in sweep if (other["precision"], other["threads"]) == key]
+        used = np.nanmean([other["target"]["noise_scale"] for other in group])
+        base = [other["target"] for other in group if other["ranks"] == baseline[key][0]]
+        base_batch = base[0]["global_batch"]
+        base_samples = np.mean([b["samples_to_target"] for b in base])
+        base_seconds = np.mean([b["seconds_to_target"] for b in base])
+        target = point["target"]
+        model = (used + base_batch) / (used + target["global_batch"])
+        for name, value in zip(columns, [
+                target["global_batch"], target["noise_scale"], used, model, throughput * model,
+                target["samples_to_target"], target["seconds_to_target"],
+                base_samples / target["samples_to_target"],
+                base_seconds / target["seconds_to_target"]]):
+            columns[name].append(value)
+    return columns
 
 
 def write_study_repeats(file, study):
@@ -371,10 +463,12 @@ def write_study_repeats(file, study):
         group.create_dataset(name, data=np.array(values, dtype=dtype))
 
 
-def write_failed_points(file, points, precision=None):
+def write_failed_points(file, points, precision=None, causes=None):
     """/failed_points: (ranks, threads, repeat, reason) of each point, possibly none; with a
-    precision (schema 7), every point's."""
+    precision (schema 7), every point's; with causes (schema 6 on), each point's cause."""
     group = file.create_group("failed_points")
+    if causes is not None:
+        group.create_dataset("cause", data=string_list(causes))
     if precision is not None:
         group.create_dataset("precision", data=string_list([precision] * len(points)))
     group.create_dataset("ranks", data=np.array([p[0] for p in points], dtype=np.int64))
@@ -453,7 +547,13 @@ def main():
                         help="add the optional /study/predicted_efficiency")
     parser.add_argument("--precision", help="precisions the sweep runs one after another, e.g. "
                         "fp32,bf16: a schema 7 file, whose runs and tables record them")
+    parser.add_argument("--convergence", action="store_true",
+                        help="train to a held-out target: a schema 8 file with evaluations, the "
+                        "gradient noise scale and the /study convergence columns (fp32 unless "
+                        "--precision says otherwise)")
     args = parser.parse_args()
+    if args.convergence and not args.precision:
+        args.precision = "fp32"
     precisions = args.precision.split(",") if args.precision else [None]
     thread_counts = sorted(int(t) for t in args.threads.split(","))
     if args.schema < 3 and (thread_counts != [1] or args.repeats != 1 or args.failed_points
@@ -470,7 +570,8 @@ def main():
             del f.attrs["scaling"]
             f.attrs["schema_version"] = np.int64(1)
             return
-        f.attrs["schema_version"] = np.int64(PRECISION_SCHEMA if args.precision else args.schema)
+        f.attrs["schema_version"] = np.int64(CONVERGENCE_SCHEMA if args.convergence else
+                                             PRECISION_SCHEMA if args.precision else args.schema)
         f.attrs["dlscale_version"] = "0.1.0"
         f.attrs["git_commit"] = "0123456789ab"
         f.attrs["start_time_utc"] = "2026-11-23T01:00:00Z"
@@ -492,15 +593,22 @@ def main():
                 for ranks, hosts in sorted(SWEEP_HOSTS.items()):
                     for repeat in range(args.repeats):
                         name = f"run_{len(sweep):03d}"
-                        measured, energy = write_run(f.create_group(f"runs/{name}"), rng, hosts,
-                                                     "weak", args.schema, threads, repeat,
-                                                     args.gpu, precision)
+                        measured, energy, target = write_run(
+                            f.create_group(f"runs/{name}"), rng, hosts, "weak", args.schema,
+                            threads, repeat, args.gpu, precision, args.convergence)
                         sweep.append({"precision": precision, "threads": threads,
                                       "ranks": ranks, "repeat": repeat, "run": name,
-                                      "measured": measured, "hosts": hosts, "energy": energy})
+                                      "measured": measured, "hosts": hosts, "energy": energy,
+                                      "target": target})
         f.attrs["run_count"] = np.int64(len(sweep))
         write_study(f, rng, sweep, "weak", args.predicted_efficiency, args.schema)
-        if args.schema >= 3:
+        if args.convergence:  # the 16-rank point trained to --max-samples in vain
+            failed = [point if point[0] != 16 else (*point[:3], TARGET_NOT_REACHED)
+                      for point in failed]
+            write_failed_points(f, failed if args.failed_points else [], precisions[-1],
+                                ["out_of_memory" if point[0] != 16 else "target_not_reached"
+                                 for point in (failed if args.failed_points else [])])
+        elif args.schema >= 3:
             write_failed_points(f, failed if args.failed_points else [], precisions[-1])
         if args.node_sharing_probes:
             write_node_sharing_probes(f)

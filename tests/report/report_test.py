@@ -8,7 +8,9 @@
 # output targets that are devices, links, directories or in missing directories refused, --json -,
 # a failed write leaving nothing, damaged files named in one line, and names printed escaped; the
 # closing line saying what was written; throughput ticks at the measured values, phase bars that
-# add up to the step, and a prediction named by its network.
+# add up to the step, and a prediction named by its network; and schema 8's convergence table
+# (gradient noise scale, statistical efficiency, goodput, time to target) and its goodput and
+# held-out evaluation figures, absent from older files and from runs without a target.
 # results_files_fuzz_test.py, its own CTest test, throws a corpus of mutated files at the report,
 # `dlscale predict` and `dlscale merge`.
 # Plain Python; exits non-zero at the first failure.
@@ -609,6 +611,160 @@ def test_files_before_precisions_read_as_fp32(directory):
     expect("Precisions side by side" not in result.stdout, "one precision set side by side")
 
 
+CONVERGENCE_COLUMNS = ["global_batch", "noise_scale", "noise_scale_used",
+                       "statistical_efficiency_model", "goodput_samples_per_second",
+                       "samples_to_target", "seconds_to_target", "statistical_efficiency",
+                       "time_to_target_speedup"]
+
+
+def report_module():
+    """The report's own module, for its number formats (significant, fraction)."""
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "report"))
+    import dlscale_report
+    return dlscale_report
+
+
+def test_convergence_table_and_figures(directory):
+    """A schema 8 file (--convergence: trained to held-out accuracy 0.8) gets a convergence table
+    with each point's global batch, its own B_noise with the run summary's interval ('-' at one
+    rank), the B_noise used, the model's and the measured statistical efficiency, goodput, samples
+    and time to target and the time-to-target speedup, as the file holds them; a point that never
+    reached its target is a row of – with its reason, one that failed otherwise is not there. The
+    goodput and held-out evaluation figures are drawn, the study's new columns reach the CSV, and
+    the header says what the runs trained to."""
+    sample = make_sample(directory, "convergence.h5", "--convergence", "--failed-points",
+                         "--no-comm")
+    csv_dir, figure_dir = new_directory(directory, "csv"), new_directory(directory, "figures")
+    page = os.path.join(directory, "report.html")
+    result = report_ok(sample, "--csv", csv_dir, "--figures", figure_dir, "--html", page)
+    heading = result.stdout.split("\nConvergence", 1)[1].splitlines()[0]
+    for text in ["(B_noise + B0)/(B_noise + B)", "McCandlish et al. 2018", "Pollux",
+                 "goodput = throughput x"]:
+        expect(text in heading, f"the convergence caption lacks {text!r}: {heading}")
+    header = result.stdout.split("\nConvergence", 1)[1].splitlines()[1]
+    for column in ["global batch", "B_noise [95% CI]", "B_noise used", "stat eff model",
+                   "stat eff measured", "goodput samples/s", "samples to target",
+                   "time to target s", "time-to-target speedup"]:
+        expect(column in header, f"the convergence table has no {column!r} column: {header}")
+    expect("training: to held-out accuracy 0.8, evaluated every 4 iterations" in result.stdout,
+           "the header does not say what the runs trained to")
+    module = report_module()
+    significant, fraction = module.significant, module.fraction
+    rows = printed_table(result.stdout, "Convergence")
+    with h5py.File(sample, "r") as f:
+        study = read_study(f)
+        summaries = {name: dict(f["runs"][name]["summary"].attrs) for name in f["runs"]}
+        failed = read_group(f, "failed_points")
+    expect(all(np.isfinite(study[name]).any() for name in CONVERGENCE_COLUMNS),
+           "the sample has no convergence data")
+    expect(len(rows) == len(study["ranks"]) + 1, f"convergence rows:\n" + "\n".join(rows))
+    for index, ranks in enumerate(study["ranks"]):
+        summary = summaries[study["run"][index]]
+        noise = study["noise_scale"][index]
+        expected = [str(ranks), str(study["global_batch"][index])]
+        if ranks == 1:
+            expect(np.isnan(noise), "the sample's one-rank run has a noise scale")
+            expected.append("-")
+        else:
+            expected += [significant(noise), f"[{significant(summary['noise_scale_ci_low'])},",
+                         f"{significant(summary['noise_scale_ci_high'])}]"]
+        expected += [significant(study["noise_scale_used"][index]),
+                     fraction(study["statistical_efficiency_model"][index]),
+                     fraction(study["statistical_efficiency"][index]),
+                     significant(study["throughput_samples_per_second"][index]),
+                     significant(study["goodput_samples_per_second"][index]),
+                     significant(study["samples_to_target"][index]),
+                     significant(study["seconds_to_target"][index]),
+                     fraction(study["time_to_target_speedup"][index])]
+        row = [line.split() for line in rows if line.split()[0] == str(ranks)]
+        expect(len(row) == 1 and row[0] == expected,
+               f"the convergence row of {ranks} ranks is {row}, expected {expected}")
+    # The model's numbers are the file's, and the file's are the model's.
+    B, B0 = study["global_batch"], study["global_batch"][study["ranks"] == 1][0]
+    used = study["noise_scale_used"]
+    expect(close(study["statistical_efficiency_model"], (used + B0) / (used + B)) and
+           close(study["goodput_samples_per_second"],
+                 study["throughput_samples_per_second"] * study["statistical_efficiency_model"]),
+           "the sample's model columns do not follow (B_noise + B0)/(B_noise + B)")
+    not_reached = [reason for cause, reason in zip(failed["cause"], failed["reason"])
+                   if cause == "target_not_reached"]
+    expect(len(not_reached) == 1, f"the sample's failed points {failed}")
+    row = [line for line in rows if not_reached[0] in line]
+    expect(len(row) == 1 and all(n == EN_DASH for n in
+                                 row[0].replace(not_reached[0], "").split()[1:]),
+           f"the point that never reached its target is not a row of {EN_DASH}: {row}")
+    expect(not [line for line in rows if "out of memory" in line],
+           "a point that failed for want of memory is in the convergence table")
+
+    for stem in ["goodput", "convergence"]:
+        check_png(os.path.join(figure_dir, f"{stem}.png"))
+    with open(page, encoding="utf-8") as handle:
+        text = handle.read()
+    expect("<h3>Convergence (" in text and 'alt="goodput"' in text and 'alt="convergence"' in text,
+           "the page lacks the convergence table or its figures")
+    study_csv = pd.read_csv(os.path.join(csv_dir, "study.csv"))
+    with h5py.File(sample, "r") as f:
+        check_group_matches(study_csv, f, "study", "CSV")
+
+    results, figures = load_in_process(sample)
+    fig = figures.goodput_figure(results, results.study)
+    lines = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    expect(close(lines["goodput"].get_ydata(), study["goodput_samples_per_second"]) and
+           close(lines["throughput"].get_ydata(), study["throughput_samples_per_second"]),
+           f"the left panel does not draw goodput and throughput: {sorted(lines)}")
+    right = fig.axes[1].get_lines()
+    expect(len(right) == 1 and close(right[0].get_ydata(), study["seconds_to_target"]) and
+           close(right[0].get_xdata(), study["ranks"]),
+           "the right panel does not draw the seconds to target against ranks")
+    evaluated = [run for run in results.runs if run.evaluations is not None]
+    fig = figures.convergence_figure(results, evaluated)
+    for ax, metric in zip(fig.axes, ["accuracy", "loss"]):
+        drawn = [line for line in ax.get_lines() if line.get_label().startswith("run_")]
+        expect(len(drawn) == len(study["ranks"]), f"{len(drawn)} {metric} lines, not one per run")
+        with h5py.File(sample, "r") as f:
+            for line in drawn:
+                evaluations = read_group(f, f"runs/{line.get_label().split(':')[0]}/evaluations")
+                expect(close(line.get_xdata(), evaluations["samples"]) and
+                       close(line.get_ydata(), evaluations[metric]),
+                       f"the {metric} line of {line.get_label()} is not its evaluations")
+    targets = [line for line in fig.axes[0].get_lines() if line.get_label().startswith("target")]
+    expect(len(targets) == 1 and close(targets[0].get_ydata(), [0.8, 0.8]),
+           "the accuracy panel does not draw the target at 0.8")
+
+
+def test_no_convergence_without_its_data(directory):
+    """A schema 7 file has no convergence table, figures or training line, and its tables are
+    the ones it had before; nor has a schema 8 file whose runs had no target, no evaluations and
+    no noise scale (its convergence columns NaN, its evaluations empty)."""
+    old = make_sample(directory, "schema7.h5", "--precision", "fp32", "--failed-points")
+    emptied = make_sample(directory, "emptied.h5", "--convergence", "--failed-points")
+    with h5py.File(emptied, "a") as f:
+        for name in CONVERGENCE_COLUMNS[1:]:
+            f["study"][name][...] = np.nan
+        for run in f["runs"].values():
+            for name in ("iteration", "samples", "training_seconds", "accuracy", "loss"):
+                dtype = run["evaluations"][name].dtype
+                del run["evaluations"][name]
+                run["evaluations"].create_dataset(name, shape=(0,), dtype=dtype)
+            run.attrs["target_metric"] = ""
+            run.attrs["evaluate_every"] = np.int64(0)
+    for path in (old, emptied):
+        figure_dir = new_directory(directory, f"figures-{os.path.basename(path)}")
+        result = report_ok(path, "--figures", figure_dir)
+        headings = [line for line in result.stdout.splitlines()
+                    if line.endswith(":") and "(" in line]
+        expect(not any(h.startswith("Convergence") for h in headings) and
+               "training:" not in result.stdout,
+               f"{os.path.basename(path)}: a convergence section: {headings}")
+        expect([h.split(" (")[0] for h in headings] == ["Runs", "Scaling study",
+                                                        "Allreduce sweep"],
+               f"{os.path.basename(path)}: sections {headings}")
+        for stem in ["goodput", "convergence"]:
+            expect(not os.path.exists(os.path.join(figure_dir, f"{stem}.png")),
+                   f"{os.path.basename(path)}: {stem}.png drawn without its data")
+        check_png(os.path.join(figure_dir, "efficiency.png"))
+
+
 def test_schema_1_single_run(directory):
     sample = make_sample(directory, "schema1.h5", "--schema", "1")
     csv_dir = new_directory(directory, "csv")
@@ -1144,6 +1300,7 @@ def main():
              test_run_headlines_count_shared_sources_once, test_threads_and_resource_figures,
              test_precision_sweep_side_by_side, test_each_precision_is_predicted_from_its_own_runs,
              test_files_before_precisions_read_as_fp32,
+             test_convergence_table_and_figures, test_no_convergence_without_its_data,
              test_schema_1_single_run, test_comm_only, test_several_files, test_bad_input,
              test_output_targets_must_be_regular_files_and_directories,
              test_existing_outputs_need_overwrite, test_a_module_that_fails_to_load_is_named,

@@ -2,7 +2,7 @@
 # `dlscale merge`, with a fixed-seed corpus of damaged files: mutated copies of real files that
 # the dlscale under test writes (a rank sweep, a sweep with repeats, a precision sweep, single
 # runs, an allreduce sweep) and of make_sample_study.py's samples (schemas 1 to 3, GPU, failed
-# points, a schema 7 precision sweep).
+# points, a schema 7 precision sweep, a schema 8 sweep trained to a held-out target).
 # Bytes are flipped (anywhere, in the first 4 KiB or in the heap of variable-length strings), the
 # file cut short or extended; datasets resized, retyped, deleted, made huge or replaced by groups
 # or links; NaN, infinite, negative and zero values written into timings, datasets and numeric
@@ -77,7 +77,8 @@ SYNTHETIC_SAMPLES = {
     "threads": ["--threads", "1,2", "--no-comm"], "repeats": ["--repeats", "2", "--no-comm"],
     "schema2": ["--schema", "2"], "schema1": ["--schema", "1"], "comm-only": ["--comm-only"],
     "failed": ["--failed-only"],
-    "precisions": ["--precision", "fp32,bf16", "--failed-points", "--no-comm"]}
+    "precisions": ["--precision", "fp32,bf16", "--failed-points", "--no-comm"],
+    "convergence": ["--convergence", "--failed-points", "--no-comm"]}
 
 NASTY_TEXTS = ["\x1b[2J\x1b[31mred", "line\nbreak", "\r\x1b[1A", "\u202eevil", "a\x00b", "$x^$",
                "\x07bell", "<script>alert(1)</script>", "名前", "", "x" * 5000, "weak", "nan",
