@@ -201,8 +201,7 @@ ComputeProfile profile_of(const results::RunRecord& run) {
   profile.forward_seconds = mean(forward);
   profile.update_seconds = mean(update);
   profile.straggler_wait_seconds = mean(wait);
-  for (const auto& samples : layer_samples)
-    profile.layer_backward_seconds.push_back(mean(samples));
+  for (const auto& samples : layer_samples) profile.layer_backward_seconds.push_back(mean(samples));
   profile.compute_deviations = compute_deviations_of(run);
   return profile;
 }

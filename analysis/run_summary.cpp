@@ -62,8 +62,7 @@ void summarize_noise_scale(const results::RunRecord& record, results::RunSummary
 
 }  // namespace
 
-std::optional<results::TargetReached> first_evaluation_at_target(
-    const results::RunRecord& record) {
+std::optional<results::TargetReached> first_evaluation_at_target(const results::RunRecord& record) {
   const auto& config = record.configuration;
   for (const auto& evaluation : record.evaluations)
     if (meets_target(config.target_metric, config.target_value, evaluation))

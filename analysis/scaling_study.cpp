@@ -195,8 +195,12 @@ results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs)
     if (!std::isfinite(run.summary.noise_scale) || global_batch > reference.noise_scale_batch)
       continue;
     if (global_batch < reference.noise_scale_batch)
-      reference = {reference.samples_to_target, reference.seconds_to_target, reference.reached,
-                   0, 0, global_batch};
+      reference = {reference.samples_to_target,
+                   reference.seconds_to_target,
+                   reference.reached,
+                   0,
+                   0,
+                   global_batch};
     reference.noise_scale += run.summary.noise_scale;
     ++reference.noise_scale_runs;
   }
@@ -268,8 +272,8 @@ results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs)
     point.noise_scale = run.summary.noise_scale;
     if (reference.noise_scale_runs > 0) {
       point.noise_scale_used = reference.noise_scale / reference.noise_scale_runs;
-      point.statistical_efficiency_model = statistical_efficiency(
-          point.noise_scale_used, baseline.global_batch, times.global_batch);
+      point.statistical_efficiency_model =
+          statistical_efficiency(point.noise_scale_used, baseline.global_batch, times.global_batch);
       point.goodput_samples_per_second =
           point.throughput_samples_per_second * point.statistical_efficiency_model;
     }

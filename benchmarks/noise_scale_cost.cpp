@@ -68,8 +68,9 @@ int main(int argc, char** argv) {
   comm::MpiGradientCommunicator alone(MPI_COMM_SELF, device, comm::BackgroundSums::blocking_calls);
   fmt::print("dlscale-bench-noise-scale, commit {}, {}, {} thread(s), {} rounds\n\n",
              build_info::git_commit, device.description(), threads, rounds);
-  fmt::print("| model | batch | parameters | step ms | norm ms | update ms (without, with) | "
-             "cost % of step |\n|---|---:|---:|---:|---:|---:|---:|\n");
+  fmt::print(
+      "| model | batch | parameters | step ms | norm ms | update ms (without, with) | "
+      "cost % of step |\n|---|---:|---:|---:|---:|---:|---:|\n");
   for (const std::string_view name : cli::split_list(models)) {
     const auto workload = workloads::make_workload(std::string(name));
     const int samples = batch > 0 ? batch : workload->default_batch();

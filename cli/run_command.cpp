@@ -85,6 +85,7 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
   plan.schedule.learning_rate_warmup = options.learning_rate_warmup_steps;
   plan.schedule.evaluate_every = options.evaluate_every;
   plan.learning_rate_scaling = options.learning_rate_scaling;
+  plan.learning_rate_batch = options.learning_rate_batch;
   plan.evaluation_samples = options.evaluation_samples;
   plan.target_metric = options.target_metric;
   plan.target_value = options.target_value;
@@ -117,10 +118,13 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
   if (!plan.check_memory_per_point) {
     const int devices = device.devices_per_host();
     const int ranks_on_device = (placement.ranks_on_host + devices - 1) / devices;
-    worker::check_memory_fits(*plan.workload, batches.front(),
-                              driver::distinct_batches(*plan.workload, batches.front()),
-                              options.precisions.front(), ranks_on_device,
-                              plan.device->free_memory_bytes(), plan.device->description());
+    worker::check_memory_fits(
+        *plan.workload, batches.front(),
+        driver::distinct_batches(
+            *plan.workload, batches.front(), !plan.target_metric.empty(),
+            driver::point_schedule(plan, plan.points.front()).total_iterations()),
+        options.precisions.front(), ranks_on_device, plan.device->free_memory_bytes(),
+        plan.device->description());
   }
   if (options.overlap && !mpi.supports_progress_thread())
     throw UserError(

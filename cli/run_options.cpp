@@ -28,7 +28,8 @@ namespace {
 // Numbers are read as signed 64-bit so "-3" reaches our range check instead of wrapping.
 struct RawNumbers {
   long long batch = 0, iterations = 0, warmup = 0, seed = 0, global_batch = 0, repeats = 1;
-  long long evaluate_every = 0, evaluation_samples = 512, max_samples = 262144, lr_warmup = 0;
+  long long evaluate_every = 0, evaluation_samples = 512, max_samples = 262144, lr_warmup = 0,
+            lr_batch = 0;
   double target_accuracy = 0, target_loss = 0;
   std::string threads = "1";
   std::string precisions = kernels::precision_name(kernels::Precision::fp32);
@@ -135,8 +136,11 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
       "--iters")(
       "lr-scaling", po::value(&options.learning_rate_scaling)
                         ->default_value(defaults.learning_rate_scaling),
-      "large-batch rule: none; linear (--lr x global batch / the sweep's smallest, Goyal et al. "
-      "2017); sqrt (x its square root)")(
+      "large-batch rule: none; linear (--lr x global batch / --lr-batch, Goyal et al. 2017); "
+      "sqrt (x its square root)")(
+      "lr-batch", po::value(&raw.lr_batch),
+      "the global batch that --lr is for, under --lr-scaling (default: the sweep's smallest); "
+      "give it to compare launches of different batches")(
       "warmup-steps", po::value(&raw.lr_warmup)->default_value(raw.lr_warmup),
       "ramp the learning rate linearly from --lr to the scaled rate over the first N steps "
       "(needs --lr-scaling linear or sqrt)");
@@ -173,8 +177,13 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
       "trace, debug, info, warn or error");
   // clang-format on
   po::options_description all;
-  all.add(workload).add(scaling).add(convergence).add(gradients).add(system).add(measuring).add(
-      output);
+  all.add(workload)
+      .add(scaling)
+      .add(convergence)
+      .add(gradients)
+      .add(system)
+      .add(measuring)
+      .add(output);
   return all;
 }
 
@@ -300,16 +309,16 @@ void check_convergence_values(RunOptions& options, const RawNumbers& raw,
   }
   if (values.count("target-loss")) {
     if (!(raw.target_loss > 0 && raw.target_loss < 1e6))
-      throw UserError(fmt::format("--target-loss must be in (0, 1e6) nats, got {}", raw.target_loss));
+      throw UserError(
+          fmt::format("--target-loss must be in (0, 1e6) nats, got {}", raw.target_loss));
     options.target_metric = "loss";
     options.target_value = raw.target_loss;
   }
   const bool target = !options.target_metric.empty();
   if (values.count("eval-every")) {
     if (raw.evaluate_every < 0 || raw.evaluate_every > INT32_MAX)
-      throw UserError(
-          fmt::format("--eval-every must be 0 (never) or a positive integer, got {}",
-                      raw.evaluate_every));
+      throw UserError(fmt::format("--eval-every must be 0 (never) or a positive integer, got {}",
+                                  raw.evaluate_every));
     options.evaluate_every = int(raw.evaluate_every);
     if (target && options.evaluate_every == 0)
       throw UserError("a target is checked at each evaluation: --eval-every must not be 0");
@@ -318,23 +327,33 @@ void check_convergence_values(RunOptions& options, const RawNumbers& raw,
   }
   options.evaluation_samples = positive(raw.evaluation_samples, "eval-samples");
   if (raw.max_samples < 1 || raw.max_samples > (1LL << 50))
-    throw UserError(
-        fmt::format("--max-samples must be a positive integer up to 2^50, got {}", raw.max_samples));
+    throw UserError(fmt::format("--max-samples must be a positive integer up to 2^50, got {}",
+                                raw.max_samples));
   options.max_samples = raw.max_samples;
   if (!values["max-samples"].defaulted() && !target)
-    throw UserError("--max-samples limits training to a target: give --target-accuracy or "
-                    "--target-loss, or use --iters");
+    throw UserError(
+        "--max-samples limits training to a target: give --target-accuracy or "
+        "--target-loss, or use --iters");
   if (target && !values["iters"].defaulted())
-    throw UserError("with a target, each point trains until it reaches it or --max-samples: "
-                    "leave out --iters");
+    throw UserError(
+        "with a target, each point trains until it reaches it or --max-samples: "
+        "leave out --iters");
   require_choice("--lr-scaling", "rule", options.learning_rate_scaling, {"none", "linear", "sqrt"});
   if (raw.lr_warmup < 0 || raw.lr_warmup > INT32_MAX)
     throw UserError(
         fmt::format("--warmup-steps must be zero or a positive integer, got {}", raw.lr_warmup));
   options.learning_rate_warmup_steps = int(raw.lr_warmup);
+  if (values.count("lr-batch")) {
+    options.learning_rate_batch = positive(raw.lr_batch, "lr-batch");
+    if (options.learning_rate_scaling == "none")
+      throw UserError(
+          "--lr-batch is the batch --lr-scaling scales from: give --lr-scaling "
+          "linear or sqrt");
+  }
   if (options.learning_rate_warmup_steps > 0 && options.learning_rate_scaling == "none")
-    throw UserError("--warmup-steps ramps from --lr to the scaled rate: give --lr-scaling linear "
-                    "or sqrt");
+    throw UserError(
+        "--warmup-steps ramps from --lr to the scaled rate: give --lr-scaling linear "
+        "or sqrt");
 }
 
 void check_values(RunOptions& options, const RawNumbers& raw, const po::variables_map& values) {

@@ -38,8 +38,8 @@
 #include "printers/summary_printer.hpp"
 #include "results/schema.hpp"
 #include "worker/device_dataset.hpp"
-#include "worker/held_out_set.hpp"
 #include "worker/gemm_rate.hpp"
+#include "worker/held_out_set.hpp"
 #include "worker/memory_plan.hpp"
 #include "worker/node_sharing_probe.hpp"
 #include "worker/parameter_fingerprint.hpp"
@@ -119,8 +119,8 @@ void fail_unless_it_fits(MPI_Comm group, const workloads::Workload& workload, in
 std::string short_of_target(const TrainingPlan& plan,
                             const std::vector<results::Evaluation>& evaluations) {
   const bool accuracy = plan.target_metric == "accuracy";
-  const auto best = std::max_element(
-      evaluations.begin(), evaluations.end(), [&](const auto& a, const auto& b) {
+  const auto best =
+      std::max_element(evaluations.begin(), evaluations.end(), [&](const auto& a, const auto& b) {
         return accuracy ? a.accuracy < b.accuracy : a.loss > b.loss;
       });
   if (best == evaluations.end())
@@ -167,7 +167,8 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
   run.schedule = point_schedule(plan, point);
   run.placement = comm::host_placement(group);
   const int batch = point.batch_per_rank;
-  const int batches = distinct_batches(workload, batch);
+  const int batches = distinct_batches(workload, batch, !plan.target_metric.empty(),
+                                       run.schedule.total_iterations());
   if (plan.check_memory_per_point)
     fail_unless_it_fits(group, workload, batch, batches, point.precision, device, plan,
                         run.placement);
@@ -175,9 +176,9 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
   run.communicator =
       comm::make_gradient_communicator(plan.comm_backend, group, device, plan.grad_dtype);
   spdlog::info(
-      "{} ({} parameters) on {} rank(s) x {} thread(s), {}, batch {}/rank, {}{}{}",
-      workload.name(), with_thousands_separators(workload.parameter_count()),
-      run.communicator->size(), point.threads, kernels::precision_name(point.precision), batch,
+      "{} ({} parameters) on {} rank(s) x {} thread(s), {}, batch {}/rank, {}{}{}", workload.name(),
+      with_thousands_separators(workload.parameter_count()), run.communicator->size(),
+      point.threads, kernels::precision_name(point.precision), batch,
       plan.target_metric.empty()
           ? fmt::format("{} + {} iterations", run.schedule.warmup_iterations,
                         run.schedule.measured_iterations)
@@ -332,10 +333,9 @@ std::optional<results::RunRecord> record_point(const TrainingPlan& plan, const S
   record->evaluations = measured.report.measurements.evaluations;  // the same on every rank
   record->summary = analysis::summarize(*record);
   if (measured.stop_signal != 0)
-    record->partial_reason =
-        fmt::format("interrupted by {} after {} of {} measured iterations",
-                    stop_signal_name(measured.stop_signal), measured.measured_iterations,
-                    planned_iterations);
+    record->partial_reason = fmt::format("interrupted by {} after {} of {} measured iterations",
+                                         stop_signal_name(measured.stop_signal),
+                                         measured.measured_iterations, planned_iterations);
   return record;
 }
 
@@ -461,23 +461,28 @@ results::RunEnvironment launch_environment(kernels::Device& device, const comm::
 
 }  // namespace
 
-int distinct_batches(const workloads::Workload& workload, int batch) {
+int distinct_batches(const workloads::Workload& workload, int batch, bool to_target,
+                     int iterations) {
   const std::uint64_t batch_bytes =
       std::uint64_t(batch) * (workload.input_size() * sizeof(float) + sizeof(std::int32_t));
-  return int(std::clamp<std::uint64_t>(synthetic_data_bytes_per_rank / batch_bytes, 1,
-                                       distinct_batches_per_rank));
+  const std::uint64_t wanted =
+      to_target ? std::uint64_t(std::max(iterations, 1)) : distinct_batches_per_rank;
+  return int(std::clamp<std::uint64_t>(synthetic_data_bytes_per_rank / batch_bytes, 1, wanted));
 }
 
 worker::TrainingSchedule point_schedule(const TrainingPlan& plan, const SweepPoint& point) {
   worker::TrainingSchedule schedule = plan.schedule;
   const long long global_batch = (long long)point.ranks * point.batch_per_rank;
-  long long smallest = global_batch;
-  for (const auto& other : plan.points)
-    smallest = std::min(smallest, (long long)other.ranks * other.batch_per_rank);
-  const double ratio = double(global_batch) / double(smallest);
+  long long reference = plan.learning_rate_batch;
+  if (reference == 0) {
+    reference = global_batch;
+    for (const auto& other : plan.points)
+      reference = std::min(reference, (long long)other.ranks * other.batch_per_rank);
+  }
+  const double ratio = double(global_batch) / double(reference);
   const double factor = plan.learning_rate_scaling == "linear" ? ratio
                         : plan.learning_rate_scaling == "sqrt" ? std::sqrt(ratio)
-                                                                : 1.0;
+                                                               : 1.0;
   schedule.learning_rate_start = plan.learning_rate;
   schedule.learning_rate = plan.learning_rate * factor;
   if (!plan.target_metric.empty()) {

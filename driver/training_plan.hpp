@@ -41,10 +41,11 @@ struct TrainingPlan {
   comm::GradientDtype grad_dtype = comm::GradientDtype::fp32;  // checked against the backend
   double bucket_mb = 25;
   bool overlap = true;
-  double learning_rate = 0.01;  // at the sweep's smallest global batch
+  double learning_rate = 0.01;  // at learning_rate_batch
   // How each point's rate follows its global batch: none, linear or sqrt (Goyal et al. 2017);
   // the schedule's warm-up ramps from learning_rate to the point's rate.
   std::string learning_rate_scaling = "none";
+  int learning_rate_batch = 0;   // the global batch learning_rate is for; 0: the sweep's smallest
   int evaluation_samples = 512;  // the held-out set, over the ranks; schedule.evaluate_every
   // Training to a target: "accuracy" or "loss" (empty: the schedule's iterations), and the
   // samples over all ranks that a point may train on before it fails.
@@ -61,9 +62,11 @@ struct TrainingPlan {
   bool overwrite = false;
 };
 
-// How many distinct synthetic batches each rank cycles through: a few, but no more than fit in
-// the per-rank data budget (a fcn-s batch of 4096 is 438 MB).
-int distinct_batches(const workloads::Workload& workload, int batch);
+// How many distinct synthetic batches each rank cycles through: a few for timing, one per
+// iteration when training to a target (fresh samples, as an epoch of real data), but no more
+// than fit in the per-rank data budget (a fcn-s batch of 4096 is 438 MB).
+int distinct_batches(const workloads::Workload& workload, int batch, bool to_target = false,
+                     int iterations = 0);
 
 // The point's schedule: the plan's, with its learning rate scaled to its global batch and, when
 // training to a target, as many iterations as --max-samples allows.

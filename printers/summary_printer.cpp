@@ -149,11 +149,10 @@ std::string format_summary(const results::RunRecord& record) {
                    config.evaluate_every);
   }
   if (const auto& target = summary.target_reached)
-    fmt::format_to(line,
-                   "to target       {} {} after {} iterations, {} samples, {:.3g} s of training\n",
-                   config.target_metric, config.target_value, target->iterations,
-                   with_thousands_separators(std::uint64_t(target->samples)),
-                   target->training_seconds);
+    fmt::format_to(
+        line, "to target       {} {} after {} iterations, {} samples, {:.3g} s of training\n",
+        config.target_metric, config.target_value, target->iterations,
+        with_thousands_separators(std::uint64_t(target->samples)), target->training_seconds);
   bool first_measurement = true;
   for (const auto& m : analysis::summarize_measurements(record)) {
     fmt::format_to(line, "{:<16}{} ", first_measurement ? "measured" : "", m.name);
@@ -210,17 +209,15 @@ std::string convergence_table(const results::StudySummary& study, const KeyColum
                  "goodput = samples/s x the model's\n");
   fmt::format_to(line, "{} {:>8} {:>9} {:>11} {:>12} {:>12} {:>11} {:>11} {:>10}\n",
                  key_columns("precision", "ranks", "threads", "repeat"), "batch", "B_noise",
-                 "stat (model)", "goodput/s", "to target", "seconds", "stat (meas)",
-                 "TTT speedup");
+                 "stat (model)", "goodput/s", "to target", "seconds", "stat (meas)", "TTT speedup");
   for (const auto& p : study.points)
-    fmt::format_to(line, "{} {:>8} {:>9} {:>11} {:>12} {:>12} {:>11} {:>11} {:>10}\n",
-                   key_columns(p.precision, p.ranks, p.threads, p.repeat), p.global_batch,
-                   shown(p.noise_scale, "{:.4g}"),
-                   shown(p.statistical_efficiency_model * 100, "{:.1f}%"),
-                   shown(p.goodput_samples_per_second, "{:.1f}"),
-                   shown(p.samples_to_target, "{:.0f}"), shown(p.seconds_to_target, "{:.3g}"),
-                   shown(p.statistical_efficiency * 100, "{:.1f}%"),
-                   shown(p.time_to_target_speedup, "{:.2f}"));
+    fmt::format_to(
+        line, "{} {:>8} {:>9} {:>11} {:>12} {:>12} {:>11} {:>11} {:>10}\n",
+        key_columns(p.precision, p.ranks, p.threads, p.repeat), p.global_batch,
+        shown(p.noise_scale, "{:.4g}"), shown(p.statistical_efficiency_model * 100, "{:.1f}%"),
+        shown(p.goodput_samples_per_second, "{:.1f}"), shown(p.samples_to_target, "{:.0f}"),
+        shown(p.seconds_to_target, "{:.3g}"), shown(p.statistical_efficiency * 100, "{:.1f}%"),
+        shown(p.time_to_target_speedup, "{:.2f}"));
   return out;
 }
 

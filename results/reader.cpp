@@ -368,12 +368,12 @@ void read_summary(hid_t file, RunRecord& record) {
   summary.noise_scale_iterations =
       int(read_integer_attribute(group, schema::noise_scale_iterations));
   if (has_attribute(group, schema::samples_to_target))
-    summary.target_reached = TargetReached{
-        int(read_integer_attribute(group, schema::iterations_to_target)),
-        require_value(schema::samples_to_target,
-                      read_double_attribute(group, schema::samples_to_target)),
-        require_value(schema::seconds_to_target,
-                      read_double_attribute(group, schema::seconds_to_target))};
+    summary.target_reached =
+        TargetReached{int(read_integer_attribute(group, schema::iterations_to_target)),
+                      require_value(schema::samples_to_target,
+                                    read_double_attribute(group, schema::samples_to_target)),
+                      require_value(schema::seconds_to_target,
+                                    read_double_attribute(group, schema::seconds_to_target))};
 }
 
 // The held-out evaluations table (schema 8), its columns of one length.
@@ -382,8 +382,8 @@ void read_evaluations(hid_t file, RunRecord& record) {
   if (!has_child(file, schema::evaluations_group)) return;
   const Hdf5Handle group = open_group(file, schema::evaluations_group);
   const hsize_t count = require_length(group, schema::iteration, record.iterations);
-  for (const char* column : {schema::samples, schema::training_seconds, schema::accuracy,
-                             schema::loss})
+  for (const char* column :
+       {schema::samples, schema::training_seconds, schema::accuracy, schema::loss})
     require_shape(group, column, {count});
   const auto iterations = read_int64_dataset(group, schema::iteration);
   const auto samples = read_double_dataset(group, schema::samples);

@@ -320,8 +320,7 @@ void write_study(hid_t file, const StudySummary& study) {
   column(schema::noise_scale, &StudyPoint::noise_scale, "samples");
   column(schema::noise_scale_used, &StudyPoint::noise_scale_used, "samples");
   column(schema::statistical_efficiency_model, &StudyPoint::statistical_efficiency_model, nullptr);
-  column(schema::goodput_samples_per_second, &StudyPoint::goodput_samples_per_second,
-         "samples/s");
+  column(schema::goodput_samples_per_second, &StudyPoint::goodput_samples_per_second, "samples/s");
   column(schema::samples_to_target, &StudyPoint::samples_to_target, "samples");
   column(schema::seconds_to_target, &StudyPoint::seconds_to_target, "seconds");
   column(schema::statistical_efficiency, &StudyPoint::statistical_efficiency, nullptr);

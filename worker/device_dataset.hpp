@@ -28,6 +28,7 @@ class DeviceDataset {
   }
 
   int batch() const { return batch_; }
+  std::size_t size() const { return inputs_.size(); }  // distinct batches
   const float* inputs(int iteration) const { return inputs_[slot(iteration)].data(); }
   const std::int32_t* labels(int iteration) const { return labels_[slot(iteration)].data(); }
 

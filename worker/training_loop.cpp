@@ -54,6 +54,9 @@ results::Measurement gradient_norm_series(const char* name, const char* descript
 // The share of a step that the noise scale's norms may take on average: they are read every
 // k-th step, k chosen after the warm-up from what they took there.
 constexpr double noise_scale_budget = 0.004;
+// Steps are captured per data batch only where there are at most this many (a captured step
+// holds device memory for every kernel it launches).
+constexpr std::size_t most_captured_batches = 64;
 
 }  // namespace
 
@@ -176,7 +179,9 @@ RankMeasurements train(model::Network<float>& network, model::SgdMomentum<float>
   // Steps whose sums the device can order by itself are captured once per data batch and then
   // replayed: one launch instead of one per kernel. The first step runs as it is called, so
   // every kernel has chosen its algorithms and made its buffers before anything is captured.
-  const bool capturable = buckets.empty() || communicator.can_be_captured();
+  // Training to a target cycles through thousands of batches: those run as they are called.
+  const bool capturable =
+      (buckets.empty() || communicator.can_be_captured()) && data.size() <= most_captured_batches;
   std::map<std::pair<const float*, bool>, std::unique_ptr<kernels::CapturedWork>> captured_steps;
   bool device_captures = capturable;
 

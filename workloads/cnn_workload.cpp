@@ -47,6 +47,8 @@ HostBatch CnnWorkload::make_batch(int batch, std::uint64_t seed, int rank, int b
   return make_prototype_batch(batch, int(input_.size()), classes_, seed, rank, batch_index);
 }
 
-double CnnWorkload::best_accuracy(std::uint64_t /*seed*/) const { return prototype_best_accuracy(int(input_.size())); }
+double CnnWorkload::best_accuracy(std::uint64_t /*seed*/) const {
+  return prototype_best_accuracy(int(input_.size()));
+}
 
 }  // namespace dlscale::workloads

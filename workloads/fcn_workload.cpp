@@ -48,7 +48,9 @@ HostBatch FcnWorkload::make_batch(int batch, std::uint64_t seed, int rank, int b
                               batch_index);
 }
 
-double FcnWorkload::best_accuracy(std::uint64_t /*seed*/) const { return prototype_best_accuracy(layer_sizes_.front()); }
+double FcnWorkload::best_accuracy(std::uint64_t /*seed*/) const {
+  return prototype_best_accuracy(layer_sizes_.front());
+}
 
 std::unique_ptr<FcnWorkload> parse_fcn_spec(const std::string& spec) {
   const std::string full_spec = "fcn:" + spec;

@@ -67,7 +67,9 @@ HostBatch LstmWorkload::make_batch(int batch, std::uint64_t seed, int rank, int 
   return make_markov_batch(batch, steps_, vocabulary_, seed, rank, batch_index);
 }
 
-double LstmWorkload::best_accuracy(std::uint64_t seed) const { return markov_best_accuracy(vocabulary_, seed); }
+double LstmWorkload::best_accuracy(std::uint64_t seed) const {
+  return markov_best_accuracy(vocabulary_, seed);
+}
 
 std::unique_ptr<LstmWorkload> parse_lstm_spec(const std::string& spec) {
   const std::string full_spec = "lstm:" + spec;

@@ -316,8 +316,7 @@ template <typename T>
 __global__ void sgd_momentum_packed_kernel(std::size_t packs, T learning_rate, T momentum,
                                            T gradient_scale, const Packed<T>* gradient,
                                            Packed<T>* velocity, Packed<T>* parameters,
-                                           std::int32_t* nonfinite_gradient,
-                                           double* squared_norm) {
+                                           std::int32_t* nonfinite_gradient, double* squared_norm) {
   double sum = 0;
   for (std::size_t i = thread_index(); i < packs; i += grid_stride()) {
     const Packed<T> g = gradient[i];
@@ -572,8 +571,8 @@ class CudaMath final : public MathOps<T> {
   void squared_norm(std::size_t count, const T* x, double* squared_norm) override {
     DLSCALE_CUDA_CHECK(cudaMemsetAsync(squared_norm, 0, sizeof(double), context_.stream));
     if (count == 0) return;
-    squared_norm_kernel<<<grid_for(count), elementwise_threads, 0, context_.stream>>>(
-        count, x, squared_norm);
+    squared_norm_kernel<<<grid_for(count), elementwise_threads, 0, context_.stream>>>(count, x,
+                                                                                      squared_norm);
     DLSCALE_CUDA_CHECK(cudaGetLastError());
   }
 

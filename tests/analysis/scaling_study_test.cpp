@@ -100,8 +100,8 @@ results::RunRecord trained_to_target(std::vector<double> compute, int batch, int
   run.configuration.target_value = 0.8;
   run.summary.noise_scale = noise_scale;
   for (int k = 0; k <= reached; ++k)
-    run.evaluations.push_back({10 * k + 9, double(10 * (k + 1) * batch * run.ranks),
-                               10.0 * (k + 1), k == reached ? 0.85 : 0.5, 1.0});
+    run.evaluations.push_back({10 * k + 9, double(10 * (k + 1) * batch * run.ranks), 10.0 * (k + 1),
+                               k == reached ? 0.85 : 0.5, 1.0});
   return run;
 }
 
