@@ -181,6 +181,22 @@ def runs_display(results, table):
     return shown
 
 
+
+def with_failed_rows(results, shown, failed, keys):
+    """The table `shown` with a row per failed point (its keys, '-' elsewhere, and its reason in a
+    last column), in sweep order."""
+    shown["failure"] = ""
+    failed_rows = pd.DataFrame({column: NOT_MEASURED for column in shown}, index=failed.index)
+    for name in keys:
+        failed_rows[name] = failed[name]
+    failed_rows["failure"] = failed["reason"]
+    table = pd.concat([shown, failed_rows], ignore_index=True) \
+        .sort_values(keys, kind="stable", key=sweep_order(results.precisions())) \
+        .reset_index(drop=True)
+    table["failure"] = left_aligned(table["failure"])
+    return table
+
+
 def study_display(results):
     """The /study rows and the failed sweep points, ordered by precision (as the sweep ran them),
     threads, ranks and repeat; precision, threads and repeat are shown where they vary. A failed
@@ -218,16 +234,7 @@ def study_display(results):
     shown["straggler"] = [f"{r}@{h}" for r, h in zip(get("straggler_rank"), get("straggler_host"))]
     if failed is None or failed.empty:
         return shown
-    shown["failure"] = ""
-    failed_rows = pd.DataFrame({column: NOT_MEASURED for column in shown}, index=failed.index)
-    for name in keys:
-        failed_rows[name] = failed[name]
-    failed_rows["failure"] = failed["reason"]
-    table = pd.concat([shown, failed_rows], ignore_index=True) \
-        .sort_values(keys, kind="stable", key=sweep_order(results.precisions())) \
-        .reset_index(drop=True)
-    table["failure"] = left_aligned(table["failure"])
-    return table
+    return with_failed_rows(results, shown, failed, keys)
 
 
 def left_aligned(texts):
@@ -347,16 +354,7 @@ def convergence_display(results):
     if failed is None or not (failed["cause"] == TARGET_NOT_REACHED).any():
         return shown
     failed = failed[failed["cause"] == TARGET_NOT_REACHED]
-    shown["failure"] = ""
-    failed_rows = pd.DataFrame({column: NOT_MEASURED for column in shown}, index=failed.index)
-    for name in keys:
-        failed_rows[name] = failed[name]
-    failed_rows["failure"] = failed["reason"]
-    table = pd.concat([shown, failed_rows], ignore_index=True) \
-        .sort_values(keys, kind="stable", key=sweep_order(results.precisions())) \
-        .reset_index(drop=True)
-    table["failure"] = left_aligned(table["failure"])
-    return table
+    return with_failed_rows(results, shown, failed, keys)
 
 
 CONVERGENCE_HEADING = (

@@ -25,19 +25,29 @@ RUN_STRINGS = ORIGIN_STRINGS + ["mpi_library_version", "blas", "cpu_model", "mod
                                 "model_family", "model_description", "comm_backend",
                                 "gradient_dtype", "device", "precision", "scaling", "slurm_job_id", "slurm_job_name", "slurm_node_list",
                                 "slurm_tasks_per_node", "slurm_cpus_per_task",
-                                "slurm_array_task_id", "slurm_node_exclusive"]
+                                "slurm_array_task_id", "slurm_node_exclusive",
+                                "learning_rate_scaling", "target_metric"]
 RUN_INTEGERS = ["world_size", "launch_world_size", "node_count", "ranks_per_node",
                 "parameter_count", "batch_per_rank", "warmup_iterations",
                 "measured_iterations", "threads_per_rank", "repeat", "seed", "overlap",
-                "intra_host_ring_hops", "inter_host_ring_hops"]
+                "intra_host_ring_hops", "inter_host_ring_hops", "learning_rate_warmup_steps",
+                "evaluate_every"]
 RUN_FLOATS = ["training_flops_per_sample", "learning_rate", "momentum", "bucket_mb",
-              "device_gemm_gflops", "device_gemm_gflops_before", "device_gemm_gflops_after"]
+              "device_gemm_gflops", "device_gemm_gflops_before", "device_gemm_gflops_after",
+              "base_learning_rate", "target_value"]
 STUDY_FLOATS = ["iteration_seconds", "iteration_seconds_ci_low", "iteration_seconds_ci_high",
                 "throughput_samples_per_second", "speedup", "efficiency", "efficiency_ci_low",
                 "efficiency_ci_high", "karp_flatt", "gap_communication", "gap_load_imbalance",
-                "gap_other"]
+                "gap_other", "noise_scale", "noise_scale_used", "statistical_efficiency_model",
+                "goodput_samples_per_second", "samples_to_target", "seconds_to_target",
+                "statistical_efficiency", "time_to_target_speedup"]
 SUMMARY_FLOATS = ["throughput_samples_per_second", "communication_fraction", "allreduce_bytes",
                   "allreduce_seconds", "allreduce_algbw_gbps", "allreduce_busbw_gbps"]
+# NaN where the run has no gradient noise scale (one rank), which noise_scale_absent_reason says.
+NOISE_SCALE_FLOATS = ["noise_scale", "noise_scale_ci_low", "noise_scale_ci_high",
+                      "gradient_squared_norm", "gradient_trace_covariance"]
+EVALUATION_COLUMNS = {"iteration": np.int64, "samples": np.float64,
+                      "training_seconds": np.float64, "accuracy": np.float64, "loss": np.float64}
 
 
 class SchemaError(Exception):
@@ -76,7 +86,7 @@ def check_origin_attributes(f):
     for name in ORIGIN_STRINGS:
         attribute(f, name, str)
     version = attribute(f, "schema_version", np.int64)
-    expect(version == 7, f"attribute /@schema_version is {version}, expected 7")
+    expect(version == 8, f"attribute /@schema_version is {version}, expected 8")
     return int(attribute(f, "run_count", np.int64))
 
 
@@ -203,6 +213,16 @@ def check_summary(f, ranks, measured):
         expect(math.isfinite(value), f"attribute /summary@{name} is {value}, not finite")
     identical = attribute(summary, "parameters_identical", np.int64)
     expect(identical == 1, f"attribute /summary@parameters_identical is {identical}, expected 1")
+    noise = {name: attribute(summary, name, np.float64) for name in NOISE_SCALE_FLOATS}
+    reason = attribute(summary, "noise_scale_absent_reason", str)
+    expect(math.isfinite(noise["noise_scale"]) != bool(reason),
+           f"/summary@noise_scale is {noise['noise_scale']} and its absent reason '{reason}'")
+    attribute(summary, "noise_scale_iterations", np.int64)
+    evaluations = f.get("evaluations")
+    expect(isinstance(evaluations, h5py.Group), "group /evaluations is missing")
+    lengths = {len(dataset(f, f"evaluations/{name}", dtype, evaluations[name].shape))
+               for name, dtype in EVALUATION_COLUMNS.items()}
+    expect(len(lengths) == 1, f"the /evaluations columns differ in length: {lengths}")
     return table[()]
 
 
