@@ -81,7 +81,7 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
                                  options.seed + std::uint64_t(repeat)});
   plan.schedule.warmup_iterations = options.warmup_iterations;
   plan.schedule.measured_iterations = options.measured_iterations;
-  plan.schedule.learning_rate = plan.schedule.learning_rate_start = options.learning_rate;
+  plan.schedule.learning_rate_start = options.learning_rate;
   plan.schedule.learning_rate_warmup = options.learning_rate_warmup_steps;
   plan.schedule.evaluate_every = options.evaluate_every;
   plan.learning_rate_scaling = options.learning_rate_scaling;

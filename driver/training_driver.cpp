@@ -146,6 +146,7 @@ struct PointSetUp {
   std::vector<results::Measurement> node_sharing;  // the probe made before training
   double gemm_gflops_before = 0;                   // the yardstick, before the point's buffers
   worker::TrainingSchedule schedule;               // the plan's, for this point
+  double learning_rate = 0;                        // scaled to the point's global batch
   std::unique_ptr<worker::HeldOutSet> held_out;    // with --eval-every
 };
 
@@ -165,6 +166,7 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
   const workloads::Workload& workload = *plan.workload;
   PointSetUp run;
   run.schedule = point_schedule(plan, point);
+  run.learning_rate = point_learning_rate(plan, point);
   run.placement = comm::host_placement(group);
   const int batch = point.batch_per_rank;
   const int batches = distinct_batches(workload, batch, !plan.target_metric.empty(),
@@ -184,8 +186,8 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
                         run.schedule.measured_iterations)
           : fmt::format("to held-out {} {} within {} iterations", plan.target_metric,
                         plan.target_value, run.schedule.total_iterations()),
-      run.schedule.learning_rate != plan.learning_rate
-          ? fmt::format(", learning rate {:.4g}", run.schedule.learning_rate)
+      run.learning_rate != plan.learning_rate
+          ? fmt::format(", learning rate {:.4g}", run.learning_rate)
           : "",
       point.repeat > 0 ? fmt::format(", repeat {} (seed {})", point.repeat, point.seed) : "");
   // Once before the point's network and data are allocated and once after they are freed, so
@@ -196,7 +198,7 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
     run.network = workload.build_network(device, batch);
     run.network->initialize(point.seed);
     run.optimizer = std::make_unique<model::SgdMomentum<float>>(
-        device, run.network->parameters().size(), float(plan.learning_rate), float(sgd_momentum));
+        device, run.network->parameters().size(), float(run.learning_rate), float(sgd_momentum));
     run.data = std::make_unique<worker::DeviceDataset>(device, workload, batch, batches, point.seed,
                                                        run.communicator->rank());
     if (run.schedule.evaluate_every > 0)
@@ -292,7 +294,7 @@ std::optional<results::RunRecord> record_point(const TrainingPlan& plan, const S
                                           kernels::device_record(plan.device_kind).name,
                                           kernels::precision_name(point.precision),
                                           point.seed,
-                                          run.schedule.learning_rate,
+                                          run.learning_rate,
                                           sgd_momentum,
                                           results::scaling_name(plan.scaling),
                                           plan.bucket_mb,
@@ -470,8 +472,7 @@ int distinct_batches(const workloads::Workload& workload, int batch, bool to_tar
   return int(std::clamp<std::uint64_t>(synthetic_data_bytes_per_rank / batch_bytes, 1, wanted));
 }
 
-worker::TrainingSchedule point_schedule(const TrainingPlan& plan, const SweepPoint& point) {
-  worker::TrainingSchedule schedule = plan.schedule;
+double point_learning_rate(const TrainingPlan& plan, const SweepPoint& point) {
   const long long global_batch = (long long)point.ranks * point.batch_per_rank;
   long long reference = plan.learning_rate_batch;
   if (reference == 0) {
@@ -483,8 +484,12 @@ worker::TrainingSchedule point_schedule(const TrainingPlan& plan, const SweepPoi
   const double factor = plan.learning_rate_scaling == "linear" ? ratio
                         : plan.learning_rate_scaling == "sqrt" ? std::sqrt(ratio)
                                                                : 1.0;
-  schedule.learning_rate_start = plan.learning_rate;
-  schedule.learning_rate = plan.learning_rate * factor;
+  return plan.learning_rate * factor;
+}
+
+worker::TrainingSchedule point_schedule(const TrainingPlan& plan, const SweepPoint& point) {
+  worker::TrainingSchedule schedule = plan.schedule;
+  const long long global_batch = (long long)point.ranks * point.batch_per_rank;
   if (!plan.target_metric.empty()) {
     const long long limit = std::clamp<long long>(
         (plan.max_samples + global_batch - 1) / global_batch, 1, std::numeric_limits<int>::max());

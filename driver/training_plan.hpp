@@ -68,8 +68,11 @@ struct TrainingPlan {
 int distinct_batches(const workloads::Workload& workload, int batch, bool to_target = false,
                      int iterations = 0);
 
-// The point's schedule: the plan's, with its learning rate scaled to its global batch and, when
-// training to a target, as many iterations as --max-samples allows.
+// The point's schedule: the plan's, with, when training to a target, as many iterations as
+// --max-samples allows.
 worker::TrainingSchedule point_schedule(const TrainingPlan& plan, const SweepPoint& point);
+
+// The point's learning rate: the plan's, scaled to its global batch by --lr-scaling.
+double point_learning_rate(const TrainingPlan& plan, const SweepPoint& point);
 
 }  // namespace dlscale::driver

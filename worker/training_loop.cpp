@@ -60,10 +60,10 @@ constexpr std::size_t most_captured_batches = 64;
 
 }  // namespace
 
-double TrainingSchedule::learning_rate_at(int iteration) const {
-  if (iteration >= learning_rate_warmup) return learning_rate;
+double TrainingSchedule::learning_rate_at(int iteration, double rate) const {
+  if (iteration >= learning_rate_warmup) return rate;
   return learning_rate_start +
-         (learning_rate - learning_rate_start) * double(iteration) / learning_rate_warmup;
+         (rate - learning_rate_start) * double(iteration) / learning_rate_warmup;
 }
 
 GradientExchange make_gradient_exchange(const model::Network<float>& network,
@@ -187,10 +187,11 @@ RankMeasurements train(model::Network<float>& network, model::SgdMomentum<float>
 
   int completed = 0;
   double evaluation_seconds = 0;  // spent evaluating so far: not training time
+  const double learning_rate = optimizer.learning_rate();
   for (int iteration = 0; iteration < iterations; ++iteration) {
     if (iteration == schedule.warmup_iterations)
       for (const auto& sampler : samplers) sampler->start(clock);
-    optimizer.set_learning_rate(float(schedule.learning_rate_at(iteration)));
+    optimizer.set_learning_rate(float(schedule.learning_rate_at(iteration, learning_rate)));
     const bool with_norms = norms_at(iteration);
     // A captured step keeps its learning rate: none is captured while the rate still rises.
     if (iteration == 0 || !device_captures || iteration < schedule.learning_rate_warmup) {

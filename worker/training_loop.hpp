@@ -27,13 +27,12 @@ struct TrainingSchedule {
   int measured_iterations = 1;
   int total_iterations() const { return warmup_iterations + measured_iterations; }
 
-  // The learning rate of iteration i: from `learning_rate_start`, rising linearly to
-  // `learning_rate` over the first `learning_rate_warmup` iterations (Goyal et al. 2017), then
-  // constant. Without warm-up, `learning_rate` throughout.
-  double learning_rate = 0.01;
-  double learning_rate_start = 0.01;
+  // A learning-rate warm-up (Goyal et al. 2017): over the first `learning_rate_warmup`
+  // iterations the rate rises linearly from `learning_rate_start` to the optimizer's own, which
+  // it keeps from then on. Without one, the optimizer's rate throughout.
+  double learning_rate_start = 0;
   int learning_rate_warmup = 0;
-  double learning_rate_at(int iteration) const;
+  double learning_rate_at(int iteration, double rate) const;
 
   // Held-out evaluation after every `evaluate_every` iterations (0: never), outside the timed
   // phases and the training clock.

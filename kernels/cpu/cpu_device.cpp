@@ -180,20 +180,13 @@ class CpuMath final : public MathOps<T> {
   void sgd_momentum_update(std::size_t count, T learning_rate, T momentum, T gradient_scale,
                            const T* gradient, T* velocity, T* parameters,
                            std::int32_t* nonfinite_gradient, double* squared_norm) override {
-    int nonfinite = 0;
-    double sum = 0;
-    // g - g is 0 for every finite g and NaN for NaN or an infinity; it vectorizes, isfinite may
-    // not. The norm's few extra instructions hide behind the loop's memory traffic.
-#pragma omp parallel for simd reduction(| : nonfinite) reduction(+ : sum) if (count > parallel_threshold)
-    for (std::size_t i = 0; i < count; ++i) {
-      nonfinite |= int(gradient[i] - gradient[i] != T(0));
-      const T scaled = gradient_scale * gradient[i];
-      sum += double(scaled) * double(scaled);
-      velocity[i] = momentum * velocity[i] + scaled;
-      parameters[i] -= learning_rate * velocity[i];
-    }
-    if (nonfinite != 0) *nonfinite_gradient = 1;
-    if (squared_norm != nullptr) *squared_norm = sum;
+    // Without a norm to take, the loop is the update alone: no step pays for the norm it skips.
+    const bool nonfinite = squared_norm == nullptr
+                               ? update<false>(count, learning_rate, momentum, gradient_scale,
+                                               gradient, velocity, parameters, nullptr)
+                               : update<true>(count, learning_rate, momentum, gradient_scale,
+                                              gradient, velocity, parameters, squared_norm);
+    if (nonfinite) *nonfinite_gradient = 1;
   }
 
   void squared_norm(std::size_t count, const T* x, double* squared_norm) override {
@@ -204,6 +197,27 @@ class CpuMath final : public MathOps<T> {
   }
 
  private:
+  // The SGD step over every element; with_norm: also the scaled gradient's squared norm, into
+  // *squared_norm. Returns whether any gradient was NaN or infinite.
+  template <bool with_norm>
+  static bool update(std::size_t count, T learning_rate, T momentum, T gradient_scale,
+                     const T* gradient, T* velocity, T* parameters, double* squared_norm) {
+    int nonfinite = 0;
+    double sum = 0;
+    // g - g is 0 for every finite g and NaN for NaN or an infinity; it vectorizes, isfinite may
+    // not. The norm's few extra instructions hide behind the loop's memory traffic.
+#pragma omp parallel for simd reduction(| : nonfinite) reduction(+ : sum) if (count > parallel_threshold)
+    for (std::size_t i = 0; i < count; ++i) {
+      nonfinite |= int(gradient[i] - gradient[i] != T(0));
+      const T scaled = gradient_scale * gradient[i];
+      if constexpr (with_norm) sum += double(scaled) * double(scaled);
+      velocity[i] = momentum * velocity[i] + scaled;
+      parameters[i] -= learning_rate * velocity[i];
+    }
+    if constexpr (with_norm) *squared_norm = sum;
+    return nonfinite != 0;
+  }
+
   FastestFloatGemm* float_gemm_;
   DnnlElementwise* float_elementwise_;
 };
