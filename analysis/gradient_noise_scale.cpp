@@ -68,6 +68,11 @@ std::optional<NoiseScaleEstimate> estimate_noise_scale(
   };
   estimate.noise_scale_low = nearest_rank(interval_low);
   estimate.noise_scale_high = nearest_rank(interval_high);
+  // Unbounded above: stated as not a number, as a results file holds nothing infinite.
+  if (std::isinf(estimate.noise_scale_high))
+    estimate.noise_scale_high = std::numeric_limits<double>::quiet_NaN();
+  if (std::isinf(estimate.noise_scale_low))
+    estimate.noise_scale_low = std::numeric_limits<double>::quiet_NaN();
   return estimate;
 }
 

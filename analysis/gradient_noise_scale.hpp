@@ -22,10 +22,12 @@ struct GradientNormSample {
 
 struct NoiseScaleEstimate {
   // Both means over the iterations of their unbiased per-iteration estimates.
-  double gradient_squared_norm = 0;                  // |G|^2, of the true gradient
-  double trace_covariance = 0;                       // tr(Sigma), of one sample's gradient
-  double noise_scale = 0;                            // B_noise = tr(Sigma) / |G|^2, in samples
-  double noise_scale_low = 0, noise_scale_high = 0;  // its 95% bootstrap interval over iterations
+  double gradient_squared_norm = 0;  // |G|^2, of the true gradient
+  double trace_covariance = 0;       // tr(Sigma), of one sample's gradient
+  double noise_scale = 0;            // B_noise = tr(Sigma) / |G|^2, in samples
+  // Its 95% bootstrap interval over the iterations; an end is NaN where it is unbounded (more
+  // than 2.5% of the resamples have a mean |G|^2 that is not positive).
+  double noise_scale_low = 0, noise_scale_high = 0;
   int iterations = 0;
 };
 

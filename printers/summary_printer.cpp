@@ -26,6 +26,11 @@ std::string with_units(double value, const std::string& units) {
 
 // What the compute line's fraction needs said about its yardstick, a line per fact: that it moved
 // during the point, and why a fraction is above 100%. Nothing when neither holds.
+// An end of the noise scale's interval: NaN where the noise leaves it unbounded.
+std::string interval_end(double value) {
+  return std::isfinite(value) ? fmt::format("{:.4g}", value) : std::string("unbounded");
+}
+
 std::string yardstick_lines(const results::RunEnvironment& environment, double mean_gflops) {
   const double before = environment.device_gemm_gflops_before;
   const double after = environment.device_gemm_gflops_after;
@@ -131,11 +136,11 @@ std::string format_summary(const results::RunRecord& record) {
                  first_loss / record.ranks, last_loss / record.ranks);
   if (std::isfinite(summary.noise_scale))
     fmt::format_to(line,
-                   "noise scale     B_noise {:.4g} samples (95% interval {:.4g} to {:.4g}), from "
+                   "noise scale     B_noise {:.4g} samples (95% interval {} to {}), from "
                    "{} of {} measured iterations; this point's global batch {} is {:.2g}x it\n",
-                   summary.noise_scale, summary.noise_scale_ci_low, summary.noise_scale_ci_high,
-                   summary.noise_scale_iterations, config.measured_iterations,
-                   config.batch_per_rank * record.ranks,
+                   summary.noise_scale, interval_end(summary.noise_scale_ci_low),
+                   interval_end(summary.noise_scale_ci_high), summary.noise_scale_iterations,
+                   config.measured_iterations, config.batch_per_rank * record.ranks,
                    config.batch_per_rank * record.ranks / summary.noise_scale);
   else
     fmt::format_to(line, "noise scale     absent: {}\n", summary.noise_scale_absent_reason);
