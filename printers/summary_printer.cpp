@@ -79,7 +79,7 @@ std::string format_summary(const results::RunRecord& record) {
     fmt::format_to(line, "partial         {}\n", record.partial_reason);
   fmt::format_to(line, "device          {}", environment.cpu_model);
   for (const auto& [name, value] : environment.device_properties)
-    if (name == "cuda_driver" || name == "cudnn" || name == "onednn_isa")
+    if (name == "cuda_driver" || name == "cudnn" || name == "cudnn_api" || name == "onednn_isa")
       fmt::format_to(line, ", {} {}", name, value);
   fmt::format_to(line, "\n\n");
 

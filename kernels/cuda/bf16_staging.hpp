@@ -33,21 +33,35 @@ class Bf16Staging {
   template <std::size_t region_count>
   std::array<__nv_bfloat16*, region_count> regions(
       const std::array<std::size_t, region_count>& counts, cudaStream_t stream) {
+    std::array<std::size_t, region_count> bytes{};
+    for (std::size_t i = 0; i < region_count; ++i) bytes[i] = counts[i] * sizeof(__nv_bfloat16);
+    const auto raw = byte_regions(bytes, stream);
+    std::array<__nv_bfloat16*, region_count> result{};
+    for (std::size_t i = 0; i < region_count; ++i)
+      result[i] = reinterpret_cast<__nv_bfloat16*>(raw[i]);
+    return result;
+  }
+
+  // The same for regions of bytes[i] bytes: the graph-API convolutions also keep float NHWC
+  // copies here (cudnn_graph_convolution.cpp), under every precision.
+  template <std::size_t region_count>
+  std::array<std::byte*, region_count> byte_regions(
+      const std::array<std::size_t, region_count>& bytes, cudaStream_t stream) {
     std::array<std::size_t, region_count> offsets{};
-    std::size_t bytes = 0;
+    std::size_t total = 0;
     for (std::size_t i = 0; i < region_count; ++i) {
-      offsets[i] = bytes;
-      bytes += (counts[i] * sizeof(__nv_bfloat16) + alignment - 1) / alignment * alignment;
+      offsets[i] = total;
+      total += (bytes[i] + alignment - 1) / alignment * alignment;
     }
-    if (buffers_.empty() || buffers_.back().size() < bytes) {
+    if (buffers_.empty() || buffers_.back().size() < total) {
       require_not_capturing(stream, "bf16 staging");
       // Doubling bounds what is kept: everything outgrown adds up to less than the last buffer.
       const std::size_t grown = buffers_.empty() ? 0 : 2 * buffers_.back().size();
-      buffers_.emplace_back(std::max(bytes, grown));
+      buffers_.emplace_back(std::max(total, grown));
     }
-    std::array<__nv_bfloat16*, region_count> result{};
+    std::array<std::byte*, region_count> result{};
     for (std::size_t i = 0; i < region_count; ++i)
-      result[i] = reinterpret_cast<__nv_bfloat16*>(buffers_.back().as<std::byte>() + offsets[i]);
+      result[i] = buffers_.back().as<std::byte>() + offsets[i];
     return result;
   }
 

@@ -2,13 +2,21 @@
 // factories that hand the shared context to the cuBLAS and cuDNN kernels.
 #include "kernels/cuda/cuda_device.hpp"
 
+#include <cstdlib>
+#include <string>
+
 #include <fmt/format.h>
+
+#include "core/errors.hpp"
 
 #include "kernels/cuda/bf16_staging.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/cuda_math.hpp"
 #include "kernels/cuda/cudnn_image_kernels.hpp"
 #include "kernels/cuda/cudnn_lstm_kernel.hpp"
+#ifdef DLSCALE_HAVE_CUDNN_FRONTEND
+#include "kernels/cuda/cudnn_graph_convolution.hpp"
+#endif
 
 namespace dlscale::kernels {
 
@@ -52,6 +60,21 @@ cudaEvent_t cuda_event_of(const DeviceEvent& event) {
   return static_cast<const CudaEvent&>(event).get();
 }
 
+CudnnApi cudnn_api_from_environment() {
+  const char* value = std::getenv("DLSCALE_CUDNN_API");
+  if (value == nullptr || std::string(value).empty()) return CudnnApi::legacy;
+  require_choice("DLSCALE_CUDNN_API", "cuDNN API", value, {"legacy", "graph"});
+  return std::string(value) == "graph" ? CudnnApi::graph : CudnnApi::legacy;
+}
+
+bool cudnn_graph_api_compiled() {
+#ifdef DLSCALE_HAVE_CUDNN_FRONTEND
+  return true;
+#else
+  return false;
+#endif
+}
+
 int visible_gpu_count() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
@@ -61,10 +84,21 @@ int visible_gpu_count() {
   return count;
 }
 
-CudaDevice::CudaDevice(int gpu_index, Precision precision)
+CudaDevice::CudaDevice(int gpu_index, Precision precision, CudnnApi cudnn_api)
     : bf16_staging_(std::make_unique<Bf16Staging>()) {
+  if (cudnn_api == CudnnApi::graph && !cudnn_graph_api_compiled())
+    throw UserError(
+        "DLSCALE_CUDNN_API=graph: this build has no cuDNN graph path (configured without the cuDNN "
+        "frontend: run scripts/fetch-cudnn-frontend.sh and configure again), or unset it");
   context_.device = gpu_index;
   context_.precision = precision;
+  context_.cudnn_api = cudnn_api;
+#ifdef DLSCALE_HAVE_CUDNN_FRONTEND
+  if (cudnn_api == CudnnApi::graph) {
+    convolution_graphs_ = make_convolution_graph_cache();
+    context_.convolution_graphs = convolution_graphs_.get();
+  }
+#endif
   context_.bf16_staging = bf16_staging_.get();
   DLSCALE_CUDA_CHECK(cudaSetDevice(gpu_index));
   DLSCALE_CUDA_CHECK(cudaStreamCreateWithFlags(&context_.stream, cudaStreamNonBlocking));
@@ -83,6 +117,7 @@ CudaDevice::~CudaDevice() {
   math_float_.reset();
   math_double_.reset();
   if (context_.stream != nullptr) cudaStreamSynchronize(context_.stream);
+  convolution_graphs_.reset();  // its execution plans before the cuDNN handle they were made with
   if (context_.cudnn != nullptr) cudnnDestroy(context_.cudnn);
   if (context_.cublas != nullptr) cublasDestroy(context_.cublas);
   if (cublas_workspace_ != nullptr) cudaFree(cublas_workspace_);
@@ -106,7 +141,7 @@ DeviceProperties CudaDevice::properties() const {
       cudaDeviceGetAttribute(&memory_clock_khz, cudaDevAttrMemoryClockRate, context_.device));
   DLSCALE_CUBLAS_CHECK(cublasGetVersion(context_.cublas, &cublas));
   const auto cudnn = int(cudnnGetVersion());  // 91400 for 9.14.0
-  return {
+  DeviceProperties result{
       {"gpu_name", gpu.name},
       {"gpu_index", std::to_string(context_.device)},
       {"gpu_memory_bytes", std::to_string(gpu.totalGlobalMem)},
@@ -119,7 +154,14 @@ DeviceProperties CudaDevice::properties() const {
       {"cublas", fmt::format("{}.{}.{}", cublas / 10000, cublas % 10000 / 100, cublas % 100)},
       {"cudnn", fmt::format("{}.{}.{}", cudnn / 10000, cudnn % 10000 / 100, cudnn % 100)},
       {"precision", precision_name(context_.precision)},
+      // Which path the convolutions took, and with it the native layout (NCHW or NHWC).
+      {"cudnn_api", cudnn_api_name(context_.cudnn_api)},
   };
+#ifdef DLSCALE_CUDNN_FRONTEND_VERSION
+  if (context_.cudnn_api == CudnnApi::graph)
+    result.emplace_back("cudnn_frontend", DLSCALE_CUDNN_FRONTEND_VERSION);
+#endif
+  return result;
 }
 
 std::size_t CudaDevice::free_memory_bytes() const {
@@ -198,6 +240,9 @@ std::unique_ptr<CapturedWork> CudaDevice::capture(const std::function<void()>& w
 
 std::unique_ptr<ConvolutionKernel> CudaDevice::make_convolution(
     const ConvolutionGeometry& geometry) {
+#ifdef DLSCALE_HAVE_CUDNN_FRONTEND
+  if (context_.cudnn_api == CudnnApi::graph) return make_cudnn_graph_convolution(context_, geometry);
+#endif
   return make_cudnn_convolution(context_, geometry);
 }
 

@@ -11,11 +11,24 @@
 namespace dlscale::kernels {
 
 class Bf16Staging;
+class ConvolutionGraphCache;
+
+// DLSCALE_CUDNN_API from the environment: unset or "legacy" (the default), or "graph". Any other
+// value is a UserError naming both. The one place the setting is read.
+CudnnApi cudnn_api_from_environment();
+inline const char* cudnn_api_name(CudnnApi api) {
+  return api == CudnnApi::graph ? "graph" : "legacy";
+}
+// Whether this build has the graph path (it was configured with the cuDNN frontend).
+bool cudnn_graph_api_compiled();
 
 class CudaDevice final : public Device {
  public:
-  // Takes GPU `gpu_index` (of those visible) for this process.
-  CudaDevice(int gpu_index, Precision precision);
+  // Takes GPU `gpu_index` (of those visible) for this process. `cudnn_api` picks the
+  // convolutions' cuDNN API, and with it the native image layout (cuda_context.hpp); graph in a
+  // build without the cuDNN frontend is refused with a UserError.
+  CudaDevice(int gpu_index, Precision precision,
+             CudnnApi cudnn_api = cudnn_api_from_environment());
   ~CudaDevice() override;
   CudaDevice(const CudaDevice&) = delete;
   CudaDevice& operator=(const CudaDevice&) = delete;
@@ -55,6 +68,7 @@ class CudaDevice final : public Device {
   CudaContext context_;
   void* cublas_workspace_ = nullptr;
   std::unique_ptr<Bf16Staging> bf16_staging_;  // allocates nothing until a bf16 kernel runs
+  std::shared_ptr<ConvolutionGraphCache> convolution_graphs_;  // on the graph path only
   bool capturing_ = false;
   std::unique_ptr<MathOps<float>> math_float_;
   std::unique_ptr<MathOps<double>> math_double_;

@@ -1,5 +1,7 @@
-// cuDNN convolution, pooling and batch normalization, on cuDNN's descriptor API in float NCHW
-// (this device's native layout, so both ImageLayouts are the same here). Everything a batch size
+// cuDNN convolution, pooling and batch normalization, on cuDNN's descriptor API in float. The
+// convolution here is the legacy path (DLSCALE_CUDNN_API=legacy) and runs in NCHW, this device's
+// native layout there; pooling and batch norm serve both paths and describe each tensor in its
+// layout, NCHW or NHWC (native under DLSCALE_CUDNN_API=graph). Everything a batch size
 // needs (descriptors, algorithms, workspaces) is made on its first call, which runs eagerly; every
 // later call only queues work on the context's stream, so a step can be captured as a CUDA graph.
 // Under --precision bf16 convolutions run on bf16 copies of their float operands and widen what
@@ -42,46 +44,14 @@ using ActivationDescriptor =
     CudnnDescriptor<cudnnActivationDescriptor_t, cudnnCreateActivationDescriptor,
                     cudnnDestroyActivationDescriptor>;
 
-void describe_nchw(cudnnTensorDescriptor_t descriptor, int batch, const ImageShape& shape,
-                   cudnnDataType_t type = CUDNN_DATA_FLOAT) {
-  DLSCALE_CUDNN_CHECK(cudnnSetTensor4dDescriptor(descriptor, CUDNN_TENSOR_NCHW, type, batch,
-                                                 shape.channels, shape.height, shape.width));
-}
-
-void describe_channels(cudnnTensorDescriptor_t descriptor, int channels) {
-  DLSCALE_CUDNN_CHECK(cudnnSetTensor4dDescriptor(descriptor, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
-                                                 channels, 1, 1));
-}
-
-// A kernel's plan for a batch size, made by `prepare` on the first call for that size. A plan
-// that fails to prepare is not kept. (A map, so plans never move once made.)
-template <typename Plan, typename Prepare>
-Plan& plan_of(std::map<int, Plan>& plans, int batch, cudaStream_t stream, const char* what,
-              Prepare&& prepare) {
-  if (const auto found = plans.find(batch); found != plans.end()) return found->second;
-  require_not_capturing(stream, what);
-  const auto entry = plans.try_emplace(batch).first;
-  try {
-    prepare(entry->second);
-  } catch (...) {
-    plans.erase(entry);
-    throw;
-  }
-  return entry->second;
-}
-
 // ------------------------------------------------------------------------------------------------
 // Convolution
-
-// The most workspace one convolution algorithm may ask for. cuDNN's search only times algorithms
-// that fit in what it is given, and the winner's workspace stays allocated as long as the layer.
-constexpr std::size_t workspace_limit = std::size_t(512) << 20;
 
 // The search's own scratch: the limit, or a quarter of what is free if that is less.
 DeviceBuffer search_workspace() {
   std::size_t free_bytes = 0, total_bytes = 0;
   DLSCALE_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  return DeviceBuffer(std::min(workspace_limit, free_bytes / 4));
+  return DeviceBuffer(std::min(convolution_workspace_limit, free_bytes / 4));
 }
 
 // The fastest of cuDNN's timed results that is acceptable here:
@@ -245,9 +215,9 @@ class CudnnConvolution final : public ConvolutionKernel {
   Plan& plan_for(int batch) {
     return plan_of(plans_, batch, context_.stream, "cuDNN convolution", [&](Plan& p) {
       const auto& g = geometry_;
-      describe_nchw(p.input, batch, g.input, data_type_);
-      describe_nchw(p.output, batch, g.output(), data_type_);
-      describe_nchw(p.float_output, batch, g.output());
+      describe_images(p.input, batch, g.input, false, data_type_);
+      describe_images(p.output, batch, g.output(), false, data_type_);
+      describe_images(p.float_output, batch, g.output(), false);
       for (cudnnConvolutionDescriptor_t convolution :
            {cudnnConvolutionDescriptor_t(p.forward_convolution),
             cudnnConvolutionDescriptor_t(p.data_convolution),
@@ -401,14 +371,18 @@ class CudnnPooling final : public PoolingKernel {
 
   Plan& plan_for(int batch) {
     return plan_of(plans_, batch, context_.stream, "cuDNN pooling", [&](Plan& p) {
-      describe_nchw(p.input, batch, geometry_.input);
-      describe_nchw(p.output, batch, geometry_.output());
+      describe_images(p.input, batch, geometry_.input, in_nhwc(geometry_.input_layout));
+      describe_images(p.output, batch, geometry_.output(), in_nhwc(geometry_.output_layout));
       int n = 0, c = 0, h = 0, w = 0;
       DLSCALE_CUDNN_CHECK(cudnnGetPooling2dForwardOutputDim(pooling_, p.input, &n, &c, &h, &w));
       const ImageShape out = geometry_.output();
       if (n != batch || c != out.channels || h != out.height || w != out.width)
         throw std::logic_error("cuDNN pooling: output shape differs from the geometry's");
     });
+  }
+
+  bool in_nhwc(ImageLayout layout) const {
+    return layout == ImageLayout::native && context_.native_is_nhwc();
   }
 
   CudaContext context_;
@@ -528,12 +502,16 @@ class CudnnBatchNorm final : public BatchNormKernel {
 
   Plan& plan_for(int batch) {
     return plan_of(plans_, batch, context_.stream, "cuDNN batch norm", [&](Plan& p) {
-      describe_nchw(p.data, batch, geometry_.shape);
+      describe_images(p.data, batch, geometry_.shape, in_nhwc(geometry_.layout));
       // Reserve the ReLU's scratch now: forward's first calls run from the widest layers down,
       // so the shared buffer reaches its size at once instead of growing layer by layer.
       if (geometry_.relu)
         scratch_->floats(std::size_t(batch) * geometry_.shape.size(), context_.stream);
     });
+  }
+
+  bool in_nhwc(ImageLayout layout) const {
+    return layout == ImageLayout::native && context_.native_is_nhwc();
   }
 
   CudaContext context_;

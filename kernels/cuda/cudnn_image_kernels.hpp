@@ -1,7 +1,7 @@
-// The CUDA device's image kernels, on cuDNN: convolution (its algorithms chosen once per layer
-// by cuDNN's own search), max and average pooling, and batch normalization (with the ReLU fused
-// where the geometry asks for it). Activations are NCHW, which is also this device's native
-// layout.
+// The CUDA device's image kernels on cuDNN's descriptor API: convolution in NCHW (its algorithms
+// chosen once per layer by cuDNN's own search; the legacy path, DLSCALE_CUDNN_API=legacy), max and
+// average pooling, and batch normalization (with the ReLU fused where the geometry asks for it).
+// Pooling and batch norm take native tensors as NHWC where the context says so (the graph path).
 #pragma once
 
 #include <memory>

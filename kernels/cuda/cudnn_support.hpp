@@ -1,13 +1,16 @@
-// What the cuDNN kernels share: owning descriptors, owned device buffers, and the check that
-// set-up (algorithm search, allocation) never happens inside a graph capture.
+// What the cuDNN kernels share: owning descriptors, owned device buffers, the check that set-up
+// (algorithm search, allocation) never happens inside a graph capture, and the per-batch-size
+// plans made on a first call.
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
 #include "kernels/cuda/cuda_check.hpp"
+#include "kernels/image_kernels.hpp"
 
 namespace dlscale::kernels {
 
@@ -67,6 +70,42 @@ inline void require_not_capturing(cudaStream_t stream, const char* what) {
   if (status != cudaStreamCaptureStatusNone)
     throw std::logic_error(std::string(what) +
                            ": the first call for a batch size must run before graph capture");
+}
+
+// A kernel's plan for a batch size, made by `prepare` on the first call for that size. A plan
+// that fails to prepare is not kept. (A map, so plans never move once made.)
+template <typename Plan, typename Prepare>
+Plan& plan_of(std::map<int, Plan>& plans, int batch, cudaStream_t stream, const char* what,
+              Prepare&& prepare) {
+  if (const auto found = plans.find(batch); found != plans.end()) return found->second;
+  require_not_capturing(stream, what);
+  const auto entry = plans.try_emplace(batch).first;
+  try {
+    prepare(entry->second);
+  } catch (...) {
+    plans.erase(entry);
+    throw;
+  }
+  return entry->second;
+}
+
+// The most workspace one convolution algorithm or engine may ask for. Only candidates that fit are
+// timed, and the winner's workspace stays allocated as long as the layer.
+constexpr std::size_t convolution_workspace_limit = std::size_t(512) << 20;
+
+// A batch of images for cuDNN's descriptor API, packed NCHW or NHWC (the dimensions are given in
+// N, C, H, W order either way; the format says how they lie in memory).
+inline void describe_images(cudnnTensorDescriptor_t descriptor, int batch, const ImageShape& shape,
+                            bool nhwc, cudnnDataType_t type = CUDNN_DATA_FLOAT) {
+  DLSCALE_CUDNN_CHECK(cudnnSetTensor4dDescriptor(descriptor,
+                                                 nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, type,
+                                                 batch, shape.channels, shape.height, shape.width));
+}
+
+// One float per channel (bias, batch-norm scale, shift and statistics), broadcast over the rest.
+inline void describe_channels(cudnnTensorDescriptor_t descriptor, int channels) {
+  DLSCALE_CUDNN_CHECK(cudnnSetTensor4dDescriptor(descriptor, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
+                                                 channels, 1, 1));
 }
 
 }  // namespace dlscale::kernels

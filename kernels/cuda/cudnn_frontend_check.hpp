@@ -1,0 +1,22 @@
+// The checked-call idiom for NVIDIA's cuDNN frontend, whose calls return an error object (code and
+// message) instead of a status: DLSCALE_CUDNN_FRONTEND_CHECK throws LibraryError with the call,
+// file, line and the frontend's own message, as the other libraries' macros do (cuda_check.hpp).
+#pragma once
+
+#include <string_view>
+
+#include <cudnn_frontend.h>
+
+#include "core/errors.hpp"
+
+namespace dlscale::kernels {
+
+inline void check_cudnn_frontend(cudnn_frontend::error_t result, std::string_view call,
+                                 std::string_view file, int line) {
+  if (result.is_bad()) throw LibraryError("cuDNN frontend", call, file, line, result.get_message());
+}
+
+}  // namespace dlscale::kernels
+
+#define DLSCALE_CUDNN_FRONTEND_CHECK(call) \
+  ::dlscale::kernels::check_cudnn_frontend((call), #call, __FILE__, __LINE__)

@@ -1,0 +1,529 @@
+// Convolution on cuDNN's graph API (DLSCALE_CUDNN_API=graph), through the cuDNN frontend: each
+// pass (forward, backward data, backward filter) is a graph on packed NHWC tensors, its engines
+// listed by cuDNN's heuristics (mode A, then the fallback list), built, timed once per layer
+// shape and batch size on the layer's own buffers and the fastest kept, as PyTorch's
+// cudnn.benchmark does. Choices are shared by every layer of the same shape on one device.
+// Tensors the network holds in another order (the NCHW input data, OIHW weights, an output
+// handed to a dense layer) or type (float under bf16) are converted into the device's staging
+// memory around the call, so every engine sees the layout it is fastest on.
+#include "kernels/cuda/cudnn_graph_convolution.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "kernels/cuda/bf16_staging.hpp"
+#include "kernels/cuda/cudnn_frontend_check.hpp"
+#include "kernels/cuda/cudnn_support.hpp"
+#include "kernels/cuda/image_layout_conversion.hpp"
+
+// The bias is added (when cuDNN offers no fused graph) and its gradient summed with the
+// descriptor API, which cuDNN 9 marks deprecated yet ships throughout 9.x; silenced for this file
+// as in cudnn_image_kernels.cpp.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+namespace dlscale::kernels {
+
+namespace fe = cudnn_frontend;
+
+namespace {
+
+const float one = 1.0f, zero = 0.0f;  // cuDNN's alpha and beta: host scalars
+
+// The uids of the tensors in every graph's variant pack.
+enum Uid : std::int64_t { x_uid = 1, w_uid, y_uid, bias_uid, dy_uid, dx_uid, dw_uid };
+
+enum class Pass { forward, data, filter };
+const char* pass_name(Pass pass) {
+  return pass == Pass::forward ? "forward" : pass == Pass::data ? "backward-data" : "backward-filter";
+}
+
+// Engines timed per pass: the first this many that build, in heuristics order (PyTorch's
+// cudnn.benchmark times up to 10 by default). Each runs once untimed, then `timed_runs` times.
+constexpr int candidate_limit = 8;
+constexpr int timed_runs = 3;
+
+// Dimensions in N, C, H, W order; packed NHWC strides for them (for weights: K, C, R, S and
+// KRSC, the order cuDNN's NHWC engines want the filter in).
+using Dims = std::vector<std::int64_t>;
+Dims nhwc_strides(const Dims& d) { return {d[1] * d[2] * d[3], 1, d[3] * d[1], d[1]}; }
+
+// One way to state a pass as a graph. The variants of a pass are tried in order until one has
+// an engine that builds and runs:
+//  - fuse_bias: forward writes conv(x, w) + bias in one graph (a pointwise add after the
+//    convolution); otherwise the bias is added afterwards.
+//  - float_output: the output (y, dx or dw) is written in float even from bf16 operands; otherwise
+//    it is written in the operands' type and widened. With float operands both are float.
+//  - deterministic: only engines without the NONDETERMINISTIC note, so reruns and replays repeat
+//    bit for bit; an engine that sums with atomics is taken only where no other runs the pass.
+struct Variant {
+  bool fuse_bias = false;
+  bool float_output = true;
+  bool deterministic = true;
+};
+
+// What was chosen for one pass of one shape: the graph, its engine (the plan index among the
+// heuristics' candidates), the workspace that engine needs, and how it was stated.
+struct PassChoice {
+  std::shared_ptr<fe::graph::Graph> graph;
+  std::int64_t engine = -1;
+  std::size_t workspace_bytes = 0;
+  Variant variant;
+  std::string engine_name;
+};
+
+using VariantPack = std::unordered_map<std::int64_t, void*>;
+
+}  // namespace
+
+// What the graph convolutions of one device share: the choices made for each shape (so a layer
+// repeated 20 times in a ResNet is searched once), and one workspace. Every pass runs on the
+// device's one stream, so one workspace serves them all. It grows only on first calls (never
+// during a capture), and keeps what it has outgrown: a graph captured earlier may point into it.
+class ConvolutionGraphCache {
+ public:
+  std::map<std::string, PassChoice> choices;
+
+  void* workspace(std::size_t bytes, cudaStream_t stream) {
+    if (bytes == 0) return nullptr;
+    if (buffers_.empty() || buffers_.back().size() < bytes) {
+      require_not_capturing(stream, "cuDNN graph convolution workspace");
+      const std::size_t grown = buffers_.empty() ? 0 : 2 * buffers_.back().size();
+      buffers_.emplace_back(std::max(bytes, grown));
+    }
+    return buffers_.back().data();
+  }
+
+ private:
+  std::vector<DeviceBuffer> buffers_;  // the last one is in use
+};
+
+std::shared_ptr<ConvolutionGraphCache> make_convolution_graph_cache() {
+  return std::make_shared<ConvolutionGraphCache>();
+}
+
+namespace {
+
+class CudnnGraphConvolution final : public ConvolutionKernel {
+ public:
+  CudnnGraphConvolution(const CudaContext& context, const ConvolutionGeometry& geometry)
+      : context_(context),
+        geometry_(geometry),
+        in_bf16_(context.precision == Precision::bf16),
+        operand_type_(in_bf16_ ? fe::DataType_t::BFLOAT16 : fe::DataType_t::FLOAT),
+        operand_bytes_(in_bf16_ ? sizeof(__nv_bfloat16) : sizeof(float)) {
+    const auto& g = geometry_;
+    if (g.groups < 1 || g.input.channels % g.groups != 0 || g.output_channels % g.groups != 0)
+      throw std::invalid_argument("convolution: channels must divide into the groups");
+    if (context.convolution_graphs == nullptr)
+      throw std::logic_error("cuDNN graph convolution: the device made no graph cache");
+    if (g.bias) describe_channels(bias_, g.output_channels);
+  }
+
+  void forward(int batch, const float* x, const float* weights, const float* bias,
+               float* y) override {
+    Plan& p = plan_for(batch);
+    const auto [x_stage, w_stage, y_stage] = context_.bf16_staging->byte_regions<3>(
+        {staged_bytes(input_order(), x_shape(batch)), staged_bytes(MemoryOrder::nchw, w_shape()),
+         output_staging_bytes(output_order(), y_shape(batch))},
+        context_.stream);
+    const void* x_in = operand(x, input_order(), x_stage, x_shape(batch));
+    const void* w_in = operand(weights, MemoryOrder::nchw, w_stage, w_shape());
+    const auto pack_for = [&](const Variant& v) {
+      VariantPack pack{{x_uid, const_cast<void*>(x_in)},
+                       {w_uid, const_cast<void*>(w_in)},
+                       {y_uid, output_target(v, y, output_order(), y_shape(batch), y_stage)}};
+      if (v.fuse_bias) pack[bias_uid] = const_cast<float*>(bias);
+      return pack;
+    };
+    const PassChoice& choice = choose(p.forward, Pass::forward, batch, pack_for);
+    execute(choice, pack_for(choice.variant));
+    finish_output(choice.variant, y_stage, y, output_order(), y_shape(batch));
+    // Without a fused graph the bias broadcasts over batch, height and width: y += bias, in float.
+    if (geometry_.bias && !choice.variant.fuse_bias)
+      DLSCALE_CUDNN_CHECK(cudnnAddTensor(context_.cudnn, &one, bias_, bias, &one, p.output, y));
+  }
+
+  void backward(int batch, const float* x, const float* weights, const float* output_gradient,
+                float* input_gradient, float* weight_gradient, float* bias_gradient) override {
+    Plan& p = plan_for(batch);
+    // The bias gradient sums the float output gradient over batch, height and width.
+    if (geometry_.bias)
+      DLSCALE_CUDNN_CHECK(cudnnConvolutionBackwardBias(context_.cudnn, &one, p.output,
+                                                       output_gradient, &zero, bias_,
+                                                       bias_gradient));
+    const bool data_wanted = input_gradient != nullptr;  // not for a network's first layer
+    const auto [x_stage, dy_stage, w_stage, dw_stage, dx_stage] =
+        context_.bf16_staging->byte_regions<5>(
+            {staged_bytes(input_order(), x_shape(batch)),
+             staged_bytes(output_order(), y_shape(batch)),
+             data_wanted ? staged_bytes(MemoryOrder::nchw, w_shape()) : 0,
+             output_staging_bytes(MemoryOrder::nchw, w_shape()),
+             data_wanted ? output_staging_bytes(input_order(), x_shape(batch)) : 0},
+            context_.stream);
+    const void* x_in = operand(x, input_order(), x_stage, x_shape(batch));
+    const void* dy_in = operand(output_gradient, output_order(), dy_stage, y_shape(batch));
+
+    const auto filter_pack_for = [&](const Variant& v) {
+      return VariantPack{{x_uid, const_cast<void*>(x_in)},
+                         {dy_uid, const_cast<void*>(dy_in)},
+                         {dw_uid, output_target(v, weight_gradient, MemoryOrder::nchw, w_shape(),
+                                                dw_stage)}};
+    };
+    const PassChoice& filter = choose(p.filter, Pass::filter, batch, filter_pack_for);
+    execute(filter, filter_pack_for(filter.variant));
+    finish_output(filter.variant, dw_stage, weight_gradient, MemoryOrder::nchw, w_shape());
+
+    if (!data_wanted) return;
+    const void* w_in = operand(weights, MemoryOrder::nchw, w_stage, w_shape());
+    const auto data_pack_for = [&](const Variant& v) {
+      return VariantPack{{dy_uid, const_cast<void*>(dy_in)},
+                         {w_uid, const_cast<void*>(w_in)},
+                         {dx_uid, output_target(v, input_gradient, input_order(), x_shape(batch),
+                                                dx_stage)}};
+    };
+    const PassChoice& data = choose(p.data, Pass::data, batch, data_pack_for);
+    execute(data, data_pack_for(data.variant));
+    finish_output(data.variant, dx_stage, input_gradient, input_order(), x_shape(batch));
+  }
+
+ private:
+  // What one batch size needs: each pass's choice (made on its first call, shared through the
+  // device's cache) and y's descriptor, in its layout, for the bias.
+  struct Plan {
+    const PassChoice* forward = nullptr;
+    const PassChoice* data = nullptr;
+    const PassChoice* filter = nullptr;
+    TensorDescriptor output;
+  };
+
+  Plan& plan_for(int batch) {
+    return plan_of(plans_, batch, context_.stream, "cuDNN graph convolution", [&](Plan& p) {
+      describe_images(p.output, batch, geometry_.output(), output_nhwc());
+    });
+  }
+
+  // --- Layouts and staging --------------------------------------------------------------------
+
+  bool input_nhwc() const {
+    return geometry_.input_layout == ImageLayout::native && context_.native_is_nhwc();
+  }
+  bool output_nhwc() const {
+    return geometry_.output_layout == ImageLayout::native && context_.native_is_nhwc();
+  }
+  MemoryOrder input_order() const { return input_nhwc() ? MemoryOrder::nhwc : MemoryOrder::nchw; }
+  MemoryOrder output_order() const {
+    return output_nhwc() ? MemoryOrder::nhwc : MemoryOrder::nchw;
+  }
+
+  ImageBatchShape x_shape(int batch) const {
+    return {batch, geometry_.input.channels, geometry_.input.height, geometry_.input.width};
+  }
+  ImageBatchShape y_shape(int batch) const {
+    const ImageShape out = geometry_.output();
+    return {batch, out.channels, out.height, out.width};
+  }
+  // OIHW as an NCHW batch: N = output channels, C = input channels per group.
+  ImageBatchShape w_shape() const {
+    return {geometry_.output_channels, geometry_.input.channels / geometry_.groups,
+            geometry_.kernel, geometry_.kernel};
+  }
+
+  // Whether a tensor in `order` already lies as packed NHWC (as one channel or one pixel does in
+  // either order).
+  static bool lies_as_nhwc(MemoryOrder order, const ImageBatchShape& shape) {
+    return order == MemoryOrder::nhwc || orders_agree(shape);
+  }
+
+  // Bytes of staging an input operand needs: none where the network's float tensor already is
+  // what the graph reads (float operands, packed NHWC).
+  std::size_t staged_bytes(MemoryOrder order, const ImageBatchShape& shape) const {
+    return !in_bf16_ && lies_as_nhwc(order, shape) ? 0 : shape.size() * operand_bytes_;
+  }
+  // Staging for an output, large enough for float (a variant may write float or bf16): none
+  // where a float output can go straight into the network's tensor.
+  std::size_t output_staging_bytes(MemoryOrder order, const ImageBatchShape& shape) const {
+    return !in_bf16_ && lies_as_nhwc(order, shape) ? 0 : shape.size() * sizeof(float);
+  }
+
+  // The operand as the graph reads it: the network's tensor itself, or its NHWC copy in the
+  // operand type, converted into `stage`.
+  const void* operand(const float* tensor, MemoryOrder order, std::byte* stage,
+                      const ImageBatchShape& shape) const {
+    if (!in_bf16_ && lies_as_nhwc(order, shape)) return tensor;
+    if (in_bf16_)
+      convert_images(tensor, order, reinterpret_cast<__nv_bfloat16*>(stage), MemoryOrder::nhwc,
+                     shape, context_.stream);
+    else
+      convert_images(tensor, order, reinterpret_cast<float*>(stage), MemoryOrder::nhwc, shape,
+                     context_.stream);
+    return stage;
+  }
+
+  // Where the graph writes an output: the network's float tensor itself where the variant writes
+  // float and the tensor is (or reads as) NHWC, else the staging region.
+  static void* output_target(const Variant& v, float* tensor, MemoryOrder order,
+                             const ImageBatchShape& shape, std::byte* stage) {
+    return v.float_output && lies_as_nhwc(order, shape) ? static_cast<void*>(tensor) : stage;
+  }
+  // Moves an output written into staging to the network's tensor: to its order, and to float.
+  void finish_output(const Variant& v, std::byte* stage, float* tensor, MemoryOrder order,
+                     const ImageBatchShape& shape) const {
+    if (v.float_output && lies_as_nhwc(order, shape)) return;  // written in place
+    if (v.float_output)
+      convert_images(reinterpret_cast<const float*>(stage), MemoryOrder::nhwc, tensor, order,
+                     shape, context_.stream);
+    else
+      convert_images(reinterpret_cast<const __nv_bfloat16*>(stage), MemoryOrder::nhwc, tensor,
+                     order, shape, context_.stream);
+  }
+
+  // --- Graphs -----------------------------------------------------------------------------------
+
+  std::vector<Variant> variants(Pass pass) const {
+    std::vector<Variant> result;
+    const bool fusing = pass == Pass::forward && geometry_.bias;
+    for (const bool fuse_bias : {true, false}) {
+      if (fuse_bias && !fusing) continue;
+      for (const bool float_output : {true, false}) {
+        if (!float_output && (!in_bf16_ || fuse_bias)) continue;
+        for (const bool deterministic : {true, false})
+          result.push_back({fuse_bias, float_output, deterministic});
+      }
+    }
+    return result;
+  }
+
+  // The pass as a graph, its heuristics' engines listed and filtered; null, with `why`, where
+  // cuDNN cannot state it so.
+  std::shared_ptr<fe::graph::Graph> make_graph(Pass pass, int batch, const Variant& v,
+                                               std::string& why) const {
+    const auto& g = geometry_;
+    const ImageShape out = g.output();
+    const Dims x_dims{batch, g.input.channels, g.input.height, g.input.width};
+    const Dims w_dims{g.output_channels, g.input.channels / g.groups, g.kernel, g.kernel};
+    const Dims y_dims{batch, out.channels, out.height, out.width};
+    const std::vector<std::int64_t> padding{g.padding, g.padding}, stride{g.stride, g.stride},
+        dilation{1, 1};
+    const fe::DataType_t output_type = v.float_output ? fe::DataType_t::FLOAT : operand_type_;
+
+    auto graph = std::make_shared<fe::graph::Graph>();
+    // Products of bf16 (or float) operands summed in float; intermediates between fused
+    // operations in float.
+    graph->set_io_data_type(operand_type_)
+        .set_intermediate_data_type(fe::DataType_t::FLOAT)
+        .set_compute_data_type(fe::DataType_t::FLOAT);
+    const auto tensor = [&](const char* name, Uid uid, const Dims& dims) {
+      return graph->tensor(fe::graph::Tensor_attributes()
+                               .set_name(name)
+                               .set_uid(uid)
+                               .set_dim(dims)
+                               .set_stride(nhwc_strides(dims))
+                               .set_data_type(operand_type_));
+    };
+    // Groups are implied, as cuDNN's graph API has them: the filter's C is the input's C / groups.
+    std::shared_ptr<fe::graph::Tensor_attributes> result;
+    Uid result_uid = y_uid;
+    Dims result_dims;
+    switch (pass) {
+      case Pass::forward: {
+        result = graph->conv_fprop(tensor("x", x_uid, x_dims), tensor("w", w_uid, w_dims),
+                                   fe::graph::Conv_fprop_attributes()
+                                       .set_name("forward")
+                                       .set_padding(padding)
+                                       .set_stride(stride)
+                                       .set_dilation(dilation));
+        if (v.fuse_bias) {
+          const auto bias = graph->tensor(fe::graph::Tensor_attributes()
+                                              .set_name("bias")
+                                              .set_uid(bias_uid)
+                                              .set_dim({1, g.output_channels, 1, 1})
+                                              .set_stride({g.output_channels, 1, g.output_channels,
+                                                           g.output_channels})
+                                              .set_data_type(fe::DataType_t::FLOAT));
+          result = graph->pointwise(result, bias,
+                                    fe::graph::Pointwise_attributes()
+                                        .set_name("bias")
+                                        .set_mode(fe::PointwiseMode_t::ADD)
+                                        .set_compute_data_type(fe::DataType_t::FLOAT));
+        }
+        result_uid = y_uid;
+        result_dims = y_dims;
+        break;
+      }
+      case Pass::data:
+        result = graph->conv_dgrad(tensor("dy", dy_uid, y_dims), tensor("w", w_uid, w_dims),
+                                   fe::graph::Conv_dgrad_attributes()
+                                       .set_name("backward_data")
+                                       .set_padding(padding)
+                                       .set_stride(stride)
+                                       .set_dilation(dilation));
+        result_uid = dx_uid;
+        result_dims = x_dims;
+        break;
+      case Pass::filter:
+        result = graph->conv_wgrad(tensor("dy", dy_uid, y_dims), tensor("x", x_uid, x_dims),
+                                   fe::graph::Conv_wgrad_attributes()
+                                       .set_name("backward_filter")
+                                       .set_padding(padding)
+                                       .set_stride(stride)
+                                       .set_dilation(dilation));
+        result_uid = dw_uid;
+        result_dims = w_dims;
+        break;
+    }
+    result->set_output(true)
+        .set_uid(result_uid)
+        .set_dim(result_dims)
+        .set_stride(nhwc_strides(result_dims))
+        .set_data_type(output_type);
+
+    const auto failed = [&](fe::error_t status) {
+      if (status.is_good()) return false;
+      why = status.get_message();
+      return true;
+    };
+    if (failed(graph->validate()) || failed(graph->build_operation_graph(context_.cudnn)) ||
+        failed(graph->create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK})))
+      return nullptr;
+    // The numerics each precision allows, as PyTorch filters cuDNN's engines: never inputs
+    // converted down (to fp16) or sums reduced in less than float; under fp32 no tensor cores
+    // (on float tensors they mean TF32 products); tf32 and bf16 take them.
+    std::vector<fe::NumericalNote_t> barred{fe::NumericalNote_t::DOWN_CONVERT_INPUTS,
+                                            fe::NumericalNote_t::REDUCED_PRECISION_REDUCTION};
+    if (context_.precision == Precision::fp32)
+      barred.push_back(fe::NumericalNote_t::TENSOR_CORE);
+    if (v.deterministic) barred.push_back(fe::NumericalNote_t::NONDETERMINISTIC);
+    graph->deselect_numeric_notes(barred);
+    graph->deselect_workspace_greater_than(std::int64_t(convolution_workspace_limit));
+    return graph;
+  }
+
+  std::string shape_key(Pass pass, int batch) const {
+    const auto& g = geometry_;
+    return fmt::format("{} {}x{}x{} -> {} k{} s{} p{} g{} bias{} batch{} {}", pass_name(pass),
+                       g.input.channels, g.input.height, g.input.width, g.output_channels,
+                       g.kernel, g.stride, g.padding, g.groups, int(g.bias), batch,
+                       precision_name(context_.precision));
+  }
+
+  // The pass's choice for this batch size: the cached one of the same shape, or made now by
+  // trying each variant in turn and timing the engines of the first that has any. `pack_for`
+  // gives the buffers a variant runs on; timing writes the pass's output, which the call then
+  // overwrites.
+  template <typename PackFor>
+  const PassChoice& choose(const PassChoice*& slot, Pass pass, int batch, PackFor&& pack_for) {
+    if (slot != nullptr) return *slot;
+    auto& choices = context_.convolution_graphs->choices;
+    const std::string key = shape_key(pass, batch);
+    if (const auto found = choices.find(key); found != choices.end())
+      return *(slot = &found->second);
+    require_not_capturing(context_.stream, "cuDNN graph convolution engine search");
+    std::string why = "no variant of the graph was tried";
+    for (const Variant& v : variants(pass)) {
+      auto graph = make_graph(pass, batch, v, why);
+      if (graph == nullptr) continue;
+      PassChoice choice = fastest_engine(std::move(graph), pack_for(v), why);
+      if (choice.engine < 0) continue;
+      choice.variant = v;
+      return *(slot = &choices.emplace(key, std::move(choice)).first->second);
+    }
+    throw std::runtime_error(fmt::format("cuDNN graph API: no engine runs the {} convolution ({}): {}",
+                                         pass_name(pass), shape_key(pass, batch), why));
+  }
+
+  // Builds up to candidate_limit of the graph's engines (in heuristics order, skipping those the
+  // filters barred or that fail to build), runs each once, then times `timed_runs` runs of each
+  // with CUDA events on the stream and keeps the fastest. engine = -1 where none ran.
+  PassChoice fastest_engine(std::shared_ptr<fe::graph::Graph> graph, const VariantPack& pack,
+                            std::string& why) {
+    std::vector<std::int64_t> built;
+    std::size_t largest_workspace = 0;
+    for (std::int64_t i = 0; i < graph->get_execution_plan_count() &&
+                             std::ssize(built) < candidate_limit;
+         ++i) {
+      auto status = graph->build_plan_at_index(i);
+      if (status.is_bad()) {
+        why = status.get_message();
+        continue;
+      }
+      built.push_back(i);
+      largest_workspace =
+          std::max(largest_workspace, std::size_t(graph->get_workspace_size_plan_at_index(i)));
+    }
+    PassChoice best;
+    if (built.empty()) return best;
+    const DeviceBuffer scratch(largest_workspace);
+    cudaEvent_t start = nullptr, stop = nullptr;
+    DLSCALE_CUDA_CHECK(cudaEventCreate(&start));
+    DLSCALE_CUDA_CHECK(cudaEventCreate(&stop));
+    float best_milliseconds = std::numeric_limits<float>::infinity();
+    for (const std::int64_t engine : built) {
+      VariantPack run_pack = pack;
+      if (auto status = graph->execute_plan_at_index(context_.cudnn, run_pack, scratch.data(),
+                                                     engine);
+          status.is_bad()) {
+        why = status.get_message();
+        continue;
+      }
+      DLSCALE_CUDA_CHECK(cudaEventRecord(start, context_.stream));
+      for (int run = 0; run < timed_runs; ++run) {
+        run_pack = pack;
+        DLSCALE_CUDNN_FRONTEND_CHECK(
+            graph->execute_plan_at_index(context_.cudnn, run_pack, scratch.data(), engine));
+      }
+      DLSCALE_CUDA_CHECK(cudaEventRecord(stop, context_.stream));
+      DLSCALE_CUDA_CHECK(cudaEventSynchronize(stop));
+      float milliseconds = 0;
+      DLSCALE_CUDA_CHECK(cudaEventElapsedTime(&milliseconds, start, stop));
+      if (milliseconds < best_milliseconds) {
+        best_milliseconds = milliseconds;
+        best.engine = engine;
+      }
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    if (best.engine < 0) return best;
+    best.workspace_bytes = std::size_t(graph->get_workspace_size_plan_at_index(best.engine));
+    DLSCALE_CUDNN_FRONTEND_CHECK(graph->get_plan_name_at_index(best.engine, best.engine_name));
+    best.graph = std::move(graph);
+    return best;
+  }
+
+  void execute(const PassChoice& choice, VariantPack pack) {
+    void* workspace = context_.convolution_graphs->workspace(choice.workspace_bytes, context_.stream);
+    DLSCALE_CUDNN_FRONTEND_CHECK(
+        choice.graph->execute_plan_at_index(context_.cudnn, pack, workspace, choice.engine));
+  }
+
+  CudaContext context_;
+  ConvolutionGeometry geometry_;
+  bool in_bf16_;                  // --precision bf16: the graphs read bf16 operands
+  fe::DataType_t operand_type_;   // of x, w and dy as the graphs read them
+  std::size_t operand_bytes_;     // their size
+  TensorDescriptor bias_;
+  std::map<int, Plan> plans_;  // by batch size
+};
+
+}  // namespace
+
+std::unique_ptr<ConvolutionKernel> make_cudnn_graph_convolution(
+    const CudaContext& context, const ConvolutionGeometry& geometry) {
+  return std::make_unique<CudnnGraphConvolution>(context, geometry);
+}
+
+}  // namespace dlscale::kernels
+
+#pragma GCC diagnostic pop

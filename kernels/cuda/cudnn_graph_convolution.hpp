@@ -1,0 +1,22 @@
+// The CUDA device's convolutions on cuDNN's graph API (DLSCALE_CUDNN_API=graph), through NVIDIA's
+// header-only cuDNN frontend: forward (with the bias fused where cuDNN offers it), backward data
+// and backward filter as three graphs on packed NHWC tensors, their engines from cuDNN's
+// heuristics and timed once per layer and batch size, the fastest kept. Built only where CMake
+// found the frontend (DLSCALE_HAVE_CUDNN_FRONTEND).
+#pragma once
+
+#include <memory>
+
+#include "kernels/cuda/cuda_context.hpp"
+#include "kernels/image_kernels.hpp"
+
+namespace dlscale::kernels {
+
+// What the graph convolutions of one device share (the engines chosen per shape, one workspace);
+// the device owns it and hands it to its kernels through CudaContext::convolution_graphs.
+std::shared_ptr<ConvolutionGraphCache> make_convolution_graph_cache();
+
+std::unique_ptr<ConvolutionKernel> make_cudnn_graph_convolution(
+    const CudaContext& context, const ConvolutionGeometry& geometry);
+
+}  // namespace dlscale::kernels
