@@ -241,7 +241,8 @@ std::unique_ptr<CapturedWork> CudaDevice::capture(const std::function<void()>& w
 std::unique_ptr<ConvolutionKernel> CudaDevice::make_convolution(
     const ConvolutionGeometry& geometry) {
 #ifdef DLSCALE_HAVE_CUDNN_FRONTEND
-  if (context_.cudnn_api == CudnnApi::graph) return make_cudnn_graph_convolution(context_, geometry);
+  if (context_.cudnn_api == CudnnApi::graph)
+    return make_cudnn_graph_convolution(context_, geometry);
 #endif
   return make_cudnn_convolution(context_, geometry);
 }

@@ -27,8 +27,7 @@ class CudaDevice final : public Device {
   // Takes GPU `gpu_index` (of those visible) for this process. `cudnn_api` picks the
   // convolutions' cuDNN API, and with it the native image layout (cuda_context.hpp); graph in a
   // build without the cuDNN frontend is refused with a UserError.
-  CudaDevice(int gpu_index, Precision precision,
-             CudnnApi cudnn_api = cudnn_api_from_environment());
+  CudaDevice(int gpu_index, Precision precision, CudnnApi cudnn_api = cudnn_api_from_environment());
   ~CudaDevice() override;
   CudaDevice(const CudaDevice&) = delete;
   CudaDevice& operator=(const CudaDevice&) = delete;

@@ -47,7 +47,9 @@ enum Uid : std::int64_t { x_uid = 1, w_uid, y_uid, bias_uid, dy_uid, dx_uid, dw_
 
 enum class Pass { forward, data, filter };
 const char* pass_name(Pass pass) {
-  return pass == Pass::forward ? "forward" : pass == Pass::data ? "backward-data" : "backward-filter";
+  return pass == Pass::forward ? "forward"
+         : pass == Pass::data  ? "backward-data"
+                               : "backward-filter";
 }
 
 // Engines timed per pass: the first this many that build, in heuristics order (PyTorch's
@@ -161,9 +163,8 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
     Plan& p = plan_for(batch);
     // The bias gradient sums the float output gradient over batch, height and width.
     if (geometry_.bias)
-      DLSCALE_CUDNN_CHECK(cudnnConvolutionBackwardBias(context_.cudnn, &one, p.output,
-                                                       output_gradient, &zero, bias_,
-                                                       bias_gradient));
+      DLSCALE_CUDNN_CHECK(cudnnConvolutionBackwardBias(
+          context_.cudnn, &one, p.output, output_gradient, &zero, bias_, bias_gradient));
     const bool data_wanted = input_gradient != nullptr;  // not for a network's first layer
     const auto [x_stage, dy_stage, w_stage, dw_stage, dx_stage] =
         context_.bf16_staging->byte_regions<5>(
@@ -177,10 +178,10 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
     const void* dy_in = operand(output_gradient, output_order(), dy_stage, y_shape(batch));
 
     const auto filter_pack_for = [&](const Variant& v) {
-      return VariantPack{{x_uid, const_cast<void*>(x_in)},
-                         {dy_uid, const_cast<void*>(dy_in)},
-                         {dw_uid, output_target(v, weight_gradient, MemoryOrder::nchw, w_shape(),
-                                                dw_stage)}};
+      return VariantPack{
+          {x_uid, const_cast<void*>(x_in)},
+          {dy_uid, const_cast<void*>(dy_in)},
+          {dw_uid, output_target(v, weight_gradient, MemoryOrder::nchw, w_shape(), dw_stage)}};
     };
     const PassChoice& filter = choose(p.filter, Pass::filter, batch, filter_pack_for);
     execute(filter, filter_pack_for(filter.variant));
@@ -189,10 +190,10 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
     if (!data_wanted) return;
     const void* w_in = operand(weights, MemoryOrder::nchw, w_stage, w_shape());
     const auto data_pack_for = [&](const Variant& v) {
-      return VariantPack{{dy_uid, const_cast<void*>(dy_in)},
-                         {w_uid, const_cast<void*>(w_in)},
-                         {dx_uid, output_target(v, input_gradient, input_order(), x_shape(batch),
-                                                dx_stage)}};
+      return VariantPack{
+          {dy_uid, const_cast<void*>(dy_in)},
+          {w_uid, const_cast<void*>(w_in)},
+          {dx_uid, output_target(v, input_gradient, input_order(), x_shape(batch), dx_stage)}};
     };
     const PassChoice& data = choose(p.data, Pass::data, batch, data_pack_for);
     execute(data, data_pack_for(data.variant));
@@ -224,9 +225,7 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
     return geometry_.output_layout == ImageLayout::native && context_.native_is_nhwc();
   }
   MemoryOrder input_order() const { return input_nhwc() ? MemoryOrder::nhwc : MemoryOrder::nchw; }
-  MemoryOrder output_order() const {
-    return output_nhwc() ? MemoryOrder::nhwc : MemoryOrder::nchw;
-  }
+  MemoryOrder output_order() const { return output_nhwc() ? MemoryOrder::nhwc : MemoryOrder::nchw; }
 
   ImageBatchShape x_shape(int batch) const {
     return {batch, geometry_.input.channels, geometry_.input.height, geometry_.input.width};
@@ -283,8 +282,8 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
                      const ImageBatchShape& shape) const {
     if (v.float_output && lies_as_nhwc(order, shape)) return;  // written in place
     if (v.float_output)
-      convert_images(reinterpret_cast<const float*>(stage), MemoryOrder::nhwc, tensor, order,
-                     shape, context_.stream);
+      convert_images(reinterpret_cast<const float*>(stage), MemoryOrder::nhwc, tensor, order, shape,
+                     context_.stream);
     else
       convert_images(reinterpret_cast<const __nv_bfloat16*>(stage), MemoryOrder::nhwc, tensor,
                      order, shape, context_.stream);
@@ -346,13 +345,13 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
                                        .set_stride(stride)
                                        .set_dilation(dilation));
         if (v.fuse_bias) {
-          const auto bias = graph->tensor(fe::graph::Tensor_attributes()
-                                              .set_name("bias")
-                                              .set_uid(bias_uid)
-                                              .set_dim({1, g.output_channels, 1, 1})
-                                              .set_stride({g.output_channels, 1, g.output_channels,
-                                                           g.output_channels})
-                                              .set_data_type(fe::DataType_t::FLOAT));
+          const auto bias = graph->tensor(
+              fe::graph::Tensor_attributes()
+                  .set_name("bias")
+                  .set_uid(bias_uid)
+                  .set_dim({1, g.output_channels, 1, 1})
+                  .set_stride({g.output_channels, 1, g.output_channels, g.output_channels})
+                  .set_data_type(fe::DataType_t::FLOAT));
           result = graph->pointwise(result, bias,
                                     fe::graph::Pointwise_attributes()
                                         .set_name("bias")
@@ -403,8 +402,7 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
     // (on float tensors they mean TF32 products); tf32 and bf16 take them.
     std::vector<fe::NumericalNote_t> barred{fe::NumericalNote_t::DOWN_CONVERT_INPUTS,
                                             fe::NumericalNote_t::REDUCED_PRECISION_REDUCTION};
-    if (context_.precision == Precision::fp32)
-      barred.push_back(fe::NumericalNote_t::TENSOR_CORE);
+    if (context_.precision == Precision::fp32) barred.push_back(fe::NumericalNote_t::TENSOR_CORE);
     if (v.deterministic) barred.push_back(fe::NumericalNote_t::NONDETERMINISTIC);
     graph->deselect_numeric_notes(barred);
     graph->deselect_workspace_greater_than(std::int64_t(convolution_workspace_limit));
@@ -414,8 +412,8 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
   std::string shape_key(Pass pass, int batch) const {
     const auto& g = geometry_;
     return fmt::format("{} {}x{}x{} -> {} k{} s{} p{} g{} bias{} batch{} {}", pass_name(pass),
-                       g.input.channels, g.input.height, g.input.width, g.output_channels,
-                       g.kernel, g.stride, g.padding, g.groups, int(g.bias), batch,
+                       g.input.channels, g.input.height, g.input.width, g.output_channels, g.kernel,
+                       g.stride, g.padding, g.groups, int(g.bias), batch,
                        precision_name(context_.precision));
   }
 
@@ -440,8 +438,9 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
       choice.variant = v;
       return *(slot = &choices.emplace(key, std::move(choice)).first->second);
     }
-    throw std::runtime_error(fmt::format("cuDNN graph API: no engine runs the {} convolution ({}): {}",
-                                         pass_name(pass), shape_key(pass, batch), why));
+    throw std::runtime_error(
+        fmt::format("cuDNN graph API: no engine runs the {} convolution ({}): {}", pass_name(pass),
+                    shape_key(pass, batch), why));
   }
 
   // Builds up to candidate_limit of the graph's engines (in heuristics order, skipping those the
@@ -451,9 +450,8 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
                             std::string& why) {
     std::vector<std::int64_t> built;
     std::size_t largest_workspace = 0;
-    for (std::int64_t i = 0; i < graph->get_execution_plan_count() &&
-                             std::ssize(built) < candidate_limit;
-         ++i) {
+    for (std::int64_t i = 0;
+         i < graph->get_execution_plan_count() && std::ssize(built) < candidate_limit; ++i) {
       auto status = graph->build_plan_at_index(i);
       if (status.is_bad()) {
         why = status.get_message();
@@ -472,8 +470,8 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
     float best_milliseconds = std::numeric_limits<float>::infinity();
     for (const std::int64_t engine : built) {
       VariantPack run_pack = pack;
-      if (auto status = graph->execute_plan_at_index(context_.cudnn, run_pack, scratch.data(),
-                                                     engine);
+      if (auto status =
+              graph->execute_plan_at_index(context_.cudnn, run_pack, scratch.data(), engine);
           status.is_bad()) {
         why = status.get_message();
         continue;
@@ -503,16 +501,17 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
   }
 
   void execute(const PassChoice& choice, VariantPack pack) {
-    void* workspace = context_.convolution_graphs->workspace(choice.workspace_bytes, context_.stream);
+    void* workspace =
+        context_.convolution_graphs->workspace(choice.workspace_bytes, context_.stream);
     DLSCALE_CUDNN_FRONTEND_CHECK(
         choice.graph->execute_plan_at_index(context_.cudnn, pack, workspace, choice.engine));
   }
 
   CudaContext context_;
   ConvolutionGeometry geometry_;
-  bool in_bf16_;                  // --precision bf16: the graphs read bf16 operands
-  fe::DataType_t operand_type_;   // of x, w and dy as the graphs read them
-  std::size_t operand_bytes_;     // their size
+  bool in_bf16_;                 // --precision bf16: the graphs read bf16 operands
+  fe::DataType_t operand_type_;  // of x, w and dy as the graphs read them
+  std::size_t operand_bytes_;    // their size
   TensorDescriptor bias_;
   std::map<int, Plan> plans_;  // by batch size
 };

@@ -46,7 +46,8 @@ __global__ void transpose_matrices(const From* __restrict__ from, To* __restrict
     __syncthreads();
     for (int c = threadIdx.y; c < tile; c += tile_rows_per_pass) {
       const int column = first_column + c, row = first_row + threadIdx.x;
-      if (row < rows && column < columns) out[std::size_t(column) * rows + row] = staged[threadIdx.x][c];
+      if (row < rows && column < columns)
+        out[std::size_t(column) * rows + row] = staged[threadIdx.x][c];
     }
     __syncthreads();
   }
@@ -61,8 +62,8 @@ void convert_images(const From* from, MemoryOrder from_order, To* to, MemoryOrde
   if (count == 0) return;
   if (from_order == to_order || orders_agree(shape)) {
     if constexpr (std::is_same_v<From, To>)
-      DLSCALE_CUDA_CHECK(cudaMemcpyAsync(to, from, count * sizeof(To), cudaMemcpyDeviceToDevice,
-                                         stream));
+      DLSCALE_CUDA_CHECK(
+          cudaMemcpyAsync(to, from, count * sizeof(To), cudaMemcpyDeviceToDevice, stream));
     else if constexpr (std::is_same_v<To, __nv_bfloat16>)
       round_to_bf16(from, to, count, stream);
     else

@@ -1,0 +1,477 @@
+// The CUDA device's graph-API path (DLSCALE_CUDNN_API=graph): convolutions on cuDNN's graph API in
+// NHWC, forward and both backward passes, against the double-precision reference of
+// tests/kernels/reference_image_kernels.hpp, in fp32 (tight), tf32 and bf16 (1% relative L2); in
+// every combination of NCHW and native (NHWC) input and output; pooling and batch norm in the
+// native NHWC layout; a captured step replaying its eager results; and the setting itself.
+// Built wherever CUDA and the cuDNN frontend are found, run only on machines with a GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <iomanip>
+#include <limits>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/errors.hpp"
+#include "kernels/cuda/cuda_device.hpp"
+#include "kernels/device_array.hpp"
+#include "tests/kernels/finite_differences.hpp"
+#include "tests/kernels/reference_image_kernels.hpp"
+#include "tests/kernels/relative_error.hpp"
+
+namespace dlscale::kernels {
+namespace {
+
+constexpr auto nchw = ImageLayout::nchw;
+constexpr auto native = ImageLayout::native;
+
+// fp32 (no tensor cores) against the double reference: |gpu - reference| <= tolerance * (1 + max
+// |reference|) over a tensor, as cudnn_kernels_test.cpp holds the legacy path to the CPU.
+constexpr double fp32_tolerance = 1e-4;
+constexpr double pooling_tolerance = 1e-5;
+constexpr double batch_norm_tolerance = 1e-4;
+// tf32 products keep 10 mantissa bits, bf16 operands 8: relative L2 error against the double
+// reference, the bound the legacy path's bf16 convolutions are held to.
+constexpr double reduced_precision_relative_l2 = 0.01;
+
+std::vector<double> random_doubles(std::size_t count, std::uint64_t stream, double scale = 1) {
+  std::vector<double> values = dlscale::testing::random_values(count, stream);
+  for (double& value : values) value = double(float(value * scale));  // exactly representable
+  return values;
+}
+
+std::vector<float> as_floats(const std::vector<double>& values) {
+  return {values.begin(), values.end()};
+}
+
+// NCHW <-> NHWC on the host, for tensors the device holds in its native (NHWC) layout.
+std::vector<double> nchw_to_nhwc(const std::vector<double>& from, int batch,
+                                 const ImageShape& shape) {
+  std::vector<double> to(from.size());
+  const std::size_t pixels = std::size_t(shape.height) * shape.width;
+  for (int n = 0; n < batch; ++n)
+    for (int c = 0; c < shape.channels; ++c)
+      for (std::size_t p = 0; p < pixels; ++p)
+        to[(n * pixels + p) * shape.channels + c] =
+            from[(std::size_t(n) * shape.channels + c) * pixels + p];
+  return to;
+}
+std::vector<double> nhwc_to_nchw(const std::vector<double>& from, int batch,
+                                 const ImageShape& shape) {
+  std::vector<double> to(from.size());
+  const std::size_t pixels = std::size_t(shape.height) * shape.width;
+  for (int n = 0; n < batch; ++n)
+    for (int c = 0; c < shape.channels; ++c)
+      for (std::size_t p = 0; p < pixels; ++p)
+        to[(std::size_t(n) * shape.channels + c) * pixels + p] =
+            from[(n * pixels + p) * shape.channels + c];
+  return to;
+}
+
+// A tensor as the device holds it (NHWC where the layout is native), from and to plain NCHW.
+std::vector<float> to_device_layout(const std::vector<double>& values, ImageLayout layout,
+                                    int batch, const ImageShape& shape) {
+  return as_floats(layout == native ? nchw_to_nhwc(values, batch, shape) : values);
+}
+std::vector<double> from_device_layout(const std::vector<float>& values, ImageLayout layout,
+                                       int batch, const ImageShape& shape) {
+  const std::vector<double> as_doubles(values.begin(), values.end());
+  return layout == native ? nhwc_to_nchw(as_doubles, batch, shape) : as_doubles;
+}
+
+struct Comparison {
+  std::string name;
+  std::vector<double> actual, expected;
+};
+
+void expect_within(const Comparison& c, Precision precision, double fp32_bound) {
+  ASSERT_EQ(c.actual.size(), c.expected.size()) << c.name;
+  if (precision != Precision::fp32) {
+    const double error = relative_l2(as_floats(c.expected), as_floats(c.actual));
+    EXPECT_LE(error, reduced_precision_relative_l2) << c.name;
+    return;
+  }
+  double largest = 0;
+  for (double value : c.expected) largest = std::max(largest, std::abs(value));
+  const double bound = fp32_bound * (1 + largest);
+  for (std::size_t i = 0; i < c.actual.size(); ++i)
+    if (!(std::abs(c.actual[i] - c.expected[i]) <= bound)) {  // NaN fails too
+      ADD_FAILURE() << c.name << " differs at index " << i << " of " << c.actual.size()
+                    << std::setprecision(9) << ": " << c.actual[i] << " where " << c.expected[i]
+                    << " was expected (allowed difference " << bound << ")";
+      return;
+    }
+}
+
+// Every test but the setting's needs a GPU; without one it fails there, plainly (each test asserts
+// it with ASSERT_NO_FATAL_FAILURE, so that it stops).
+void require_gpu() { ASSERT_GT(visible_gpu_count(), 0) << "the graph-path tests need a GPU"; }
+
+// One convolution on a graph-path device: seeded inputs in NCHW (doubles exactly representable
+// in float), the device's outputs brought back to NCHW.
+class GraphConvolutionRun {
+ public:
+  GraphConvolutionRun(CudaDevice& device, const ConvolutionGeometry& g, int batch,
+                      bool with_input_gradient = true)
+      : device_(device),
+        geometry_(g),
+        batch_(batch),
+        with_input_gradient_(with_input_gradient),
+        kernel_(device.make_convolution(g)),
+        x_(random_doubles(std::size_t(batch) * g.input.size(), 1)),
+        weights_(random_doubles(
+            g.weight_count(), 2,
+            1 / std::sqrt(double(g.input.channels / g.groups) * g.kernel * g.kernel))),
+        bias_(random_doubles(g.bias ? std::size_t(g.output_channels) : 0, 3)),
+        dy_(random_doubles(std::size_t(batch) * g.output().size(), 4)),
+        x_device_(device, x_.size()),
+        weights_device_(device, weights_.size()),
+        bias_device_(device, std::max<std::size_t>(bias_.size(), 1)),
+        dy_device_(device, dy_.size()),
+        y_device_(device, dy_.size()),
+        dx_device_(device, x_.size()),
+        dw_device_(device, weights_.size()),
+        db_device_(device, std::max<std::size_t>(bias_.size(), 1)) {
+    x_device_.copy_from_host(to_device_layout(x_, g.input_layout, batch, g.input));
+    weights_device_.copy_from_host(as_floats(weights_));
+    if (g.bias) bias_device_.copy_from_host(as_floats(bias_));
+    dy_device_.copy_from_host(to_device_layout(dy_, g.output_layout, batch, g.output()));
+  }
+
+  // NaN in every output, so that a comparison fails unless the kernel writes all of it again.
+  void poison() {
+    for (DeviceArray<float>* out : {&y_device_, &dx_device_, &dw_device_, &db_device_})
+      out->copy_from_host(std::vector<float>(out->size(), std::numeric_limits<float>::quiet_NaN()));
+  }
+  void forward() {
+    kernel_->forward(batch_, x_device_.data(), weights_device_.data(),
+                     geometry_.bias ? bias_device_.data() : nullptr, y_device_.data());
+  }
+  void backward() {
+    kernel_->backward(batch_, x_device_.data(), weights_device_.data(), dy_device_.data(),
+                      with_input_gradient_ ? dx_device_.data() : nullptr, dw_device_.data(),
+                      geometry_.bias ? db_device_.data() : nullptr);
+  }
+  void run() {
+    poison();
+    forward();
+    backward();
+  }
+
+  // The device's outputs (NCHW) beside the reference's.
+  std::vector<Comparison> against_reference() const {
+    const auto& g = geometry_;
+    const std::vector<double> y = reference::convolution_forward(g, batch_, x_, weights_, bias_);
+    const reference::ConvolutionGradients grads =
+        reference::convolution_backward(g, batch_, x_, weights_, dy_);
+    std::vector<Comparison> result;
+    result.push_back({"output",
+                      from_device_layout(y_device_.to_host(), g.output_layout, batch_, g.output()),
+                      y});
+    if (with_input_gradient_)
+      result.push_back({"input gradient",
+                        from_device_layout(dx_device_.to_host(), g.input_layout, batch_, g.input),
+                        grads.input});
+    result.push_back(
+        {"weight gradient", from_device_layout(dw_device_.to_host(), nchw, 0, {}), grads.weights});
+    if (g.bias) {
+      const std::vector<float> db = db_device_.to_host();
+      result.push_back({"bias gradient", {db.begin(), db.end()}, grads.bias});
+    }
+    return result;
+  }
+
+  // Every output as it lies on the device, for bit-for-bit comparisons.
+  std::vector<std::vector<float>> raw_outputs() const {
+    return {y_device_.to_host(), dx_device_.to_host(), dw_device_.to_host(), db_device_.to_host()};
+  }
+
+ private:
+  CudaDevice& device_;
+  ConvolutionGeometry geometry_;
+  int batch_;
+  bool with_input_gradient_;
+  std::unique_ptr<ConvolutionKernel> kernel_;
+  std::vector<double> x_, weights_, bias_, dy_;
+  DeviceArray<float> x_device_, weights_device_, bias_device_, dy_device_;
+  DeviceArray<float> y_device_, dx_device_, dw_device_, db_device_;
+};
+
+// ------------------------------------------------------------------------------------------------
+// Convolutions against the reference
+
+struct ConvolutionCase {
+  const char* name;
+  ConvolutionGeometry geometry;
+  int batch = 3;
+};
+void PrintTo(const ConvolutionCase& c, std::ostream* out) { *out << c.name; }
+
+// The cases tests/kernels/cuda/cudnn_kernels_test.cpp gives the legacy path, and the layouts a
+// network hands the graph path: the NCHW data in, native out (a first layer); native in, NCHW out
+// (the layer before a dense one); native both ways (every other layer).
+const ConvolutionCase convolution_cases[] = {
+    {"same_3x3", {{3, 9, 9}, 8, 3, 1, 1, 1}},
+    {"stride_2_5x5", {{4, 11, 11}, 6, 5, 2, 2, 1}},
+    {"pointwise_without_bias", {{8, 7, 7}, 16, 1, 1, 0, 1, false}},
+    {"pointwise_stride_2_without_bias", {{8, 8, 8}, 16, 1, 2, 0, 1, false}},
+    {"grouped", {{8, 6, 6}, 12, 3, 1, 1, 4}},
+    {"depthwise_stride_2", {{16, 7, 7}, 16, 3, 2, 1, 16, false}},
+    {"depthwise", {{32, 9, 9}, 32, 3, 1, 1, 32}},
+    {"alexnet_11x11_stride_4", {{3, 35, 35}, 16, 11, 4, 2, 1}},
+    {"wide_3x3", {{64, 14, 14}, 64, 3, 1, 1, 1, false}, 8},
+    {"native_layouts", {{8, 6, 6}, 16, 3, 2, 1, 1, false, native, native}},
+    {"first_layer_nchw_in_native_out", {{3, 16, 16}, 16, 3, 1, 1, 1, true, nchw, native}, 4},
+    {"last_layer_native_in_nchw_out", {{16, 8, 8}, 32, 3, 1, 1, 1, true, native, nchw}, 4},
+    {"native_with_bias", {{32, 8, 8}, 64, 3, 1, 1, 1, true, native, native}, 8},
+    {"native_pointwise_to_one_pixel", {{16, 1, 1}, 32, 1, 1, 0, 1, true, native, nchw}, 4},
+};
+
+struct PrecisionCase {
+  ConvolutionCase convolution;
+  Precision precision;
+};
+void PrintTo(const PrecisionCase& c, std::ostream* out) {
+  *out << c.convolution.name << " " << precision_name(c.precision);
+}
+
+std::vector<PrecisionCase> every_precision() {
+  std::vector<PrecisionCase> cases;
+  for (Precision precision : {Precision::fp32, Precision::tf32, Precision::bf16})
+    for (const ConvolutionCase& c : convolution_cases) cases.push_back({c, precision});
+  return cases;
+}
+
+class GraphConvolutionAgainstReference : public ::testing::TestWithParam<PrecisionCase> {};
+
+TEST_P(GraphConvolutionAgainstReference, ForwardAndBothBackwardPassesMatch) {
+  ASSERT_NO_FATAL_FAILURE(require_gpu());
+  const PrecisionCase& c = GetParam();
+  CudaDevice device(0, c.precision, CudnnApi::graph);
+  GraphConvolutionRun run(device, c.convolution.geometry, c.convolution.batch);
+  run.run();
+  for (const Comparison& comparison : run.against_reference()) {
+    expect_within(comparison, c.precision, fp32_tolerance);
+    // Under bf16 the operands are rounded: equal to float's would mean bf16 never ran. (The bias
+    // gradient sums the float output gradient.)
+    if (c.precision == Precision::bf16 && comparison.name != "bias gradient")
+      EXPECT_GT(relative_l2(as_floats(comparison.expected), as_floats(comparison.actual)), 1e-5)
+          << comparison.name << ": equal to float's; did bf16 run?";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(GraphPath, GraphConvolutionAgainstReference,
+                         ::testing::ValuesIn(every_precision()),
+                         [](const ::testing::TestParamInfo<PrecisionCase>& test) {
+                           return std::string(test.param.convolution.name) + "_" +
+                                  precision_name(test.param.precision);
+                         });
+
+// A network's first layer gets no input gradient: the other gradients must still be right.
+TEST(GraphPath, FirstLayerWithoutInputGradientMatchesTheReference) {
+  ASSERT_NO_FATAL_FAILURE(require_gpu());
+  CudaDevice device(0, Precision::fp32, CudnnApi::graph);
+  GraphConvolutionRun run(device, {{3, 9, 9}, 8, 3, 2, 1, 1, true, nchw, native}, 2, false);
+  run.run();
+  for (const Comparison& comparison : run.against_reference())
+    expect_within(comparison, Precision::fp32, fp32_tolerance);
+}
+
+// Layers of the same shape share their engine choice; a second layer must still write its own
+// outputs from its own inputs.
+TEST(GraphPath, LayersOfTheSameShapeEachComputeTheirOwn) {
+  ASSERT_NO_FATAL_FAILURE(require_gpu());
+  CudaDevice device(0, Precision::fp32, CudnnApi::graph);
+  const ConvolutionGeometry g{{16, 8, 8}, 16, 3, 1, 1, 1, true, native, native};
+  GraphConvolutionRun first(device, g, 4), second(device, g, 4);
+  first.run();
+  second.run();
+  for (const Comparison& comparison : second.against_reference())
+    expect_within(comparison, Precision::fp32, fp32_tolerance);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Pooling and batch norm in the native (NHWC) layout of the graph path
+
+struct PoolingCase {
+  const char* name;
+  PoolingGeometry geometry;
+};
+void PrintTo(const PoolingCase& c, std::ostream* out) { *out << c.name; }
+
+const PoolingCase pooling_cases[] = {
+    {"max_3x3_stride_2_padding_1", {{8, 14, 14}, PoolingKind::max, 3, 2, 1, native, native}},
+    {"max_2x2", {{16, 8, 8}, PoolingKind::max, 2, 2, 0, native, native}},
+    {"global_average_to_nchw", {{32, 7, 7}, PoolingKind::average, 7, 1, 0, native, nchw}},
+    {"average_3x3_stride_2_padding_1", {{8, 7, 7}, PoolingKind::average, 3, 2, 1, native, native}},
+};
+
+class GraphPathPooling : public ::testing::TestWithParam<PoolingCase> {};
+
+TEST_P(GraphPathPooling, MatchesTheReferenceInNhwc) {
+  ASSERT_NO_FATAL_FAILURE(require_gpu());
+  const PoolingGeometry& g = GetParam().geometry;
+  const int batch = 3;
+  CudaDevice device(0, Precision::fp32, CudnnApi::graph);
+  const std::unique_ptr<PoolingKernel> kernel = device.make_pooling(g);
+  const std::vector<double> x = random_doubles(std::size_t(batch) * g.input.size(), 5);
+  const std::vector<double> dy = random_doubles(std::size_t(batch) * g.output().size(), 6);
+  DeviceArray<float> x_device(device, x.size()), dy_device(device, dy.size()),
+      y_device(device, dy.size()), dx_device(device, x.size());
+  x_device.copy_from_host(to_device_layout(x, g.input_layout, batch, g.input));
+  dy_device.copy_from_host(to_device_layout(dy, g.output_layout, batch, g.output()));
+  kernel->forward(batch, x_device.data(), y_device.data());
+  kernel->backward(batch, dy_device.data(), dx_device.data());
+  expect_within(
+      {"output", from_device_layout(y_device.to_host(), g.output_layout, batch, g.output()),
+       reference::pooling_forward(g, batch, x)},
+      Precision::fp32, pooling_tolerance);
+  expect_within(
+      {"input gradient", from_device_layout(dx_device.to_host(), g.input_layout, batch, g.input),
+       reference::pooling_backward(g, batch, x, dy)},
+      Precision::fp32, pooling_tolerance);
+}
+
+INSTANTIATE_TEST_SUITE_P(GraphPath, GraphPathPooling, ::testing::ValuesIn(pooling_cases),
+                         [](const ::testing::TestParamInfo<PoolingCase>& test) {
+                           return std::string(test.param.name);
+                         });
+
+TEST(GraphPath, BatchNormMatchesTheReferenceInNhwc) {
+  ASSERT_NO_FATAL_FAILURE(require_gpu());
+  const ImageShape shape{32, 7, 7};
+  const int batch = 4;
+  CudaDevice device(0, Precision::fp32, CudnnApi::graph);
+  const std::unique_ptr<BatchNormKernel> kernel = device.make_batch_norm({shape, native, false});
+  const std::size_t count = std::size_t(batch) * shape.size();
+  const std::vector<double> x = random_doubles(count, 7), scale = random_doubles(32, 8),
+                            shift = random_doubles(32, 9), dy = random_doubles(count, 10);
+  DeviceArray<float> x_device(device, count), scale_device(device, 32), shift_device(device, 32),
+      dy_device(device, count), y_device(device, count), dx_device(device, count),
+      dscale_device(device, 32), dshift_device(device, 32);
+  x_device.copy_from_host(to_device_layout(x, native, batch, shape));
+  dy_device.copy_from_host(to_device_layout(dy, native, batch, shape));
+  scale_device.copy_from_host(as_floats(scale));
+  shift_device.copy_from_host(as_floats(shift));
+  kernel->forward(batch, x_device.data(), scale_device.data(), shift_device.data(),
+                  y_device.data());
+  kernel->backward(batch, x_device.data(), scale_device.data(), shift_device.data(),
+                   dy_device.data(), dx_device.data(), dscale_device.data(), dshift_device.data());
+  const reference::BatchNormResult expected =
+      reference::batch_norm(shape, batch, x, scale, shift, dy);
+  const auto host = [](const DeviceArray<float>& array) {
+    const std::vector<float> values = array.to_host();
+    return std::vector<double>(values.begin(), values.end());
+  };
+  for (const Comparison& c :
+       {Comparison{"output", from_device_layout(y_device.to_host(), native, batch, shape),
+                   expected.output},
+        Comparison{"input gradient", from_device_layout(dx_device.to_host(), native, batch, shape),
+                   expected.input_gradient},
+        Comparison{"scale gradient", host(dscale_device), expected.scale_gradient},
+        Comparison{"shift gradient", host(dshift_device), expected.shift_gradient}})
+    expect_within(c, Precision::fp32, batch_norm_tolerance);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Capture, and the setting
+
+// After the first, eager call for a batch size (where engines are built, timed and staging and
+// workspace grow), forward and backward only queue work, so a captured step replays them. The
+// graph path takes deterministic engines wherever one runs, so a replay repeats its eager step
+// bit for bit, under fp32 and bf16 alike.
+class GraphPathCapture : public ::testing::TestWithParam<Precision> {};
+
+TEST_P(GraphPathCapture, CapturedStepReplaysTheEagerResultsBitForBit) {
+  ASSERT_NO_FATAL_FAILURE(require_gpu());
+  CudaDevice device(0, GetParam(), CudnnApi::graph);
+  std::vector<std::unique_ptr<GraphConvolutionRun>> runs;
+  runs.push_back(std::make_unique<GraphConvolutionRun>(
+      device, ConvolutionGeometry{{3, 32, 32}, 32, 3, 1, 1, 1, true, nchw, native}, 16, false));
+  runs.push_back(std::make_unique<GraphConvolutionRun>(
+      device, ConvolutionGeometry{{32, 28, 28}, 64, 3, 2, 1, 1, false, native, native}, 16));
+  runs.push_back(std::make_unique<GraphConvolutionRun>(
+      device, ConvolutionGeometry{{64, 14, 14}, 64, 3, 1, 1, 64, false, native, native}, 16));
+  runs.push_back(std::make_unique<GraphConvolutionRun>(
+      device, ConvolutionGeometry{{64, 14, 14}, 128, 1, 1, 0, 1, true, native, nchw}, 16));
+  std::vector<std::vector<std::vector<float>>> eager;
+  for (auto& run : runs) {
+    run->run();
+    eager.push_back(run->raw_outputs());
+  }
+  const std::unique_ptr<CapturedWork> step = device.capture([&] {
+    for (auto& run : runs) {
+      run->forward();
+      run->backward();
+    }
+  });
+  ASSERT_NE(step, nullptr);
+  for (auto& run : runs) run->poison();
+  step->replay();
+  device.synchronize();
+  const char* names[] = {"output", "input gradient", "weight gradient", "bias gradient"};
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    const auto replayed = runs[r]->raw_outputs();
+    for (std::size_t t = 0; t < replayed.size(); ++t)
+      for (std::size_t i = 0; i < replayed[t].size(); ++i)
+        if (std::memcmp(&replayed[t][i], &eager[r][t][i], sizeof(float)) != 0 &&
+            !(std::isnan(replayed[t][i]) && std::isnan(eager[r][t][i]))) {  // unwritten slots
+          ADD_FAILURE() << "layer " << r << ", " << names[t] << ": replay differs at index " << i
+                        << std::setprecision(9) << " (" << replayed[t][i] << " vs "
+                        << eager[r][t][i] << ")";
+          break;
+        }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(GraphPath, GraphPathCapture,
+                         ::testing::Values(Precision::fp32, Precision::bf16),
+                         [](const ::testing::TestParamInfo<Precision>& test) {
+                           return std::string(precision_name(test.param));
+                         });
+
+TEST(GraphPath, TheRunRecordsWhichCudnnApiRan) {
+  ASSERT_NO_FATAL_FAILURE(require_gpu());
+  for (const CudnnApi api : {CudnnApi::legacy, CudnnApi::graph}) {
+    const CudaDevice device(0, Precision::fp32, api);
+    const DeviceProperties properties = device.properties();
+    const auto found = std::find_if(properties.begin(), properties.end(),
+                                    [](const auto& p) { return p.first == "cudnn_api"; });
+    ASSERT_NE(found, properties.end());
+    EXPECT_EQ(found->second, cudnn_api_name(api));
+  }
+}
+
+// DLSCALE_CUDNN_API: unset or empty is legacy, "graph" is graph, anything else one line naming
+// the choices.
+TEST(GraphPath, TheSettingIsReadFromTheEnvironment) {
+  const char* saved = std::getenv("DLSCALE_CUDNN_API");
+  const std::string restore = saved != nullptr ? saved : "";
+  unsetenv("DLSCALE_CUDNN_API");
+  EXPECT_EQ(cudnn_api_from_environment(), CudnnApi::legacy);
+  setenv("DLSCALE_CUDNN_API", "graph", 1);
+  EXPECT_EQ(cudnn_api_from_environment(), CudnnApi::graph);
+  setenv("DLSCALE_CUDNN_API", "legacy", 1);
+  EXPECT_EQ(cudnn_api_from_environment(), CudnnApi::legacy);
+  setenv("DLSCALE_CUDNN_API", "backend", 1);
+  try {
+    cudnn_api_from_environment();
+    ADD_FAILURE() << "DLSCALE_CUDNN_API=backend was accepted";
+  } catch (const UserError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "DLSCALE_CUDNN_API: unknown cuDNN API 'backend' (available: legacy, graph)");
+  }
+  if (saved != nullptr)
+    setenv("DLSCALE_CUDNN_API", restore.c_str(), 1);
+  else
+    unsetenv("DLSCALE_CUDNN_API");
+}
+
+}  // namespace
+}  // namespace dlscale::kernels
