@@ -53,8 +53,11 @@ const char* pass_name(Pass pass) {
 }
 
 // Engines timed per pass: the first this many that build, in heuristics order (PyTorch's
-// cudnn.benchmark times up to 10 by default). Each runs once untimed, then `timed_runs` times.
+// cudnn.benchmark times up to 10 by default), of which at most runtime_compiled_limit compile
+// their kernel at build time (NVRTC, up to seconds each: the fused graphs' engines mostly do).
+// Each runs once untimed, then `timed_runs` times.
 constexpr int candidate_limit = 8;
+constexpr int runtime_compiled_limit = 2;
 constexpr int timed_runs = 3;
 
 // Dimensions in N, C, H, W order; packed NHWC strides for them (for weights: K, C, R, S and
@@ -444,22 +447,31 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
   }
 
   // Builds up to candidate_limit of the graph's engines (in heuristics order, skipping those the
-  // filters barred or that fail to build), runs each once, then times `timed_runs` runs of each
-  // with CUDA events on the stream and keeps the fastest. engine = -1 where none ran.
+  // filters barred, runtime-compiled ones past runtime_compiled_limit, and any that fail to
+  // build), runs each once, then times `timed_runs` runs of each with CUDA events on the stream
+  // and keeps the fastest. engine = -1 where none ran.
   PassChoice fastest_engine(std::shared_ptr<fe::graph::Graph> graph, const VariantPack& pack,
                             std::string& why) {
     std::vector<std::int64_t> built;
     std::size_t largest_workspace = 0;
+    int runtime_compiled = 0;
     for (std::int64_t i = 0;
          i < graph->get_execution_plan_count() && std::ssize(built) < candidate_limit; ++i) {
+      std::vector<fe::BehaviorNote_t> notes;
+      DLSCALE_CUDNN_FRONTEND_CHECK(graph->get_behavior_notes_for_plan_at_index(i, notes));
+      const bool compiles = std::find(notes.begin(), notes.end(),
+                                      fe::BehaviorNote_t::RUNTIME_COMPILATION) != notes.end();
+      if (compiles && runtime_compiled >= runtime_compiled_limit) continue;
       auto status = graph->build_plan_at_index(i);
       if (status.is_bad()) {
         why = status.get_message();
         continue;
       }
       built.push_back(i);
-      largest_workspace =
-          std::max(largest_workspace, std::size_t(graph->get_workspace_size_plan_at_index(i)));
+      runtime_compiled += compiles;
+      std::int64_t workspace_bytes = 0;
+      DLSCALE_CUDNN_FRONTEND_CHECK(graph->get_workspace_size_plan_at_index(i, workspace_bytes));
+      largest_workspace = std::max(largest_workspace, std::size_t(workspace_bytes));
     }
     PassChoice best;
     if (built.empty()) return best;
@@ -494,7 +506,10 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
     cudaEventDestroy(start);
     cudaEventDestroy(stop);
     if (best.engine < 0) return best;
-    best.workspace_bytes = std::size_t(graph->get_workspace_size_plan_at_index(best.engine));
+    std::int64_t workspace_bytes = 0;
+    DLSCALE_CUDNN_FRONTEND_CHECK(
+        graph->get_workspace_size_plan_at_index(best.engine, workspace_bytes));
+    best.workspace_bytes = std::size_t(workspace_bytes);
     DLSCALE_CUDNN_FRONTEND_CHECK(graph->get_plan_name_at_index(best.engine, best.engine_name));
     best.graph = std::move(graph);
     return best;
