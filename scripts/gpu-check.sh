@@ -1,19 +1,31 @@
 #!/usr/bin/env bash
 # Builds dlscale with CUDA on a GPU machine that lacks oneDNN, OpenBLAS (OpenMP), spdlog, fmt,
 # Boost.Program_options and GoogleTest, from the bundle that scripts/make-gpu-bundle.sh makes on
-# Debian 12; then runs the GPU tests and the PyTorch comparison on the GPU.
+# Debian 12; then runs the GPU tests, the PyTorch comparison on the GPU, and the cuDNN graph path's
+# own check (DLSCALE_CUDNN_API=graph beside legacy).
 #
-# usage: scripts/gpu-check.sh [--build-only] [--tests-only] [--bench-only] [--help]
+# usage: scripts/gpu-check.sh [--build-only] [--tests-only] [--bench-only] [--graph-only] [--help]
 #
 # Run it from anywhere in the repository, with .gpu-bundle/gpu-deps.tar.xz carried there. Stages:
 #   build  unpack the bundle into .gpu-bundle/prefix (again only when the archive changed), then
 #          configure build-gpu/ (Release, DLSCALE_WITH_CUDA=ON, nvcc from /usr/local/cuda, sm_90,
-#          tests on) against the bundle, and build it on every core
+#          tests on) against the bundle, and build it on every core. The cuDNN frontend headers
+#          (for the graph path) come from the bundle's prefix/cudnn-frontend/include, or from
+#          .cudnn-frontend/include (scripts/fetch-cudnn-frontend.sh); without them the graph path
+#          is not compiled in and the graph stage fails
 #   tests  ctest --test-dir build-gpu -L gpu --output-on-failure (no test labelled gpu: a failure)
 #   bench  BUILD_DIR=build-gpu benchmarks/compare_with_frameworks.sh --device cuda, with the first
 #          python3 that imports torch; skipped (a failure under --bench-only) while that script
 #          has no --device option
-# With no option, all three run in that order; each --X-only option picks its stage, and several
+#   graph  the graph path (DLSCALE_CUDNN_API=graph): its GPU tests (ctest -R gpu_cudnn_graph_path,
+#          unless the tests stage ran them already), then each image case of the comparison
+#          (GRAPH_CASES, default alexnet-s:128 alexnet-r:1024 resnet-50:64 resnet-56:128
+#          vgg-16:64 mobilenet-v2:64) at each of GRAPH_PRECISIONS (default fp32,tf32,bf16) run
+#          by dlscale with DLSCALE_CUDNN_API=legacy and =graph back to back (GRAPH_ITERS 10
+#          measured steps after GRAPH_WARMUP 2; each run stopped after GRAPH_RUN_TIMEOUT 90 s):
+#          the median steps side by side, legacy/graph, in summary.txt (the PyTorch column is
+#          the bench stage's). About 4-6 minutes for the 36 runs (not yet timed on a GPU).
+# With no option, all four run in that order; each --X-only option picks its stage, and several
 # may be given (--tests-only --bench-only: both, on an existing build). The bundle is unpacked and
 # the environment set for every stage.
 #
@@ -32,6 +44,7 @@ while (($#)); do
     --build-only) stages+=(build) ;;
     --tests-only) stages+=(tests) ;;
     --bench-only) stages+=(bench) ;;
+    --graph-only) stages+=(graph) ;;
     -h | --help) usage; exit 0 ;;
     *) echo "gpu-check: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -39,7 +52,7 @@ while (($#)); do
 done
 bench_asked=false
 if ((${#stages[@]} == 0)); then
-  stages=(build tests bench)
+  stages=(build tests bench graph)
 else
   [[ " ${stages[*]} " == *" bench "* ]] && bench_asked=true
 fi
@@ -60,7 +73,7 @@ nvcc=${CUDACXX:-/usr/local/cuda/bin/nvcc}
 
 mkdir -p "$logs"
 rm -f "$logs"/*.log "$logs"/bench.md "$logs"/summary.txt
-rm -rf "$logs"/bench-raw
+rm -rf "$logs"/bench-raw "$logs"/graph-raw "$logs"/raw.tar.gz
 summary=$logs/summary.txt
 failed=()
 note() { echo "gpu-check: $*" | tee -a "$summary"; }
@@ -74,9 +87,12 @@ collect() {
     mkdir -p "$dest"
     [[ -f $build_dir/Testing/Temporary/LastTest.log ]] &&
       cp "$build_dir/Testing/Temporary/LastTest.log" "$logs/ctest-LastTest.log"
-    [[ -d $logs/bench-raw ]] && tar -C "$logs" -czf "$logs/bench-raw.tar.gz" bench-raw
+    # Every tool's full output (the bench and graph stages'), in one archive.
+    local raw=()
+    for file in bench-raw graph-raw; do [[ -e $logs/$file ]] && raw+=("$file"); done
+    ((${#raw[@]})) && tar -C "$logs" -czf "$logs/raw.tar.gz" "${raw[@]}"
     for file in summary.txt configure.log build.log tests.log ctest-LastTest.log bench.log \
-                bench.md bench-raw.tar.gz; do
+                bench.md raw.tar.gz; do
       [[ -f $logs/$file ]] || continue
       # 16 MiB a file at most comes back: keep a long log's end.
       if (($(stat -c %s "$logs/$file") > 15 * 1048576)); then
@@ -143,12 +159,22 @@ logged() {
 # --- build -------------------------------------------------------------------------------------
 if wants build; then
   start=$SECONDS
+  # The cuDNN frontend (header-only) for the graph path: the bundle's, else the fetched copy.
+  frontend_option=()
+  for frontend in "$prefix/cudnn-frontend/include" "$repo/.cudnn-frontend/include"; do
+    if [[ -f $frontend/cudnn_frontend.h ]]; then
+      frontend_option=(-DCUDNN_FRONTEND_INCLUDE_DIR="$frontend")
+      break
+    fi
+  done
   if ! logged configure cmake -S "$repo" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release \
          -DDLSCALE_WITH_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc" \
          -DCMAKE_CUDA_ARCHITECTURES="$cuda_architectures" -DDLSCALE_BUILD_TESTS=ON \
-         -DCMAKE_PREFIX_PATH="$usr" -DOpenBLAS_DIR="$openblas_dir"; then
+         -DCMAKE_PREFIX_PATH="$usr" -DOpenBLAS_DIR="$openblas_dir" "${frontend_option[@]}"; then
     fail build "cmake configure (see configure.log)"
   else
+    grep -E 'dlscale: cuDNN graph-API convolutions' "$logs/configure.log" | sed 's/^-- /  /' \
+      >>"$summary" || true
     { echo "found:"; grep -E '^(dnnl|OpenBLAS|spdlog|fmt|Boost|boost_program_options|GTest)_DIR:' \
         "$build_dir/CMakeCache.txt" | sed 's/^/  /' || true; } >>"$summary"
     if ! logged build cmake --build "$build_dir" --parallel "$jobs"; then
@@ -212,6 +238,71 @@ if wants bench; then
     fi
   fi
   note "bench: $((SECONDS - start)) s"
+fi
+
+# --- graph -------------------------------------------------------------------------------------
+# DLSCALE_CUDNN_API=graph: its tests, then legacy and graph step times side by side.
+if wants graph; then
+  start=$SECONDS
+  graph_raw=$logs/graph-raw
+  mkdir -p "$graph_raw"
+  if [[ ! -x $build_dir/dlscale || ! -f $build_dir/CTestTestfile.cmake ]]; then
+    fail graph "no $build_dir/dlscale (build first)"
+  elif ! grep -q 'gpu_cudnn_graph_path_agrees_with_the_reference' \
+         "$build_dir/tests/CTestTestfile.cmake" 2>/dev/null; then
+    fail graph "the graph path is not compiled in (no cuDNN frontend at configure: see summary.txt)"
+  else
+    if ! wants tests &&
+       ! logged graph-tests ctest --test-dir "$build_dir" -R gpu_cudnn_graph_path \
+           --output-on-failure --no-tests=error; then
+      fail graph "ctest -R gpu_cudnn_graph_path (see graph-raw/graph-tests.log)"
+    fi
+    [[ -f $logs/graph-tests.log ]] && mv "$logs/graph-tests.log" "$graph_raw/"
+    compare=benchmarks/compare_with_frameworks.sh
+    read -ra graph_cases <<<"${GRAPH_CASES:-alexnet-s:128 alexnet-r:1024 resnet-50:64 resnet-56:128 vgg-16:64 mobilenet-v2:64}"
+    IFS=, read -ra graph_precisions <<<"${GRAPH_PRECISIONS:-fp32,tf32,bf16}"
+    graph_table=$graph_raw/graph.md
+    {
+      echo "| model | batch | precision | legacy step ms | graph step ms | legacy/graph |"
+      echo "|---|---:|---:|---:|---:|---:|"
+    } >"$graph_table"
+    graph_failed=0
+    for case in "${graph_cases[@]}"; do
+      model=${case%:*} batch=${case#*:}
+      for precision in "${graph_precisions[@]}"; do
+        declare -A step_ms=()
+        # Back to back, legacy first, so both meet the same GPU state (clocks, temperature).
+        for api in legacy graph; do
+          name=$model-$batch-$precision-$api
+          note "graph: dlscale $model batch $batch $precision DLSCALE_CUDNN_API=$api"
+          if DLSCALE_CUDNN_API=$api timeout "${GRAPH_RUN_TIMEOUT:-90}" \
+               mpirun -np 1 -x DLSCALE_CUDNN_API "$build_dir/dlscale" --device cuda --comm nccl \
+               --precision "$precision" --model "$model" --batch "$batch" \
+               --iters "${GRAPH_ITERS:-10}" --warmup "${GRAPH_WARMUP:-2}" \
+               --out "$graph_raw/$name.h5" --overwrite \
+               </dev/null >"$graph_raw/$name.out" 2>"$graph_raw/$name.err" &&
+             seconds=$("$compare" --parse-dlscale-summary "$graph_raw/$name.out" 2>>"$graph_raw/$name.err"); then
+            step_ms[$api]=$(awk -v s="$seconds" 'BEGIN { printf "%.3f", s * 1e3 }')
+          else
+            step_ms[$api]=failed
+            graph_failed=1
+            note "graph: $name failed: $(grep -v '^\s*$' "$graph_raw/$name.err" | tail -n 1)"
+          fi
+          rm -f "$graph_raw/$name.h5"
+        done
+        awk -v m="$model" -v b="$batch" -v p="$precision" -v a="${step_ms[legacy]}" \
+            -v g="${step_ms[graph]}" 'BEGIN {
+          number = "^[0-9]+(\\.[0-9]*)?$"
+          ratio = (a ~ number && g ~ number && g > 0) ? sprintf("%.2f", a / g) : "n/a"
+          printf "| %s | %s | %s | %s | %s | %s |\n", m, b, p, a, g, ratio }' >>"$graph_table"
+        unset step_ms
+      done
+    done
+    { echo "graph: median step, DLSCALE_CUDNN_API legacy beside graph (above 1: graph faster):"
+      cat "$graph_table"; } | tee -a "$summary"
+    ((graph_failed == 0)) || fail graph "some legacy or graph runs failed (see graph-raw/)"
+  fi
+  note "graph: $((SECONDS - start)) s"
 fi
 
 if ((${#failed[@]})); then

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages dlscale needs to build, run and test, and only those missing.
 # Nothing calls apt-get when everything is present (a normal user on a prepared cluster), or on a
-# system without dpkg, where CMake's find_package reports anything missing instead.
+# system without dpkg, where CMake's find_package reports anything missing instead. Where a CUDA
+# toolkit is (nvcc), it also fetches the pinned cuDNN frontend headers that the GPU module's
+# graph-API convolutions compile against (scripts/fetch-cudnn-frontend.sh; once, with pip); the
+# CPU build never needs them, and a CUDA build without them leaves that path out.
 set -euo pipefail
 
 packages=(
@@ -23,40 +26,53 @@ test_tools=(
   slurm-wlm munge   # the Slurm scripts are tested on a private local Slurm
 )
 
-if ! command -v dpkg-query >/dev/null 2>&1; then
-  echo "install-dependencies: no dpkg here; assuming the libraries are installed (CMake will say if not)"
-  exit 0
-fi
+install_packages() {
+  if ! command -v dpkg-query >/dev/null 2>&1; then
+    echo "install-dependencies: no dpkg here; assuming the libraries are installed (CMake will say if not)"
+    return 0
+  fi
 
-missing_of() {
-  local package status
-  for package in "$@"; do
-    status=$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null || true)
-    [[ "$status" == "install ok installed" ]] || echo "$package"
-  done
+  missing_of() {
+    local package status
+    for package in "$@"; do
+      status=$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null || true)
+      [[ "$status" == "install ok installed" ]] || echo "$package"
+    done
+  }
+  mapfile -t missing_required < <(missing_of "${packages[@]}")
+  mapfile -t missing_tools < <(missing_of "${test_tools[@]}")
+  missing=("${missing_required[@]}" "${missing_tools[@]}")
+
+  if [[ ${#missing[@]} -eq 0 ]]; then
+    echo "install-dependencies: all $((${#packages[@]} + ${#test_tools[@]})) packages present"
+    return 0
+  fi
+
+  if [[ $(id -u) -eq 0 ]]; then
+    as_root=()
+  elif command -v sudo >/dev/null 2>&1; then
+    as_root=(sudo)
+  elif [[ ${#missing_required[@]} -eq 0 ]]; then
+    echo "install-dependencies: warning: no root or sudo to install the test tools ${missing_tools[*]};" \
+         "the tests that need them will be reported as skipped" >&2
+    return 0
+  else
+    echo "install-dependencies: error: missing packages (${missing_required[*]}) and no root or sudo to install them" >&2
+    return 1
+  fi
+  echo "install-dependencies: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${as_root[@]}" apt-get update -qq
+  "${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
-mapfile -t missing_required < <(missing_of "${packages[@]}")
-mapfile -t missing_tools < <(missing_of "${test_tools[@]}")
-missing=("${missing_required[@]}" "${missing_tools[@]}")
 
-if [[ ${#missing[@]} -eq 0 ]]; then
-  echo "install-dependencies: all $((${#packages[@]} + ${#test_tools[@]})) packages present"
-  exit 0
-fi
+fetch_cudnn_frontend() {
+  if [[ -x /usr/local/cuda/bin/nvcc ]] || command -v nvcc >/dev/null 2>&1; then
+    "$(dirname "${BASH_SOURCE[0]}")/fetch-cudnn-frontend.sh" ||
+      echo "install-dependencies: warning: could not fetch the cuDNN frontend; the CUDA build" \
+           "will leave the graph-API convolutions out" >&2
+  fi
+}
 
-if [[ $(id -u) -eq 0 ]]; then
-  as_root=()
-elif command -v sudo >/dev/null 2>&1; then
-  as_root=(sudo)
-elif [[ ${#missing_required[@]} -eq 0 ]]; then
-  echo "install-dependencies: warning: no root or sudo to install the test tools ${missing_tools[*]};" \
-       "the tests that need them will be reported as skipped" >&2
-  exit 0
-else
-  echo "install-dependencies: error: missing packages (${missing_required[*]}) and no root or sudo to install them" >&2
-  exit 1
-fi
-echo "install-dependencies: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-"${as_root[@]}" apt-get update -qq
-"${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+install_packages
+fetch_cudnn_frontend

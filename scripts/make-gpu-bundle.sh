@@ -7,6 +7,10 @@
 #   .gpu-bundle/gpu-deps.tar.xz the prefix, xz -9: carry it with the repository to the GPU machine,
 #                               where scripts/gpu-check.sh unpacks it and builds against it
 #
+# The prefix also holds NVIDIA's cuDNN frontend headers (prefix/cudnn-frontend/include, 0.3 MiB of
+# the archive), the pinned version scripts/fetch-cudnn-frontend.sh fetches with pip: the GPU
+# module's graph-API convolutions (DLSCALE_CUDNN_API=graph) compile against them.
+#
 # usage: scripts/make-gpu-bundle.sh [--help]
 # Needs apt-get, apt-cache, dpkg-deb, tar and xz (Debian 12, amd64); no root: `apt-get download`
 # runs as any user. A .deb already in the cache, or in /var/cache/apt/archives, is not downloaded.
@@ -111,6 +115,12 @@ rm -f "$blasdir"/libblas.so* "$blasdir"/liblapack.so* \
 mkdir -p "$prefix"/fallback/lib
 mv "$libdir"/libgfortran.so.5* "$libdir"/libquadmath.so.0* "$prefix"/fallback/lib/
 
+# --- 3b. The cuDNN frontend's headers (header-only; no package of Debian's) -------------------
+scripts/fetch-cudnn-frontend.sh
+mkdir -p "$prefix/cudnn-frontend"
+cp -r .cudnn-frontend/include "$prefix/cudnn-frontend/include"
+frontend_version=$(<.cudnn-frontend/include/.version)
+
 # --- 4. The update-alternatives links, from the packages' postinst scripts ---------------------
 # `update-alternatives --install LINK NAME PATH PRIORITY [--slave LINK NAME PATH]...`: each
 # LINK -> PATH becomes a relative link inside the prefix when PATH is there (left-out files not).
@@ -191,6 +201,7 @@ fi
   echo "# made $(date -u +%Y-%m-%dT%H:%M:%SZ) by scripts/make-gpu-bundle.sh"
   for deb in "${deb_files[@]}"; do dpkg-deb -f "$deb" Package Version | paste -sd' '; done |
     sed 's/^Package: \(.*\) Version: \(.*\)$/\1 \2/'
+  echo "nvidia-cudnn-frontend $frontend_version (PyPI wheel, headers only: cudnn-frontend/include)"
 } >"$prefix/BUNDLE-MANIFEST"
 
 rm -f "$archive"
