@@ -6,6 +6,11 @@ find_path(CUDNN_FRONTEND_INCLUDE_DIR cudnn_frontend.h
           HINTS ${CUDNN_FRONTEND_ROOT} ${CMAKE_SOURCE_DIR}/.cudnn-frontend
           PATH_SUFFIXES include NO_DEFAULT_PATH)
 find_path(CUDNN_FRONTEND_INCLUDE_DIR cudnn_frontend.h)
+# A folder named by hand that does not hold the headers counts as not found.
+if(CUDNN_FRONTEND_INCLUDE_DIR AND NOT EXISTS ${CUDNN_FRONTEND_INCLUDE_DIR}/cudnn_frontend.h)
+  set(CUDNN_FRONTEND_INCLUDE_DIR CUDNN_FRONTEND_INCLUDE_DIR-NOTFOUND CACHE PATH
+      "Folder of cudnn_frontend.h" FORCE)
+endif()
 if(CUDNN_FRONTEND_INCLUDE_DIR AND EXISTS ${CUDNN_FRONTEND_INCLUDE_DIR}/cudnn_frontend_version.h)
   file(STRINGS ${CUDNN_FRONTEND_INCLUDE_DIR}/cudnn_frontend_version.h cudnn_frontend_version_lines
        REGEX "^#define CUDNN_FRONTEND_(MAJOR|MINOR|PATCH)_VERSION +[0-9]+")

@@ -20,11 +20,13 @@
 #   graph  the graph path (DLSCALE_CUDNN_API=graph): its GPU tests (ctest -R gpu_cudnn_graph_path,
 #          unless the tests stage ran them already), then each image case of the comparison
 #          (GRAPH_CASES, default alexnet-s:128 alexnet-r:1024 resnet-50:64 resnet-56:128
-#          vgg-16:64 mobilenet-v2:64) at each of GRAPH_PRECISIONS (default fp32,tf32,bf16) run
-#          by dlscale with DLSCALE_CUDNN_API=legacy and =graph back to back (GRAPH_ITERS 10
-#          measured steps after GRAPH_WARMUP 2; each run stopped after GRAPH_RUN_TIMEOUT 90 s):
-#          the median steps side by side, legacy/graph, in summary.txt (the PyTorch column is
-#          the bench stage's). About 4-6 minutes for the 36 runs (not yet timed on a GPU).
+#          vgg-16:64 mobilenet-v2:64) at each of GRAPH_PRECISIONS (default fp32,tf32,bf16), run
+#          by dlscale with DLSCALE_CUDNN_API=graph (GRAPH_ITERS 30 measured steps after
+#          GRAPH_WARMUP 5, as the bench stage; each run stopped after GRAPH_RUN_TIMEOUT 120 s).
+#          Its median step goes beside the bench stage's legacy and PyTorch ones where the bench
+#          stage ran in the same invocation, else beside a legacy run made just before it; the
+#          table goes to summary.txt. Not yet timed on a GPU: 18 runs (36 without the bench
+#          stage), estimated at 3 (6) minutes.
 # With no option, all four run in that order; each --X-only option picks its stage, and several
 # may be given (--tests-only --bench-only: both, on an existing build). The bundle is unpacked and
 # the environment set for every stage.
@@ -241,7 +243,8 @@ if wants bench; then
 fi
 
 # --- graph -------------------------------------------------------------------------------------
-# DLSCALE_CUDNN_API=graph: its tests, then legacy and graph step times side by side.
+# DLSCALE_CUDNN_API=graph: its tests, then its step times beside legacy's (and PyTorch's, where the
+# bench stage of this invocation measured them).
 if wants graph; then
   start=$SECONDS
   graph_raw=$logs/graph-raw
@@ -252,55 +255,71 @@ if wants graph; then
          "$build_dir/tests/CTestTestfile.cmake" 2>/dev/null; then
     fail graph "the graph path is not compiled in (no cuDNN frontend at configure: see summary.txt)"
   else
-    if ! wants tests &&
-       ! logged graph-tests ctest --test-dir "$build_dir" -R gpu_cudnn_graph_path \
-           --output-on-failure --no-tests=error; then
-      fail graph "ctest -R gpu_cudnn_graph_path (see graph-raw/graph-tests.log)"
+    if ! wants tests; then
+      logged graph-tests ctest --test-dir "$build_dir" -R gpu_cudnn_graph_path \
+        --output-on-failure --no-tests=error ||
+        fail graph "ctest -R gpu_cudnn_graph_path (see graph-tests.log in raw.tar.gz)"
+      mv "$logs/graph-tests.log" "$graph_raw/"
     fi
-    [[ -f $logs/graph-tests.log ]] && mv "$logs/graph-tests.log" "$graph_raw/"
     compare=benchmarks/compare_with_frameworks.sh
     read -ra graph_cases <<<"${GRAPH_CASES:-alexnet-s:128 alexnet-r:1024 resnet-50:64 resnet-56:128 vgg-16:64 mobilenet-v2:64}"
     IFS=, read -ra graph_precisions <<<"${GRAPH_PRECISIONS:-fp32,tf32,bf16}"
+    # The bench stage's table, where it ran: its dlscale column is the legacy path's (the
+    # environment sets no DLSCALE_CUDNN_API there) and its PyTorch column is kept beside.
+    declare -A bench_legacy=() bench_torch=()
+    if wants bench && [[ -s $logs/bench.md ]] && [[ -z ${DLSCALE_CUDNN_API:-} || ${DLSCALE_CUDNN_API} == legacy ]]; then
+      while IFS='|' read -r _ model batch precision ours theirs _; do
+        model=${model// /} batch=${batch// /} precision=${precision// /}
+        bench_legacy["$model $batch $precision"]=${ours// /}
+        bench_torch["$model $batch $precision"]=${theirs// /}
+      done < <(grep -E '^\| [a-z0-9-]+ \| [0-9]+ \| (fp32|tf32|bf16) \|' "$logs/bench.md")
+    fi
+    # One dlscale run; prints its median step in ms, or "failed" (and returns 1).
+    graph_run() {  # api model batch precision
+      local name=$2-$3-$4-$1 seconds
+      note "graph: dlscale $2 batch $3 $4 DLSCALE_CUDNN_API=$1" >&2
+      if DLSCALE_CUDNN_API=$1 timeout "${GRAPH_RUN_TIMEOUT:-120}" \
+           mpirun -np 1 -x DLSCALE_CUDNN_API "$build_dir/dlscale" --device cuda --comm nccl \
+           --precision "$4" --model "$2" --batch "$3" \
+           --iters "${GRAPH_ITERS:-30}" --warmup "${GRAPH_WARMUP:-5}" \
+           --out "$graph_raw/$name.h5" --overwrite \
+           </dev/null >"$graph_raw/$name.out" 2>"$graph_raw/$name.err" &&
+         seconds=$("$compare" --parse-dlscale-summary "$graph_raw/$name.out" 2>>"$graph_raw/$name.err"); then
+        rm -f "$graph_raw/$name.h5"
+        awk -v s="$seconds" 'BEGIN { printf "%.6f\n", s }'
+      else
+        rm -f "$graph_raw/$name.h5"
+        note "graph: $name failed: $(grep -v '^\s*$' "$graph_raw/$name.err" | tail -n 1)" >&2
+        echo failed
+        return 1
+      fi
+    }
     graph_table=$graph_raw/graph.md
     {
-      echo "| model | batch | precision | legacy step ms | graph step ms | legacy/graph |"
-      echo "|---|---:|---:|---:|---:|---:|"
+      echo "| model | batch | precision | legacy step s | graph step s | PyTorch step s | legacy/graph | PyTorch/graph |"
+      echo "|---|---:|---:|---:|---:|---:|---:|---:|"
     } >"$graph_table"
     graph_failed=0
     for case in "${graph_cases[@]}"; do
       model=${case%:*} batch=${case#*:}
       for precision in "${graph_precisions[@]}"; do
-        declare -A step_ms=()
-        # Back to back, legacy first, so both meet the same GPU state (clocks, temperature).
-        for api in legacy graph; do
-          name=$model-$batch-$precision-$api
-          note "graph: dlscale $model batch $batch $precision DLSCALE_CUDNN_API=$api"
-          if DLSCALE_CUDNN_API=$api timeout "${GRAPH_RUN_TIMEOUT:-90}" \
-               mpirun -np 1 -x DLSCALE_CUDNN_API "$build_dir/dlscale" --device cuda --comm nccl \
-               --precision "$precision" --model "$model" --batch "$batch" \
-               --iters "${GRAPH_ITERS:-10}" --warmup "${GRAPH_WARMUP:-2}" \
-               --out "$graph_raw/$name.h5" --overwrite \
-               </dev/null >"$graph_raw/$name.out" 2>"$graph_raw/$name.err" &&
-             seconds=$("$compare" --parse-dlscale-summary "$graph_raw/$name.out" 2>>"$graph_raw/$name.err"); then
-            step_ms[$api]=$(awk -v s="$seconds" 'BEGIN { printf "%.3f", s * 1e3 }')
-          else
-            step_ms[$api]=failed
-            graph_failed=1
-            note "graph: $name failed: $(grep -v '^\s*$' "$graph_raw/$name.err" | tail -n 1)"
-          fi
-          rm -f "$graph_raw/$name.h5"
-        done
-        awk -v m="$model" -v b="$batch" -v p="$precision" -v a="${step_ms[legacy]}" \
-            -v g="${step_ms[graph]}" 'BEGIN {
-          number = "^[0-9]+(\\.[0-9]*)?$"
-          ratio = (a ~ number && g ~ number && g > 0) ? sprintf("%.2f", a / g) : "n/a"
-          printf "| %s | %s | %s | %s | %s | %s |\n", m, b, p, a, g, ratio }' >>"$graph_table"
-        unset step_ms
+        key="$model $batch $precision"
+        legacy=${bench_legacy[$key]:-}
+        # Without the bench stage's number, legacy runs here, just before graph (same GPU state).
+        if [[ -z $legacy ]]; then legacy=$(graph_run legacy "$model" "$batch" "$precision") || graph_failed=1; fi
+        graph=$(graph_run graph "$model" "$batch" "$precision") || graph_failed=1
+        awk -v m="$model" -v b="$batch" -v p="$precision" -v a="$legacy" -v g="$graph" \
+            -v t="${bench_torch[$key]:-n/a}" 'BEGIN {
+          number = "^[0-9]+(\\.[0-9]*)?([eE][-+]?[0-9]+)?$"
+          ag = (a ~ number && g ~ number && g > 0) ? sprintf("%.2f", a / g) : "n/a"
+          tg = (t ~ number && g ~ number && g > 0) ? sprintf("%.2f", t / g) : "n/a"
+          printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", m, b, p, a, g, t, ag, tg }' \
+          >>"$graph_table"
       done
     done
-    { echo "graph: median step, DLSCALE_CUDNN_API legacy beside graph (above 1: graph faster):"
+    { echo "graph: median step, DLSCALE_CUDNN_API=legacy beside =graph (ratios above 1: graph faster):"
       cat "$graph_table"; } | tee -a "$summary"
-    ((graph_failed == 0)) || fail graph "some legacy or graph runs failed (see graph-raw/)"
+    ((graph_failed == 0)) || fail graph "some legacy or graph runs failed (see graph-raw/ in raw.tar.gz)"
   fi
   note "graph: $((SECONDS - start)) s"
 fi

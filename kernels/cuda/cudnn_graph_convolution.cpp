@@ -357,7 +357,7 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
                   .set_data_type(fe::DataType_t::FLOAT));
           result = graph->pointwise(result, bias,
                                     fe::graph::Pointwise_attributes()
-                                        .set_name("bias")
+                                        .set_name("add_bias")
                                         .set_mode(fe::PointwiseMode_t::ADD)
                                         .set_compute_data_type(fe::DataType_t::FLOAT));
         }
@@ -408,7 +408,12 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
     if (context_.precision == Precision::fp32) barred.push_back(fe::NumericalNote_t::TENSOR_CORE);
     if (v.deterministic) barred.push_back(fe::NumericalNote_t::NONDETERMINISTIC);
     graph->deselect_numeric_notes(barred);
-    graph->deselect_workspace_greater_than(std::int64_t(convolution_workspace_limit));
+    // The workspace limit, or a quarter of what is free if that is less (the legacy search's
+    // bound): the candidates are timed with a scratch buffer as large as the largest of them.
+    std::size_t free_bytes = 0, total_bytes = 0;
+    DLSCALE_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    graph->deselect_workspace_greater_than(
+        std::int64_t(std::min(convolution_workspace_limit, free_bytes / 4)));
     return graph;
   }
 
