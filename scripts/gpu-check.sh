@@ -289,7 +289,9 @@ if wants graph; then
         awk -v s="$seconds" 'BEGIN { printf "%.6f\n", s }'
       else
         rm -f "$graph_raw/$name.h5"
-        note "graph: $name failed: $(grep -v '^\s*$' "$graph_raw/$name.err" | tail -n 1)" >&2
+        local why
+        why=$(grep -m1 -i 'error' "$graph_raw/$name.err" || grep -v -e '^-*$' "$graph_raw/$name.err" | tail -n1 || true)
+        note "graph: $name failed: $why" >&2
         echo failed
         return 1
       fi
