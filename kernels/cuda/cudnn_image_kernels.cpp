@@ -20,6 +20,7 @@
 
 #include "kernels/cuda/bf16_staging.hpp"
 #include "kernels/cuda/cudnn_support.hpp"
+#include "kernels/cuda/image_layout_conversion.hpp"
 
 // cuDNN 9 marks this whole descriptor API deprecated in favour of its graph API, yet ships and
 // supports it throughout 9.x (the GPU machines run 9.14). The attribute only fires in builds that
@@ -348,31 +349,63 @@ class CudnnPooling final : public PoolingKernel {
 
   void forward(int batch, const float* x, float* y) override {
     Plan& p = plan_for(batch);
+    // Pooling that changes the layout (native NHWC in, NCHW out before a dense layer) pools in
+    // the input's layout into its own copy of y, then re-lays that into y: cuDNN's pooling is
+    // not known to take x and y in different formats, and its backward reads y beside x.
+    float* pooled = p.reformatted_output.size() > 0 ? p.reformatted_output.as<float>() : y;
     DLSCALE_CUDNN_CHECK(
-        cudnnPoolingForward(context_.cudnn, pooling_, &one, p.input, x, &zero, p.output, y));
+        cudnnPoolingForward(context_.cudnn, pooling_, &one, p.input, x, &zero, p.output, pooled));
+    if (pooled != y)
+      convert_images(static_cast<const float*>(pooled), MemoryOrder::nhwc, y, MemoryOrder::nchw,
+                     output_shape(batch), context_.stream);
     // cuDNN's backward re-derives the max positions from x and y; the network keeps both alive
     // until this layer's backward.
     last_input_ = x;
-    last_output_ = y;
+    last_output_ = pooled;
   }
 
   void backward(int batch, const float* output_gradient, float* input_gradient) override {
     if (last_input_ == nullptr) throw std::logic_error("cuDNN pooling: backward before forward");
     Plan& p = plan_for(batch);
+    const float* gradient = output_gradient;
+    if (p.reformatted_gradient.size() > 0) {
+      convert_images(output_gradient, MemoryOrder::nchw, p.reformatted_gradient.as<float>(),
+                     MemoryOrder::nhwc, output_shape(batch), context_.stream);
+      gradient = p.reformatted_gradient.as<float>();
+    }
     DLSCALE_CUDNN_CHECK(cudnnPoolingBackward(context_.cudnn, pooling_, &one, p.output, last_output_,
-                                             p.output, output_gradient, p.input, last_input_, &zero,
+                                             p.output, gradient, p.input, last_input_, &zero,
                                              p.input, input_gradient));
   }
 
  private:
+  // `output` describes y as cuDNN writes it: in the input's format wherever the two layouts
+  // differ (then reformatted_output holds it and reformatted_gradient dy, both NHWC).
   struct Plan {
     TensorDescriptor input, output;
+    DeviceBuffer reformatted_output, reformatted_gradient;
   };
+
+  ImageBatchShape output_shape(int batch) const {
+    const ImageShape out = geometry_.output();
+    return {batch, out.channels, out.height, out.width};
+  }
 
   Plan& plan_for(int batch) {
     return plan_of(plans_, batch, context_.stream, "cuDNN pooling", [&](Plan& p) {
-      describe_images(p.input, batch, geometry_.input, in_nhwc(geometry_.input_layout));
-      describe_images(p.output, batch, geometry_.output(), in_nhwc(geometry_.output_layout));
+      const bool input_nhwc = in_nhwc(geometry_.input_layout);
+      // One pixel or one channel lies the same in both orders: no reformatting then.
+      const bool reformat =
+          input_nhwc != in_nhwc(geometry_.output_layout) && !orders_agree(output_shape(batch));
+      if (reformat && !input_nhwc)
+        throw std::logic_error("cuDNN pooling: NCHW input with an NHWC output is never planned");
+      describe_images(p.input, batch, geometry_.input, input_nhwc);
+      describe_images(p.output, batch, geometry_.output(),
+                      reformat ? input_nhwc : in_nhwc(geometry_.output_layout));
+      if (reformat) {
+        p.reformatted_output = DeviceBuffer(output_shape(batch).size() * sizeof(float));
+        p.reformatted_gradient = DeviceBuffer(output_shape(batch).size() * sizeof(float));
+      }
       int n = 0, c = 0, h = 0, w = 0;
       DLSCALE_CUDNN_CHECK(cudnnGetPooling2dForwardOutputDim(pooling_, p.input, &n, &c, &h, &w));
       const ImageShape out = geometry_.output();

@@ -1,7 +1,8 @@
 // Batches of images (or convolution weights) copied between NCHW and NHWC, converting float to
 // bf16 or back on the way: the graph-API convolutions run on packed NHWC tensors only, and this
-// is how NCHW data, OIHW weights and bf16 copies get there and back. Compiled both by nvcc
-// (C++17) and by the host compiler.
+// is how NCHW data, OIHW weights and bf16 copies get there and back; pooling before a dense layer
+// re-lays its NHWC output as NCHW with it. Compiled both by nvcc (C++17) and by the host
+// compiler.
 #pragma once
 
 #include <cuda_bf16.h>

@@ -309,6 +309,8 @@ const PoolingCase pooling_cases[] = {
     {"max_3x3_stride_2_padding_1", {{8, 14, 14}, PoolingKind::max, 3, 2, 1, native, native}},
     {"max_2x2", {{16, 8, 8}, PoolingKind::max, 2, 2, 0, native, native}},
     {"global_average_to_nchw", {{32, 7, 7}, PoolingKind::average, 7, 1, 0, native, nchw}},
+    // Before a dense layer (vgg-16, alexnet): NHWC in, NCHW out, re-laid after pooling.
+    {"max_2x2_to_nchw", {{16, 8, 8}, PoolingKind::max, 2, 2, 0, native, nchw}},
     {"average_3x3_stride_2_padding_1", {{8, 7, 7}, PoolingKind::average, 3, 2, 1, native, native}},
 };
 
