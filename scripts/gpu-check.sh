@@ -18,7 +18,8 @@
 #          python3 that imports torch; skipped (a failure under --bench-only) while that script
 #          has no --device option
 #   graph  the graph path (DLSCALE_CUDNN_API=graph): its GPU tests (ctest -R gpu_cudnn_graph_path,
-#          unless the tests stage ran them already), then each image case of the comparison
+#          unless the tests stage ran them already), DLSCALE_CUDNN_API=backend refused with exit
+#          status 2 and one line, then each image case of the comparison
 #          (GRAPH_CASES, default alexnet-s:128 alexnet-r:1024 resnet-50:64 resnet-56:128
 #          vgg-16:64 mobilenet-v2:64) at each of GRAPH_PRECISIONS (default fp32,tf32,bf16), run
 #          by dlscale with DLSCALE_CUDNN_API=graph (GRAPH_ITERS 30 measured steps after
@@ -261,6 +262,17 @@ if wants graph; then
         fail graph "ctest -R gpu_cudnn_graph_path (see graph-tests.log in raw.tar.gz)"
       mv "$logs/graph-tests.log" "$graph_raw/"
     fi
+    # A value other than legacy or graph stops the run with one line and exit status 2.
+    refusal=0
+    DLSCALE_CUDNN_API=backend timeout 60 mpirun -np 1 -x DLSCALE_CUDNN_API "$build_dir/dlscale" \
+      --device cuda --comm nccl --model fcn-s --iters 1 --warmup 0 --out "$graph_raw/refusal.h5" \
+      </dev/null >"$graph_raw/refusal.out" 2>"$graph_raw/refusal.err" || refusal=$?
+    if ((refusal != 2)) || ! grep -q "DLSCALE_CUDNN_API: unknown cuDNN API 'backend'" "$graph_raw/refusal.err"; then
+      fail graph "DLSCALE_CUDNN_API=backend: exit $refusal, not 2 with its one line (graph-raw/refusal.err)"
+    else
+      note "graph: DLSCALE_CUDNN_API=backend refused with exit 2: $(grep -m1 DLSCALE_CUDNN_API "$graph_raw/refusal.err")"
+    fi
+    rm -f "$graph_raw/refusal.h5"
     compare=benchmarks/compare_with_frameworks.sh
     read -ra graph_cases <<<"${GRAPH_CASES:-alexnet-s:128 alexnet-r:1024 resnet-50:64 resnet-56:128 vgg-16:64 mobilenet-v2:64}"
     IFS=, read -ra graph_precisions <<<"${GRAPH_PRECISIONS:-fp32,tf32,bf16}"
