@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <iomanip>
@@ -463,6 +464,43 @@ TEST_P(LstmAgainstCpu, MatchesOneDnn) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CudnnKernels, LstmAgainstCpu, ::testing::ValuesIn(lstm_cases),
+                         case_name<LstmCase>);
+
+// The bf16 LSTM (DLSCALE_CUDNN_LSTM=bf16 under --precision bf16, cuDNN 9.13 or later): bf16
+// sequences and weights, float math, against the CPU's float: within 1% relative L2 (the CPU's
+// bf16 LSTM holds 0.28% forward and 0.40% for the gradients, bf16_precision_test.cpp), and not
+// equal to float, or no bf16 LSTM ran. The case without an input gradient is a first layer.
+class Bf16LstmAgainstCpu : public CudnnKernels, public ::testing::WithParamInterface<LstmCase> {};
+
+TEST_P(Bf16LstmAgainstCpu, StaysWithinOnePercentOfFloat) {
+  constexpr std::size_t first_cudnn_with_bf16_rnn = 91300;
+  if (cudnnGetVersion() < first_cudnn_with_bf16_rnn)
+    GTEST_SKIP() << "cuDNN " << cudnnGetVersion() << " has no bf16 RNN (9.13 and later)";
+  const LstmCase& c = GetParam();
+  ::setenv("DLSCALE_CUDNN_LSTM", "bf16", 1);
+  CudaDevice bf16(0, Precision::bf16);
+  LstmRun on_gpu(bf16, c.geometry, c.batch), on_cpu(cpu(), c.geometry, c.batch);
+  LstmRun first_layer(bf16, c.geometry, c.batch, false);
+  ::unsetenv("DLSCALE_CUDNN_LSTM");
+  run(on_gpu);
+  run(on_cpu);
+  run(first_layer);
+  const std::vector<Tensor> actual = on_gpu.outputs(), expected = on_cpu.outputs();
+  ASSERT_EQ(actual.size(), expected.size());
+  for (std::size_t t = 0; t < actual.size(); ++t) {
+    const double error = relative_l2(expected[t].values, actual[t].values);
+    EXPECT_LE(error, bf16_relative_l2_tolerance) << expected[t].name;
+    EXPECT_GT(error, 1e-5) << expected[t].name << ": equal to float's; did bf16 run?";
+  }
+  const std::vector<Tensor> without_input_gradient = first_layer.outputs();
+  for (const Tensor& tensor : without_input_gradient)
+    for (const Tensor& with : actual)
+      if (with.name == tensor.name)
+        EXPECT_EQ(relative_l2(with.values, tensor.values), 0.0)
+            << tensor.name << " changes when the input gradient is not asked for";
+}
+
+INSTANTIATE_TEST_SUITE_P(CudnnKernels, Bf16LstmAgainstCpu, ::testing::ValuesIn(lstm_cases),
                          case_name<LstmCase>);
 
 // A network's first layer gets no input gradient: the other gradients must still be right.
