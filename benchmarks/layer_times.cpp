@@ -37,15 +37,13 @@ void print_run(const results::RunRecord& run, std::size_t index) {
       "the ranks, in ms\n",
       index, c.model, c.batch_per_rank, run.ranks, c.device, c.precision,
       run.iterations - c.warmup_iterations);
-  for (const Phase phase : {Phase::forward, Phase::backward, Phase::allreduce, Phase::update,
-                            Phase::step})
-    std::cout << fmt::format("  {:10} {:10.3f}\n", name_of(phase),
-                             1e3 * median_of(run, [&](int i, int r) {
-                               return run.seconds(i, r, phase);
-                             }));
-  const double backward = median_of(run, [&](int i, int r) {
-    return run.seconds(i, r, Phase::backward);
-  });
+  for (const Phase phase :
+       {Phase::forward, Phase::backward, Phase::allreduce, Phase::update, Phase::step})
+    std::cout << fmt::format(
+        "  {:10} {:10.3f}\n", name_of(phase),
+        1e3 * median_of(run, [&](int i, int r) { return run.seconds(i, r, phase); }));
+  const double backward =
+      median_of(run, [&](int i, int r) { return run.seconds(i, r, Phase::backward); });
   const std::size_t layers = run.layers.size();
   std::cout << "  layer  kind               parameters  backward ms  share of backward\n";
   for (std::size_t l = layers; l-- > 0;) {  // backward order
@@ -74,8 +72,8 @@ int main(int argc, char** argv) {
     if (one_run) {
       first = std::stoul(args[2]);
       if (first >= file.runs.size())
-        throw UserError(fmt::format("--run {}: {} holds runs 0 to {}", args[2], args[0],
-                                    file.runs.size() - 1));
+        throw UserError(
+            fmt::format("--run {}: {} holds runs 0 to {}", args[2], args[0], file.runs.size() - 1));
       last = first + 1;
     }
     for (std::size_t r = first; r < last; ++r) print_run(file.runs[r], r);

@@ -297,9 +297,10 @@ void StallWatchdog::diagnose(double now) {
   const std::size_t training = std::min(peers_.size(), std::size_t(point_ranks_.load()));
   if (rank_ != 0 || training < 1 || !step_timed_ || now - last_progress_seconds_ <= timeout) return;
   if (size_ == 1)
-    end_job(fmt::format("stalled: no iteration finished for {} (a step or a call that does not "
-                        "return; --stall-timeout {})",
-                        seconds_text(now - last_progress_seconds_), seconds_text(timeout)));
+    end_job(
+        fmt::format("stalled: no iteration finished for {} (a step or a call that does not "
+                    "return; --stall-timeout {})",
+                    seconds_text(now - last_progress_seconds_), seconds_text(timeout)));
   // Peers are in rank order: the first `training` of them train this point.
   std::uint64_t fewest = peers_.front().progress;
   for (std::size_t r = 0; r < training; ++r) fewest = std::min(fewest, peers_[r].progress);

@@ -22,9 +22,9 @@
 
 #include <cstdlib>
 
+#include "core/errors.hpp"
 #include "kernels/cuda/bf16_staging.hpp"
 #include "kernels/cuda/cudnn_support.hpp"
-#include "core/errors.hpp"
 
 namespace dlscale::kernels {
 
@@ -100,12 +100,11 @@ class CudnnLstm final : public LstmKernel {
       output = p.output_bf16.data();
     }
     // Null hx and cx: the zero initial state. Null hy and cy: the final state is not wanted.
-    DLSCALE_CUDNN_CHECK(cudnnRNNForward(context_.cudnn, rnn_, CUDNN_FWD_MODE_TRAINING,
-                                        p.sequence_lengths.as<std::int32_t>(), p.input, input,
-                                        p.output, output, p.state, nullptr, nullptr, p.state,
-                                        nullptr, nullptr, weights_.size(), weights_.data(),
-                                        p.workspace.size(), p.workspace.data(), p.reserve.size(),
-                                        p.reserve.data()));
+    DLSCALE_CUDNN_CHECK(cudnnRNNForward(
+        context_.cudnn, rnn_, CUDNN_FWD_MODE_TRAINING, p.sequence_lengths.as<std::int32_t>(),
+        p.input, input, p.output, output, p.state, nullptr, nullptr, p.state, nullptr, nullptr,
+        weights_.size(), weights_.data(), p.workspace.size(), p.workspace.data(), p.reserve.size(),
+        p.reserve.data()));
     if (in_bf16_)
       widen_to_float(p.output_bf16.as<__nv_bfloat16>(), y, sequence_count(batch, geometry_.hidden),
                      context_.stream);
@@ -192,12 +191,12 @@ class CudnnLstm final : public LstmKernel {
     // array in device memory for the v8 calls.
     static_assert(sizeof(int) == sizeof(std::int32_t));
     const std::vector<int> lengths(std::size_t(batch), g.steps);
-    DLSCALE_CUDNN_CHECK(cudnnSetRNNDataDescriptor(p.input, data_type_,
-                                                  CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
-                                                  g.steps, batch, g.inputs, lengths.data(), nullptr));
-    DLSCALE_CUDNN_CHECK(cudnnSetRNNDataDescriptor(p.output, data_type_,
-                                                  CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
-                                                  g.steps, batch, g.hidden, lengths.data(), nullptr));
+    DLSCALE_CUDNN_CHECK(
+        cudnnSetRNNDataDescriptor(p.input, data_type_, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
+                                  g.steps, batch, g.inputs, lengths.data(), nullptr));
+    DLSCALE_CUDNN_CHECK(
+        cudnnSetRNNDataDescriptor(p.output, data_type_, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
+                                  g.steps, batch, g.hidden, lengths.data(), nullptr));
     const int dimensions[3] = {1, batch, g.hidden};
     const int strides[3] = {batch * g.hidden, g.hidden, 1};
     DLSCALE_CUDNN_CHECK(cudnnSetTensorNdDescriptor(p.state, data_type_, 3, dimensions, strides));
@@ -255,8 +254,8 @@ class CudnnLstm final : public LstmKernel {
 
   // A [1 x rows x columns] tensor of the RNN's data type with rows of `columns` contiguous
   // elements.
-  void expect_matrix(cudnnTensorDescriptor_t descriptor, const void* address, int rows,
-                     int columns, int layer) const {
+  void expect_matrix(cudnnTensorDescriptor_t descriptor, const void* address, int rows, int columns,
+                     int layer) const {
     int dimensions[8] = {}, strides[8] = {};
     const int rank = describe(descriptor, address, dimensions, strides);
     if (rank != 3 || dimensions[0] != 1 || dimensions[1] != rows || dimensions[2] != columns ||

@@ -17,11 +17,13 @@
 namespace dlscale::testing {
 
 inline std::vector<double> widened(const float* values, std::size_t count) {
-  return values == nullptr ? std::vector<double>(count) : std::vector<double>(values, values + count);
+  return values == nullptr ? std::vector<double>(count)
+                           : std::vector<double>(values, values + count);
 }
 
 inline void narrow_into(const std::vector<double>& values, float* out) {
-  if (out != nullptr) std::transform(values.begin(), values.end(), out, [](double v) { return float(v); });
+  if (out != nullptr)
+    std::transform(values.begin(), values.end(), out, [](double v) { return float(v); });
 }
 
 class ExactConvolution final : public kernels::ConvolutionKernel {
@@ -30,11 +32,11 @@ class ExactConvolution final : public kernels::ConvolutionKernel {
 
   void forward(int batch, const float* x, const float* weights, const float* bias,
                float* y) override {
-    narrow_into(reference::convolution_forward(g_, batch, widened(x, batch * g_.input.size()),
-                                               widened(weights, g_.weight_count()),
-                                               widened(g_.bias ? bias : nullptr,
-                                                       g_.bias ? g_.output_channels : 0)),
-                y);
+    narrow_into(
+        reference::convolution_forward(
+            g_, batch, widened(x, batch * g_.input.size()), widened(weights, g_.weight_count()),
+            widened(g_.bias ? bias : nullptr, g_.bias ? g_.output_channels : 0)),
+        y);
   }
   void backward(int batch, const float* x, const float* weights, const float* output_gradient,
                 float* input_gradient, float* weight_gradient, float* bias_gradient) override {
@@ -60,8 +62,8 @@ class ExactPooling final : public kernels::PoolingKernel {
     narrow_into(reference::pooling_forward(g_, batch, x_), y);
   }
   void backward(int batch, const float* output_gradient, float* input_gradient) override {
-    narrow_into(reference::pooling_backward(g_, batch_,
-                                            x_, widened(output_gradient, batch * g_.output().size())),
+    narrow_into(reference::pooling_backward(g_, batch_, x_,
+                                            widened(output_gradient, batch * g_.output().size())),
                 input_gradient);
   }
 
@@ -78,11 +80,10 @@ class ExactBatchNorm final : public kernels::BatchNormKernel {
   void forward(int batch, const float* x, const float* scale, const float* shift,
                float* y) override {
     const std::size_t count = batch * g_.shape.size();
-    auto output = reference::batch_norm(g_.shape, batch, widened(x, count),
-                                        widened(scale, g_.shape.channels),
-                                        widened(shift, g_.shape.channels),
-                                        std::vector<double>(count))
-                      .output;
+    auto output =
+        reference::batch_norm(g_.shape, batch, widened(x, count), widened(scale, g_.shape.channels),
+                              widened(shift, g_.shape.channels), std::vector<double>(count))
+            .output;
     if (g_.relu)
       for (double& value : output) value = std::max(value, 0.0);
     output_ = output;  // the ReLU's mask for backward

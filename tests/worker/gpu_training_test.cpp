@@ -63,7 +63,8 @@ class GpuTrainsLikeTheCpu : public ::testing::TestWithParam<Case> {};
 TEST_P(GpuTrainsLikeTheCpu, FirstGradientsAgreeLayerByLayer) {
   const auto& [model, batch, amplifies_rounding] = GetParam();
   if (amplifies_rounding) {
-    const testing::FloatGradientYardstick yardstick = testing::float_gradient_yardstick(model, batch);
+    const testing::FloatGradientYardstick& yardstick =
+        testing::float_gradient_yardstick(model, batch);
     kernels::CudaDevice gpu(0, kernels::Precision::fp32);
     std::string table = model + " batch " + std::to_string(batch) + "\n";
     const std::string beyond = testing::beyond_rounding(
@@ -121,11 +122,11 @@ TEST_P(GpuTrainsLikeTheCpu, ParametersAgreeAfterThreeSteps) {
     largest_update = std::max(largest_update, std::abs(double(on_cpu.parameters[i]) - initial[i]));
   }
   // Where the network amplifies rounding, each update may differ by rounding's reach of it.
-  const double allowed =
-      amplifies_rounding ? testing::spreads_allowed *
-                               testing::float_gradient_yardstick(model, batch).largest_spread *
-                               largest_update
-                         : 2e-4;
+  const double allowed = amplifies_rounding
+                             ? testing::spreads_allowed *
+                                   testing::float_gradient_yardstick(model, batch).largest_spread *
+                                   largest_update
+                             : 2e-4;
   EXPECT_LT(largest_difference, allowed)
       << model << ": parameter " << worst << " is " << on_cpu.parameters[worst]
       << " on the CPU and " << on_gpu.parameters[worst] << " on the GPU";

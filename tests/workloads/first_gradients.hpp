@@ -1,7 +1,7 @@
 // A network's first-step parameter gradients on a device, from the seed every such test uses,
-// optionally (image workloads) with the input batch moved by one float ulp per value (a perturbation of the size
-// of the rounding any float computation makes): what tests hold one device's gradients to
-// another's, or to the exact kernels', with.
+// optionally (image workloads) with the input batch moved by one float ulp per value (a
+// perturbation of the size of the rounding any float computation makes): what tests hold one
+// device's gradients to another's, or to the exact kernels', with.
 #pragma once
 
 #include <cmath>
@@ -24,8 +24,8 @@ struct FirstGradients {
 };
 
 // With `ulp_seed`, every input value is moved one ulp up or down, the direction drawn from it.
-inline FirstGradients first_gradients(kernels::Device& device, const std::string& model,
-                                      int batch, std::optional<std::uint64_t> ulp_seed = {}) {
+inline FirstGradients first_gradients(kernels::Device& device, const std::string& model, int batch,
+                                      std::optional<std::uint64_t> ulp_seed = {}) {
   const auto workload = workloads::make_workload(model);
   const worker::DeviceDataset data(device, *workload, batch, 1, 5, 0);
   auto network = workload->build_network(device, batch);

@@ -27,7 +27,7 @@ class FloatGradientConditioning : public ::testing::TestWithParam<Case> {};
 
 TEST_P(FloatGradientConditioning, CpuGradientsAreWithinRoundingOfTheExactKernels) {
   const auto& [model, batch, amplifies_rounding] = GetParam();
-  const FloatGradientYardstick yardstick = float_gradient_yardstick(model, batch);
+  const FloatGradientYardstick& yardstick = float_gradient_yardstick(model, batch);
   // alexnet-r is well-conditioned (the devices must then agree to a few ulps); resnet-56 and
   // mobilenet-v2 at these batches are not (exact agreement between float devices is impossible).
   if (amplifies_rounding)

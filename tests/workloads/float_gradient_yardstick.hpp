@@ -10,8 +10,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -64,16 +66,22 @@ struct FloatGradientYardstick {
   double largest_spread = 0;
 };
 
-inline FloatGradientYardstick float_gradient_yardstick(const std::string& model, int batch) {
+// Made once per model and batch in a test program (the exact kernels take tens of seconds for
+// resnet-56), then shared by every test that asks.
+inline const FloatGradientYardstick& float_gradient_yardstick(const std::string& model, int batch) {
+  static std::map<std::pair<std::string, int>, FloatGradientYardstick> made;
+  if (const auto found = made.find({model, batch}); found != made.end()) return found->second;
   ExactImageKernelsCpu device;
   FloatGradientYardstick yardstick{first_gradients(device, model, batch), {}, 0};
-  const auto once = relative_layer_differences(yardstick.exact, first_gradients(device, model, batch, 11));
-  const auto twice = relative_layer_differences(yardstick.exact, first_gradients(device, model, batch, 12));
+  const auto once =
+      relative_layer_differences(yardstick.exact, first_gradients(device, model, batch, 11));
+  const auto twice =
+      relative_layer_differences(yardstick.exact, first_gradients(device, model, batch, 12));
   for (std::size_t l = 0; l < once.size(); ++l) {
     yardstick.ulp_spread.push_back(std::max(once[l], twice[l]));
     yardstick.largest_spread = std::max(yardstick.largest_spread, yardstick.ulp_spread.back());
   }
-  return yardstick;
+  return made.emplace(std::pair{model, batch}, std::move(yardstick)).first->second;
 }
 
 // Rounding's own bounds, as multiples of the ulp moves: a device's difference from the exact run
@@ -91,17 +99,20 @@ inline std::string beyond_rounding(const FloatGradientYardstick& yardstick,
                                    std::string& table) {
   const auto differences = relative_layer_differences(yardstick.exact, on_device);
   const bool amplifies = yardstick.largest_spread > ill_conditioned;
-  table += fmt::format("layer  ulp spread  {} (largest difference from the exact run, as a share "
-                       "of the layer's largest gradient)\n", device_name);
+  table += fmt::format(
+      "layer  ulp spread  {} (largest difference from the exact run, as a share "
+      "of the layer's largest gradient)\n",
+      device_name);
   std::vector<std::string> reports;
   for (std::size_t l = 0; l < differences.size(); ++l) {
     table += fmt::format("{:5}  {:10.2e}  {:10.2e}\n", l, yardstick.ulp_spread[l], differences[l]);
     const double allowed = amplifies ? spreads_allowed * yardstick.largest_spread
                                      : spreads_allowed * yardstick.ulp_spread[l] + ulps_floor;
     if (!(differences[l] <= allowed))
-      reports.push_back(fmt::format("layer {} with parameters: {} differs from the exact run by "
-                                    "{:.3g} of its largest gradient, beyond rounding's {:.3g}",
-                                    l, device_name, differences[l], allowed));
+      reports.push_back(
+          fmt::format("layer {} with parameters: {} differs from the exact run by "
+                      "{:.3g} of its largest gradient, beyond rounding's {:.3g}",
+                      l, device_name, differences[l], allowed));
   }
   std::string text;
   for (auto report = reports.rbegin(); report != reports.rend(); ++report) text += "\n  " + *report;
