@@ -203,6 +203,16 @@ def median_step_cuda(network, inputs, labels, precision, iters, warmup):
     return statistics.median(times)
 
 
+def print_cuda_profile(network, inputs, labels, precision, steps):
+    """torch.profiler over `steps` more steps of the same training step: the CUDA kernels by
+    their own GPU time, the table to read beside dlscale-bench-layer-times."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as profiler:
+        median_step_cuda(network, inputs, labels, precision, steps, 0)
+    print(f"\ntorch.profiler, {steps} steps (times are totals over them):\n")
+    print(profiler.key_averages().table(sort_by="self_cuda_time_total", row_limit=30))
+
+
 def parse_cases(text):
     """'fcn-s:64,fcn-r:4096' -> [("fcn-s", 64), ("fcn-r", 4096)]; a bare model name means its
     reference CPU batch."""
@@ -256,6 +266,8 @@ def main_cuda(args, expected):
             step = median_step_cuda(network, inputs, labels, args.precision, args.iters,
                                     args.warmup)
             cell = f"{step:.6f}"
+            if args.profile:
+                print_cuda_profile(network, inputs, labels, args.precision, args.profile)
         except RuntimeError as error:  # torch.cuda.OutOfMemoryError is one
             failures += 1
             cell = "failed"
@@ -328,6 +340,9 @@ def main():
                         help="fp32; bf16 (autocast); cuda: tf32 (TF32 on)")
     parser.add_argument("--iters", type=int, help="measured steps (default: cpu 5, cuda 30)")
     parser.add_argument("--warmup", type=int, help="warm-up steps (default: cpu 2, cuda 5)")
+    parser.add_argument("--profile", type=int, default=0, metavar="STEPS",
+                        help="cuda: after timing each case, profile STEPS more steps with "
+                             "torch.profiler and print its kernel table")
     parser.add_argument("--dlscale", default=os.path.join(here, "..", "build", "dlscale"),
                         help="dlscale binary whose --list-models counts are checked")
     args = parser.parse_args()

@@ -135,8 +135,17 @@ StallWatchdog::StallWatchdog(MPI_Comm world, const StallSettings& settings, OnSt
       start_(std::chrono::steady_clock::now()) {
   DLSCALE_MPI_CHECK(MPI_Comm_rank(world, &rank_));
   DLSCALE_MPI_CHECK(MPI_Comm_size(world, &size_));
+  if (settings_.timeout_seconds == 0) return;
+  // A job of one process has no one to send heartbeats to, and needs none: its own watcher
+  // thread runs while it lives, and judges only its progress (a GPU step that never completes,
+  // a call that never returns).
+  if (size_ == 1) {
+    hosts_.push_back(host_name());
+    peers_.push_back({0});
+    watcher_ = std::thread([this] { watch(); });
+    return;
+  }
   // Every rank takes part in the collectives below; the settings are the same everywhere.
-  if (settings_.timeout_seconds == 0 || size_ < 2) return;
 
   char host[host_name_bytes] = {};
   const std::string name = host_name();
@@ -224,20 +233,23 @@ void StallWatchdog::watch() {
   };
   const int poll_milliseconds = int(settings_.heartbeat_interval_seconds * 500);
   double previous_look = now_seconds();
+  const auto hear = [&](const Heartbeat& beat) {
+    for (auto& peer : peers_) {
+      if (peer.rank != beat.rank) continue;
+      if (!peer.heard || beat.progress > peer.progress) last_progress_seconds_ = now_seconds();
+      peer.heard = true;
+      peer.last_heard_seconds = now_seconds();
+      peer.progress = std::max(peer.progress, beat.progress);
+    }
+  };
   while (!stopping_) {
-    pollfd ready{receive_socket_, POLLIN, 0};
-    if (::poll(&ready, 1, poll_milliseconds) > 0) {
+    if (receive_socket_ < 0) {  // a job of one process: its own progress, read directly
+      std::this_thread::sleep_for(std::chrono::milliseconds(poll_milliseconds));
+      hear({job_token_, progress_.load(std::memory_order_relaxed), rank_, 0});
+    } else if (pollfd ready{receive_socket_, POLLIN, 0}; ::poll(&ready, 1, poll_milliseconds) > 0) {
       Heartbeat beat{};
-      while (::recv(receive_socket_, &beat, sizeof beat, MSG_DONTWAIT) == ssize_t(sizeof beat)) {
-        if (beat.job_token != job_token_) continue;
-        for (auto& peer : peers_) {
-          if (peer.rank != beat.rank) continue;
-          if (!peer.heard || beat.progress > peer.progress) last_progress_seconds_ = now_seconds();
-          peer.heard = true;
-          peer.last_heard_seconds = now_seconds();
-          peer.progress = std::max(peer.progress, beat.progress);
-        }
-      }
+      while (::recv(receive_socket_, &beat, sizeof beat, MSG_DONTWAIT) == ssize_t(sizeof beat))
+        if (beat.job_token == job_token_) hear(beat);
     }
     // A watcher that was itself stopped (SIGSTOP, a suspended machine) heard nothing while it
     // slept, and its own heartbeats stopped too: that silence is not the others'. Without this,
@@ -280,9 +292,15 @@ void StallWatchdog::diagnose(double now) {
   }
   // Only rank 0 watches every rank, so only it can tell that none of them progresses; and only
   // once an iteration of this point has shown how long one takes (a large model's first step,
-  // or its set-up, may take minutes, while the heartbeats show that the ranks are alive).
+  // or its set-up, may take minutes, while the heartbeats show that the ranks are alive). A
+  // point that rank 0 trains alone is judged too: its step can hang as well as a job's.
   const std::size_t training = std::min(peers_.size(), std::size_t(point_ranks_.load()));
-  if (rank_ != 0 || training < 2 || !step_timed_ || now - last_progress_seconds_ <= timeout) return;
+  if (rank_ != 0 || training < 1 || !step_timed_ || now - last_progress_seconds_ <= timeout) return;
+  if (size_ == 1)
+    end_job(
+        fmt::format("stalled: no iteration finished for {} (a step or a call that does not "
+                    "return; --stall-timeout {})",
+                    seconds_text(now - last_progress_seconds_), seconds_text(timeout)));
   // Peers are in rank order: the first `training` of them train this point.
   std::uint64_t fewest = peers_.front().progress;
   for (std::size_t r = 0; r < training; ++r) fewest = std::min(fewest, peers_[r].progress);

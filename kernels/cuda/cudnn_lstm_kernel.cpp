@@ -4,6 +4,11 @@
 // [hidden x inputs] (or [hidden x hidden]) matrix and a bias vector in its own weight space.
 // Forward transposes the parameters in and backward transposes the weight gradient out, with
 // cuBLAS geam on the same stream: eight small transposes next to the recurrent GEMMs.
+// Under --precision bf16 (where cuDNN offers bf16 RNNs, 9.13 and later, and the setting below
+// asks for it), the sequences and the weight space are bf16 and cuDNN computes in float, as
+// PyTorch's autocast runs its cuDNN LSTM: the transposes go through a float copy of the weight
+// space, which one kernel rounds in (and widens the gradient out of); dlscale's parameters, their
+// gradients and the update stay float.
 #include "kernels/cuda/cudnn_lstm_kernel.hpp"
 
 #include <array>
@@ -15,6 +20,10 @@
 #include <utility>
 #include <vector>
 
+#include <cstdlib>
+
+#include "core/errors.hpp"
+#include "kernels/cuda/bf16_staging.hpp"
 #include "kernels/cuda/cudnn_support.hpp"
 
 namespace dlscale::kernels {
@@ -30,39 +39,75 @@ using RnnDataDescriptor = CudnnDescriptor<cudnnRNNDataDescriptor_t, cudnnCreateR
 using DropoutDescriptor = CudnnDescriptor<cudnnDropoutDescriptor_t, cudnnCreateDropoutDescriptor,
                                           cudnnDestroyDropoutDescriptor>;
 
+// cuDNN runs RNNs on bf16 sequences and weights (with float math) from 9.13 on (PyTorch enabled
+// its bf16 cuDNN RNN for that release: pytorch/pytorch#164411).
+constexpr std::size_t first_cudnn_with_bf16_rnn = 91300;
+
+// Whether the LSTM runs in bf16 under --precision bf16. Until it has run on a GPU, it does so
+// only where DLSCALE_CUDNN_LSTM=bf16 asks (float, the default, keeps the float LSTM that has);
+// docs/gpu.md.
+bool lstm_in_bf16(const CudaContext& context) {
+  const char* setting = std::getenv("DLSCALE_CUDNN_LSTM");
+  const std::string asked = setting == nullptr ? "float" : setting;
+  if (asked != "float" && asked != "bf16")
+    throw UserError("DLSCALE_CUDNN_LSTM='" + asked.substr(0, 40) + "': expected float or bf16");
+  return asked == "bf16" && context.precision == Precision::bf16 &&
+         cudnnGetVersion() >= first_cudnn_with_bf16_rnn;
+}
+
 class CudnnLstm final : public LstmKernel {
  public:
   CudnnLstm(const CudaContext& context, const LstmGeometry& geometry)
-      : context_(context), geometry_(geometry) {
+      : context_(context), geometry_(geometry), in_bf16_(lstm_in_bf16(context)) {
     const auto& g = geometry_;
+    data_type_ = in_bf16_ ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+    element_bytes_ = in_bf16_ ? sizeof(__nv_bfloat16) : sizeof(float);
     // A single layer applies no dropout; cuDNN still wants a descriptor, so one with rate 0
     // (which needs no random state).
     DLSCALE_CUDNN_CHECK(cudnnSetDropoutDescriptor(dropout_, context_.cudnn, 0.0f, nullptr, 0, 0));
     // One bias per gate (CUDNN_RNN_SINGLE_INP_BIAS), as dlscale, oneDNN and the reference have;
     // cuDNN's default double bias would add a second, recurrent one. Padded I/O is what allows
-    // the unpacked (batch-major) data layout.
+    // the unpacked (batch-major) data layout. bf16 data: float math on tensor cores.
     DLSCALE_CUDNN_CHECK(cudnnSetRNNDescriptor_v8(
         rnn_, CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM, CUDNN_RNN_SINGLE_INP_BIAS, CUDNN_UNIDIRECTIONAL,
-        CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, context_.cudnn_math(), g.inputs,
-        g.hidden, /*projSize=*/g.hidden, /*numLayers=*/1, dropout_, CUDNN_RNN_PADDED_IO_ENABLED));
+        CUDNN_LINEAR_INPUT, data_type_, CUDNN_DATA_FLOAT,
+        in_bf16_ ? CUDNN_TENSOR_OP_MATH : context_.cudnn_math(), g.inputs, g.hidden,
+        /*projSize=*/g.hidden, /*numLayers=*/1, dropout_, CUDNN_RNN_PADDED_IO_ENABLED));
     std::size_t weight_bytes = 0;
     DLSCALE_CUDNN_CHECK(cudnnGetRNNWeightSpaceSize(context_.cudnn, rnn_, &weight_bytes));
     weights_ = DeviceBuffer(weight_bytes);
     weight_gradients_ = DeviceBuffer(weight_bytes);
+    // The transposes' float copy of the weight space, element for element (bf16 only; in float
+    // they write the weight space itself).
+    if (in_bf16_) float_space_ = DeviceBuffer(weight_bytes / element_bytes_ * sizeof(float));
     // Whatever forward does not write (there should be nothing) stays zero.
     DLSCALE_CUDA_CHECK(cudaMemsetAsync(weights_.data(), 0, weight_bytes, context_.stream));
+    if (in_bf16_)
+      DLSCALE_CUDA_CHECK(
+          cudaMemsetAsync(float_space_.data(), 0, float_space_.size(), context_.stream));
     locate_gate_parameters();
   }
 
   void forward(int batch, const float* x, const float* parameters, float* y) override {
     Plan& p = plan_for(batch);
     copy_parameters_in(parameters);
+    const void* input = x;
+    void* output = y;
+    if (in_bf16_) {  // kept for backward: the staging's regions are reused by the next call
+      round_to_bf16(x, p.input_bf16.as<__nv_bfloat16>(), sequence_count(batch, geometry_.inputs),
+                    context_.stream);
+      input = p.input_bf16.data();
+      output = p.output_bf16.data();
+    }
     // Null hx and cx: the zero initial state. Null hy and cy: the final state is not wanted.
-    DLSCALE_CUDNN_CHECK(cudnnRNNForward(context_.cudnn, rnn_, CUDNN_FWD_MODE_TRAINING,
-                                        p.sequence_lengths.as<std::int32_t>(), p.input, x, p.output,
-                                        y, p.state, nullptr, nullptr, p.state, nullptr, nullptr,
-                                        weights_.size(), weights_.data(), p.workspace.size(),
-                                        p.workspace.data(), p.reserve.size(), p.reserve.data()));
+    DLSCALE_CUDNN_CHECK(cudnnRNNForward(
+        context_.cudnn, rnn_, CUDNN_FWD_MODE_TRAINING, p.sequence_lengths.as<std::int32_t>(),
+        p.input, input, p.output, output, p.state, nullptr, nullptr, p.state, nullptr, nullptr,
+        weights_.size(), weights_.data(), p.workspace.size(), p.workspace.data(), p.reserve.size(),
+        p.reserve.data()));
+    if (in_bf16_)
+      widen_to_float(p.output_bf16.as<__nv_bfloat16>(), y, sequence_count(batch, geometry_.hidden),
+                     context_.stream);
   }
 
   // Runs against the weight space and reserve space of the last forward(), which the network
@@ -71,28 +116,44 @@ class CudnnLstm final : public LstmKernel {
                 const float* output_gradient, float* input_gradient,
                 float* parameter_gradient) override {
     Plan& p = plan_for(batch);
-    float* data_gradient = input_gradient;
-    if (data_gradient == nullptr) {  // cuDNN always writes it; a first layer discards it
+    // cuDNN reads the sequences in its data type: under bf16, the copies forward kept and the
+    // output gradient rounded here.
+    const void* input = x;
+    const void* output = y;
+    const void* output_bf16_gradient = output_gradient;
+    void* data_gradient = input_gradient;
+    if (in_bf16_) {
+      round_to_bf16(output_gradient, p.output_gradient_bf16.as<__nv_bfloat16>(),
+                    sequence_count(batch, geometry_.hidden), context_.stream);
+      input = p.input_bf16.data();
+      output = p.output_bf16.data();
+      output_bf16_gradient = p.output_gradient_bf16.data();
+      data_gradient = p.input_gradient_bf16.data();
+    } else if (data_gradient == nullptr) {  // cuDNN always writes it; a first layer discards it
       if (p.discarded_gradient.size() == 0) {
         require_not_capturing(context_.stream, "cuDNN LSTM");
         p.discarded_gradient =
-            DeviceBuffer(std::size_t(batch) * geometry_.steps * geometry_.inputs * sizeof(float));
+            DeviceBuffer(sequence_count(batch, geometry_.inputs) * sizeof(float));
       }
-      data_gradient = p.discarded_gradient.as<float>();
+      data_gradient = p.discarded_gradient.data();
     }
     // Data first: it fills the reserve space that the weight gradient then reads.
     DLSCALE_CUDNN_CHECK(cudnnRNNBackwardData_v8(
-        context_.cudnn, rnn_, p.sequence_lengths.as<std::int32_t>(), p.output, y, output_gradient,
-        p.input, data_gradient, p.state, nullptr, nullptr, nullptr, p.state, nullptr, nullptr,
-        nullptr, weights_.size(), weights_.data(), p.workspace.size(), p.workspace.data(),
-        p.reserve.size(), p.reserve.data()));
+        context_.cudnn, rnn_, p.sequence_lengths.as<std::int32_t>(), p.output, output,
+        output_bf16_gradient, p.input, data_gradient, p.state, nullptr, nullptr, nullptr, p.state,
+        nullptr, nullptr, nullptr, weights_.size(), weights_.data(), p.workspace.size(),
+        p.workspace.data(), p.reserve.size(), p.reserve.data()));
+    if (in_bf16_ && input_gradient != nullptr)
+      widen_to_float(p.input_gradient_bf16.as<__nv_bfloat16>(), input_gradient,
+                     sequence_count(batch, geometry_.inputs), context_.stream);
     // cuDNN adds weight gradients into its buffer (CUDNN_WGRAD_MODE_ADD); dlscale overwrites.
     DLSCALE_CUDA_CHECK(
         cudaMemsetAsync(weight_gradients_.data(), 0, weight_gradients_.size(), context_.stream));
     DLSCALE_CUDNN_CHECK(cudnnRNNBackwardWeights_v8(
         context_.cudnn, rnn_, CUDNN_WGRAD_MODE_ADD, p.sequence_lengths.as<std::int32_t>(), p.input,
-        x, p.state, nullptr, p.output, y, weight_gradients_.size(), weight_gradients_.data(),
-        p.workspace.size(), p.workspace.data(), p.reserve.size(), p.reserve.data()));
+        input, p.state, nullptr, p.output, output, weight_gradients_.size(),
+        weight_gradients_.data(), p.workspace.size(), p.workspace.data(), p.reserve.size(),
+        p.reserve.data()));
     copy_gradients_out(parameter_gradient);
   }
 
@@ -103,7 +164,13 @@ class CudnnLstm final : public LstmKernel {
     DeviceBuffer sequence_lengths;    // int32 per sample, all `steps`, in device memory
     DeviceBuffer workspace, reserve;  // reserve: what forward keeps for backward
     DeviceBuffer discarded_gradient;  // input gradient of a first layer, made when first needed
+    // bf16 only: the sequences as cuDNN reads and writes them, kept from forward to backward.
+    DeviceBuffer input_bf16, output_bf16, output_gradient_bf16, input_gradient_bf16;
   };
+
+  std::size_t sequence_count(int batch, int width) const {
+    return std::size_t(batch) * geometry_.steps * width;
+  }
 
   Plan& plan_for(int batch) {
     if (const auto found = plans_.find(batch); found != plans_.end()) return found->second;
@@ -124,16 +191,23 @@ class CudnnLstm final : public LstmKernel {
     // array in device memory for the v8 calls.
     static_assert(sizeof(int) == sizeof(std::int32_t));
     const std::vector<int> lengths(std::size_t(batch), g.steps);
-    DLSCALE_CUDNN_CHECK(cudnnSetRNNDataDescriptor(
-        p.input, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED, g.steps, batch,
-        g.inputs, lengths.data(), nullptr));
-    DLSCALE_CUDNN_CHECK(cudnnSetRNNDataDescriptor(
-        p.output, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED, g.steps, batch,
-        g.hidden, lengths.data(), nullptr));
+    DLSCALE_CUDNN_CHECK(
+        cudnnSetRNNDataDescriptor(p.input, data_type_, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
+                                  g.steps, batch, g.inputs, lengths.data(), nullptr));
+    DLSCALE_CUDNN_CHECK(
+        cudnnSetRNNDataDescriptor(p.output, data_type_, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
+                                  g.steps, batch, g.hidden, lengths.data(), nullptr));
     const int dimensions[3] = {1, batch, g.hidden};
     const int strides[3] = {batch * g.hidden, g.hidden, 1};
-    DLSCALE_CUDNN_CHECK(
-        cudnnSetTensorNdDescriptor(p.state, CUDNN_DATA_FLOAT, 3, dimensions, strides));
+    DLSCALE_CUDNN_CHECK(cudnnSetTensorNdDescriptor(p.state, data_type_, 3, dimensions, strides));
+    if (in_bf16_) {
+      const std::size_t inputs = sequence_count(batch, g.inputs) * sizeof(__nv_bfloat16);
+      const std::size_t outputs = sequence_count(batch, g.hidden) * sizeof(__nv_bfloat16);
+      p.input_bf16 = DeviceBuffer(inputs);
+      p.input_gradient_bf16 = DeviceBuffer(inputs);
+      p.output_bf16 = DeviceBuffer(outputs);
+      p.output_gradient_bf16 = DeviceBuffer(outputs);
+    }
     p.sequence_lengths = DeviceBuffer(lengths.size() * sizeof(std::int32_t));
     DLSCALE_CUDA_CHECK(cudaMemcpyAsync(p.sequence_lengths.data(), lengths.data(),
                                        p.sequence_lengths.size(), cudaMemcpyHostToDevice,
@@ -148,13 +222,17 @@ class CudnnLstm final : public LstmKernel {
     p.reserve = DeviceBuffer(reserve_bytes);
   }
 
-  // Where cuDNN keeps each gate's matrices and bias inside its weight space, as offsets in floats
-  // (the weight-gradient space has the same layout). Checked against the layout the transposes
-  // assume, so a cuDNN that stored them otherwise fails here instead of training on garbage.
+  // Where cuDNN keeps each gate's matrices and bias inside its weight space, as offsets in
+  // elements (the weight-gradient space, and under bf16 the float copy, have the same layout).
+  // Checked against the layout the transposes assume, so a cuDNN that stored them otherwise
+  // fails here instead of training on garbage.
   void locate_gate_parameters() {
     const auto& g = geometry_;
     TensorDescriptor matrix, bias;
-    float* const base = weights_.as<float>();
+    const auto* const base = static_cast<const std::byte*>(weights_.data());
+    const auto offset_of = [&](const void* address) {
+      return (static_cast<const std::byte*>(address) - base) / std::ptrdiff_t(element_bytes_);
+    };
     for (int layer = 0; layer < 2 * gates; ++layer) {
       const bool input_side = layer < gates;  // 0-3: W_x per gate; 4-7: W_h per gate
       void* matrix_address = nullptr;
@@ -164,50 +242,51 @@ class CudnnLstm final : public LstmKernel {
                                                   bias, &bias_address));
       const int columns = input_side ? g.inputs : g.hidden;
       expect_matrix(matrix, matrix_address, g.hidden, columns, layer);
-      matrix_offsets_[std::size_t(layer)] = static_cast<float*>(matrix_address) - base;
+      matrix_offsets_[std::size_t(layer)] = offset_of(matrix_address);
       if (input_side) {
         expect_vector(bias, bias_address, g.hidden, layer);
-        bias_offsets_[std::size_t(layer)] = static_cast<float*>(bias_address) - base;
+        bias_offsets_[std::size_t(layer)] = offset_of(bias_address);
       }
       // With a single input bias, the recurrent linear layers have none: bias_address is null
       // (and were there one, it would stay zero).
     }
   }
 
-  // A float [1 x rows x columns] tensor with rows of `columns` contiguous floats.
-  static void expect_matrix(cudnnTensorDescriptor_t descriptor, const void* address, int rows,
-                            int columns, int layer) {
+  // A [1 x rows x columns] tensor of the RNN's data type with rows of `columns` contiguous
+  // elements.
+  void expect_matrix(cudnnTensorDescriptor_t descriptor, const void* address, int rows, int columns,
+                     int layer) const {
     int dimensions[8] = {}, strides[8] = {};
     const int rank = describe(descriptor, address, dimensions, strides);
     if (rank != 3 || dimensions[0] != 1 || dimensions[1] != rows || dimensions[2] != columns ||
         strides[1] != columns || strides[2] != 1)
       throw std::runtime_error("cuDNN LSTM: linear layer " + std::to_string(layer) +
                                " is not a row-major [hidden x " + std::to_string(columns) +
-                               "] float matrix");
+                               "] matrix of the RNN's data type");
   }
 
-  // `count` floats, one per hidden unit (a vector: only the count matters).
-  static void expect_vector(cudnnTensorDescriptor_t descriptor, const void* address, int count,
-                            int layer) {
+  // `count` elements, one per hidden unit (a vector: only the count matters).
+  void expect_vector(cudnnTensorDescriptor_t descriptor, const void* address, int count,
+                     int layer) const {
     int dimensions[8] = {}, strides[8] = {};
     const int rank = describe(descriptor, address, dimensions, strides);
     long elements = rank > 0 ? 1 : 0;
     for (int d = 0; d < rank; ++d) elements *= dimensions[d];
     if (elements != count)
       throw std::runtime_error("cuDNN LSTM: linear layer " + std::to_string(layer) +
-                               " has no bias of one float per hidden unit");
+                               " has no bias of one element per hidden unit");
   }
 
-  // The rank of a float tensor descriptor (its dimensions and strides filled in), or 0 when
-  // there is no tensor at that address or it is not float.
-  static int describe(cudnnTensorDescriptor_t descriptor, const void* address, int* dimensions,
-                      int* strides) {
+  // The rank of a tensor descriptor of the RNN's data type (its dimensions and strides filled
+  // in), or 0 when there is no tensor at that address or it is of another type.
+  int describe(cudnnTensorDescriptor_t descriptor, const void* address, int* dimensions,
+               int* strides) const {
     if (address == nullptr) return 0;
     cudnnDataType_t type{};
     int rank = 0;
     DLSCALE_CUDNN_CHECK(
         cudnnGetTensorNdDescriptor(descriptor, 8, &type, &rank, dimensions, strides));
-    return type == CUDNN_DATA_FLOAT ? rank : 0;
+    return type == data_type_ ? rank : 0;
   }
 
   // target (rows x columns, row-major, row stride target_stride) = the transpose of source
@@ -230,7 +309,7 @@ class CudnnLstm final : public LstmKernel {
     const float* input_weights = parameters;
     const float* recurrent_weights = parameters + g.input_weight_count();
     const float* bias = recurrent_weights + g.recurrent_weight_count();
-    float* space = weights_.as<float>();
+    float* space = in_bf16_ ? float_space_.as<float>() : weights_.as<float>();
     for (int gate = 0; gate < gates; ++gate) {
       const std::size_t column = std::size_t(gate) * g.hidden;
       transpose(g.hidden, g.inputs, input_weights + column, four_hidden,
@@ -241,6 +320,9 @@ class CudnnLstm final : public LstmKernel {
                                          g.hidden * sizeof(float), cudaMemcpyDeviceToDevice,
                                          context_.stream));
     }
+    if (in_bf16_)
+      round_to_bf16(space, weights_.as<__nv_bfloat16>(), weights_.size() / element_bytes_,
+                    context_.stream);
   }
 
   // The inverse of copy_parameters_in, from cuDNN's weight gradient to dlscale's layout.
@@ -251,6 +333,11 @@ class CudnnLstm final : public LstmKernel {
     float* recurrent_weights = parameter_gradient + g.input_weight_count();
     float* bias = recurrent_weights + g.recurrent_weight_count();
     const float* space = weight_gradients_.as<float>();
+    if (in_bf16_) {
+      widen_to_float(weight_gradients_.as<__nv_bfloat16>(), float_space_.as<float>(),
+                     weight_gradients_.size() / element_bytes_, context_.stream);
+      space = float_space_.as<float>();
+    }
     for (int gate = 0; gate < gates; ++gate) {
       const std::size_t column = std::size_t(gate) * g.hidden;
       transpose(g.inputs, g.hidden, space + matrix_offsets_[gate], g.inputs, input_weights + column,
@@ -267,7 +354,11 @@ class CudnnLstm final : public LstmKernel {
   LstmGeometry geometry_;
   DropoutDescriptor dropout_;
   RnnDescriptor rnn_;
+  const bool in_bf16_;
+  cudnnDataType_t data_type_ = CUDNN_DATA_FLOAT;  // of the sequences and the weight space
+  std::size_t element_bytes_ = sizeof(float);
   DeviceBuffer weights_, weight_gradients_;  // cuDNN's weight space and its gradient
+  DeviceBuffer float_space_;  // bf16 only: their float copy, where the transposes run
   std::array<std::ptrdiff_t, 2 * gates> matrix_offsets_{};
   std::array<std::ptrdiff_t, gates> bias_offsets_{};
   std::map<int, Plan> plans_;  // by batch size; a map, so plans never move

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <iomanip>
@@ -42,9 +43,16 @@ constexpr double tf32_tolerance = 1e-2;  // tf32 products keep 10 mantissa bits
 // bf16_precision_test.cpp holds the CPU's bf16 convolutions to (inputs and weights rounded by up
 // to 2^-9 of themselves, sums in float; here the output is rounded to bf16 once more).
 constexpr double bf16_relative_l2_tolerance = 0.01;
-// A replayed bf16 step against its eager run: an algorithm that sums with atomics may move a
-// float sum by an ulp, and with it a bf16 rounding by one bf16 step (2^-8 of the value).
-constexpr double bf16_rerun_tolerance = 1e-2;
+// A rerun of a convolution against its first run, relative L2 over a tensor. cuDNN's search may
+// pick an algorithm that sums with atomics (cudnn_image_kernels.cpp takes one where it is over
+// 10% faster), and those add in a different order on every run: float results move by an ulp or
+// two (H200: -1.0403316 against -1.04033172, issue 30).
+constexpr double float_rerun_relative_l2_tolerance = 1e-5;
+// Under bf16 the weight gradient is written in bf16, so each partial sum that the atomics add
+// is rounded to bf16 (2^-8 of the value) in a different order on every run: elements moved by
+// three bf16 steps on the H200 (-153 against -150, issue 30). Over a tensor the difference stays
+// at the scale of one rounding; a replay that skipped or garbled a kernel would be far off.
+constexpr double bf16_rerun_relative_l2_tolerance = 1e-2;
 
 // N(0, 1) values times `scale`, as floats; the same on every device for the same stream.
 std::vector<float> random_floats(std::size_t count, std::uint64_t stream, double scale = 1) {
@@ -236,6 +244,18 @@ void expect_close(const std::vector<Tensor>& actual, const std::vector<Tensor>& 
 
 void expect_close(const KernelRun& actual_run, const KernelRun& expected_run, double tolerance) {
   expect_close(actual_run.outputs(), expected_run.outputs(), tolerance);
+}
+
+// Relative L2 error of each tensor against the other run's, at most `tolerance`.
+void expect_close_in_l2(const std::vector<Tensor>& actual, const std::vector<Tensor>& expected,
+                        double tolerance, const std::string& what) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  for (std::size_t t = 0; t < actual.size(); ++t) {
+    ASSERT_EQ(actual[t].values.size(), expected[t].values.size()) << what << ": " << actual[t].name;
+    const double error = relative_l2(expected[t].values, actual[t].values);
+    EXPECT_LE(error, tolerance) << what << ": " << actual[t].name
+                                << " differs from the other run by this relative L2 error";
+  }
 }
 
 // Bit for bit, tensor by tensor.
@@ -446,6 +466,43 @@ TEST_P(LstmAgainstCpu, MatchesOneDnn) {
 INSTANTIATE_TEST_SUITE_P(CudnnKernels, LstmAgainstCpu, ::testing::ValuesIn(lstm_cases),
                          case_name<LstmCase>);
 
+// The bf16 LSTM (DLSCALE_CUDNN_LSTM=bf16 under --precision bf16, cuDNN 9.13 or later): bf16
+// sequences and weights, float math, against the CPU's float: within 1% relative L2 (the CPU's
+// bf16 LSTM holds 0.28% forward and 0.40% for the gradients, bf16_precision_test.cpp), and not
+// equal to float, or no bf16 LSTM ran. The case without an input gradient is a first layer.
+class Bf16LstmAgainstCpu : public CudnnKernels, public ::testing::WithParamInterface<LstmCase> {};
+
+TEST_P(Bf16LstmAgainstCpu, StaysWithinOnePercentOfFloat) {
+  constexpr std::size_t first_cudnn_with_bf16_rnn = 91300;
+  if (cudnnGetVersion() < first_cudnn_with_bf16_rnn)
+    GTEST_SKIP() << "cuDNN " << cudnnGetVersion() << " has no bf16 RNN (9.13 and later)";
+  const LstmCase& c = GetParam();
+  ::setenv("DLSCALE_CUDNN_LSTM", "bf16", 1);
+  CudaDevice bf16(0, Precision::bf16);
+  LstmRun on_gpu(bf16, c.geometry, c.batch), on_cpu(cpu(), c.geometry, c.batch);
+  LstmRun first_layer(bf16, c.geometry, c.batch, false);
+  ::unsetenv("DLSCALE_CUDNN_LSTM");
+  run(on_gpu);
+  run(on_cpu);
+  run(first_layer);
+  const std::vector<Tensor> actual = on_gpu.outputs(), expected = on_cpu.outputs();
+  ASSERT_EQ(actual.size(), expected.size());
+  for (std::size_t t = 0; t < actual.size(); ++t) {
+    const double error = relative_l2(expected[t].values, actual[t].values);
+    EXPECT_LE(error, bf16_relative_l2_tolerance) << expected[t].name;
+    EXPECT_GT(error, 1e-5) << expected[t].name << ": equal to float's; did bf16 run?";
+  }
+  const std::vector<Tensor> without_input_gradient = first_layer.outputs();
+  for (const Tensor& tensor : without_input_gradient)
+    for (const Tensor& with : actual)
+      if (with.name == tensor.name)
+        EXPECT_EQ(relative_l2(with.values, tensor.values), 0.0)
+            << tensor.name << " changes when the input gradient is not asked for";
+}
+
+INSTANTIATE_TEST_SUITE_P(CudnnKernels, Bf16LstmAgainstCpu, ::testing::ValuesIn(lstm_cases),
+                         case_name<LstmCase>);
+
 // A network's first layer gets no input gradient: the other gradients must still be right.
 TEST_F(CudnnKernels, FirstLayersWithoutInputGradientMatchOneDnn) {
   const ConvolutionGeometry convolution{{3, 9, 9}, 8, 3, 2, 1, 1};
@@ -472,6 +529,10 @@ struct NamedRun {
   std::string name;
   std::unique_ptr<KernelRun> kernel;
 };
+
+bool is_convolution(const std::string& name) {
+  return name.find("convolution") != std::string::npos;
+}
 
 // Kernels whose gradients invite atomics: strided and depthwise convolution, overlapping max
 // pooling windows, batch-norm reductions, the LSTM's sums over time.
@@ -503,7 +564,7 @@ std::vector<NamedRun> kernels_that_reduce(Device& device) {
 // forward, as training always does.
 TEST_F(CudnnKernels, BackwardTwiceIsBitIdentical) {
   for (const auto& [name, kernel] : kernels_that_reduce(gpu())) {
-    if (name.find("convolution") != std::string::npos) continue;
+    if (is_convolution(name)) continue;
     run(*kernel);
     const std::vector<Tensor> first = kernel->outputs();
     if (name != "LSTM") {
@@ -540,13 +601,21 @@ std::vector<std::vector<Tensor>> eager_then_replayed(CudaDevice& device,
 }
 
 // After the first, eager call for a batch size, forward and backward only queue work on the
-// stream, so a captured step replays them: no allocation, search or host wait inside.
+// stream, so a captured step replays them: no allocation, search or host wait inside. Pooling,
+// batch norm and the LSTM replay bit for bit; a convolution as closely as any rerun of its
+// algorithm can (BackwardTwiceIsBitIdentical leaves them out for the same reason).
 TEST_F(CudnnKernels, CapturedStepReplaysTheSameResults) {
   const std::vector<NamedRun> kernels = kernels_that_reduce(gpu());
   const auto eager = eager_then_replayed(gpu(), kernels);
   ASSERT_EQ(eager.size(), kernels.size());
-  for (std::size_t k = 0; k < kernels.size(); ++k)
-    expect_identical(eager[k], kernels[k].kernel->outputs(), kernels[k].name + ", replayed");
+  for (std::size_t k = 0; k < kernels.size(); ++k) {
+    const std::string what = kernels[k].name + ", replayed";
+    if (is_convolution(kernels[k].name))
+      expect_close_in_l2(kernels[k].kernel->outputs(), eager[k], float_rerun_relative_l2_tolerance,
+                         what);
+    else
+      expect_identical(eager[k], kernels[k].kernel->outputs(), what);
+  }
 }
 
 // Under bf16 the convolutions round into the device's staging memory and widen out of it; the
@@ -557,10 +626,9 @@ TEST_F(CudnnKernels, CapturedBf16StepReplaysTheEagerResults) {
   const std::vector<NamedRun> kernels = kernels_that_reduce(bf16);
   const auto eager = eager_then_replayed(bf16, kernels);
   ASSERT_EQ(eager.size(), kernels.size());
-  for (std::size_t k = 0; k < kernels.size(); ++k) {
-    SCOPED_TRACE(kernels[k].name + ", replayed under bf16");
-    expect_close(kernels[k].kernel->outputs(), eager[k], bf16_rerun_tolerance);
-  }
+  for (std::size_t k = 0; k < kernels.size(); ++k)
+    expect_close_in_l2(kernels[k].kernel->outputs(), eager[k], bf16_rerun_relative_l2_tolerance,
+                       kernels[k].name + ", replayed under bf16");
 }
 
 // tf32 may use tensor cores (10-bit mantissa products): close to fp32, not equal.
