@@ -26,7 +26,8 @@
 #          GRAPH_WARMUP 5, as the bench stage; each run stopped after GRAPH_RUN_TIMEOUT 120 s).
 #          Its median step goes beside the bench stage's legacy and PyTorch ones where the bench
 #          stage ran in the same invocation, else beside a legacy run made just before it; the
-#          table goes to summary.txt. Not yet timed on a GPU: 18 runs (36 without the bench
+#          table, with each run's loss (first -> last iteration) for both paths, goes to
+#          summary.txt. Not yet timed on a GPU: 18 runs (36 without the bench
 #          stage), estimated at 3 (6) minutes.
 # With no option, all four run in that order; each --X-only option picks its stage, and several
 # may be given (--tests-only --bench-only: both, on an existing build). The bundle is unpacked and
@@ -308,10 +309,12 @@ if wants graph; then
         return 1
       fi
     }
+    # "first->last" from a run summary's loss line, so that the table shows both paths train alike.
+    loss_of() { awk '/^loss / { print $2 "->" $4; found = 1 } END { if (!found) print "n/a" }' "$1" 2>/dev/null || echo n/a; }
     graph_table=$graph_raw/graph.md
     {
-      echo "| model | batch | precision | legacy step s | graph step s | PyTorch step s | legacy/graph | PyTorch/graph |"
-      echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+      echo "| model | batch | precision | legacy step s | graph step s | PyTorch step s | legacy/graph | PyTorch/graph | loss legacy | loss graph |"
+      echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     } >"$graph_table"
     graph_failed=0
     for case in "${graph_cases[@]}"; do
@@ -322,12 +325,15 @@ if wants graph; then
         # Without the bench stage's number, legacy runs here, just before graph (same GPU state).
         if [[ -z $legacy ]]; then legacy=$(graph_run legacy "$model" "$batch" "$precision") || graph_failed=1; fi
         graph=$(graph_run graph "$model" "$batch" "$precision") || graph_failed=1
+        legacy_out=$graph_raw/$model-$batch-$precision-legacy.out
+        [[ -f $legacy_out ]] || legacy_out=$logs/bench-raw/dlscale-$model-$batch-$precision.out
         awk -v m="$model" -v b="$batch" -v p="$precision" -v a="$legacy" -v g="$graph" \
-            -v t="${bench_torch[$key]:-n/a}" 'BEGIN {
+            -v t="${bench_torch[$key]:-n/a}" -v la="$(loss_of "$legacy_out")" \
+            -v lg="$(loss_of "$graph_raw/$model-$batch-$precision-graph.out")" 'BEGIN {
           number = "^[0-9]+(\\.[0-9]*)?([eE][-+]?[0-9]+)?$"
           ag = (a ~ number && g ~ number && g > 0) ? sprintf("%.2f", a / g) : "n/a"
           tg = (t ~ number && g ~ number && g > 0) ? sprintf("%.2f", t / g) : "n/a"
-          printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", m, b, p, a, g, t, ag, tg }' \
+          printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", m, b, p, a, g, t, ag, tg, la, lg }' \
           >>"$graph_table"
       done
     done
@@ -339,7 +345,7 @@ if wants graph; then
 fi
 
 if ((${#failed[@]})); then
-  note "FAILED stage(s): ${failed[*]}"
+  note "FAILED stage(s): $(printf '%s\n' "${failed[@]}" | awk '!seen[$0]++' | paste -sd' ')"
   exit 1
 fi
 note "passed: ${stages[*]}"
