@@ -18,8 +18,10 @@
 #include <utility>
 #include <vector>
 
+#include "comm/bf16_sum.hpp"
 #include "core/errors.hpp"
 #include "kernels/cuda/cuda_device.hpp"
+#include "kernels/cuda/image_layout_conversion.hpp"
 #include "kernels/device_array.hpp"
 #include "tests/kernels/finite_differences.hpp"
 #include "tests/kernels/reference_image_kernels.hpp"
@@ -379,6 +381,51 @@ TEST(GraphPath, BatchNormMatchesTheReferenceInNhwc) {
         Comparison{"scale gradient", host(dscale_device), expected.scale_gradient},
         Comparison{"shift gradient", host(dshift_device), expected.shift_gradient}})
     expect_within(c, Precision::fp32, batch_norm_tolerance);
+}
+
+// ------------------------------------------------------------------------------------------------
+// The layout conversions every graph convolution leans on
+
+// NCHW -> NHWC in float and in bf16 (rounded as the CPU's bf16 sums round, bit for bit), and
+// back, at sizes that are no multiple of the 32 x 32 tiles; one channel or one pixel, where the
+// orders agree, is a plain copy.
+TEST(GraphPath, LayoutConversionsMatchTheHostTranspose) {
+  ASSERT_NO_FATAL_FAILURE(require_gpu());
+  CudaDevice device(0, Precision::fp32, CudnnApi::graph);
+  const cudaStream_t stream = device.context().stream;
+  for (const ImageBatchShape shape : {ImageBatchShape{3, 37, 5, 7}, ImageBatchShape{2, 64, 33, 1},
+                                      ImageBatchShape{5, 1, 9, 9}, ImageBatchShape{4, 40, 1, 1}}) {
+    SCOPED_TRACE(::testing::Message() << "shape " << shape.batch << "x" << shape.channels << "x"
+                                      << shape.height << "x" << shape.width);
+    const ImageShape image{shape.channels, shape.height, shape.width};
+    const std::vector<double> values = random_doubles(shape.size(), 11);
+    const std::vector<float> nchw_values = as_floats(values);
+    const std::vector<float> nhwc_values = as_floats(nchw_to_nhwc(values, shape.batch, image));
+    DeviceArray<float> nchw_device(device, shape.size()), nhwc_device(device, shape.size()),
+        back_device(device, shape.size());
+    DeviceArray<std::uint16_t> bf16_device(device, shape.size());
+    nchw_device.copy_from_host(nchw_values);
+    convert_images(nchw_device.data(), MemoryOrder::nchw, nhwc_device.data(), MemoryOrder::nhwc,
+                   shape, stream);
+    convert_images(static_cast<const float*>(nhwc_device.data()), MemoryOrder::nhwc,
+                   back_device.data(), MemoryOrder::nchw, shape, stream);
+    convert_images(nchw_device.data(), MemoryOrder::nchw,
+                   reinterpret_cast<__nv_bfloat16*>(bf16_device.data()), MemoryOrder::nhwc, shape,
+                   stream);
+    EXPECT_EQ(nhwc_device.to_host(), nhwc_values) << "NCHW to NHWC, float";
+    EXPECT_EQ(back_device.to_host(), nchw_values) << "NHWC back to NCHW, float";
+    std::vector<std::uint16_t> expected_bf16(shape.size());
+    comm::round_to_bf16(nhwc_values, expected_bf16);
+    EXPECT_EQ(bf16_device.to_host(), expected_bf16) << "NCHW to NHWC, rounded to bf16";
+    convert_images(reinterpret_cast<const __nv_bfloat16*>(bf16_device.data()), MemoryOrder::nhwc,
+                   back_device.data(), MemoryOrder::nchw, shape, stream);
+    std::vector<float> expected_widened(shape.size());
+    comm::widen_from_bf16(expected_bf16, expected_widened);
+    EXPECT_EQ(back_device.to_host(),
+              as_floats(nhwc_to_nchw({expected_widened.begin(), expected_widened.end()},
+                                     shape.batch, image)))
+        << "bf16 NHWC widened back to NCHW float";
+  }
 }
 
 // ------------------------------------------------------------------------------------------------
