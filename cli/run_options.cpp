@@ -71,10 +71,12 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
   system.add_options()
       ("threads,t", po::value(&raw.threads)->default_value(raw.threads),
        "compute threads per rank (OpenBLAS and OpenMP), or a list (1,2,4,8) to measure each "
-       "in this launch; keep ranks x threads <= physical cores. Inside a Slurm job the "
-       "default is SLURM_CPUS_PER_TASK")
+       "in this launch; keep ranks x threads <= physical cores. Refused where a rank's "
+       "affinity allows fewer CPUs than threads (a launcher that binds each rank to one core). "
+       "Inside a Slurm job the default is SLURM_CPUS_PER_TASK")
       ("oversubscribe", po::bool_switch(&options.oversubscribe),
-       "allow --threads above this host's logical CPUs (refused otherwise)")
+       "allow --threads above this host's logical CPUs, or above the CPUs a rank is bound to "
+       "(refused otherwise)")
       ("device", po::value(&options.device)->default_value(defaults.device),
        ("where each rank computes: " + listed_choices(kernels::device_records(), true)).c_str())
       ("precision", po::value(&raw.precisions)->default_value(raw.precisions),
