@@ -152,6 +152,7 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
   plan.sample_interval_seconds = options.sample_interval_seconds;
   plan.point_timeout_seconds = options.point_timeout_seconds;
   plan.stall_timeout_seconds = options.stall_timeout_seconds;
+  plan.probe_schedule.enabled = options.probe_node_sharing;
   plan.overwrite = options.overwrite;
   if (mpi.world_rank() == 0) {
     plan.output_path = options.output_path.empty()
