@@ -18,7 +18,7 @@ mkdir -p "$work/bin"
 cat >"$work/bin/sbatch" <<'FAKE'
 #!/bin/bash
 # Records each submission, one line of arguments and DLSCALE_MPI; answers with a job ID.
-count=$(($(wc -l <"$FAKE_LOG" 2>/dev/null || echo 0) + 1))
+count=$(($(wc -l 2>/dev/null <"$FAKE_LOG" || echo 0) + 1))
 echo "DLSCALE_MPI=${DLSCALE_MPI:-} $*" >>"$FAKE_LOG"
 echo $((100 + count))
 FAKE
