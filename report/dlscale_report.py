@@ -253,7 +253,7 @@ def study_display(results):
     for name, measurement in results.energy_columns.items():
         shown[energy_header(measurement)] = study[name].map(lambda x: significant(x, 3))
     # One rank waits for no other: it has no straggler.
-    shown["straggler"] = [f"{r}@{h}" if n > 1 else "–" for n, r, h in zip(
+    shown["straggler"] = [f"{r}@{h}" if n > 1 else "-" for n, r, h in zip(
         get("ranks"), get("straggler_rank"), get("straggler_host"))]
     if failed is None or failed.empty:
         return shown
