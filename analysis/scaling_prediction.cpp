@@ -149,7 +149,8 @@ void measure_model_error(const std::vector<results::RunRecord>& all_runs,
   std::map<int, double> misses;  // ranks -> predicted / measured iteration time - 1
   for (const auto& point : result.points)
     if (point.held_out && std::isfinite(point.measured_iteration_seconds))
-      misses[point.ranks] = point.iteration.iteration_seconds / point.measured_iteration_seconds - 1;
+      misses[point.ranks] =
+          point.iteration.iteration_seconds / point.measured_iteration_seconds - 1;
   if (settings.measure_model_error)
     for (const auto& [ranks, runs] : repeats_at) {
       if (ranks == result.baseline_ranks || misses.count(ranks)) continue;
@@ -160,8 +161,7 @@ void measure_model_error(const std::vector<results::RunRecord>& all_runs,
         const auto check = predict_scaling(all_runs, launch_probes, network, {ranks}, without);
         const auto& point = check.points.front();
         if (std::isfinite(point.measured_iteration_seconds))
-          misses[ranks] =
-              point.iteration.iteration_seconds / point.measured_iteration_seconds - 1;
+          misses[ranks] = point.iteration.iteration_seconds / point.measured_iteration_seconds - 1;
       } catch (const UserError&) {
         // A rank count that cannot be left out (nothing else of its kind to predict from) does
         // not check the model.
@@ -526,7 +526,8 @@ ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_run
       if (measured.ranks == n && std::isfinite(measured.seconds_to_target))
         measured_seconds.push_back(measured.seconds_to_target);
     if (!measured_seconds.empty()) point.measured_seconds_to_target = mean(measured_seconds);
-    point.compared = settings.network_describes_runs && std::isfinite(point.measured_iteration_seconds);
+    point.compared =
+        settings.network_describes_runs && std::isfinite(point.measured_iteration_seconds);
     result.points.push_back(point);
   }
   measure_model_error(all_runs, launch_probes, network, settings, repeats_at, result);

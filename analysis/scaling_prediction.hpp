@@ -126,7 +126,7 @@ struct ScalingPrediction {
   // count predicted without its own runs (held out, or left out one at a time); NaN where none
   // could be measured (one measured rank count, or a network the runs did not run on).
   double model_error = std::numeric_limits<double>::quiet_NaN();
-  std::string model_error_source;    // which rank counts measured it, in words
+  std::string model_error_source;     // which rank counts measured it, in words
   std::vector<std::string> warnings;  // measured points missed by more than model_miss_warning
   std::vector<PredictedPoint> points;
 };

@@ -161,8 +161,7 @@ std::string help_text(const po::options_description& options) {
               "interval, and a miss above {:.0f}% is warned about. Compute comes from the "
               "measured\nrank count nearest, the mean\n",
               analysis::model_miss_warning * 100)
-       << 
-          "of all its runs (repeats: the interval holds each alone; the runs are\n"
+       << "of all its runs (repeats: the interval holds each alone; the runs are\n"
           "named), slowed as the nodes fill by what the node-sharing probes measured: each\n"
           "sweep point's, and those a launch larger than its sweep runs without training (say\n"
           "`mpirun -np 16 dlscale --ranks 1,2,4` probes 8 and 16 ranks). An efficiency above\n"

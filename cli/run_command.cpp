@@ -119,8 +119,8 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
         "--threads {} but rank {} on {} may run on only {} CPU(s) (its affinity): the launcher "
         "bound it, so its threads would share cores; give each rank {} CPUs (mpirun --map-by "
         "slot:PE={} or --bind-to none; srun --cpus-per-task={}) or lower --threads",
-        options.threads.back(), mpi.world_rank(), host_name(), allowed_cpus,
-        options.threads.back(), options.threads.back(), options.threads.back()));
+        options.threads.back(), mpi.world_rank(), host_name(), allowed_cpus, options.threads.back(),
+        options.threads.back(), options.threads.back()));
   plan.device_kind = device.kind;
   plan.device_settings = {options.threads.front(), options.precisions.front(),
                           placement.local_rank};

@@ -40,7 +40,7 @@ struct SlurmOptions {
   std::string dlscale_path;
   std::string output_path;  // empty: standard output
   bool overwrite = false;
-  bool share_nodes = false;                  // let other jobs onto the nodes (no --exclusive)
+  bool share_nodes = false;  // let other jobs onto the nodes (no --exclusive)
   // GPUs of each run job, as Slurm spells them: per node ([TYPE:]N), per task, or a --gres list.
   std::string gpus_per_node, gpus_per_task, gres;
   // Where and how the run jobs run: node features, quality of service, reservation, the most
@@ -130,10 +130,10 @@ void check_gpu_request(const SlurmOptions& options, const StudySizes& sizes,
   if (device == devices.end() || device->memory_is_host) return;
   const bool gres_has_gpus = options.gres.find("gpu") != std::string::npos;
   if (options.gpus_per_node.empty() && options.gpus_per_task.empty() && !gres_has_gpus)
-    throw UserError(fmt::format(
-        "--device {} needs a GPU for each rank, and the jobs ask Slurm for none: add "
-        "--gpus-per-node N (N >= --tasks-per-node), --gpus-per-task 1 or --gres gpu:N",
-        run.device));
+    throw UserError(
+        fmt::format("--device {} needs a GPU for each rank, and the jobs ask Slurm for none: add "
+                    "--gpus-per-node N (N >= --tasks-per-node), --gpus-per-task 1 or --gres gpu:N",
+                    run.device));
   const int gpus = gpus_per_node_count(options);
   const int most_tasks = sizes.tasks_per_node.back();
   if (gpus > 0 && most_tasks > gpus)
@@ -217,7 +217,8 @@ std::string settings_block(const SlurmOptions& options, const StudySizes& sizes)
   if (!options.constraint.empty())
     require_match(options.constraint, constraint, "--constraint",
                   "node features joined by & | , with [ ] ( ) * as Slurm reads them");
-  static const std::regex switches(R"([1-9][0-9]{0,3}(@([0-9]{1,3}-)?[0-9]{1,5}(:[0-5]?[0-9]){0,2})?)");
+  static const std::regex switches(
+      R"([1-9][0-9]{0,3}(@([0-9]{1,3}-)?[0-9]{1,5}(:[0-5]?[0-9]){0,2})?)");
   if (!options.switches.empty())
     require_match(options.switches, switches, "--switches",
                   "COUNT or COUNT@MAX-WAIT, e.g. 1 or 1@30:00");
@@ -286,7 +287,8 @@ std::string help_text(const po::options_description& options) {
       << "dlscale slurm: write a Slurm node-count study for your sizes. The script submits one\n"
          "batch job per (nodes, tasks per node) pair, each an `srun --mpi=pmix --cpu-bind=cores\n"
          "--cpus-per-task=N dlscale` run on whole nodes (--exclusive, unless --share-nodes), each\n"
-         "rank bound to its N cores and, in a job with GPUs, to a GPU; then a one-CPU job that starts\n"
+         "rank bound to its N cores and, in a job with GPUs, to a GPU; then a one-CPU job that "
+         "starts\n"
          "once every run job has ended, however it ended, and merges the results files that\n"
          "exist into one study file with an HTML report; a job that left none is named in the\n"
          "merge job's log and in the report, with its exit state. Points measured by several\n"

@@ -115,8 +115,7 @@ std::string format_prediction_table(const analysis::ScalingPrediction& predictio
                    "error       the model's measured error, +-{:.1f}% ({}), widens every "
                    "interval\n",
                    prediction.model_error * 100, prediction.model_error_source);
-  for (const auto& warning : prediction.warnings)
-    fmt::format_to(line, "warning     {}\n", warning);
+  for (const auto& warning : prediction.warnings) fmt::format_to(line, "warning     {}\n", warning);
   // Which runs fed each reference rank count: every repeat, as the study's mean has them.
   std::map<int, std::vector<std::string>> reference_runs;
   for (const auto& point : prediction.points)
@@ -141,9 +140,9 @@ std::string format_prediction_table(const analysis::ScalingPrediction& predictio
     const auto& t = point.iteration;
     std::string measured;
     if (std::isfinite(point.measured_iteration_seconds) && !point.compared)
-      measured = fmt::format("{:.2f}, {:.1f}% (on its own network: not compared)",
-                             point.measured_iteration_seconds * 1e3,
-                             point.measured_efficiency * 100);
+      measured =
+          fmt::format("{:.2f}, {:.1f}% (on its own network: not compared)",
+                      point.measured_iteration_seconds * 1e3, point.measured_efficiency * 100);
     else if (std::isfinite(point.measured_iteration_seconds))
       measured = fmt::format(
           "{:.2f} ({:+.1f}%), {:.1f}% ({:+.1f}%){}", point.measured_iteration_seconds * 1e3,
@@ -158,8 +157,7 @@ std::string format_prediction_table(const analysis::ScalingPrediction& predictio
                    point.ranks, point.reference_ranks,
                    fmt::format("{:.3f} {}", point.compute_slowdown, point.slowdown_how),
                    t.compute_seconds * 1e3, t.exposed_communication_seconds * 1e3,
-                   t.straggler_wait_seconds * 1e3, t.iteration_seconds * 1e3,
-                   interval_text(point),
+                   t.straggler_wait_seconds * 1e3, t.iteration_seconds * 1e3, interval_text(point),
                    fmt::format("{:.1f}%{}", point.efficiency * 100,
                                point.above_linear_reason.empty() ? " " : "*"),
                    point.speedup, point.gap.communication * 100, point.gap.load_imbalance * 100,
@@ -220,10 +218,10 @@ std::string format_prediction_json(const analysis::ScalingPrediction& prediction
   notes.insert(notes.end(), prediction.notes.begin(), prediction.notes.end());
   for (std::size_t k = 0; k < notes.size(); ++k)
     out += (k == 0 ? "" : ", ") + json_string(notes[k]);
-  out += fmt::format("],\n \"model_error\": {}, \"model_error_source\": {}, \"warnings\": [{}]",
-                     json_number(prediction.model_error),
-                     json_string(prediction.model_error_source),
-                     fmt::join(json_strings(prediction.warnings), ", "));
+  out +=
+      fmt::format("],\n \"model_error\": {}, \"model_error_source\": {}, \"warnings\": [{}]",
+                  json_number(prediction.model_error), json_string(prediction.model_error_source),
+                  fmt::join(json_strings(prediction.warnings), ", "));
   out += ",\n \"predictions\": [";
   for (std::size_t i = 0; i < prediction.points.size(); ++i) {
     const auto& r = prediction.points[i];

@@ -297,9 +297,9 @@ std::string format_study(const results::StudySummary& study,
         std::find(karp_flatt_reasons.begin(), karp_flatt_reasons.end(), karp_flatt_reason) ==
             karp_flatt_reasons.end())
       karp_flatt_reasons.push_back(karp_flatt_reason);
-    const bool noisy = p.ranks != study.baseline_ranks &&
-                       analysis::interval_too_wide(p.efficiency, p.efficiency_ci_low,
-                                                   p.efficiency_ci_high);
+    const bool noisy =
+        p.ranks != study.baseline_ranks &&
+        analysis::interval_too_wide(p.efficiency, p.efficiency_ci_low, p.efficiency_ci_high);
     too_noisy = too_noisy || noisy;
     std::string energy;
     for (const auto& [name, joules] : p.energy_joules_per_sample)
@@ -311,7 +311,7 @@ std::string format_study(const results::StudySummary& study,
         key_columns(p.precision, p.ranks, p.threads, p.repeat), p.iteration_seconds * 1e3,
         p.throughput_samples_per_second, p.speedup, p.efficiency * 100, p.efficiency_ci_low * 100,
         p.efficiency_ci_high * 100, noisy ? "?" : " ",
-        std::isnan(p.karp_flatt)     ? "-"
+        std::isnan(p.karp_flatt)    ? "-"
         : karp_flatt_reason.empty() ? fmt::format("{:.3f}", p.karp_flatt)
                                     : fmt::format("{:.3f}!", p.karp_flatt),
         p.gap_communication * 100, p.gap_load_imbalance * 100, p.gap_other * 100, energy,
@@ -325,8 +325,7 @@ std::string format_study(const results::StudySummary& study,
                    "? the efficiency's 95% interval is wider than {:.0f}% of its value: too noisy "
                    "to read (more --iters or --repeat)\n",
                    analysis::widest_readable_interval * 100);
-  for (const auto& reason : karp_flatt_reasons)
-    fmt::format_to(line, "! Karp-Flatt {}\n", reason);
+  for (const auto& reason : karp_flatt_reasons) fmt::format_to(line, "! Karp-Flatt {}\n", reason);
   fmt::format_to(line, "{}", convergence_table(study, key_columns));
   if (repeated && !study.configurations.empty()) {
     fmt::format_to(line, "\nacross repeats: mean +- sample standard deviation (min .. max)\n");

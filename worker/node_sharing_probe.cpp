@@ -29,9 +29,8 @@ namespace {
 // stay as they are. With `group`, the rank then goes on with untimed passes until every rank of
 // the group has finished its timed ones.
 double median_pass_seconds(model::Network<float>& network, const DeviceDataset& data,
-                           kernels::Device& device, int warmup, int iterations,
-                           int most_iterations, double seconds,
-                           const std::function<void()>& after_each_pass,
+                           kernels::Device& device, int warmup, int iterations, int most_iterations,
+                           double seconds, const std::function<void()>& after_each_pass,
                            MPI_Comm group = MPI_COMM_NULL) {
   const auto start = device.make_event(), end = device.make_event();
   const auto pass = [&](int i) {

@@ -54,8 +54,9 @@ int least_probed_point_iterations(const NodeSharingProbeSchedule& schedule);
 //   node_sharing_probe_seconds   wall-clock seconds this rank spent in the probe: its cost
 // Nothing on a group of one rank: there alone and shared are the same. For a point too short for
 // the probe (`point_iterations`, warm-up included; see probe_pass_budget), or a probe turned off,
-// the shared and alone measurements are absent with that reason, and nothing runs. `after_each_pass`, if
-// given, is called after every pass (a heartbeat for a watchdog: a large model's probe is long).
+// the shared and alone measurements are absent with that reason, and nothing runs.
+// `after_each_pass`, if given, is called after every pass (a heartbeat for a watchdog: a large
+// model's probe is long).
 std::vector<results::Measurement> probe_node_sharing(
     model::Network<float>& network, const DeviceDataset& data, kernels::Device& device,
     MPI_Comm group, int point_iterations, const std::function<void()>& after_each_pass = {},

@@ -293,8 +293,7 @@ TEST(PredictScaling, IntervalsHoldTheEstimateAndTheModelsMeasuredError) {
   const auto prediction = predict_scaling(runs, {}, network, {1, 2, 4}, {});
   EXPECT_NEAR(prediction.model_error, 1.0 / 3, 1e-9);
   ASSERT_EQ(prediction.warnings.size(), 1u);
-  EXPECT_NE(prediction.warnings[0].find("missed the measured 2 ranks by -33.3%"),
-            std::string::npos)
+  EXPECT_NE(prediction.warnings[0].find("missed the measured 2 ranks by -33.3%"), std::string::npos)
       << prediction.warnings[0];
   for (const auto& point : prediction.points) {
     const double t = point.iteration.iteration_seconds;

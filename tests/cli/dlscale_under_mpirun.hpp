@@ -53,9 +53,10 @@ class DlscaleUnderMpirun : public ::testing::Test {
       std::filesystem::remove(directory_ / ("exit." + std::to_string(r)));
     std::ostringstream command;
     command << "cd " << directory_ << " && timeout 300 " << DLSCALE_MPIEXEC << " -np " << ranks
-            << " " << DLSCALE_MPIEXEC_PREFLAGS << " " << launcher_flags_ << " sh -c '\"$0\" \"$@\"; echo $? > "
-            << directory_.string() << "/exit.${OMPI_COMM_WORLD_RANK:-0}' " << DLSCALE_EXECUTABLE
-            << " " << arguments << " > stdout.txt 2> stderr.txt";
+            << " " << DLSCALE_MPIEXEC_PREFLAGS << " " << launcher_flags_
+            << " sh -c '\"$0\" \"$@\"; echo $? > " << directory_.string()
+            << "/exit.${OMPI_COMM_WORLD_RANK:-0}' " << DLSCALE_EXECUTABLE << " " << arguments
+            << " > stdout.txt 2> stderr.txt";
     const auto start = std::chrono::steady_clock::now();
     const int status = std::system(command.str().c_str());
     Outcome outcome;

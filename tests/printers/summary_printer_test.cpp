@@ -108,7 +108,8 @@ TEST(SummaryYardstick, OneMeasurementAloneIsNeverCalledMoved) {
 
 TEST(SummaryYardstick, NoYardstickNoFraction) {
   const std::string summary = format_summary(run_at(118, 0, 0));
-  EXPECT_EQ(lines_labelled(summary, "compute").find(" GEMM measured"), std::string::npos) << summary;
+  EXPECT_EQ(lines_labelled(summary, "compute").find(" GEMM measured"), std::string::npos)
+      << summary;
   EXPECT_EQ(lines_labelled(summary, "yardstick"), "") << summary;
 }
 
