@@ -46,7 +46,8 @@ const results::RunRecord& nearest_run(const std::vector<const results::RunRecord
   return *best;
 }
 
-bool contains(const std::vector<int>& values, int value) {
+template <typename T>
+bool contains(const std::vector<T>& values, const T& value) {
   return std::find(values.begin(), values.end(), value) != values.end();
 }
 
@@ -125,6 +126,86 @@ void carry_noise_scale(const std::vector<const results::RunRecord*>& usable,
     result.notes.push_back(
         "no gradient noise scale (it needs a run on two or more ranks): no goodput or time to "
         "target");
+}
+
+// The model's error, from the measured rank counts it predicts without their own runs: those the
+// user held out, and (settings.measure_model_error) each other one above the baseline, left out
+// in turn. Only where the network model is the one the runs ran on: a prediction for another
+// network differs from the measurement by design, not by error. Sets result.model_error, its
+// source and a warning for each miss beyond model_miss_warning, or a note saying why there is none.
+void measure_model_error(const std::vector<results::RunRecord>& all_runs,
+                         const std::vector<results::NodeSharingProbe>& launch_probes,
+                         const NetworkModel& network, const PredictionSettings& settings,
+                         const std::map<int, std::vector<const results::RunRecord*>>& repeats_at,
+                         ScalingPrediction& result) {
+  if (!settings.network_describes_runs) {
+    result.notes.push_back(
+        "the measured points ran on their own network, not the one predicted for: they are "
+        "shown beside the prediction but not compared with it, and the model's error is not "
+        "measured (intervals: the repeats' range and the estimate; use --comm with a sweep of "
+        "the runs' network to measure it)");
+    return;
+  }
+  std::map<int, double> misses;  // ranks -> predicted / measured iteration time - 1
+  for (const auto& point : result.points)
+    if (point.held_out && std::isfinite(point.measured_iteration_seconds))
+      misses[point.ranks] =
+          point.iteration.iteration_seconds / point.measured_iteration_seconds - 1;
+  if (settings.measure_model_error)
+    for (const auto& [ranks, runs] : repeats_at) {
+      if (ranks == result.baseline_ranks || misses.count(ranks)) continue;
+      PredictionSettings without = settings;
+      without.held_out.push_back(ranks);
+      without.measure_model_error = false;
+      try {
+        const auto check = predict_scaling(all_runs, launch_probes, network, {ranks}, without);
+        const auto& point = check.points.front();
+        if (std::isfinite(point.measured_iteration_seconds))
+          misses[ranks] = point.iteration.iteration_seconds / point.measured_iteration_seconds - 1;
+      } catch (const UserError&) {
+        // A rank count that cannot be left out (nothing else of its kind to predict from) does
+        // not check the model.
+      }
+    }
+  if (misses.empty()) {
+    result.notes.push_back(
+        "the model's error is not measured: no measured rank count besides the baseline to "
+        "predict without its own runs (intervals: the repeats' range and the estimate)");
+    return;
+  }
+  std::vector<std::string> checks;
+  int worst = misses.begin()->first;
+  for (const auto& [ranks, miss] : misses) {
+    checks.push_back(fmt::format("{} ranks {:+.1f}%", ranks, miss * 100));
+    if (std::abs(miss) > std::abs(misses.at(worst))) worst = ranks;
+    if (std::abs(miss) > model_miss_warning)
+      result.warnings.push_back(fmt::format(
+          "the model missed the measured {} ranks by {:+.1f}% in iteration time, predicting it "
+          "without its own runs (more than {:.0f}%): read every prediction with that error",
+          ranks, miss * 100, model_miss_warning * 100));
+  }
+  result.model_error = std::abs(misses.at(worst));
+  result.model_error_source = fmt::format(
+      "the largest miss of the measured rank counts predicted without their own runs ({})",
+      fmt::join(checks, ", "));
+}
+
+// A prediction's interval: the repeats' range and the point estimate, widened so that a
+// measurement the model misses by up to `model_error` (predicted / measured - 1, either sign)
+// still falls inside; the range alone where the error is not measured (NaN).
+void set_interval(double model_error, PredictedPoint& point) {
+  const double t = point.iteration.iteration_seconds;
+  double low = std::min(t, point.iteration_seconds_low);
+  double high = std::max(t, point.iteration_seconds_high);
+  if (std::isfinite(model_error)) {
+    low /= 1 + model_error;
+    high = model_error < 1 ? high / (1 - model_error) : std::numeric_limits<double>::infinity();
+  }
+  point.interval_seconds_low = low;
+  point.interval_seconds_high = high;
+  // Efficiency at a rank count goes as 1 / iteration time.
+  point.interval_efficiency_low = point.efficiency * t / high;
+  point.interval_efficiency_high = point.efficiency * t / low;
 }
 
 }  // namespace
@@ -298,10 +379,20 @@ ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_run
   result.ranks_per_node = std::max(1, result.ranks_per_node);
 
   result.node_sharing = node_sharing_curve(probes);
-  if (result.node_sharing.slowdown.size() < 2)
-    result.notes.push_back(
-        "no node-sharing probe in the file (one-rank runs only, or written "
-        "before probes): compute per rank is held as measured");
+  if (result.node_sharing.slowdown.size() < 2) {
+    // Why the runs of two or more ranks hold no probe, in their own words (--probe no, a point
+    // too short); none of them: one-rank runs only, or a file written before probes.
+    std::vector<std::string> reasons;
+    for (const auto* run : usable)
+      if (const auto* shared = run->measurement(results::node_sharing_shared_seconds))
+        for (const auto& reason : shared->absent_reasons)
+          if (!reason.empty() && !contains(reasons, reason)) reasons.push_back(reason);
+    result.notes.push_back(fmt::format(
+        "no node-sharing probe in the file ({}): compute per rank is held as measured, so "
+        "predictions past the measured ranks leave out how compute slows as a node fills",
+        reasons.empty() ? std::string("one-rank runs only, or written before probes")
+                        : fmt::format("{}", fmt::join(reasons, "; "))));
+  }
   if (!probed_only.empty())
     result.notes.push_back(fmt::format("node sharing probed without training at {} ranks",
                                        fmt::join(probed_only, ", ")));
@@ -435,8 +526,12 @@ ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_run
       if (measured.ranks == n && std::isfinite(measured.seconds_to_target))
         measured_seconds.push_back(measured.seconds_to_target);
     if (!measured_seconds.empty()) point.measured_seconds_to_target = mean(measured_seconds);
+    point.compared =
+        settings.network_describes_runs && std::isfinite(point.measured_iteration_seconds);
     result.points.push_back(point);
   }
+  measure_model_error(all_runs, launch_probes, network, settings, repeats_at, result);
+  for (auto& point : result.points) set_interval(result.model_error, point);
   return result;
 }
 

@@ -49,7 +49,17 @@ struct PredictionSettings {
   bool calibrate_communication = true;
   // The runs of this precision are predicted from; empty: the precision of the file's first run.
   std::string precision;
+  // Whether the network model describes the network the runs were measured on (a `dlscale comm`
+  // sweep of it), so that a measured point can be compared with its prediction; false for a
+  // network the user names (--network), which the runs never ran on.
+  bool network_describes_runs = true;
+  // Measure the model's error by predicting each measured rank count without its own runs.
+  bool measure_model_error = true;
 };
+
+// A measured point missing its prediction by more than this (relative, in iteration time) is
+// warned about: the model's error there is larger than its inputs' noise explains.
+inline constexpr double model_miss_warning = 0.15;
 
 struct PredictedPoint {
   int ranks = 0;
@@ -60,6 +70,11 @@ struct PredictedPoint {
   // and the efficiencies they give against the baseline's mean.
   double iteration_seconds_low = 0, iteration_seconds_high = 0;
   double efficiency_low = 0, efficiency_high = 0;
+  // The interval the prediction claims: the repeats' range and the point estimate, widened by
+  // the model's measured error (ScalingPrediction::model_error; the range alone where that is not
+  // measured). It always contains the point estimate.
+  double interval_seconds_low = 0, interval_seconds_high = 0;
+  double interval_efficiency_low = 0, interval_efficiency_high = 0;
   double compute_slowdown = 1;  // s(N) / s(reference)
   std::string slowdown_how;     // probed, interpolated, extrapolated, held, none
   double efficiency = 0, speedup = 0;
@@ -71,6 +86,9 @@ struct PredictedPoint {
   // Where N was measured: the study's mean over repeats; NaN elsewhere.
   double measured_iteration_seconds = 0;
   double measured_efficiency = 0;
+  // Whether that measurement is compared with the prediction: only where both describe the same
+  // network (PredictionSettings::network_describes_runs).
+  bool compared = false;
 
   // Convergence at N ranks, from the B_noise carried to N's global batch (NaN without one): the
   // model's statistical efficiency against the baseline, goodput, and with a target the samples
@@ -104,6 +122,12 @@ struct ScalingPrediction {
   double baseline_samples_to_target = std::numeric_limits<double>::quiet_NaN();
   std::string target;
   std::vector<std::string> notes;  // assumptions and stand-ins, for the reader of the table
+  // The model's measured error: the largest relative miss in iteration time at a measured rank
+  // count predicted without its own runs (held out, or left out one at a time); NaN where none
+  // could be measured (one measured rank count, or a network the runs did not run on).
+  double model_error = std::numeric_limits<double>::quiet_NaN();
+  std::string model_error_source;     // which rank counts measured it, in words
+  std::vector<std::string> warnings;  // measured points missed by more than model_miss_warning
   std::vector<PredictedPoint> points;
 };
 

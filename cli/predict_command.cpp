@@ -154,8 +154,14 @@ std::string help_text(const po::options_description& options) {
           "c.h5\n"
           "  dlscale predict s.h5 --comm c.h5 --hold-out 4   # 4 from the smaller runs\n\n"
           "Rank counts that were measured are predicted too, beside the measurement, so the\n"
-          "model can be judged. Compute comes from the measured rank count nearest, the mean\n"
-          "of all its runs (repeats: each alone gives the 'repeats give' range; the runs are\n"
+          "model can be judged (with --comm; a --network the runs never ran on is not compared\n"
+          "with them). Each rank count measured above the baseline is also predicted without\n"
+          "its own runs; the largest miss is the model's error, which widens every row's\n"
+       << fmt::format(
+              "interval, and a miss above {:.0f}% is warned about. Compute comes from the "
+              "measured\nrank count nearest, the mean\n",
+              analysis::model_miss_warning * 100)
+       << "of all its runs (repeats: the interval holds each alone; the runs are\n"
           "named), slowed as the nodes fill by what the node-sharing probes measured: each\n"
           "sweep point's, and those a launch larger than its sweep runs without training (say\n"
           "`mpirun -np 16 dlscale --ranks 1,2,4` probes 8 and 16 ranks). An efficiency above\n"
@@ -238,6 +244,9 @@ int predict_command(int argc, char** argv) {
     if (!options.hold_out.empty()) settings.held_out = parse_counts("--hold-out", options.hold_out);
     settings.hold_out_probes = options.hold_out_probes;
     settings.calibrate_communication = !options.no_calibration;
+    // A --comm sweep measures the network the runs ran on (or one the user holds to be it); a
+    // --network is one they never ran on, so their measurements cannot check it.
+    settings.network_describes_runs = options.network.empty();
 
     const results::ResultsFile file = results::read_results(options.path);
     if (file.runs.empty())

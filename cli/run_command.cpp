@@ -109,6 +109,18 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
                     "beyond the cores only slow every rank down (add "
                     "--oversubscribe to measure it anyway)",
                     options.threads.back(), logical_cpus, host_name()));
+  // A launcher that binds each rank to fewer CPUs than its threads (mpirun binds to one core by
+  // default for one or two ranks; srun from Slurm 22.05 on does not take --cpus-per-task from
+  // the job) runs them on shared cores, and every number, the GEMM yardstick's too, looks as if
+  // the device were that slow.
+  const int allowed_cpus = allowed_cpu_count();
+  if (allowed_cpus > 0 && options.threads.back() > allowed_cpus && !options.oversubscribe)
+    throw UserError(fmt::format(
+        "--threads {} but rank {} on {} may run on only {} CPU(s) (its affinity): the launcher "
+        "bound it, so its threads would share cores; give each rank {} CPUs (mpirun --map-by "
+        "slot:PE={} or --bind-to none; srun --cpus-per-task={}) or lower --threads",
+        options.threads.back(), mpi.world_rank(), host_name(), allowed_cpus, options.threads.back(),
+        options.threads.back(), options.threads.back()));
   plan.device_kind = device.kind;
   plan.device_settings = {options.threads.front(), options.precisions.front(),
                           placement.local_rank};
@@ -140,6 +152,7 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
   plan.sample_interval_seconds = options.sample_interval_seconds;
   plan.point_timeout_seconds = options.point_timeout_seconds;
   plan.stall_timeout_seconds = options.stall_timeout_seconds;
+  plan.probe_schedule.enabled = options.probe_node_sharing;
   plan.overwrite = options.overwrite;
   if (mpi.world_rank() == 0) {
     plan.output_path = options.output_path.empty()

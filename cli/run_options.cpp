@@ -17,6 +17,7 @@
 #include "comm/communicator_factory.hpp"
 #include "core/errors.hpp"
 #include "kernels/device_factory.hpp"
+#include "worker/node_sharing_probe.hpp"
 #include "worker/slurm_allocation.hpp"
 
 namespace dlscale::cli {
@@ -34,12 +35,26 @@ struct RawNumbers {
   std::string threads = "1";
   std::string precisions = kernels::precision_name(kernels::Precision::fp32);
   std::string stall_timeout = "auto";
+  std::string probe = "yes";
 };
 
 // Boost writes a default through a stream at 17 digits (0.2 reads 0.20000000000000001); this
 // gives it the shortest text that reads back as the same number.
 po::typed_value<double>* number_with_default(double* target, double value) {
   return po::value(target)->default_value(value, fmt::format("{}", value));
+}
+
+// --probe's help, with the bounds the probe keeps.
+std::string probe_help() {
+  const worker::NodeSharingProbeSchedule schedule;
+  return fmt::format(
+      "yes: before each point of two or more ranks (and beyond the sweep, see --ranks), time a "
+      "few compute-only passes with the point's ranks side by side and with rank 0 alone, for "
+      "`dlscale predict`; its passes are at most 1 per {} of the point's iterations, so it takes "
+      "at most about 1/{} of the point's training time, and a point of fewer than {} "
+      "iterations gets none. no: skip it (predict then holds compute per rank as measured)",
+      schedule.iterations_per_pass, schedule.iterations_per_pass,
+      worker::least_probed_point_iterations(schedule));
 }
 
 constexpr int most_threads = 1024;
@@ -71,10 +86,12 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
   system.add_options()
       ("threads,t", po::value(&raw.threads)->default_value(raw.threads),
        "compute threads per rank (OpenBLAS and OpenMP), or a list (1,2,4,8) to measure each "
-       "in this launch; keep ranks x threads <= physical cores. Inside a Slurm job the "
-       "default is SLURM_CPUS_PER_TASK")
+       "in this launch; keep ranks x threads <= physical cores. Refused where a rank's "
+       "affinity allows fewer CPUs than threads (a launcher that binds each rank to one core). "
+       "Inside a Slurm job the default is SLURM_CPUS_PER_TASK")
       ("oversubscribe", po::bool_switch(&options.oversubscribe),
-       "allow --threads above this host's logical CPUs (refused otherwise)")
+       "allow --threads above this host's logical CPUs, or above the CPUs a rank is bound to "
+       "(refused otherwise)")
       ("device", po::value(&options.device)->default_value(defaults.device),
        ("where each rank computes: " + listed_choices(kernels::device_records(), true)).c_str())
       ("precision", po::value(&raw.precisions)->default_value(raw.precisions),
@@ -97,7 +114,7 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
       "powers of two up to the launch's size, and that size; the other ranks wait. One "
       "results file holds every point. A launch larger than its largest point then probes, "
       "without training, how compute slows at each doubling of it and at the launch's size "
-      "(a few passes each), for `dlscale predict`")(
+      "(each bounded as --probe says), for `dlscale predict`")(
       "scaling", po::value(&options.scaling)->default_value(defaults.scaling),
       "weak: every rank keeps --batch; strong: --global-batch is split over the ranks")(
       "global-batch", po::value(&raw.global_batch),
@@ -153,7 +170,8 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
       number_with_default(&options.sample_interval_seconds, defaults.sample_interval_seconds),
       "seconds between resource samples on every rank (process and host CPU, memory, GPU "
       "utilisation and power through NVML, CPU package energy through RAPL); 0 turns "
-      "sampling off");
+      "sampling off")(
+      "probe", po::value(&raw.probe)->default_value(raw.probe), probe_help().c_str());
   // clang-format on
 
   po::options_description gradients("Gradient exchange");
@@ -378,6 +396,9 @@ void check_values(RunOptions& options, const RawNumbers& raw, const po::variable
         fmt::format("--point-timeout must be 0 (no limit) or a number of seconds, "
                     "got {}",
                     options.point_timeout_seconds));
+  if (raw.probe != "yes" && raw.probe != "no")
+    throw UserError(fmt::format("--probe must be yes or no, got '{}'", raw.probe));
+  options.probe_node_sharing = raw.probe == "yes";
   if (raw.stall_timeout == "auto") {
     options.stall_timeout_seconds = -1;
   } else {

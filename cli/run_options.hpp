@@ -44,6 +44,7 @@ struct RunOptions {
   double point_timeout_seconds = 0;      // a sweep point running longer fails; 0: no limit
   double stall_timeout_seconds = -1;     // see driver::StallSettings: -1 automatic, 0 off
   bool oversubscribe = false;            // allow more threads per rank than logical CPUs
+  bool probe_node_sharing = true;        // the node-sharing probe for `dlscale predict` (--probe)
 
   // Convergence: held-out evaluation, a target to train each point to, and the large-batch
   // learning-rate rule (Goyal et al. 2017).

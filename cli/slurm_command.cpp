@@ -18,6 +18,7 @@
 #include "cli/data_files.hpp"
 #include "cli/run_options.hpp"
 #include "core/errors.hpp"
+#include "kernels/device_factory.hpp"
 #include "results/output_file.hpp"
 #include "workloads/workload_registry.hpp"
 
@@ -39,7 +40,13 @@ struct SlurmOptions {
   std::string dlscale_path;
   std::string output_path;  // empty: standard output
   bool overwrite = false;
-  bool share_nodes = false;                  // let other jobs onto the nodes (no --exclusive)
+  bool share_nodes = false;  // let other jobs onto the nodes (no --exclusive)
+  // GPUs of each run job, as Slurm spells them: per node ([TYPE:]N), per task, or a --gres list.
+  std::string gpus_per_node, gpus_per_task, gres;
+  // Where and how the run jobs run: node features, quality of service, reservation, the most
+  // network switches (COUNT[@MAX-WAIT]) and srun's MPI plugin.
+  std::string constraint, qos, reservation, switches;
+  std::string mpi_plugin = "pmix";
   std::vector<std::string> dlscale_options;  // passed to every run
 };
 
@@ -106,6 +113,36 @@ const std::string& require_path(const std::string& path, const std::string& opti
   return path;
 }
 
+// The GPUs of one node's worth of tasks: N of --gpus-per-node [TYPE:]N, or 0 where the jobs ask
+// for GPUs another way (per task, or through --gres).
+int gpus_per_node_count(const SlurmOptions& options) {
+  if (options.gpus_per_node.empty()) return 0;
+  return std::stoi(options.gpus_per_node.substr(options.gpus_per_node.rfind(':') + 1));
+}
+
+// A GPU run asks Slurm for GPUs, or its jobs start on nodes whose GPUs they may not use and every
+// one fails; each rank wants one of its own, or it measures GPUs shared between ranks.
+void check_gpu_request(const SlurmOptions& options, const StudySizes& sizes,
+                       const RunOptions& run) {
+  const auto& devices = kernels::device_records();
+  const auto device = std::find_if(devices.begin(), devices.end(),
+                                   [&](const auto& record) { return record.name == run.device; });
+  if (device == devices.end() || device->memory_is_host) return;
+  const bool gres_has_gpus = options.gres.find("gpu") != std::string::npos;
+  if (options.gpus_per_node.empty() && options.gpus_per_task.empty() && !gres_has_gpus)
+    throw UserError(
+        fmt::format("--device {} needs a GPU for each rank, and the jobs ask Slurm for none: add "
+                    "--gpus-per-node N (N >= --tasks-per-node), --gpus-per-task 1 or --gres gpu:N",
+                    run.device));
+  const int gpus = gpus_per_node_count(options);
+  const int most_tasks = sizes.tasks_per_node.back();
+  if (gpus > 0 && most_tasks > gpus)
+    throw UserError(fmt::format(
+        "--tasks-per-node {} is more than --gpus-per-node {}: ranks would share GPUs; ask for "
+        "at least one GPU per task",
+        most_tasks, gpus));
+}
+
 // Everything the run script would refuse at the start of each job is refused here, before
 // anything is queued: options dlscale rejects, those the script sets itself, and sizes a job
 // cannot run.
@@ -123,6 +160,7 @@ void check_runs_would_start(const SlurmOptions& options, const StudySizes& sizes
         "--out: the run script names each job's results file "
         "(DLSCALE_RESULTS/job-JOBID/dlscale.h5); leave --out out");
   workloads::make_workload(run.model);
+  check_gpu_request(options, sizes, run);
   // The script gives each rank --cpus-per-task cores (and OMP_NUM_THREADS to match).
   if (run.threads.back() > options.cpus_per_task && !run.oversubscribe)
     throw UserError(
@@ -163,6 +201,29 @@ std::string settings_block(const SlurmOptions& options, const StudySizes& sizes)
   if (!options.partition.empty())
     require_match(options.partition, name, "--partition", names_allowed);
   if (!options.account.empty()) require_match(options.account, name, "--account", names_allowed);
+  if (!options.qos.empty()) require_match(options.qos, name, "--qos", names_allowed);
+  if (!options.reservation.empty())
+    require_match(options.reservation, name, "--reservation", names_allowed);
+  static const std::regex gpu_count(R"(([A-Za-z0-9_][A-Za-z0-9_.-]{0,63}:)?[1-9][0-9]{0,3})");
+  const std::string gpus_allowed = "a count, or TYPE:COUNT (e.g. 4 or a100:4)";
+  if (!options.gpus_per_node.empty())
+    require_match(options.gpus_per_node, gpu_count, "--gpus-per-node", gpus_allowed);
+  if (!options.gpus_per_task.empty())
+    require_match(options.gpus_per_task, gpu_count, "--gpus-per-task", gpus_allowed);
+  static const std::regex gres(R"([A-Za-z0-9_][A-Za-z0-9_.:,-]{0,255})");
+  if (!options.gres.empty())
+    require_match(options.gres, gres, "--gres", "Slurm's NAME[:TYPE][:COUNT],... (e.g. gpu:4)");
+  static const std::regex constraint(R"([A-Za-z0-9_.:&|,*()\[\]-]{1,256})");
+  if (!options.constraint.empty())
+    require_match(options.constraint, constraint, "--constraint",
+                  "node features joined by & | , with [ ] ( ) * as Slurm reads them");
+  static const std::regex switches(
+      R"([1-9][0-9]{0,3}(@([0-9]{1,3}-)?[0-9]{1,5}(:[0-5]?[0-9]){0,2})?)");
+  if (!options.switches.empty())
+    require_match(options.switches, switches, "--switches",
+                  "COUNT or COUNT@MAX-WAIT, e.g. 1 or 1@30:00");
+  static const std::regex plugin(R"([A-Za-z0-9_]{1,32})");
+  require_match(options.mpi_plugin, plugin, "--mpi", "a Slurm MPI plugin name, e.g. pmix or pmi2");
   require_path(options.dlscale_path, "--dlscale");
   for (const auto& word : options.dlscale_options)
     require_match(word, option_word, "dlscale option",
@@ -181,6 +242,14 @@ std::string settings_block(const SlurmOptions& options, const StudySizes& sizes)
   block += fmt::format("PARTITION={}\n", shell_quoted(options.partition));
   block += fmt::format("ACCOUNT={}\n", shell_quoted(options.account));
   block += fmt::format("SHARE_NODES={}\n", options.share_nodes ? "yes" : "no");
+  block += fmt::format("GPUS_PER_NODE={}\n", shell_quoted(options.gpus_per_node));
+  block += fmt::format("GPUS_PER_TASK={}\n", shell_quoted(options.gpus_per_task));
+  block += fmt::format("GRES={}\n", shell_quoted(options.gres));
+  block += fmt::format("CONSTRAINT={}\n", shell_quoted(options.constraint));
+  block += fmt::format("QOS={}\n", shell_quoted(options.qos));
+  block += fmt::format("RESERVATION={}\n", shell_quoted(options.reservation));
+  block += fmt::format("SWITCHES={}\n", shell_quoted(options.switches));
+  block += fmt::format("MPI_PLUGIN={}\n", shell_quoted(options.mpi_plugin));
   block += fmt::format("DLSCALE={}\n", shell_quoted(options.dlscale_path));
   block += fmt::format("RUN_SCRIPT={}\n", shell_quoted(run_script));
   std::vector<std::string> words;
@@ -217,7 +286,9 @@ std::string help_text(const po::options_description& options) {
   text
       << "dlscale slurm: write a Slurm node-count study for your sizes. The script submits one\n"
          "batch job per (nodes, tasks per node) pair, each an `srun --mpi=pmix --cpu-bind=cores\n"
-         "dlscale` run on whole nodes (--exclusive, unless --share-nodes), then a job that starts\n"
+         "--cpus-per-task=N dlscale` run on whole nodes (--exclusive, unless --share-nodes), each\n"
+         "rank bound to its N cores and, in a job with GPUs, to a GPU; then a one-CPU job that "
+         "starts\n"
          "once every run job has ended, however it ended, and merges the results files that\n"
          "exist into one study file with an HTML report; a job that left none is named in the\n"
          "merge job's log and in the report, with its exit state. Points measured by several\n"
@@ -230,7 +301,10 @@ std::string help_text(const po::options_description& options) {
       << "\nExample:\n"
          "  dlscale slurm --nodes 1,2,4,8 --tasks-per-node 4 --cpus-per-task 8 --model resnet-50 "
          "\\\n"
-         "      --batch 32 --ranks all -o study.sh && bash study.sh\n";
+         "      --batch 32 --ranks all -o study.sh && bash study.sh\n"
+         "  dlscale slurm --nodes 1,2,4 --tasks-per-node 4 --gpus-per-node 4 --switches 1 "
+         "--device cuda \\\n"
+         "      --comm nccl --model resnet-50 --ranks all -o gpu-study.sh && bash gpu-study.sh\n";
   return text.str();
 }
 
@@ -254,6 +328,22 @@ int slurm_command(int argc, char** argv) {
       "HOURS:MINUTES:SECONDS or DAYS-HOURS[:MINUTES[:SECONDS]]")(
       "partition", po::value(&options.partition), "Slurm partition (default: the cluster's)")(
       "account", po::value(&options.account), "Slurm account to charge")(
+      "qos", po::value(&options.qos), "Slurm quality of service of every job")(
+      "reservation", po::value(&options.reservation), "Slurm reservation to run every job in")(
+      "gpus-per-node", po::value(&options.gpus_per_node),
+      "GPUs of each run job per node, [TYPE:]N; --device cuda needs GPUs (this, "
+      "--gpus-per-task or --gres), and each rank is bound to a GPU of its own")(
+      "gpus-per-task", po::value(&options.gpus_per_task), "GPUs per rank, [TYPE:]N")(
+      "gres", po::value(&options.gres), "generic resources per node, as sbatch --gres (gpu:4)")(
+      "constraint", po::value(&options.constraint),
+      "node features every run job needs (sbatch --constraint), e.g. the same CPU or network "
+      "at every node count")(
+      "switches", po::value(&options.switches),
+      "the most network switches a run job may span, COUNT[@MAX-WAIT] (sbatch --switches): a "
+      "scaling study wants the same topology at every node count")(
+      "mpi", po::value(&options.mpi_plugin)->default_value(options.mpi_plugin),
+      "srun's MPI plugin (srun --mpi): pmix for Debian's Open MPI; pmi2 or others where the "
+      "cluster's MPI speaks them")(
       "share-nodes", po::bool_switch(&options.share_nodes),
       "let other jobs share the nodes (default: whole nodes, --exclusive, so that neighbours "
       "do not disturb the measurements)")("dlscale", po::value(&options.dlscale_path),

@@ -2,6 +2,7 @@
 // (v2, or v1's memory controller), as Slurm and container runtimes set it.
 #include "core/host_info.hpp"
 
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -100,6 +101,12 @@ std::uint64_t available_memory_bytes() {
 }
 
 int logical_cpu_count() { return std::max(1, int(sysconf(_SC_NPROCESSORS_ONLN))); }
+
+int allowed_cpu_count() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  return sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : 0;
+}
 
 int physical_core_count() {
   std::ifstream cpuinfo("/proc/cpuinfo");

@@ -14,6 +14,10 @@ std::uint64_t available_memory_bytes();
 // Logical CPUs online on this host.
 int logical_cpu_count();
 
+// CPUs this process may run on: its affinity mask, as mpirun --bind-to or srun --cpu-bind set
+// it; 0 where the mask cannot be read.
+int allowed_cpu_count();
+
 // Distinct physical cores (core id per package in /proc/cpuinfo); the logical CPUs online where
 // /proc/cpuinfo does not say.
 int physical_core_count();

@@ -47,6 +47,18 @@ void ProgressLine::begin_point(int point, int points, int ranks, int iterations)
   iterations_ = iterations;
 }
 
+void ProgressLine::show_activity(const std::string& text) {
+  if (!enabled_) return;
+  last_shown_ = std::chrono::steady_clock::now();
+  if (terminal_ == nullptr) {
+    spdlog::info("{}{}", point_label_, text);
+    return;
+  }
+  std::fprintf(terminal_, "\r%s%s\x1b[K", point_label_.c_str(), text.c_str());
+  std::fflush(terminal_);
+  line_open_ = true;
+}
+
 void ProgressLine::iteration_done(int iteration, double step_seconds) {
   if (!enabled_) return;
   const auto now = std::chrono::steady_clock::now();

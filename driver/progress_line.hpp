@@ -16,6 +16,9 @@ class ProgressLine {
 
   // A new sweep point (1-based `point` of `points`) of `ranks` ranks and `iterations` iterations.
   void begin_point(int point, int points, int ranks, int iterations);
+  // What the point does before its first iteration, and what it costs, where that takes long
+  // enough to wonder about (the node-sharing probe): the live line, or a log line.
+  void show_activity(const std::string& text);
   void iteration_done(int iteration, double step_seconds);
   // Ends the live line, so that what follows starts on a clean line.
   void end_point();

@@ -134,6 +134,17 @@ std::string short_of_target(const TrainingPlan& plan,
       with_thousands_separators(std::uint64_t(plan.max_samples)));
 }
 
+// Says, before a node-sharing probe of `ranks` ranks runs, that it runs and what bounds it.
+void announce_probe(const TrainingPlan& plan, int ranks, ProgressLine& progress) {
+  const int passes =
+      worker::probe_pass_budget(plan.probe_schedule, plan.schedule.total_iterations());
+  if (ranks < 2 || !plan.probe_schedule.enabled || passes == 0) return;
+  progress.show_activity(fmt::format(
+      "node-sharing probe on {} ranks: at most {} compute passes, 1 per {} iterations of the "
+      "point (--probe no skips it)",
+      ranks, passes, plan.probe_schedule.iterations_per_pass));
+}
+
 // Everything one point holds while it trains, made on every rank of its group.
 struct PointSetUp {
   comm::HostPlacement placement;
@@ -161,7 +172,7 @@ struct PointMeasurement {
 // the network, optimizer and data, the gradient buckets, the samplers and the node-sharing
 // probe. Throws PointFailure, on every rank of the group, where the point does not fit.
 PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kernels::Device& device,
-                        MPI_Comm group, StallWatchdog& watchdog) {
+                        MPI_Comm group, ProgressLine& progress, StallWatchdog& watchdog) {
   watchdog.begin_point(point.ranks);
   const workloads::Workload& workload = *plan.workload;
   PointSetUp run;
@@ -210,9 +221,10 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
       *run.network, std::size_t(plan.bucket_mb * (1 << 20)), plan.overlap);
   run.samplers = worker::make_samplers({plan.sample_interval_seconds, device.gpu_index()});
   // How much slower compute gets with the point's ranks side by side, for `dlscale predict`.
-  run.node_sharing =
-      worker::probe_node_sharing(*run.network, *run.data, device, group,
-                                 plan.schedule.total_iterations(), [&] { watchdog.progressed(); });
+  announce_probe(plan, run.communicator->size(), progress);
+  run.node_sharing = worker::probe_node_sharing(
+      *run.network, *run.data, device, group, plan.schedule.total_iterations(),
+      [&] { watchdog.progressed(); }, plan.probe_schedule);
   return run;
 }
 
@@ -349,7 +361,7 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
                                               kernels::Device& device, MPI_Comm group,
                                               const results::RunEnvironment& environment,
                                               ProgressLine& progress, StallWatchdog& watchdog) {
-  PointSetUp run = set_up_point(plan, point, device, group, watchdog);
+  PointSetUp run = set_up_point(plan, point, device, group, progress, watchdog);
   const auto measured = measure_point(plan, run, device, group, progress, watchdog);
   if (!measured) return std::nullopt;
   return record_point(plan, point, std::move(run), *measured, device, group, environment);
@@ -395,6 +407,7 @@ const SweepPoint& baseline_point(const std::vector<SweepPoint>& points) {
 std::optional<results::NodeSharingProbe> probe_without_training(const TrainingPlan& plan,
                                                                 kernels::Device& device,
                                                                 MPI_Comm group,
+                                                                ProgressLine& progress,
                                                                 StallWatchdog& watchdog) {
   const RunClock clock;
   const SweepPoint& baseline = baseline_point(plan.points);
@@ -426,9 +439,10 @@ std::optional<results::NodeSharingProbe> probe_without_training(const TrainingPl
     data = std::make_unique<worker::DeviceDataset>(device, workload, probe.batch_per_rank, batches,
                                                    baseline.seed, group_rank);
   });
-  const auto measurements =
-      worker::probe_node_sharing(*network, *data, device, group, plan.schedule.total_iterations(),
-                                 [&] { watchdog.progressed(); });
+  announce_probe(plan, probe.ranks, progress);
+  const auto measurements = worker::probe_node_sharing(
+      *network, *data, device, group, plan.schedule.total_iterations(),
+      [&] { watchdog.progressed(); }, plan.probe_schedule);
   const auto value = [&](const char* name) {
     for (const auto& measurement : measurements)
       if (measurement.name == name && !measurement.values.empty())
@@ -568,15 +582,18 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
     }
 
     // Beyond the sweep: how compute slows as the launch's nodes fill, without training there.
-    if (plan.schedule.total_iterations() >=
-        worker::NodeSharingProbeSchedule{}.least_point_iterations)
+    if (plan.probe_schedule.enabled &&
+        worker::probe_pass_budget(plan.probe_schedule, plan.schedule.total_iterations()) > 0)
       for (int ranks : probe_only_rank_counts(plan.points, mpi.world_size())) {
         if (stop_signal != 0) break;
         const comm::RankGroup group(mpi.world(), ranks);
         if (group.contains_this_rank()) {
           use_device_of(baseline_point(plan.points), device, device_made_with, plan.device_kind);
           try {
-            const auto probe = probe_without_training(plan, *device, group.comm(), watchdog);
+            progress.begin_point(0, 1, ranks, 0);
+            const auto probe =
+                probe_without_training(plan, *device, group.comm(), progress, watchdog);
+            progress.end_point();
             if (probe) {
               spdlog::info(
                   "node-sharing probe on {} ranks ({} on a node), no training: one pass "

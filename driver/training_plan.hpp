@@ -13,6 +13,7 @@
 #include "kernels/device.hpp"
 #include "kernels/device_factory.hpp"
 #include "results/run_record.hpp"
+#include "worker/node_sharing_probe.hpp"
 #include "worker/training_loop.hpp"
 #include "workloads/workload.hpp"
 
@@ -56,6 +57,8 @@ struct TrainingPlan {
   double sample_interval_seconds = 0.2;  // 0: resources are not sampled
   double point_timeout_seconds = 0;      // 0: no limit
   double stall_timeout_seconds = -1;     // see StallSettings: -1 automatic, 0 off
+  // The node-sharing probe before each point of two or more ranks and beyond the sweep (--probe).
+  worker::NodeSharingProbeSchedule probe_schedule;
   // A sweep keeps a point that does not fit as a failed point; a single run was refused instead.
   bool check_memory_per_point = false;
   std::filesystem::path output_path;  // rank 0 only, checked writable

@@ -74,6 +74,16 @@ std::string json_link(const results::PiecewiseAlphaBetaFit& link) {
 
 double relative_error(double predicted, double measured) { return predicted / measured - 1; }
 
+// "low-high" in ms; "-" where the interval is a single value (one repeat, no measured error):
+// nothing is known of the prediction's spread, and an interval of width 0 would claim certainty.
+std::string interval_text(const analysis::PredictedPoint& point) {
+  if (!(point.interval_seconds_high > point.interval_seconds_low)) return "-";
+  if (!std::isfinite(point.interval_seconds_high))
+    return fmt::format("{:.2f}-inf", point.interval_seconds_low * 1e3);
+  return fmt::format("{:.2f}-{:.2f}", point.interval_seconds_low * 1e3,
+                     point.interval_seconds_high * 1e3);
+}
+
 }  // namespace
 
 std::string format_prediction_table(const analysis::ScalingPrediction& prediction,
@@ -100,6 +110,12 @@ std::string format_prediction_table(const analysis::ScalingPrediction& predictio
   fmt::format_to(line, " (compute-only probes)\n");
   for (const auto& note : network.notes) fmt::format_to(line, "note        {}\n", note);
   for (const auto& note : prediction.notes) fmt::format_to(line, "note        {}\n", note);
+  if (std::isfinite(prediction.model_error))
+    fmt::format_to(line,
+                   "error       the model's measured error, +-{:.1f}% ({}), widens every "
+                   "interval\n",
+                   prediction.model_error * 100, prediction.model_error_source);
+  for (const auto& warning : prediction.warnings) fmt::format_to(line, "warning     {}\n", warning);
   // Which runs fed each reference rank count: every repeat, as the study's mean has them.
   std::map<int, std::vector<std::string>> reference_runs;
   for (const auto& point : prediction.points)
@@ -108,13 +124,13 @@ std::string format_prediction_table(const analysis::ScalingPrediction& predictio
     fmt::format_to(line, "from        {} rank(s): {}{}\n", ranks, fmt::join(runs, ", "),
                    runs.size() == 1 ? ""
                                     : fmt::format(" ({} repeats: the prediction is from their "
-                                                  "mean; each alone gives 'repeats give')",
+                                                  "mean; the interval holds each alone)",
                                                   runs.size()));
   fmt::format_to(line,
                  "{:>7} {:>5} {:>14} {:>10} {:>9} {:>10} {:>10} {:>13} {:>10} {:>8} {:>6} "
                  "{:>6} {:>6}  {}\n",
                  "ranks", "from", "slowdown", "compute", "comm", "stragglers", "iter ms",
-                 "repeats give", "efficiency", "speedup", "comm", "imbal", "other",
+                 "interval", "efficiency", "speedup", "comm", "imbal", "other",
                  "measured iter ms, efficiency");
   fmt::format_to(line,
                  "{:>7} {:>5} {:>14} {:>10} {:>9} {:>10} {:>10} {:>13} {:>10} {:>8} {:>6} "
@@ -123,7 +139,11 @@ std::string format_prediction_table(const analysis::ScalingPrediction& predictio
   for (const auto& point : prediction.points) {
     const auto& t = point.iteration;
     std::string measured;
-    if (std::isfinite(point.measured_iteration_seconds))
+    if (std::isfinite(point.measured_iteration_seconds) && !point.compared)
+      measured =
+          fmt::format("{:.2f}, {:.1f}% (on its own network: not compared)",
+                      point.measured_iteration_seconds * 1e3, point.measured_efficiency * 100);
+    else if (std::isfinite(point.measured_iteration_seconds))
       measured = fmt::format(
           "{:.2f} ({:+.1f}%), {:.1f}% ({:+.1f}%){}", point.measured_iteration_seconds * 1e3,
           relative_error(t.iteration_seconds, point.measured_iteration_seconds) * 100,
@@ -137,9 +157,7 @@ std::string format_prediction_table(const analysis::ScalingPrediction& predictio
                    point.ranks, point.reference_ranks,
                    fmt::format("{:.3f} {}", point.compute_slowdown, point.slowdown_how),
                    t.compute_seconds * 1e3, t.exposed_communication_seconds * 1e3,
-                   t.straggler_wait_seconds * 1e3, t.iteration_seconds * 1e3,
-                   fmt::format("{:.2f}-{:.2f}", point.iteration_seconds_low * 1e3,
-                               point.iteration_seconds_high * 1e3),
+                   t.straggler_wait_seconds * 1e3, t.iteration_seconds * 1e3, interval_text(point),
                    fmt::format("{:.1f}%{}", point.efficiency * 100,
                                point.above_linear_reason.empty() ? " " : "*"),
                    point.speedup, point.gap.communication * 100, point.gap.load_imbalance * 100,
@@ -200,7 +218,11 @@ std::string format_prediction_json(const analysis::ScalingPrediction& prediction
   notes.insert(notes.end(), prediction.notes.begin(), prediction.notes.end());
   for (std::size_t k = 0; k < notes.size(); ++k)
     out += (k == 0 ? "" : ", ") + json_string(notes[k]);
-  out += "],\n \"predictions\": [";
+  out +=
+      fmt::format("],\n \"model_error\": {}, \"model_error_source\": {}, \"warnings\": [{}]",
+                  json_number(prediction.model_error), json_string(prediction.model_error_source),
+                  fmt::join(json_strings(prediction.warnings), ", "));
+  out += ",\n \"predictions\": [";
   for (std::size_t i = 0; i < prediction.points.size(); ++i) {
     const auto& r = prediction.points[i];
     const auto& t = r.iteration;
@@ -216,7 +238,9 @@ std::string format_prediction_json(const analysis::ScalingPrediction& prediction
         "\"above_linear\": {}, \"above_linear_reason\": {}, \"global_batch\": {}, "
         "\"statistical_efficiency\": {}, \"goodput_samples_per_second\": {}, "
         "\"samples_to_target\": {}, \"seconds_to_target\": {}, "
-        "\"measured_seconds_to_target\": {}}}",
+        "\"measured_seconds_to_target\": {}, \"compared\": {}, \"interval_seconds_low\": {}, "
+        "\"interval_seconds_high\": {}, \"interval_efficiency_low\": {}, "
+        "\"interval_efficiency_high\": {}}}",
         i == 0 ? "" : ",", r.ranks, r.reference_ranks, r.held_out ? "true" : "false",
         json_number(t.iteration_seconds), json_number(t.compute_seconds),
         json_number(t.communication_seconds), json_number(t.exposed_communication_seconds),
@@ -231,7 +255,10 @@ std::string format_prediction_json(const analysis::ScalingPrediction& prediction
         r.above_linear_reason.empty() ? "null" : json_string(r.above_linear_reason),
         json_number(r.global_batch), json_number(r.statistical_efficiency),
         json_number(r.goodput_samples_per_second), json_number(r.samples_to_target),
-        json_number(r.seconds_to_target), json_number(r.measured_seconds_to_target));
+        json_number(r.seconds_to_target), json_number(r.measured_seconds_to_target),
+        r.compared ? "true" : "false", json_number(r.interval_seconds_low),
+        json_number(r.interval_seconds_high), json_number(r.interval_efficiency_low),
+        json_number(r.interval_efficiency_high));
   }
   return out + "\n]}\n";
 }

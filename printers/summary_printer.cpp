@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "analysis/measurement_summary.hpp"
+#include "analysis/scaling_metrics.hpp"
 #include "core/number_format.hpp"
 
 namespace dlscale::printers {
@@ -250,7 +251,20 @@ std::string format_study(const results::StudySummary& study,
                                          : precision_sweep ? " at the same precision"
                                          : thread_sweep    ? " at the same thread count"
                                                            : "";
-  if (!study.points.empty())
+  // One rank count has nothing to scale against: its speedup 1 and efficiency 100% would read
+  // as a result. Its failed points and repeats are still shown.
+  const bool one_rank_count =
+      !study.points.empty() &&
+      std::all_of(study.points.begin(), study.points.end(),
+                  [&](const auto& p) { return p.ranks == study.points.front().ranks; }) &&
+      std::all_of(failed_points.begin(), failed_points.end(),
+                  [&](const auto& f) { return f.ranks == study.points.front().ranks; });
+  if (one_rank_count)
+    fmt::format_to(line,
+                   "every point has {} rank{}: no scaling table (speedup and efficiency need two "
+                   "rank counts)\n",
+                   study.points.front().ranks, study.points.front().ranks == 1 ? "" : "s");
+  if (!study.points.empty() && !one_rank_count)
     fmt::format_to(line,
                    "{} scaling against {} rank{}{}: efficiency with its 95% bootstrap interval; "
                    "the gap 1 - E split into exposed communication, waiting for stragglers and "
@@ -269,28 +283,49 @@ std::string format_study(const results::StudySummary& study,
                        ranks, thread_sweep ? fmt::format(" {:>7}", threads) : "",
                        repeated ? fmt::format(" {:>6}", repeat) : "");
   };
-  fmt::format_to(line, "{} {:>10} {:>12} {:>8} {:>18} {:>10} {:>7} {:>9} {:>7}{}  {}\n",
-                 key_columns("precision", "ranks", "threads", "repeat"), "iter ms", "samples/s",
-                 "speedup", "efficiency", "Karp-Flatt", "comm", "imbalance", "other", energy_header,
-                 "straggler");
+  if (!one_rank_count)
+    fmt::format_to(line, "{} {:>10} {:>12} {:>8} {:>19} {:>10} {:>7} {:>9} {:>7}{}  {}\n",
+                   key_columns("precision", "ranks", "threads", "repeat"), "iter ms", "samples/s",
+                   "speedup", "efficiency", "Karp-Flatt", "comm", "imbalance", "other",
+                   energy_header, "straggler");
+  std::vector<std::string> karp_flatt_reasons;  // each once, under the table
+  bool too_noisy = false;
   for (const auto& p : study.points) {
+    if (one_rank_count) break;
+    const std::string karp_flatt_reason = analysis::karp_flatt_out_of_range_reason(p.karp_flatt);
+    if (!karp_flatt_reason.empty() &&
+        std::find(karp_flatt_reasons.begin(), karp_flatt_reasons.end(), karp_flatt_reason) ==
+            karp_flatt_reasons.end())
+      karp_flatt_reasons.push_back(karp_flatt_reason);
+    const bool noisy =
+        p.ranks != study.baseline_ranks &&
+        analysis::interval_too_wide(p.efficiency, p.efficiency_ci_low, p.efficiency_ci_high);
+    too_noisy = too_noisy || noisy;
     std::string energy;
     for (const auto& [name, joules] : p.energy_joules_per_sample)
       energy += fmt::format(" {:>12.4g}", joules);
     fmt::format_to(
         line,
-        "{} {:>10.2f} {:>12.1f} {:>8.2f} {:>6.1f}% [{:>4.0f},{:>4.0f}] {:>10} "
+        "{} {:>10.2f} {:>12.1f} {:>8.2f} {:>6.1f}% [{:>4.0f},{:>4.0f}]{} {:>10} "
         "{:>6.1f}% {:>8.1f}% {:>6.1f}%{}  {}\n",
         key_columns(p.precision, p.ranks, p.threads, p.repeat), p.iteration_seconds * 1e3,
         p.throughput_samples_per_second, p.speedup, p.efficiency * 100, p.efficiency_ci_low * 100,
-        p.efficiency_ci_high * 100,
-        std::isnan(p.karp_flatt) ? "-" : fmt::format("{:.3f}", p.karp_flatt),
+        p.efficiency_ci_high * 100, noisy ? "?" : " ",
+        std::isnan(p.karp_flatt)    ? "-"
+        : karp_flatt_reason.empty() ? fmt::format("{:.3f}", p.karp_flatt)
+                                    : fmt::format("{:.3f}!", p.karp_flatt),
         p.gap_communication * 100, p.gap_load_imbalance * 100, p.gap_other * 100, energy,
         p.ranks == 1 ? "-" : fmt::format("rank {} on {}", p.straggler_rank, p.straggler_host));
   }
   for (const auto& f : failed_points)
     fmt::format_to(line, "{} {:>10}  {}\n", key_columns(f.precision, f.ranks, f.threads, f.repeat),
                    "-", f.reason);
+  if (too_noisy)
+    fmt::format_to(line,
+                   "? the efficiency's 95% interval is wider than {:.0f}% of its value: too noisy "
+                   "to read (more --iters or --repeat)\n",
+                   analysis::widest_readable_interval * 100);
+  for (const auto& reason : karp_flatt_reasons) fmt::format_to(line, "! Karp-Flatt {}\n", reason);
   fmt::format_to(line, "{}", convergence_table(study, key_columns));
   if (repeated && !study.configurations.empty()) {
     fmt::format_to(line, "\nacross repeats: mean +- sample standard deviation (min .. max)\n");

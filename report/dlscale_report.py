@@ -132,6 +132,24 @@ def with_interval(value, low, high, format):
     return f"{format(value)} [{format(low)}, {format(high)}]"
 
 
+# As analysis/scaling_metrics.hpp: a 95% interval wider than this share of its value is too noisy
+# to read; a Karp-Flatt value outside [0, 1] is no serial fraction.
+WIDEST_READABLE_INTERVAL = 0.5
+KARP_FLATT_NOTE = ("! a Karp-Flatt value outside [0, 1] is no serial fraction: above 1 the point "
+                   "is slower than its baseline outright, below 0 it scaled superlinearly")
+NOISY_NOTE = (f"? the efficiency's 95% interval is wider than {WIDEST_READABLE_INTERVAL:.0%} of "
+              "its value: too noisy to read (more --iters or --repeat)")
+
+
+def too_wide(value, low, high):
+    return bool(np.isfinite(value) and high - low > WIDEST_READABLE_INTERVAL * abs(value))
+
+
+def karp_flatt_text(value):
+    """The value, marked '!' outside [0, 1] (KARP_FLATT_NOTE)."""
+    return fraction(value) + ("!" if np.isfinite(value) and not 0 <= value <= 1 else "")
+
+
 def energy_header(measurement):
     """'gpu_energy J/sample' for gpu_energy_joules: the unit is in the header, not the name."""
     return f"{measurement.removesuffix('_joules')} J/sample"
@@ -210,6 +228,7 @@ def study_display(results):
                              "batch/rank": failed["batch_per_rank"],
                              "failure": left_aligned(failed["reason"])})
     study = results.study
+    baseline = results.study_attrs.get("baseline_ranks", study["ranks"].min())
 
     def get(name):  # missing columns show as '-' instead of failing
         return study[name] if name in study else pd.Series([np.nan] * len(study), dtype=float)
@@ -221,17 +240,21 @@ def study_display(results):
         *(column * factor for column in iteration))]
     shown["samples/s"] = get("throughput_samples_per_second").map(significant)
     shown["speedup"] = get("speedup").map(fraction)
-    shown["efficiency [95% CI]"] = [with_interval(*v, fraction) for v in zip(
-        get("efficiency"), get("efficiency_ci_low"), get("efficiency_ci_high"))]
+    shown["efficiency [95% CI]"] = [
+        with_interval(*v, fraction) + ("?" if too_wide(*v) and ranks != baseline else "")
+        for ranks, *v in zip(get("ranks"), get("efficiency"), get("efficiency_ci_low"),
+                             get("efficiency_ci_high"))]
     if PREDICTED_EFFICIENCY in study:
         shown["predicted eff"] = study[PREDICTED_EFFICIENCY].map(fraction)
-    shown["Karp-Flatt"] = get("karp_flatt").map(fraction)
+    shown["Karp-Flatt"] = get("karp_flatt").map(karp_flatt_text)
     shown["gap: comm"] = get("gap_communication").map(fraction)
     shown["gap: imbalance"] = get("gap_load_imbalance").map(fraction)
     shown["gap: other"] = get("gap_other").map(fraction)
     for name, measurement in results.energy_columns.items():
         shown[energy_header(measurement)] = study[name].map(lambda x: significant(x, 3))
-    shown["straggler"] = [f"{r}@{h}" for r, h in zip(get("straggler_rank"), get("straggler_host"))]
+    # One rank waits for no other: it has no straggler.
+    shown["straggler"] = [f"{r}@{h}" if n > 1 else "-" for n, r, h in zip(
+        get("ranks"), get("straggler_rank"), get("straggler_host"))]
     if failed is None or failed.empty:
         return shown
     return with_failed_rows(results, shown, failed, keys)
@@ -494,22 +517,37 @@ def sections(results):
                       "GPU and power columns are means over the samples)",
                       runs_display(results, runs_table(results))))
     failed = results.failed_points is not None and not results.failed_points.empty
-    if results.study is not None:
+    # One rank count has nothing to scale against: its speedup and efficiency of 1 would read as
+    # a result.
+    one_rank_count = (results.study is not None and not failed
+                      and results.study["ranks"].nunique() == 1)
+    if one_rank_count:
+        parts.append((f"No scaling table: every point has "
+                      f"{plural(int(results.study['ranks'].iloc[0]), 'rank')} (speedup and "
+                      "efficiency need two rank counts)", None))
+    if results.study is not None and not one_rank_count:
         baseline = results.study_attrs.get("baseline_ranks", results.study["ranks"].min())
         # Each precision and thread count is measured against its own baseline.
         same = " and ".join(name for name, column in [("precision", STUDY_PRECISION),
                                                        ("thread count", STUDY_THREADS)]
                             if results.varies(column))
         at_same = f" at the same {same}" if same else ""
+        study_table = study_display(results)
+        notes = [note for mark, note in [("!", KARP_FLATT_NOTE), ("?", NOISY_NOTE)]
+                 if any(str(text).endswith(mark) for column in
+                        ("Karp-Flatt", "efficiency [95% CI]") if column in study_table
+                        for text in study_table[column])]
         parts.append((f"Scaling study (baseline {plural(baseline, 'rank')}{at_same}; the gaps "
                       "split 1 - efficiency, as fractions of the iteration time"
-                      f"{'; – marks a point that failed' if failed else ''})",
-                      study_display(results)))
+                      f"{'; – marks a point that failed' if failed else ''}"
+                      + "".join("; " + note for note in notes) + ")",
+                      study_table))
         side_by_side = precisions_display(results)
         if side_by_side is not None:
             parts.append((f"Precisions side by side (means over repeats at each configuration "
                           f"every precision ran; 'vs' is the speedup in samples/s over "
                           f"{printable(results.precisions()[0])})", side_by_side))
+    if results.study is not None:
         convergence = convergence_display(results)
         if convergence is not None:
             parts.append((CONVERGENCE_HEADING, convergence))
@@ -520,14 +558,17 @@ def sections(results):
                       "slowest repeat)", repeats_display(results)))
     if results.comm is not None:
         parts.append((comm_heading(results), comm_display(results.comm)))
-    return [(heading, printable_table(table)) for heading, table in parts]
+    return [(heading, None if table is None else printable_table(table))
+            for heading, table in parts]
 
 
 def text_report(results, predicted_for=None):
     lines = [f"== {printable(results.path)}: {results.describe()} =="]
     lines += [f"{label}: {value}" for label, value in header_lines(results, predicted_for)]
     for heading, table in sections(results):
-        lines += ["", heading + ":", table.to_string(index=False)]
+        lines += ["", heading + (":" if table is not None else "")]
+        if table is not None:
+            lines.append(table.to_string(index=False))
     return "\n".join(lines)
 
 
@@ -596,8 +637,9 @@ def html_page(all_results, all_figures, command_line, predicted_for):
             f"<tr><th>{esc(label)}</th><td>{esc(str(value))}</td></tr>"
             for label, value in header_lines(results, network)) + "</table>")
         for heading, table in sections(results):
-            body.append(f"<h3>{esc(heading)}</h3>"
-                        f'<div class="table">{table.to_html(index=False, border=0)}</div>')
+            body.append(f"<h3>{esc(heading)}</h3>")
+            if table is not None:
+                body.append(f'<div class="table">{table.to_html(index=False, border=0)}</div>')
         body.append('<div class="figures">')
         for stem, caption, png in pngs:
             encoded = base64.b64encode(png).decode("ascii")
@@ -964,7 +1006,7 @@ def main(argv=None):
                 command_line = shlex.join(["dlscale", "report", *argv])
                 contents["--html"] = (
                     f"{plural(sum(map(len, all_figures)), 'figure')}, "
-                    f"{plural(sum(len(sections(results)) for results in all_results), 'table')}")
+                    f"{plural(sum(table is not None for results in all_results for _, table in sections(results)), 'table')}")
                 outputs.append(("--html", args.html,
                                 html_page(all_results, all_figures, command_line,
                                           predicted_for)))

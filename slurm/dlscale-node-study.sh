@@ -22,6 +22,14 @@ TIME_LIMIT=${TIME_LIMIT:-00:30:00}
 PARTITION=${PARTITION:-}                   # empty: the cluster's default
 ACCOUNT=${ACCOUNT:-}
 SHARE_NODES=${SHARE_NODES:-no}             # no: whole nodes (--exclusive); yes: let others on
+GPUS_PER_NODE=${GPUS_PER_NODE:-}           # [TYPE:]N GPUs per node of each run job (--device cuda)
+GPUS_PER_TASK=${GPUS_PER_TASK:-}           # or per task
+GRES=${GRES:-}                             # or as generic resources (gpu:4)
+CONSTRAINT=${CONSTRAINT:-}                 # node features every run job needs
+QOS=${QOS:-}
+RESERVATION=${RESERVATION:-}
+SWITCHES=${SWITCHES:-}                     # COUNT[@MAX-WAIT]: the most switches a run job spans
+MPI_PLUGIN=${MPI_PLUGIN:-pmix}             # srun --mpi
 DLSCALE=${DLSCALE:-dlscale}
 RUN_SCRIPT=${RUN_SCRIPT:-$(dirname "$(readlink -f "$0")")/dlscale-run.sbatch}
 DLSCALE_OPTIONS=(--model fcn-r --iters 20)
@@ -32,10 +40,19 @@ study_dir=${DLSCALE_RESULTS:-$PWD/dlscale-study-$(date +%Y%m%dT%H%M%S)}
 mkdir -p "$study_dir"
 study_dir=$(readlink -f "$study_dir")
 # The jobs inherit these through --export=ALL (a comma in a path would split --export=NAME=...).
-export DLSCALE DLSCALE_RESULTS=$study_dir
+export DLSCALE DLSCALE_RESULTS=$study_dir DLSCALE_MPI=$MPI_PLUGIN
 common=(--parsable --time="$TIME_LIMIT" --output="$study_dir/slurm-%j.out" --export=ALL)
 [[ -n $PARTITION ]] && common+=(--partition="$PARTITION")
 [[ -n $ACCOUNT ]] && common+=(--account="$ACCOUNT")
+[[ -n $QOS ]] && common+=(--qos="$QOS")
+[[ -n $RESERVATION ]] && common+=(--reservation="$RESERVATION")
+# What the run jobs alone need: GPUs, node features, and one network topology at every size.
+run_only=()
+[[ -n $GPUS_PER_NODE ]] && run_only+=(--gpus-per-node="$GPUS_PER_NODE")
+[[ -n $GPUS_PER_TASK ]] && run_only+=(--gpus-per-task="$GPUS_PER_TASK")
+[[ -n $GRES ]] && run_only+=(--gres="$GRES")
+[[ -n $CONSTRAINT ]] && run_only+=(--constraint="$CONSTRAINT")
+[[ -n $SWITCHES ]] && run_only+=(--switches="$SWITCHES")
 # Neighbours on a node change what is measured: each run has its nodes to itself, as the run
 # script's `#SBATCH --exclusive` asks. To share, the jobs run a copy of the script without that
 # line (sbatch's --oversubscribe would override it, but also lets jobs share cores).
@@ -48,8 +65,8 @@ fi
 jobs=() sizes=()
 for nodes in $NODE_COUNTS; do
   for tasks in $TASKS_PER_NODE; do
-    job=$(sbatch "${common[@]}" --job-name="dlscale-${nodes}x${tasks}" --nodes="$nodes" \
-      --ntasks-per-node="$tasks" --cpus-per-task="$CPUS_PER_TASK" \
+    job=$(sbatch "${common[@]}" "${run_only[@]}" --job-name="dlscale-${nodes}x${tasks}" \
+      --nodes="$nodes" --ntasks-per-node="$tasks" --cpus-per-task="$CPUS_PER_TASK" \
       "$run_script" "${DLSCALE_OPTIONS[@]}")
     echo "submitted job $job: $nodes node(s) x $tasks task(s)"
     jobs+=("$job")
@@ -111,7 +128,8 @@ fi
 "$dlscale" report "$out/study.h5" --html "$out/report.html" --csv "$out"
 echo "study: $out/study.h5, report: $out/report.html"
 MERGE
-merge=$(sbatch "${common[@]}" --job-name=dlscale-merge --nodes=1 --ntasks=1 \
+# One task on one CPU: merging and plotting is a small serial job, not a node's worth of work.
+merge=$(sbatch "${common[@]}" --job-name=dlscale-merge --nodes=1 --ntasks=1 --cpus-per-task=1 \
   --dependency="afterany:$(IFS=:; echo "${jobs[*]}")" \
   "$study_dir/merge.sbatch" "$DLSCALE" "$study_dir" "${sizes[@]}")
 echo "submitted job $merge: merge and report after ${jobs[*]}"

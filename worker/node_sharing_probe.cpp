@@ -23,13 +23,14 @@ namespace dlscale::worker {
 namespace {
 
 // Median seconds of one forward+backward pass over at least `iterations` passes, and as many more
-// as make `seconds` in all, after `warmup` untimed ones, timed with device events. The median, so
+// as make `seconds` in all but no more than `most_iterations`, after `warmup` untimed ones, timed
+// with device events. The median, so
 // that a moment when something else took the core moves it little. No update: the parameters
 // stay as they are. With `group`, the rank then goes on with untimed passes until every rank of
 // the group has finished its timed ones.
 double median_pass_seconds(model::Network<float>& network, const DeviceDataset& data,
-                           kernels::Device& device, int warmup, int iterations, double seconds,
-                           const std::function<void()>& after_each_pass,
+                           kernels::Device& device, int warmup, int iterations, int most_iterations,
+                           double seconds, const std::function<void()>& after_each_pass,
                            MPI_Comm group = MPI_COMM_NULL) {
   const auto start = device.make_event(), end = device.make_event();
   const auto pass = [&](int i) {
@@ -45,7 +46,8 @@ double median_pass_seconds(model::Network<float>& network, const DeviceDataset& 
   for (; i < warmup; ++i) pass(i);
   std::vector<double> timed;
   double total = 0;
-  for (; int(timed.size()) < iterations || total < seconds; ++i) {
+  for (; int(timed.size()) < iterations || (total < seconds && int(timed.size()) < most_iterations);
+       ++i) {
     timed.push_back(pass(i));
     total += timed.back();
   }
@@ -75,6 +77,19 @@ results::Measurement per_rank_seconds(const char* name, const char* description)
 
 }  // namespace
 
+int probe_pass_budget(const NodeSharingProbeSchedule& schedule, int point_iterations) {
+  const int budget = point_iterations / schedule.iterations_per_pass;
+  const int least = schedule.warmup_iterations + schedule.least_shared_iterations +
+                    schedule.least_alone_iterations;
+  return budget >= least ? budget : 0;
+}
+
+int least_probed_point_iterations(const NodeSharingProbeSchedule& schedule) {
+  return (schedule.warmup_iterations + schedule.least_shared_iterations +
+          schedule.least_alone_iterations) *
+         schedule.iterations_per_pass;
+}
+
 std::vector<results::Measurement> probe_node_sharing(model::Network<float>& network,
                                                      const DeviceDataset& data,
                                                      kernels::Device& device, MPI_Comm group,
@@ -95,21 +110,34 @@ std::vector<results::Measurement> probe_node_sharing(model::Network<float>& netw
       results::node_sharing_alone_seconds,
       "node-sharing probe: median forward+backward seconds of one pass on rank 0 while the other "
       "ranks of the run sleep");
-  if (point_iterations < schedule.least_point_iterations) {
+  const int budget = probe_pass_budget(schedule, point_iterations);
+  if (!schedule.enabled || budget == 0) {
     shared.absent_reason = alone.absent_reason =
-        fmt::format("not probed: a point of {} iterations is shorter than the {} a probe is worth",
-                    point_iterations, schedule.least_point_iterations);
+        !schedule.enabled
+            ? std::string("not probed: turned off (--probe no)")
+            : fmt::format(
+                  "not probed: a point of {} iterations is shorter than the {} that keep the "
+                  "probe's passes to 1 in {} of the point's",
+                  point_iterations, least_probed_point_iterations(schedule),
+                  schedule.iterations_per_pass);
     return {std::move(shared), std::move(alone)};
   }
+  // Two thirds of the timed passes for the shared phase, whose ranks vary more, at least its least;
+  // the rest for rank 0 alone.
+  const int timed = budget - schedule.warmup_iterations;
+  const int most_shared =
+      std::max(schedule.least_shared_iterations,
+               std::min(timed - schedule.least_alone_iterations, 2 * timed / 3));
+  const int most_alone = timed - most_shared;
   comm::quiet_barrier(group);
   shared.values = {median_pass_seconds(network, data, device, schedule.warmup_iterations,
-                                       schedule.measured_iterations, schedule.shared_seconds,
-                                       after_each_pass, group)};
+                                       schedule.least_shared_iterations, most_shared,
+                                       schedule.shared_seconds, after_each_pass, group)};
   comm::quiet_barrier(group);
 
   if (rank == 0)
-    alone.values = {median_pass_seconds(network, data, device, 0, schedule.measured_iterations,
-                                        schedule.alone_seconds, after_each_pass)};
+    alone.values = {median_pass_seconds(network, data, device, 0, schedule.least_alone_iterations,
+                                        most_alone, schedule.alone_seconds, after_each_pass)};
   else
     alone.absent_reason = "rank 0 alone measures the rate of an unshared node";
   comm::quiet_barrier(group);

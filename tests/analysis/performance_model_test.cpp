@@ -283,6 +283,62 @@ TEST(PredictScaling, UsesTheMeanOfEveryRepeatAndTheirSpread) {
   EXPECT_EQ(two.iteration_seconds_low, two.iteration_seconds_high) << "one run: no spread";
 }
 
+// Every row's interval holds its point estimate, and is widened by the model's measured error:
+// here 2 ranks computed 1.5 s where the 1-rank run and a probe that saw no slowdown say 1.0 s, so
+// predicting 2 ranks without its own run misses by -33%: a warning, and every interval is wide
+// enough to hold that miss.
+TEST(PredictScaling, IntervalsHoldTheEstimateAndTheModelsMeasuredError) {
+  const std::vector<results::RunRecord> runs = {run_of(1, 1.0, 0, 0, 1), run_of(2, 1.5, 0, 0, 1)};
+  const auto network = uniform_network(0, 0, "test");
+  const auto prediction = predict_scaling(runs, {}, network, {1, 2, 4}, {});
+  EXPECT_NEAR(prediction.model_error, 1.0 / 3, 1e-9);
+  ASSERT_EQ(prediction.warnings.size(), 1u);
+  EXPECT_NE(prediction.warnings[0].find("missed the measured 2 ranks by -33.3%"), std::string::npos)
+      << prediction.warnings[0];
+  for (const auto& point : prediction.points) {
+    const double t = point.iteration.iteration_seconds;
+    EXPECT_LE(point.interval_seconds_low, t) << point.ranks << " ranks";
+    EXPECT_GE(point.interval_seconds_high, t) << point.ranks << " ranks";
+    EXPECT_NEAR(point.interval_seconds_low, t / (1 + 1.0 / 3), 1e-9) << point.ranks << " ranks";
+    EXPECT_NEAR(point.interval_seconds_high, t / (1 - 1.0 / 3), 1e-9) << point.ranks << " ranks";
+    EXPECT_LE(point.interval_efficiency_low, point.efficiency);
+    EXPECT_GE(point.interval_efficiency_high, point.efficiency);
+  }
+  const std::string table = printers::format_prediction_table(prediction, network, "ring");
+  EXPECT_NE(table.find("warning     the model missed the measured 2 ranks"), std::string::npos)
+      << table;
+  EXPECT_NE(table.find("+-33.3%"), std::string::npos) << table;
+}
+
+// Held out, 2 ranks is predicted at 1.0 s against the 1.5 s measured: the interval, widened by
+// that miss, holds the measurement it is checked against.
+TEST(PredictScaling, AHeldOutPointsIntervalHoldsItsMeasurement) {
+  const std::vector<results::RunRecord> runs = {run_of(1, 1.0, 0, 0, 1), run_of(2, 1.5, 0, 0, 1)};
+  const auto prediction =
+      predict_scaling(runs, {}, uniform_network(0, 0, "test"), {2}, {.held_out = {2}});
+  const auto& two = prediction.points[0];
+  ASSERT_TRUE(two.held_out && two.compared);
+  EXPECT_NEAR(two.iteration.iteration_seconds, 1.0, 1e-9);
+  EXPECT_LE(two.interval_seconds_low, two.measured_iteration_seconds);
+  EXPECT_GE(two.interval_seconds_high * (1 + 1e-12), two.measured_iteration_seconds);
+}
+
+// A network the runs never ran on (--network): their measurements are shown, not compared, and
+// the model's error is not claimed; one run per rank count then leaves no interval to print.
+TEST(PredictScaling, DoesNotCompareMeasurementsWithAnotherNetwork) {
+  const std::vector<results::RunRecord> runs = {run_of(1, 1.0, 0, 0, 1), run_of(2, 1.5, 0, 0, 1)};
+  const auto network = uniform_network(2e-6, 1 / 12.5e9, "--network 100Gbps,2us");
+  const auto prediction =
+      predict_scaling(runs, {}, network, {1, 2}, {.network_describes_runs = false});
+  EXPECT_TRUE(std::isnan(prediction.model_error));
+  EXPECT_TRUE(prediction.warnings.empty());
+  for (const auto& point : prediction.points) EXPECT_FALSE(point.compared) << point.ranks;
+  const std::string table = printers::format_prediction_table(prediction, network, "ring");
+  EXPECT_NE(table.find("(on its own network: not compared)"), std::string::npos) << table;
+  EXPECT_EQ(table.find("%)"), std::string::npos) << "no relative error is printed:\n" << table;
+  EXPECT_NE(table.find("not compared with it"), std::string::npos) << table;
+}
+
 TEST(PredictScaling, FlagsAndExplainsAnEfficiencyAboveOne) {
   // The 2-rank run computed 10% faster than the 1-rank one: a noisy measurement, carried.
   const std::vector<results::RunRecord> runs = {run_of(1, 1.0, 0, 0, 1), run_of(2, 0.9, 0, 0, 1)};

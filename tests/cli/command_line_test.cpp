@@ -61,6 +61,19 @@ TEST_F(CommandLine, MoreThreadsThanLogicalCpusNeedOversubscribe) {
   expect_refused("--model fcn:8,4 --threads 1,1024", "logical CPUs");
 }
 
+// Open MPI binds each of two ranks to one core by default: two threads there would share it,
+// and every number would look as if the device were that slow.
+TEST_F(CommandLine, MoreThreadsThanTheCpusARankIsBoundToAreRefusedNamingBoth) {
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs 2 logical CPUs";
+  launcher_flags_ = "--bind-to core";
+  expect_refused("--model fcn:8,4 --threads 2", "--threads 2 but rank 0 on ");
+  expect_refused("--model fcn:8,4 --threads 2", "may run on only 1 CPU(s) (its affinity)");
+  launcher_flags_ = "--bind-to none";
+  const Outcome unbound =
+      run_dlscale("--model fcn:8,4 --batch 4 --iters 2 --warmup 1 --threads 2 --out unbound.h5");
+  for (int r = 0; r < ranks; ++r) EXPECT_EQ(unbound.rank_exit_codes[r], 0) << "rank " << r;
+}
+
 TEST_F(CommandLine, ConfigThatIsNotASmallRegularFileIsRefusedAtOnce) {
   expect_refused("--config /dev/zero", "not a regular file");
   expect_refused("--config " + directory_.string(), "not a regular file");
@@ -156,6 +169,7 @@ TEST_F(CommandLine, SampledResourcesAreSummarizedAndWritten) {
 }
 
 TEST_F(CommandLine, ThreadSweepWithRepeatsIsOneStudyWithTheSpread) {
+  launcher_flags_ = "--bind-to none";  // two threads per rank need two CPUs each
   const Outcome outcome = run_dlscale(
       "--model fcn:64,32,4 --batch 8 --iters 3 --warmup 1 --threads 1,2 --repeat 3 "
       "--sample-interval 0 --out repeats.h5");

@@ -44,15 +44,19 @@ class DlscaleUnderMpirun : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(directory_); }
 
+  // mpirun options of this test's launches (--bind-to ...), after the suite's own.
+  std::string launcher_flags_;
+
   // Each rank runs inside a shell that records its exit code, so mpirun never cuts a rank short.
   Outcome run_dlscale(const std::string& arguments) {
     for (int r = 0; r < ranks; ++r)
       std::filesystem::remove(directory_ / ("exit." + std::to_string(r)));
     std::ostringstream command;
     command << "cd " << directory_ << " && timeout 300 " << DLSCALE_MPIEXEC << " -np " << ranks
-            << " " << DLSCALE_MPIEXEC_PREFLAGS << " sh -c '\"$0\" \"$@\"; echo $? > "
-            << directory_.string() << "/exit.${OMPI_COMM_WORLD_RANK:-0}' " << DLSCALE_EXECUTABLE
-            << " " << arguments << " > stdout.txt 2> stderr.txt";
+            << " " << DLSCALE_MPIEXEC_PREFLAGS << " " << launcher_flags_
+            << " sh -c '\"$0\" \"$@\"; echo $? > " << directory_.string()
+            << "/exit.${OMPI_COMM_WORLD_RANK:-0}' " << DLSCALE_EXECUTABLE << " " << arguments
+            << " > stdout.txt 2> stderr.txt";
     const auto start = std::chrono::steady_clock::now();
     const int status = std::system(command.str().c_str());
     Outcome outcome;

@@ -69,6 +69,12 @@ TEST(RunOptions, BadThreadListsRepeatsAndIntervalsNameTheOption) {
   EXPECT_NE(error_of({"--point-timeout", "-5"}).find("--point-timeout"), std::string::npos);
 }
 
+TEST(RunOptions, TheNodeSharingProbeRunsUnlessProbeNo) {
+  EXPECT_TRUE(parse_run_options({}).probe_node_sharing);
+  EXPECT_FALSE(parse_run_options({"--probe", "no"}).probe_node_sharing);
+  EXPECT_EQ(error_of({"--probe", "maybe"}), "--probe must be yes or no, got 'maybe'");
+}
+
 TEST(RunOptions, ATargetEvaluatesEveryTenStepsAndLimitsSamplesNotIterations) {
   const auto options = parse_run_options({"--target-accuracy", "0.8", "--lr-scaling", "linear",
                                           "--warmup-steps", "5", "--max-samples", "1000"});

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 #include <string>
 
@@ -107,7 +108,8 @@ TEST(SummaryYardstick, OneMeasurementAloneIsNeverCalledMoved) {
 
 TEST(SummaryYardstick, NoYardstickNoFraction) {
   const std::string summary = format_summary(run_at(118, 0, 0));
-  EXPECT_EQ(lines_labelled(summary, "compute").find(" GEMM measured"), std::string::npos) << summary;
+  EXPECT_EQ(lines_labelled(summary, "compute").find(" GEMM measured"), std::string::npos)
+      << summary;
   EXPECT_EQ(lines_labelled(summary, "yardstick"), "") << summary;
 }
 
@@ -133,6 +135,68 @@ TEST(StudyRepeats, EverySpreadIsSetOffBySpaces) {
   study.configurations = {spread};
   const std::string table = format_study(study);
   EXPECT_NE(table.find("+- 123.46 (1400.00 .. 1600.00)"), std::string::npos) << table;
+}
+
+// A study of a 1-rank baseline and 4 ranks measured at efficiency `efficiency` in [low, high],
+// with Karp-Flatt `karp_flatt`.
+results::StudySummary study_of(double efficiency, double low, double high, double karp_flatt) {
+  results::StudySummary study;
+  study.scaling = "weak";
+  study.baseline_ranks = 1;
+  results::StudyPoint baseline;
+  baseline.ranks = 1;
+  baseline.efficiency = baseline.efficiency_ci_low = baseline.efficiency_ci_high = 1;
+  baseline.karp_flatt = std::nan("");
+  results::StudyPoint four = baseline;
+  four.ranks = 4;
+  four.efficiency = efficiency;
+  four.efficiency_ci_low = low;
+  four.efficiency_ci_high = high;
+  four.karp_flatt = karp_flatt;
+  four.straggler_host = "vm";
+  study.points = {baseline, four};
+  return study;
+}
+
+TEST(StudyTable, AKarpFlattAbove1OrBelow0IsMarkedWithWhy) {
+  const std::string above = format_study(study_of(0.2, 0.19, 0.21, 3.9));
+  EXPECT_NE(above.find("3.900!"), std::string::npos) << above;
+  EXPECT_NE(above.find("! Karp-Flatt above 1: the point is slower than its baseline outright"),
+            std::string::npos)
+      << above;
+  const std::string below = format_study(study_of(1.2, 1.19, 1.21, -0.05));
+  EXPECT_NE(below.find("-0.050!"), std::string::npos) << below;
+  EXPECT_NE(below.find("! Karp-Flatt below 0: the point scaled superlinearly"), std::string::npos)
+      << below;
+  const std::string inside = format_study(study_of(0.8, 0.79, 0.81, 0.083));
+  EXPECT_EQ(inside.find("Karp-Flatt above"), std::string::npos) << inside;
+  EXPECT_NE(inside.find("0.083 "), std::string::npos) << inside;
+}
+
+TEST(StudyTable, AnEfficiencyIntervalWiderThanHalfItsValueIsFlaggedTooNoisy) {
+  const std::string noisy = format_study(study_of(0.6, 0.29, 3.76, 0.2));
+  EXPECT_NE(noisy.find("[  29, 376]?"), std::string::npos) << noisy;
+  EXPECT_NE(noisy.find("? the efficiency's 95% interval is wider than 50% of its value: too noisy"),
+            std::string::npos)
+      << noisy;
+  const std::string quiet = format_study(study_of(0.6, 0.55, 0.65, 0.2));
+  EXPECT_EQ(quiet.find("too noisy"), std::string::npos) << quiet;
+}
+
+TEST(StudyTable, NoStragglerAtOneRank) {
+  const std::string table = format_study(study_of(0.8, 0.79, 0.81, 0.083));
+  std::istringstream lines(table);
+  std::string line;
+  while (std::getline(lines, line))
+    if (line.rfind("     1 ", 0) == 0) EXPECT_EQ(line.back(), '-') << line;
+}
+
+TEST(StudyTable, OneRankCountGetsNoScalingTable) {
+  results::StudySummary study = study_of(1, 1, 1, std::nan(""));
+  study.points.pop_back();
+  const std::string table = format_study(study);
+  EXPECT_NE(table.find("every point has 1 rank: no scaling table"), std::string::npos) << table;
+  EXPECT_EQ(table.find("Karp-Flatt"), std::string::npos) << "a table header:\n" << table;
 }
 
 }  // namespace

@@ -235,6 +235,34 @@ def test_sweep_tables_and_figures(directory):
            "temporary files left behind")
 
 
+def test_degenerate_statistics_are_marked(directory):
+    """A Karp-Flatt value outside [0, 1] is marked '!' with why, an efficiency interval wider than
+    half its value '?' as too noisy, a one-rank row names no straggler, and a file of one rank
+    count gets no scaling table."""
+    sample = make_sample(directory, "degenerate.h5")
+    with h5py.File(sample, "r+") as f:
+        ranks = list(f["study/ranks"][()])
+        two, four = ranks.index(2), ranks.index(4)
+        f["study/karp_flatt"][two] = 3.9
+        f["study/efficiency_ci_low"][four] = 0.29
+        f["study/efficiency_ci_high"][four] = 3.76
+    stdout = report_ok(sample).stdout
+    rows = {int(line.split()[0]): line for line in printed_table(stdout, "Scaling study")}
+    expect("3.900!" in rows[2], f"Karp-Flatt 3.9 is not marked: {rows[2]}")
+    expect("3.760]?" in rows[4], f"a too-wide interval is not flagged: {rows[4]}")
+    expect(rows[1].rstrip().endswith(" -"), f"a one-rank row names a straggler: {rows[1]}")
+    for note in ["! a Karp-Flatt value outside [0, 1] is no serial fraction",
+                 "? the efficiency's 95% interval is wider than 50% of its value"]:
+        expect(note in stdout, f"no {note!r} in:\n{stdout}")
+
+    one = make_sample(directory, "one-rank-count.h5")
+    with h5py.File(one, "r+") as f:
+        f["study/ranks"][...] = 2
+    stdout = report_ok(one).stdout
+    expect("Scaling study" not in stdout and "No scaling table: every point has 2 ranks" in stdout,
+           f"one rank count got a scaling table:\n{stdout}")
+
+
 def test_html_is_self_contained(directory):
     sample = make_sample(directory, "sweep.h5")
     page = os.path.join(directory, "report.html")
@@ -1292,7 +1320,8 @@ def test_help():
 
 
 def main():
-    tests = [test_sweep_tables_and_figures, test_html_is_self_contained,
+    tests = [test_sweep_tables_and_figures, test_degenerate_statistics_are_marked,
+             test_html_is_self_contained,
              test_optional_parts_missing, test_schema_2_still_reports,
              test_failed_point_shows_dash_and_reason, test_only_failed_points_reports,
              test_node_sharing_probes_are_exported_unchanged,

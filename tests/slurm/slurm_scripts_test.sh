@@ -140,7 +140,33 @@ with h5py.File(sys.argv[1], "r") as f:
 print("ok: a --share-nodes job recorded that its node was not exclusive")
 PY
 
-# 4. A study that goes wrong: of 1 and 2 nodes x 1 and 2 tasks, the 2x1 job's points all fail
+# 4. Two threads per rank on the two CPUs the job gave it (--cpus-per-task 2), not on one: srun
+#    from Slurm 22.05 on no longer takes the job's CPUs per task unless it is given them. And a
+#    GPU study that asks Slurm for no GPU is refused in one line before anything queues.
+"$dlscale" slurm --nodes 1 --tasks-per-node 1 --cpus-per-task 2 --time 00:05:00 \
+  --dlscale "$dlscale" "${tiny[@]}" --threads 2 -o "$work/cpus.sh" >/dev/null
+submitted=$(DLSCALE_RESULTS=$work/cpus bash "$work/cpus.sh")
+mapfile -t jobs < <(grep -o 'submitted job [0-9]*' <<<"$submitted" | awk '{print $3}')
+expect_state "${jobs[0]}" COMPLETED
+"$python" - "$work/cpus/job-${jobs[0]}/dlscale.h5" <<'PY'
+import sys
+import h5py
+with h5py.File(sys.argv[1], "r") as f:
+    run = f["runs/run_000"]
+    threads = int(run.attrs["threads_per_rank"])
+    allowed = run["measurements/process_allowed_cpus/value"][()]
+    if threads != 2 or len(allowed) == 0 or any(v != 2 for v in allowed.ravel()):
+        sys.exit(f"FAIL: --cpus-per-task 2 ran {threads} threads on {list(allowed.ravel())} CPUs")
+print("ok: --cpus-per-task 2 ran each rank's 2 threads on 2 allowed CPUs")
+PY
+refusal=$("$dlscale" slurm --nodes 1 --device cuda "${tiny[@]}" -o "$work/gpu.sh" 2>&1) && status=0 || status=$?
+if ((status != 2)) || [[ $(wc -l <<<"$refusal") != 1 || $refusal != *"--gpus-per-node"* ]]; then
+  echo "FAIL: a GPU study without GPUs exited $status with '$refusal'"
+  exit 1
+fi
+echo "ok: $refusal"
+
+# 5. A study that goes wrong: of 1 and 2 nodes x 1 and 2 tasks, the 2x1 job's points all fail
 #    (exit 3, by design: its dlscale is given --point-timeout 1e-9) and the 2x2 job is cancelled
 #    while it waits. The merge job still runs, merges what exists, and names the cancelled job.
 real_dlscale=$dlscale

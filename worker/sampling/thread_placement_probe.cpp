@@ -3,7 +3,6 @@
 #include "worker/sampling/thread_placement_probe.hpp"
 
 #include <dirent.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -11,6 +10,7 @@
 #include <limits>
 #include <optional>
 
+#include "core/host_info.hpp"
 #include "core/thread_names.hpp"
 #include "worker/sampling/kernel_text_file.hpp"
 
@@ -98,10 +98,8 @@ std::vector<double> ThreadPlacementProbe::read(double seconds) {
   std::map<pid_t, ThreadTimes> current;
   for (const auto& thread : threads) current[thread.id] = {thread.cpu_ticks};
 
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  const double allowed_cpus =
-      sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : not_measured;
+  const int allowed = allowed_cpu_count();
+  const double allowed_cpus = allowed > 0 ? double(allowed) : not_measured;
   std::vector<double> values = {not_measured, not_measured, allowed_cpus};
   const double interval = seconds - previous_seconds_;
   if (has_previous_ && interval > 0) {
