@@ -98,6 +98,20 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
           "its synthetic task (docs/workloads.md)",
           options.target_value, plan.workload->name(), best));
   }
+  // A point is checked against its target only at an evaluation: a budget that ends before the
+  // first one would train in vain and only then fail, so it is refused here. The largest global
+  // batch has the fewest iterations.
+  if (!plan.target_metric.empty())
+    for (const auto& point : plan.points) {
+      const int iterations = driver::point_schedule(plan, point).total_iterations();
+      if (iterations < options.evaluate_every)
+        throw UserError(fmt::format(
+            "--max-samples {} allows {} iteration(s) at a global batch of {} ({} rank(s)), "
+            "fewer than --eval-every {}: the target would never be checked; raise "
+            "--max-samples or lower --eval-every",
+            plan.max_samples, iterations, (long long)point.ranks * point.batch_per_rank,
+            point.ranks, options.evaluate_every));
+    }
   const kernels::DeviceRecord& device = kernels::find_device(options.device);
   const comm::BackendRecord& backend = comm::find_backend(options.comm);
   const comm::GradientDtype grad_dtype = *comm::gradient_dtype_names.named(options.grad_dtype);
@@ -146,6 +160,9 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
                            ? default_output_name(plan.workload->name(), mpi.world_size(), start)
                            : options.output_path;
     results::check_output_path(plan.output_path, options.overwrite);
+    // Even with --overwrite: the results would replace the config file that asked for them.
+    if (!options.config_path.empty())
+      results::check_output_is_not_an_input(plan.output_path, {options.config_path}, "--out");
   }
   return plan;
 }

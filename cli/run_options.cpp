@@ -468,6 +468,7 @@ RunOptions parse_run_options(const std::vector<std::string>& arguments) {
     options.action = RunOptions::Action::list_models;
   else
     check_values(options, raw, values);
+  options.config_path = config_path;
   return options;
 }
 

@@ -272,39 +272,48 @@ std::optional<PointMeasurement> measure_point(const TrainingPlan& plan, PointSet
   return measured;
 }
 
+// What a point's record says it was: the plan's settings and the point's own, with
+// `measured_iterations` measured. A failed point's file keeps the launch's part of it.
+results::RunConfiguration point_configuration(const TrainingPlan& plan, const SweepPoint& point,
+                                              int measured_iterations) {
+  const workloads::Workload& workload = *plan.workload;
+  const worker::TrainingSchedule schedule = point_schedule(plan, point);
+  return {workload.name(),
+          workload.family(),
+          workload.description(),
+          workload.parameter_count(),
+          workload.training_flops_per_sample(),
+          point.batch_per_rank,
+          plan.schedule.warmup_iterations,
+          measured_iterations,
+          point.threads,
+          point.repeat,
+          comm::backend_record(plan.comm_backend).name,
+          comm::gradient_dtype_names(plan.grad_dtype),
+          kernels::device_record(plan.device_kind).name,
+          kernels::precision_name(point.precision),
+          point.seed,
+          point_learning_rate(plan, point),
+          sgd_momentum,
+          results::scaling_name(plan.scaling),
+          plan.bucket_mb,
+          plan.overlap,
+          plan.learning_rate_scaling,
+          plan.learning_rate,
+          schedule.learning_rate_warmup,
+          schedule.evaluate_every,
+          plan.target_metric,
+          plan.target_value};
+}
+
 // Frees the point's set-up, measures the yardstick again and gathers the run's record to the
 // group's rank 0 (world rank 0), with its summary. Returns nothing on the other ranks.
 std::optional<results::RunRecord> record_point(const TrainingPlan& plan, const SweepPoint& point,
                                                PointSetUp run, const PointMeasurement& measured,
                                                kernels::Device& device, MPI_Comm group,
                                                const results::RunEnvironment& environment) {
-  const workloads::Workload& workload = *plan.workload;
-  results::RunConfiguration configuration{workload.name(),
-                                          workload.family(),
-                                          workload.description(),
-                                          workload.parameter_count(),
-                                          workload.training_flops_per_sample(),
-                                          point.batch_per_rank,
-                                          plan.schedule.warmup_iterations,
-                                          measured.measured_iterations,
-                                          point.threads,
-                                          point.repeat,
-                                          comm::backend_record(plan.comm_backend).name,
-                                          comm::gradient_dtype_names(plan.grad_dtype),
-                                          kernels::device_record(plan.device_kind).name,
-                                          kernels::precision_name(point.precision),
-                                          point.seed,
-                                          run.learning_rate,
-                                          sgd_momentum,
-                                          results::scaling_name(plan.scaling),
-                                          plan.bucket_mb,
-                                          plan.overlap,
-                                          plan.learning_rate_scaling,
-                                          plan.learning_rate,
-                                          run.schedule.learning_rate_warmup,
-                                          run.schedule.evaluate_every,
-                                          plan.target_metric,
-                                          plan.target_value};
+  const results::RunConfiguration configuration =
+      point_configuration(plan, point, measured.measured_iterations);
   std::vector<results::LayerRecord> layers;
   for (const auto& layer : run.network->layers())
     layers.push_back({layer->kind(), layer->parameter_count()});
@@ -555,7 +564,8 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
           if (coordinator_rank) {
             journal->add_failed_point({point.ranks, kernels::precision_name(point.precision),
                                        point.threads, point.repeat, point.batch_per_rank,
-                                       point.seed, failure.cause(), failure.what()});
+                                       point.seed, failure.cause(), failure.what()},
+                                      point_configuration(plan, point, 0));
             spdlog::warn(
                 "point {} of {} ({} rank(s) x {} thread(s), {}{}) failed: {}; going on", index + 1,
                 points, point.ranks, point.threads, kernels::precision_name(point.precision),

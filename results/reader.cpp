@@ -418,9 +418,33 @@ std::vector<std::string> read_precision_column(hid_t group, hsize_t count) {
   return hdf5::read_string_dataset(group, schema::precision);
 }
 
-std::vector<FailedPoint> read_failed_points(hid_t file) {
+// The launch settings written with the failed points (schema 8), where the file has them.
+std::optional<RunConfiguration> read_failed_points_configuration(hid_t group) {
+  using namespace hdf5;
+  if (!has_attribute(group, schema::model)) return std::nullopt;
+  RunConfiguration config;
+  config.model = read_string_attribute(group, schema::model);
+  config.scaling = read_string_attribute(group, schema::scaling);
+  config.device = read_string_attribute(group, schema::device);
+  config.comm_backend = read_string_attribute(group, schema::comm_backend);
+  config.gradient_dtype = read_string_attribute(group, schema::gradient_dtype);
+  config.bucket_mb = read_double_attribute(group, schema::bucket_mb);
+  config.overlap = read_integer_attribute(group, schema::overlap) != 0;
+  config.learning_rate_scaling = read_string_attribute(group, schema::learning_rate_scaling);
+  config.base_learning_rate = read_double_attribute(group, schema::base_learning_rate);
+  config.learning_rate_warmup_steps =
+      int(read_integer_attribute(group, schema::learning_rate_warmup_steps));
+  config.evaluate_every = int(read_integer_attribute(group, schema::evaluate_every));
+  config.target_metric = read_string_attribute(group, schema::target_metric);
+  config.target_value = read_double_attribute(group, schema::target_value);
+  return config;
+}
+
+std::vector<FailedPoint> read_failed_points(hid_t file,
+                                            std::optional<RunConfiguration>& configuration) {
   using namespace hdf5;
   const Hdf5Handle group = open_group(file, schema::failed_points_group);
+  configuration = read_failed_points_configuration(group);
   const hsize_t count = require_length(group, schema::ranks, hsize_t(bounds::most_runs));
   for (const char* column : {schema::threads, schema::repeat, schema::batch_per_rank_column,
                              schema::seed_column, schema::reason})
@@ -575,8 +599,15 @@ ResultsFile read_whole_file(const std::filesystem::path& path) {
     results.runs.push_back(read_run(file, version));
     return results;
   }
+  // A `dlscale comm` sweep shares the root attributes and has no runs: read as a training file it
+  // would look like one with nothing in it, and merge would pass over it instead of refusing it.
+  if (hdf5::has_child(file, schema::comm_file::group))
+    throw UserError(fmt::format(
+        "'{}' holds a `dlscale comm` allreduce sweep, not training runs (predict reads it with "
+        "--comm)",
+        path.string()));
   if (hdf5::has_child(file, schema::failed_points_group))  // schema 3
-    results.failed_points = read_failed_points(file);
+    results.failed_points = read_failed_points(file, results.failed_points_configuration);
   if (hdf5::has_child(file, schema::node_sharing_probes_group))  // schema 5
     results.node_sharing_probes = read_node_sharing_probes(file);
   const long long run_count = hdf5::read_integer_attribute(file, schema::run_count);

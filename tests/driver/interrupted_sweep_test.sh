@@ -82,3 +82,42 @@ stop_single_rank() {
 stop_single_rank INT 130
 # SIGHUP (the terminal closed, the ssh session dropped) stops a run as SIGTERM does.
 stop_single_rank HUP 129
+
+# A point trained to a target is kept as partial too, with its evaluations so far, alone and under
+# mpirun (issue 32: its set-up made thousands of batches first, so a signal in its first seconds
+# lost the point; under mpirun the ranks were killed and the file left `running`). --eval-every 1
+# gives every measured iteration an evaluation; the budget is far more than the test waits.
+stop_target_point() {
+  local launcher=$1 expected=$2 file=$work/target-$3.h5 run status=0 stopped
+  $launcher "$dlscale" --model fcn:784,256,10 --batch 64 --warmup 1 --sample-interval 0 \
+    --target-loss 0.00001 --eval-every 1 --max-samples 128000 --out "$file" \
+    >"$work/target-$3-out.txt" 2>"$work/target-$3-err.txt" &
+  run=$!
+  wait_for_line "$work/target-$3-err.txt" 'to held-out loss' "$run"
+  sleep 4
+  stopped=$(date +%s%N)
+  kill -TERM "$run"
+  wait "$run" || status=$?
+  stopped=$((($(date +%s%N) - stopped) / 1000000))
+  ((status == expected)) || {
+    echo "FAIL: SIGTERM to a target point ($3) gave exit status $status, not $expected"
+    cat "$work/target-$3-err.txt"; exit 1; }
+  # Open MPI gives the ranks 1 s before SIGKILL; mpirun itself takes about 2 s to pass it on.
+  ((stopped < 10000)) || { echo "FAIL: a target point ($3) took $stopped ms to stop"; exit 1; }
+  "$python" - "$file" <<'PY'
+import sys
+import h5py
+with h5py.File(sys.argv[1], "r") as f:
+    assert f.attrs["status"] == "interrupted: SIGTERM", f.attrs["status"]
+    assert list(f["runs"]) == ["run_000"], list(f["runs"])
+    run = f["runs/run_000"]
+    kept = int(run.attrs["measured_iterations"])
+    assert run.attrs["partial"].startswith("interrupted by SIGTERM after"), run.attrs["partial"]
+    # One evaluation after every iteration, the warm-up's included.
+    evaluations = len(run["evaluations/iteration"])
+    assert kept > 0 and evaluations == 1 + kept, (evaluations, kept)
+PY
+  echo "ok: SIGTERM to a target point ($3) keeps it as partial with its evaluations, in $stopped ms"
+}
+stop_target_point "" 143 alone
+stop_target_point "$mpiexec -np 2 --oversubscribe" 1 mpirun
