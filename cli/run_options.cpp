@@ -17,6 +17,7 @@
 #include "comm/communicator_factory.hpp"
 #include "core/errors.hpp"
 #include "kernels/device_factory.hpp"
+#include "results/value_bounds.hpp"
 #include "worker/slurm_allocation.hpp"
 
 namespace dlscale::cli {
@@ -308,9 +309,9 @@ void check_convergence_values(RunOptions& options, const RawNumbers& raw,
     options.target_value = raw.target_accuracy;
   }
   if (values.count("target-loss")) {
-    if (!(raw.target_loss > 0 && raw.target_loss < 1e6))
-      throw UserError(
-          fmt::format("--target-loss must be in (0, 1e6) nats, got {}", raw.target_loss));
+    if (!(raw.target_loss > 0 && raw.target_loss < results::bounds::largest_target_loss))
+      throw UserError(fmt::format("--target-loss must be in (0, {}) nats, got {}",
+                                  results::bounds::largest_target_loss, raw.target_loss));
     options.target_metric = "loss";
     options.target_value = raw.target_loss;
   }
