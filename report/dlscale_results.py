@@ -80,6 +80,8 @@ STUDY_THREADS, STUDY_REPEAT = "threads", "repeat"
 # reads as its device's `precision` property (the attribute device_precision) where it has one.
 STUDY_PRECISION = "precision"
 FP32 = "fp32"
+# Every precision dlscale computes in (kernels::precision_name): a run and a table row name one.
+PRECISIONS = [FP32, "tf32", "bf16"]
 DEVICE_PRECISION = "device_precision"
 STUDY_MEASUREMENT = "measurement"
 STUDY_REPEATS_GROUP = "study_repeats"
@@ -840,6 +842,7 @@ class ResultsFile:
             with_precision(self.node_sharing_probes,
                            NODE_SHARING_PROBES_COLUMNS.index(STUDY_PRECISION),
                            self.file_precision())
+        self.check_precisions()
         self.comm, self.comm_attrs = None, {}
         self.comm_fit_pieces = None  # a DataFrame of COMM_PIECE_COLUMNS, where the file has one
         group = member(handle, COMM_GROUP, h5py.Group)
@@ -874,6 +877,29 @@ class ResultsFile:
                 if value is not None:
                     self.comm_attrs[name] = value
             self.comm_fit_pieces = read_fit_pieces(group)
+
+    def check_precisions(self):
+        """Every precision is one dlscale computes in, and every row of /study and /study_repeats
+        has one of the runs': the figures draw a line per precision from the runs' rows, and a
+        line with no rows (or a label 50,000 characters wide) is damage, not a figure."""
+        for run in self.runs:
+            if run.precision not in PRECISIONS:
+                raise DamagedFile(f"{run.name}: precision {shown(run.precision)} is none of "
+                                  f"{', '.join(PRECISIONS)}")
+        measured = {run.precision for run in self.runs}
+        for group, table, of_runs in [("study", self.study, True),
+                                      (STUDY_REPEATS_GROUP, self.study_repeats, True),
+                                      (FAILED_POINTS_GROUP, self.failed_points, False),
+                                      (NODE_SHARING_PROBES_GROUP, self.node_sharing_probes, False)]:
+            if table is None or STUDY_PRECISION not in table:
+                continue
+            for name in table[STUDY_PRECISION]:
+                if name not in PRECISIONS:
+                    raise DamagedFile(f"/{group}/{STUDY_PRECISION} holds {shown(name)}, none of "
+                                      f"{', '.join(PRECISIONS)}")
+                if of_runs and name not in measured:
+                    raise DamagedFile(f"/{group}/{STUDY_PRECISION} holds {name}, which no run "
+                                      f"has")
 
     def file_precision(self):
         """For a file before schema 7: the precision all of its runs name (as their device said
