@@ -221,7 +221,8 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
 // PointFailure, on every rank of the group, for a point that diverges or runs past its time limit.
 std::optional<PointMeasurement> measure_point(const TrainingPlan& plan, PointSetUp& run,
                                               kernels::Device& device, MPI_Comm group,
-                                              ProgressLine& progress, StallWatchdog& watchdog) {
+                                              ProgressLine& progress, StallWatchdog& watchdog,
+                                              StopSignalRelay& relay) {
   DLSCALE_MPI_CHECK(MPI_Barrier(group));  // start the clock together
 
   // After every iteration, outside the timed phases: the ranks agree whether to go on, so a
@@ -245,6 +246,7 @@ std::optional<PointMeasurement> measure_point(const TrainingPlan& plan, PointSet
                            fmt::format("exceeded --point-timeout {} s at iteration {}",
                                        plan.point_timeout_seconds, report.iteration));
     });
+    relay.take_forwarded();  // a waiting rank's signal stops the point as one of its own would
     measured.stop_signal = agreed_stop_signal(group);
     if (report.evaluation != nullptr &&
         analysis::meets_target(plan.target_metric, plan.target_value, *report.evaluation))
@@ -357,9 +359,10 @@ std::optional<results::RunRecord> record_point(const TrainingPlan& plan, const S
 std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const SweepPoint& point,
                                               kernels::Device& device, MPI_Comm group,
                                               const results::RunEnvironment& environment,
-                                              ProgressLine& progress, StallWatchdog& watchdog) {
+                                              ProgressLine& progress, StallWatchdog& watchdog,
+                                              StopSignalRelay& relay) {
   PointSetUp run = set_up_point(plan, point, device, group, watchdog);
-  const auto measured = measure_point(plan, run, device, group, progress, watchdog);
+  const auto measured = measure_point(plan, run, device, group, progress, watchdog, relay);
   if (!measured) return std::nullopt;
   return record_point(plan, point, std::move(run), *measured, device, group, environment);
 }
@@ -511,6 +514,7 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
                       const results::FileOrigin& origin) {
   const bool coordinator_rank = mpi.world_rank() == 0;
   install_stop_signal_handlers();
+  StopSignalRelay relay(mpi.world());
   std::unique_ptr<kernels::Device> device = std::move(plan.device);
   kernels::DeviceSettings device_made_with = plan.device_settings;
   const auto points = int(plan.points.size());
@@ -550,8 +554,8 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
         progress.begin_point(index + 1, points, point.ranks,
                              point_schedule(plan, point).total_iterations());
         try {
-          auto record =
-              train_point(plan, point, *device, group.comm(), environment, progress, watchdog);
+          auto record = train_point(plan, point, *device, group.comm(), environment, progress,
+                                    watchdog, relay);
           if (record) {
             std::fputs(printers::format_summary(*record).c_str(), stdout);
             std::fputs("\n", stdout);
@@ -573,7 +577,8 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
           }
         }
       }
-      comm::quiet_barrier(mpi.world());  // ranks outside this point wait here, asleep
+      // Ranks outside this point wait here, asleep, passing on a stop signal they receive.
+      comm::quiet_barrier(mpi.world(), [&] { relay.forward(); });
       stop_signal = agreed_stop_signal(mpi.world());
     }
 
@@ -601,7 +606,7 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
               spdlog::warn("no node-sharing probe on {} ranks: {}", ranks, failure.what());
           }
         }
-        comm::quiet_barrier(mpi.world());
+        comm::quiet_barrier(mpi.world(), [&] { relay.forward(); });
         stop_signal = agreed_stop_signal(mpi.world());
       }
   } catch (const UserError& error) {
@@ -612,6 +617,7 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
     throw;
   }
 
+  relay.finish();
   // Only rank 0 holds the results; every rank leaves with its status.
   int status = 0;
   if (coordinator_rank) {

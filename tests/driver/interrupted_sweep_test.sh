@@ -121,3 +121,29 @@ PY
 }
 stop_target_point "" 143 alone
 stop_target_point "$mpiexec -np 2 --oversubscribe" 1 mpirun
+
+# SIGTERM to a rank that waits outside the point under way (rank 1 during the one-rank point of
+# `--ranks 1,2`) stops the point within seconds, not when it ends: the waiting rank passes the
+# signal on to rank 0 (issue 32: it waited out a whole point). The point is sized to take minutes.
+$mpiexec -np 2 --oversubscribe "$dlscale" --model fcn:784,64,10 --batch 32 --ranks 1,2 \
+  --iters 300000 --warmup 1 --sample-interval 0 --out "$work/w.h5" >"$work/w-out.txt" \
+  2>"$work/w-err.txt" &
+run=$!
+wait_for_line "$work/w-err.txt" 'on 1 rank(s) x 1 thread(s)' "$run"
+sleep 2
+waiting_rank=
+for pid in $(pgrep -P "$run"); do
+  grep -qz '^OMPI_COMM_WORLD_RANK=1$' "/proc/$pid/environ" 2>/dev/null && waiting_rank=$pid
+done
+[[ -n $waiting_rank ]] || { echo "FAIL: no process of rank 1 under mpirun $run"; exit 1; }
+stopped=$(date +%s%N)
+kill -TERM "$waiting_rank"
+status=0
+wait "$run" || status=$?
+stopped=$((($(date +%s%N) - stopped) / 1000000))
+((status != 0)) || { echo "FAIL: the job exited 0 after SIGTERM to its waiting rank"; exit 1; }
+((stopped < 10000)) || {
+  echo "FAIL: SIGTERM to the waiting rank took $stopped ms to stop the point"; cat "$work/w-err.txt"; exit 1; }
+grep -q 'interrupted by SIGTERM: kept 0 completed point(s) of 2 and the measured iterations of the one under way' "$work/w-err.txt" || {
+  echo "FAIL: no line saying what was kept:"; cat "$work/w-err.txt"; exit 1; }
+echo "ok: SIGTERM to a rank waiting outside the point stopped it in $stopped ms, kept as partial"
