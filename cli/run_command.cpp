@@ -184,8 +184,22 @@ void warn_if_cores_oversubscribed(const RunOptions& options, const driver::Train
 
 }  // namespace
 
+// Below this address-space limit (`ulimit -v`) Open MPI's initialisation, the BLAS threads or
+// oneDNN's first primitive ran out of it on this project's machines (600 MB: a SIGSEGV in
+// MPI_Init or in dnnl_primitive_create), before anything could be kept or said in one line.
+constexpr std::uint64_t least_address_space_bytes = std::uint64_t(1) << 30;
+
 int run_command(int argc, char** argv) {
   const auto start = std::chrono::system_clock::now();
+  // Before MPI starts, on every rank: no rank can say it for the others yet.
+  if (const std::uint64_t limit = address_space_limit_bytes();
+      limit != 0 && limit < least_address_space_bytes) {
+    fmt::print(stderr,
+               "dlscale: error: the address-space limit (ulimit -v {} KiB) is below the {} MiB "
+               "that MPI, the BLAS threads and oneDNN need to start; raise it\n",
+               limit >> 10, least_address_space_bytes >> 20);
+    return 2;
+  }
   comm::MpiSession mpi(argc, argv);
   const int rank = mpi.world_rank();
   start_command_logging(rank);

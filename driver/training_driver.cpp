@@ -361,10 +361,21 @@ std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const Sw
                                               const results::RunEnvironment& environment,
                                               ProgressLine& progress, StallWatchdog& watchdog,
                                               StopSignalRelay& relay) {
-  PointSetUp run = set_up_point(plan, point, device, group, watchdog);
-  const auto measured = measure_point(plan, run, device, group, progress, watchdog, relay);
-  if (!measured) return std::nullopt;
-  return record_point(plan, point, std::move(run), *measured, device, group, environment);
+  // Kernels make their primitives and workspaces when first called (the yardstick's GEMMs, the
+  // first iteration), outside the set-up's agreed allocations: an allocation that fails there
+  // fails the point too, which the file keeps. Every rank of the point runs the same kernels in
+  // the same order, so all of them fail at the same call.
+  try {
+    PointSetUp run = set_up_point(plan, point, device, group, watchdog);
+    const auto measured = measure_point(plan, run, device, group, progress, watchdog, relay);
+    if (!measured) return std::nullopt;
+    return record_point(plan, point, std::move(run), *measured, device, group, environment);
+  } catch (const std::bad_alloc&) {
+    throw PointFailure(FailureCause::out_of_memory, "failed to allocate host memory");
+  } catch (const OutOfMemory& error) {
+    throw PointFailure(FailureCause::out_of_memory,
+                       std::string("failed to allocate: ") + error.what());
+  }
 }
 
 // The rank counts beyond the sweep's largest point that the launch holds, for node-sharing
