@@ -157,6 +157,13 @@ boost::program_options::variables_map parse_command_line(
   } catch (const po::error& error) {
     throw option_error(error, options);
   }
+  for (const auto& [name, value] : values) {
+    const auto* text = boost::any_cast<std::string>(&value.value());
+    const bool positional_argument =
+        positional.max_total_count() > 0 && positional.name_for_position(0) == name;
+    if (text != nullptr && text->empty() && !value.defaulted() && !positional_argument)
+      throw UserError(fmt::format("--{} must not be empty", name));
+  }
   return values;
 }
 

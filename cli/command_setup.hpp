@@ -66,7 +66,8 @@ std::string listed_choices(std::span<const Record> records, bool with_help) {
 void refuse_stray_arguments(const boost::program_options::parsed_options& parsed);
 
 // Parses argv (argv[0] is skipped) against `options`, with `positional` arguments; a bad option
-// becomes a UserError naming it.
+// becomes a UserError naming it, and so does an option given an empty value (`--json ''`),
+// which would otherwise mean the option was not given, silently.
 boost::program_options::variables_map parse_command_line(
     int argc, char** argv, const boost::program_options::options_description& options,
     const boost::program_options::positional_options_description& positional);

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <tuple>
 
@@ -31,34 +32,86 @@ struct SourcedRun {
   std::string origin;  // "FILE run_NNN", for errors
 };
 
-// The settings every run of one study must share, by name, as text. Precisions may differ: the
+// A failed point of an input, with the launch settings its file recorded (none before schema 8).
+struct SourcedFailedPoint {
+  results::FailedPoint point;
+  std::optional<results::RunConfiguration> settings;
+  results::FileOrigin file_origin;  // its launch's: the same point given twice has the same
+  std::string origin;               // "FILE failed point K", for errors
+};
+
+using Settings = std::vector<std::pair<std::string, std::string>>;
+
+// The settings every point of one study must share, by name, as text: everything that defines a
+// point besides its rank count, from `c` and a point of `ranks` ranks. Precisions may differ: the
 // study measures each against its own baseline, as it does in a launch with --precision fp32,bf16.
-std::vector<std::pair<std::string, std::string>> study_settings(const results::RunRecord& run) {
-  const auto& c = run.configuration;
-  std::vector<std::pair<std::string, std::string>> settings = {
+Settings study_settings(const results::RunConfiguration& c, int ranks) {
+  Settings settings = {
       {"model", c.model},
       {"scaling", analysis::study_scaling(c)},
       {"threads per rank", std::to_string(c.threads_per_rank)},
       {"device", c.device},
       {"comm backend", c.comm_backend},
+      {"gradient dtype", c.gradient_dtype},
       {"bucket size (MiB)", fmt::format("{:g}", c.bucket_mb)},
-      {"overlap", c.overlap ? "on" : "off"}};
+      {"overlap", c.overlap ? "on" : "off"},
+      {"learning-rate scaling", c.learning_rate_scaling},
+      {"base learning rate", fmt::format("{:g}", c.base_learning_rate)},
+      {"learning-rate warm-up steps", std::to_string(c.learning_rate_warmup_steps)},
+      {"evaluation interval", std::to_string(c.evaluate_every)},
+      {"target", c.target_metric.empty() ? std::string("none")
+                                         : fmt::format("{} {:g}", c.target_metric, c.target_value)}};
   if (results::scaling_names.named(analysis::study_scaling(c)) == results::Scaling::strong)
-    settings.emplace_back("global batch", std::to_string(c.batch_per_rank * run.ranks));
+    settings.emplace_back("global batch", std::to_string((long long)c.batch_per_rank * ranks));
   else
     settings.emplace_back("batch per rank", std::to_string(c.batch_per_rank));
   return settings;
 }
 
-void check_comparable(const std::vector<SourcedRun>& runs) {
-  const auto reference = study_settings(runs.front().run);
-  for (const auto& candidate : runs) {
-    const auto settings = study_settings(candidate.run);
-    for (std::size_t k = 0; k < settings.size(); ++k)
-      if (settings[k].second != reference[k].second)
-        throw UserError(fmt::format("cannot merge: {} has {} '{}' but {} has '{}'",
-                                    candidate.origin, settings[k].first, settings[k].second,
-                                    runs.front().origin, reference[k].second));
+// A failed point's settings: its file's launch settings with the point's own threads and batch.
+Settings study_settings(const SourcedFailedPoint& failed) {
+  results::RunConfiguration c = *failed.settings;
+  c.threads_per_rank = failed.point.threads;
+  c.batch_per_rank = failed.point.batch_per_rank;
+  return study_settings(c, failed.point.ranks);
+}
+
+void require_same_settings(const Settings& settings, const std::string& origin,
+                           const Settings& reference, const std::string& reference_origin) {
+  for (std::size_t k = 0; k < settings.size(); ++k)
+    if (settings[k].second != reference[k].second)
+      throw UserError(fmt::format("cannot merge: {} has {} '{}' but {} has '{}'", origin,
+                                  settings[k].first, settings[k].second, reference_origin,
+                                  reference[k].second));
+}
+
+void check_comparable(const std::vector<SourcedRun>& runs,
+                      const std::vector<SourcedFailedPoint>& failed_points) {
+  const auto& first = runs.front();
+  const auto reference = study_settings(first.run.configuration, first.run.ranks);
+  for (const auto& candidate : runs)
+    require_same_settings(study_settings(candidate.run.configuration, candidate.run.ranks),
+                          candidate.origin, reference, first.origin);
+  // A failed point from a file before schema 8 names no settings beyond its row: it is taken as
+  // it is, as merge always took it.
+  for (const auto& failed : failed_points)
+    if (failed.settings)
+      require_same_settings(study_settings(failed), failed.origin, reference, first.origin);
+}
+
+// The same failed point given twice (one file named twice) would be listed twice.
+void refuse_failed_points_given_twice(const std::vector<SourcedFailedPoint>& failed_points) {
+  const auto identity = [](const SourcedFailedPoint& failed) {
+    return std::tie(failed.file_origin.start_time_utc, failed.file_origin.command_line,
+                    failed.point.ranks, failed.point.precision, failed.point.threads,
+                    failed.point.repeat, failed.point.seed, failed.point.reason);
+  };
+  std::map<decltype(identity(failed_points.front())), const SourcedFailedPoint*> seen;
+  for (const auto& candidate : failed_points) {
+    const auto [first, inserted] = seen.emplace(identity(candidate), &candidate);
+    if (!inserted)
+      throw UserError(fmt::format("cannot merge: {} and {} are the same failed point, given twice",
+                                  first->second->origin, candidate.origin));
   }
 }
 
@@ -146,11 +199,13 @@ std::string help_text(const po::options_description& options) {
   text << "dlscale merge: combine the runs of several jobs (say, one job per node count) into one\n"
           "study file that `dlscale report` and `dlscale predict` read. Every run must share the\n"
           "workload and settings (model, scaling mode and batch, threads, device, backend,\n"
-          "buckets, overlap); precisions may differ, each measured against its own baseline\n"
+          "gradient dtype, buckets, overlap, learning-rate rule, evaluation interval, target),\n"
+          "failed points too; precisions may differ, each measured against its own baseline\n"
           "(an fp32 job and a bf16 job make one study). Points measured by several inputs (the\n"
           "1-rank point of every job of a `--ranks all` node study, a resubmitted job) are kept\n"
           "as repeats of the point, numbered in input order, each with its own job, nodes and\n"
-          "hosts; the study shows their spread. The same run given twice is refused. An input\n"
+          "hosts; the study shows their spread. The same run or failed point given twice is\n"
+          "refused, and so is a `dlscale comm` file. An input\n"
           "whose every point failed adds its failed points; one with nothing in it (a job\n"
           "stopped before its first point ended) is left out with a line, as partial runs are.\n\n"
           "Usage: dlscale merge A.h5 B.h5 ... -o study.h5\n\n"
@@ -199,7 +254,7 @@ int merge_command(int argc, char** argv) {
     results::check_output_is_not_an_input(output, {inputs.begin(), inputs.end()}, "--out");
 
     std::vector<SourcedRun> runs;
-    std::vector<results::FailedPoint> failed_points;
+    std::vector<SourcedFailedPoint> sourced_failed_points;
     std::vector<results::NodeSharingProbe> probes;
     for (const auto& input : inputs) {
       const auto file = results::read_results(input);
@@ -210,8 +265,10 @@ int merge_command(int argc, char** argv) {
                    file.status);
         continue;
       }
-      failed_points.insert(failed_points.end(), file.failed_points.begin(),
-                           file.failed_points.end());
+      for (std::size_t k = 0; k < file.failed_points.size(); ++k)
+        sourced_failed_points.push_back({file.failed_points[k], file.failed_points_configuration,
+                                         file.origin,
+                                         fmt::format("{} failed point {}", input, k)});
       probes.insert(probes.end(), file.node_sharing_probes.begin(), file.node_sharing_probes.end());
       for (std::size_t index = 0; index < file.runs.size(); ++index) {
         const std::string name = fmt::format("{} {}", input, results::run_group_name(index));
@@ -224,8 +281,11 @@ int merge_command(int argc, char** argv) {
       }
     }
     if (runs.empty()) throw UserError("the inputs hold no complete training runs to merge");
-    check_comparable(runs);
+    check_comparable(runs, sourced_failed_points);
     refuse_runs_given_twice(runs);
+    if (!sourced_failed_points.empty()) refuse_failed_points_given_twice(sourced_failed_points);
+    std::vector<results::FailedPoint> failed_points;
+    for (auto& sourced : sourced_failed_points) failed_points.push_back(std::move(sourced.point));
     for (const auto& text : missing_jobs)
       failed_points.push_back(failed_point_of(parse_missing_job(text), runs.front().run));
 
@@ -235,6 +295,8 @@ int merge_command(int argc, char** argv) {
     number_repeats(merged.runs);
     merged.study = analysis::analyze_study(merged.runs);
     merged.failed_points = std::move(failed_points);
+    // The launch settings every point now shares, checked above: the first run's.
+    if (!merged.failed_points.empty()) merged.failed_points_configuration = merged.runs.front().configuration;
     merged.node_sharing_probes = std::move(probes);
     fmt::print("{}", printers::format_study(*merged.study, merged.failed_points));
     results::write_results(merged, output, overwrite);

@@ -98,6 +98,20 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
           "its synthetic task (docs/workloads.md)",
           options.target_value, plan.workload->name(), best));
   }
+  // A point is checked against its target only at an evaluation: a budget that ends before the
+  // first one would train in vain and only then fail, so it is refused here. The largest global
+  // batch has the fewest iterations.
+  if (!plan.target_metric.empty())
+    for (const auto& point : plan.points) {
+      const int iterations = driver::point_schedule(plan, point).total_iterations();
+      if (iterations < options.evaluate_every)
+        throw UserError(fmt::format(
+            "--max-samples {} allows {} iteration(s) at a global batch of {} ({} rank(s)), "
+            "fewer than --eval-every {}: the target would never be checked; raise "
+            "--max-samples or lower --eval-every",
+            plan.max_samples, iterations, (long long)point.ranks * point.batch_per_rank,
+            point.ranks, options.evaluate_every));
+    }
   const kernels::DeviceRecord& device = kernels::find_device(options.device);
   const comm::BackendRecord& backend = comm::find_backend(options.comm);
   const comm::GradientDtype grad_dtype = *comm::gradient_dtype_names.named(options.grad_dtype);
@@ -159,6 +173,9 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
                            ? default_output_name(plan.workload->name(), mpi.world_size(), start)
                            : options.output_path;
     results::check_output_path(plan.output_path, options.overwrite);
+    // Even with --overwrite: the results would replace the config file that asked for them.
+    if (!options.config_path.empty())
+      results::check_output_is_not_an_input(plan.output_path, {options.config_path}, "--out");
   }
   return plan;
 }
@@ -180,8 +197,22 @@ void warn_if_cores_oversubscribed(const RunOptions& options, const driver::Train
 
 }  // namespace
 
+// Below this address-space limit (`ulimit -v`) Open MPI's initialisation, the BLAS threads or
+// oneDNN's first primitive ran out of it on this project's machines (600 MB: a SIGSEGV in
+// MPI_Init or in dnnl_primitive_create), before anything could be kept or said in one line.
+constexpr std::uint64_t least_address_space_bytes = std::uint64_t(1) << 30;
+
 int run_command(int argc, char** argv) {
   const auto start = std::chrono::system_clock::now();
+  // Before MPI starts, on every rank: no rank can say it for the others yet.
+  if (const std::uint64_t limit = address_space_limit_bytes();
+      limit != 0 && limit < least_address_space_bytes) {
+    fmt::print(stderr,
+               "dlscale: error: the address-space limit (ulimit -v {} KiB) is below the {} MiB "
+               "that MPI, the BLAS threads and oneDNN need to start; raise it\n",
+               limit >> 10, least_address_space_bytes >> 20);
+    return 2;
+  }
   comm::MpiSession mpi(argc, argv);
   const int rank = mpi.world_rank();
   start_command_logging(rank);

@@ -17,6 +17,7 @@
 #include "comm/communicator_factory.hpp"
 #include "core/errors.hpp"
 #include "kernels/device_factory.hpp"
+#include "results/value_bounds.hpp"
 #include "worker/node_sharing_probe.hpp"
 #include "worker/slurm_allocation.hpp"
 
@@ -326,9 +327,9 @@ void check_convergence_values(RunOptions& options, const RawNumbers& raw,
     options.target_value = raw.target_accuracy;
   }
   if (values.count("target-loss")) {
-    if (!(raw.target_loss > 0 && raw.target_loss < 1e6))
-      throw UserError(
-          fmt::format("--target-loss must be in (0, 1e6) nats, got {}", raw.target_loss));
+    if (!(raw.target_loss > 0 && raw.target_loss < results::bounds::largest_target_loss))
+      throw UserError(fmt::format("--target-loss must be in (0, {}) nats, got {}",
+                                  results::bounds::largest_target_loss, raw.target_loss));
     options.target_metric = "loss";
     options.target_value = raw.target_loss;
   }
@@ -489,6 +490,7 @@ RunOptions parse_run_options(const std::vector<std::string>& arguments) {
     options.action = RunOptions::Action::list_models;
   else
     check_values(options, raw, values);
+  options.config_path = config_path;
   return options;
 }
 

@@ -19,7 +19,7 @@ RankGroup::~RankGroup() {
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
-void quiet_barrier(MPI_Comm comm) {
+void quiet_barrier(MPI_Comm comm, const std::function<void()>& while_waiting) {
   // Short waits (ranks of one point meeting) end within a fraction of a millisecond; long ones
   // (ranks outside a sweep point, for the whole point) back off to 50 wake-ups a second, so they
   // take next to no CPU and leave the cores, and the package's clock, to the measured ranks.
@@ -32,6 +32,7 @@ void quiet_barrier(MPI_Comm comm) {
   while (true) {
     DLSCALE_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
     if (done) return;
+    if (while_waiting) while_waiting();
     std::this_thread::sleep_for(poll);
     poll = std::min<std::chrono::microseconds>(poll * 2, longest_poll);
   }

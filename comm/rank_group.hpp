@@ -5,6 +5,8 @@
 
 #include <mpi.h>
 
+#include <functional>
+
 namespace dlscale::comm {
 
 class RankGroup {
@@ -24,6 +26,7 @@ class RankGroup {
 
 // A barrier that sleeps between tests instead of spinning in MPI_Barrier, which on an
 // oversubscribed node would burn the cores that other ranks are measuring on. Collective.
-void quiet_barrier(MPI_Comm comm);
+// `while_waiting`, if given, is called at every wake-up (at least 50 times a second).
+void quiet_barrier(MPI_Comm comm, const std::function<void()>& while_waiting = {});
 
 }  // namespace dlscale::comm

@@ -130,4 +130,10 @@ std::uint64_t peak_resident_bytes() {
   return std::uint64_t(usage.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
+std::uint64_t address_space_limit_bytes() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 0;
+  return std::uint64_t(limit.rlim_cur);
+}
+
 }  // namespace dlscale

@@ -25,4 +25,7 @@ int physical_core_count();
 // This process's peak resident set size so far.
 std::uint64_t peak_resident_bytes();
 
+// This process's address-space limit (RLIMIT_AS, `ulimit -v`) in bytes, or 0 where there is none.
+std::uint64_t address_space_limit_bytes();
+
 }  // namespace dlscale

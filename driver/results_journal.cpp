@@ -67,9 +67,11 @@ void ResultsJournal::add_run(results::RunRecord run) {
   save();
 }
 
-void ResultsJournal::add_failed_point(results::FailedPoint point) {
+void ResultsJournal::add_failed_point(results::FailedPoint point,
+                                      const results::RunConfiguration& settings) {
   const std::lock_guard lock(mutex_);
   results_.failed_points.push_back(std::move(point));
+  results_.failed_points_configuration = settings;
   save();
 }
 

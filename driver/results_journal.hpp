@@ -22,7 +22,8 @@ class ResultsJournal {
 
   // Each adds to the file and rewrites it, status "running".
   void add_run(results::RunRecord run);
-  void add_failed_point(results::FailedPoint point);
+  // `settings`: the launch's, which the file records with its failed points.
+  void add_failed_point(results::FailedPoint point, const results::RunConfiguration& settings);
   void add_node_sharing_probe(results::NodeSharingProbe probe);
 
   // The last write: the study of the complete runs, and `status` ("complete", or

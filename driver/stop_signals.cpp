@@ -6,6 +6,8 @@
 #include <csignal>
 #include <cstring>
 
+#include "comm/mpi_check.hpp"
+
 namespace dlscale::driver {
 
 namespace {
@@ -17,6 +19,8 @@ extern "C" void record_stop_signal(int signal) {
   int none = 0;
   first_stop_signal.compare_exchange_strong(none, signal);
 }
+
+constexpr int forwarded_signal_tag = 1;
 
 }  // namespace
 
@@ -36,6 +40,47 @@ int stop_signal_received() { return first_stop_signal.load(); }
 std::string stop_signal_name(int signal) {
   const char* abbreviation = sigabbrev_np(signal);
   return abbreviation ? std::string("SIG") + abbreviation : "signal " + std::to_string(signal);
+}
+
+StopSignalRelay::StopSignalRelay(MPI_Comm world) {
+  DLSCALE_MPI_CHECK(MPI_Comm_dup(world, &channel_));
+  DLSCALE_MPI_CHECK(MPI_Comm_rank(channel_, &rank_));
+}
+
+void StopSignalRelay::forward() {
+  if (rank_ == 0 || sent_ != MPI_REQUEST_NULL || sent_signal_ != 0) return;
+  sent_signal_ = stop_signal_received();
+  if (sent_signal_ == 0) return;
+  DLSCALE_MPI_CHECK(
+      MPI_Isend(&sent_signal_, 1, MPI_INT, 0, forwarded_signal_tag, channel_, &sent_));
+}
+
+void StopSignalRelay::take_forwarded() {
+  if (rank_ != 0) return;
+  for (int waiting = 1;;) {
+    DLSCALE_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, forwarded_signal_tag, channel_, &waiting,
+                                 MPI_STATUS_IGNORE));
+    if (!waiting) return;
+    int signal = 0;
+    DLSCALE_MPI_CHECK(MPI_Recv(&signal, 1, MPI_INT, MPI_ANY_SOURCE, forwarded_signal_tag, channel_,
+                               MPI_STATUS_IGNORE));
+    ++received_;
+    record_stop_signal(signal);
+  }
+}
+
+void StopSignalRelay::finish() {
+  const int sent = sent_signal_ != 0 ? 1 : 0;
+  int sent_in_all = 0;
+  DLSCALE_MPI_CHECK(MPI_Reduce(&sent, &sent_in_all, 1, MPI_INT, MPI_SUM, 0, channel_));
+  if (rank_ == 0)
+    for (; received_ < sent_in_all; ++received_) {
+      int signal = 0;
+      DLSCALE_MPI_CHECK(MPI_Recv(&signal, 1, MPI_INT, MPI_ANY_SOURCE, forwarded_signal_tag,
+                                 channel_, MPI_STATUS_IGNORE));
+    }
+  DLSCALE_MPI_CHECK(MPI_Wait(&sent_, MPI_STATUS_IGNORE));
+  DLSCALE_MPI_CHECK(MPI_Comm_free(&channel_));
 }
 
 }  // namespace dlscale::driver

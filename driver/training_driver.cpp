@@ -233,7 +233,8 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
 // PointFailure, on every rank of the group, for a point that diverges or runs past its time limit.
 std::optional<PointMeasurement> measure_point(const TrainingPlan& plan, PointSetUp& run,
                                               kernels::Device& device, MPI_Comm group,
-                                              ProgressLine& progress, StallWatchdog& watchdog) {
+                                              ProgressLine& progress, StallWatchdog& watchdog,
+                                              StopSignalRelay& relay) {
   DLSCALE_MPI_CHECK(MPI_Barrier(group));  // start the clock together
 
   // After every iteration, outside the timed phases: the ranks agree whether to go on, so a
@@ -257,6 +258,7 @@ std::optional<PointMeasurement> measure_point(const TrainingPlan& plan, PointSet
                            fmt::format("exceeded --point-timeout {} s at iteration {}",
                                        plan.point_timeout_seconds, report.iteration));
     });
+    relay.take_forwarded();  // a waiting rank's signal stops the point as one of its own would
     measured.stop_signal = agreed_stop_signal(group);
     if (report.evaluation != nullptr &&
         analysis::meets_target(plan.target_metric, plan.target_value, *report.evaluation))
@@ -284,39 +286,48 @@ std::optional<PointMeasurement> measure_point(const TrainingPlan& plan, PointSet
   return measured;
 }
 
+// What a point's record says it was: the plan's settings and the point's own, with
+// `measured_iterations` measured. A failed point's file keeps the launch's part of it.
+results::RunConfiguration point_configuration(const TrainingPlan& plan, const SweepPoint& point,
+                                              int measured_iterations) {
+  const workloads::Workload& workload = *plan.workload;
+  const worker::TrainingSchedule schedule = point_schedule(plan, point);
+  return {workload.name(),
+          workload.family(),
+          workload.description(),
+          workload.parameter_count(),
+          workload.training_flops_per_sample(),
+          point.batch_per_rank,
+          plan.schedule.warmup_iterations,
+          measured_iterations,
+          point.threads,
+          point.repeat,
+          comm::backend_record(plan.comm_backend).name,
+          comm::gradient_dtype_names(plan.grad_dtype),
+          kernels::device_record(plan.device_kind).name,
+          kernels::precision_name(point.precision),
+          point.seed,
+          point_learning_rate(plan, point),
+          sgd_momentum,
+          results::scaling_name(plan.scaling),
+          plan.bucket_mb,
+          plan.overlap,
+          plan.learning_rate_scaling,
+          plan.learning_rate,
+          schedule.learning_rate_warmup,
+          schedule.evaluate_every,
+          plan.target_metric,
+          plan.target_value};
+}
+
 // Frees the point's set-up, measures the yardstick again and gathers the run's record to the
 // group's rank 0 (world rank 0), with its summary. Returns nothing on the other ranks.
 std::optional<results::RunRecord> record_point(const TrainingPlan& plan, const SweepPoint& point,
                                                PointSetUp run, const PointMeasurement& measured,
                                                kernels::Device& device, MPI_Comm group,
                                                const results::RunEnvironment& environment) {
-  const workloads::Workload& workload = *plan.workload;
-  results::RunConfiguration configuration{workload.name(),
-                                          workload.family(),
-                                          workload.description(),
-                                          workload.parameter_count(),
-                                          workload.training_flops_per_sample(),
-                                          point.batch_per_rank,
-                                          plan.schedule.warmup_iterations,
-                                          measured.measured_iterations,
-                                          point.threads,
-                                          point.repeat,
-                                          comm::backend_record(plan.comm_backend).name,
-                                          comm::gradient_dtype_names(plan.grad_dtype),
-                                          kernels::device_record(plan.device_kind).name,
-                                          kernels::precision_name(point.precision),
-                                          point.seed,
-                                          run.learning_rate,
-                                          sgd_momentum,
-                                          results::scaling_name(plan.scaling),
-                                          plan.bucket_mb,
-                                          plan.overlap,
-                                          plan.learning_rate_scaling,
-                                          plan.learning_rate,
-                                          run.schedule.learning_rate_warmup,
-                                          run.schedule.evaluate_every,
-                                          plan.target_metric,
-                                          plan.target_value};
+  const results::RunConfiguration configuration =
+      point_configuration(plan, point, measured.measured_iterations);
   std::vector<results::LayerRecord> layers;
   for (const auto& layer : run.network->layers())
     layers.push_back({layer->kind(), layer->parameter_count()});
@@ -360,11 +371,23 @@ std::optional<results::RunRecord> record_point(const TrainingPlan& plan, const S
 std::optional<results::RunRecord> train_point(const TrainingPlan& plan, const SweepPoint& point,
                                               kernels::Device& device, MPI_Comm group,
                                               const results::RunEnvironment& environment,
-                                              ProgressLine& progress, StallWatchdog& watchdog) {
-  PointSetUp run = set_up_point(plan, point, device, group, progress, watchdog);
-  const auto measured = measure_point(plan, run, device, group, progress, watchdog);
-  if (!measured) return std::nullopt;
-  return record_point(plan, point, std::move(run), *measured, device, group, environment);
+                                              ProgressLine& progress, StallWatchdog& watchdog,
+                                              StopSignalRelay& relay) {
+  // Kernels make their primitives and workspaces when first called (the yardstick's GEMMs, the
+  // first iteration), outside the set-up's agreed allocations: an allocation that fails there
+  // fails the point too, which the file keeps. Every rank of the point runs the same kernels in
+  // the same order, so all of them fail at the same call.
+  try {
+    PointSetUp run = set_up_point(plan, point, device, group, progress, watchdog);
+    const auto measured = measure_point(plan, run, device, group, progress, watchdog, relay);
+    if (!measured) return std::nullopt;
+    return record_point(plan, point, std::move(run), *measured, device, group, environment);
+  } catch (const std::bad_alloc&) {
+    throw PointFailure(FailureCause::out_of_memory, "failed to allocate host memory");
+  } catch (const OutOfMemory& error) {
+    throw PointFailure(FailureCause::out_of_memory,
+                       std::string("failed to allocate: ") + error.what());
+  }
 }
 
 // The rank counts beyond the sweep's largest point that the launch holds, for node-sharing
@@ -516,6 +539,7 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
                       const results::FileOrigin& origin) {
   const bool coordinator_rank = mpi.world_rank() == 0;
   install_stop_signal_handlers();
+  StopSignalRelay relay(mpi.world());
   std::unique_ptr<kernels::Device> device = std::move(plan.device);
   kernels::DeviceSettings device_made_with = plan.device_settings;
   const auto points = int(plan.points.size());
@@ -555,8 +579,8 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
         progress.begin_point(index + 1, points, point.ranks,
                              point_schedule(plan, point).total_iterations());
         try {
-          auto record =
-              train_point(plan, point, *device, group.comm(), environment, progress, watchdog);
+          auto record = train_point(plan, point, *device, group.comm(), environment, progress,
+                                    watchdog, relay);
           if (record) {
             std::fputs(printers::format_summary(*record).c_str(), stdout);
             std::fputs("\n", stdout);
@@ -569,7 +593,8 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
           if (coordinator_rank) {
             journal->add_failed_point({point.ranks, kernels::precision_name(point.precision),
                                        point.threads, point.repeat, point.batch_per_rank,
-                                       point.seed, failure.cause(), failure.what()});
+                                       point.seed, failure.cause(), failure.what()},
+                                      point_configuration(plan, point, 0));
             spdlog::warn(
                 "point {} of {} ({} rank(s) x {} thread(s), {}{}) failed: {}; going on", index + 1,
                 points, point.ranks, point.threads, kernels::precision_name(point.precision),
@@ -577,7 +602,8 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
           }
         }
       }
-      comm::quiet_barrier(mpi.world());  // ranks outside this point wait here, asleep
+      // Ranks outside this point wait here, asleep, passing on a stop signal they receive.
+      comm::quiet_barrier(mpi.world(), [&] { relay.forward(); });
       stop_signal = agreed_stop_signal(mpi.world());
     }
 
@@ -608,7 +634,7 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
               spdlog::warn("no node-sharing probe on {} ranks: {}", ranks, failure.what());
           }
         }
-        comm::quiet_barrier(mpi.world());
+        comm::quiet_barrier(mpi.world(), [&] { relay.forward(); });
         stop_signal = agreed_stop_signal(mpi.world());
       }
   } catch (const UserError& error) {
@@ -619,6 +645,7 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
     throw;
   }
 
+  relay.finish();
   // Only rank 0 holds the results; every rank leaves with its status.
   int status = 0;
   if (coordinator_rank) {

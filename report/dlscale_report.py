@@ -954,7 +954,12 @@ def parse_arguments(argv):
     parser.add_argument("--overwrite", action="store_true",
                         help="replace output files that exist (never an input file); without it "
                              "an existing one is refused, as by every dlscale command")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    # An empty value would read as the option left out, and write nothing, silently.
+    for option in ("csv", "json", "figures", "html", "network"):
+        if getattr(args, option) == "":
+            parser.error(f"--{option} must not be empty")
+    return args
 
 
 def main(argv=None):

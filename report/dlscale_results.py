@@ -80,6 +80,8 @@ STUDY_THREADS, STUDY_REPEAT = "threads", "repeat"
 # reads as its device's `precision` property (the attribute device_precision) where it has one.
 STUDY_PRECISION = "precision"
 FP32 = "fp32"
+# Every precision dlscale computes in (kernels::precision_name): a run and a table row name one.
+PRECISIONS = [FP32, "tf32", "bf16"]
 DEVICE_PRECISION = "device_precision"
 STUDY_MEASUREMENT = "measurement"
 STUDY_REPEATS_GROUP = "study_repeats"
@@ -150,6 +152,11 @@ LARGEST_VALUE = 1e30
 # lists them.
 LONGEST_SECONDS = 1e9
 SHORTEST_STEP_SECONDS = 1e-9
+# A target loss is below this many nats, a target accuracy in (0, 1]: as --target-loss and
+# --target-accuracy accept, and as the C++ reader holds target_value to.
+LARGEST_TARGET_LOSS = 1e6
+LEARNING_RATE_SCALINGS = ["none", "linear", "sqrt"]
+LARGEST_INT32 = 2**31 - 1
 # The reading child's CPU time: a second for every 4 MiB of file on top of a few seconds is many
 # times what a real file takes, and stops HDF5 looping on a damaged structure.
 READ_CPU_SECONDS = 3
@@ -323,7 +330,7 @@ def attribute(obj, name, default):
         raise DamagedFile(f"{where(obj, name)} cannot be read ({error})") from None
 
 
-def integer_attribute(obj, name, minimum, default=REQUIRED):
+def integer_attribute(obj, name, minimum, default=REQUIRED, maximum=None):
     value = attribute(obj, name, default)
     if value is None:
         return default
@@ -331,6 +338,8 @@ def integer_attribute(obj, name, minimum, default=REQUIRED):
         raise DamagedFile(f"{where(obj, name)} is {shown(value)}, not an integer")
     if value < minimum:
         raise DamagedFile(f"{where(obj, name)} is {value}, below {minimum}")
+    if maximum is not None and value > maximum:
+        raise DamagedFile(f"{where(obj, name)} is {value}, above {maximum}")
     return int(value)
 
 
@@ -650,16 +659,29 @@ class Run:
         """Schema 8: the held-out evaluations (a DataFrame of EVALUATION_COLUMNS, None before it),
         the target and learning-rate rule, and the noise scale and target of the summary: NaN
         where there is none, the target's only on a run that reached it."""
-        self.evaluate_every = integer_attribute(group, "evaluate_every", 0, default=None)
+        self.evaluate_every = integer_attribute(group, "evaluate_every", 0, default=None,
+                                                maximum=LARGEST_INT32)
         self.target_metric = text_attribute(group, "target_metric", "")
-        self.target_value = number_attribute(group, "target_value", allow_nan=True, default=None)
-        if self.target_metric not in TARGET_METRICS:  # "": trained for its iterations only
-            self.target_metric, self.target_value = "", None
+        self.target_value = number_attribute(group, "target_value", minimum=0, default=None)
+        if self.target_metric not in TARGET_METRICS + [""]:
+            raise DamagedFile(f"{where(group, 'target_metric')} is "
+                              f"{shown(self.target_metric)}, not accuracy, loss or empty")
+        if self.target_metric and self.target_value is not None:
+            most = 1.0 if self.target_metric == "accuracy" else LARGEST_TARGET_LOSS
+            if not 0 < self.target_value <= most:
+                raise DamagedFile(f"{where(group, 'target_value')} is {self.target_value}, "
+                                  f"outside (0, {most}] for a target {self.target_metric}")
+        if not self.target_metric:  # trained for its iterations only
+            self.target_value = None
         self.learning_rate_scaling = text_attribute(group, "learning_rate_scaling", None)
-        self.base_learning_rate = number_attribute(group, "base_learning_rate", allow_nan=True,
+        if self.learning_rate_scaling not in LEARNING_RATE_SCALINGS + [None]:
+            raise DamagedFile(f"{where(group, 'learning_rate_scaling')} is "
+                              f"{shown(self.learning_rate_scaling)}, not none, linear or sqrt")
+        self.base_learning_rate = number_attribute(group, "base_learning_rate", minimum=0,
                                                    default=None)
         self.learning_rate_warmup_steps = integer_attribute(group, "learning_rate_warmup_steps",
-                                                            0, default=None)
+                                                            0, default=None,
+                                                            maximum=LARGEST_INT32)
         for name in NOISE_SCALE_SUMMARY:
             value = number_attribute(summary, name, allow_nan=True, default=None)
             if value is not None:
@@ -667,13 +689,22 @@ class Run:
         reason = text_attribute(summary, "noise_scale_absent_reason", None)
         if reason is not None:
             self.summary["noise_scale_absent_reason"] = reason
-        iterations = integer_attribute(summary, "iterations_to_target", 0, default=None)
+        noise_iterations = integer_attribute(summary, "noise_scale_iterations", 0, default=None,
+                                             maximum=self.iterations)
+        if noise_iterations is not None:
+            self.summary["noise_scale_iterations"] = noise_iterations
+        # The first evaluation that met the target: iteration + 1 of an iteration of the run.
+        iterations = integer_attribute(summary, "iterations_to_target", 1, default=None,
+                                       maximum=self.iterations)
         if iterations is not None:
             self.summary["iterations_to_target"] = iterations
         for name in TARGET_SUMMARY:
             value = number_attribute(summary, name, minimum=0, default=None)
             if value is not None:
                 self.summary[name] = value
+        if self.summary.get("seconds_to_target", 0) > LONGEST_SECONDS:
+            raise DamagedFile(f"{where(summary, 'seconds_to_target')} is "
+                              f"{self.summary['seconds_to_target']}, above {LONGEST_SECONDS}")
         self.evaluations = None
         evaluations = member(group, EVALUATIONS_GROUP, h5py.Group)
         if evaluations is None:
@@ -688,10 +719,13 @@ class Run:
         rows = len(iteration)
         columns = {"iteration": iteration}
         for name in EVALUATION_COLUMNS[1:]:
-            # Samples and the training clock are finite; a diverged run's loss may be NaN.
-            finite = name in ("samples", "training_seconds")
-            columns[name] = numbers(required_member(evaluations, name, h5py.Dataset), (rows,),
-                                    finite=finite, minimum=0 if finite else None)
+            # Non-negative; only a diverged run's loss may be NaN. An accuracy is a fraction, the
+            # training clock within LONGEST_SECONDS.
+            dataset = required_member(evaluations, name, h5py.Dataset)
+            columns[name] = numbers(dataset, (rows,), finite=name != "loss", minimum=0)
+            most = {"accuracy": 1.0, "training_seconds": LONGEST_SECONDS}.get(name)
+            if most is not None and (columns[name] > most).any():
+                raise DamagedFile(f"{where(dataset)} holds {columns[name].max()}, above {most}")
         self.evaluations = pd.DataFrame(columns, columns=EVALUATION_COLUMNS)
 
     @staticmethod
@@ -808,6 +842,7 @@ class ResultsFile:
             with_precision(self.node_sharing_probes,
                            NODE_SHARING_PROBES_COLUMNS.index(STUDY_PRECISION),
                            self.file_precision())
+        self.check_precisions()
         self.comm, self.comm_attrs = None, {}
         self.comm_fit_pieces = None  # a DataFrame of COMM_PIECE_COLUMNS, where the file has one
         group = member(handle, COMM_GROUP, h5py.Group)
@@ -842,6 +877,29 @@ class ResultsFile:
                 if value is not None:
                     self.comm_attrs[name] = value
             self.comm_fit_pieces = read_fit_pieces(group)
+
+    def check_precisions(self):
+        """Every precision is one dlscale computes in, and every row of /study and /study_repeats
+        has one of the runs': the figures draw a line per precision from the runs' rows, and a
+        line with no rows (or a label 50,000 characters wide) is damage, not a figure."""
+        for run in self.runs:
+            if run.precision not in PRECISIONS:
+                raise DamagedFile(f"{run.name}: precision {shown(run.precision)} is none of "
+                                  f"{', '.join(PRECISIONS)}")
+        measured = {run.precision for run in self.runs}
+        for group, table, of_runs in [("study", self.study, True),
+                                      (STUDY_REPEATS_GROUP, self.study_repeats, True),
+                                      (FAILED_POINTS_GROUP, self.failed_points, False),
+                                      (NODE_SHARING_PROBES_GROUP, self.node_sharing_probes, False)]:
+            if table is None or STUDY_PRECISION not in table:
+                continue
+            for name in table[STUDY_PRECISION]:
+                if name not in PRECISIONS:
+                    raise DamagedFile(f"/{group}/{STUDY_PRECISION} holds {shown(name)}, none of "
+                                      f"{', '.join(PRECISIONS)}")
+                if of_runs and name not in measured:
+                    raise DamagedFile(f"/{group}/{STUDY_PRECISION} holds {name}, which no run "
+                                      f"has")
 
     def file_precision(self):
         """For a file before schema 7: the precision all of its runs name (as their device said

@@ -58,6 +58,36 @@ double require_value(const char* name, double value) {
   return value;
 }
 
+// An integer attribute that the records hold as an int: within [least, most].
+int read_int_attribute(hid_t object, const char* name, long long least, long long most) {
+  const long long value = hdf5::read_integer_attribute(object, name);
+  if (value < least || value > most)
+    damaged(fmt::format("'{}' is {}, outside [{}, {}]", name, value, least, most));
+  return int(value);
+}
+
+// The learning-rate rule, evaluation interval and target (schema 8), of a run or of the failed
+// points' launch: what --lr-scaling, --warmup-steps, --eval-every and the targets accept.
+void check_convergence_settings(const RunConfiguration& config) {
+  if (config.learning_rate_scaling != "none" && config.learning_rate_scaling != "linear" &&
+      config.learning_rate_scaling != "sqrt")
+    damaged(fmt::format("'{}' is '{}', not none, linear or sqrt", schema::learning_rate_scaling,
+                        config.learning_rate_scaling.substr(0, 80)));
+  require_value(schema::base_learning_rate, config.base_learning_rate);
+  const bool accuracy = config.target_metric == "accuracy";
+  if (accuracy || config.target_metric == "loss") {
+    const double most = accuracy ? 1.0 : bounds::largest_target_loss;
+    if (!(config.target_value > 0 && config.target_value <= most))
+      damaged(fmt::format("'{}' is {}, outside (0, {}] for a target {}", schema::target_value,
+                          config.target_value, most, config.target_metric));
+  } else if (!config.target_metric.empty()) {
+    damaged(fmt::format("'{}' is '{}', not accuracy, loss or empty", schema::target_metric,
+                        config.target_metric.substr(0, 80)));
+  } else {
+    require_value(schema::target_value, config.target_value);
+  }
+}
+
 void read_run_attributes(hid_t file, RunRecord& record, long long version) {
   using namespace hdf5;
   auto& env = record.environment;
@@ -139,10 +169,11 @@ void read_run_attributes(hid_t file, RunRecord& record, long long version) {
     config.learning_rate_scaling = read_string_attribute(file, schema::learning_rate_scaling);
     config.base_learning_rate = read_double_attribute(file, schema::base_learning_rate);
     config.learning_rate_warmup_steps =
-        int(read_integer_attribute(file, schema::learning_rate_warmup_steps));
-    config.evaluate_every = int(read_integer_attribute(file, schema::evaluate_every));
+        read_int_attribute(file, schema::learning_rate_warmup_steps, 0, INT32_MAX);
+    config.evaluate_every = read_int_attribute(file, schema::evaluate_every, 0, INT32_MAX);
     config.target_metric = read_string_attribute(file, schema::target_metric);
     config.target_value = read_double_attribute(file, schema::target_value);
+    check_convergence_settings(config);
   } else {
     config.base_learning_rate = config.learning_rate;
   }
@@ -357,23 +388,34 @@ void read_summary(hid_t file, RunRecord& record) {
     summary.noise_scale_absent_reason = "not measured (a file from before schema 8)";
     return;
   }
-  summary.noise_scale = read_double_attribute(group, schema::noise_scale);
-  summary.noise_scale_ci_low = read_double_attribute(group, schema::noise_scale_ci_low);
-  summary.noise_scale_ci_high = read_double_attribute(group, schema::noise_scale_ci_high);
-  summary.gradient_squared_norm = read_double_attribute(group, schema::gradient_squared_norm);
-  summary.gradient_trace_covariance =
-      read_double_attribute(group, schema::gradient_trace_covariance);
+  // NaN where there is no estimate (or no end to its interval); an estimate may be negative.
+  const auto estimate = [&](const char* name) {
+    const double value = read_double_attribute(group, name);
+    if (std::abs(value) > bounds::largest_value)
+      damaged(fmt::format("'{}' is {}, beyond {} in magnitude", name, value,
+                          bounds::largest_value));
+    return value;
+  };
+  summary.noise_scale = estimate(schema::noise_scale);
+  summary.noise_scale_ci_low = estimate(schema::noise_scale_ci_low);
+  summary.noise_scale_ci_high = estimate(schema::noise_scale_ci_high);
+  summary.gradient_squared_norm = estimate(schema::gradient_squared_norm);
+  summary.gradient_trace_covariance = estimate(schema::gradient_trace_covariance);
   summary.noise_scale_absent_reason =
       read_string_attribute(group, schema::noise_scale_absent_reason);
   summary.noise_scale_iterations =
-      int(read_integer_attribute(group, schema::noise_scale_iterations));
-  if (has_attribute(group, schema::samples_to_target))
-    summary.target_reached =
-        TargetReached{int(read_integer_attribute(group, schema::iterations_to_target)),
-                      require_value(schema::samples_to_target,
-                                    read_double_attribute(group, schema::samples_to_target)),
-                      require_value(schema::seconds_to_target,
-                                    read_double_attribute(group, schema::seconds_to_target))};
+      read_int_attribute(group, schema::noise_scale_iterations, 0, record.iterations);
+  if (has_attribute(group, schema::samples_to_target)) {
+    const double seconds = read_double_attribute(group, schema::seconds_to_target);
+    if (!(seconds >= 0 && seconds <= bounds::longest_seconds))
+      damaged(fmt::format("'{}' is {}, outside [0, {}]", schema::seconds_to_target, seconds,
+                          bounds::longest_seconds));
+    summary.target_reached = TargetReached{
+        read_int_attribute(group, schema::iterations_to_target, 1, record.iterations),
+        require_value(schema::samples_to_target,
+                      read_double_attribute(group, schema::samples_to_target)),
+        seconds};
+  }
 }
 
 // The held-out evaluations table (schema 8), its columns of one length.
@@ -394,6 +436,18 @@ void read_evaluations(hid_t file, RunRecord& record) {
     if (iterations[k] < 0 || iterations[k] >= record.iterations)
       damaged(fmt::format("evaluation {} is after iteration {} of a run of {}", k, iterations[k],
                           record.iterations));
+    // An accuracy is a fraction; a diverged run's loss may be NaN, never infinite or negative.
+    const auto outside = [&](const char* column, double value, double most) {
+      damaged(fmt::format("{}/{}[{}] is {}, outside [0, {}]", schema::evaluations_group, column,
+                          k, value, most));
+    };
+    if (!(samples[k] >= 0 && samples[k] <= bounds::largest_value))
+      outside(schema::samples, samples[k], bounds::largest_value);
+    if (!(seconds[k] >= 0 && seconds[k] <= bounds::longest_seconds))
+      outside(schema::training_seconds, seconds[k], bounds::longest_seconds);
+    if (!(accuracy[k] >= 0 && accuracy[k] <= 1)) outside(schema::accuracy, accuracy[k], 1);
+    if (!std::isnan(loss[k]) && !(loss[k] >= 0 && loss[k] <= bounds::largest_value))
+      outside(schema::loss, loss[k], bounds::largest_value);
     record.evaluations.push_back(
         {int(iterations[k]), samples[k], seconds[k], accuracy[k], loss[k]});
   }
@@ -418,9 +472,34 @@ std::vector<std::string> read_precision_column(hid_t group, hsize_t count) {
   return hdf5::read_string_dataset(group, schema::precision);
 }
 
-std::vector<FailedPoint> read_failed_points(hid_t file) {
+// The launch settings written with the failed points (schema 8), where the file has them.
+std::optional<RunConfiguration> read_failed_points_configuration(hid_t group) {
+  using namespace hdf5;
+  if (!has_attribute(group, schema::model)) return std::nullopt;
+  RunConfiguration config;
+  config.model = read_string_attribute(group, schema::model);
+  config.scaling = read_string_attribute(group, schema::scaling);
+  config.device = read_string_attribute(group, schema::device);
+  config.comm_backend = read_string_attribute(group, schema::comm_backend);
+  config.gradient_dtype = read_string_attribute(group, schema::gradient_dtype);
+  config.bucket_mb = read_double_attribute(group, schema::bucket_mb);
+  config.overlap = read_integer_attribute(group, schema::overlap) != 0;
+  config.learning_rate_scaling = read_string_attribute(group, schema::learning_rate_scaling);
+  config.base_learning_rate = read_double_attribute(group, schema::base_learning_rate);
+  config.learning_rate_warmup_steps =
+      read_int_attribute(group, schema::learning_rate_warmup_steps, 0, INT32_MAX);
+  config.evaluate_every = read_int_attribute(group, schema::evaluate_every, 0, INT32_MAX);
+  config.target_metric = read_string_attribute(group, schema::target_metric);
+  config.target_value = read_double_attribute(group, schema::target_value);
+  check_convergence_settings(config);
+  return config;
+}
+
+std::vector<FailedPoint> read_failed_points(hid_t file,
+                                            std::optional<RunConfiguration>& configuration) {
   using namespace hdf5;
   const Hdf5Handle group = open_group(file, schema::failed_points_group);
+  configuration = read_failed_points_configuration(group);
   const hsize_t count = require_length(group, schema::ranks, hsize_t(bounds::most_runs));
   for (const char* column : {schema::threads, schema::repeat, schema::batch_per_rank_column,
                              schema::seed_column, schema::reason})
@@ -575,8 +654,15 @@ ResultsFile read_whole_file(const std::filesystem::path& path) {
     results.runs.push_back(read_run(file, version));
     return results;
   }
+  // A `dlscale comm` sweep shares the root attributes and has no runs: read as a training file it
+  // would look like one with nothing in it, and merge would pass over it instead of refusing it.
+  if (hdf5::has_child(file, schema::comm_file::group))
+    throw UserError(fmt::format(
+        "'{}' holds a `dlscale comm` allreduce sweep, not training runs (predict reads it with "
+        "--comm)",
+        path.string()));
   if (hdf5::has_child(file, schema::failed_points_group))  // schema 3
-    results.failed_points = read_failed_points(file);
+    results.failed_points = read_failed_points(file, results.failed_points_configuration);
   if (hdf5::has_child(file, schema::node_sharing_probes_group))  // schema 5
     results.node_sharing_probes = read_node_sharing_probes(file);
   const long long run_count = hdf5::read_integer_attribute(file, schema::run_count);

@@ -129,6 +129,10 @@ struct ResultsFile {
   std::vector<RunRecord> runs;
   std::optional<StudySummary> study;  // written whenever there are runs
   std::vector<FailedPoint> failed_points;
+  // The settings of the launch its failed points belong to (attributes of /failed_points, schema
+  // 8): what merge checks a failed point against before it joins a study. Each row holds the
+  // point's own ranks, precision, threads, batch and seed; absent in earlier files.
+  std::optional<RunConfiguration> failed_points_configuration;
   std::vector<NodeSharingProbe> node_sharing_probes;  // by rank count
 };
 

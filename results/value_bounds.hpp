@@ -13,6 +13,9 @@ inline constexpr double largest_value = 1e30;
 // largest_value.
 inline constexpr double longest_seconds = 1e9;
 inline constexpr double shortest_step_seconds = 1e-9;
+// A --target-loss is below this many nats (a --target-accuracy is in (0, 1]); a file's
+// target_value is held to the same.
+inline constexpr double largest_target_loss = 1e6;
 // Runs in a file, and rows of its tables (failed points, node-sharing probes, comm sizes).
 inline constexpr long long most_runs = 65536;
 // The CPU time a reader may spend on a file: a few seconds, and one more for every 4 MiB of it.

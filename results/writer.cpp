@@ -373,9 +373,31 @@ void write_study_repeats(hid_t file, const StudySummary& study) {
          &RepeatSpread::throughput_samples_per_second_mean, "samples/s");
 }
 
-void write_failed_points(hid_t file, const std::vector<FailedPoint>& failed) {
+// The launch settings that define a point besides its row (merge checks them): the run
+// attributes of the same names.
+void write_failed_points_configuration(hid_t group, const RunConfiguration& config) {
+  using namespace hdf5;
+  write_attribute(group, schema::model, config.model);
+  write_attribute(group, schema::scaling, config.scaling);
+  write_attribute(group, schema::device, config.device);
+  write_attribute(group, schema::comm_backend, config.comm_backend);
+  write_attribute(group, schema::gradient_dtype, config.gradient_dtype);
+  write_attribute(group, schema::bucket_mb, config.bucket_mb);
+  write_attribute(group, schema::overlap, (long long)(config.overlap ? 1 : 0));
+  write_attribute(group, schema::learning_rate_scaling, config.learning_rate_scaling);
+  write_attribute(group, schema::base_learning_rate, config.base_learning_rate);
+  write_attribute(group, schema::learning_rate_warmup_steps,
+                  (long long)config.learning_rate_warmup_steps);
+  write_attribute(group, schema::evaluate_every, (long long)config.evaluate_every);
+  write_attribute(group, schema::target_metric, config.target_metric);
+  write_attribute(group, schema::target_value, config.target_value);
+}
+
+void write_failed_points(hid_t file, const std::vector<FailedPoint>& failed,
+                         const std::optional<RunConfiguration>& configuration) {
   using namespace hdf5;
   const Hdf5Handle group = create_group(file, schema::failed_points_group);
+  if (configuration && !failed.empty()) write_failed_points_configuration(group, *configuration);
   write_column(group, schema::ranks, failed, &FailedPoint::ranks);
   write_column(group, schema::precision, failed, &FailedPoint::precision);
   write_column(group, schema::threads, failed, &FailedPoint::threads);
@@ -459,7 +481,7 @@ void write_results(const ResultsFile& results, const std::filesystem::path& path
           write_study(file, *results.study);
           write_study_repeats(file, *results.study);
         }
-        write_failed_points(file, results.failed_points);
+        write_failed_points(file, results.failed_points, results.failed_points_configuration);
         write_node_sharing_probes(file, results.node_sharing_probes);
       });
 }

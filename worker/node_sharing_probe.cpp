@@ -33,7 +33,10 @@ double median_pass_seconds(model::Network<float>& network, const DeviceDataset& 
                            double seconds, const std::function<void()>& after_each_pass,
                            MPI_Comm group = MPI_COMM_NULL) {
   const auto start = device.make_event(), end = device.make_event();
-  const auto pass = [&](int i) {
+  // Only over the batches made before training: making one here would be timed with the pass.
+  const std::size_t batches = data.made_batches();
+  const auto pass = [&](int pass_index) {
+    const int i = int(std::size_t(pass_index) % batches);
     device.record(*start);
     network.forward_loss(data.batch(), data.inputs(i), data.labels(i));
     network.backward(data.batch(), data.inputs(i));

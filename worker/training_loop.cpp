@@ -186,13 +186,15 @@ RankMeasurements train(model::Network<float>& network, model::SgdMomentum<float>
   bool device_captures = capturable;
 
   int completed = 0;
-  double evaluation_seconds = 0;  // spent evaluating so far: not training time
+  // Spent evaluating, and making batches used for the first time, so far: not training time.
+  double off_clock_seconds = 0;
   const double learning_rate = optimizer.learning_rate();
   for (int iteration = 0; iteration < iterations; ++iteration) {
     if (iteration == schedule.warmup_iterations)
       for (const auto& sampler : samplers) sampler->start(clock);
     optimizer.set_learning_rate(float(schedule.learning_rate_at(iteration, learning_rate)));
     const bool with_norms = norms_at(iteration);
+    off_clock_seconds += data.prepare(iteration);
     // A captured step keeps its learning rate: none is captured while the rate still rises.
     if (iteration == 0 || !device_captures || iteration < schedule.learning_rate_warmup) {
       queue_step(iteration, with_norms);
@@ -249,8 +251,8 @@ RankMeasurements train(model::Network<float>& network, model::SgdMomentum<float>
       Evaluation evaluation = evaluate();
       evaluation.iteration = iteration;
       evaluation.samples = double(iteration + 1) * data.batch() * communicator.size();
-      evaluation.training_seconds = iteration_end_seconds[iteration] - evaluation_seconds;
-      evaluation_seconds += clock.seconds() - iteration_end_seconds[iteration];
+      evaluation.training_seconds = iteration_end_seconds[iteration] - off_clock_seconds;
+      off_clock_seconds += clock.seconds() - iteration_end_seconds[iteration];
       measured.evaluations.push_back(evaluation);
       report.evaluation = &measured.evaluations.back();
     }

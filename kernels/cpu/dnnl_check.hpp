@@ -11,6 +11,12 @@ namespace dlscale::kernels {
 [[noreturn]] void throw_dnnl_error(const dnnl::error& error, std::string_view call,
                                    std::string_view file, int line);
 
+// oneDNN follows a null pointer (SIGSEGV in dnnl_primitive_create) when it cannot map the code of
+// a primitive it generates, as under an address-space limit (`ulimit -v`) that is nearly used up.
+// Called before a primitive is made: where such a limit is set, maps and unmaps a reserve of
+// address space first, and throws OutOfMemory naming the limit where that fails.
+void require_address_space_for_a_primitive();
+
 }  // namespace dlscale::kernels
 
 #define DLSCALE_DNNL_CHECK(expression)                                              \

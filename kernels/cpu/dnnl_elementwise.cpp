@@ -29,6 +29,7 @@ void run_cached(std::map<Key, Primitive>& cache, const Key& key, MakeDescription
                 const float* x, float* y) {
   auto found = cache.find(key);
   if (found == cache.end())
+    require_address_space_for_a_primitive();
     found = cache.emplace(key, DLSCALE_DNNL_CHECK(Primitive(DLSCALE_DNNL_CHECK(make())))).first;
   DLSCALE_DNNL_CHECK(found->second.execute(
       stream, {{DNNL_ARG_SRC, wrap(desc, engine, x)}, {DNNL_ARG_DST, wrap(desc, engine, y)}}));

@@ -147,6 +147,7 @@ class DnnlConvolution final : public ConvolutionKernel {
                                                  weights_written, bias_desc_, output_read, strides,
                                                  padding, padding),
         engine_, forward_pd));
+    require_address_space_for_a_primitive();
     p.forward = dnnl::convolution_forward(forward_pd);
     p.backward_data = dnnl::convolution_backward_data(data_pd);
     p.backward_weights = dnnl::convolution_backward_weights(weights_pd);
@@ -241,6 +242,7 @@ class DnnlPooling final : public PoolingKernel {
         dnnl::pooling_backward::desc(kind, p.input_desc, pooled_desc, strides, kernel, padding,
                                      padding),
         engine_, forward_pd));
+    require_address_space_for_a_primitive();
     p.forward = dnnl::pooling_forward(forward_pd);
     p.backward = dnnl::pooling_backward(backward_pd);
     if (forward_pd.workspace_desc().get_size() > 0)
@@ -333,6 +335,7 @@ class DnnlBatchNorm final : public BatchNormKernel {
         dnnl::batch_normalization_backward::desc(prop_kind::backward, p.data_desc, p.data_desc,
                                                  epsilon, flags),
         engine_, forward_pd));
+    require_address_space_for_a_primitive();
     p.forward = dnnl::batch_normalization_forward(forward_pd);
     p.backward = dnnl::batch_normalization_backward(backward_pd);
     p.mean = memory(forward_pd.mean_desc(), engine_);

@@ -168,6 +168,7 @@ class DnnlLstm final : public LstmKernel {
     p.sequence_out = LayoutStage(forward_pd.dst_layer_desc());
     p.input_weights_in = LayoutStage(forward_pd.weights_layer_desc());
     p.recurrent_weights_in = LayoutStage(forward_pd.weights_iter_desc());
+    require_address_space_for_a_primitive();
     p.forward = dnnl::lstm_forward(forward_pd);
     p.backward = dnnl::lstm_backward(backward_pd);
     p.workspace = memory(forward_pd.workspace_desc(), engine_);

@@ -49,6 +49,7 @@ DnnlMatmul::Prepared& DnnlMatmul::prepared(const Shape& shape) {
   }
   const dnnl::matmul::primitive_desc description = DLSCALE_DNNL_CHECK(dnnl::matmul::primitive_desc(
       dnnl::matmul::desc(read(made.a), read(made.b), made.c), attributes, engine_));
+  require_address_space_for_a_primitive();
   made.primitive = DLSCALE_DNNL_CHECK(dnnl::matmul(description));
   return primitives_.emplace(shape, std::move(made)).first->second;
 }

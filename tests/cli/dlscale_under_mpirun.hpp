@@ -48,12 +48,13 @@ class DlscaleUnderMpirun : public ::testing::Test {
   std::string launcher_flags_;
 
   // Each rank runs inside a shell that records its exit code, so mpirun never cuts a rank short.
-  Outcome run_dlscale(const std::string& arguments) {
+  // `seconds_allowed`: the hard timeout, sized for a shared 2-core machine.
+  Outcome run_dlscale(const std::string& arguments, int seconds_allowed = 300) {
     for (int r = 0; r < ranks; ++r)
       std::filesystem::remove(directory_ / ("exit." + std::to_string(r)));
     std::ostringstream command;
-    command << "cd " << directory_ << " && timeout 300 " << DLSCALE_MPIEXEC << " -np " << ranks
-            << " " << DLSCALE_MPIEXEC_PREFLAGS << " " << launcher_flags_
+    command << "cd " << directory_ << " && timeout " << seconds_allowed << " " << DLSCALE_MPIEXEC
+            << " -np " << ranks << " " << DLSCALE_MPIEXEC_PREFLAGS << " " << launcher_flags_
             << " sh -c '\"$0\" \"$@\"; echo $? > " << directory_.string()
             << "/exit.${OMPI_COMM_WORLD_RANK:-0}' " << DLSCALE_EXECUTABLE << " " << arguments
             << " > stdout.txt 2> stderr.txt";

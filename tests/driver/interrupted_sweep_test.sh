@@ -82,3 +82,68 @@ stop_single_rank() {
 stop_single_rank INT 130
 # SIGHUP (the terminal closed, the ssh session dropped) stops a run as SIGTERM does.
 stop_single_rank HUP 129
+
+# A point trained to a target is kept as partial too, with its evaluations so far, alone and under
+# mpirun (issue 32: its set-up made thousands of batches first, so a signal in its first seconds
+# lost the point; under mpirun the ranks were killed and the file left `running`). --eval-every 1
+# gives every measured iteration an evaluation; the budget is far more than the test waits.
+stop_target_point() {
+  local launcher=$1 expected=$2 file=$work/target-$3.h5 run status=0 stopped
+  $launcher "$dlscale" --model fcn:784,256,10 --batch 64 --warmup 1 --sample-interval 0 \
+    --target-loss 0.00001 --eval-every 1 --max-samples 128000 --out "$file" \
+    >"$work/target-$3-out.txt" 2>"$work/target-$3-err.txt" &
+  run=$!
+  wait_for_line "$work/target-$3-err.txt" 'to held-out loss' "$run"
+  sleep 4
+  stopped=$(date +%s%N)
+  kill -TERM "$run"
+  wait "$run" || status=$?
+  stopped=$((($(date +%s%N) - stopped) / 1000000))
+  ((status == expected)) || {
+    echo "FAIL: SIGTERM to a target point ($3) gave exit status $status, not $expected"
+    cat "$work/target-$3-err.txt"; exit 1; }
+  # Open MPI gives the ranks 1 s before SIGKILL; mpirun itself takes about 2 s to pass it on.
+  ((stopped < 10000)) || { echo "FAIL: a target point ($3) took $stopped ms to stop"; exit 1; }
+  "$python" - "$file" <<'PY'
+import sys
+import h5py
+with h5py.File(sys.argv[1], "r") as f:
+    assert f.attrs["status"] == "interrupted: SIGTERM", f.attrs["status"]
+    assert list(f["runs"]) == ["run_000"], list(f["runs"])
+    run = f["runs/run_000"]
+    kept = int(run.attrs["measured_iterations"])
+    assert run.attrs["partial"].startswith("interrupted by SIGTERM after"), run.attrs["partial"]
+    # One evaluation after every iteration, the warm-up's included.
+    evaluations = len(run["evaluations/iteration"])
+    assert kept > 0 and evaluations == 1 + kept, (evaluations, kept)
+PY
+  echo "ok: SIGTERM to a target point ($3) keeps it as partial with its evaluations, in $stopped ms"
+}
+stop_target_point "" 143 alone
+stop_target_point "$mpiexec -np 2 --oversubscribe" 1 mpirun
+
+# SIGTERM to a rank that waits outside the point under way (rank 1 during the one-rank point of
+# `--ranks 1,2`) stops the point within seconds, not when it ends: the waiting rank passes the
+# signal on to rank 0 (issue 32: it waited out a whole point). The point is sized to take minutes.
+$mpiexec -np 2 --oversubscribe "$dlscale" --model fcn:784,64,10 --batch 32 --ranks 1,2 \
+  --iters 300000 --warmup 1 --sample-interval 0 --out "$work/w.h5" >"$work/w-out.txt" \
+  2>"$work/w-err.txt" &
+run=$!
+wait_for_line "$work/w-err.txt" 'on 1 rank(s) x 1 thread(s)' "$run"
+sleep 2
+waiting_rank=
+for pid in $(pgrep -P "$run"); do
+  grep -qz '^OMPI_COMM_WORLD_RANK=1$' "/proc/$pid/environ" 2>/dev/null && waiting_rank=$pid
+done
+[[ -n $waiting_rank ]] || { echo "FAIL: no process of rank 1 under mpirun $run"; exit 1; }
+stopped=$(date +%s%N)
+kill -TERM "$waiting_rank"
+status=0
+wait "$run" || status=$?
+stopped=$((($(date +%s%N) - stopped) / 1000000))
+((status != 0)) || { echo "FAIL: the job exited 0 after SIGTERM to its waiting rank"; exit 1; }
+((stopped < 10000)) || {
+  echo "FAIL: SIGTERM to the waiting rank took $stopped ms to stop the point"; cat "$work/w-err.txt"; exit 1; }
+grep -q 'interrupted by SIGTERM: kept 0 completed point(s) of 2 and the measured iterations of the one under way' "$work/w-err.txt" || {
+  echo "FAIL: no line saying what was kept:"; cat "$work/w-err.txt"; exit 1; }
+echo "ok: SIGTERM to a rank waiting outside the point stopped it in $stopped ms, kept as partial"

@@ -1,6 +1,6 @@
 """The hostile-input corpus: every case is one dlscale command a careless or hostile user might
 type. Whatever the case, dlscale must end with status 0 or 2, print at most one line on standard
-error, change no file it was not asked to write, and end within 10 s.
+error, change no file it was not asked to write, and end within 30 s.
 
 usage: hostile_input_test.py DLSCALE CASES_DIR [CASE_NAME_SUBSTRING]
 
@@ -31,7 +31,9 @@ import sys
 import tempfile
 import time
 
-CASE_SECONDS = 10
+# A hang guard, not a speed test: report starts Python and matplotlib, which on a 2-core machine
+# loaded 10 to 16 deep took several seconds.
+CASE_SECONDS = 30
 
 
 def parse_cases(path):

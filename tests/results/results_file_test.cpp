@@ -268,6 +268,7 @@ TEST_F(ResultsFile, FailedPointsAreKeptWithTheirCausesAndReasons) {
   EXPECT_EQ(read.failed_points[0].cause, FailureCause::does_not_fit);
   EXPECT_EQ(read.failed_points[1].cause, FailureCause::diverged);
   EXPECT_EQ(read.failed_points[1].reason, "diverged at iteration 3 (loss nan)");
+  EXPECT_FALSE(read.failed_points_configuration) << "none was written, none is read";
 
   // A cause this reader does not know is a damaged file, not a silent "unknown".
   const hid_t h5 = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
@@ -277,6 +278,38 @@ TEST_F(ResultsFile, FailedPointsAreKeptWithTheirCausesAndReasons) {
   H5Gclose(group);
   H5Fclose(h5);
   expect_refused(path, "failed point 0 has cause 'melted'");
+}
+
+TEST_F(ResultsFile, FailedPointsKeepTheLaunchSettingsMergeChecks) {
+  const fs::path path = directory_ / "failed-settings.h5";
+  auto file = sample_file({});
+  file.failed_points = {{2, "fp32", 1, 0, 64, 42, FailureCause::target_not_reached, "short"}};
+  RunConfiguration settings = sample_record().configuration;
+  settings.model = "lstm-32";
+  settings.gradient_dtype = "bf16";
+  settings.learning_rate_scaling = "sqrt";
+  settings.target_metric = "accuracy";
+  settings.target_value = 0.8;
+  settings.evaluate_every = 20;
+  file.failed_points_configuration = settings;
+  write_results(file, path, false);
+  const auto read = read_results(path);
+  ASSERT_TRUE(read.failed_points_configuration);
+  EXPECT_EQ(read.failed_points_configuration->model, "lstm-32");
+  EXPECT_EQ(read.failed_points_configuration->gradient_dtype, "bf16");
+  EXPECT_EQ(read.failed_points_configuration->learning_rate_scaling, "sqrt");
+  EXPECT_EQ(read.failed_points_configuration->target_metric, "accuracy");
+  EXPECT_EQ(read.failed_points_configuration->target_value, 0.8);
+  EXPECT_EQ(read.failed_points_configuration->evaluate_every, 20);
+
+  // Held to the bounds a run's settings are: an accuracy target above 1 is damage.
+  const hid_t h5 = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  const hid_t group = H5Gopen2(h5, "failed_points", H5P_DEFAULT);
+  H5Adelete(group, "target_value");
+  results::hdf5::write_attribute(group, "target_value", 5.0);
+  H5Gclose(group);
+  H5Fclose(h5);
+  expect_refused(path, "'target_value' is 5, outside (0, 1] for a target accuracy");
 }
 
 TEST_F(ResultsFile, NodeSharingProbesAreKeptAndADamagedOneIsRefused) {

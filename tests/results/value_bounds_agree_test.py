@@ -12,6 +12,7 @@ import sys
 # C++ name -> the report's name.
 REPORT_NAMES = {"largest_value": "LARGEST_VALUE", "longest_seconds": "LONGEST_SECONDS",
                 "shortest_step_seconds": "SHORTEST_STEP_SECONDS", "most_runs": "MAX_SWEEP_POINTS",
+                "largest_target_loss": "LARGEST_TARGET_LOSS",
                 "read_cpu_seconds": "READ_CPU_SECONDS",
                 "read_bytes_per_cpu_second": "READ_BYTES_PER_CPU_SECOND"}
 UNITS = {"": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}

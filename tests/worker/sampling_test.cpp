@@ -181,7 +181,9 @@ TEST(ResourceSampling, BusyChildProcessIsMeasuredAtTheCoreTimeItGot) {
   std::cout << "a spinning child measured at " << measured_cores << " cores; the kernel charged "
             << charged_cores << "\n";
   EXPECT_NEAR(measured_cores, charged_cores, 0.05);
-  EXPECT_GT(measured_cores, 0.4) << "a spinning child hardly measured as busy";
+  // Against what the kernel charged, not against a core to itself: on a loaded machine a spinning
+  // child got 0.32 of a core, and was measured right at that.
+  EXPECT_GT(measured_cores, 0.8 * charged_cores) << "a spinning child hardly measured as busy";
   // The last sample spans the child's exit, often only a millisecond after the previous one,
   // and the kernel charges some of the child's time late, at exit; while it ran, no sample can
   // exceed the one core it had.
