@@ -128,6 +128,16 @@ def fraction(x):
     return "-" if x is None or not np.isfinite(x) else f"{x:.3f}"
 
 
+def percent(x):
+    """An efficiency or share as the run's tables print it: '83.3%'."""
+    return "-" if x is None or not np.isfinite(x) else f"{100 * x:.1f}%"
+
+
+def percent_number(x):
+    """The number of percent alone, for an interval's ends: '83.3', 'inf'."""
+    return "-" if x is None or np.isnan(x) else "inf" if np.isinf(x) else f"{100 * x:.1f}"
+
+
 def with_interval(value, low, high, format):
     return f"{format(value)} [{format(low)}, {format(high)}]"
 
@@ -365,14 +375,32 @@ def convergence_display(results):
     shown["B_noise [95% CI]"] = [noise_scale_text(value, summaries.get(run, {}))
                                  for value, run in zip(get("noise_scale").astype(float), runs)]
     shown["B_noise used"] = get("noise_scale_used").map(significant)
-    shown["stat eff model"] = get("statistical_efficiency_model").map(fraction)
-    shown["stat eff measured"] = get("statistical_efficiency").map(fraction)
+    # How many measured iterations each run's own B_noise came from: the norms are read every
+    # k-th iteration to keep their cost small, so two estimates need not be equally certain.
+    measured = {run.name: run.attrs.get("measured_iterations") for run in results.runs}
+    shown["B_noise iterations"] = [
+        f"{summaries.get(run, {}).get('noise_scale_iterations')}/{measured.get(run)}"
+        if np.isfinite(value) and summaries.get(run, {}).get("noise_scale_iterations")
+        and measured.get(run) else "-"
+        for value, run in zip(get("noise_scale").astype(float), runs)]
+    shown["stat eff model"] = get("statistical_efficiency_model").map(percent)
+
+    def spaced(name, format, unit=""):
+        """A measured ratio with the interval its evaluation spacing allows, where the file has
+        one: '66.7% [50.0, 100.0]'."""
+        return [format(v) if not np.isfinite(v) or not np.isfinite(low)
+                else f"{format(v)} [{ends(low)}, {ends(high)}]{unit}"
+                for v, low, high in zip(get(name), get(f"{name}_low"), get(f"{name}_high"))]
+    ends = percent_number
+    shown["stat eff measured"] = spaced("statistical_efficiency", percent)
     shown["samples/s"] = get("throughput_samples_per_second").map(significant)
     shown["goodput samples/s"] = get("goodput_samples_per_second").map(significant)
     shown["samples to target"] = get("samples_to_target").map(significant)
     unit, factor = table_time_unit(get("seconds_to_target"))
     shown[f"time to target {unit}"] = (get("seconds_to_target") * factor).map(significant)
-    shown["time-to-target speedup"] = get("time_to_target_speedup").map(fraction)
+    ends = lambda x: "inf" if np.isinf(x) else significant(x, 3)  # noqa: E731
+    shown["time-to-target speedup"] = spaced("time_to_target_speedup",
+                                             lambda x: significant(x, 3))
     failed = results.failed_points
     if failed is None or not (failed["cause"] == TARGET_NOT_REACHED).any():
         return shown
@@ -385,7 +413,9 @@ CONVERGENCE_HEADING = (
     "against the baseline's B0, with B_noise the gradient noise scale (McCandlish et al. 2018; "
     "Pollux), beside the measured one, the baseline's samples to the held-out target over this "
     "point's; goodput = throughput x the model's statistical efficiency; '-' where not "
-    "measured)")
+    "measured; B_noise iterations: the measured iterations each estimate used, of all, as the "
+    "norms are read every k-th to keep their cost small; a measured ratio [low, high]: each run "
+    "crossed its target somewhere after the evaluation before the one that saw it)")
 
 
 def comm_display(comm):

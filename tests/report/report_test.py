@@ -677,11 +677,12 @@ def test_convergence_table_and_figures(directory):
     expect("training: to held-out accuracy 0.8, evaluated every 4 iterations" in result.stdout,
            "the header does not say what the runs trained to")
     module = report_module()
-    significant, fraction = module.significant, module.fraction
+    significant, percent, number = module.significant, module.percent, module.percent_number
     rows = printed_table(result.stdout, "Convergence")
     with h5py.File(sample, "r") as f:
         study = read_study(f)
         summaries = {name: dict(f["runs"][name]["summary"].attrs) for name in f["runs"]}
+        measured = {name: f["runs"][name].attrs["measured_iterations"] for name in f["runs"]}
         failed = read_group(f, "failed_points")
     expect(all(np.isfinite(study[name]).any() for name in CONVERGENCE_COLUMNS),
            "the sample has no convergence data")
@@ -696,14 +697,21 @@ def test_convergence_table_and_figures(directory):
         else:
             expected += [significant(noise), f"[{significant(summary['noise_scale_ci_low'])},",
                          f"{significant(summary['noise_scale_ci_high'])}]"]
+        # The noise scale's iterations of the measured ones; the measured ratios with the
+        # interval their evaluation spacing allows, efficiencies as percentages.
         expected += [significant(study["noise_scale_used"][index]),
-                     fraction(study["statistical_efficiency_model"][index]),
-                     fraction(study["statistical_efficiency"][index]),
+                     "-" if ranks == 1 else f"{summary['noise_scale_iterations']}/{measured[study['run'][index]]}",
+                     percent(study["statistical_efficiency_model"][index]),
+                     percent(study["statistical_efficiency"][index]),
+                     f"[{number(study['statistical_efficiency_low'][index])},",
+                     f"{number(study['statistical_efficiency_high'][index])}]",
                      significant(study["throughput_samples_per_second"][index]),
                      significant(study["goodput_samples_per_second"][index]),
                      significant(study["samples_to_target"][index]),
                      significant(study["seconds_to_target"][index]),
-                     fraction(study["time_to_target_speedup"][index])]
+                     significant(study["time_to_target_speedup"][index], 3),
+                     f"[{significant(study['time_to_target_speedup_low'][index], 3)},",
+                     f"{significant(study['time_to_target_speedup_high'][index], 3)}]"]
         row = [line.split() for line in rows if line.split()[0] == str(ranks)]
         expect(len(row) == 1 and row[0] == expected,
                f"the convergence row of {ranks} ranks is {row}, expected {expected}")
