@@ -703,11 +703,21 @@ def probe_directory(option, directory):
 
 
 def check_output_directory(option, path):
-    """--csv DIR and --figures DIR: an existing directory, not a link to one."""
+    """--csv DIR and --figures DIR: a directory, not a link to one; created (with its parents)
+    where missing, as `mkdir -p` would."""
     try:
         status = os.lstat(path.rstrip("/") or "/")
     except FileNotFoundError:
-        raise ReportError(f"{option}: directory '{path}' does not exist") from None
+        # Missing: made once every output path has been checked (make_missing_directories), in
+        # the nearest existing directory above it, which must take it.
+        above = os.path.dirname(os.path.abspath(path.rstrip("/")))
+        while not os.path.lexists(above):
+            above = os.path.dirname(above)
+        if not os.path.isdir(above):
+            raise ReportError(f"{option}: cannot create directory '{path}': '{above}' is not a "
+                              "directory")
+        probe_directory(option, above)
+        return path
     except OSError as error:
         raise ReportError(f"{option}: '{path}': {error.strerror}") from None
     if stat.S_ISLNK(status.st_mode):
@@ -716,6 +726,22 @@ def check_output_directory(option, path):
         raise ReportError(f"{option}: '{path}' is not a directory")
     probe_directory(option, path)
     return path
+
+
+def make_missing_directories(paths):
+    """Creates each missing --csv and --figures directory (with its parents, as `mkdir -p`);
+    returns those it created, for removal should the report then fail."""
+    created = []
+    for option, path in paths:
+        if path is None or os.path.lexists(path):
+            continue
+        try:
+            os.makedirs(path)
+        except OSError as error:
+            raise ReportError(f"{option}: cannot create directory '{path}': "
+                              f"{error.strerror}") from None
+        created.append(path)
+    return created
 
 
 def check_output_file(option, path, overwrite, inputs, probe=True):
@@ -990,6 +1016,7 @@ def parse_arguments(argv):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     args = parse_arguments(argv)
+    created = []  # the output directories this report made
     try:
         all_results = [load_held_back(path) for path in args.files]
         # The network each file's --network prediction was made for; None: no prediction.
@@ -1005,6 +1032,8 @@ def main(argv=None):
             check_output_file("--json", args.json, args.overwrite, args.files)
         if args.html:
             check_output_file("--html", args.html, args.overwrite, args.files)
+        created = make_missing_directories([("--csv", csv_directory),
+                                            ("--figures", figure_directory)])
         outputs = []  # (option, path, contents)
         tables = machine_tables(all_results)
         contents = {"--json": plural(len(tables), "table")}  # in words, for the closing line
@@ -1056,6 +1085,11 @@ def main(argv=None):
         elif outputs:  # after a blank line: the last table ends at the blank line
             print_standard_output("\n" + printable(what_was_written(outputs, contents)))
     except ReportError as error:
+        for path in reversed(created):  # a refused report leaves no directory of its own behind
+            try:
+                os.rmdir(path)  # only if still empty
+            except OSError:
+                pass
         # One line whatever the message holds: a path or a name from a file may hold line breaks.
         print(f"dlscale: error: {printable(error)}", file=sys.stderr)
         return 2

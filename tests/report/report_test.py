@@ -282,7 +282,7 @@ def test_optional_parts_missing(directory):
     sample = make_sample(directory, "no-comm.h5", "--no-comm")
     csv_dir = new_directory(directory, "csv")
     json_path = os.path.join(directory, "tables.json")
-    figure_dir = new_directory(directory, "figures")
+    figure_dir = os.path.join(directory, "new", "figures")  # made, parents and all
     result = report_ok(sample, "--csv", csv_dir, "--json", json_path, "--figures", figure_dir)
     printed_efficiencies_match(result.stdout, sample)
     expect("predicted" not in result.stdout, "a predicted efficiency appeared from nowhere")
@@ -292,9 +292,11 @@ def test_optional_parts_missing(directory):
            f"CSV files {sorted(os.listdir(csv_dir))}")
     with open(json_path) as handle:
         expect(json.load(handle)["comm"] == [], "JSON comm is not an empty list")
-    # Without /comm, the bandwidth figure still shows the training runs' gradient allreduces.
-    for stem in ["efficiency", "throughput", "phases", "allreduce"]:
+    for stem in ["efficiency", "throughput", "phases"]:
         check_png(os.path.join(figure_dir, f"{stem}.png"))
+    # Without /comm there is no curve to draw the training runs' allreduces against.
+    expect("allreduce.png" not in os.listdir(figure_dir),
+           f"an allreduce figure without a comm sweep: {sorted(os.listdir(figure_dir))}")
 
 
 def test_schema_2_still_reports(directory):
@@ -908,8 +910,13 @@ def test_output_targets_must_be_regular_files_and_directories(directory):
              (["--html", directory], f"--html: '{directory}' is not a regular file"),
              (["--json", os.path.join(missing, "t.json")],
               f"--json: directory '{missing}' does not exist"),
-             (["--csv", missing], f"--csv: directory '{missing}' does not exist"),
-             (["--figures", missing], f"--figures: directory '{missing}' does not exist"),
+             # A missing --csv or --figures directory is made, but not when the report is
+             # refused for another output.
+             (["--figures", missing, "--json", link], f"--json: '{link}' is a symbolic link"),
+             (["--csv", os.path.join(missing, "deeper"), "--html", "/dev/null"],
+              "--html: '/dev/null' is not a regular file"),
+             (["--figures", os.path.join(a_file, "figures")],
+              f"--figures: '{os.path.join(a_file, 'figures')}': Not a directory"),
              (["--csv", a_file], f"--csv: '{a_file}' is not a directory"),
              (["--figures", directory_link], f"--figures: '{directory_link}' is a symbolic link"),
              (["--csv", planted], "--csv: '" + os.path.join(planted, "runs.csv")
