@@ -1176,6 +1176,28 @@ def test_throughput_axis_is_labelled_at_round_numbers(directory):
            f"labels {labels} miss the measured {list(measured)}")
 
 
+def test_goodput_and_threads_legends_stay_off_the_data(directory):
+    """goodput.png has no time-to-target panel when no point has a target (an empty panel reads
+    as a failure), and its legends and threads.png's lie outside the axes, where no curve is."""
+    import matplotlib
+    matplotlib.use("Agg")
+    results, figures = load_in_process(make_sample(directory, "goodput.h5", "--convergence",
+                                                   "--threads", "1,2"))
+    fig = figures.goodput_figure(results, results.study)
+    expect(len(fig.axes) == 2, f"goodput with a target: {len(fig.axes)} panels, not 2")
+    untargeted = results.study.copy()
+    untargeted["seconds_to_target"] = np.nan
+    lone = figures.goodput_figure(results, untargeted)
+    expect(len(lone.axes) == 1, f"goodput without a target: {len(lone.axes)} panels, not 1")
+    for fig in (fig, lone, figures.threads_figure(results)):
+        fig.canvas.draw()
+        for ax in fig.axes:
+            legend = ax.get_legend()
+            expect(legend is not None, f"{ax.get_title()!r} has no legend")
+            box, frame = legend.get_window_extent(), ax.get_window_extent()
+            expect(not box.overlaps(frame), f"the legend of {ax.get_title()!r} lies on the axes")
+
+
 def test_scaling_figures_name_the_mean_line_and_the_repeats(directory):
     """With repeats, the efficiency and throughput legends name the line (the mean over
     repeats) and the points (each repeat); the phase bars name each run's repeat."""
@@ -1352,6 +1374,7 @@ def main():
              test_damaged_files_give_one_line, test_names_from_the_file_are_printed_escaped,
              test_says_what_it_wrote, test_throughput_axis_is_labelled_at_round_numbers,
              test_scaling_figures_name_the_mean_line_and_the_repeats,
+             test_goodput_and_threads_legends_stay_off_the_data,
              test_times_are_shown_in_a_unit_that_fits,
              test_comm_figure_draws_the_piecewise_fit_predict_uses,
              test_phase_bars_add_up_to_the_step, test_prediction_names_its_network,
