@@ -251,15 +251,15 @@ def study_display(results):
     shown["samples/s"] = get("throughput_samples_per_second").map(significant)
     shown["speedup"] = get("speedup").map(fraction)
     shown["efficiency [95% CI]"] = [
-        with_interval(*v, fraction) + ("?" if too_wide(*v) and ranks != baseline else "")
+        with_interval(*v, percent) + ("?" if too_wide(*v) and ranks != baseline else "")
         for ranks, *v in zip(get("ranks"), get("efficiency"), get("efficiency_ci_low"),
                              get("efficiency_ci_high"))]
     if PREDICTED_EFFICIENCY in study:
-        shown["predicted eff"] = study[PREDICTED_EFFICIENCY].map(fraction)
+        shown["predicted eff"] = study[PREDICTED_EFFICIENCY].map(percent)
     shown["Karp-Flatt"] = get("karp_flatt").map(karp_flatt_text)
-    shown["gap: comm"] = get("gap_communication").map(fraction)
-    shown["gap: imbalance"] = get("gap_load_imbalance").map(fraction)
-    shown["gap: other"] = get("gap_other").map(fraction)
+    shown["gap: comm"] = get("gap_communication").map(percent)
+    shown["gap: imbalance"] = get("gap_load_imbalance").map(percent)
+    shown["gap: other"] = get("gap_other").map(percent)
     for name, measurement in results.energy_columns.items():
         shown[energy_header(measurement)] = study[name].map(lambda x: significant(x, 3))
     # One rank waits for no other: it has no straggler.
@@ -291,7 +291,7 @@ def repeats_display(results):
         f"{significant(low * factor)} .. {significant(high * factor)}"
         for low, high in zip(spread["iteration_seconds_min"], spread["iteration_seconds_max"])]
     shown["efficiency mean ± std"] = [
-        f"{fraction(m)} ± {fraction(s)}"
+        f"{percent(m)} ± {percent(s)}"
         for m, s in zip(spread["efficiency_mean"], spread["efficiency_std"])]
     shown["samples/s mean"] = spread["throughput_samples_per_second_mean"].map(significant)
     return shown
@@ -321,7 +321,7 @@ def precisions_display(results):
     for p in precisions:
         shown[f"{p} iteration {unit}"] = (rows[p]["iteration_seconds"] * factor).map(significant)
         shown[f"{p} samples/s"] = rows[p]["throughput_samples_per_second"].map(significant)
-        shown[f"{p} efficiency"] = rows[p]["efficiency"].map(fraction)
+        shown[f"{p} efficiency"] = rows[p]["efficiency"].map(percent)
     first = rows[precisions[0]]["throughput_samples_per_second"]
     for p in precisions[1:]:
         shown[f"{p} vs {precisions[0]}"] = [

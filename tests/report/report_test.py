@@ -195,7 +195,7 @@ def printed_efficiencies_match(stdout, path):
         study = read_study(f)
     for n, e, low, high in zip(study["ranks"], study["efficiency"], study["efficiency_ci_low"],
                                study["efficiency_ci_high"]):
-        expected = f"{e:.3f} [{low:.3f}, {high:.3f}]"
+        expected = f"{100 * e:.1f}% [{100 * low:.1f}%, {100 * high:.1f}%]"  # as the run prints
         expect(str(n) in rows, f"no printed study row for {n} ranks")
         expect(expected in rows[str(n)], f"row for {n} ranks lacks '{expected}': {rows[str(n)]}")
 
@@ -249,7 +249,7 @@ def test_degenerate_statistics_are_marked(directory):
     stdout = report_ok(sample).stdout
     rows = {int(line.split()[0]): line for line in printed_table(stdout, "Scaling study")}
     expect("3.900!" in rows[2], f"Karp-Flatt 3.9 is not marked: {rows[2]}")
-    expect("3.760]?" in rows[4], f"a too-wide interval is not flagged: {rows[4]}")
+    expect("376.0%]?" in rows[4], f"a too-wide interval is not flagged: {rows[4]}")
     expect(rows[1].rstrip().endswith(" -"), f"a one-rank row names a straggler: {rows[1]}")
     for note in ["! a Karp-Flatt value outside [0, 1] is no serial fraction",
                  "? the efficiency's 95% interval is wider than 50% of its value"]:
@@ -406,15 +406,15 @@ def test_repeat_table_shows_mean_and_spread(directory):
             spread["iteration_seconds_std"], spread["iteration_seconds_min"],
             spread["iteration_seconds_max"], spread["efficiency_mean"], spread["efficiency_std"]):
         expect(line.split()[:2] == [str(ranks), str(repeats)], f"row {line!r} is not {ranks}")
-        for text in [" ± ", f"{e_mean:.3f} ± {e_std:.3f}", " .. "]:
+        for text in [" ± ", f"{100 * e_mean:.1f}% ± {100 * e_std:.1f}%", " .. "]:
             expect(text in line, f"the repeats row of {ranks} ranks lacks {text!r}: {line}")
-        numbers = line.replace("±", " ").replace("..", " ").split()
+        numbers = line.replace("±", " ").replace("..", " ").replace("%", " ").split()
         values = [float(n) for n in numbers[2:7]]  # mean, std, min, max, efficiency mean
-        # As printed: 4 significant digits, the std 2, the efficiency 3 decimals.
+        # As printed: 4 significant digits, the std 2, the efficiency a percentage to 0.1.
         scale = printed_seconds_per_unit(result.stdout, "Across repeats", "iteration")
-        expected = [mean / scale, std / scale, low / scale, high / scale, e_mean]
+        expected = [mean / scale, std / scale, low / scale, high / scale, 100 * e_mean]
         tolerance = [1e-3 * e for e in expected[:1]] + [5e-2 * expected[1]] \
-            + [1e-3 * e for e in expected[2:4]] + [1e-3]
+            + [1e-3 * e for e in expected[2:4]] + [0.05]
         expect(all(abs(v - e) <= t for v, e, t in zip(values, expected, tolerance)),
                f"repeats row {line!r} shows {values}, the file has {expected}")
     study_rows = printed_table(result.stdout, "Scaling study")
