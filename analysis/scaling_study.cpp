@@ -213,8 +213,7 @@ results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs)
     const long long global_batch = (long long)run.configuration.batch_per_rank * run.ranks;
     if (!std::isfinite(run.summary.noise_scale) || global_batch > reference.noise_scale_batch)
       continue;
-    if (global_batch < reference.noise_scale_batch)
-    {
+    if (global_batch < reference.noise_scale_batch) {
       reference.noise_scale = 0;
       reference.noise_scale_runs = 0;
       reference.noise_scale_batch = global_batch;
