@@ -32,6 +32,23 @@ std::string interval_end(double value) {
   return std::isfinite(value) ? fmt::format("{:.4g}", value) : std::string("unbounded");
 }
 
+// How many measured iterations a noise scale came from, and why not all: "4 of 20 measured
+// iterations (norms read every 5th, to keep their cost small)". Two estimates from different
+// counts are not equally certain, and their intervals say so only to a reader who knows it.
+std::string noise_scale_iterations_text(int used, int measured) {
+  if (used <= 0 || measured <= 0) return "";
+  if (used >= measured)
+    return fmt::format("{} of {} measured iterations (norms read at each)", used, measured);
+  const int every = (measured + used - 1) / used;
+  return fmt::format(
+      "{} of {} measured iterations (norms read about every {}{} iteration, to keep their cost "
+      "small)",
+      used, measured, every,
+      every == 2   ? "nd"
+      : every == 3 ? "rd"
+                   : "th");
+}
+
 std::string yardstick_lines(const results::RunEnvironment& environment, double mean_gflops) {
   const double before = environment.device_gemm_gflops_before;
   const double after = environment.device_gemm_gflops_after;
@@ -136,13 +153,15 @@ std::string format_summary(const results::RunRecord& record) {
                  "loss            {:.4f} -> {:.4f} (mean over ranks, first -> last iteration)\n",
                  first_loss / record.ranks, last_loss / record.ranks);
   if (std::isfinite(summary.noise_scale))
-    fmt::format_to(line,
-                   "noise scale     B_noise {:.4g} samples (95% interval {} to {}), from "
-                   "{} of {} measured iterations; this point's global batch {} is {:.2g}x it\n",
-                   summary.noise_scale, interval_end(summary.noise_scale_ci_low),
-                   interval_end(summary.noise_scale_ci_high), summary.noise_scale_iterations,
-                   config.measured_iterations, config.batch_per_rank * record.ranks,
-                   config.batch_per_rank * record.ranks / summary.noise_scale);
+    fmt::format_to(
+        line,
+        "noise scale     B_noise {:.4g} samples (95% interval {} to {}), from "
+        "{}; this point's global batch {} is {:.2g}x it\n",
+        summary.noise_scale, interval_end(summary.noise_scale_ci_low),
+        interval_end(summary.noise_scale_ci_high),
+        noise_scale_iterations_text(summary.noise_scale_iterations, config.measured_iterations),
+        config.batch_per_rank * record.ranks,
+        config.batch_per_rank * record.ranks / summary.noise_scale);
   else
     fmt::format_to(line, "noise scale     absent: {}\n", summary.noise_scale_absent_reason);
   if (!record.evaluations.empty()) {
@@ -208,22 +227,54 @@ std::string convergence_table(const results::StudySummary& study, const KeyColum
   const auto shown = [](double value, const char* format) {
     return std::isfinite(value) ? fmt::format(fmt::runtime(format), value) : std::string("-");
   };
+  // A measured ratio with the interval the evaluation spacing allows: "67% [50, 100]".
+  const auto with_spacing = [&](double value, double low, double high, double scale,
+                                const char* format) {
+    if (!std::isfinite(value)) return std::string("-");
+    const auto end = [&](double x) {
+      return std::isinf(x) ? std::string("inf") : fmt::format(fmt::runtime(format), x * scale);
+    };
+    return fmt::format("{}{} [{}, {}]", fmt::format(fmt::runtime(format), value * scale),
+                       scale == 100 ? "%" : "", end(low), end(high));
+  };
   fmt::format_to(line,
                  "\nconvergence: statistical efficiency, per sample against the baseline's "
                  "global batch B0: (B_noise + B0) / (B_noise + B) from the B_noise of the "
-                 "smallest batch that measured one (model), and samples to target (measured); "
-                 "goodput = samples/s x the model's\n");
-  fmt::format_to(line, "{} {:>8} {:>9} {:>11} {:>12} {:>12} {:>11} {:>11} {:>10}\n",
-                 key_columns("precision", "ranks", "threads", "repeat"), "batch", "B_noise",
-                 "stat (model)", "goodput/s", "to target", "seconds", "stat (meas)", "TTT speedup");
-  for (const auto& p : study.points)
-    fmt::format_to(
-        line, "{} {:>8} {:>9} {:>11} {:>12} {:>12} {:>11} {:>11} {:>10}\n",
-        key_columns(p.precision, p.ranks, p.threads, p.repeat), p.global_batch,
-        shown(p.noise_scale, "{:.4g}"), shown(p.statistical_efficiency_model * 100, "{:.1f}%"),
-        shown(p.goodput_samples_per_second, "{:.1f}"), shown(p.samples_to_target, "{:.0f}"),
-        shown(p.seconds_to_target, "{:.3g}"), shown(p.statistical_efficiency * 100, "{:.1f}%"),
-        shown(p.time_to_target_speedup, "{:.2f}"));
+                 "smallest batch that measured one (B_noise used; model), and samples to target "
+                 "(measured); goodput = samples/s x the model's\n");
+  fmt::format_to(line, "{} {:>8} {:>9} {:>7} {:>9} {:>12} {:>12} {:>12} {:>11} {:>18} {:>18}\n",
+                 key_columns("precision", "ranks", "threads", "repeat"), "batch", "B_noise", "its",
+                 "used", "stat (model)", "goodput/s", "to target", "seconds", "stat (meas)",
+                 "TTT speedup");
+  std::vector<std::string> sampling_notes;  // each once, under the table
+  for (const auto& p : study.points) {
+    const std::string iterations =
+        std::isfinite(p.noise_scale) && p.noise_scale_iterations > 0
+            ? fmt::format("{}/{}", p.noise_scale_iterations, p.measured_iterations)
+            : "-";
+    const std::string note =
+        std::isfinite(p.noise_scale) && p.noise_scale_iterations < p.measured_iterations
+            ? noise_scale_iterations_text(p.noise_scale_iterations, p.measured_iterations)
+            : "";
+    if (!note.empty() &&
+        std::find(sampling_notes.begin(), sampling_notes.end(), note) == sampling_notes.end())
+      sampling_notes.push_back(note);
+    fmt::format_to(line, "{} {:>8} {:>9} {:>7} {:>9} {:>12} {:>12} {:>12} {:>11} {:>18} {:>18}\n",
+                   key_columns(p.precision, p.ranks, p.threads, p.repeat), p.global_batch,
+                   shown(p.noise_scale, "{:.4g}"), iterations, shown(p.noise_scale_used, "{:.4g}"),
+                   shown(p.statistical_efficiency_model * 100, "{:.1f}%"),
+                   shown(p.goodput_samples_per_second, "{:.1f}"),
+                   shown(p.samples_to_target, "{:.0f}"), shown(p.seconds_to_target, "{:.3g}"),
+                   with_spacing(p.statistical_efficiency, p.statistical_efficiency_low,
+                                p.statistical_efficiency_high, 100, "{:.0f}"),
+                   with_spacing(p.time_to_target_speedup, p.time_to_target_speedup_low,
+                                p.time_to_target_speedup_high, 1, "{:.2g}"));
+  }
+  if (targeted)
+    fmt::format_to(line,
+                   "measured ratios [low, high]: each run crossed its target somewhere after the "
+                   "evaluation before the one that saw it (--eval-every)\n");
+  for (const auto& note : sampling_notes) fmt::format_to(line, "its: B_noise from {}\n", note);
   return out;
 }
 

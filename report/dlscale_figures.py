@@ -187,7 +187,11 @@ def goodput_figure(results, study):
     """Left: throughput and goodput against ranks; right: the training seconds to the target,
     each precision and thread count a colour of its own, the line through the mean over
     repeats."""
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
+    # Without a target there is no time to it: one panel, not an empty second one.
+    targeted = finite_any(study, "seconds_to_target")
+    fig, axes = plt.subplots(1, 2 if targeted else 1, figsize=(11 if targeted else 6.8, 4.2),
+                             layout="constrained", squeeze=False)
+    axes = axes[0]
     for index, (label, rows) in enumerate(sweep_groups(results, study)):
         colour = f"C{index}"
         prefix = f"{label}: " if label else ""
@@ -203,7 +207,7 @@ def goodput_figure(results, study):
             if results.has_repeats():
                 axes[0].plot(rows["ranks"] * offsets, rows[name], style[0], color=colour,
                              alpha=0.4, markerfacecolor="none" if what == "goodput" else colour)
-        if finite_any(rows, "seconds_to_target"):
+        if targeted and finite_any(rows, "seconds_to_target"):
             reached = means[np.isfinite(means["seconds_to_target"])]
             axes[1].plot(reached["ranks"], reached["seconds_to_target"], "o-", color=colour,
                          label=label or "reached the target")
@@ -213,14 +217,18 @@ def goodput_figure(results, study):
     axes[0].set_ylim(0, axes[0].get_ylim()[1] * 1.1)
     axes[0].set_ylabel("samples/s")
     axes[0].set_title("throughput (solid) and goodput (dashed)")
-    axes[1].set_ylim(0, axes[1].get_ylim()[1] * 1.1)
-    axes[1].set_ylabel("training time to target (s)")
-    axes[1].set_title("time to the held-out target")
+    if targeted:
+        axes[1].set_ylim(0, axes[1].get_ylim()[1] * 1.1)
+        axes[1].set_ylabel("training time to target (s)")
+        axes[1].set_title("time to the held-out target")
     for ax in axes:
         rank_axis(ax, sorted(study["ranks"].unique()))
+    # The legends below the axes, off the data, whatever the curves do.
+    for ax in axes:
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(loc="lower left" if ax is axes[1] else "upper left")
-    fig.suptitle(f"Goodput and time to target: {results.describe()}")
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), fontsize="small",
+                      ncol=2)
+    fig.suptitle(f"Goodput{' and time to target' if targeted else ''}: {results.describe()}")
     return fig
 
 
@@ -321,7 +329,8 @@ def threads_figure(results):
     ax.set_ylabel(f"time per mini-batch T(n) ({unit})")
     ax.set_title(f"Threads: {results.describe()}")
     ax.grid(True, alpha=0.3)
-    ax.legend(loc="upper right", title="dashed: ideal")
+    # Beside the axes, off the data: the lines fall from upper left, where a legend would sit.
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), title="dashed: ideal")
     return fig
 
 
@@ -621,7 +630,8 @@ def figures(results, predicted_for=None):
     training = [run for run in results.runs
                 if run.ranks > 1 and run.summary.get("allreduce_bytes", 0) > 0
                 and "allreduce_busbw_gbps" in run.summary]
-    if has_sweep(results) or len(training) >= 2:
+    # The curve is the comm sweep's: without one there is nothing to draw the runs against.
+    if has_sweep(results):
         add("allreduce", FIGURE_NOTES["allreduce"], allreduce_figure(results, training))
     return pngs
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <string>
 
@@ -197,6 +198,82 @@ TEST(StudyTable, OneRankCountGetsNoScalingTable) {
   const std::string table = format_study(study);
   EXPECT_NE(table.find("every point has 1 rank: no scaling table"), std::string::npos) << table;
   EXPECT_EQ(table.find("Karp-Flatt"), std::string::npos) << "a table header:\n" << table;
+}
+
+// A study whose 4-rank point reached its target between two evaluations and measured B_noise
+// from 4 of its 20 measured iterations.
+results::StudySummary converged_study() {
+  results::StudySummary study = study_of(0.8, 0.79, 0.81, 0.083);
+  for (auto& point : study.points) {
+    point.global_batch = 32 * point.ranks;
+    point.noise_scale_used = 242.4;
+    point.statistical_efficiency_model = 0.9;
+    point.samples_to_target = 1280;
+    point.seconds_to_target = 40;
+    point.statistical_efficiency = point.statistical_efficiency_low =
+        point.statistical_efficiency_high = 1;
+    point.time_to_target_speedup = point.time_to_target_speedup_low =
+        point.time_to_target_speedup_high = 1;
+    point.measured_iterations = 20;
+  }
+  auto& four = study.points[1];
+  four.noise_scale = 50.5;
+  four.noise_scale_iterations = 4;
+  four.statistical_efficiency = 2.0 / 3;
+  four.statistical_efficiency_low = 0.5;
+  four.statistical_efficiency_high = 1;
+  four.time_to_target_speedup = 2;
+  four.time_to_target_speedup_low = 1.5;
+  four.time_to_target_speedup_high = std::numeric_limits<double>::infinity();
+  return study;
+}
+
+// The row of `table` that starts with `start`.
+std::string row_starting(const std::string& table, const std::string& start, int which = 0) {
+  std::istringstream lines(table);
+  std::string line;
+  while (std::getline(lines, line))
+    if (line.rfind(start, 0) == 0 && which-- == 0) return line;
+  return "";
+}
+
+TEST(StudyConvergence, MeasuredRatiosShowTheIntervalTheEvaluationSpacingAllows) {
+  const std::string table = format_study(converged_study());
+  const std::string four = row_starting(table, "     4", 1);  // the convergence table's row
+  EXPECT_NE(four.find("67% [50, 100]"), std::string::npos) << table;
+  EXPECT_NE(four.find("2 [1.5, inf]"), std::string::npos) << table;
+  EXPECT_NE(table.find("crossed its target somewhere after the evaluation before"),
+            std::string::npos)
+      << table;
+}
+
+TEST(StudyConvergence, ShowsTheNoiseScaleUsedAndHowManyIterationsEachEstimateUsedAndWhy) {
+  const std::string table = format_study(converged_study());
+  const std::string four = row_starting(table, "     4", 1);
+  EXPECT_NE(four.find("50.5    4/20     242.4"), std::string::npos) << table;
+  EXPECT_NE(table.find("its: B_noise from 4 of 20 measured iterations (norms read about every 5th "
+                       "iteration, to keep their cost small)"),
+            std::string::npos)
+      << table;
+}
+
+TEST(SummaryNoiseScale, SaysHowManyIterationsTheEstimateUsedAndWhy) {
+  auto run = run_at(118, 215, 236);
+  run.ranks = 2;
+  run.loss = {2.0, 2.0, 1.5, 1.5};
+  run.summary.gflops_per_rank = {118, 118};
+  run.configuration.measured_iterations = 20;
+  run.configuration.batch_per_rank = 32;
+  run.summary.noise_scale = 50.5;
+  run.summary.noise_scale_ci_low = 39.7;
+  run.summary.noise_scale_ci_high = 67.4;
+  run.summary.noise_scale_iterations = 4;
+  const std::string summary = format_summary(run);
+  EXPECT_NE(lines_labelled(summary, "noise scale")
+                .find("from 4 of 20 measured iterations (norms read about every 5th iteration, "
+                      "to keep their cost small)"),
+            std::string::npos)
+      << summary;
 }
 
 }  // namespace
