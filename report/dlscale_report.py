@@ -180,7 +180,9 @@ def runs_display(results, table):
     times = [("step p50", "step_median_s"), ("step p95", "step_p95_s"),
              ("forward", "forward_median_s"), ("backward", "backward_median_s"),
              ("allreduce", "allreduce_median_s"), ("update", "update_median_s")]
-    unit, factor = table_time_unit(*(table[name] for _, name in times))
+    # A unit per column: a run's allreduce can be a millionth of its step (one rank, or a
+    # sub-microsecond shared-memory sum), and in the step's unit it would read 0.0000003300.
+    units = {name: table_time_unit(table[name]) for _, name in times}
     # precision, gradient dtype, threads and repeat only where they vary, as in the study table:
     # the page stays narrower than a 1400-pixel window.
     varying = {header: table[name] for header, name in [
@@ -189,7 +191,8 @@ def runs_display(results, table):
     shown = pd.DataFrame({
         "run": table["run"], "ranks": table["ranks"], **varying,
         "hosts": table["hosts"], "batch/rank": table["batch_per_rank"],
-        **{f"{header} {unit}": (table[name] * factor).map(significant) for header, name in times},
+        **{f"{header} {units[name][0]}": (table[name] * units[name][1]).map(significant)
+           for header, name in times},
         "samples/s": table["throughput_samples_per_second"].map(significant),
         "comm frac": table["communication_fraction"].map(fraction),
         "busbw GB/s": table["allreduce_busbw_gbps"].map(lambda x: significant(x, 3)),

@@ -1233,6 +1233,24 @@ def test_times_are_shown_in_a_unit_that_fits(directory):
         expect("0.0000" not in section, f"the {heading} table prints long zeros:\n{section}")
 
 
+def test_each_time_column_has_its_own_unit(directory):
+    """Issue 31 item 9: a sub-microsecond allreduce beside millisecond steps reads in its own
+    unit ('allreduce ns' 330.0), not as 0.0003300 in the steps' ms."""
+    sample = make_sample(directory, "sweep.h5")
+    with h5py.File(sample, "a") as f:
+        for run in f["runs"].values():
+            statistics = run["summary/phase_statistics"][()]
+            statistics[PHASES.index("allreduce")] = 3.3e-7
+            run["summary/phase_statistics"][...] = statistics
+    stdout = report_ok(sample).stdout
+    section = stdout.split("\nRuns", 1)[1].split("\n\n", 1)[0]
+    expect("allreduce ns" in section and " 330.0 " in section,
+           f"the allreduce column is not in ns:\n{section}")
+    expect("step p50 ms" in section or "step p50 s" in section,
+           f"the step column left its own unit:\n{section}")
+    expect("0.0000" not in section, f"the Runs table prints long zeros:\n{section}")
+
+
 def test_comm_figure_draws_the_piecewise_fit_predict_uses(directory):
     """The allreduce figure draws each piece of /comm/fit_pieces over its range of sizes, as the
     bus bandwidth of t = a + b * bytes there, and names both fits with their rms error."""
@@ -1375,7 +1393,7 @@ def main():
              test_says_what_it_wrote, test_throughput_axis_is_labelled_at_round_numbers,
              test_scaling_figures_name_the_mean_line_and_the_repeats,
              test_goodput_and_threads_legends_stay_off_the_data,
-             test_times_are_shown_in_a_unit_that_fits,
+             test_times_are_shown_in_a_unit_that_fits, test_each_time_column_has_its_own_unit,
              test_comm_figure_draws_the_piecewise_fit_predict_uses,
              test_phase_bars_add_up_to_the_step, test_prediction_names_its_network,
              test_a_crashing_library_adds_no_lines]
