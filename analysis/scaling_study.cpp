@@ -19,17 +19,6 @@
 
 namespace dlscale::analysis {
 
-namespace {
-
-// What one run contributes, from its measured iterations.
-struct RunTimes {
-  std::vector<double> iteration_seconds;  // slowest rank's step, per iteration
-  double global_batch = 0;
-  double exposed_communication = 0;   // mean over iterations of the fastest rank's allreduce
-  double waiting_for_stragglers = 0;  // mean over iterations of max - mean compute
-  int straggler_rank = 0;
-};
-
 RunTimes times_of(const results::RunRecord& run) {
   RunTimes times;
   const int first = run.configuration.warmup_iterations;
@@ -58,6 +47,8 @@ RunTimes times_of(const results::RunRecord& run) {
   times.global_batch = double(run.configuration.batch_per_rank) * run.ranks;
   return times;
 }
+
+namespace {
 
 // The mean of a resample (with replacement) of `values`.
 double resampled_mean(const std::vector<double>& values, std::mt19937_64& random) {
