@@ -1,5 +1,6 @@
 // The verdict of a run and of a study: shares of the iteration time from the study's own split
-// (times_of), the yardstick fraction, and the two conditions that make the numbers unrepresentative.
+// (times_of), the yardstick fraction, and the two conditions that make the numbers
+// unrepresentative.
 #include "analysis/run_verdict.hpp"
 
 #include <algorithm>
@@ -25,9 +26,9 @@ const char* bound_name(Bound bound) {
 RunVerdict run_verdict(const results::RunRecord& record) {
   RunVerdict verdict;
   // A record whose timings were not kept (one made by hand) has no shares to split.
-  const bool timed = record.ranks > 0 && record.iterations > record.configuration.warmup_iterations &&
-                     record.phase_seconds.size() ==
-                         std::size_t(record.iterations) * record.ranks * phase_count;
+  const bool timed =
+      record.ranks > 0 && record.iterations > record.configuration.warmup_iterations &&
+      record.phase_seconds.size() == std::size_t(record.iterations) * record.ranks * phase_count;
   const RunTimes times = timed ? times_of(record) : RunTimes{};
   const double iteration_seconds =
       times.iteration_seconds.empty()

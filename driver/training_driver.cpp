@@ -597,10 +597,10 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
         } catch (const PointFailure& failure) {
           progress.end_point();
           if (coordinator_rank) {
-            journal->add_failed_point({point.ranks, kernels::precision_name(point.precision),
-                                       point.threads, point.repeat, point.batch_per_rank,
-                                       point.seed, failure.cause(), failure.what()},
-                                      point_configuration(plan, point, 0));
+            journal->add_failed_point(
+                {point.ranks, kernels::precision_name(point.precision), point.threads, point.repeat,
+                 point.batch_per_rank, point.seed, failure.cause(), failure.what()},
+                point_configuration(plan, point, 0));
             spdlog::warn(
                 "point {} of {} ({} rank(s) x {} thread(s), {}{}) failed: {}; going on", index + 1,
                 points, point.ranks, point.threads, kernels::precision_name(point.precision),

@@ -181,8 +181,8 @@ std::string format_summary(const results::RunRecord& record,
 
   // A unit per phase, from its longest time: one rank's allreduce is a millionth of its step,
   // and in the step's unit would read 0.000.
-  fmt::format_to(line, "{:<10} {:>4} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "phase",
-                 "unit", "median", "mean", "p5", "p95", "min", "max");
+  fmt::format_to(line, "{:<10} {:>4} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "phase", "unit",
+                 "median", "mean", "p5", "p95", "min", "max");
   for (std::size_t p = 0; p < phase_count; ++p) {
     const auto& s = summary.phase_statistics[p];
     const TimeUnit unit = time_unit(s.max);

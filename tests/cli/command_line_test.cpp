@@ -142,7 +142,8 @@ TEST_P(BuiltinModel, TrainsOnTwoRanksWithIdenticalParameters) {
   constexpr int seconds_allowed = 1500;
   const Outcome outcome = run_dlscale("--model " + name +
                                           " --batch 4 --iters 3 --warmup 1 "
-                                          "--out " + name + ".h5",
+                                          "--out " +
+                                          name + ".h5",
                                       seconds_allowed);
   for (int r = 0; r < ranks; ++r)
     EXPECT_EQ(outcome.rank_exit_codes[r], 0) << name << " on rank " << r;
@@ -152,7 +153,8 @@ TEST_P(BuiltinModel, TrainsOnTwoRanksWithIdenticalParameters) {
       << outcome.stdout_text;
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryBuiltinModel, BuiltinModel, ::testing::ValuesIn(builtin_model_names()),
+INSTANTIATE_TEST_SUITE_P(EveryBuiltinModel, BuiltinModel,
+                         ::testing::ValuesIn(builtin_model_names()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string name = info.param;
                            for (char& c : name)
@@ -182,8 +184,8 @@ TEST_F(CommandLine, WeakSweepRunsEveryPointInOneLaunchAndOneFile) {
 // Issue 31 item 8: each point's summary ends in its verdict, the study in its own, and a
 // reason a measurement is absent is said by the first point it is absent in, not by each.
 TEST_F(CommandLine, EachAbsentReasonIsSaidOncePerLaunchAndEveryPointEndsInAVerdict) {
-  const Outcome outcome = run_dlscale(
-      "--model fcn:16,8,4 --batch 4 --iters 3 --warmup 1 --ranks 1,2 --out absent.h5");
+  const Outcome outcome =
+      run_dlscale("--model fcn:16,8,4 --batch 4 --iters 3 --warmup 1 --ranks 1,2 --out absent.h5");
   for (int r = 0; r < ranks; ++r) EXPECT_EQ(outcome.rank_exit_codes[r], 0) << "rank " << r;
   const std::string& text = outcome.stdout_text;
   std::istringstream lines(text);

@@ -298,8 +298,8 @@ results::RunRecord two_ranks(double compute_ms, double straggler_ms, double allr
 }
 
 // A measurement that every rank took, with `value` as each sample.
-results::MeasurementRecord measured(const std::string& name, const std::string& units,
-                                    double value, int ranks) {
+results::MeasurementRecord measured(const std::string& name, const std::string& units, double value,
+                                    int ranks) {
   results::MeasurementRecord m;
   m.name = name;
   m.units = units;
@@ -367,8 +367,7 @@ TEST(SummaryVerdict, OversubscribedWhenThreadsGotUnderHalfACoreEach) {
   auto run = two_ranks(8, 0, 2);
   run.measurements.push_back(measured("process_cpu_cores", "cores", 0.09, 2));
   const std::string verdict = format_verdict(run);
-  EXPECT_NE(verdict.find("; OVERSUBSCRIBED: 1 thread per rank, 0.09 cores used"),
-            std::string::npos)
+  EXPECT_NE(verdict.find("; OVERSUBSCRIBED: 1 thread per rank, 0.09 cores used"), std::string::npos)
       << verdict;
   run.measurements.back() = measured("process_cpu_cores", "cores", 0.95, 2);
   EXPECT_NE(format_verdict(run).find("; not oversubscribed"), std::string::npos);
