@@ -8,6 +8,7 @@
 # docs/report.md explains how to read each figure. Every text from a results file (titles, host
 # and run names) is drawn as printable, literal text.
 import io
+import os
 import warnings
 
 import matplotlib
@@ -530,7 +531,18 @@ def draw_piecewise_fit(ax, results):
                 linewidth=1.2, label=None if index else label)
 
 
-def allreduce_figure(results, training):
+def training_allreduces(results):
+    """The runs whose gradient allreduce the allreduce figure can draw: two ranks or more, with
+    the bytes a step sums and the bus bandwidth of its first bucket's start to its last's end."""
+    return [run for run in results.runs
+            if run.ranks > 1 and run.summary.get("allreduce_bytes", 0) > 0
+            and "allreduce_busbw_gbps" in run.summary]
+
+
+def allreduce_figure(results, training, elsewhere=()):
+    """The comm sweep's busbw curve and fits, with each training run's allreduce as a point on it:
+    `training` from this file, `elsewhere` (file name, run) from the other files of a `dlscale
+    report study.h5 comm.h5`, labelled with their file."""
     fig, ax = plt.subplots(figsize=(6.2, 4.2))
     comm = results.comm
     if has_sweep(results):
@@ -550,8 +562,11 @@ def allreduce_figure(results, training):
                     linewidth=1, label=f"one-line fit{rms_text(results, COMM_LINE_RMS)}: "
                                        f"{alpha * 1e6:.3g} µs + bytes / "
                                        f"({1 / beta / 1e9:.3g} GB/s)")
+    sources = [None] * len(training) + [name for name, _ in elsewhere]
+    training = list(training) + [run for _, run in elsewhere]
     labels = [f"training gradients, {run.ranks} ranks on {plural(len(set(run.hosts)), 'host')}"
-              for run in training]
+              + (f" ({printable(os.path.basename(source))})" if source else "")
+              for run, source in zip(training, sources)]
     many = len(set(labels)) < len(labels)
     if many:  # repeats or thread counts: tell the runs apart, in a legend beside the axes
         labels = [f"{label} ({printable(run.name)}, {printable(run.precision)}, "
@@ -582,9 +597,10 @@ def allreduce_figure(results, training):
     return fig
 
 
-def figures(results, predicted_for=None):
+def figures(results, predicted_for=None, elsewhere=()):
     """[(file stem, caption, PNG bytes)] for every figure this file has data for; predicted_for
-    names the network of a `--network` prediction in results.study."""
+    names the network of a `--network` prediction in results.study; elsewhere: (file name, run)
+    of the training runs of the report's other files, drawn on this file's comm sweep."""
     pngs = []
 
     def add(stem, caption, fig):  # rendered and closed at once: a sweep can have many figures
@@ -627,12 +643,10 @@ def figures(results, predicted_for=None):
             add(f"resources_{run.name}", FIGURE_NOTES["resources"],
                 resources_figure(results, run, panels))
     # Training runs alone are worth a figure when there are two rank counts to compare.
-    training = [run for run in results.runs
-                if run.ranks > 1 and run.summary.get("allreduce_bytes", 0) > 0
-                and "allreduce_busbw_gbps" in run.summary]
     # The curve is the comm sweep's: without one there is nothing to draw the runs against.
     if has_sweep(results):
-        add("allreduce", FIGURE_NOTES["allreduce"], allreduce_figure(results, training))
+        add("allreduce", FIGURE_NOTES["allreduce"],
+            allreduce_figure(results, training_allreduces(results), elsewhere))
     return pngs
 
 

@@ -1062,7 +1062,12 @@ def main(argv=None):
                 raise ReportError(f"figures need {missing.name}: install {DEPENDENCIES}") from None
             except ImportError as failed:
                 raise ReportError(f"the figures' modules fail to load: {failed}") from None
-            all_figures = [figures(results, network)
+            # `report study.h5 comm.h5`: a comm sweep's figure also draws the other files'
+            # training allreduces on its curve.
+            from dlscale_figures import training_allreduces
+            all_figures = [figures(results, network, [
+                (other.path, run) for other in all_results if other is not results
+                for run in training_allreduces(other)])
                            for results, network in zip(all_results, predicted_for)]
             if figure_directory:
                 for prefix, pngs in zip(figure_prefixes(args.files), all_figures):

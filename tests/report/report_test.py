@@ -1251,6 +1251,34 @@ def test_each_time_column_has_its_own_unit(directory):
     expect("0.0000" not in section, f"the Runs table prints long zeros:\n{section}")
 
 
+def test_a_studys_allreduces_are_drawn_on_another_files_comm_sweep(directory):
+    """Issue 31 item 9: `dlscale report study.h5 comm.h5` draws each training run's allreduce of
+    the study (its bytes per step at its bus bandwidth) as a point on the comm sweep's curve,
+    named with its file; the study alone has no allreduce figure."""
+    study = make_sample(directory, "study.h5", "--no-comm")
+    comm = make_sample(directory, "comm.h5", "--comm-only")
+    figure_dir = new_directory(directory, "figures")
+    report_ok(study, comm, "--figures", figure_dir)
+    written = sorted(os.listdir(figure_dir))
+    expect("comm-allreduce.png" in written and not any(
+        name.startswith("study-allreduce") for name in written), f"figures {written}")
+    check_png(os.path.join(figure_dir, "comm-allreduce.png"))
+    results, figures = load_in_process(comm)
+    study_results, _ = load_in_process(study)
+    runs = figures.training_allreduces(study_results)
+    expect(len(runs) == 2, f"{len(runs)} training runs of two ranks or more in the study")
+    fig = figures.allreduce_figure(results, [], [(study, run) for run in runs])
+    ax = fig.axes[0]
+    legend = [text.get_text() for text in ax.get_legend().get_texts()]
+    expect(sum(text.startswith("training gradients, ") and text.endswith("(study.h5)")
+               for text in legend) == 2, f"the study's runs are not in the legend {legend}")
+    drawn = {(float(line.get_xdata()[0]), float(line.get_ydata()[0])) for line in ax.get_lines()
+             if line.get_marker() == "D"}
+    expected = {(run.summary["allreduce_bytes"], run.summary["allreduce_busbw_gbps"])
+                for run in runs}
+    expect(drawn == expected, f"drew {drawn}, not the study's allreduces {expected}")
+
+
 def test_comm_figure_draws_the_piecewise_fit_predict_uses(directory):
     """The allreduce figure draws each piece of /comm/fit_pieces over its range of sizes, as the
     bus bandwidth of t = a + b * bytes there, and names both fits with their rms error."""
@@ -1395,6 +1423,7 @@ def main():
              test_goodput_and_threads_legends_stay_off_the_data,
              test_times_are_shown_in_a_unit_that_fits, test_each_time_column_has_its_own_unit,
              test_comm_figure_draws_the_piecewise_fit_predict_uses,
+             test_a_studys_allreduces_are_drawn_on_another_files_comm_sweep,
              test_phase_bars_add_up_to_the_step, test_prediction_names_its_network,
              test_a_crashing_library_adds_no_lines]
     try:
