@@ -986,7 +986,9 @@ def parse_arguments(argv):
         epilog=EXAMPLES)
     parser.add_argument("files", nargs="+", metavar="FILE",
                         help="dlscale results file (.h5): a run, a rank sweep, a merged study or a "
-                             "`dlscale comm` sweep; several are reported one after another")
+                             "`dlscale comm` sweep; several are reported one after another, and "
+                             "a comm sweep's allreduce figure also marks the training allreduces "
+                             "of the others (dlscale report study.h5 comm.h5)")
     parser.add_argument("--csv", metavar="DIR", help="write, into the existing directory DIR, "
                         "runs.csv, study.csv, "
                         "study_repeats.csv, failed_points.csv, node_sharing_probes.csv, "
