@@ -64,10 +64,15 @@ void summarize_noise_scale(const results::RunRecord& record, results::RunSummary
 
 std::optional<results::TargetReached> first_evaluation_at_target(const results::RunRecord& record) {
   const auto& config = record.configuration;
-  for (const auto& evaluation : record.evaluations)
+  double previous_samples = 0, previous_training_seconds = 0;
+  for (const auto& evaluation : record.evaluations) {
     if (meets_target(config.target_metric, config.target_value, evaluation))
       return results::TargetReached{evaluation.iteration + 1, evaluation.samples,
-                                    evaluation.training_seconds};
+                                    evaluation.training_seconds, previous_samples,
+                                    previous_training_seconds};
+    previous_samples = evaluation.samples;
+    previous_training_seconds = evaluation.training_seconds;
+  }
   return std::nullopt;
 }
 

@@ -19,17 +19,6 @@
 
 namespace dlscale::analysis {
 
-namespace {
-
-// What one run contributes, from its measured iterations.
-struct RunTimes {
-  std::vector<double> iteration_seconds;  // slowest rank's step, per iteration
-  double global_batch = 0;
-  double exposed_communication = 0;   // mean over iterations of the fastest rank's allreduce
-  double waiting_for_stragglers = 0;  // mean over iterations of max - mean compute
-  int straggler_rank = 0;
-};
-
 RunTimes times_of(const results::RunRecord& run) {
   RunTimes times;
   const int first = run.configuration.warmup_iterations;
@@ -59,12 +48,27 @@ RunTimes times_of(const results::RunRecord& run) {
   return times;
 }
 
+namespace {
+
 // The mean of a resample (with replacement) of `values`.
 double resampled_mean(const std::vector<double>& values, std::mt19937_64& random) {
   std::uniform_int_distribution<std::size_t> pick(0, values.size() - 1);
   double sum = 0;
   for (std::size_t k = 0; k < values.size(); ++k) sum += values[pick(random)];
   return sum / double(values.size());
+}
+
+// The ratio baseline / point of two quantities each known only to lie in (previous, seen]: the
+// target was crossed somewhere between the evaluation before and the one that saw it. The
+// baseline's own run against itself is exactly 1, wherever its crossing was. The high end is
+// infinite where the point met its target at its first evaluation (previous 0).
+std::pair<double, double> ratio_between_crossings(double baseline_previous, double baseline_seen,
+                                                  double point_previous, double point_seen,
+                                                  bool same_run) {
+  if (same_run) return {1.0, 1.0};
+  return {baseline_previous / point_seen, point_previous > 0
+                                              ? baseline_seen / point_previous
+                                              : std::numeric_limits<double>::infinity()};
 }
 
 }  // namespace
@@ -176,7 +180,10 @@ results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs)
   // run at the smallest global batch that has one (the cheapest to measure it at).
   struct ConvergenceBaseline {
     double samples_to_target = 0, seconds_to_target = 0;
+    // The evaluations before the ones that saw the target: the other end of each crossing.
+    double previous_samples = 0, previous_seconds = 0;
     int reached = 0;
+    const results::RunRecord* only_run = nullptr;  // the baseline's run, where it has one
     double noise_scale = 0;
     int noise_scale_runs = 0;
     long long noise_scale_batch = std::numeric_limits<long long>::max();
@@ -189,18 +196,19 @@ results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs)
     if (run.ranks == baselines.at(baseline_key(run)).ranks && target) {
       reference.samples_to_target += target->samples;
       reference.seconds_to_target += target->training_seconds;
+      reference.previous_samples += target->previous_samples;
+      reference.previous_seconds += target->previous_training_seconds;
+      reference.only_run = reference.reached == 0 ? &run : nullptr;
       ++reference.reached;
     }
     const long long global_batch = (long long)run.configuration.batch_per_rank * run.ranks;
     if (!std::isfinite(run.summary.noise_scale) || global_batch > reference.noise_scale_batch)
       continue;
-    if (global_batch < reference.noise_scale_batch)
-      reference = {reference.samples_to_target,
-                   reference.seconds_to_target,
-                   reference.reached,
-                   0,
-                   0,
-                   global_batch};
+    if (global_batch < reference.noise_scale_batch) {
+      reference.noise_scale = 0;
+      reference.noise_scale_runs = 0;
+      reference.noise_scale_batch = global_batch;
+    }
     reference.noise_scale += run.summary.noise_scale;
     ++reference.noise_scale_runs;
   }
@@ -270,6 +278,8 @@ results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs)
     const ConvergenceBaseline& reference = convergence.at(baseline_key(run));
     point.global_batch = int(times.global_batch);
     point.noise_scale = run.summary.noise_scale;
+    point.noise_scale_iterations = run.summary.noise_scale_iterations;
+    point.measured_iterations = run.configuration.measured_iterations;
     if (reference.noise_scale_runs > 0) {
       point.noise_scale_used = reference.noise_scale / reference.noise_scale_runs;
       point.statistical_efficiency_model =
@@ -285,6 +295,18 @@ results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs)
             reference.samples_to_target / reference.reached / target->samples;
         point.time_to_target_speedup =
             reference.seconds_to_target / reference.reached / target->training_seconds;
+        const auto [efficiency_low, efficiency_high] = ratio_between_crossings(
+            reference.previous_samples / reference.reached,
+            reference.samples_to_target / reference.reached, target->previous_samples,
+            target->samples, reference.only_run == &run);
+        point.statistical_efficiency_low = efficiency_low;
+        point.statistical_efficiency_high = efficiency_high;
+        const auto [speedup_low, speedup_high] = ratio_between_crossings(
+            reference.previous_seconds / reference.reached,
+            reference.seconds_to_target / reference.reached, target->previous_training_seconds,
+            target->training_seconds, reference.only_run == &run);
+        point.time_to_target_speedup_low = speedup_low;
+        point.time_to_target_speedup_high = speedup_high;
       }
     }
     study.points.push_back(point);

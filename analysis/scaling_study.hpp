@@ -20,6 +20,18 @@ std::string study_scaling(const results::RunConfiguration& configuration);
 // before bf16 where the user listed them so), not alphabetical.
 std::vector<std::string> precisions_in_run_order(const std::vector<results::RunRecord>& runs);
 
+// What one run contributes to its study (and to its verdict, run_verdict.hpp), from its
+// measured iterations.
+struct RunTimes {
+  std::vector<double> iteration_seconds;  // slowest rank's step, per iteration
+  double global_batch = 0;
+  double exposed_communication = 0;   // mean over iterations of the fastest rank's allreduce
+  double waiting_for_stragglers = 0;  // mean over iterations of max - mean compute
+  int straggler_rank = 0;
+};
+
+RunTimes times_of(const results::RunRecord& run);
+
 results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs);
 
 }  // namespace dlscale::analysis

@@ -168,6 +168,7 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
   plan.stall_timeout_seconds = options.stall_timeout_seconds;
   plan.probe_schedule.enabled = options.probe_node_sharing;
   plan.overwrite = options.overwrite;
+  plan.quiet = options.quiet;
   if (mpi.world_rank() == 0) {
     plan.output_path = options.output_path.empty()
                            ? default_output_name(plan.workload->name(), mpi.world_size(), start)

@@ -192,6 +192,11 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
       "out,o", po::value(&options.output_path),
       "results file (HDF5; default dlscale-MODEL-NPr-TIME.h5 in the current directory)")(
       "overwrite", po::bool_switch(&options.overwrite), "replace an existing results file")(
+      "quiet,q", po::bool_switch(&options.quiet),
+      "print one line per point (its ranks, throughput and verdict: compute-, communication- "
+      "or straggler-bound, the share of the GEMM yardstick, oversubscription, a yardstick that "
+      "moved) instead of its whole summary, and of the study only its verdict; the results "
+      "file is the same")(
       "log-level", po::value(&options.log_level)->default_value(defaults.log_level),
       "trace, debug, info, warn or error");
   // clang-format on

@@ -59,6 +59,7 @@ struct RunOptions {
 
   std::string output_path;  // empty: a default name made from the model, ranks and time
   bool overwrite = false;
+  bool quiet = false;  // one line per point, not its whole summary
   std::string config_path;  // the --config file read, if any: an input the run must not replace
   std::string log_level = "info";
 };

@@ -31,4 +31,18 @@ inline std::string format_bytes(std::uint64_t bytes) {
   return fmt::format("{:.1f} {}", value, units[unit]);
 }
 
+// The unit for times up to `longest_seconds`: the largest of s, ms, us and ns that it is at least
+// one of, so a row reads 12.345 ms, not 0.012 s, and 330.000 ns, not 0.000 ms (the report's
+// time_unit, report/dlscale_results.py). Seconds where there is no time to go by (0, NaN).
+struct TimeUnit {
+  const char* name;
+  double per_second;
+};
+
+inline TimeUnit time_unit(double longest_seconds) {
+  for (const TimeUnit unit : {TimeUnit{"s", 1}, TimeUnit{"ms", 1e3}, TimeUnit{"us", 1e6}})
+    if (longest_seconds * unit.per_second >= 1) return unit;
+  return longest_seconds > 0 ? TimeUnit{"ns", 1e9} : TimeUnit{"s", 1};
+}
+
 }  // namespace dlscale

@@ -566,6 +566,8 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
   const results::RunEnvironment environment = launch_environment(*device, mpi, origin);
 
   ProgressLine progress(coordinator_rank);
+  // Each absent measurement's reason is said once per launch, by the first point it is absent in.
+  std::vector<std::string> absent_reasons_said;
   int stop_signal = 0;
   int completed_points = 0;
   // A launch the backend cannot serve ends here, on every rank of the point, with one line; the
@@ -582,8 +584,12 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
           auto record = train_point(plan, point, *device, group.comm(), environment, progress,
                                     watchdog, relay);
           if (record) {
-            std::fputs(printers::format_summary(*record).c_str(), stdout);
-            std::fputs("\n", stdout);
+            if (plan.quiet) {
+              std::fputs(printers::format_point_line(*record).c_str(), stdout);
+            } else {
+              std::fputs(printers::format_summary(*record, &absent_reasons_said).c_str(), stdout);
+              std::fputs("\n", stdout);
+            }
             std::fflush(stdout);
             if (record->partial_reason.empty()) ++completed_points;
             journal->add_run(std::move(*record));
@@ -591,10 +597,10 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
         } catch (const PointFailure& failure) {
           progress.end_point();
           if (coordinator_rank) {
-            journal->add_failed_point({point.ranks, kernels::precision_name(point.precision),
-                                       point.threads, point.repeat, point.batch_per_rank,
-                                       point.seed, failure.cause(), failure.what()},
-                                      point_configuration(plan, point, 0));
+            journal->add_failed_point(
+                {point.ranks, kernels::precision_name(point.precision), point.threads, point.repeat,
+                 point.batch_per_rank, point.seed, failure.cause(), failure.what()},
+                point_configuration(plan, point, 0));
             spdlog::warn(
                 "point {} of {} ({} rank(s) x {} thread(s), {}{}) failed: {}; going on", index + 1,
                 points, point.ranks, point.threads, kernels::precision_name(point.precision),
@@ -653,11 +659,14 @@ int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
                                         ? std::string(results::schema::status_complete)
                                         : "interrupted: " + stop_signal_name(stop_signal);
     const results::ResultsFile& results = journal->finish(file_status);
-    if (points > 1 && stop_signal == 0)
-      std::fputs(printers::format_study(results.study.value_or(results::StudySummary{}),
-                                        results.failed_points)
-                     .c_str(),
-                 stdout);
+    if (points > 1 && stop_signal == 0) {
+      if (!plan.quiet)
+        std::fputs(printers::format_study(results.study.value_or(results::StudySummary{}),
+                                          results.failed_points)
+                       .c_str(),
+                   stdout);
+      std::fputs(printers::format_study_verdict(results.runs).c_str(), stdout);
+    }
     fmt::print("results         {}\n", journal->location().string());
     std::fflush(stdout);
     const bool replicas_differ =

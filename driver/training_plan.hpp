@@ -63,6 +63,8 @@ struct TrainingPlan {
   bool check_memory_per_point = false;
   std::filesystem::path output_path;  // rank 0 only, checked writable
   bool overwrite = false;
+  // --quiet: one line per point (printers::format_point_line) instead of its whole summary.
+  bool quiet = false;
 };
 
 // How many distinct synthetic batches each rank cycles through: a few for timing, one per

@@ -6,19 +6,16 @@
 #include <iterator>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "analysis/measurement_summary.hpp"
+#include "analysis/run_verdict.hpp"
 #include "analysis/scaling_metrics.hpp"
 #include "core/number_format.hpp"
 
 namespace dlscale::printers {
 
 namespace {
-
-// Yardstick measurements before and after a point further apart than this, relative to the
-// faster, moved for a reason: ten in a row on this 2-core VM with nothing else running in it
-// spanned 4-5% at one thread and 4-8% at two (its host is shared too); beside other jobs, 17-56%.
-constexpr double yardstick_moved_fraction = 0.1;
 
 std::string with_units(double value, const std::string& units) {
   if (units == "bytes") return format_bytes(std::uint64_t(std::max(value, 0.0)));
@@ -32,12 +29,30 @@ std::string interval_end(double value) {
   return std::isfinite(value) ? fmt::format("{:.4g}", value) : std::string("unbounded");
 }
 
-std::string yardstick_lines(const results::RunEnvironment& environment, double mean_gflops) {
+// How many measured iterations a noise scale came from, and why not all: "4 of 20 measured
+// iterations (norms read every 5th, to keep their cost small)". Two estimates from different
+// counts are not equally certain, and their intervals say so only to a reader who knows it.
+std::string noise_scale_iterations_text(int used, int measured) {
+  if (used <= 0 || measured <= 0) return "";
+  if (used >= measured)
+    return fmt::format("{} of {} measured iterations (norms read at each)", used, measured);
+  const int every = (measured + used - 1) / used;
+  return fmt::format(
+      "{} of {} measured iterations (norms read about every {}{} iteration, to keep their cost "
+      "small)",
+      used, measured, every,
+      every == 2   ? "nd"
+      : every == 3 ? "rd"
+                   : "th");
+}
+
+std::string yardstick_lines(const results::RunEnvironment& environment,
+                            const analysis::RunVerdict& verdict) {
   const double before = environment.device_gemm_gflops_before;
   const double after = environment.device_gemm_gflops_after;
   const double yardstick = environment.device_gemm_gflops;
-  const bool moved = before > 0 && after > 0 &&
-                     std::abs(after - before) > yardstick_moved_fraction * std::max(before, after);
+  const double mean_gflops = verdict.mean_gflops;
+  const bool moved = verdict.yardstick_moved;
   std::string out;
   auto line = std::back_inserter(out);
   if (moved)
@@ -45,7 +60,7 @@ std::string yardstick_lines(const results::RunEnvironment& environment, double m
                    "{:<16}moved {:.0f} -> {:.0f} GFLOP/s from before the point to after it "
                    "({:+.0f}%): the machine was shared or its clock changed; the faster is the "
                    "yardstick\n",
-                   "yardstick", before, after, 100 * (after - before) / before);
+                   "yardstick", before, after, 100 * verdict.yardstick_change);
   if (yardstick > 0 && mean_gflops > yardstick)
     fmt::format_to(line, "{:<16}above 100%: {}\n", moved ? "" : "yardstick",
                    moved ? "other work held back even the faster GEMM measurement, or this "
@@ -55,9 +70,89 @@ std::string yardstick_lines(const results::RunEnvironment& environment, double m
   return out;
 }
 
+std::string percent(double fraction) { return fmt::format("{:.0f}%", 100 * fraction); }
+
+// "compute-bound: compute 85%, exposed communication 10%, waiting for stragglers 5% of the
+// iteration; 42% of the 50 GFLOP/s fp32 GEMM measured on this device; ..." without a label.
+std::string verdict_text(const results::RunRecord& record, const analysis::RunVerdict& verdict) {
+  std::string out = fmt::format("{}-bound: ", analysis::bound_name(verdict.bound));
+  auto line = std::back_inserter(out);
+  if (record.ranks == 1)
+    fmt::format_to(line, "one rank, no communication or stragglers");
+  else
+    fmt::format_to(line,
+                   "compute {}, exposed communication {}, waiting for stragglers {} of the "
+                   "iteration",
+                   percent(verdict.compute_share), percent(verdict.communication_share),
+                   percent(verdict.straggler_share));
+  if (std::isfinite(verdict.yardstick_fraction))
+    fmt::format_to(line, "; compute at {} of the {:.0f} GFLOP/s {} GEMM measured on this device",
+                   percent(verdict.yardstick_fraction), verdict.yardstick_gflops,
+                   record.configuration.precision);
+  else
+    fmt::format_to(line, "; no GEMM yardstick measured");
+  if (verdict.oversubscribed) {
+    fmt::format_to(line, "; OVERSUBSCRIBED: {} thread{} per rank", verdict.threads,
+                   verdict.threads == 1 ? "" : "s");
+    if (std::isfinite(verdict.allowed_cpus))
+      fmt::format_to(line, " on {:.3g} allowed CPU{}", verdict.allowed_cpus,
+                     verdict.allowed_cpus == 1 ? "" : "s");
+    if (std::isfinite(verdict.cores_used))
+      fmt::format_to(line, ", {:.2g} cores used", verdict.cores_used);
+  } else {
+    fmt::format_to(line, "; not oversubscribed");
+  }
+  if (verdict.yardstick_moved)
+    fmt::format_to(line, "; the yardstick MOVED {:+.0f}% during the point",
+                   100 * verdict.yardstick_change);
+  return out;
+}
+
+std::string verdict_line(const results::RunRecord& record, const analysis::RunVerdict& verdict) {
+  return fmt::format("{:<16}{}\n", "verdict", verdict_text(record, verdict));
+}
+
 }  // namespace
 
-std::string format_summary(const results::RunRecord& record) {
+std::string format_verdict(const results::RunRecord& record) {
+  return verdict_line(record, analysis::run_verdict(record));
+}
+
+std::string format_point_line(const results::RunRecord& record) {
+  const auto& config = record.configuration;
+  return fmt::format("{} rank{} x{} thread{} {}{}, batch {}/rank: {:.1f} samples/s, {}\n",
+                     record.ranks, record.ranks == 1 ? "" : "s", config.threads_per_rank,
+                     config.threads_per_rank == 1 ? "" : "s", config.precision,
+                     config.repeat > 0 ? fmt::format(" repeat {}", config.repeat) : "",
+                     config.batch_per_rank, record.summary.throughput_samples_per_second,
+                     verdict_text(record, analysis::run_verdict(record)));
+}
+
+std::string format_study_verdict(const std::vector<results::RunRecord>& runs) {
+  if (runs.empty()) return "";
+  const analysis::StudyVerdict study = analysis::study_verdict(runs);
+  const auto largest = std::find_if(runs.rbegin(), runs.rend(), [&](const auto& run) {
+    return run.ranks == study.largest_ranks;
+  });
+  return fmt::format(
+      "{:<16}at {} rank{}, the most: {}; {} of {} point{} oversubscribed, the yardstick moved in "
+      "{}\n",
+      "study verdict", study.largest_ranks, study.largest_ranks == 1 ? "" : "s",
+      verdict_text(*largest, study.largest), study.oversubscribed_points, study.points,
+      study.points == 1 ? "" : "s", study.yardstick_moved_points);
+}
+
+std::string format_summary(const results::RunRecord& record,
+                           std::vector<std::string>* absent_reasons_said) {
+  // A reason already given earlier in the launch is not repeated: the first point said it.
+  std::vector<std::string> said_here;
+  std::vector<std::string>& said = absent_reasons_said ? *absent_reasons_said : said_here;
+  const auto first_time = [&](const std::string& reason) {
+    if (std::find(said.begin(), said.end(), reason) != said.end()) return false;
+    said.push_back(reason);
+    return true;
+  };
+  const analysis::RunVerdict verdict = analysis::run_verdict(record);
   const auto& config = record.configuration;
   const auto& environment = record.environment;
   const auto& summary = record.summary;
@@ -84,20 +179,23 @@ std::string format_summary(const results::RunRecord& record) {
       fmt::format_to(line, ", {} {}", name, value);
   fmt::format_to(line, "\n\n");
 
-  fmt::format_to(line, "{:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "phase (ms)", "median",
-                 "mean", "p5", "p95", "min", "max");
+  // A unit per phase, from its longest time: one rank's allreduce is a millionth of its step,
+  // and in the step's unit would read 0.000.
+  fmt::format_to(line, "{:<10} {:>4} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "phase", "unit",
+                 "median", "mean", "p5", "p95", "min", "max");
   for (std::size_t p = 0; p < phase_count; ++p) {
     const auto& s = summary.phase_statistics[p];
-    fmt::format_to(line, "{:<10} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f}\n",
-                   phase_names[p], s.median * 1e3, s.mean * 1e3, s.p5 * 1e3, s.p95 * 1e3,
-                   s.min * 1e3, s.max * 1e3);
+    const TimeUnit unit = time_unit(s.max);
+    const double k = unit.per_second;
+    fmt::format_to(line,
+                   "{:<10} {:>4} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f}\n",
+                   phase_names[p], unit.name, s.median * k, s.mean * k, s.p5 * k, s.p95 * k,
+                   s.min * k, s.max * k);
   }
 
   const auto slowest =
       std::min_element(summary.gflops_per_rank.begin(), summary.gflops_per_rank.end());
-  double mean_gflops = 0;
-  for (double g : summary.gflops_per_rank) mean_gflops += g;
-  mean_gflops /= double(summary.gflops_per_rank.size());
+  const double mean_gflops = verdict.mean_gflops;
   std::vector<double> imbalance = summary.load_imbalance_seconds;
   std::sort(imbalance.begin(), imbalance.end());
 
@@ -111,7 +209,7 @@ std::string format_summary(const results::RunRecord& record) {
                    100 * mean_gflops / environment.device_gemm_gflops,
                    environment.device_gemm_gflops, config.precision);
   }
-  fmt::format_to(line, "\n{}", yardstick_lines(environment, mean_gflops));
+  fmt::format_to(line, "\n{}", yardstick_lines(environment, verdict));
   if (record.ranks == 1)
     fmt::format_to(line, "communication   none: one rank has no gradients to sum\n");
   else
@@ -136,15 +234,19 @@ std::string format_summary(const results::RunRecord& record) {
                  "loss            {:.4f} -> {:.4f} (mean over ranks, first -> last iteration)\n",
                  first_loss / record.ranks, last_loss / record.ranks);
   if (std::isfinite(summary.noise_scale))
-    fmt::format_to(line,
-                   "noise scale     B_noise {:.4g} samples (95% interval {} to {}), from "
-                   "{} of {} measured iterations; this point's global batch {} is {:.2g}x it\n",
-                   summary.noise_scale, interval_end(summary.noise_scale_ci_low),
-                   interval_end(summary.noise_scale_ci_high), summary.noise_scale_iterations,
-                   config.measured_iterations, config.batch_per_rank * record.ranks,
-                   config.batch_per_rank * record.ranks / summary.noise_scale);
-  else
+    fmt::format_to(
+        line,
+        "noise scale     B_noise {:.4g} samples (95% interval {} to {}), from "
+        "{}; this point's global batch {} is {:.2g}x it\n",
+        summary.noise_scale, interval_end(summary.noise_scale_ci_low),
+        interval_end(summary.noise_scale_ci_high),
+        noise_scale_iterations_text(summary.noise_scale_iterations, config.measured_iterations),
+        config.batch_per_rank * record.ranks,
+        config.batch_per_rank * record.ranks / summary.noise_scale);
+  else if (first_time(summary.noise_scale_absent_reason))
     fmt::format_to(line, "noise scale     absent: {}\n", summary.noise_scale_absent_reason);
+  else
+    fmt::format_to(line, "noise scale     absent, as above\n");
   if (!record.evaluations.empty()) {
     const auto& last = record.evaluations.back();
     fmt::format_to(line,
@@ -160,7 +262,12 @@ std::string format_summary(const results::RunRecord& record) {
         config.target_metric, config.target_value, target->iterations,
         with_thousands_separators(std::uint64_t(target->samples)), target->training_seconds);
   bool first_measurement = true;
+  std::vector<std::string> absent_as_above;  // named on one line, their reasons given before
   for (const auto& m : analysis::summarize_measurements(record)) {
+    if (m.sources == 0 && !first_time(m.absent_reason)) {
+      absent_as_above.push_back(m.name);
+      continue;
+    }
     fmt::format_to(line, "{:<16}{} ", first_measurement ? "measured" : "", m.name);
     first_measurement = false;
     if (m.sources == 0) {
@@ -184,11 +291,15 @@ std::string format_summary(const results::RunRecord& record) {
     }
     fmt::format_to(line, " ({} {})\n", m.sources, m.sources == 1 ? "source" : "sources");
   }
+  if (!absent_as_above.empty())
+    fmt::format_to(line, "{:<16}absent, for the reasons given above: {}\n",
+                   first_measurement ? "measured" : "", fmt::join(absent_as_above, ", "));
   if (record.ranks == 1)
     fmt::format_to(line, "parameters      one rank: no replicas to compare\n");
   else
     fmt::format_to(line, "parameters      {} on all {} ranks after the last step\n",
                    summary.parameters_identical ? "bit-identical" : "DIFFERENT", record.ranks);
+  fmt::format_to(line, "{}", verdict_line(record, verdict));
   return out;
 }
 
@@ -208,22 +319,54 @@ std::string convergence_table(const results::StudySummary& study, const KeyColum
   const auto shown = [](double value, const char* format) {
     return std::isfinite(value) ? fmt::format(fmt::runtime(format), value) : std::string("-");
   };
+  // A measured ratio with the interval the evaluation spacing allows: "67% [50, 100]".
+  const auto with_spacing = [&](double value, double low, double high, double scale,
+                                const char* format) {
+    if (!std::isfinite(value)) return std::string("-");
+    const auto end = [&](double x) {
+      return std::isinf(x) ? std::string("inf") : fmt::format(fmt::runtime(format), x * scale);
+    };
+    return fmt::format("{}{} [{}, {}]", fmt::format(fmt::runtime(format), value * scale),
+                       scale == 100 ? "%" : "", end(low), end(high));
+  };
   fmt::format_to(line,
                  "\nconvergence: statistical efficiency, per sample against the baseline's "
                  "global batch B0: (B_noise + B0) / (B_noise + B) from the B_noise of the "
-                 "smallest batch that measured one (model), and samples to target (measured); "
-                 "goodput = samples/s x the model's\n");
-  fmt::format_to(line, "{} {:>8} {:>9} {:>11} {:>12} {:>12} {:>11} {:>11} {:>10}\n",
-                 key_columns("precision", "ranks", "threads", "repeat"), "batch", "B_noise",
-                 "stat (model)", "goodput/s", "to target", "seconds", "stat (meas)", "TTT speedup");
-  for (const auto& p : study.points)
-    fmt::format_to(
-        line, "{} {:>8} {:>9} {:>11} {:>12} {:>12} {:>11} {:>11} {:>10}\n",
-        key_columns(p.precision, p.ranks, p.threads, p.repeat), p.global_batch,
-        shown(p.noise_scale, "{:.4g}"), shown(p.statistical_efficiency_model * 100, "{:.1f}%"),
-        shown(p.goodput_samples_per_second, "{:.1f}"), shown(p.samples_to_target, "{:.0f}"),
-        shown(p.seconds_to_target, "{:.3g}"), shown(p.statistical_efficiency * 100, "{:.1f}%"),
-        shown(p.time_to_target_speedup, "{:.2f}"));
+                 "smallest batch that measured one (B_noise used; model), and samples to target "
+                 "(measured); goodput = samples/s x the model's\n");
+  fmt::format_to(line, "{} {:>8} {:>9} {:>7} {:>9} {:>12} {:>12} {:>12} {:>11} {:>18} {:>18}\n",
+                 key_columns("precision", "ranks", "threads", "repeat"), "batch", "B_noise", "its",
+                 "used", "stat (model)", "goodput/s", "to target", "seconds", "stat (meas)",
+                 "TTT speedup");
+  std::vector<std::string> sampling_notes;  // each once, under the table
+  for (const auto& p : study.points) {
+    const std::string iterations =
+        std::isfinite(p.noise_scale) && p.noise_scale_iterations > 0
+            ? fmt::format("{}/{}", p.noise_scale_iterations, p.measured_iterations)
+            : "-";
+    const std::string note =
+        std::isfinite(p.noise_scale) && p.noise_scale_iterations < p.measured_iterations
+            ? noise_scale_iterations_text(p.noise_scale_iterations, p.measured_iterations)
+            : "";
+    if (!note.empty() &&
+        std::find(sampling_notes.begin(), sampling_notes.end(), note) == sampling_notes.end())
+      sampling_notes.push_back(note);
+    fmt::format_to(line, "{} {:>8} {:>9} {:>7} {:>9} {:>12} {:>12} {:>12} {:>11} {:>18} {:>18}\n",
+                   key_columns(p.precision, p.ranks, p.threads, p.repeat), p.global_batch,
+                   shown(p.noise_scale, "{:.4g}"), iterations, shown(p.noise_scale_used, "{:.4g}"),
+                   shown(p.statistical_efficiency_model * 100, "{:.1f}%"),
+                   shown(p.goodput_samples_per_second, "{:.1f}"),
+                   shown(p.samples_to_target, "{:.0f}"), shown(p.seconds_to_target, "{:.3g}"),
+                   with_spacing(p.statistical_efficiency, p.statistical_efficiency_low,
+                                p.statistical_efficiency_high, 100, "{:.0f}"),
+                   with_spacing(p.time_to_target_speedup, p.time_to_target_speedup_low,
+                                p.time_to_target_speedup_high, 1, "{:.2g}"));
+  }
+  if (targeted)
+    fmt::format_to(line,
+                   "measured ratios [low, high]: each run crossed its target somewhere after the "
+                   "evaluation before the one that saw it (--eval-every)\n");
+  for (const auto& note : sampling_notes) fmt::format_to(line, "its: B_noise from {}\n", note);
   return out;
 }
 

@@ -8,6 +8,7 @@
 # docs/report.md explains how to read each figure. Every text from a results file (titles, host
 # and run names) is drawn as printable, literal text.
 import io
+import os
 import warnings
 
 import matplotlib
@@ -187,7 +188,11 @@ def goodput_figure(results, study):
     """Left: throughput and goodput against ranks; right: the training seconds to the target,
     each precision and thread count a colour of its own, the line through the mean over
     repeats."""
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
+    # Without a target there is no time to it: one panel, not an empty second one.
+    targeted = finite_any(study, "seconds_to_target")
+    fig, axes = plt.subplots(1, 2 if targeted else 1, figsize=(11 if targeted else 6.8, 4.2),
+                             layout="constrained", squeeze=False)
+    axes = axes[0]
     for index, (label, rows) in enumerate(sweep_groups(results, study)):
         colour = f"C{index}"
         prefix = f"{label}: " if label else ""
@@ -203,7 +208,7 @@ def goodput_figure(results, study):
             if results.has_repeats():
                 axes[0].plot(rows["ranks"] * offsets, rows[name], style[0], color=colour,
                              alpha=0.4, markerfacecolor="none" if what == "goodput" else colour)
-        if finite_any(rows, "seconds_to_target"):
+        if targeted and finite_any(rows, "seconds_to_target"):
             reached = means[np.isfinite(means["seconds_to_target"])]
             axes[1].plot(reached["ranks"], reached["seconds_to_target"], "o-", color=colour,
                          label=label or "reached the target")
@@ -213,14 +218,18 @@ def goodput_figure(results, study):
     axes[0].set_ylim(0, axes[0].get_ylim()[1] * 1.1)
     axes[0].set_ylabel("samples/s")
     axes[0].set_title("throughput (solid) and goodput (dashed)")
-    axes[1].set_ylim(0, axes[1].get_ylim()[1] * 1.1)
-    axes[1].set_ylabel("training time to target (s)")
-    axes[1].set_title("time to the held-out target")
+    if targeted:
+        axes[1].set_ylim(0, axes[1].get_ylim()[1] * 1.1)
+        axes[1].set_ylabel("training time to target (s)")
+        axes[1].set_title("time to the held-out target")
     for ax in axes:
         rank_axis(ax, sorted(study["ranks"].unique()))
+    # The legends below the axes, off the data, whatever the curves do.
+    for ax in axes:
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(loc="lower left" if ax is axes[1] else "upper left")
-    fig.suptitle(f"Goodput and time to target: {results.describe()}")
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), fontsize="small",
+                      ncol=2)
+    fig.suptitle(f"Goodput{' and time to target' if targeted else ''}: {results.describe()}")
     return fig
 
 
@@ -321,7 +330,8 @@ def threads_figure(results):
     ax.set_ylabel(f"time per mini-batch T(n) ({unit})")
     ax.set_title(f"Threads: {results.describe()}")
     ax.grid(True, alpha=0.3)
-    ax.legend(loc="upper right", title="dashed: ideal")
+    # Beside the axes, off the data: the lines fall from upper left, where a legend would sit.
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), title="dashed: ideal")
     return fig
 
 
@@ -521,7 +531,18 @@ def draw_piecewise_fit(ax, results):
                 linewidth=1.2, label=None if index else label)
 
 
-def allreduce_figure(results, training):
+def training_allreduces(results):
+    """The runs whose gradient allreduce the allreduce figure can draw: two ranks or more, with
+    the bytes a step sums and the bus bandwidth of its first bucket's start to its last's end."""
+    return [run for run in results.runs
+            if run.ranks > 1 and run.summary.get("allreduce_bytes", 0) > 0
+            and "allreduce_busbw_gbps" in run.summary]
+
+
+def allreduce_figure(results, training, elsewhere=()):
+    """The comm sweep's busbw curve and fits, with each training run's allreduce as a point on it:
+    `training` from this file, `elsewhere` (file name, run) from the other files of a `dlscale
+    report study.h5 comm.h5`, labelled with their file."""
     fig, ax = plt.subplots(figsize=(6.2, 4.2))
     comm = results.comm
     if has_sweep(results):
@@ -541,8 +562,11 @@ def allreduce_figure(results, training):
                     linewidth=1, label=f"one-line fit{rms_text(results, COMM_LINE_RMS)}: "
                                        f"{alpha * 1e6:.3g} µs + bytes / "
                                        f"({1 / beta / 1e9:.3g} GB/s)")
+    sources = [None] * len(training) + [name for name, _ in elsewhere]
+    training = list(training) + [run for _, run in elsewhere]
     labels = [f"training gradients, {run.ranks} ranks on {plural(len(set(run.hosts)), 'host')}"
-              for run in training]
+              + (f" ({printable(os.path.basename(source))})" if source else "")
+              for run, source in zip(training, sources)]
     many = len(set(labels)) < len(labels)
     if many:  # repeats or thread counts: tell the runs apart, in a legend beside the axes
         labels = [f"{label} ({printable(run.name)}, {printable(run.precision)}, "
@@ -573,9 +597,10 @@ def allreduce_figure(results, training):
     return fig
 
 
-def figures(results, predicted_for=None):
+def figures(results, predicted_for=None, elsewhere=()):
     """[(file stem, caption, PNG bytes)] for every figure this file has data for; predicted_for
-    names the network of a `--network` prediction in results.study."""
+    names the network of a `--network` prediction in results.study; elsewhere: (file name, run)
+    of the training runs of the report's other files, drawn on this file's comm sweep."""
     pngs = []
 
     def add(stem, caption, fig):  # rendered and closed at once: a sweep can have many figures
@@ -618,11 +643,10 @@ def figures(results, predicted_for=None):
             add(f"resources_{run.name}", FIGURE_NOTES["resources"],
                 resources_figure(results, run, panels))
     # Training runs alone are worth a figure when there are two rank counts to compare.
-    training = [run for run in results.runs
-                if run.ranks > 1 and run.summary.get("allreduce_bytes", 0) > 0
-                and "allreduce_busbw_gbps" in run.summary]
-    if has_sweep(results) or len(training) >= 2:
-        add("allreduce", FIGURE_NOTES["allreduce"], allreduce_figure(results, training))
+    # The curve is the comm sweep's: without one there is nothing to draw the runs against.
+    if has_sweep(results):
+        add("allreduce", FIGURE_NOTES["allreduce"],
+            allreduce_figure(results, training_allreduces(results), elsewhere))
     return pngs
 
 

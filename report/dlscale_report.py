@@ -128,6 +128,16 @@ def fraction(x):
     return "-" if x is None or not np.isfinite(x) else f"{x:.3f}"
 
 
+def percent(x):
+    """An efficiency or share as the run's tables print it: '83.3%'."""
+    return "-" if x is None or not np.isfinite(x) else f"{100 * x:.1f}%"
+
+
+def percent_number(x):
+    """The number of percent alone, for an interval's ends: '83.3', 'inf'."""
+    return "-" if x is None or np.isnan(x) else "inf" if np.isinf(x) else f"{100 * x:.1f}"
+
+
 def with_interval(value, low, high, format):
     return f"{format(value)} [{format(low)}, {format(high)}]"
 
@@ -170,7 +180,9 @@ def runs_display(results, table):
     times = [("step p50", "step_median_s"), ("step p95", "step_p95_s"),
              ("forward", "forward_median_s"), ("backward", "backward_median_s"),
              ("allreduce", "allreduce_median_s"), ("update", "update_median_s")]
-    unit, factor = table_time_unit(*(table[name] for _, name in times))
+    # A unit per column: a run's allreduce can be a millionth of its step (one rank, or a
+    # sub-microsecond shared-memory sum), and in the step's unit it would read 0.0000003300.
+    units = {name: table_time_unit(table[name]) for _, name in times}
     # precision, gradient dtype, threads and repeat only where they vary, as in the study table:
     # the page stays narrower than a 1400-pixel window.
     varying = {header: table[name] for header, name in [
@@ -179,7 +191,8 @@ def runs_display(results, table):
     shown = pd.DataFrame({
         "run": table["run"], "ranks": table["ranks"], **varying,
         "hosts": table["hosts"], "batch/rank": table["batch_per_rank"],
-        **{f"{header} {unit}": (table[name] * factor).map(significant) for header, name in times},
+        **{f"{header} {units[name][0]}": (table[name] * units[name][1]).map(significant)
+           for header, name in times},
         "samples/s": table["throughput_samples_per_second"].map(significant),
         "comm frac": table["communication_fraction"].map(fraction),
         "busbw GB/s": table["allreduce_busbw_gbps"].map(lambda x: significant(x, 3)),
@@ -241,15 +254,15 @@ def study_display(results):
     shown["samples/s"] = get("throughput_samples_per_second").map(significant)
     shown["speedup"] = get("speedup").map(fraction)
     shown["efficiency [95% CI]"] = [
-        with_interval(*v, fraction) + ("?" if too_wide(*v) and ranks != baseline else "")
+        with_interval(*v, percent) + ("?" if too_wide(*v) and ranks != baseline else "")
         for ranks, *v in zip(get("ranks"), get("efficiency"), get("efficiency_ci_low"),
                              get("efficiency_ci_high"))]
     if PREDICTED_EFFICIENCY in study:
-        shown["predicted eff"] = study[PREDICTED_EFFICIENCY].map(fraction)
+        shown["predicted eff"] = study[PREDICTED_EFFICIENCY].map(percent)
     shown["Karp-Flatt"] = get("karp_flatt").map(karp_flatt_text)
-    shown["gap: comm"] = get("gap_communication").map(fraction)
-    shown["gap: imbalance"] = get("gap_load_imbalance").map(fraction)
-    shown["gap: other"] = get("gap_other").map(fraction)
+    shown["gap: comm"] = get("gap_communication").map(percent)
+    shown["gap: imbalance"] = get("gap_load_imbalance").map(percent)
+    shown["gap: other"] = get("gap_other").map(percent)
     for name, measurement in results.energy_columns.items():
         shown[energy_header(measurement)] = study[name].map(lambda x: significant(x, 3))
     # One rank waits for no other: it has no straggler.
@@ -281,7 +294,7 @@ def repeats_display(results):
         f"{significant(low * factor)} .. {significant(high * factor)}"
         for low, high in zip(spread["iteration_seconds_min"], spread["iteration_seconds_max"])]
     shown["efficiency mean ± std"] = [
-        f"{fraction(m)} ± {fraction(s)}"
+        f"{percent(m)} ± {percent(s)}"
         for m, s in zip(spread["efficiency_mean"], spread["efficiency_std"])]
     shown["samples/s mean"] = spread["throughput_samples_per_second_mean"].map(significant)
     return shown
@@ -311,7 +324,7 @@ def precisions_display(results):
     for p in precisions:
         shown[f"{p} iteration {unit}"] = (rows[p]["iteration_seconds"] * factor).map(significant)
         shown[f"{p} samples/s"] = rows[p]["throughput_samples_per_second"].map(significant)
-        shown[f"{p} efficiency"] = rows[p]["efficiency"].map(fraction)
+        shown[f"{p} efficiency"] = rows[p]["efficiency"].map(percent)
     first = rows[precisions[0]]["throughput_samples_per_second"]
     for p in precisions[1:]:
         shown[f"{p} vs {precisions[0]}"] = [
@@ -365,14 +378,32 @@ def convergence_display(results):
     shown["B_noise [95% CI]"] = [noise_scale_text(value, summaries.get(run, {}))
                                  for value, run in zip(get("noise_scale").astype(float), runs)]
     shown["B_noise used"] = get("noise_scale_used").map(significant)
-    shown["stat eff model"] = get("statistical_efficiency_model").map(fraction)
-    shown["stat eff measured"] = get("statistical_efficiency").map(fraction)
+    # How many measured iterations each run's own B_noise came from: the norms are read every
+    # k-th iteration to keep their cost small, so two estimates need not be equally certain.
+    measured = {run.name: run.attrs.get("measured_iterations") for run in results.runs}
+    shown["B_noise iterations"] = [
+        f"{summaries.get(run, {}).get('noise_scale_iterations')}/{measured.get(run)}"
+        if np.isfinite(value) and summaries.get(run, {}).get("noise_scale_iterations")
+        and measured.get(run) else "-"
+        for value, run in zip(get("noise_scale").astype(float), runs)]
+    shown["stat eff model"] = get("statistical_efficiency_model").map(percent)
+
+    def spaced(name, format, unit=""):
+        """A measured ratio with the interval its evaluation spacing allows, where the file has
+        one: '66.7% [50.0, 100.0]'."""
+        return [format(v) if not np.isfinite(v) or not np.isfinite(low)
+                else f"{format(v)} [{ends(low)}, {ends(high)}]{unit}"
+                for v, low, high in zip(get(name), get(f"{name}_low"), get(f"{name}_high"))]
+    ends = percent_number
+    shown["stat eff measured"] = spaced("statistical_efficiency", percent)
     shown["samples/s"] = get("throughput_samples_per_second").map(significant)
     shown["goodput samples/s"] = get("goodput_samples_per_second").map(significant)
     shown["samples to target"] = get("samples_to_target").map(significant)
     unit, factor = table_time_unit(get("seconds_to_target"))
     shown[f"time to target {unit}"] = (get("seconds_to_target") * factor).map(significant)
-    shown["time-to-target speedup"] = get("time_to_target_speedup").map(fraction)
+    ends = lambda x: "inf" if np.isinf(x) else significant(x, 3)  # noqa: E731
+    shown["time-to-target speedup"] = spaced("time_to_target_speedup",
+                                             lambda x: significant(x, 3))
     failed = results.failed_points
     if failed is None or not (failed["cause"] == TARGET_NOT_REACHED).any():
         return shown
@@ -385,7 +416,9 @@ CONVERGENCE_HEADING = (
     "against the baseline's B0, with B_noise the gradient noise scale (McCandlish et al. 2018; "
     "Pollux), beside the measured one, the baseline's samples to the held-out target over this "
     "point's; goodput = throughput x the model's statistical efficiency; '-' where not "
-    "measured)")
+    "measured; B_noise iterations: the measured iterations each estimate used, of all, as the "
+    "norms are read every k-th to keep their cost small; a measured ratio [low, high]: each run "
+    "crossed its target somewhere after the evaluation before the one that saw it)")
 
 
 def comm_display(comm):
@@ -673,11 +706,21 @@ def probe_directory(option, directory):
 
 
 def check_output_directory(option, path):
-    """--csv DIR and --figures DIR: an existing directory, not a link to one."""
+    """--csv DIR and --figures DIR: a directory, not a link to one; created (with its parents)
+    where missing, as `mkdir -p` would."""
     try:
         status = os.lstat(path.rstrip("/") or "/")
     except FileNotFoundError:
-        raise ReportError(f"{option}: directory '{path}' does not exist") from None
+        # Missing: made once every output path has been checked (make_missing_directories), in
+        # the nearest existing directory above it, which must take it.
+        above = os.path.dirname(os.path.abspath(path.rstrip("/")))
+        while not os.path.lexists(above):
+            above = os.path.dirname(above)
+        if not os.path.isdir(above):
+            raise ReportError(f"{option}: cannot create directory '{path}': '{above}' is not a "
+                              "directory")
+        probe_directory(option, above)
+        return path
     except OSError as error:
         raise ReportError(f"{option}: '{path}': {error.strerror}") from None
     if stat.S_ISLNK(status.st_mode):
@@ -686,6 +729,22 @@ def check_output_directory(option, path):
         raise ReportError(f"{option}: '{path}' is not a directory")
     probe_directory(option, path)
     return path
+
+
+def make_missing_directories(paths):
+    """Creates each missing --csv and --figures directory (with its parents, as `mkdir -p`);
+    returns those it created, for removal should the report then fail."""
+    created = []
+    for option, path in paths:
+        if path is None or os.path.lexists(path):
+            continue
+        try:
+            os.makedirs(path)
+        except OSError as error:
+            raise ReportError(f"{option}: cannot create directory '{path}': "
+                              f"{error.strerror}") from None
+        created.append(path)
+    return created
 
 
 def check_output_file(option, path, overwrite, inputs, probe=True):
@@ -927,7 +986,9 @@ def parse_arguments(argv):
         epilog=EXAMPLES)
     parser.add_argument("files", nargs="+", metavar="FILE",
                         help="dlscale results file (.h5): a run, a rank sweep, a merged study or a "
-                             "`dlscale comm` sweep; several are reported one after another")
+                             "`dlscale comm` sweep; several are reported one after another, and "
+                             "a comm sweep's allreduce figure also marks the training allreduces "
+                             "of the others (dlscale report study.h5 comm.h5)")
     parser.add_argument("--csv", metavar="DIR", help="write, into the existing directory DIR, "
                         "runs.csv, study.csv, "
                         "study_repeats.csv, failed_points.csv, node_sharing_probes.csv, "
@@ -965,6 +1026,7 @@ def parse_arguments(argv):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     args = parse_arguments(argv)
+    created = []  # the output directories this report made
     try:
         all_results = [load_held_back(path) for path in args.files]
         # The network each file's --network prediction was made for; None: no prediction.
@@ -980,6 +1042,8 @@ def main(argv=None):
             check_output_file("--json", args.json, args.overwrite, args.files)
         if args.html:
             check_output_file("--html", args.html, args.overwrite, args.files)
+        created = make_missing_directories([("--csv", csv_directory),
+                                            ("--figures", figure_directory)])
         outputs = []  # (option, path, contents)
         tables = machine_tables(all_results)
         contents = {"--json": plural(len(tables), "table")}  # in words, for the closing line
@@ -1000,7 +1064,12 @@ def main(argv=None):
                 raise ReportError(f"figures need {missing.name}: install {DEPENDENCIES}") from None
             except ImportError as failed:
                 raise ReportError(f"the figures' modules fail to load: {failed}") from None
-            all_figures = [figures(results, network)
+            # `report study.h5 comm.h5`: a comm sweep's figure also draws the other files'
+            # training allreduces on its curve.
+            from dlscale_figures import training_allreduces
+            all_figures = [figures(results, network, [
+                (other.path, run) for other in all_results if other is not results
+                for run in training_allreduces(other)])
                            for results, network in zip(all_results, predicted_for)]
             if figure_directory:
                 for prefix, pngs in zip(figure_prefixes(args.files), all_figures):
@@ -1031,6 +1100,11 @@ def main(argv=None):
         elif outputs:  # after a blank line: the last table ends at the blank line
             print_standard_output("\n" + printable(what_was_written(outputs, contents)))
     except ReportError as error:
+        for path in reversed(created):  # a refused report leaves no directory of its own behind
+            try:
+                os.rmdir(path)  # only if still empty
+            except OSError:
+                pass
         # One line whatever the message holds: a path or a name from a file may hold line breaks.
         print(f"dlscale: error: {printable(error)}", file=sys.stderr)
         return 2

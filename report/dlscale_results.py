@@ -602,6 +602,7 @@ class Run:
         self.attrs["batch_per_rank"] = integer_attribute(group, "batch_per_rank", 1, default=None)
         warmup = integer_attribute(group, "warmup_iterations", 0)
         measured = integer_attribute(group, "measured_iterations", 1, default=None)
+        self.attrs["measured_iterations"] = measured
         timings = required_member(group, "timings", h5py.Dataset)
         phases = text_list_attribute(timings, "phases", PHASES, PHASES)
         shape = timings.shape or ()
@@ -698,6 +699,10 @@ class Run:
                                        maximum=self.iterations)
         if iterations is not None:
             self.summary["iterations_to_target"] = iterations
+        # The measured iterations its B_noise came from (the norms are read every k-th).
+        iterations = integer_attribute(summary, "noise_scale_iterations", 0, default=None)
+        if iterations is not None:
+            self.summary["noise_scale_iterations"] = iterations
         for name in TARGET_SUMMARY:
             value = number_attribute(summary, name, minimum=0, default=None)
             if value is not None:

@@ -70,11 +70,15 @@ struct Evaluation {
   double loss = 0;
 };
 
-// The target a run trained to, where it had one: the first evaluation that met it.
+// The target a run trained to, where it had one: the first evaluation that met it. The target was
+// crossed somewhere after the evaluation before it (the start, 0, where the first met it), so
+// the previous evaluation's samples and seconds bound what the evaluation spacing can resolve.
 struct TargetReached {
   int iterations = 0;
   double samples = 0;
   double training_seconds = 0;
+  double previous_samples = 0;
+  double previous_training_seconds = 0;
 };
 
 // The Slurm job a run was part of, as its SLURM_* environment said; empty strings outside Slurm.

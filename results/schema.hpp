@@ -164,6 +164,11 @@ inline constexpr const char* statistical_efficiency_model = "statistical_efficie
 inline constexpr const char* goodput_samples_per_second = "goodput_samples_per_second";
 inline constexpr const char* statistical_efficiency = "statistical_efficiency";
 inline constexpr const char* time_to_target_speedup = "time_to_target_speedup";
+// Their interval from the evaluation spacing (a file without them reads as NaN).
+inline constexpr const char* statistical_efficiency_low = "statistical_efficiency_low";
+inline constexpr const char* statistical_efficiency_high = "statistical_efficiency_high";
+inline constexpr const char* time_to_target_speedup_low = "time_to_target_speedup_low";
+inline constexpr const char* time_to_target_speedup_high = "time_to_target_speedup_high";
 
 // Study group: one entry per run, by thread count, rank count and repeat.
 inline constexpr const char* study_group = "study";

@@ -59,6 +59,15 @@ struct StudyPoint {
   double seconds_to_target = nan;
   double statistical_efficiency = nan;
   double time_to_target_speedup = nan;
+  // What the evaluation spacing allows of those two: each run crossed its target somewhere after
+  // the evaluation before the one that saw it, so the ratios lie anywhere between these (an
+  // infinite high end where a point met its target at its first evaluation).
+  double statistical_efficiency_low = nan, statistical_efficiency_high = nan;
+  double time_to_target_speedup_low = nan, time_to_target_speedup_high = nan;
+  // The measured iterations this run's own B_noise came from (those that read the norms), of its
+  // measured iterations.
+  int noise_scale_iterations = 0;
+  int measured_iterations = 0;
 
  private:
   static constexpr double nan = std::numeric_limits<double>::quiet_NaN();

@@ -325,6 +325,10 @@ void write_study(hid_t file, const StudySummary& study) {
   column(schema::seconds_to_target, &StudyPoint::seconds_to_target, "seconds");
   column(schema::statistical_efficiency, &StudyPoint::statistical_efficiency, nullptr);
   column(schema::time_to_target_speedup, &StudyPoint::time_to_target_speedup, nullptr);
+  column(schema::statistical_efficiency_low, &StudyPoint::statistical_efficiency_low, nullptr);
+  column(schema::statistical_efficiency_high, &StudyPoint::statistical_efficiency_high, nullptr);
+  column(schema::time_to_target_speedup_low, &StudyPoint::time_to_target_speedup_low, nullptr);
+  column(schema::time_to_target_speedup_high, &StudyPoint::time_to_target_speedup_high, nullptr);
   // One column per energy measurement; NaN for a run that could not measure it.
   std::vector<std::string> energy_names;
   for (const auto& point : points)

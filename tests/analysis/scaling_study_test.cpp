@@ -133,6 +133,34 @@ TEST(ScalingStudy, GoodputFromTheNoiseScaleOfTheSmallestBatchAndMeasuredSamplesT
   EXPECT_DOUBLE_EQ(four.time_to_target_speedup, 40.0 / 20);
 }
 
+// Evaluations every 10 steps: each run crossed its target somewhere after the evaluation before
+// the one that saw it, so the measured ratios are known only to an interval.
+TEST(ScalingStudy, MeasuredConvergenceRatiosCarryTheIntervalTheEvaluationSpacingAllows) {
+  const auto study = analyze_study({trained_to_target({1.0}, 32, 3, std::nan("")),
+                                    trained_to_target({1.0, 1.0}, 32, 2, 96),
+                                    trained_to_target({1.0, 1.0, 1.0, 1.0}, 32, 0, 500)});
+  const auto& one = study.points[0];
+  const auto& two = study.points[1];
+  const auto& four = study.points[2];
+  // The baseline against itself is exactly 1, wherever it crossed.
+  EXPECT_DOUBLE_EQ(one.statistical_efficiency_low, 1);
+  EXPECT_DOUBLE_EQ(one.statistical_efficiency_high, 1);
+  // Baseline in (960, 1280] samples, 2 ranks in (1280, 1920].
+  EXPECT_DOUBLE_EQ(two.statistical_efficiency_low, 960.0 / 1920);
+  EXPECT_DOUBLE_EQ(two.statistical_efficiency_high, 1280.0 / 1280);
+  // Baseline in (30, 40] seconds, 2 ranks in (20, 30].
+  EXPECT_DOUBLE_EQ(two.time_to_target_speedup_low, 30.0 / 30);
+  EXPECT_DOUBLE_EQ(two.time_to_target_speedup_high, 40.0 / 20);
+  // 4 ranks met the target at their first evaluation: anywhere from the start.
+  EXPECT_DOUBLE_EQ(four.statistical_efficiency_low, 960.0 / 1280);
+  EXPECT_TRUE(std::isinf(four.statistical_efficiency_high));
+  EXPECT_TRUE(std::isinf(four.time_to_target_speedup_high));
+  for (const auto* point : {&one, &two, &four}) {
+    EXPECT_LE(point->statistical_efficiency_low, point->statistical_efficiency);
+    EXPECT_GE(point->statistical_efficiency_high, point->statistical_efficiency);
+  }
+}
+
 TEST(ScalingStudy, NoNoiseScaleOrTargetLeavesTheConvergenceColumnsNaN) {
   const auto study =
       analyze_study({run_of({1.0, 1.0}, 0.25, 32, "weak"), run_of({1.0}, 0, 32, "weak")});

@@ -142,7 +142,8 @@ TEST_P(BuiltinModel, TrainsOnTwoRanksWithIdenticalParameters) {
   constexpr int seconds_allowed = 1500;
   const Outcome outcome = run_dlscale("--model " + name +
                                           " --batch 4 --iters 3 --warmup 1 "
-                                          "--out " + name + ".h5",
+                                          "--out " +
+                                          name + ".h5",
                                       seconds_allowed);
   for (int r = 0; r < ranks; ++r)
     EXPECT_EQ(outcome.rank_exit_codes[r], 0) << name << " on rank " << r;
@@ -152,7 +153,8 @@ TEST_P(BuiltinModel, TrainsOnTwoRanksWithIdenticalParameters) {
       << outcome.stdout_text;
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryBuiltinModel, BuiltinModel, ::testing::ValuesIn(builtin_model_names()),
+INSTANTIATE_TEST_SUITE_P(EveryBuiltinModel, BuiltinModel,
+                         ::testing::ValuesIn(builtin_model_names()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string name = info.param;
                            for (char& c : name)
@@ -177,6 +179,50 @@ TEST_F(CommandLine, WeakSweepRunsEveryPointInOneLaunchAndOneFile) {
   EXPECT_NE(outcome.stdout_text.find("weak scaling against 1 rank"), std::string::npos)
       << outcome.stdout_text;
   EXPECT_TRUE(fs::exists(directory_ / "sweep.h5"));
+}
+
+// Issue 31 item 8: each point's summary ends in its verdict, the study in its own, and a
+// reason a measurement is absent is said by the first point it is absent in, not by each.
+TEST_F(CommandLine, EachAbsentReasonIsSaidOncePerLaunchAndEveryPointEndsInAVerdict) {
+  const Outcome outcome =
+      run_dlscale("--model fcn:16,8,4 --batch 4 --iters 3 --warmup 1 --ranks 1,2 --out absent.h5");
+  for (int r = 0; r < ranks; ++r) EXPECT_EQ(outcome.rank_exit_codes[r], 0) << "rank " << r;
+  const std::string& text = outcome.stdout_text;
+  std::istringstream lines(text);
+  std::vector<std::string> reasons;
+  int verdicts = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("verdict ", 0) == 0) ++verdicts;
+    const auto at = line.find("absent: ");
+    if (at == std::string::npos) continue;
+    const std::string reason = line.substr(at + 8);
+    EXPECT_EQ(std::count(reasons.begin(), reasons.end(), reason), 0)
+        << "said twice: " << reason << "\n"
+        << text;
+    reasons.push_back(reason);
+  }
+  EXPECT_FALSE(reasons.empty()) << text;
+  EXPECT_NE(text.find("absent, for the reasons given above: "), std::string::npos) << text;
+  EXPECT_EQ(verdicts, 2) << text;
+  EXPECT_NE(text.find("study verdict   at 2 ranks, the most: "), std::string::npos) << text;
+}
+
+// --quiet: one line per point, the study's verdict and where the results are; nothing else.
+TEST_F(CommandLine, QuietPrintsOneLinePerPoint) {
+  const Outcome outcome = run_dlscale(
+      "--model fcn:16,8,4 --batch 4 --iters 3 --warmup 1 --ranks 1,2 --quiet --out quiet.h5");
+  for (int r = 0; r < ranks; ++r) EXPECT_EQ(outcome.rank_exit_codes[r], 0) << "rank " << r;
+  std::istringstream lines(outcome.stdout_text);
+  std::vector<std::string> printed;
+  for (std::string line; std::getline(lines, line);) printed.push_back(line);
+  ASSERT_EQ(printed.size(), 4u) << outcome.stdout_text;
+  EXPECT_EQ(printed[0].rfind("1 rank x1 thread fp32, batch 4/rank: ", 0), 0u) << printed[0];
+  EXPECT_NE(printed[0].find("compute-bound: one rank"), std::string::npos) << printed[0];
+  EXPECT_EQ(printed[1].rfind("2 ranks x1 thread fp32, batch 4/rank: ", 0), 0u) << printed[1];
+  EXPECT_NE(printed[1].find("-bound: compute "), std::string::npos) << printed[1];
+  EXPECT_EQ(printed[2].rfind("study verdict   at 2 ranks", 0), 0u) << printed[2];
+  EXPECT_EQ(printed[3].rfind("results ", 0), 0u) << printed[3];
+  EXPECT_TRUE(fs::exists(directory_ / "quiet.h5"));
 }
 
 TEST_F(CommandLine, SampledResourcesAreSummarizedAndWritten) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <string>
 
@@ -197,6 +198,246 @@ TEST(StudyTable, OneRankCountGetsNoScalingTable) {
   const std::string table = format_study(study);
   EXPECT_NE(table.find("every point has 1 rank: no scaling table"), std::string::npos) << table;
   EXPECT_EQ(table.find("Karp-Flatt"), std::string::npos) << "a table header:\n" << table;
+}
+
+// A study whose 4-rank point reached its target between two evaluations and measured B_noise
+// from 4 of its 20 measured iterations.
+results::StudySummary converged_study() {
+  results::StudySummary study = study_of(0.8, 0.79, 0.81, 0.083);
+  for (auto& point : study.points) {
+    point.global_batch = 32 * point.ranks;
+    point.noise_scale_used = 242.4;
+    point.statistical_efficiency_model = 0.9;
+    point.samples_to_target = 1280;
+    point.seconds_to_target = 40;
+    point.statistical_efficiency = point.statistical_efficiency_low =
+        point.statistical_efficiency_high = 1;
+    point.time_to_target_speedup = point.time_to_target_speedup_low =
+        point.time_to_target_speedup_high = 1;
+    point.measured_iterations = 20;
+  }
+  auto& four = study.points[1];
+  four.noise_scale = 50.5;
+  four.noise_scale_iterations = 4;
+  four.statistical_efficiency = 2.0 / 3;
+  four.statistical_efficiency_low = 0.5;
+  four.statistical_efficiency_high = 1;
+  four.time_to_target_speedup = 2;
+  four.time_to_target_speedup_low = 1.5;
+  four.time_to_target_speedup_high = std::numeric_limits<double>::infinity();
+  return study;
+}
+
+// The row of `table` that starts with `start`.
+std::string row_starting(const std::string& table, const std::string& start, int which = 0) {
+  std::istringstream lines(table);
+  std::string line;
+  while (std::getline(lines, line))
+    if (line.rfind(start, 0) == 0 && which-- == 0) return line;
+  return "";
+}
+
+TEST(StudyConvergence, MeasuredRatiosShowTheIntervalTheEvaluationSpacingAllows) {
+  const std::string table = format_study(converged_study());
+  const std::string four = row_starting(table, "     4", 1);  // the convergence table's row
+  EXPECT_NE(four.find("67% [50, 100]"), std::string::npos) << table;
+  EXPECT_NE(four.find("2 [1.5, inf]"), std::string::npos) << table;
+  EXPECT_NE(table.find("crossed its target somewhere after the evaluation before"),
+            std::string::npos)
+      << table;
+}
+
+TEST(StudyConvergence, ShowsTheNoiseScaleUsedAndHowManyIterationsEachEstimateUsedAndWhy) {
+  const std::string table = format_study(converged_study());
+  const std::string four = row_starting(table, "     4", 1);
+  EXPECT_NE(four.find("50.5    4/20     242.4"), std::string::npos) << table;
+  EXPECT_NE(table.find("its: B_noise from 4 of 20 measured iterations (norms read about every 5th "
+                       "iteration, to keep their cost small)"),
+            std::string::npos)
+      << table;
+}
+
+TEST(SummaryNoiseScale, SaysHowManyIterationsTheEstimateUsedAndWhy) {
+  auto run = run_at(118, 215, 236);
+  run.ranks = 2;
+  run.loss = {2.0, 2.0, 1.5, 1.5};
+  run.summary.gflops_per_rank = {118, 118};
+  run.configuration.measured_iterations = 20;
+  run.configuration.batch_per_rank = 32;
+  run.summary.noise_scale = 50.5;
+  run.summary.noise_scale_ci_low = 39.7;
+  run.summary.noise_scale_ci_high = 67.4;
+  run.summary.noise_scale_iterations = 4;
+  const std::string summary = format_summary(run);
+  EXPECT_NE(lines_labelled(summary, "noise scale")
+                .find("from 4 of 20 measured iterations (norms read about every 5th iteration, "
+                      "to keep their cost small)"),
+            std::string::npos)
+      << summary;
+}
+
+// Two ranks over two measured iterations whose steps take 10 ms: each rank computes
+// `compute_ms` (rank 1 `straggler_ms` more) and the fastest rank's allreduce takes
+// `allreduce_ms`, against a 100 GFLOP/s yardstick of which it reaches `gflops`.
+results::RunRecord two_ranks(double compute_ms, double straggler_ms, double allreduce_ms,
+                             double gflops = 50) {
+  results::RunRecord run = run_at(gflops, 100, 100);
+  run.ranks = 2;
+  run.configuration.threads_per_rank = 1;
+  run.configuration.device = "cpu";
+  run.loss = {2.0, 2.0, 1.5, 1.5};
+  run.summary.gflops_per_rank = {gflops, gflops};
+  for (int iteration = 0; iteration < run.iterations; ++iteration)
+    for (int rank = 0; rank < run.ranks; ++rank) {
+      const double compute = (compute_ms + (rank == 1 ? straggler_ms : 0)) * 1e-3;
+      // forward, backward, allreduce, update, step
+      run.phase_seconds.insert(run.phase_seconds.end(),
+                               {compute / 2, compute / 2, allreduce_ms * 1e-3, 0, 10e-3});
+    }
+  return run;
+}
+
+// A measurement that every rank took, with `value` as each sample.
+results::MeasurementRecord measured(const std::string& name, const std::string& units, double value,
+                                    int ranks) {
+  results::MeasurementRecord m;
+  m.name = name;
+  m.units = units;
+  m.shape = results::MeasurementShape::time_series;
+  m.headline = results::Headline::mean;
+  for (int rank = 0; rank < ranks; ++rank) {
+    m.shared_by.push_back("");
+    m.absent_reasons.push_back("");
+    m.seconds.push_back({0.0, 1.0});
+    m.values.push_back({value, value});
+  }
+  return m;
+}
+
+TEST(SummaryVerdict, ComputeBoundSaysTheSharesAndTheYardstickFraction) {
+  const std::string verdict = lines_labelled(format_summary(two_ranks(8, 0, 2)), "verdict");
+  EXPECT_EQ(verdict,
+            "verdict         compute-bound: compute 80%, exposed communication 20%, waiting for "
+            "stragglers 0% of the iteration; compute at 50% of the 100 GFLOP/s fp32 GEMM "
+            "measured on this device; not oversubscribed\n");
+}
+
+TEST(SummaryVerdict, CommunicationBoundWhenExposedCommunicationIsTheLargestShare) {
+  const std::string verdict = format_verdict(two_ranks(3, 0, 7));
+  EXPECT_EQ(verdict.rfind("verdict         communication-bound: compute 30%, exposed "
+                          "communication 70%, waiting for stragglers 0%",
+                          0),
+            0u)
+      << verdict;
+}
+
+// Rank 1 computes 16 ms more than rank 0's 1 ms: the mean rank waits 8 ms of the 10 ms step.
+TEST(SummaryVerdict, StragglerBoundWhenWaitingForTheSlowestRankIsTheLargestShare) {
+  const std::string verdict = format_verdict(two_ranks(1, 16, 0));
+  EXPECT_EQ(verdict.rfind("verdict         straggler-bound: compute 20%, exposed communication "
+                          "0%, waiting for stragglers 80%",
+                          0),
+            0u)
+      << verdict;
+}
+
+TEST(SummaryVerdict, OneRankIsComputeBoundWithNothingToWaitFor) {
+  EXPECT_EQ(format_verdict(run_at(118, 236, 236)),
+            "verdict         compute-bound: one rank, no communication or stragglers; compute at "
+            "50% of the 236 GFLOP/s fp32 GEMM measured on this device; not oversubscribed\n");
+}
+
+TEST(SummaryVerdict, SaysWhenNoYardstickWasMeasured) {
+  EXPECT_NE(format_verdict(run_at(118, 0, 0)).find("; no GEMM yardstick measured;"),
+            std::string::npos);
+}
+
+TEST(SummaryVerdict, OversubscribedWhenARankIsAllowedFewerCpusThanThreads) {
+  auto run = two_ranks(8, 0, 2);
+  run.configuration.threads_per_rank = 2;
+  run.measurements.push_back(measured("process_allowed_cpus", "cpus", 1, 2));
+  const std::string verdict = format_verdict(run);
+  EXPECT_NE(verdict.find("; OVERSUBSCRIBED: 2 threads per rank on 1 allowed CPU"),
+            std::string::npos)
+      << verdict;
+}
+
+// The issue's quickstart: 4 ranks on 2 cores, 0.09 cores per rank.
+TEST(SummaryVerdict, OversubscribedWhenThreadsGotUnderHalfACoreEach) {
+  auto run = two_ranks(8, 0, 2);
+  run.measurements.push_back(measured("process_cpu_cores", "cores", 0.09, 2));
+  const std::string verdict = format_verdict(run);
+  EXPECT_NE(verdict.find("; OVERSUBSCRIBED: 1 thread per rank, 0.09 cores used"), std::string::npos)
+      << verdict;
+  run.measurements.back() = measured("process_cpu_cores", "cores", 0.95, 2);
+  EXPECT_NE(format_verdict(run).find("; not oversubscribed"), std::string::npos);
+}
+
+TEST(SummaryVerdict, SaysWhenTheYardstickMovedDuringThePoint) {
+  const std::string verdict = format_verdict(run_at(118, 158, 236));
+  EXPECT_NE(verdict.find("; the yardstick MOVED +49% during the point\n"), std::string::npos)
+      << verdict;
+  EXPECT_EQ(format_verdict(run_at(118, 215, 236)).find("MOVED"), std::string::npos);
+}
+
+TEST(SummaryVerdict, QuietLineNamesThePointAndEndsInItsVerdict) {
+  auto run = two_ranks(8, 0, 2);
+  run.configuration.batch_per_rank = 32;
+  run.summary.throughput_samples_per_second = 6400;
+  EXPECT_EQ(format_point_line(run).rfind("2 ranks x1 thread fp32, batch 32/rank: 6400.0 "
+                                         "samples/s, compute-bound: compute 80%",
+                                         0),
+            0u)
+      << format_point_line(run);
+}
+
+TEST(SummaryVerdict, StudyVerdictIsThatOfThePointWithTheMostRanks) {
+  const std::string verdict =
+      format_study_verdict({run_at(118, 236, 236), two_ranks(3, 0, 7), run_at(118, 158, 236)});
+  EXPECT_EQ(verdict.rfind("study verdict   at 2 ranks, the most: communication-bound:", 0), 0u)
+      << verdict;
+  EXPECT_NE(verdict.find("; 0 of 3 points oversubscribed, the yardstick moved in 1\n"),
+            std::string::npos)
+      << verdict;
+}
+
+// The same absent reason in two points' summaries: the first says it, the second names the
+// measurement on one line without repeating it.
+TEST(SummaryAbsentReasons, EachReasonOncePerLaunch) {
+  auto run = run_at(118, 236, 236);
+  run.summary.noise_scale_absent_reason = "one rank has no other to compare with";
+  results::MeasurementRecord absent;
+  absent.name = "gpu_power_watts";
+  absent.units = "W";
+  absent.headline = results::Headline::mean;
+  absent.shared_by = {""};
+  absent.absent_reasons = {"no NVIDIA GPU"};
+  absent.values = {{}};
+  run.measurements = {absent};
+  std::vector<std::string> said;
+  const std::string first = format_summary(run, &said);
+  const std::string second = format_summary(run, &said);
+  EXPECT_NE(first.find("gpu_power_watts absent: no NVIDIA GPU"), std::string::npos) << first;
+  EXPECT_NE(first.find("noise scale     absent: one rank"), std::string::npos) << first;
+  EXPECT_EQ(second.find("no NVIDIA GPU"), std::string::npos) << second;
+  EXPECT_EQ(second.find("one rank has no other"), std::string::npos) << second;
+  EXPECT_NE(second.find("measured        absent, for the reasons given above: gpu_power_watts\n"),
+            std::string::npos)
+      << second;
+  EXPECT_NE(second.find("noise scale     absent, as above\n"), std::string::npos) << second;
+}
+
+// Issue 31 item 9: each phase in a unit its longest time is at least one of, named on its row: a
+// 330 ns allreduce reads 330.000 ns, not 0.000 in the step's milliseconds.
+TEST(SummaryPhaseTable, EachPhaseInItsOwnUnit) {
+  auto run = run_at(118, 236, 236);
+  for (std::size_t p = 0; p < phase_count; ++p) {
+    const double seconds = Phase(p) == Phase::allreduce ? 330e-9 : 12.5e-3;
+    run.summary.phase_statistics[p] = {seconds, seconds, seconds, seconds, seconds, seconds};
+  }
+  const std::string summary = format_summary(run);
+  EXPECT_NE(summary.find("allreduce    ns    330.000    330.000"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("step         ms     12.500     12.500"), std::string::npos) << summary;
 }
 
 }  // namespace

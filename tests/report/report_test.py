@@ -195,7 +195,7 @@ def printed_efficiencies_match(stdout, path):
         study = read_study(f)
     for n, e, low, high in zip(study["ranks"], study["efficiency"], study["efficiency_ci_low"],
                                study["efficiency_ci_high"]):
-        expected = f"{e:.3f} [{low:.3f}, {high:.3f}]"
+        expected = f"{100 * e:.1f}% [{100 * low:.1f}%, {100 * high:.1f}%]"  # as the run prints
         expect(str(n) in rows, f"no printed study row for {n} ranks")
         expect(expected in rows[str(n)], f"row for {n} ranks lacks '{expected}': {rows[str(n)]}")
 
@@ -249,7 +249,7 @@ def test_degenerate_statistics_are_marked(directory):
     stdout = report_ok(sample).stdout
     rows = {int(line.split()[0]): line for line in printed_table(stdout, "Scaling study")}
     expect("3.900!" in rows[2], f"Karp-Flatt 3.9 is not marked: {rows[2]}")
-    expect("3.760]?" in rows[4], f"a too-wide interval is not flagged: {rows[4]}")
+    expect("376.0%]?" in rows[4], f"a too-wide interval is not flagged: {rows[4]}")
     expect(rows[1].rstrip().endswith(" -"), f"a one-rank row names a straggler: {rows[1]}")
     for note in ["! a Karp-Flatt value outside [0, 1] is no serial fraction",
                  "? the efficiency's 95% interval is wider than 50% of its value"]:
@@ -282,7 +282,7 @@ def test_optional_parts_missing(directory):
     sample = make_sample(directory, "no-comm.h5", "--no-comm")
     csv_dir = new_directory(directory, "csv")
     json_path = os.path.join(directory, "tables.json")
-    figure_dir = new_directory(directory, "figures")
+    figure_dir = os.path.join(directory, "new", "figures")  # made, parents and all
     result = report_ok(sample, "--csv", csv_dir, "--json", json_path, "--figures", figure_dir)
     printed_efficiencies_match(result.stdout, sample)
     expect("predicted" not in result.stdout, "a predicted efficiency appeared from nowhere")
@@ -292,9 +292,11 @@ def test_optional_parts_missing(directory):
            f"CSV files {sorted(os.listdir(csv_dir))}")
     with open(json_path) as handle:
         expect(json.load(handle)["comm"] == [], "JSON comm is not an empty list")
-    # Without /comm, the bandwidth figure still shows the training runs' gradient allreduces.
-    for stem in ["efficiency", "throughput", "phases", "allreduce"]:
+    for stem in ["efficiency", "throughput", "phases"]:
         check_png(os.path.join(figure_dir, f"{stem}.png"))
+    # Without /comm there is no curve to draw the training runs' allreduces against.
+    expect("allreduce.png" not in os.listdir(figure_dir),
+           f"an allreduce figure without a comm sweep: {sorted(os.listdir(figure_dir))}")
 
 
 def test_schema_2_still_reports(directory):
@@ -404,15 +406,15 @@ def test_repeat_table_shows_mean_and_spread(directory):
             spread["iteration_seconds_std"], spread["iteration_seconds_min"],
             spread["iteration_seconds_max"], spread["efficiency_mean"], spread["efficiency_std"]):
         expect(line.split()[:2] == [str(ranks), str(repeats)], f"row {line!r} is not {ranks}")
-        for text in [" ± ", f"{e_mean:.3f} ± {e_std:.3f}", " .. "]:
+        for text in [" ± ", f"{100 * e_mean:.1f}% ± {100 * e_std:.1f}%", " .. "]:
             expect(text in line, f"the repeats row of {ranks} ranks lacks {text!r}: {line}")
-        numbers = line.replace("±", " ").replace("..", " ").split()
+        numbers = line.replace("±", " ").replace("..", " ").replace("%", " ").split()
         values = [float(n) for n in numbers[2:7]]  # mean, std, min, max, efficiency mean
-        # As printed: 4 significant digits, the std 2, the efficiency 3 decimals.
+        # As printed: 4 significant digits, the std 2, the efficiency a percentage to 0.1.
         scale = printed_seconds_per_unit(result.stdout, "Across repeats", "iteration")
-        expected = [mean / scale, std / scale, low / scale, high / scale, e_mean]
+        expected = [mean / scale, std / scale, low / scale, high / scale, 100 * e_mean]
         tolerance = [1e-3 * e for e in expected[:1]] + [5e-2 * expected[1]] \
-            + [1e-3 * e for e in expected[2:4]] + [1e-3]
+            + [1e-3 * e for e in expected[2:4]] + [0.05]
         expect(all(abs(v - e) <= t for v, e, t in zip(values, expected, tolerance)),
                f"repeats row {line!r} shows {values}, the file has {expected}")
     study_rows = printed_table(result.stdout, "Scaling study")
@@ -677,11 +679,12 @@ def test_convergence_table_and_figures(directory):
     expect("training: to held-out accuracy 0.8, evaluated every 4 iterations" in result.stdout,
            "the header does not say what the runs trained to")
     module = report_module()
-    significant, fraction = module.significant, module.fraction
+    significant, percent, number = module.significant, module.percent, module.percent_number
     rows = printed_table(result.stdout, "Convergence")
     with h5py.File(sample, "r") as f:
         study = read_study(f)
         summaries = {name: dict(f["runs"][name]["summary"].attrs) for name in f["runs"]}
+        measured = {name: f["runs"][name].attrs["measured_iterations"] for name in f["runs"]}
         failed = read_group(f, "failed_points")
     expect(all(np.isfinite(study[name]).any() for name in CONVERGENCE_COLUMNS),
            "the sample has no convergence data")
@@ -696,14 +699,21 @@ def test_convergence_table_and_figures(directory):
         else:
             expected += [significant(noise), f"[{significant(summary['noise_scale_ci_low'])},",
                          f"{significant(summary['noise_scale_ci_high'])}]"]
+        # The noise scale's iterations of the measured ones; the measured ratios with the
+        # interval their evaluation spacing allows, efficiencies as percentages.
         expected += [significant(study["noise_scale_used"][index]),
-                     fraction(study["statistical_efficiency_model"][index]),
-                     fraction(study["statistical_efficiency"][index]),
+                     "-" if ranks == 1 else f"{summary['noise_scale_iterations']}/{measured[study['run'][index]]}",
+                     percent(study["statistical_efficiency_model"][index]),
+                     percent(study["statistical_efficiency"][index]),
+                     f"[{number(study['statistical_efficiency_low'][index])},",
+                     f"{number(study['statistical_efficiency_high'][index])}]",
                      significant(study["throughput_samples_per_second"][index]),
                      significant(study["goodput_samples_per_second"][index]),
                      significant(study["samples_to_target"][index]),
                      significant(study["seconds_to_target"][index]),
-                     fraction(study["time_to_target_speedup"][index])]
+                     significant(study["time_to_target_speedup"][index], 3),
+                     f"[{significant(study['time_to_target_speedup_low'][index], 3)},",
+                     f"{significant(study['time_to_target_speedup_high'][index], 3)}]"]
         row = [line.split() for line in rows if line.split()[0] == str(ranks)]
         expect(len(row) == 1 and row[0] == expected,
                f"the convergence row of {ranks} ranks is {row}, expected {expected}")
@@ -900,8 +910,13 @@ def test_output_targets_must_be_regular_files_and_directories(directory):
              (["--html", directory], f"--html: '{directory}' is not a regular file"),
              (["--json", os.path.join(missing, "t.json")],
               f"--json: directory '{missing}' does not exist"),
-             (["--csv", missing], f"--csv: directory '{missing}' does not exist"),
-             (["--figures", missing], f"--figures: directory '{missing}' does not exist"),
+             # A missing --csv or --figures directory is made, but not when the report is
+             # refused for another output.
+             (["--figures", missing, "--json", link], f"--json: '{link}' is a symbolic link"),
+             (["--csv", os.path.join(missing, "deeper"), "--html", "/dev/null"],
+              "--html: '/dev/null' is not a regular file"),
+             (["--figures", os.path.join(a_file, "figures")],
+              f"--figures: '{os.path.join(a_file, 'figures')}': Not a directory"),
              (["--csv", a_file], f"--csv: '{a_file}' is not a directory"),
              (["--figures", directory_link], f"--figures: '{directory_link}' is a symbolic link"),
              (["--csv", planted], "--csv: '" + os.path.join(planted, "runs.csv")
@@ -1161,6 +1176,28 @@ def test_throughput_axis_is_labelled_at_round_numbers(directory):
            f"labels {labels} miss the measured {list(measured)}")
 
 
+def test_goodput_and_threads_legends_stay_off_the_data(directory):
+    """goodput.png has no time-to-target panel when no point has a target (an empty panel reads
+    as a failure), and its legends and threads.png's lie outside the axes, where no curve is."""
+    import matplotlib
+    matplotlib.use("Agg")
+    results, figures = load_in_process(make_sample(directory, "goodput.h5", "--convergence",
+                                                   "--threads", "1,2"))
+    fig = figures.goodput_figure(results, results.study)
+    expect(len(fig.axes) == 2, f"goodput with a target: {len(fig.axes)} panels, not 2")
+    untargeted = results.study.copy()
+    untargeted["seconds_to_target"] = np.nan
+    lone = figures.goodput_figure(results, untargeted)
+    expect(len(lone.axes) == 1, f"goodput without a target: {len(lone.axes)} panels, not 1")
+    for fig in (fig, lone, figures.threads_figure(results)):
+        fig.canvas.draw()
+        for ax in fig.axes:
+            legend = ax.get_legend()
+            expect(legend is not None, f"{ax.get_title()!r} has no legend")
+            box, frame = legend.get_window_extent(), ax.get_window_extent()
+            expect(not box.overlaps(frame), f"the legend of {ax.get_title()!r} lies on the axes")
+
+
 def test_scaling_figures_name_the_mean_line_and_the_repeats(directory):
     """With repeats, the efficiency and throughput legends name the line (the mean over
     repeats) and the points (each repeat); the phase bars name each run's repeat."""
@@ -1194,6 +1231,52 @@ def test_times_are_shown_in_a_unit_that_fits(directory):
         section = stdout.split("\n" + heading, 1)[1].split("\n\n", 1)[0]
         expect(header in section, f"the {heading} table has no {header!r} column:\n{section}")
         expect("0.0000" not in section, f"the {heading} table prints long zeros:\n{section}")
+
+
+def test_each_time_column_has_its_own_unit(directory):
+    """Issue 31 item 9: a sub-microsecond allreduce beside millisecond steps reads in its own
+    unit ('allreduce ns' 330.0), not as 0.0003300 in the steps' ms."""
+    sample = make_sample(directory, "sweep.h5")
+    with h5py.File(sample, "a") as f:
+        for run in f["runs"].values():
+            statistics = run["summary/phase_statistics"][()]
+            statistics[PHASES.index("allreduce")] = 3.3e-7
+            run["summary/phase_statistics"][...] = statistics
+    stdout = report_ok(sample).stdout
+    section = stdout.split("\nRuns", 1)[1].split("\n\n", 1)[0]
+    expect("allreduce ns" in section and " 330.0 " in section,
+           f"the allreduce column is not in ns:\n{section}")
+    expect("step p50 ms" in section or "step p50 s" in section,
+           f"the step column left its own unit:\n{section}")
+    expect("0.0000" not in section, f"the Runs table prints long zeros:\n{section}")
+
+
+def test_a_studys_allreduces_are_drawn_on_another_files_comm_sweep(directory):
+    """Issue 31 item 9: `dlscale report study.h5 comm.h5` draws each training run's allreduce of
+    the study (its bytes per step at its bus bandwidth) as a point on the comm sweep's curve,
+    named with its file; the study alone has no allreduce figure."""
+    study = make_sample(directory, "study.h5", "--no-comm")
+    comm = make_sample(directory, "comm.h5", "--comm-only")
+    figure_dir = new_directory(directory, "figures")
+    report_ok(study, comm, "--figures", figure_dir)
+    written = sorted(os.listdir(figure_dir))
+    expect("comm-allreduce.png" in written and not any(
+        name.startswith("study-allreduce") for name in written), f"figures {written}")
+    check_png(os.path.join(figure_dir, "comm-allreduce.png"))
+    results, figures = load_in_process(comm)
+    study_results, _ = load_in_process(study)
+    runs = figures.training_allreduces(study_results)
+    expect(len(runs) == 2, f"{len(runs)} training runs of two ranks or more in the study")
+    fig = figures.allreduce_figure(results, [], [(study, run) for run in runs])
+    ax = fig.axes[0]
+    legend = [text.get_text() for text in ax.get_legend().get_texts()]
+    expect(sum(text.startswith("training gradients, ") and text.endswith("(study.h5)")
+               for text in legend) == 2, f"the study's runs are not in the legend {legend}")
+    drawn = {(float(line.get_xdata()[0]), float(line.get_ydata()[0])) for line in ax.get_lines()
+             if line.get_marker() == "D"}
+    expected = {(run.summary["allreduce_bytes"], run.summary["allreduce_busbw_gbps"])
+                for run in runs}
+    expect(drawn == expected, f"drew {drawn}, not the study's allreduces {expected}")
 
 
 def test_comm_figure_draws_the_piecewise_fit_predict_uses(directory):
@@ -1337,8 +1420,10 @@ def main():
              test_damaged_files_give_one_line, test_names_from_the_file_are_printed_escaped,
              test_says_what_it_wrote, test_throughput_axis_is_labelled_at_round_numbers,
              test_scaling_figures_name_the_mean_line_and_the_repeats,
-             test_times_are_shown_in_a_unit_that_fits,
+             test_goodput_and_threads_legends_stay_off_the_data,
+             test_times_are_shown_in_a_unit_that_fits, test_each_time_column_has_its_own_unit,
              test_comm_figure_draws_the_piecewise_fit_predict_uses,
+             test_a_studys_allreduces_are_drawn_on_another_files_comm_sweep,
              test_phase_bars_add_up_to_the_step, test_prediction_names_its_network,
              test_a_crashing_library_adds_no_lines]
     try:
