@@ -88,14 +88,15 @@ double sample_std(const std::vector<double>& values, double mean) {
   return std::sqrt(sum / double(values.size() - 1));
 }
 
-// Mean and spread of each (precision, threads, ranks) configuration over its repeats; points are
-// sorted.
+// Mean and spread of each (device, precision, threads, ranks) configuration over its repeats;
+// points are sorted.
 std::vector<results::RepeatSpread> spread_over_repeats(
     const std::vector<results::StudyPoint>& points) {
   std::vector<results::RepeatSpread> configurations;
   for (std::size_t first = 0; first < points.size();) {
     std::size_t last = first;
-    while (last < points.size() && points[last].precision == points[first].precision &&
+    while (last < points.size() && points[last].device == points[first].device &&
+           points[last].precision == points[first].precision &&
            points[last].threads == points[first].threads &&
            points[last].ranks == points[first].ranks)
       ++last;
@@ -107,6 +108,7 @@ std::vector<results::RepeatSpread> spread_over_repeats(
       throughput += points[k].throughput_samples_per_second;
     }
     results::RepeatSpread spread;
+    spread.device = points[first].device;
     spread.precision = points[first].precision;
     spread.threads = points[first].threads;
     spread.ranks = points[first].ranks;
@@ -126,24 +128,40 @@ std::vector<results::RepeatSpread> spread_over_repeats(
 
 }  // namespace
 
-std::vector<std::string> precisions_in_run_order(const std::vector<results::RunRecord>& runs) {
-  std::vector<std::string> precisions;
+namespace {
+
+// The values `of` each run takes, in the order they first appear.
+template <typename Of>
+std::vector<std::string> in_run_order(const std::vector<results::RunRecord>& runs, Of of) {
+  std::vector<std::string> values;
   for (const auto& run : runs)
-    if (std::find(precisions.begin(), precisions.end(), run.configuration.precision) ==
-        precisions.end())
-      precisions.push_back(run.configuration.precision);
-  return precisions;
+    if (std::find(values.begin(), values.end(), of(run)) == values.end()) values.push_back(of(run));
+  return values;
+}
+
+}  // namespace
+
+std::vector<std::string> precisions_in_run_order(const std::vector<results::RunRecord>& runs) {
+  return in_run_order(runs,
+                      [](const results::RunRecord& run) { return run.configuration.precision; });
+}
+
+std::vector<std::string> devices_in_run_order(const std::vector<results::RunRecord>& runs) {
+  return in_run_order(runs, [](const results::RunRecord& run) { return run.configuration.device; });
 }
 
 results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs) {
   results::StudySummary study;
   if (runs.empty()) return study;
+  const std::vector<std::string> devices = devices_in_run_order(runs);
   const std::vector<std::string> precisions = precisions_in_run_order(runs);
   const auto key = [&](std::size_t index) {
     const auto& c = runs[index].configuration;
-    const auto precision_order =
-        std::find(precisions.begin(), precisions.end(), c.precision) - precisions.begin();
-    return std::tuple(precision_order, c.threads_per_rank, runs[index].ranks, c.repeat);
+    const auto order_in = [](const std::vector<std::string>& values, const std::string& value) {
+      return std::find(values.begin(), values.end(), value) - values.begin();
+    };
+    return std::tuple(order_in(devices, c.device), order_in(precisions, c.precision),
+                      c.threads_per_rank, runs[index].ranks, c.repeat);
   };
   std::vector<std::size_t> order(runs.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
@@ -153,15 +171,18 @@ results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs)
   study.baseline_ranks = std::numeric_limits<int>::max();
   for (const auto& run : runs) study.baseline_ranks = std::min(study.baseline_ranks, run.ranks);
 
-  // Each precision and thread count has its baseline: its runs with the fewest ranks, every
-  // repeat's iterations pooled, so the spread across repeats is not hidden in the baseline.
+  // Each device, precision and thread count has its baseline: its runs with the fewest ranks,
+  // every repeat's iterations pooled, so the spread across repeats is not hidden in the baseline.
+  // (A GPU's points measured against a CPU baseline would mix the devices' speed into the
+  // scaling.)
   struct Baseline {
     int ranks = std::numeric_limits<int>::max();
     RunTimes times;
   };
-  using BaselineKey = std::pair<std::string, int>;
+  using BaselineKey = std::tuple<std::string, std::string, int>;
   const auto baseline_key = [](const results::RunRecord& run) {
-    return BaselineKey(run.configuration.precision, run.configuration.threads_per_rank);
+    return BaselineKey(run.configuration.device, run.configuration.precision,
+                       run.configuration.threads_per_rank);
   };
   std::map<BaselineKey, Baseline> baselines;
   for (std::size_t index : order) {
@@ -236,6 +257,7 @@ results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs)
     const int n = run.ranks;
     results::StudyPoint point;
     point.ranks = n;
+    point.device = run.configuration.device;
     point.precision = run.configuration.precision;
     point.threads = run.configuration.threads_per_rank;
     point.repeat = run.configuration.repeat;

@@ -43,24 +43,23 @@ struct SourcedFailedPoint {
 using Settings = std::vector<std::pair<std::string, std::string>>;
 
 // The settings every point of one study must share, by name, as text: everything that defines a
-// point besides its rank count, from `c` and a point of `ranks` ranks. Precisions may differ: the
-// study measures each against its own baseline, as it does in a launch with --precision fp32,bf16.
+// point besides its rank count, device and precision, from `c` and a point of `ranks` ranks: the
+// workload, the batch and the training settings. Precisions may differ, and so may devices (a CPU
+// job and a GPU job of one workload): the study measures each against its own baseline, as it
+// does in a launch with --precision fp32,bf16. device_settings says what one device's runs share.
 Settings study_settings(const results::RunConfiguration& c, int ranks) {
   Settings settings = {
       {"model", c.model},
       {"scaling", analysis::study_scaling(c)},
-      {"threads per rank", std::to_string(c.threads_per_rank)},
-      {"device", c.device},
-      {"comm backend", c.comm_backend},
-      {"gradient dtype", c.gradient_dtype},
       {"bucket size (MiB)", fmt::format("{:g}", c.bucket_mb)},
       {"overlap", c.overlap ? "on" : "off"},
       {"learning-rate scaling", c.learning_rate_scaling},
       {"base learning rate", fmt::format("{:g}", c.base_learning_rate)},
       {"learning-rate warm-up steps", std::to_string(c.learning_rate_warmup_steps)},
       {"evaluation interval", std::to_string(c.evaluate_every)},
-      {"target", c.target_metric.empty() ? std::string("none")
-                                         : fmt::format("{} {:g}", c.target_metric, c.target_value)}};
+      {"target", c.target_metric.empty()
+                     ? std::string("none")
+                     : fmt::format("{} {:g}", c.target_metric, c.target_value)}};
   if (results::scaling_names.named(analysis::study_scaling(c)) == results::Scaling::strong)
     settings.emplace_back("global batch", std::to_string((long long)c.batch_per_rank * ranks));
   else
@@ -68,12 +67,21 @@ Settings study_settings(const results::RunConfiguration& c, int ranks) {
   return settings;
 }
 
-// A failed point's settings: its file's launch settings with the point's own threads and batch.
-Settings study_settings(const SourcedFailedPoint& failed) {
+// What the runs of one device share: how it computed and summed (a GPU study runs one thread
+// per rank and sums with NCCL where the CPU's runs several and sums with MPI).
+Settings device_settings(const results::RunConfiguration& c) {
+  return {{"threads per rank", std::to_string(c.threads_per_rank)},
+          {"comm backend", c.comm_backend},
+          {"gradient dtype", c.gradient_dtype}};
+}
+
+// A failed point's configuration: its file's launch settings with the point's own threads and
+// batch.
+results::RunConfiguration configuration_of(const SourcedFailedPoint& failed) {
   results::RunConfiguration c = *failed.settings;
   c.threads_per_rank = failed.point.threads;
   c.batch_per_rank = failed.point.batch_per_rank;
-  return study_settings(c, failed.point.ranks);
+  return c;
 }
 
 void require_same_settings(const Settings& settings, const std::string& origin,
@@ -89,14 +97,28 @@ void check_comparable(const std::vector<SourcedRun>& runs,
                       const std::vector<SourcedFailedPoint>& failed_points) {
   const auto& first = runs.front();
   const auto reference = study_settings(first.run.configuration, first.run.ranks);
-  for (const auto& candidate : runs)
+  // Each device's first run sets what that device's other runs must share.
+  std::map<std::string, std::pair<Settings, std::string>> device_reference;
+  const auto require_same_device_settings = [&](const results::RunConfiguration& c,
+                                                const std::string& origin) {
+    const auto [known, added] = device_reference.try_emplace(c.device, device_settings(c), origin);
+    if (!added)
+      require_same_settings(device_settings(c), origin, known->second.first, known->second.second);
+  };
+  for (const auto& candidate : runs) {
     require_same_settings(study_settings(candidate.run.configuration, candidate.run.ranks),
                           candidate.origin, reference, first.origin);
+    require_same_device_settings(candidate.run.configuration, candidate.origin);
+  }
   // A failed point from a file before schema 8 names no settings beyond its row: it is taken as
   // it is, as merge always took it.
   for (const auto& failed : failed_points)
-    if (failed.settings)
-      require_same_settings(study_settings(failed), failed.origin, reference, first.origin);
+    if (failed.settings) {
+      const results::RunConfiguration c = configuration_of(failed);
+      require_same_settings(study_settings(c, failed.point.ranks), failed.origin, reference,
+                            first.origin);
+      require_same_device_settings(c, failed.origin);
+    }
 }
 
 // The same failed point given twice (one file named twice) would be listed twice.
@@ -122,8 +144,8 @@ void refuse_runs_given_twice(const std::vector<SourcedRun>& runs) {
   const auto identity = [](const results::RunRecord& run) {
     return std::tie(run.environment.start_time_utc, run.environment.command_line,
                     run.environment.rank_hosts, run.environment.slurm.job_id, run.ranks,
-                    run.configuration.precision, run.configuration.threads_per_rank,
-                    run.configuration.seed);
+                    run.configuration.device, run.configuration.precision,
+                    run.configuration.threads_per_rank, run.configuration.seed);
   };
   std::map<decltype(identity(runs.front().run)), const SourcedRun*> seen;
   for (const auto& candidate : runs) {
@@ -136,13 +158,14 @@ void refuse_runs_given_twice(const std::vector<SourcedRun>& runs) {
 
 // Points measured by several jobs (each job of a `--ranks all` node study measures 1, 2, ...
 // ranks; a resubmitted job measures its point again) are repeats: numbered 0, 1, ... per
-// (precision, threads, ranks) in input order, so the study's spread over repeats covers them.
-// Each run keeps its own record of where it ran (Slurm job, nodes, hosts).
+// (device, precision, threads, ranks) in input order, so the study's spread over repeats covers
+// them. Each run keeps its own record of where it ran (Slurm job, nodes, hosts).
 void number_repeats(std::vector<results::RunRecord>& runs) {
-  std::map<std::tuple<std::string, int, int>, int> repeats_so_far;
+  std::map<std::tuple<std::string, std::string, int, int>, int> repeats_so_far;
   for (auto& run : runs)
-    run.configuration.repeat = repeats_so_far[{run.configuration.precision,
-                                               run.configuration.threads_per_rank, run.ranks}]++;
+    run.configuration.repeat =
+        repeats_so_far[{run.configuration.device, run.configuration.precision,
+                        run.configuration.threads_per_rank, run.ranks}]++;
 }
 
 // A Slurm job of the study that left no results file, as the merge job names it:
@@ -198,10 +221,12 @@ std::string help_text(const po::options_description& options) {
   std::ostringstream text;
   text << "dlscale merge: combine the runs of several jobs (say, one job per node count) into one\n"
           "study file that `dlscale report` and `dlscale predict` read. Every run must share the\n"
-          "workload and settings (model, scaling mode and batch, threads, device, backend,\n"
-          "gradient dtype, buckets, overlap, learning-rate rule, evaluation interval, target),\n"
-          "failed points too; precisions may differ, each measured against its own baseline\n"
-          "(an fp32 job and a bf16 job make one study). Points measured by several inputs (the\n"
+          "workload and settings (model, scaling mode and batch, buckets, overlap, learning-rate\n"
+          "rule, evaluation interval, target), failed points too. Precisions and devices may\n"
+          "differ, each measured against its own baseline (an fp32 job and a bf16 job, or a CPU\n"
+          "job and a GPU job, make one study; the report puts the devices side by side); the\n"
+          "runs of one device must share threads, backend and gradient dtype. Points measured by\n"
+          "several inputs (the\n"
           "1-rank point of every job of a `--ranks all` node study, a resubmitted job) are kept\n"
           "as repeats of the point, numbered in input order, each with its own job, nodes and\n"
           "hosts; the study shows their spread. The same run or failed point given twice is\n"
@@ -267,8 +292,7 @@ int merge_command(int argc, char** argv) {
       }
       for (std::size_t k = 0; k < file.failed_points.size(); ++k)
         sourced_failed_points.push_back({file.failed_points[k], file.failed_points_configuration,
-                                         file.origin,
-                                         fmt::format("{} failed point {}", input, k)});
+                                         file.origin, fmt::format("{} failed point {}", input, k)});
       probes.insert(probes.end(), file.node_sharing_probes.begin(), file.node_sharing_probes.end());
       for (std::size_t index = 0; index < file.runs.size(); ++index) {
         const std::string name = fmt::format("{} {}", input, results::run_group_name(index));
@@ -296,7 +320,8 @@ int merge_command(int argc, char** argv) {
     merged.study = analysis::analyze_study(merged.runs);
     merged.failed_points = std::move(failed_points);
     // The launch settings every point now shares, checked above: the first run's.
-    if (!merged.failed_points.empty()) merged.failed_points_configuration = merged.runs.front().configuration;
+    if (!merged.failed_points.empty())
+      merged.failed_points_configuration = merged.runs.front().configuration;
     merged.node_sharing_probes = std::move(probes);
     fmt::print("{}", printers::format_study(*merged.study, merged.failed_points));
     results::write_results(merged, output, overwrite);

@@ -44,6 +44,7 @@ struct PredictOptions {
   std::string json_path;  // "-" for standard output, instead of the table
   std::string hold_out;   // measured rank counts not to predict from
   std::string precision;  // the runs to predict from; empty: each precision of the file in turn
+  std::string device;     // the runs to predict from in a merged CPU and GPU study
   bool hold_out_probes = false;
   bool no_calibration = false;
   bool overwrite = false;  // of the --json file
@@ -198,6 +199,9 @@ int predict_command(int argc, char** argv) {
       "no-calibration", po::bool_switch(&options.no_calibration),
       "use the --comm sweep's allreduce times as they are, not scaled to what a run at the "
       "sweep's rank count measured inside training")(
+      "device", po::value(&options.device),
+      "predict from the runs on this device, in a study that merged a CPU job and a GPU job "
+      "(each device scales on its own; required there)")(
       "precision", po::value(&options.precision),
       "predict from the runs in this precision (default: every precision the file holds, "
       "each from its own runs, one table after another)")(
@@ -248,9 +252,20 @@ int predict_command(int argc, char** argv) {
     // --network is one they never ran on, so their measurements cannot check it.
     settings.network_describes_runs = options.network.empty();
 
-    const results::ResultsFile file = results::read_results(options.path);
+    results::ResultsFile file = results::read_results(options.path);
     if (file.runs.empty())
       throw UserError(fmt::format("'{}' holds no training runs to predict from", options.path));
+    // A merged CPU and GPU study: one device's runs are one scaling study; mixed, they are not.
+    const std::vector<std::string> devices = analysis::devices_in_run_order(file.runs);
+    if (!options.device.empty()) {
+      require_choice("--device", "device of this file", options.device, devices);
+      std::erase_if(file.runs, [&](const results::RunRecord& run) {
+        return run.configuration.device != options.device;
+      });
+    } else if (devices.size() > 1) {
+      throw UserError(fmt::format("'{}' holds runs on {}; name the one to predict with --device",
+                                  options.path, fmt::join(devices, " and ")));
+    }
     for (const auto& run : file.runs)
       if (run.layers.empty())
         throw UserError(

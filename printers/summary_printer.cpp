@@ -305,8 +305,12 @@ std::string format_summary(const results::RunRecord& record,
 
 // The study's convergence columns, where any point has them: the B_noise model's statistical
 // efficiency and goodput, and what training to a target measured.
-template <typename KeyColumns>
-std::string convergence_table(const results::StudySummary& study, const KeyColumns& key_columns) {
+// `configuration_of` names a point's device and precision as the study table does, under
+// `configuration_header`.
+template <typename KeyColumns, typename ConfigurationOf>
+std::string convergence_table(const results::StudySummary& study, const KeyColumns& key_columns,
+                              const ConfigurationOf& configuration_of,
+                              const char* configuration_header) {
   const bool modelled = std::any_of(study.points.begin(), study.points.end(), [](const auto& p) {
     return std::isfinite(p.noise_scale_used);
   });
@@ -335,9 +339,9 @@ std::string convergence_table(const results::StudySummary& study, const KeyColum
                  "smallest batch that measured one (B_noise used; model), and samples to target "
                  "(measured); goodput = samples/s x the model's\n");
   fmt::format_to(line, "{} {:>8} {:>9} {:>7} {:>9} {:>12} {:>12} {:>12} {:>11} {:>18} {:>18}\n",
-                 key_columns("precision", "ranks", "threads", "repeat"), "batch", "B_noise", "its",
-                 "used", "stat (model)", "goodput/s", "to target", "seconds", "stat (meas)",
-                 "TTT speedup");
+                 key_columns(configuration_header, "ranks", "threads", "repeat"), "batch",
+                 "B_noise", "its", "used", "stat (model)", "goodput/s", "to target", "seconds",
+                 "stat (meas)", "TTT speedup");
   std::vector<std::string> sampling_notes;  // each once, under the table
   for (const auto& p : study.points) {
     const std::string iterations =
@@ -352,7 +356,7 @@ std::string convergence_table(const results::StudySummary& study, const KeyColum
         std::find(sampling_notes.begin(), sampling_notes.end(), note) == sampling_notes.end())
       sampling_notes.push_back(note);
     fmt::format_to(line, "{} {:>8} {:>9} {:>7} {:>9} {:>12} {:>12} {:>12} {:>11} {:>18} {:>18}\n",
-                   key_columns(p.precision, p.ranks, p.threads, p.repeat), p.global_batch,
+                   key_columns(configuration_of(p), p.ranks, p.threads, p.repeat), p.global_batch,
                    shown(p.noise_scale, "{:.4g}"), iterations, shown(p.noise_scale_used, "{:.4g}"),
                    shown(p.statistical_efficiency_model * 100, "{:.1f}%"),
                    shown(p.goodput_samples_per_second, "{:.1f}"),
@@ -385,15 +389,24 @@ std::string format_study(const results::StudySummary& study,
     return false;
   };
   if (study.points.empty() && failed_points.empty()) return out;
+  // A merged study of a CPU job and a GPU job: each point names its device beside its precision.
+  const bool device_sweep =
+      std::any_of(study.points.begin(), study.points.end(),
+                  [&](const auto& p) { return p.device != study.points.front().device; });
   const bool precision_sweep =
-      varies(&results::StudyPoint::precision, &results::FailedPoint::precision);
+      device_sweep || varies(&results::StudyPoint::precision, &results::FailedPoint::precision);
+  const auto configuration_of = [&](const results::StudyPoint& p) {
+    return device_sweep ? p.device + " " + p.precision : p.precision;
+  };
   const bool thread_sweep = varies(&results::StudyPoint::threads, &results::FailedPoint::threads);
   const bool repeated = varies(&results::StudyPoint::repeat, &results::FailedPoint::repeat);
-  const char* const same_configuration = precision_sweep && thread_sweep
-                                             ? " at the same precision and thread count"
-                                         : precision_sweep ? " at the same precision"
-                                         : thread_sweep    ? " at the same thread count"
-                                                           : "";
+  const char* const same_configuration =
+      device_sweep && thread_sweep      ? " on the same device, precision and thread count"
+      : device_sweep                    ? " on the same device and precision"
+      : precision_sweep && thread_sweep ? " at the same precision and thread count"
+      : precision_sweep                 ? " at the same precision"
+      : thread_sweep                    ? " at the same thread count"
+                                        : "";
   // One rank count has nothing to scale against: its speedup 1 and efficiency 100% would read
   // as a result. Its failed points and repeats are still shown.
   const bool one_rank_count =
@@ -428,9 +441,9 @@ std::string format_study(const results::StudySummary& study,
   };
   if (!one_rank_count)
     fmt::format_to(line, "{} {:>10} {:>12} {:>8} {:>19} {:>10} {:>7} {:>9} {:>7}{}  {}\n",
-                   key_columns("precision", "ranks", "threads", "repeat"), "iter ms", "samples/s",
-                   "speedup", "efficiency", "Karp-Flatt", "comm", "imbalance", "other",
-                   energy_header, "straggler");
+                   key_columns(device_sweep ? "device" : "precision", "ranks", "threads", "repeat"),
+                   "iter ms", "samples/s", "speedup", "efficiency", "Karp-Flatt", "comm",
+                   "imbalance", "other", energy_header, "straggler");
   std::vector<std::string> karp_flatt_reasons;  // each once, under the table
   bool too_noisy = false;
   for (const auto& p : study.points) {
@@ -451,7 +464,7 @@ std::string format_study(const results::StudySummary& study,
         line,
         "{} {:>10.2f} {:>12.1f} {:>8.2f} {:>6.1f}% [{:>4.0f},{:>4.0f}]{} {:>10} "
         "{:>6.1f}% {:>8.1f}% {:>6.1f}%{}  {}\n",
-        key_columns(p.precision, p.ranks, p.threads, p.repeat), p.iteration_seconds * 1e3,
+        key_columns(configuration_of(p), p.ranks, p.threads, p.repeat), p.iteration_seconds * 1e3,
         p.throughput_samples_per_second, p.speedup, p.efficiency * 100, p.efficiency_ci_low * 100,
         p.efficiency_ci_high * 100, noisy ? "?" : " ",
         std::isnan(p.karp_flatt)    ? "-"
@@ -469,23 +482,28 @@ std::string format_study(const results::StudySummary& study,
                    "to read (more --iters or --repeat)\n",
                    analysis::widest_readable_interval * 100);
   for (const auto& reason : karp_flatt_reasons) fmt::format_to(line, "! Karp-Flatt {}\n", reason);
-  fmt::format_to(line, "{}", convergence_table(study, key_columns));
+  fmt::format_to(line, "{}",
+                 convergence_table(study, key_columns, configuration_of,
+                                   device_sweep ? "device" : "precision"));
   if (repeated && !study.configurations.empty()) {
     fmt::format_to(line, "\nacross repeats: mean +- sample standard deviation (min .. max)\n");
-    fmt::format_to(line, "{}{:>6}{} {:>8} {:>27} {:>18} {:>12}\n",
-                   precision_sweep ? fmt::format("{:<10}", "precision") : "", "ranks",
-                   thread_sweep ? fmt::format(" {:>7}", "threads") : "", "repeats", "iter ms",
-                   "efficiency", "samples/s");
+    fmt::format_to(
+        line, "{}{:>6}{} {:>8} {:>27} {:>18} {:>12}\n",
+        precision_sweep ? fmt::format("{:<10}", device_sweep ? "device" : "precision") : "",
+        "ranks", thread_sweep ? fmt::format(" {:>7}", "threads") : "", "repeats", "iter ms",
+        "efficiency", "samples/s");
     for (const auto& c : study.configurations)
-      fmt::format_to(line,
-                     "{}{:>6}{} {:>8} {:>8.2f} +- {:<6.2f} ({:.2f} .. {:.2f}) {:>8.1f}% +- "
-                     "{:>5.1f}% {:>12.1f}\n",
-                     precision_sweep ? fmt::format("{:<10}", c.precision) : "", c.ranks,
-                     thread_sweep ? fmt::format(" {:>7}", c.threads) : "", c.repeats,
-                     c.iteration_seconds_mean * 1e3, c.iteration_seconds_std * 1e3,
-                     c.iteration_seconds_min * 1e3, c.iteration_seconds_max * 1e3,
-                     c.efficiency_mean * 100, c.efficiency_std * 100,
-                     c.throughput_samples_per_second_mean);
+      fmt::format_to(
+          line,
+          "{}{:>6}{} {:>8} {:>8.2f} +- {:<6.2f} ({:.2f} .. {:.2f}) {:>8.1f}% +- "
+          "{:>5.1f}% {:>12.1f}\n",
+          precision_sweep
+              ? fmt::format("{:<10}", device_sweep ? c.device + " " + c.precision : c.precision)
+              : "",
+          c.ranks, thread_sweep ? fmt::format(" {:>7}", c.threads) : "", c.repeats,
+          c.iteration_seconds_mean * 1e3, c.iteration_seconds_std * 1e3,
+          c.iteration_seconds_min * 1e3, c.iteration_seconds_max * 1e3, c.efficiency_mean * 100,
+          c.efficiency_std * 100, c.throughput_samples_per_second_mean);
   }
   return out;
 }

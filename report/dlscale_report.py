@@ -30,7 +30,7 @@ try:
                                  COMM_BUSBW_P95, COMM_BYTES, COMM_RANKS, COMM_SECONDS_P50,
                                  COMM_SECONDS_P95, MEASUREMENT_COLUMNS, PHASES,
                                  PREDICTED_EFFICIENCY, STUDY_CONVERGENCE_COLUMNS,
-                                 STUDY_PRECISION, STUDY_REPEAT,
+                                 STUDY_DEVICE, STUDY_PRECISION, STUDY_REPEAT,
                                  STUDY_THREADS, ReportError, decoded, human_bytes,
                                  load_results_file, plural, printable, sweep_order, time_unit)
 # A module that cannot be used is one line and status 2, as a python that cannot start is.
@@ -233,7 +233,7 @@ def study_display(results):
     threads, ranks and repeat; precision, threads and repeat are shown where they vary. A failed
     point has – in every number and its reason. Without /study (every point failed) only the
     points and their reasons are left to show."""
-    keys = [name for name in (STUDY_PRECISION, STUDY_THREADS, "ranks", STUDY_REPEAT)
+    keys = [name for name in (STUDY_DEVICE, STUDY_PRECISION, STUDY_THREADS, "ranks", STUDY_REPEAT)
             if name == "ranks" or results.varies(name)]
     failed = results.failed_points
     if results.study is None:
@@ -282,8 +282,9 @@ def left_aligned(texts):
 def repeats_display(results):
     """Mean ± sample standard deviation and min .. max of each configuration's repeats."""
     spread = results.study_repeats
-    shown = pd.DataFrame({name: spread[name] for name in (STUDY_PRECISION, STUDY_THREADS, "ranks")
-                          if name == "ranks" or results.varies(name)})
+    shown = pd.DataFrame({name: spread[name] for name in (STUDY_DEVICE, STUDY_PRECISION,
+                                                          STUDY_THREADS, "ranks")
+                          if name == "ranks" or (name in spread and results.varies(name))})
     shown["repeats"] = spread["repeats"]
     unit, factor = table_time_unit(spread["iteration_seconds_max"],
                                    spread["iteration_seconds_mean"])
@@ -310,7 +311,8 @@ def precisions_display(results):
     compared = ["iteration_seconds", "throughput_samples_per_second", "efficiency"]
     if len(precisions) < 2 or not set(compared) <= set(study):  # a study without them: no table
         return None
-    keys = [name for name in (STUDY_THREADS, "ranks") if name == "ranks" or results.varies(name)]
+    keys = [name for name in (STUDY_DEVICE, STUDY_THREADS, "ranks")
+            if name == "ranks" or results.varies(name)]
     means = study.groupby([STUDY_PRECISION] + keys, sort=False)[compared].mean()
     # The configurations every precision ran, in the order the first precision ran them.
     configurations = [key[1:] for key in means.index if key[0] == precisions[0]
@@ -330,6 +332,53 @@ def precisions_display(results):
         shown[f"{p} vs {precisions[0]}"] = [
             "-" if not np.isfinite(ratio) else f"{ratio:.2f}x"
             for ratio in rows[p]["throughput_samples_per_second"] / first]
+    return shown
+
+
+def devices_display(results):
+    """A CPU job and a GPU job of one workload side by side (a merged study): for each device,
+    precision and thread count, at the fewest ranks it ran, the means over its repeats of the
+    iteration time, samples/s, GFLOP/s per rank and that as a share of the GEMM rate the device
+    measured of itself in the same run (each device against its own yardstick), joules per sample
+    where measured, and samples/s against the first device. None where the study holds one
+    device."""
+    study = results.study
+    if study is None or len(results.devices()) < 2:
+        return None
+    runs = {run.name: run for run in results.runs}
+    keys = [name for name in (STUDY_DEVICE, STUDY_PRECISION, STUDY_THREADS)
+            if name == STUDY_DEVICE or results.varies(name)]
+    rows = []
+    for configuration, group in study.groupby(keys if len(keys) > 1 else keys[0], sort=False):
+        fewest = group[group["ranks"] == group["ranks"].min()]
+        measured = [runs[name] for name in fewest.get("run", []) if name in runs]
+        gflops = np.mean([run.gflops_per_rank for run in measured]) if measured else np.nan
+        gemm = np.mean([run.gemm_gflops for run in measured if run.gemm_gflops > 0]) \
+            if any(run.gemm_gflops > 0 for run in measured) else np.nan
+        row = dict(zip(keys, configuration if isinstance(configuration, tuple)
+                       else (configuration,)))
+        row["ranks"] = int(fewest["ranks"].iloc[0])
+        row["iteration_seconds"] = fewest["iteration_seconds"].mean()
+        row["samples/s"] = fewest["throughput_samples_per_second"].mean()
+        row["GFLOP/s per rank"] = gflops
+        row["% of its GEMM"] = gflops / gemm if gemm > 0 else np.nan
+        for name, measurement in results.energy_columns.items():
+            row[energy_header(measurement)] = fewest[name].mean() if name in fewest else np.nan
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    unit, factor = table_time_unit(table["iteration_seconds"])
+    shown = table[keys + ["ranks"]].copy()
+    shown[f"iteration {unit}"] = (table["iteration_seconds"] * factor).map(significant)
+    shown["samples/s"] = table["samples/s"].map(significant)
+    shown["GFLOP/s per rank"] = table["GFLOP/s per rank"].map(significant)
+    shown["% of its GEMM"] = table["% of its GEMM"].map(fraction)
+    for name, measurement in results.energy_columns.items():
+        header = energy_header(measurement)
+        shown[header] = table[header].map(lambda x: significant(x, 3))
+    first = table["samples/s"].iloc[0]
+    shown[f"vs {table[STUDY_DEVICE].iloc[0]}"] = [
+        "-" if not (np.isfinite(ratio) and first > 0) else f"{ratio:.2f}x"
+        for ratio in table["samples/s"] / first]
     return shown
 
 
@@ -575,6 +624,11 @@ def sections(results):
                       f"{'; – marks a point that failed' if failed else ''}"
                       + "".join("; " + note for note in notes) + ")",
                       study_table))
+        devices = devices_display(results)
+        if devices is not None:
+            parts.append(("Devices side by side (each at the fewest ranks it ran, means over "
+                          "repeats; GFLOP/s as a share of the GEMM each device measured of itself "
+                          "in the same run; 'vs' is the speedup in samples/s)", devices))
         side_by_side = precisions_display(results)
         if side_by_side is not None:
             parts.append((f"Precisions side by side (means over repeats at each configuration "

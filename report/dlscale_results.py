@@ -80,6 +80,11 @@ STUDY_THREADS, STUDY_REPEAT = "threads", "repeat"
 # reads as its device's `precision` property (the attribute device_precision) where it has one.
 STUDY_PRECISION = "precision"
 FP32 = "fp32"
+# What a run ran on (its `device` attribute: cpu or cuda). A merged study of a CPU job and a GPU
+# job holds both, each device measured against its own baseline; /study and /study_repeats name
+# each row's device (files before that column: the row's run's device, else the file's).
+STUDY_DEVICE = "device"
+CPU = "cpu"
 # Every precision dlscale computes in (kernels::precision_name): a run and a table row name one.
 PRECISIONS = [FP32, "tf32", "bf16"]
 DEVICE_PRECISION = "device_precision"
@@ -402,7 +407,7 @@ TIME = (NUMBER, 0, False)  # seconds, rates and ratios of them: finite and non-n
 OPTIONAL_NUMBER = (NUMBER, None, True)
 STUDY_KINDS = {
     "ranks": (INTEGER, 1, False), "threads": (INTEGER, 1, False), "repeat": (INTEGER, 0, False),
-    "precision": (TEXT,), "run": (TEXT,), "straggler_host": (TEXT,),
+    "device": (TEXT,), "precision": (TEXT,), "run": (TEXT,), "straggler_host": (TEXT,),
     "straggler_rank": (INTEGER, 0, False),
     **{name: TIME for name in ["iteration_seconds", "iteration_seconds_ci_low",
                                "iteration_seconds_ci_high", "throughput_samples_per_second",
@@ -411,7 +416,7 @@ STUDY_KINDS = {
     # Schema 8: NaN where not measured (no noise scale at one rank, a target never set).
     "global_batch": (INTEGER, 0, False),
     **{name: (NUMBER, 0, True) for name in STUDY_CONVERGENCE_COLUMNS[1:]}}
-STUDY_REPEATS_KINDS = {"precision": (TEXT,), "threads": (INTEGER, 1, False),
+STUDY_REPEATS_KINDS = {"device": (TEXT,), "precision": (TEXT,), "threads": (INTEGER, 1, False),
                        "ranks": (INTEGER, 1, False), "repeats": (INTEGER, 1, False),
                        **{name: TIME for name in STUDY_REPEATS_COLUMNS[4:]}}
 FAILED_POINTS_KINDS = {"ranks": (INTEGER, 1, False), "precision": (TEXT,),
@@ -596,6 +601,9 @@ class Run:
         self.precision = text_attribute(group, STUDY_PRECISION, None)
         if self.precision is None:  # before schema 7
             self.precision = text_attribute(group, DEVICE_PRECISION, FP32)
+        self.device = text_attribute(group, STUDY_DEVICE, CPU)
+        # The GEMM rate the device measured of itself at the run's precision (0: not measured).
+        self.gemm_gflops = number_attribute(group, "device_gemm_gflops", minimum=0, default=0.0)
         self.gradient_dtype = text_attribute(group, "gradient_dtype", FP32)  # schema 6
         # Schema 4: why a run stopped early (a stop signal); None for one that ran to the end.
         self.partial = text_attribute(group, "partial", None)
@@ -633,6 +641,9 @@ class Run:
             numbers(statistics, (len(rows), len(columns)), minimum=0), index=rows,
             columns=columns)
         summary = required_member(group, "summary", h5py.Group)
+        gflops = member(summary, "gflops_per_rank", h5py.Dataset)
+        self.gflops_per_rank = float(numbers(gflops, (self.ranks,), minimum=0).mean()) \
+            if gflops is not None else np.nan
         self.summary = {}
         for name in SUMMARY_NUMBERS:
             value = number_attribute(summary, name, minimum=0, default=None)
@@ -795,15 +806,21 @@ class ResultsFile:
             # One row per run that ran to the end, whatever the file says.
             whole_runs = sum(1 for run in self.runs if run.partial is None)
             study = read_table(group, whole_runs, STUDY_KINDS, ["ranks"],
-                               [STUDY_PRECISION, STUDY_THREADS, "ranks", STUDY_REPEAT]
+                               [STUDY_DEVICE, STUDY_PRECISION, STUDY_THREADS, "ranks",
+                                STUDY_REPEAT]
                                + STUDY_COLUMNS[1:] + STUDY_CONVERGENCE_COLUMNS)
             if STUDY_PRECISION not in study and "run" in study:
                 # Before schema 7 a row's precision is its run's (its device_precision, or fp32).
                 of_run = {run.name: run.precision for run in self.runs}
                 study.insert(0, STUDY_PRECISION, [of_run.get(name, FP32) for name in study["run"]])
             with_precision(study, 0, self.file_precision())
-            order = [n for n in (STUDY_PRECISION, STUDY_THREADS, "ranks", STUDY_REPEAT)
-                     if n in study]
+            if STUDY_DEVICE not in study:  # before the device column: each row's run's device
+                of_run = {run.name: run.device for run in self.runs}
+                study.insert(0, STUDY_DEVICE, [of_run.get(name, self.file_device()) for name in
+                                               study["run"]] if "run" in study
+                             else self.file_device())
+            order = [n for n in (STUDY_DEVICE, STUDY_PRECISION, STUDY_THREADS, "ranks",
+                                 STUDY_REPEAT) if n in study]
             self.study = study.sort_values(order, kind="stable", key=sweep_order([])) \
                 .reset_index(drop=True)
             scaling = text_attribute(group, "scaling", None)
@@ -825,6 +842,8 @@ class ResultsFile:
                                             most, " (one per precision, thread and rank count "
                                             "of /study)")
             with_precision(self.study_repeats, 0, self.file_precision())
+            if STUDY_DEVICE not in self.study_repeats:
+                self.study_repeats.insert(0, STUDY_DEVICE, self.file_device())
         self.failed_points = None
         group = member(handle, FAILED_POINTS_GROUP, h5py.Group)
         if group is not None:
@@ -834,6 +853,8 @@ class ResultsFile:
                                             FAILED_POINTS_COLUMNS, MAX_SWEEP_POINTS)
             with_precision(self.failed_points, FAILED_POINTS_COLUMNS.index(STUDY_PRECISION),
                            self.file_precision())
+            if STUDY_DEVICE not in self.failed_points:  # a failed point does not name one
+                self.failed_points.insert(0, STUDY_DEVICE, self.file_device())
             if "cause" not in self.failed_points:  # before schema 6
                 self.failed_points.insert(FAILED_POINTS_COLUMNS.index("cause"), "cause",
                                           "unknown")
@@ -905,6 +926,17 @@ class ResultsFile:
                 if of_runs and name not in measured:
                     raise DamagedFile(f"/{group}/{STUDY_PRECISION} holds {name}, which no run "
                                       f"has")
+
+    def file_device(self):
+        """The device every run of the file ran on; empty where they differ (a failed point of a
+        merged CPU and GPU study does not say which it was)."""
+        named = {run.device for run in self.runs}
+        return named.pop() if len(named) == 1 else (CPU if not named else "")
+
+    def devices(self):
+        """The devices of the study rows and runs, in the order the study lists them."""
+        names = self.study[STUDY_DEVICE].tolist() if self.study is not None else []
+        return list(dict.fromkeys(names + [run.device for run in self.runs]))
 
     def file_precision(self):
         """For a file before schema 7: the precision all of its runs name (as their device said

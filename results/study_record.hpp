@@ -29,6 +29,7 @@ struct FileOrigin {
 // precision and thread count, their repeats pooled.
 struct StudyPoint {
   int ranks = 0;
+  std::string device = "cpu";      // what it ran on: cpu or cuda (a merged study may hold both)
   std::string precision = "fp32";  // what the device computed in
   int threads = 1;                 // per rank
   int repeat = 0;                  // which run of this configuration, from 0
@@ -73,8 +74,9 @@ struct StudyPoint {
   static constexpr double nan = std::numeric_limits<double>::quiet_NaN();
 };
 
-// The repeats of one configuration (precision, threads, ranks): their mean and spread.
+// The repeats of one configuration (device, precision, threads, ranks): their mean and spread.
 struct RepeatSpread {
+  std::string device = "cpu";
   std::string precision = "fp32";
   int threads = 1;
   int ranks = 0;

@@ -297,6 +297,7 @@ void write_study(hid_t file, const StudySummary& study) {
     straggler_hosts.push_back(point.straggler_host);
   }
   write_dataset(group, schema::ranks, ranks, {count});
+  write_column(group, schema::device, points, &StudyPoint::device);
   write_column(group, schema::precision, points, &StudyPoint::precision);
   write_dataset(group, schema::threads, threads, {count});
   write_dataset(group, schema::repeat, repeats, {count});
@@ -363,6 +364,7 @@ void write_study_repeats(hid_t file, const StudySummary& study) {
     ranks.push_back(row.ranks);
     repeats.push_back(row.repeats);
   }
+  write_column(group, schema::device, rows, &RepeatSpread::device);
   write_column(group, schema::precision, rows, &RepeatSpread::precision);
   write_dataset(group, schema::threads, threads, {count});
   write_dataset(group, schema::ranks, ranks, {count});

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "analysis/scaling_study.hpp"
 
@@ -50,6 +53,34 @@ TEST(ScalingStudy, WeakScalingEfficiencyIsBaselineTimeOverTime) {
   // Identical iterations leave no doubt: the interval collapses onto the value.
   EXPECT_DOUBLE_EQ(two.efficiency_ci_low, 0.8);
   EXPECT_DOUBLE_EQ(two.efficiency_ci_high, 0.8);
+}
+
+// A merged study of a CPU job and a GPU job: each device scales against its own baseline (a GPU
+// point measured against the CPU's one rank would count the GPU's speed as scaling), and the
+// points are listed device by device, as the runs first name them.
+TEST(ScalingStudy, EachDeviceScalesAgainstItsOwnBaseline) {
+  const auto on = [](const std::string& device, results::RunRecord run) {
+    run.configuration.device = device;
+    return run;
+  };
+  const auto study = analyze_study({on("cuda", run_of({0.1, 0.1}, 0.025, 32, "weak")),
+                                    on("cpu", run_of({1.0}, 0, 32, "weak")),
+                                    on("cuda", run_of({0.1}, 0, 32, "weak")),
+                                    on("cpu", run_of({1.0, 1.0}, 0.5, 32, "weak"))});
+  ASSERT_EQ(study.points.size(), 4u);
+  const std::vector<std::pair<std::string, int>> expected_order = {
+      {"cuda", 1}, {"cuda", 2}, {"cpu", 1}, {"cpu", 2}};
+  for (std::size_t k = 0; k < expected_order.size(); ++k) {
+    EXPECT_EQ(study.points[k].device, expected_order[k].first) << "point " << k;
+    EXPECT_EQ(study.points[k].ranks, expected_order[k].second) << "point " << k;
+  }
+  EXPECT_DOUBLE_EQ(study.points[0].efficiency, 1.0);
+  EXPECT_DOUBLE_EQ(study.points[1].efficiency, 0.8);  // 0.1 / 0.125
+  EXPECT_DOUBLE_EQ(study.points[2].efficiency, 1.0);
+  EXPECT_DOUBLE_EQ(study.points[3].efficiency, 2.0 / 3.0);  // 1 / 1.5
+  ASSERT_EQ(study.configurations.size(), 4u);
+  EXPECT_EQ(study.configurations[0].device, "cuda");
+  EXPECT_EQ(study.configurations[3].device, "cpu");
 }
 
 TEST(ScalingStudy, StrongScalingDividesByTheRankCount) {
