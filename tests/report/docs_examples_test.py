@@ -46,7 +46,10 @@ def measurement_names(summary):
             line = line[len("measured"):]
         elif not line.startswith(" "):
             inside = False
-        if inside and line.strip():
+        if inside and line.strip().startswith("absent, for the reasons given above:"):
+            # A later point names its absent measurements on one line (reasons given once).
+            names.update(name.strip() for name in line.split(":", 1)[1].split(","))
+        elif inside and line.strip():
             names.add(line.split()[0])
     return names
 
@@ -59,7 +62,7 @@ def readme_sample_problems(printed):
     if sample is None:
         return ["the README has no sample output after \"This is the run's output\""]
     # The last summary printed is the 2-rank run's: it has a communication thread.
-    last = printed[printed.rindex("phase (ms)"):]
+    last = printed[printed.rindex("\nphase "):]  # the phase table's header line
     problems = [f"the README's sample output lacks the measurement {name}"
                 for name in sorted(measurement_names(last) - measurement_names(sample.group(1)))]
     if "GEMM measured" in last and "GEMM measured" not in sample.group(1):

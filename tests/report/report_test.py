@@ -107,12 +107,14 @@ def peak_resident_bytes(run):
 
 def check_group_matches(table, f, group, source):
     """table (read back from CSV or JSON) holds the datasets of f[group] unchanged; a file from
-    before schema 6 has no failed_points/cause, which the report fills in as "unknown", and one
-    from before schema 7 no precision column, which it fills in as "fp32"."""
+    before schema 6 has no failed_points/cause, which the report fills in as "unknown", one
+    from before schema 7 no precision column, which it fills in as "fp32", and one from before
+    the device column none, which it fills in from the runs (these samples ran on the CPU; a
+    failed point names none)."""
     expected = read_group(f, group)
-    for name, filled_in in [("cause", "unknown"), ("precision", "fp32")]:
+    for name, filled_in in [("cause", "unknown"), ("precision", "fp32"), ("device", "cpu")]:
         if name in table.columns and name not in expected and \
-                (name == "precision" or group == "failed_points"):
+                (name in ("precision", "device") or group == "failed_points"):
             expect(set(table[name]) <= {filled_in}, f"{source}: {group} {name} "
                                                     f"{set(table[name])} made up for a file "
                                                     "that records none")
