@@ -373,6 +373,15 @@ TEST(SummaryVerdict, OversubscribedWhenThreadsGotUnderHalfACoreEach) {
   EXPECT_NE(format_verdict(run).find("; not oversubscribed"), std::string::npos);
 }
 
+// A GPU run's host thread sleeps while the device computes: its cores used say nothing.
+TEST(SummaryVerdict, AGpuRunIsNotJudgedByTheHostCoresItUsed) {
+  auto run = two_ranks(8, 0, 2);
+  run.environment.device_properties.emplace_back("gpu_name", "NVIDIA H200");
+  run.measurements.push_back(measured("process_cpu_cores", "cores", 0.09, 2));
+  const std::string verdict = format_verdict(run);
+  EXPECT_NE(verdict.find("; not oversubscribed"), std::string::npos) << verdict;
+}
+
 TEST(SummaryVerdict, SaysWhenTheYardstickMovedDuringThePoint) {
   const std::string verdict = format_verdict(run_at(118, 158, 236));
   EXPECT_NE(verdict.find("; the yardstick MOVED +49% during the point\n"), std::string::npos)
