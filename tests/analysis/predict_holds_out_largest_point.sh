@@ -25,6 +25,11 @@ mpi=("$cluster_script" mpirun "$cluster" -np 2 --map-by node --mca mpi_yield_whe
 # iteration varied 3x between launches under load, docs/scaling-model.md): the prediction
 # must hold in one of up to three launches, each measured and predicted afresh. Each attempt's
 # error is printed.
+# A launch during which other processes used a share of the machine (launch_was_disturbed.py:
+# the host's CPU use against the ranks' own, by the kernel's accounting) measured them too, and
+# says nothing of the model: when every launch that missed was disturbed, the test is skipped
+# (77) with what the kernel counted, never passed; a miss in an undisturbed launch fails it.
+undisturbed_misses=0
 for attempt in 1 2 3; do
   rm -f "$work_dir/study.h5" "$work_dir/comm.h5"
   "${mpi[@]}" "$dlscale" --model alexnet-r --batch 32 --iters 20 --warmup 3 --ranks 1,2 \
@@ -36,6 +41,14 @@ for attempt in 1 2 3; do
     exit 0
   fi
   echo "launch $attempt: the held-out point was not predicted within 15%"
+  "$python" "$analysis_tests/launch_was_disturbed.py" "$work_dir/study.h5" ||
+    undisturbed_misses=$((undisturbed_misses + 1))
 done
-echo "FAIL: in none of 3 launches was the held-out 2-rank point predicted within 15%"
+if ((undisturbed_misses == 0)); then
+  echo "skipped: other processes used the machine during every launch (above): no measurement" \
+    "here can hold the model to 15%"
+  exit 77
+fi
+echo "FAIL: in none of 3 launches was the held-out 2-rank point predicted within 15%" \
+  "($undisturbed_misses of them undisturbed)"
 exit 1
