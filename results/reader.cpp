@@ -88,6 +88,19 @@ void check_convergence_settings(const RunConfiguration& config) {
   }
 }
 
+// Reads the settings check_convergence_settings holds, from a run or the failed points' group.
+void read_convergence_settings(hid_t group, RunConfiguration& config) {
+  using namespace hdf5;
+  config.learning_rate_scaling = read_string_attribute(group, schema::learning_rate_scaling);
+  config.base_learning_rate = read_double_attribute(group, schema::base_learning_rate);
+  config.learning_rate_warmup_steps =
+      read_int_attribute(group, schema::learning_rate_warmup_steps, 0, INT32_MAX);
+  config.evaluate_every = read_int_attribute(group, schema::evaluate_every, 0, INT32_MAX);
+  config.target_metric = read_string_attribute(group, schema::target_metric);
+  config.target_value = read_double_attribute(group, schema::target_value);
+  check_convergence_settings(config);
+}
+
 void read_run_attributes(hid_t file, RunRecord& record, long long version) {
   using namespace hdf5;
   auto& env = record.environment;
@@ -166,14 +179,7 @@ void read_run_attributes(hid_t file, RunRecord& record, long long version) {
   config.bucket_mb = read_double_attribute(file, schema::bucket_mb);
   config.overlap = read_integer_attribute(file, schema::overlap) != 0;
   if (version > schema::before_goodput_version) {
-    config.learning_rate_scaling = read_string_attribute(file, schema::learning_rate_scaling);
-    config.base_learning_rate = read_double_attribute(file, schema::base_learning_rate);
-    config.learning_rate_warmup_steps =
-        read_int_attribute(file, schema::learning_rate_warmup_steps, 0, INT32_MAX);
-    config.evaluate_every = read_int_attribute(file, schema::evaluate_every, 0, INT32_MAX);
-    config.target_metric = read_string_attribute(file, schema::target_metric);
-    config.target_value = read_double_attribute(file, schema::target_value);
-    check_convergence_settings(config);
+    read_convergence_settings(file, config);
   } else {
     config.base_learning_rate = config.learning_rate;
   }
@@ -392,8 +398,8 @@ void read_summary(hid_t file, RunRecord& record) {
   const auto estimate = [&](const char* name) {
     const double value = read_double_attribute(group, name);
     if (std::abs(value) > bounds::largest_value)
-      damaged(fmt::format("'{}' is {}, beyond {} in magnitude", name, value,
-                          bounds::largest_value));
+      damaged(
+          fmt::format("'{}' is {}, beyond {} in magnitude", name, value, bounds::largest_value));
     return value;
   };
   summary.noise_scale = estimate(schema::noise_scale);
@@ -410,11 +416,11 @@ void read_summary(hid_t file, RunRecord& record) {
     if (!(seconds >= 0 && seconds <= bounds::longest_seconds))
       damaged(fmt::format("'{}' is {}, outside [0, {}]", schema::seconds_to_target, seconds,
                           bounds::longest_seconds));
-    summary.target_reached = TargetReached{
-        read_int_attribute(group, schema::iterations_to_target, 1, record.iterations),
-        require_value(schema::samples_to_target,
-                      read_double_attribute(group, schema::samples_to_target)),
-        seconds};
+    summary.target_reached =
+        TargetReached{read_int_attribute(group, schema::iterations_to_target, 1, record.iterations),
+                      require_value(schema::samples_to_target,
+                                    read_double_attribute(group, schema::samples_to_target)),
+                      seconds};
   }
 }
 
@@ -438,8 +444,8 @@ void read_evaluations(hid_t file, RunRecord& record) {
                           record.iterations));
     // An accuracy is a fraction; a diverged run's loss may be NaN, never infinite or negative.
     const auto outside = [&](const char* column, double value, double most) {
-      damaged(fmt::format("{}/{}[{}] is {}, outside [0, {}]", schema::evaluations_group, column,
-                          k, value, most));
+      damaged(fmt::format("{}/{}[{}] is {}, outside [0, {}]", schema::evaluations_group, column, k,
+                          value, most));
     };
     if (!(samples[k] >= 0 && samples[k] <= bounds::largest_value))
       outside(schema::samples, samples[k], bounds::largest_value);
@@ -484,14 +490,7 @@ std::optional<RunConfiguration> read_failed_points_configuration(hid_t group) {
   config.gradient_dtype = read_string_attribute(group, schema::gradient_dtype);
   config.bucket_mb = read_double_attribute(group, schema::bucket_mb);
   config.overlap = read_integer_attribute(group, schema::overlap) != 0;
-  config.learning_rate_scaling = read_string_attribute(group, schema::learning_rate_scaling);
-  config.base_learning_rate = read_double_attribute(group, schema::base_learning_rate);
-  config.learning_rate_warmup_steps =
-      read_int_attribute(group, schema::learning_rate_warmup_steps, 0, INT32_MAX);
-  config.evaluate_every = read_int_attribute(group, schema::evaluate_every, 0, INT32_MAX);
-  config.target_metric = read_string_attribute(group, schema::target_metric);
-  config.target_value = read_double_attribute(group, schema::target_value);
-  check_convergence_settings(config);
+  read_convergence_settings(group, config);
   return config;
 }
 

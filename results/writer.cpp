@@ -20,6 +20,19 @@ namespace {
 
 std::vector<std::string> phase_name_list() { return {phase_names.begin(), phase_names.end()}; }
 
+// The learning-rate rule, evaluation interval and target (schema 8): a run's, and the launch
+// settings written with its failed points.
+void write_convergence_settings(hid_t group, const RunConfiguration& config) {
+  using namespace hdf5;
+  write_attribute(group, schema::learning_rate_scaling, config.learning_rate_scaling);
+  write_attribute(group, schema::base_learning_rate, config.base_learning_rate);
+  write_attribute(group, schema::learning_rate_warmup_steps,
+                  (long long)config.learning_rate_warmup_steps);
+  write_attribute(group, schema::evaluate_every, (long long)config.evaluate_every);
+  write_attribute(group, schema::target_metric, config.target_metric);
+  write_attribute(group, schema::target_value, config.target_value);
+}
+
 void write_run_attributes(hid_t file, const RunRecord& record) {
   using namespace hdf5;
   const auto& env = record.environment;
@@ -74,13 +87,7 @@ void write_run_attributes(hid_t file, const RunRecord& record) {
   write_attribute(file, schema::scaling, config.scaling);
   write_attribute(file, schema::bucket_mb, config.bucket_mb);
   write_attribute(file, schema::overlap, (long long)(config.overlap ? 1 : 0));
-  write_attribute(file, schema::learning_rate_scaling, config.learning_rate_scaling);
-  write_attribute(file, schema::base_learning_rate, config.base_learning_rate);
-  write_attribute(file, schema::learning_rate_warmup_steps,
-                  (long long)config.learning_rate_warmup_steps);
-  write_attribute(file, schema::evaluate_every, (long long)config.evaluate_every);
-  write_attribute(file, schema::target_metric, config.target_metric);
-  write_attribute(file, schema::target_value, config.target_value);
+  write_convergence_settings(file, config);
 }
 
 void write_raw_data(hid_t file, const RunRecord& record) {
@@ -390,13 +397,7 @@ void write_failed_points_configuration(hid_t group, const RunConfiguration& conf
   write_attribute(group, schema::gradient_dtype, config.gradient_dtype);
   write_attribute(group, schema::bucket_mb, config.bucket_mb);
   write_attribute(group, schema::overlap, (long long)(config.overlap ? 1 : 0));
-  write_attribute(group, schema::learning_rate_scaling, config.learning_rate_scaling);
-  write_attribute(group, schema::base_learning_rate, config.base_learning_rate);
-  write_attribute(group, schema::learning_rate_warmup_steps,
-                  (long long)config.learning_rate_warmup_steps);
-  write_attribute(group, schema::evaluate_every, (long long)config.evaluate_every);
-  write_attribute(group, schema::target_metric, config.target_metric);
-  write_attribute(group, schema::target_value, config.target_value);
+  write_convergence_settings(group, config);
 }
 
 void write_failed_points(hid_t file, const std::vector<FailedPoint>& failed,
