@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <ostream>
 #include <string>
 
 #include "comm/mpi_gradient_communicator.hpp"
@@ -55,6 +56,8 @@ struct Case {
   // closer, so the GPU is held to the exact image kernels within rounding's own reach instead.
   bool amplifies_rounding;
 };
+
+void PrintTo(const Case& c, std::ostream* out) { *out << c.model << " batch " << c.batch; }
 
 class GpuTrainsLikeTheCpu : public ::testing::TestWithParam<Case> {};
 

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <iostream>
+#include <ostream>
 #include <string>
 
 #include "kernels/cpu/cpu_device.hpp"
@@ -22,6 +23,8 @@ struct Case {
   int batch;
   bool amplifies_rounding;  // the yardstick's own finding, held so that it cannot drift unseen
 };
+
+void PrintTo(const Case& c, std::ostream* out) { *out << c.model << " batch " << c.batch; }
 
 class FloatGradientConditioning : public ::testing::TestWithParam<Case> {};
 
