@@ -46,6 +46,7 @@ NetworkModel uniform_network(double alpha_seconds, double beta_seconds_per_byte,
 NetworkModel network_of_sweep(const results::CommRecord& sweep, const std::string& path);
 
 enum class AllreduceAlgorithm { ring, tree };
+inline constexpr EnumNames<AllreduceAlgorithm, 2> allreduce_algorithm_names{{"ring", "tree"}};
 
 // A link's cost of one hop for a message of `bytes`: its latency (the first piece's alpha) and
 // the seconds per byte that, with that latency, give the piece's own line on the sweep's rank

@@ -63,10 +63,11 @@ void summarize_noise_scale(const results::RunRecord& record, results::RunSummary
 }  // namespace
 
 std::optional<results::TargetReached> first_evaluation_at_target(const results::RunRecord& record) {
-  const auto& config = record.configuration;
+  const auto& target = record.configuration.target;
+  if (!target) return std::nullopt;
   double previous_samples = 0, previous_training_seconds = 0;
   for (const auto& evaluation : record.evaluations) {
-    if (meets_target(config.target_metric, config.target_value, evaluation))
+    if (target->met_by(evaluation))
       return results::TargetReached{evaluation.iteration + 1, evaluation.samples,
                                     evaluation.training_seconds, previous_samples,
                                     previous_training_seconds};
@@ -74,12 +75,6 @@ std::optional<results::TargetReached> first_evaluation_at_target(const results::
     previous_training_seconds = evaluation.training_seconds;
   }
   return std::nullopt;
-}
-
-bool meets_target(const std::string& metric, double target, const results::Evaluation& evaluation) {
-  if (metric == "accuracy") return evaluation.accuracy >= target;
-  if (metric == "loss") return evaluation.loss <= target;
-  return false;
 }
 
 results::RunSummary summarize(const results::RunRecord& record) {

@@ -11,9 +11,6 @@ namespace dlscale::analysis {
 // Computes record.summary from the raw timings, configuration and fingerprints.
 results::RunSummary summarize(const results::RunRecord& record);
 
-// Whether an evaluation meets a target: accuracy at least, or loss at most, `target`.
-bool meets_target(const std::string& metric, double target, const results::Evaluation& evaluation);
-
 // The first of the run's evaluations that met its target, or nothing (no target, not reached).
 std::optional<results::TargetReached> first_evaluation_at_target(const results::RunRecord& record);
 

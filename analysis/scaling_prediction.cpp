@@ -113,9 +113,9 @@ void carry_noise_scale(const std::vector<const results::RunRecord*>& usable,
       baseline_samples.push_back(point.samples_to_target);
   }
   const auto& config = runs.front().configuration;
-  if (!baseline_samples.empty() && !config.target_metric.empty()) {
+  if (!baseline_samples.empty() && config.target) {
     result.baseline_samples_to_target = mean(baseline_samples);
-    result.target = fmt::format("{} {}", config.target_metric, config.target_value);
+    result.target = fmt::format("{} {}", config.target->metric_name(), config.target->value);
   }
   if (std::isfinite(result.noise_scale))
     result.notes.push_back(fmt::format(

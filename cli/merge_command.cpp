@@ -53,13 +53,12 @@ Settings study_settings(const results::RunConfiguration& c, int ranks) {
       {"scaling", analysis::study_scaling(c)},
       {"bucket size (MiB)", fmt::format("{:g}", c.bucket_mb)},
       {"overlap", c.overlap ? "on" : "off"},
-      {"learning-rate scaling", c.learning_rate_scaling},
+      {"learning-rate scaling", results::learning_rate_scaling_names(c.learning_rate_scaling)},
       {"base learning rate", fmt::format("{:g}", c.base_learning_rate)},
       {"learning-rate warm-up steps", std::to_string(c.learning_rate_warmup_steps)},
       {"evaluation interval", std::to_string(c.evaluate_every)},
-      {"target", c.target_metric.empty()
-                     ? std::string("none")
-                     : fmt::format("{} {:g}", c.target_metric, c.target_value)}};
+      {"target", c.target ? fmt::format("{} {:g}", c.target->metric_name(), c.target->value)
+                          : std::string("none")}};
   if (results::scaling_names.named(analysis::study_scaling(c)) == results::Scaling::strong)
     settings.emplace_back("global batch", std::to_string((long long)c.batch_per_rank * ranks));
   else

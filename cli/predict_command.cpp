@@ -20,6 +20,7 @@
 #include "analysis/scaling_prediction.hpp"
 #include "analysis/scaling_study.hpp"
 #include "core/errors.hpp"
+#include "core/named_records.hpp"
 #include "printers/prediction_printer.hpp"
 #include "results/comm_reader.hpp"
 #include "results/output_file.hpp"
@@ -34,13 +35,19 @@ using analysis::AllreduceAlgorithm;
 
 constexpr int max_ranks = 100000;
 
+// --overlap: the overlap each run measured, or the whole sum hidden behind backward, or none.
+enum class OverlapSetting { measured, on, off };
+constexpr EnumNames<OverlapSetting, 3> overlap_setting_names{{"measured", "on", "off"}};
+
+constexpr std::string_view standard_output_path = "-";  // --json -
+
 struct PredictOptions {
   std::string path;
   std::string ranks;
   std::string network;
   std::string comm_path;  // alpha and beta fitted by `dlscale comm`, instead of --network
-  std::string algorithm = "ring";
-  std::string overlap = "measured";
+  std::string algorithm = analysis::allreduce_algorithm_names(AllreduceAlgorithm::ring);
+  std::string overlap = overlap_setting_names(OverlapSetting::measured);
   std::string json_path;  // "-" for standard output, instead of the table
   std::string hold_out;   // measured rank counts not to predict from
   std::string precision;  // the runs to predict from; empty: each precision of the file in turn
@@ -227,10 +234,12 @@ int predict_command(int argc, char** argv) {
       throw UserError(
           "predict needs one network model: --network BANDWIDTH,LATENCY (such as "
           "100Gbps,2us) or --comm FILE from `dlscale comm`");
-    require_choice("--algorithm", "algorithm", options.algorithm, {"ring", "tree"});
-    require_choice("--overlap", "setting", options.overlap, {"on", "off", "measured"});
+    const AllreduceAlgorithm algorithm = enum_named(analysis::allreduce_algorithm_names,
+                                                    options.algorithm, "--algorithm", "algorithm");
+    const OverlapSetting overlap =
+        enum_named(overlap_setting_names, options.overlap, "--overlap", "setting");
     // As every results file: an existing one is replaced only with --overwrite, an input never.
-    if (!options.json_path.empty() && options.json_path != "-") {
+    if (!options.json_path.empty() && options.json_path != standard_output_path) {
       results::check_output_path(options.json_path, options.overwrite, "--json");
       results::check_output_is_not_an_input(options.json_path, {options.path, options.comm_path},
                                             "--json");
@@ -241,9 +250,8 @@ int predict_command(int argc, char** argv) {
     if (values.count("ranks-per-node") && options.ranks_per_node < 1)
       throw UserError("--ranks-per-node: must be 1 or more");
     analysis::PredictionSettings settings;
-    settings.algorithm =
-        options.algorithm == "ring" ? AllreduceAlgorithm::ring : AllreduceAlgorithm::tree;
-    if (options.overlap != "measured") settings.overlap = options.overlap == "on";
+    settings.algorithm = algorithm;
+    if (overlap != OverlapSetting::measured) settings.overlap = overlap == OverlapSetting::on;
     settings.ranks_per_node = options.ranks_per_node;
     if (!options.hold_out.empty()) settings.held_out = parse_counts("--hold-out", options.hold_out);
     settings.hold_out_probes = options.hold_out_probes;
@@ -291,7 +299,7 @@ int predict_command(int argc, char** argv) {
       if (!options.json_path.empty()) {
         const std::string json =
             printers::format_prediction_json(prediction, network, options.algorithm);
-        if (options.json_path == "-") {
+        if (options.json_path == standard_output_path) {
           fmt::print("{}", json);
           return 0;
         }

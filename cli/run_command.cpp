@@ -87,21 +87,20 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
   plan.learning_rate_scaling = options.learning_rate_scaling;
   plan.learning_rate_batch = options.learning_rate_batch;
   plan.evaluation_samples = options.evaluation_samples;
-  plan.target_metric = options.target_metric;
-  plan.target_value = options.target_value;
-  plan.max_samples = options.max_samples;
-  if (plan.target_metric == "accuracy") {
+  if (options.target)
+    plan.target = driver::TrainingTarget{*options.target, options.max_samples};
+  if (plan.target && plan.target->goal.metric == results::TargetMetric::accuracy) {
     const double best = plan.workload->best_accuracy(options.seed);
-    if (options.target_value > best)
+    if (plan.target->goal.value > best)
       throw UserError(fmt::format(
           "--target-accuracy {} cannot be reached on {}: no model does better than {:.4g} on "
           "its synthetic task (docs/workloads.md)",
-          options.target_value, plan.workload->name(), best));
+          plan.target->goal.value, plan.workload->name(), best));
   }
   // A point is checked against its target only at an evaluation: a budget that ends before the
   // first one would train in vain and only then fail, so it is refused here. The largest global
   // batch has the fewest iterations.
-  if (!plan.target_metric.empty())
+  if (plan.target)
     for (const auto& point : plan.points) {
       const int iterations = driver::point_schedule(plan, point).total_iterations();
       if (iterations < options.evaluate_every)
@@ -109,7 +108,7 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
             "--max-samples {} allows {} iteration(s) at a global batch of {} ({} rank(s)), "
             "fewer than --eval-every {}: the target would never be checked; raise "
             "--max-samples or lower --eval-every",
-            plan.max_samples, iterations, (long long)point.ranks * point.batch_per_rank,
+            plan.target->max_samples, iterations, (long long)point.ranks * point.batch_per_rank,
             point.ranks, options.evaluate_every));
     }
   const kernels::DeviceRecord& device = kernels::find_device(options.device);
@@ -142,15 +141,11 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
   // A single run that cannot fit is the user's mistake; a sweep keeps such a point as a result.
   plan.check_memory_per_point = plan.points.size() > 1;
   if (!plan.check_memory_per_point) {
-    const int devices = device.devices_per_host();
-    const int ranks_on_device = (placement.ranks_on_host + devices - 1) / devices;
     worker::check_memory_fits(
-        *plan.workload, batches.front(),
-        driver::distinct_batches(
-            *plan.workload, batches.front(), !plan.target_metric.empty(),
-            driver::point_schedule(plan, plan.points.front()).total_iterations()),
-        options.precisions.front(), ranks_on_device, plan.device->free_memory_bytes(),
-        plan.device->description());
+        *plan.workload, batches.front(), driver::point_distinct_batches(plan, plan.points.front()),
+        options.precisions.front(),
+        driver::ranks_per_device(placement.ranks_on_host, device.devices_per_host()),
+        plan.device->free_memory_bytes(), plan.device->description());
   }
   if (options.overlap && !mpi.supports_progress_thread())
     throw UserError(

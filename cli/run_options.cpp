@@ -16,6 +16,7 @@
 #include "cli/count_list.hpp"
 #include "comm/communicator_factory.hpp"
 #include "core/errors.hpp"
+#include "core/named_records.hpp"
 #include "kernels/device_factory.hpp"
 #include "results/value_bounds.hpp"
 #include "worker/node_sharing_probe.hpp"
@@ -27,6 +28,10 @@ namespace po = boost::program_options;
 
 namespace {
 
+// The words two options take instead of numbers.
+constexpr std::string_view automatic_stall_timeout = "auto";  // --stall-timeout
+constexpr std::string_view every_doubling_of_ranks = "all";   // --ranks: 1, 2, 4, ... and all
+
 // Numbers are read as signed 64-bit so "-3" reaches our range check instead of wrapping.
 struct RawNumbers {
   long long batch = 0, iterations = 0, warmup = 0, seed = 0, global_batch = 0, repeats = 1;
@@ -35,8 +40,10 @@ struct RawNumbers {
   double target_accuracy = 0, target_loss = 0;
   std::string threads = "1";
   std::string precisions = kernels::precision_name(kernels::Precision::fp32);
-  std::string stall_timeout = "auto";
-  std::string probe = "yes";
+  std::string stall_timeout{automatic_stall_timeout};
+  std::string probe = yes_no_names(true);
+  std::string learning_rate_scaling =
+      results::learning_rate_scaling_names(results::LearningRateScaling::none);
 };
 
 // Boost writes a default through a stream at 17 digits (0.2 reads 0.20000000000000001); this
@@ -152,8 +159,7 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
       "max-samples", po::value(&raw.max_samples)->default_value(raw.max_samples),
       "with a target: the samples (all ranks) a point may train on before it fails; replaces "
       "--iters")(
-      "lr-scaling", po::value(&options.learning_rate_scaling)
-                        ->default_value(defaults.learning_rate_scaling),
+      "lr-scaling", po::value(&raw.learning_rate_scaling)->default_value(raw.learning_rate_scaling),
       "large-batch rule: none; linear (--lr x global batch / --lr-batch, Goyal et al. 2017); "
       "sqrt (x its square root)")(
       "lr-batch", po::value(&raw.lr_batch),
@@ -328,17 +334,15 @@ void check_convergence_values(RunOptions& options, const RawNumbers& raw,
     if (!(raw.target_accuracy > 0 && raw.target_accuracy <= 1))
       throw UserError(
           fmt::format("--target-accuracy must be in (0, 1], got {}", raw.target_accuracy));
-    options.target_metric = "accuracy";
-    options.target_value = raw.target_accuracy;
+    options.target = results::Target{results::TargetMetric::accuracy, raw.target_accuracy};
   }
   if (values.count("target-loss")) {
     if (!(raw.target_loss > 0 && raw.target_loss < results::bounds::largest_target_loss))
       throw UserError(fmt::format("--target-loss must be in (0, {}) nats, got {}",
                                   results::bounds::largest_target_loss, raw.target_loss));
-    options.target_metric = "loss";
-    options.target_value = raw.target_loss;
+    options.target = results::Target{results::TargetMetric::loss, raw.target_loss};
   }
-  const bool target = !options.target_metric.empty();
+  const bool target = options.target.has_value();
   if (values.count("eval-every")) {
     if (raw.evaluate_every < 0 || raw.evaluate_every > INT32_MAX)
       throw UserError(fmt::format("--eval-every must be 0 (never) or a positive integer, got {}",
@@ -362,19 +366,21 @@ void check_convergence_values(RunOptions& options, const RawNumbers& raw,
     throw UserError(
         "with a target, each point trains until it reaches it or --max-samples: "
         "leave out --iters");
-  require_choice("--lr-scaling", "rule", options.learning_rate_scaling, {"none", "linear", "sqrt"});
+  options.learning_rate_scaling = enum_named(results::learning_rate_scaling_names,
+                                             raw.learning_rate_scaling, "--lr-scaling", "rule");
   if (raw.lr_warmup < 0 || raw.lr_warmup > INT32_MAX)
     throw UserError(
         fmt::format("--warmup-steps must be zero or a positive integer, got {}", raw.lr_warmup));
   options.learning_rate_warmup_steps = int(raw.lr_warmup);
   if (values.count("lr-batch")) {
     options.learning_rate_batch = positive(raw.lr_batch, "lr-batch");
-    if (options.learning_rate_scaling == "none")
+    if (options.learning_rate_scaling == results::LearningRateScaling::none)
       throw UserError(
           "--lr-batch is the batch --lr-scaling scales from: give --lr-scaling "
           "linear or sqrt");
   }
-  if (options.learning_rate_warmup_steps > 0 && options.learning_rate_scaling == "none")
+  if (options.learning_rate_warmup_steps > 0 &&
+      options.learning_rate_scaling == results::LearningRateScaling::none)
     throw UserError(
         "--warmup-steps ramps from --lr to the scaled rate: give --lr-scaling linear "
         "or sqrt");
@@ -402,10 +408,10 @@ void check_values(RunOptions& options, const RawNumbers& raw, const po::variable
         fmt::format("--point-timeout must be 0 (no limit) or a number of seconds, "
                     "got {}",
                     options.point_timeout_seconds));
-  if (raw.probe != "yes" && raw.probe != "no")
-    throw UserError(fmt::format("--probe must be yes or no, got '{}'", raw.probe));
-  options.probe_node_sharing = raw.probe == "yes";
-  if (raw.stall_timeout == "auto") {
+  const std::optional<bool> probe = yes_no_names.named(raw.probe);
+  if (!probe) throw UserError(fmt::format("--probe must be yes or no, got '{}'", raw.probe));
+  options.probe_node_sharing = *probe;
+  if (raw.stall_timeout == automatic_stall_timeout) {
     options.stall_timeout_seconds = -1;
   } else {
     try {
@@ -502,7 +508,7 @@ RunOptions parse_run_options(const std::vector<std::string>& arguments) {
 std::vector<int> sweep_rank_counts(const RunOptions& options, int world_size) {
   if (options.ranks.empty()) return {world_size};
   std::vector<int> counts;
-  if (options.ranks == "all") {
+  if (options.ranks == every_doubling_of_ranks) {
     for (int n = 1; n < world_size; n *= 2) counts.push_back(n);
     counts.push_back(world_size);
     return counts;

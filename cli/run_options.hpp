@@ -50,10 +50,9 @@ struct RunOptions {
   // learning-rate rule (Goyal et al. 2017).
   int evaluate_every = 0;        // iterations between evaluations; 0: none
   int evaluation_samples = 512;  // the validation set, over all ranks
-  std::string target_metric;     // "accuracy" or "loss"; empty: train --iters iterations
-  double target_value = 0;
+  std::optional<results::Target> target;  // none: train --iters iterations
   long long max_samples = 262144;  // with a target: samples (all ranks) a point may train on
-  std::string learning_rate_scaling = "none";  // none, linear or sqrt in the global batch
+  results::LearningRateScaling learning_rate_scaling = results::LearningRateScaling::none;
   int learning_rate_batch = 0;  // the global batch --lr is for; 0: the sweep's smallest
   int learning_rate_warmup_steps = 0;
 

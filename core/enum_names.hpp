@@ -26,4 +26,7 @@ struct EnumNames {
   std::vector<std::string> all() const { return {names.begin(), names.end()}; }
 };
 
+// The two answers of a yes-or-no setting (--probe, DLSCALE_NODE_EXCLUSIVE), false first.
+inline constexpr EnumNames<bool, 2> yes_no_names{{"no", "yes"}};
+
 }  // namespace dlscale

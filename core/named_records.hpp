@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/enum_names.hpp"
 #include "core/errors.hpp"
 
 namespace dlscale {
@@ -28,6 +29,15 @@ const Record& record_named(std::span<const Record> records, const std::string& n
   require_choice(option, what, name, names);
   return *std::find_if(records.begin(), records.end(),
                        [&](const Record& record) { return record.name == name; });
+}
+
+// The value of a plain enum that `name` spells, or a UserError "OPTION: unknown WHAT 'NAME'
+// (available: ...)".
+template <typename Enum, std::size_t count>
+Enum enum_named(const EnumNames<Enum, count>& names, const std::string& name,
+                std::string_view option, std::string_view what) {
+  require_choice(option, what, name, names.all());
+  return *names.named(name);
 }
 
 }  // namespace dlscale

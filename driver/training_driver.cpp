@@ -51,8 +51,6 @@ namespace dlscale::driver {
 namespace {
 
 constexpr double sgd_momentum = 0.9;          // the benchmark's optimizer, fixed
-constexpr int distinct_batches_per_rank = 8;  // cycled through; made before training
-constexpr std::uint64_t synthetic_data_bytes_per_rank = std::uint64_t(1) << 30;
 constexpr int gpu_gemm_order = 8192;  // the yardstick GEMM: 1.1 TFLOP, long enough to time
 // On a CPU: 2.1 GFLOP, 8-20 ms at the 100-270 GFLOP/s that one core of this project's VMs has
 // shown. Its best rate is that of order 2048 (107 and 106 GFLOP/s at one thread, side by side), and
@@ -107,31 +105,32 @@ void fail_unless_it_fits(MPI_Comm group, const workloads::Workload& workload, in
                          int batches, kernels::Precision precision, kernels::Device& device,
                          const TrainingPlan& plan, const comm::HostPlacement& placement) {
   comm::agree_on_success(group, [&] {
-    const int devices = kernels::device_record(plan.device_kind).devices_per_host();
-    const int ranks_on_device = (placement.ranks_on_host + devices - 1) / devices;
     const std::string shortfall = worker::memory_shortfall(
-        workload, batch, batches, precision, ranks_on_device, device.free_memory_bytes());
+        workload, batch, batches, precision,
+        ranks_per_device(placement.ranks_on_host,
+                         kernels::device_record(plan.device_kind).devices_per_host()),
+        device.free_memory_bytes());
     if (!shortfall.empty()) throw PointFailure(FailureCause::does_not_fit, shortfall);
   });
 }
 
 // Why a point trained to --max-samples without reaching its target, from its evaluations.
-std::string short_of_target(const TrainingPlan& plan,
+std::string short_of_target(const TrainingTarget& target,
                             const std::vector<results::Evaluation>& evaluations) {
-  const bool accuracy = plan.target_metric == "accuracy";
+  const bool accuracy = target.goal.metric == results::TargetMetric::accuracy;
   const auto best =
       std::max_element(evaluations.begin(), evaluations.end(), [&](const auto& a, const auto& b) {
         return accuracy ? a.accuracy < b.accuracy : a.loss > b.loss;
       });
   if (best == evaluations.end())
     return fmt::format("no evaluation before the --max-samples limit of {} samples",
-                       plan.max_samples);
+                       target.max_samples);
   return fmt::format(
       "held-out {} {:.4g} at best (after {} samples), short of the target {} within the "
       "--max-samples limit of {} samples",
-      plan.target_metric, accuracy ? best->accuracy : best->loss,
-      with_thousands_separators(std::uint64_t(best->samples)), plan.target_value,
-      with_thousands_separators(std::uint64_t(plan.max_samples)));
+      target.goal.metric_name(), accuracy ? best->accuracy : best->loss,
+      with_thousands_separators(std::uint64_t(best->samples)), target.goal.value,
+      with_thousands_separators(std::uint64_t(target.max_samples)));
 }
 
 // Says, before a node-sharing probe of `ranks` ranks runs, that it runs and what bounds it.
@@ -180,8 +179,7 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
   run.learning_rate = point_learning_rate(plan, point);
   run.placement = comm::host_placement(group);
   const int batch = point.batch_per_rank;
-  const int batches = distinct_batches(workload, batch, !plan.target_metric.empty(),
-                                       run.schedule.total_iterations());
+  const int batches = point_distinct_batches(plan, point);
   if (plan.check_memory_per_point)
     fail_unless_it_fits(group, workload, batch, batches, point.precision, device, plan,
                         run.placement);
@@ -192,11 +190,11 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
       "{} ({} parameters) on {} rank(s) x {} thread(s), {}, batch {}/rank, {}{}{}", workload.name(),
       with_thousands_separators(workload.parameter_count()), run.communicator->size(),
       point.threads, kernels::precision_name(point.precision), batch,
-      plan.target_metric.empty()
-          ? fmt::format("{} + {} iterations", run.schedule.warmup_iterations,
-                        run.schedule.measured_iterations)
-          : fmt::format("to held-out {} {} within {} iterations", plan.target_metric,
-                        plan.target_value, run.schedule.total_iterations()),
+      plan.target ? fmt::format("to held-out {} {} within {} iterations",
+                                plan.target->goal.metric_name(), plan.target->goal.value,
+                                run.schedule.total_iterations())
+                  : fmt::format("{} + {} iterations", run.schedule.warmup_iterations,
+                                run.schedule.measured_iterations),
       run.learning_rate != plan.learning_rate
           ? fmt::format(", learning rate {:.4g}", run.learning_rate)
           : "",
@@ -260,8 +258,7 @@ std::optional<PointMeasurement> measure_point(const TrainingPlan& plan, PointSet
     });
     relay.take_forwarded();  // a waiting rank's signal stops the point as one of its own would
     measured.stop_signal = agreed_stop_signal(group);
-    if (report.evaluation != nullptr &&
-        analysis::meets_target(plan.target_metric, plan.target_value, *report.evaluation))
+    if (report.evaluation != nullptr && plan.target && plan.target->goal.met_by(*report.evaluation))
       reached_target = true;
     return measured.stop_signal == 0 &&
            !(reached_target && report.iteration >= run.schedule.warmup_iterations);
@@ -270,9 +267,9 @@ std::optional<PointMeasurement> measure_point(const TrainingPlan& plan, PointSet
   measured.report.measurements = worker::train(
       *run.network, *run.optimizer, *run.data, *run.communicator, run.exchange, device,
       run.schedule, run.samplers, after_iteration, run.held_out ? evaluate : worker::Evaluator{});
-  if (!plan.target_metric.empty() && !reached_target && measured.stop_signal == 0)
+  if (plan.target && !reached_target && measured.stop_signal == 0)
     throw PointFailure(FailureCause::target_not_reached,
-                       short_of_target(plan, measured.report.measurements.evaluations));
+                       short_of_target(*plan.target, measured.report.measurements.evaluations));
   for (auto& measurement : run.node_sharing)
     measured.report.measurements.series.push_back(std::move(measurement));
   progress.end_point();
@@ -292,32 +289,33 @@ results::RunConfiguration point_configuration(const TrainingPlan& plan, const Sw
                                               int measured_iterations) {
   const workloads::Workload& workload = *plan.workload;
   const worker::TrainingSchedule schedule = point_schedule(plan, point);
-  return {workload.name(),
-          workload.family(),
-          workload.description(),
-          workload.parameter_count(),
-          workload.training_flops_per_sample(),
-          point.batch_per_rank,
-          plan.schedule.warmup_iterations,
-          measured_iterations,
-          point.threads,
-          point.repeat,
-          comm::backend_record(plan.comm_backend).name,
-          comm::gradient_dtype_names(plan.grad_dtype),
-          kernels::device_record(plan.device_kind).name,
-          kernels::precision_name(point.precision),
-          point.seed,
-          point_learning_rate(plan, point),
-          sgd_momentum,
-          results::scaling_name(plan.scaling),
-          plan.bucket_mb,
-          plan.overlap,
-          plan.learning_rate_scaling,
-          plan.learning_rate,
-          schedule.learning_rate_warmup,
-          schedule.evaluate_every,
-          plan.target_metric,
-          plan.target_value};
+  return {
+      .model = workload.name(),
+      .model_family = workload.family(),
+      .model_description = workload.description(),
+      .parameter_count = workload.parameter_count(),
+      .training_flops_per_sample = workload.training_flops_per_sample(),
+      .batch_per_rank = point.batch_per_rank,
+      .warmup_iterations = plan.schedule.warmup_iterations,
+      .measured_iterations = measured_iterations,
+      .threads_per_rank = point.threads,
+      .repeat = point.repeat,
+      .comm_backend = comm::backend_record(plan.comm_backend).name,
+      .gradient_dtype = comm::gradient_dtype_names(plan.grad_dtype),
+      .device = kernels::device_record(plan.device_kind).name,
+      .precision = kernels::precision_name(point.precision),
+      .seed = point.seed,
+      .learning_rate = point_learning_rate(plan, point),
+      .momentum = sgd_momentum,
+      .scaling = results::scaling_name(plan.scaling),
+      .bucket_mb = plan.bucket_mb,
+      .overlap = plan.overlap,
+      .learning_rate_scaling = plan.learning_rate_scaling,
+      .base_learning_rate = plan.learning_rate,
+      .learning_rate_warmup_steps = schedule.learning_rate_warmup,
+      .evaluate_every = schedule.evaluate_every,
+      .target = plan.target ? std::optional(plan.target->goal) : std::nullopt,
+  };
 }
 
 // Frees the point's set-up, measures the yardstick again and gathers the run's record to the
@@ -499,41 +497,6 @@ results::RunEnvironment launch_environment(kernels::Device& device, const comm::
 }
 
 }  // namespace
-
-int distinct_batches(const workloads::Workload& workload, int batch, bool to_target,
-                     int iterations) {
-  const std::uint64_t batch_bytes =
-      std::uint64_t(batch) * (workload.input_size() * sizeof(float) + sizeof(std::int32_t));
-  const std::uint64_t wanted =
-      to_target ? std::uint64_t(std::max(iterations, 1)) : distinct_batches_per_rank;
-  return int(std::clamp<std::uint64_t>(synthetic_data_bytes_per_rank / batch_bytes, 1, wanted));
-}
-
-double point_learning_rate(const TrainingPlan& plan, const SweepPoint& point) {
-  const long long global_batch = (long long)point.ranks * point.batch_per_rank;
-  long long reference = plan.learning_rate_batch;
-  if (reference == 0) {
-    reference = global_batch;
-    for (const auto& other : plan.points)
-      reference = std::min(reference, (long long)other.ranks * other.batch_per_rank);
-  }
-  const double ratio = double(global_batch) / double(reference);
-  const double factor = plan.learning_rate_scaling == "linear" ? ratio
-                        : plan.learning_rate_scaling == "sqrt" ? std::sqrt(ratio)
-                                                               : 1.0;
-  return plan.learning_rate * factor;
-}
-
-worker::TrainingSchedule point_schedule(const TrainingPlan& plan, const SweepPoint& point) {
-  worker::TrainingSchedule schedule = plan.schedule;
-  const long long global_batch = (long long)point.ranks * point.batch_per_rank;
-  if (!plan.target_metric.empty()) {
-    const long long limit = std::clamp<long long>(
-        (plan.max_samples + global_batch - 1) / global_batch, 1, std::numeric_limits<int>::max());
-    schedule.measured_iterations = int(std::max<long long>(1, limit - schedule.warmup_iterations));
-  }
-  return schedule;
-}
 
 int run_training_plan(TrainingPlan plan, const comm::MpiSession& mpi,
                       const results::FileOrigin& origin) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,13 @@ struct SweepPoint {
   std::uint64_t seed = 42;
 };
 
+// Training to a target: each point trains until a held-out evaluation meets `goal`, and fails
+// where its ranks have trained on `max_samples` samples between them first.
+struct TrainingTarget {
+  results::Target goal;
+  long long max_samples = 0;
+};
+
 struct TrainingPlan {
   std::unique_ptr<workloads::Workload> workload;
   std::vector<SweepPoint> points;  // in the order they run
@@ -43,16 +51,12 @@ struct TrainingPlan {
   double bucket_mb = 25;
   bool overlap = true;
   double learning_rate = 0.01;  // at learning_rate_batch
-  // How each point's rate follows its global batch: none, linear or sqrt (Goyal et al. 2017);
-  // the schedule's warm-up ramps from learning_rate to the point's rate.
-  std::string learning_rate_scaling = "none";
+  // How each point's rate follows its global batch; the schedule's warm-up ramps from
+  // learning_rate to the point's rate.
+  results::LearningRateScaling learning_rate_scaling = results::LearningRateScaling::none;
   int learning_rate_batch = 0;   // the global batch learning_rate is for; 0: the sweep's smallest
   int evaluation_samples = 512;  // the held-out set, over the ranks; schedule.evaluate_every
-  // Training to a target: "accuracy" or "loss" (empty: the schedule's iterations), and the
-  // samples over all ranks that a point may train on before it fails.
-  std::string target_metric;
-  double target_value = 0;
-  long long max_samples = 0;
+  std::optional<TrainingTarget> target;  // none: each point trains for the schedule's iterations
   results::Scaling scaling = results::Scaling::none;
   double sample_interval_seconds = 0.2;  // 0: resources are not sampled
   double point_timeout_seconds = 0;      // 0: no limit
@@ -67,17 +71,30 @@ struct TrainingPlan {
   bool quiet = false;
 };
 
+// What each point of a plan works out to; training_plan.cpp holds the rules.
+
 // How many distinct synthetic batches each rank cycles through: a few for timing, one per
 // iteration when training to a target (fresh samples, as an epoch of real data), but no more
 // than fit in the per-rank data budget (a fcn-s batch of 4096 is 438 MB).
 int distinct_batches(const workloads::Workload& workload, int batch, bool to_target = false,
                      int iterations = 0);
+// The distinct batches of `point` under `plan`.
+int point_distinct_batches(const TrainingPlan& plan, const SweepPoint& point);
 
 // The point's schedule: the plan's, with, when training to a target, as many iterations as
-// --max-samples allows.
+// --max-samples allows (at least one; the warm-up's count among them).
 worker::TrainingSchedule point_schedule(const TrainingPlan& plan, const SweepPoint& point);
 
-// The point's learning rate: the plan's, scaled to its global batch by --lr-scaling.
+// The factor --lr-scaling applies to the rate of `reference_batch` at `global_batch`.
+double learning_rate_factor(results::LearningRateScaling rule, long long global_batch,
+                            long long reference_batch);
+
+// The point's learning rate: the plan's, scaled to its global batch by --lr-scaling from
+// --lr-batch, or from the sweep's smallest global batch where that is not given.
 double point_learning_rate(const TrainingPlan& plan, const SweepPoint& point);
+
+// How many ranks share one device, at `ranks_on_host` ranks on a host of `devices_per_host`
+// devices, the ranks dealt to them in turn: all of them on a CPU, 1 with a GPU each.
+int ranks_per_device(int ranks_on_host, int devices_per_host);
 
 }  // namespace dlscale::driver

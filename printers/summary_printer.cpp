@@ -256,10 +256,10 @@ std::string format_summary(const results::RunRecord& record,
                    record.evaluations.size(), record.evaluations.size() == 1 ? "" : "s",
                    config.evaluate_every);
   }
-  if (const auto& target = summary.target_reached)
+  if (const auto& target = summary.target_reached; target && config.target)
     fmt::format_to(
         line, "to target       {} {} after {} iterations, {} samples, {:.3g} s of training\n",
-        config.target_metric, config.target_value, target->iterations,
+        config.target->metric_name(), config.target->value, target->iterations,
         with_thousands_separators(std::uint64_t(target->samples)), target->training_seconds);
   bool first_measurement = true;
   std::vector<std::string> absent_as_above;  // named on one line, their reasons given before

@@ -66,39 +66,38 @@ int read_int_attribute(hid_t object, const char* name, long long least, long lon
   return int(value);
 }
 
-// The learning-rate rule, evaluation interval and target (schema 8), of a run or of the failed
-// points' launch: what --lr-scaling, --warmup-steps, --eval-every and the targets accept.
-void check_convergence_settings(const RunConfiguration& config) {
-  if (config.learning_rate_scaling != "none" && config.learning_rate_scaling != "linear" &&
-      config.learning_rate_scaling != "sqrt")
-    damaged(fmt::format("'{}' is '{}', not none, linear or sqrt", schema::learning_rate_scaling,
-                        config.learning_rate_scaling.substr(0, 80)));
-  require_value(schema::base_learning_rate, config.base_learning_rate);
-  const bool accuracy = config.target_metric == "accuracy";
-  if (accuracy || config.target_metric == "loss") {
-    const double most = accuracy ? 1.0 : bounds::largest_target_loss;
-    if (!(config.target_value > 0 && config.target_value <= most))
-      damaged(fmt::format("'{}' is {}, outside (0, {}] for a target {}", schema::target_value,
-                          config.target_value, most, config.target_metric));
-  } else if (!config.target_metric.empty()) {
-    damaged(fmt::format("'{}' is '{}', not accuracy, loss or empty", schema::target_metric,
-                        config.target_metric.substr(0, 80)));
-  } else {
-    require_value(schema::target_value, config.target_value);
-  }
-}
-
-// Reads the settings check_convergence_settings holds, from a run or the failed points' group.
+// Reads the learning-rate rule, evaluation interval and target (schema 8) of a run or of the
+// failed points' launch, held to what --lr-scaling, --warmup-steps, --eval-every and the targets
+// accept.
 void read_convergence_settings(hid_t group, RunConfiguration& config) {
   using namespace hdf5;
-  config.learning_rate_scaling = read_string_attribute(group, schema::learning_rate_scaling);
+  const std::string rule = read_string_attribute(group, schema::learning_rate_scaling);
+  const auto scaling = learning_rate_scaling_names.named(rule);
+  if (!scaling)
+    damaged(fmt::format("'{}' is '{}', not {}", schema::learning_rate_scaling, rule.substr(0, 80),
+                        fmt::join(learning_rate_scaling_names.all(), ", ")));
+  config.learning_rate_scaling = *scaling;
   config.base_learning_rate = read_double_attribute(group, schema::base_learning_rate);
+  require_value(schema::base_learning_rate, config.base_learning_rate);
   config.learning_rate_warmup_steps =
       read_int_attribute(group, schema::learning_rate_warmup_steps, 0, INT32_MAX);
   config.evaluate_every = read_int_attribute(group, schema::evaluate_every, 0, INT32_MAX);
-  config.target_metric = read_string_attribute(group, schema::target_metric);
-  config.target_value = read_double_attribute(group, schema::target_value);
-  check_convergence_settings(config);
+  const std::string metric_name = read_string_attribute(group, schema::target_metric);
+  const double target_value = read_double_attribute(group, schema::target_value);
+  config.target.reset();
+  if (metric_name.empty()) {  // trained for its iterations
+    require_value(schema::target_value, target_value);
+    return;
+  }
+  const auto metric = target_metric_names.named(metric_name);
+  if (!metric)
+    damaged(fmt::format("'{}' is '{}', not {} or empty", schema::target_metric,
+                        metric_name.substr(0, 80), fmt::join(target_metric_names.all(), ", ")));
+  const double most = *metric == TargetMetric::accuracy ? 1.0 : bounds::largest_target_loss;
+  if (!(target_value > 0 && target_value <= most))
+    damaged(fmt::format("'{}' is {}, outside (0, {}] for a target {}", schema::target_value,
+                        target_value, most, metric_name));
+  config.target = Target{*metric, target_value};
 }
 
 void read_run_attributes(hid_t file, RunRecord& record, long long version) {

@@ -27,6 +27,40 @@ enum class Scaling { none, weak, strong };
 inline constexpr EnumNames<Scaling, 3> scaling_names{{"none", "weak", "strong"}};
 inline const char* scaling_name(Scaling scaling) { return scaling_names(scaling); }
 
+// How each point's learning rate follows its global batch (--lr-scaling): kept, in proportion to
+// it, or in proportion to its square root (Goyal et al. 2017; Krizhevsky 2014).
+enum class LearningRateScaling { none, linear, sqrt };
+inline constexpr EnumNames<LearningRateScaling, 3> learning_rate_scaling_names{
+    {"none", "linear", "sqrt"}};
+
+// What a held-out evaluation is held to when a run trains to a target (--target-accuracy,
+// --target-loss).
+enum class TargetMetric { accuracy, loss };
+inline constexpr EnumNames<TargetMetric, 2> target_metric_names{{"accuracy", "loss"}};
+
+// One held-out evaluation: accuracy and mean loss on a validation set never trained on, after
+// iteration + 1 steps had trained on `samples` samples (all ranks) in `training_seconds` on the
+// run clock, time spent evaluating left out.
+struct Evaluation {
+  int iteration = 0;
+  double samples = 0;
+  double training_seconds = 0;
+  double accuracy = 0;
+  double loss = 0;
+};
+
+// A target to train to: a held-out accuracy to reach or a loss to get under.
+struct Target {
+  TargetMetric metric = TargetMetric::accuracy;
+  double value = 0;
+  // The one test of whether an evaluation meets the target.
+  bool met_by(const Evaluation& evaluation) const {
+    return metric == TargetMetric::accuracy ? evaluation.accuracy >= value
+                                            : evaluation.loss <= value;
+  }
+  const char* metric_name() const { return target_metric_names(metric); }
+};
+
 struct RunConfiguration {
   std::string model;
   std::string model_family;
@@ -48,26 +82,13 @@ struct RunConfiguration {
   std::string scaling = scaling_name(Scaling::none);  // a scaling_name(), as the file holds it
   double bucket_mb = 0;                               // gradient bucket size, MiB
   bool overlap = false;                               // bucket sums started during backward
-  // The learning-rate rule for large batches (--lr-scaling: none, linear, sqrt), the rate it
-  // scaled (learning_rate is the one trained with, after the rule) and its linear warm-up.
-  std::string learning_rate_scaling = "none";
+  // The learning-rate rule for large batches (--lr-scaling), the rate it scaled (learning_rate is
+  // the one trained with, after the rule) and its linear warm-up.
+  LearningRateScaling learning_rate_scaling = LearningRateScaling::none;
   double base_learning_rate = 0;
   int learning_rate_warmup_steps = 0;
   int evaluate_every = 0;  // held-out evaluation after every this many iterations; 0: none
-  // Training to a target (--target-accuracy, --target-loss): "accuracy" or "loss", or empty.
-  std::string target_metric;
-  double target_value = 0;
-};
-
-// One held-out evaluation: accuracy and mean loss on a validation set never trained on, after
-// iteration + 1 steps had trained on `samples` samples (all ranks) in `training_seconds` on the
-// run clock, time spent evaluating left out.
-struct Evaluation {
-  int iteration = 0;
-  double samples = 0;
-  double training_seconds = 0;
-  double accuracy = 0;
-  double loss = 0;
+  std::optional<Target> target;  // where the run trained to one
 };
 
 // The target a run trained to, where it had one: the first evaluation that met it. The target was

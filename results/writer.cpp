@@ -24,13 +24,16 @@ std::vector<std::string> phase_name_list() { return {phase_names.begin(), phase_
 // settings written with its failed points.
 void write_convergence_settings(hid_t group, const RunConfiguration& config) {
   using namespace hdf5;
-  write_attribute(group, schema::learning_rate_scaling, config.learning_rate_scaling);
+  write_attribute(group, schema::learning_rate_scaling,
+                  std::string(learning_rate_scaling_names(config.learning_rate_scaling)));
   write_attribute(group, schema::base_learning_rate, config.base_learning_rate);
   write_attribute(group, schema::learning_rate_warmup_steps,
                   (long long)config.learning_rate_warmup_steps);
   write_attribute(group, schema::evaluate_every, (long long)config.evaluate_every);
-  write_attribute(group, schema::target_metric, config.target_metric);
-  write_attribute(group, schema::target_value, config.target_value);
+  // No target: an empty metric and a value of 0.
+  write_attribute(group, schema::target_metric,
+                  std::string(config.target ? config.target->metric_name() : ""));
+  write_attribute(group, schema::target_value, config.target ? config.target->value : 0.0);
 }
 
 void write_run_attributes(hid_t file, const RunRecord& record) {

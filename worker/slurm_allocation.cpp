@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "core/enum_names.hpp"
+
 namespace dlscale::worker {
 
 namespace {
@@ -22,7 +24,7 @@ std::optional<results::SlurmAllocation> slurm_allocation() {
   // Slurm itself does not tell a job whether it shares its nodes; the batch script asks
   // scontrol and says so here.
   const std::string exclusive = environment("DLSCALE_NODE_EXCLUSIVE");
-  if (exclusive == "yes" || exclusive == "no") allocation.node_exclusive = exclusive;
+  if (yes_no_names.named(exclusive)) allocation.node_exclusive = exclusive;
   return allocation;
 }
 

@@ -292,7 +292,7 @@ CpuDevice::CpuDevice(int compute_threads, Precision precision)
           std::make_unique<DnnlMatmul>(dnnl_engine_, dnnl_stream_, dnnl_inputs_of(precision))),
       // OpenBLAS multiplies floats only: bf16 GEMMs are oneDNN's.
       float_gemm_(std::make_unique<FastestFloatGemm>(
-          *float_matmul_, precision == Precision::bf16 ? "onednn" : float_gemm_policy())),
+          *float_matmul_, precision == Precision::bf16 ? FloatGemmPolicy::onednn : float_gemm_policy())),
       float_elementwise_(std::make_unique<DnnlElementwise>(dnnl_engine_, dnnl_stream_)),
       math_float_(std::make_unique<CpuMath<float>>(float_gemm_.get(), float_elementwise_.get())),
       math_double_(std::make_unique<CpuMath<double>>()) {
@@ -345,9 +345,9 @@ DeviceProperties CpuDevice::properties() const {
           {"float_gemm",
            precision_ == Precision::bf16
                ? std::string("oneDNN matmul on bf16 copies of the inputs, float accumulation")
-           : float_gemm_policy() == "fastest"
+           : float_gemm_policy() == FloatGemmPolicy::fastest
                ? std::string("oneDNN matmul; OpenBLAS sgemm for shapes it runs 10% faster")
-               : float_gemm_policy() + " (DLSCALE_CPU_GEMM)"},
+               : std::string(float_gemm_policy_names(float_gemm_policy())) + " (DLSCALE_CPU_GEMM)"},
           {"openblas_core", openblas_get_corename()}};
 }
 

@@ -30,16 +30,17 @@ CBLAS_TRANSPOSE to_cblas(Transpose transpose) {
 
 }  // namespace
 
-std::string float_gemm_policy() {
+FloatGemmPolicy float_gemm_policy() {
   const char* value = std::getenv("DLSCALE_CPU_GEMM");
-  const std::string policy = value == nullptr || *value == '\0' ? "fastest" : value;
-  if (policy != "fastest" && policy != "onednn" && policy != "openblas")
-    throw UserError(fmt::format("DLSCALE_CPU_GEMM={}: want fastest, onednn or openblas", policy));
-  return policy;
+  if (value == nullptr || *value == '\0') return FloatGemmPolicy::fastest;
+  const auto policy = float_gemm_policy_names.named(value);
+  if (!policy)
+    throw UserError(fmt::format("DLSCALE_CPU_GEMM={}: want fastest, onednn or openblas", value));
+  return *policy;
 }
 
-FastestFloatGemm::FastestFloatGemm(DnnlMatmul& matmul, std::string policy)
-    : matmul_(matmul), policy_(std::move(policy)) {}
+FastestFloatGemm::FastestFloatGemm(DnnlMatmul& matmul, FloatGemmPolicy policy)
+    : matmul_(matmul), policy_(policy) {}
 
 void FastestFloatGemm::run(FloatGemmLibrary library, Transpose transpose_a, Transpose transpose_b,
                            int m, int n, int k, float alpha, const float* a, int lda,
@@ -54,8 +55,8 @@ void FastestFloatGemm::run(FloatGemmLibrary library, Transpose transpose_a, Tran
 FloatGemmLibrary FastestFloatGemm::choose(Transpose transpose_a, Transpose transpose_b, int m,
                                           int n, int k, const float* a, int lda, const float* b,
                                           int ldb, int ldc) {
-  if (policy_ == "onednn") return FloatGemmLibrary::onednn;
-  if (policy_ == "openblas") return FloatGemmLibrary::openblas;
+  if (policy_ == FloatGemmPolicy::onednn) return FloatGemmLibrary::onednn;
+  if (policy_ == FloatGemmPolicy::openblas) return FloatGemmLibrary::openblas;
   // The trials write a scratch output, never c: a GEMM that accumulates (beta != 0) must run on
   // its real output exactly once.
   scratch_output_.resize(std::size_t(m) * ldc);

@@ -16,13 +16,18 @@ namespace dlscale::kernels {
 
 enum class FloatGemmLibrary { onednn, openblas };
 
-// "fastest" (the default), "onednn" or "openblas", from DLSCALE_CPU_GEMM; any other value is a
-// UserError that names the variable.
-std::string float_gemm_policy();
+// Which library runs float GEMMs: the faster one for each shape (the default), or always one.
+enum class FloatGemmPolicy { fastest, onednn, openblas };
+inline constexpr EnumNames<FloatGemmPolicy, 3> float_gemm_policy_names{
+    {"fastest", "onednn", "openblas"}};  // DLSCALE_CPU_GEMM
+
+// The policy DLSCALE_CPU_GEMM names (unset or empty: fastest); any other value is a UserError
+// that names the variable.
+FloatGemmPolicy float_gemm_policy();
 
 class FastestFloatGemm {
  public:
-  FastestFloatGemm(DnnlMatmul& matmul, std::string policy);
+  FastestFloatGemm(DnnlMatmul& matmul, FloatGemmPolicy policy);
 
   // c[m x n] = alpha * op(a) * op(b) + beta * c, row-major with leading dimensions, as
   // MathOps::gemm. The first call of a shape also times both libraries on a scratch output.
@@ -38,7 +43,7 @@ class FastestFloatGemm {
                           const float* a, int lda, const float* b, int ldb, int ldc);
 
   DnnlMatmul& matmul_;
-  std::string policy_;
+  FloatGemmPolicy policy_;
   std::map<Shape, FloatGemmLibrary> choices_;
   std::vector<float> scratch_output_;
 };

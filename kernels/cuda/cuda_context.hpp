@@ -21,6 +21,7 @@ class ConvolutionGraphCache;
 // frontend in NHWC (cudnn_graph_convolution.cpp). Under graph the device's native image layout is
 // NHWC, so pooling and batch norm run in NHWC as well; under legacy it is NCHW.
 enum class CudnnApi { legacy, graph };
+inline constexpr EnumNames<CudnnApi, 2> cudnn_api_names{{"legacy", "graph"}};  // DLSCALE_CUDNN_API
 
 struct CudaContext {
   int device = 0;

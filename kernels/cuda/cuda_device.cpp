@@ -63,8 +63,8 @@ cudaEvent_t cuda_event_of(const DeviceEvent& event) {
 CudnnApi cudnn_api_from_environment() {
   const char* value = std::getenv("DLSCALE_CUDNN_API");
   if (value == nullptr || std::string(value).empty()) return CudnnApi::legacy;
-  require_choice("DLSCALE_CUDNN_API", "cuDNN API", value, {"legacy", "graph"});
-  return std::string(value) == "graph" ? CudnnApi::graph : CudnnApi::legacy;
+  require_choice("DLSCALE_CUDNN_API", "cuDNN API", value, cudnn_api_names.all());
+  return *cudnn_api_names.named(value);
 }
 
 bool cudnn_graph_api_compiled() {

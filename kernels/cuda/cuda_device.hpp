@@ -16,9 +16,7 @@ class ConvolutionGraphCache;
 // DLSCALE_CUDNN_API from the environment: unset or "legacy" (the default), or "graph". Any other
 // value is a UserError naming both. The one place the setting is read.
 CudnnApi cudnn_api_from_environment();
-inline const char* cudnn_api_name(CudnnApi api) {
-  return api == CudnnApi::graph ? "graph" : "legacy";
-}
+inline const char* cudnn_api_name(CudnnApi api) { return cudnn_api_names(api); }
 // Whether this build has the graph path (it was configured with the cuDNN frontend).
 bool cudnn_graph_api_compiled();
 

@@ -46,12 +46,16 @@ constexpr std::size_t first_cudnn_with_bf16_rnn = 91300;
 // Whether the LSTM runs in bf16 under --precision bf16. Until it has run on a GPU, it does so
 // only where DLSCALE_CUDNN_LSTM=bf16 asks (float, the default, keeps the float LSTM that has);
 // docs/gpu.md.
+enum class LstmSetting { float_lstm, bf16_lstm };
+constexpr EnumNames<LstmSetting, 2> lstm_setting_names{{"float", "bf16"}};  // DLSCALE_CUDNN_LSTM
+
 bool lstm_in_bf16(const CudaContext& context) {
   const char* setting = std::getenv("DLSCALE_CUDNN_LSTM");
-  const std::string asked = setting == nullptr ? "float" : setting;
-  if (asked != "float" && asked != "bf16")
+  const std::string asked = setting == nullptr ? lstm_setting_names(LstmSetting::float_lstm) : setting;
+  const auto named = lstm_setting_names.named(asked);
+  if (!named)
     throw UserError("DLSCALE_CUDNN_LSTM='" + asked.substr(0, 40) + "': expected float or bf16");
-  return asked == "bf16" && context.precision == Precision::bf16 &&
+  return *named == LstmSetting::bf16_lstm && context.precision == Precision::bf16 &&
          cudnnGetVersion() >= first_cudnn_with_bf16_rnn;
 }
 

@@ -127,8 +127,7 @@ namespace {
 results::RunRecord trained_to_target(std::vector<double> compute, int batch, int reached,
                                      double noise_scale) {
   results::RunRecord run = run_of(compute, 0, batch, "weak", 10 * (reached + 1));
-  run.configuration.target_metric = "accuracy";
-  run.configuration.target_value = 0.8;
+  run.configuration.target = results::Target{results::TargetMetric::accuracy, 0.8};
   run.summary.noise_scale = noise_scale;
   for (int k = 0; k <= reached; ++k)
     run.evaluations.push_back({10 * k + 9, double(10 * (k + 1) * batch * run.ranks), 10.0 * (k + 1),

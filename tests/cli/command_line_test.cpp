@@ -389,6 +389,24 @@ TEST_F(CommandLine, TrainingToATargetRecordsTimeToItTheNoiseScaleAndGoodput) {
   expect_refused("--model lstm:4,8,1,16 --target-accuracy 0.9", "cannot be reached");
 }
 
+TEST_F(CommandLine, LearningRateScalingTrainsEachPointAtItsGlobalBatchsRate) {
+  const Outcome outcome = run_dlscale(
+      "--model fcn:16,8,4 --batch 4 --iters 2 --warmup 0 --ranks 1,2 --lr 0.01 "
+      "--lr-scaling linear --warmup-steps 1 --sample-interval 0 --out rates.h5");
+  for (int r = 0; r < ranks; ++r) EXPECT_EQ(outcome.rank_exit_codes[r], 0) << "rank " << r;
+  const auto file = dlscale::results::read_results(directory_ / "rates.h5");
+  ASSERT_EQ(file.runs.size(), 2u);
+  for (const auto& run : file.runs) {
+    const auto& config = run.configuration;
+    EXPECT_EQ(config.learning_rate_scaling, dlscale::results::LearningRateScaling::linear);
+    EXPECT_EQ(config.base_learning_rate, 0.01);
+    EXPECT_EQ(config.learning_rate_warmup_steps, 1);
+    EXPECT_FALSE(config.target.has_value());
+    // Global batch 4 is the sweep's smallest: 0.01 there, twice that at 8.
+    EXPECT_DOUBLE_EQ(config.learning_rate, 0.01 * run.ranks) << "ranks " << run.ranks;
+  }
+}
+
 // Runs a dlscale subcommand that needs no mpirun; returns its exit status and stderr.
 std::pair<int, std::string> run_alone(const fs::path& directory, const std::string& arguments) {
   const std::string command = "cd " + directory.string() + " && " + DLSCALE_EXECUTABLE + " " +

@@ -78,14 +78,15 @@ TEST(RunOptions, TheNodeSharingProbeRunsUnlessProbeNo) {
 TEST(RunOptions, ATargetEvaluatesEveryTenStepsAndLimitsSamplesNotIterations) {
   const auto options = parse_run_options({"--target-accuracy", "0.8", "--lr-scaling", "linear",
                                           "--warmup-steps", "5", "--max-samples", "1000"});
-  EXPECT_EQ(options.target_metric, "accuracy");
-  EXPECT_EQ(options.target_value, 0.8);
+  ASSERT_TRUE(options.target.has_value());
+  EXPECT_EQ(options.target->metric, results::TargetMetric::accuracy);
+  EXPECT_EQ(options.target->value, 0.8);
   EXPECT_EQ(options.evaluate_every, 10);
   EXPECT_EQ(options.max_samples, 1000);
-  EXPECT_EQ(options.learning_rate_scaling, "linear");
+  EXPECT_EQ(options.learning_rate_scaling, results::LearningRateScaling::linear);
   EXPECT_EQ(options.learning_rate_warmup_steps, 5);
   EXPECT_EQ(parse_run_options({"--target-loss", "0.5", "--eval-every", "3"}).evaluate_every, 3);
-  EXPECT_EQ(parse_run_options({"--eval-every", "4"}).target_metric, "");
+  EXPECT_FALSE(parse_run_options({"--eval-every", "4"}).target.has_value());
   EXPECT_EQ(parse_run_options({}).evaluate_every, 0);
 }
 

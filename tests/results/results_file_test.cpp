@@ -287,9 +287,8 @@ TEST_F(ResultsFile, FailedPointsKeepTheLaunchSettingsMergeChecks) {
   RunConfiguration settings = sample_record().configuration;
   settings.model = "lstm-32";
   settings.gradient_dtype = "bf16";
-  settings.learning_rate_scaling = "sqrt";
-  settings.target_metric = "accuracy";
-  settings.target_value = 0.8;
+  settings.learning_rate_scaling = results::LearningRateScaling::sqrt;
+  settings.target = results::Target{results::TargetMetric::accuracy, 0.8};
   settings.evaluate_every = 20;
   file.failed_points_configuration = settings;
   write_results(file, path, false);
@@ -297,9 +296,11 @@ TEST_F(ResultsFile, FailedPointsKeepTheLaunchSettingsMergeChecks) {
   ASSERT_TRUE(read.failed_points_configuration);
   EXPECT_EQ(read.failed_points_configuration->model, "lstm-32");
   EXPECT_EQ(read.failed_points_configuration->gradient_dtype, "bf16");
-  EXPECT_EQ(read.failed_points_configuration->learning_rate_scaling, "sqrt");
-  EXPECT_EQ(read.failed_points_configuration->target_metric, "accuracy");
-  EXPECT_EQ(read.failed_points_configuration->target_value, 0.8);
+  EXPECT_EQ(read.failed_points_configuration->learning_rate_scaling,
+            results::LearningRateScaling::sqrt);
+  ASSERT_TRUE(read.failed_points_configuration->target.has_value());
+  EXPECT_EQ(read.failed_points_configuration->target->metric, results::TargetMetric::accuracy);
+  EXPECT_EQ(read.failed_points_configuration->target->value, 0.8);
   EXPECT_EQ(read.failed_points_configuration->evaluate_every, 20);
 
   // Held to the bounds a run's settings are: an accuracy target above 1 is damage.

@@ -1,36 +1,69 @@
-# A device, a comm backend, a precision or a scaling mode is named in one place, its registry
-# (kernels/device_factory.cpp, comm/communicator_factory.cpp, kernels/device.hpp,
-# results/run_record.hpp); everything
-# else holds the enum. This fails where a source file outside them compares a value with one of
-# those names written as a string literal, or tests a name's prefix, which is how option strings
-# used to travel past the command line.
+# An option's values are named in one place: a device or comm backend in its registry
+# (kernels/device_factory.cpp, comm/communicator_factory.cpp), every other choice (precision,
+# scaling mode, learning-rate rule, target metric, gradient dtype, predict's algorithm and overlap,
+# --probe, the DLSCALE_* settings) in an EnumNames table beside its enum; everything else holds
+# the enum. This fails where a source file compares a value with one of those names written as a
+# string literal, or tests a name's prefix, which is how option strings used to travel past the
+# command line. The names are read from the tables themselves, so a new table is covered as soon
+# as it is written.
 import pathlib
 import re
 import sys
 
 root = pathlib.Path(__file__).resolve().parents[2]
-registries = {"kernels/device_factory.cpp", "comm/communicator_factory.cpp",
-              "results/run_record.hpp", "kernels/device.hpp"}
-names = ["cpu", "cuda", "mpi", "mpi-nbc", "mpi-hier", "nccl", "weak", "strong", "fp32", "tf32"]
-literal = "|".join(re.escape(name) for name in names)
+folders = ["analysis", "cli", "comm", "coordinator", "core", "driver", "gpu_module", "kernels",
+           "model", "printers", "results", "worker", "workloads", "benchmarks"]
+registries = {"kernels/device_factory.cpp", "comm/communicator_factory.cpp"}
+# Lines that compare a literal which is a name only by coincidence, each with why.
+coincidences = {
+    # oneDNN's ISA names (avx512_core_bf16, avx512_core_amx) say whether the CPU has bf16 units.
+    ("kernels/cpu/cpu_device.cpp", 'isa.find("bf16")'),
+}
+# Words that options take instead of a number, and registry names not in an EnumNames table.
+extra_names = {"auto", "all", "cpu", "cuda", "mpi", "mpi-nbc", "mpi-hier", "nccl"}
+
+
+def sources():
+    for folder in folders:
+        for path in sorted((root / folder).rglob("*")):
+            if path.suffix in (".cpp", ".hpp", ".cu", ".cuh"):
+                relative = path.relative_to(root).as_posix()
+                if not relative.startswith("benchmarks/peers/"):
+                    yield relative, path.read_text()
+
+
+table = re.compile(r"EnumNames<[^>]*>\s*\w+\s*\{\s*\{([^}]*)\}", re.S)
+names = set(extra_names)
+tables = 0
+for relative, text in sources():
+    for match in table.finditer(text):
+        tables += 1
+        names.update(re.findall(r'"([^"]+)"', match.group(1)))
+# The tables this test was written against; a table that the pattern above stops finding
+# would otherwise let its names through unchecked.
+for expected in ["fp32", "bf16", "weak", "linear", "sqrt", "accuracy", "loss", "ring", "measured",
+                 "yes", "graph", "openblas"]:
+    if expected not in names:
+        print(f"FAIL: no EnumNames table names '{expected}': has the table moved or changed form?")
+        sys.exit(1)
+
+literal = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
 comparison = re.compile(rf'(==|!=)\s*"({literal})"|"({literal})"\s*(==|!=)'
-                        rf'|\.(compare|starts_with|rfind|find)\(\s*"({literal})"')
+                        rf'|\.(compare|starts_with|ends_with|rfind|find)\(\s*"({literal})"')
 
 hits = []
-for folder in ["analysis", "cli", "comm", "core", "driver", "gpu_module", "kernels", "model",
-               "printers", "results", "worker", "workloads", "benchmarks"]:
-    for path in sorted((root / folder).rglob("*")):
-        if path.suffix not in (".cpp", ".hpp", ".cu", ".cuh"):
-            continue
-        relative = path.relative_to(root).as_posix()
-        if relative in registries or relative.startswith("benchmarks/peers/"):
-            continue
-        for number, line in enumerate(path.read_text().splitlines(), 1):
-            if comparison.search(line.split("//")[0]):
-                hits.append(f"{relative}:{number}: {line.strip()}")
+for relative, text in sources():
+    if relative in registries:
+        continue
+    for number, line in enumerate(text.splitlines(), 1):
+        code = line.split("//")[0]
+        if comparison.search(code) and not any(
+                relative == path and fragment in code for path, fragment in coincidences):
+            hits.append(f"{relative}:{number}: {line.strip()}")
 
 for hit in hits:
-    print(f"FAIL: a registered name compared outside its registry: {hit}")
+    print(f"FAIL: an option value compared with a string literal outside its name table: {hit}")
 if not hits:
-    print(f"ok: no source file outside the registries compares a value with {', '.join(names)}")
+    print(f"ok: no source file compares a value with any of the {len(names)} names of "
+          f"{tables} name tables and the registries")
 sys.exit(1 if hits else 0)
