@@ -16,7 +16,7 @@
 #include "core/errors.hpp"
 #include "core/host_info.hpp"
 #include "core/number_format.hpp"
-#include "driver/comm_sweep_driver.hpp"
+#include "coordinator/comm_sweep_driver.hpp"
 #include "kernels/device_factory.hpp"
 #include "results/output_file.hpp"
 #include "worker/allreduce_sweep.hpp"
@@ -95,11 +95,11 @@ int comm_command(int argc, char** argv) {
       if (mpi.world_rank() == 0) fmt::print("{}", comm_help_text());
       return 0;
     }
-    const driver::CommSweepPlan plan{
+    const coordinator::CommSweepPlan plan{
         sweep.element_counts, {sweep.options.warmup_iterations, sweep.options.measured_iterations},
         sweep.device,         sweep.backend,
         sweep.output_path,    sweep.options.overwrite};
-    return driver::run_comm_sweep_plan(plan, mpi, file_origin("comm", argc, argv, start));
+    return coordinator::run_comm_sweep_plan(plan, mpi, file_origin("comm", argc, argv, start));
   });
 }
 

@@ -19,7 +19,7 @@
 #include "core/errors.hpp"
 #include "core/host_info.hpp"
 #include "core/number_format.hpp"
-#include "driver/training_driver.hpp"
+#include "coordinator/sweep.hpp"
 #include "kernels/device_factory.hpp"
 #include "results/output_file.hpp"
 #include "worker/memory_plan.hpp"
@@ -63,10 +63,10 @@ void print_model_list() {
 
 // Resolves the options into a plan, checking on every rank, before any work starts, everything
 // that can be wrong because of user input.
-driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSession& mpi,
+coordinator::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSession& mpi,
                                    const comm::HostPlacement& placement,
                                    std::chrono::system_clock::time_point start) {
-  driver::TrainingPlan plan;
+  coordinator::TrainingPlan plan;
   plan.workload = workloads::make_workload(options.model);
   const std::vector<int> rank_counts = sweep_rank_counts(options, mpi.world_size());
   const std::vector<int> batches =
@@ -88,7 +88,7 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
   plan.learning_rate_batch = options.learning_rate_batch;
   plan.evaluation_samples = options.evaluation_samples;
   if (options.target)
-    plan.target = driver::TrainingTarget{*options.target, options.max_samples};
+    plan.target = coordinator::TrainingTarget{*options.target, options.max_samples};
   if (plan.target && plan.target->goal.metric == results::TargetMetric::accuracy) {
     const double best = plan.workload->best_accuracy(options.seed);
     if (plan.target->goal.value > best)
@@ -102,7 +102,7 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
   // batch has the fewest iterations.
   if (plan.target)
     for (const auto& point : plan.points) {
-      const int iterations = driver::point_schedule(plan, point).total_iterations();
+      const int iterations = coordinator::point_schedule(plan, point).total_iterations();
       if (iterations < options.evaluate_every)
         throw UserError(fmt::format(
             "--max-samples {} allows {} iteration(s) at a global batch of {} ({} rank(s)), "
@@ -142,9 +142,9 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
   plan.check_memory_per_point = plan.points.size() > 1;
   if (!plan.check_memory_per_point) {
     worker::check_memory_fits(
-        *plan.workload, batches.front(), driver::point_distinct_batches(plan, plan.points.front()),
+        *plan.workload, batches.front(), coordinator::point_distinct_batches(plan, plan.points.front()),
         options.precisions.front(),
-        driver::ranks_per_device(placement.ranks_on_host, device.devices_per_host()),
+        coordinator::ranks_per_device(placement.ranks_on_host, device.devices_per_host()),
         plan.device->free_memory_bytes(), plan.device->description());
   }
   if (options.overlap && !mpi.supports_progress_thread())
@@ -178,7 +178,7 @@ driver::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSes
 
 // Oversubscribed BLAS threads ran several times slower in the reference study: say so, with the
 // numbers, once per host.
-void warn_if_cores_oversubscribed(const RunOptions& options, const driver::TrainingPlan& plan,
+void warn_if_cores_oversubscribed(const RunOptions& options, const coordinator::TrainingPlan& plan,
                                   const comm::HostPlacement& placement) {
   // A device whose memory is the host's computes on the host's cores (the CPU device).
   if (!kernels::device_record(plan.device_kind).memory_is_host || placement.local_rank != 0) return;
@@ -216,7 +216,7 @@ int run_command(int argc, char** argv) {
     // Collective, so it runs before the agreed validation, which must not contain collectives.
     const comm::HostPlacement placement = comm::host_placement(mpi.world());
     RunOptions options;
-    driver::TrainingPlan plan;
+    coordinator::TrainingPlan plan;
     comm::agree_on_success(mpi.world(), [&] {
       options = parse_run_options(std::vector<std::string>(argv + 1, argv + argc));
       if (options.action == RunOptions::Action::train)
@@ -237,7 +237,7 @@ int run_command(int argc, char** argv) {
         if (rank == 0) print_model_list();
         return 0;
       case RunOptions::Action::train:
-        return driver::run_training_plan(std::move(plan), mpi, file_origin("", argc, argv, start));
+        return coordinator::run_training_plan(std::move(plan), mpi, file_origin("", argc, argv, start));
     }
     return 1;
   });

@@ -42,7 +42,7 @@ struct RunOptions {
   bool overlap = true;                   // sum buckets during backward (non-blocking)
   double sample_interval_seconds = 0.2;  // resource sampling; 0 turns it off
   double point_timeout_seconds = 0;      // a sweep point running longer fails; 0: no limit
-  double stall_timeout_seconds = -1;     // see driver::StallSettings: -1 automatic, 0 off
+  double stall_timeout_seconds = -1;     // see coordinator::StallSettings: -1 automatic, 0 off
   bool oversubscribe = false;            // allow more threads per rank than logical CPUs
   bool probe_node_sharing = true;        // the node-sharing probe for `dlscale predict` (--probe)
 

@@ -106,6 +106,9 @@ inline const char* precision_name(Precision precision) { return precision_names(
 // Named facts about the device (model, driver and library versions, clocks), written with every
 // run so a result names the hardware and software it measured.
 using DeviceProperties = std::vector<std::pair<std::string, std::string>>;
+// The property that names the library the device's GEMMs run on, and its version: the run's
+// `blas` attribute.
+inline constexpr const char* blas_property = "blas";
 
 class Device {
  public:

@@ -336,7 +336,7 @@ std::string CpuDevice::description() const { return read_cpu_model(); }
 DeviceProperties CpuDevice::properties() const {
   return {{"cpu_model", read_cpu_model()},
           {"compute_threads", std::to_string(compute_threads_)},
-          {"blas", cpu_blas_description()},
+          {blas_property, cpu_blas_description()},
           {"onednn", fmt::format("{}.{}.{}", dnnl_version()->major, dnnl_version()->minor,
                                  dnnl_version()->patch)},
           {"onednn_image_layout", image_layouts_.native_name()},

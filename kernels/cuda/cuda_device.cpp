@@ -152,6 +152,8 @@ DeviceProperties CudaDevice::properties() const {
       {"cuda_driver", version_text(driver, 1000, 10)},
       {"cuda_runtime", version_text(runtime, 1000, 10)},
       {"cublas", fmt::format("{}.{}.{}", cublas / 10000, cublas % 10000 / 100, cublas % 100)},
+      {blas_property,
+       fmt::format("cuBLAS {}.{}.{}", cublas / 10000, cublas % 10000 / 100, cublas % 100)},
       {"cudnn", fmt::format("{}.{}.{}", cudnn / 10000, cudnn % 10000 / 100, cudnn % 100)},
       {"precision", precision_name(context_.precision)},
       // Which path the convolutions took, and with it the native layout (NCHW or NHWC).

@@ -11,7 +11,7 @@ import re
 import sys
 
 root = pathlib.Path(__file__).resolve().parents[2]
-folders = ["analysis", "cli", "comm", "coordinator", "core", "driver", "gpu_module", "kernels",
+folders = ["analysis", "cli", "comm", "coordinator", "core", "gpu_module", "kernels",
            "model", "printers", "results", "worker", "workloads", "benchmarks"]
 registries = {"kernels/device_factory.cpp", "comm/communicator_factory.cpp"}
 # Lines that compare a literal which is a name only by coincidence, each with why.

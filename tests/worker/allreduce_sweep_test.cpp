@@ -7,7 +7,7 @@
 
 #include "comm/mpi_gradient_communicator.hpp"
 #include "comm/mpi_host_group.hpp"
-#include "driver/comm_sweep_gather.hpp"
+#include "coordinator/comm_sweep_gather.hpp"
 #include "kernels/cpu/cpu_device.hpp"
 #include "worker/allreduce_sweep.hpp"
 
@@ -60,7 +60,7 @@ TEST(AllreduceSweepOverMpi, ACorruptedRankIsCaughtAndReportedToRankZero) {
   for (std::uint64_t wrong : measurements.wrong_elements)
     EXPECT_EQ(wrong, corrupted_here ? 3u : 0u) << "one wrong element in each of 3 calls";
   const auto record =
-      driver::gather_comm_sweep(group, measurements, element_counts, schedule, "host", "mpi");
+      coordinator::gather_comm_sweep(group, measurements, element_counts, schedule, "host", "mpi");
   if (communicator.rank() != 0) return;
   ASSERT_TRUE(record.has_value());
   for (const auto& size : record->sizes) EXPECT_EQ(size.wrong_elements, 3u) << size.bytes;
@@ -75,7 +75,7 @@ TEST(CommSweepGather, TimesAreStoredBySizeIterationAndRank) {
   for (int s = 0; s < 2; ++s)
     for (int i = 0; i < 3; ++i) mine.seconds.push_back(1000.0 * rank + 10.0 * s + i);
   mine.wrong_elements = {0, 0};
-  const auto record = driver::gather_comm_sweep(communicator, mine, counts, schedule,
+  const auto record = coordinator::gather_comm_sweep(communicator, mine, counts, schedule,
                                                 "host-" + std::to_string(rank % 2), "mpi");
   if (rank != 0) return;
   ASSERT_TRUE(record.has_value());

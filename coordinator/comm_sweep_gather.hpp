@@ -11,7 +11,7 @@
 #include "results/comm_record.hpp"
 #include "worker/allreduce_sweep.hpp"
 
-namespace dlscale::driver {
+namespace dlscale::coordinator {
 
 // Collective: every rank calls it after the sweep. Rank 0 gets the record with the raw data,
 // sizes (bytes, count, wrong_elements summed over ranks) and placement filled in; statistics, fit
@@ -21,4 +21,4 @@ std::optional<results::CommRecord> gather_comm_sweep(
     std::span<const std::uint64_t> element_counts, const worker::AllreduceSchedule& schedule,
     const std::string& host, const std::string& backend);
 
-}  // namespace dlscale::driver
+}  // namespace dlscale::coordinator

@@ -1,12 +1,12 @@
 // Gathering is done once, after training, so it never disturbs the measured iterations.
-#include "driver/timing_gather.hpp"
+#include "coordinator/timing_gather.hpp"
 
 #include <algorithm>
 #include <map>
 
-#include "driver/measurement_gather.hpp"
+#include "coordinator/measurement_gather.hpp"
 
-namespace dlscale::driver {
+namespace dlscale::coordinator {
 
 std::optional<results::RunRecord> gather_run(comm::HostGroup& group, const RankReport& report,
                                              const results::RunConfiguration& configuration,
@@ -62,4 +62,4 @@ std::optional<results::RunRecord> gather_run(comm::HostGroup& group, const RankR
   return record;
 }
 
-}  // namespace dlscale::driver
+}  // namespace dlscale::coordinator

@@ -1,12 +1,12 @@
 // The rules that turn a plan and one of its points into what that point trains with: its
 // synthetic batches, its schedule, its learning rate and how many ranks share its device.
-#include "driver/training_plan.hpp"
+#include "coordinator/training_plan.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-namespace dlscale::driver {
+namespace dlscale::coordinator {
 
 namespace {
 
@@ -72,4 +72,4 @@ int ranks_per_device(int ranks_on_host, int devices_per_host) {
   return (ranks_on_host + devices_per_host - 1) / devices_per_host;
 }
 
-}  // namespace dlscale::driver
+}  // namespace dlscale::coordinator

@@ -10,7 +10,7 @@
 #include "results/run_record.hpp"
 #include "worker/training_loop.hpp"
 
-namespace dlscale::driver {
+namespace dlscale::coordinator {
 
 struct RankReport {
   worker::RankMeasurements measurements;
@@ -25,4 +25,4 @@ std::optional<results::RunRecord> gather_run(comm::HostGroup& group, const RankR
                                              const results::RunConfiguration& configuration,
                                              const results::RunEnvironment& environment);
 
-}  // namespace dlscale::driver
+}  // namespace dlscale::coordinator

@@ -1,7 +1,7 @@
 // The allreduce sweep's driver: the device and communicator, the sweep on every rank (and on each
 // kind of link alone where a launch mixes them), then gather, statistics, alpha-beta fits, table
 // and results file on rank 0.
-#include "driver/comm_sweep_driver.hpp"
+#include "coordinator/comm_sweep_driver.hpp"
 
 #include <cstdio>
 #include <memory>
@@ -21,12 +21,12 @@
 #include "core/errors.hpp"
 #include "core/host_info.hpp"
 #include "core/number_format.hpp"
-#include "driver/comm_sweep_gather.hpp"
+#include "coordinator/comm_sweep_gather.hpp"
 #include "kernels/device_factory.hpp"
 #include "printers/comm_sweep_printer.hpp"
 #include "results/comm_writer.hpp"
 
-namespace dlscale::driver {
+namespace dlscale::coordinator {
 
 namespace {
 
@@ -68,7 +68,7 @@ std::optional<results::LinkSweep> measure_link_sweep(const CommSweepPlan& plan,
                                                               plan.element_counts, plan.schedule);
     for (const std::uint64_t wrong : measurements.wrong_elements) wrong_elements += wrong;
     auto record =
-        driver::gather_comm_sweep(group, measurements, plan.element_counts, plan.schedule,
+        coordinator::gather_comm_sweep(group, measurements, plan.element_counts, plan.schedule,
                                   host_name(), comm::backend_record(plan.comm_backend).name);
     if (record && mpi.world_rank() == 0)
       sweep = analysis::link_sweep_of(std::move(*record), link, communicators);
@@ -139,7 +139,7 @@ int run_comm_sweep_plan(const CommSweepPlan& plan, const comm::MpiSession& mpi,
   const auto measurements = worker::measure_allreduce_sweep(*communicator, group, *device,
                                                             plan.element_counts, plan.schedule);
   auto record =
-      driver::gather_comm_sweep(group, measurements, plan.element_counts, plan.schedule,
+      coordinator::gather_comm_sweep(group, measurements, plan.element_counts, plan.schedule,
                                 host_name(), comm::backend_record(plan.comm_backend).name);
   std::uint64_t link_wrong_elements = 0;
   auto links = measure_link_sweeps(plan, mpi, *device, link_wrong_elements);
@@ -174,4 +174,4 @@ int run_comm_sweep_plan(const CommSweepPlan& plan, const comm::MpiSession& mpi,
   return 1;
 }
 
-}  // namespace dlscale::driver
+}  // namespace dlscale::coordinator

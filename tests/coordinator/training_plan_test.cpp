@@ -1,8 +1,8 @@
-// The rules of driver/training_plan.cpp: each point's learning rate under --lr-scaling and
+// The rules of coordinator/training_plan.cpp: each point's learning rate under --lr-scaling and
 // --lr-batch, its iterations under --max-samples, its synthetic batches, the ranks on a device,
 // and the warm-up that rises to the point's own rate (the bug 7574f74 fixed: a schedule made
 // without a warm-up set every point's optimizer to 0.01).
-#include "driver/training_plan.hpp"
+#include "coordinator/training_plan.hpp"
 
 #include <cmath>
 
@@ -10,7 +10,7 @@
 
 #include "workloads/workload_registry.hpp"
 
-namespace dlscale::driver {
+namespace dlscale::coordinator {
 namespace {
 
 using results::LearningRateScaling;
@@ -101,4 +101,4 @@ TEST(TrainingPlan, RanksShareADeviceInTurn) {
 }
 
 }  // namespace
-}  // namespace dlscale::driver
+}  // namespace dlscale::coordinator

@@ -1,7 +1,7 @@
 // UDP, not MPI: the heartbeat must get through exactly when MPI is stuck, and a watchdog thread
 // calling MPI would need MPI_THREAD_MULTIPLE. Datagrams carry a token drawn for this job, so a
 // stray packet from another job on the same port is ignored.
-#include "driver/stall_watchdog.hpp"
+#include "coordinator/stall_watchdog.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -27,7 +27,7 @@
 #include "comm/mpi_check.hpp"
 #include "core/host_info.hpp"
 
-namespace dlscale::driver {
+namespace dlscale::coordinator {
 
 namespace {
 
@@ -322,4 +322,4 @@ void StallWatchdog::end_job(const std::string& diagnosis) {
   std::_Exit(settings_.exit_status);
 }
 
-}  // namespace dlscale::driver
+}  // namespace dlscale::coordinator

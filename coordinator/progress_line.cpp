@@ -1,4 +1,4 @@
-#include "driver/progress_line.hpp"
+#include "coordinator/progress_line.hpp"
 
 #include <cstdio>
 #include <filesystem>
@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-namespace dlscale::driver {
+namespace dlscale::coordinator {
 
 namespace {
 
@@ -87,4 +87,4 @@ void ProgressLine::end_point() {
   line_open_ = false;
 }
 
-}  // namespace dlscale::driver
+}  // namespace dlscale::coordinator

@@ -1,10 +1,10 @@
 // Gathering is done once, after the sweep, so it never disturbs a measured call.
-#include "driver/comm_sweep_gather.hpp"
+#include "coordinator/comm_sweep_gather.hpp"
 
 #include <numeric>
 #include <set>
 
-namespace dlscale::driver {
+namespace dlscale::coordinator {
 
 std::optional<results::CommRecord> gather_comm_sweep(
     comm::HostGroup& group, const worker::AllreduceSweepMeasurements& measurements,
@@ -45,4 +45,4 @@ std::optional<results::CommRecord> gather_comm_sweep(
   return record;
 }
 
-}  // namespace dlscale::driver
+}  // namespace dlscale::coordinator

@@ -1,6 +1,6 @@
 // Every write goes through results::write_results (a temporary file renamed into place), so the
 // file on disk is always a whole, readable results file.
-#include "driver/results_journal.hpp"
+#include "coordinator/results_journal.hpp"
 
 #include <unistd.h>
 
@@ -16,7 +16,7 @@
 #include "results/schema.hpp"
 #include "results/writer.hpp"
 
-namespace dlscale::driver {
+namespace dlscale::coordinator {
 
 namespace fs = std::filesystem;
 
@@ -153,4 +153,4 @@ void ResultsJournal::save() {
   }
 }
 
-}  // namespace dlscale::driver
+}  // namespace dlscale::coordinator

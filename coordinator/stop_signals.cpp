@@ -1,6 +1,6 @@
 // The handler only stores the signal number: everything else happens where the driver checks it,
 // between iterations, where stopping is safe.
-#include "driver/stop_signals.hpp"
+#include "coordinator/stop_signals.hpp"
 
 #include <atomic>
 #include <csignal>
@@ -8,7 +8,7 @@
 
 #include "comm/mpi_check.hpp"
 
-namespace dlscale::driver {
+namespace dlscale::coordinator {
 
 namespace {
 
@@ -83,4 +83,11 @@ void StopSignalRelay::finish() {
   DLSCALE_MPI_CHECK(MPI_Comm_free(&channel_));
 }
 
-}  // namespace dlscale::driver
+int agreed_stop_signal(MPI_Comm comm) {
+  const int mine = stop_signal_received();
+  int agreed = 0;
+  DLSCALE_MPI_CHECK(MPI_Allreduce(&mine, &agreed, 1, MPI_INT, MPI_MAX, comm));
+  return agreed;
+}
+
+}  // namespace dlscale::coordinator

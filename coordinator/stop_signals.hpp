@@ -8,7 +8,7 @@
 
 #include <string>
 
-namespace dlscale::driver {
+namespace dlscale::coordinator {
 
 // Replaces the default handlers of SIGTERM, SIGINT and SIGHUP with one that only records the
 // signal.
@@ -16,6 +16,10 @@ void install_stop_signal_handlers();
 
 // The first stop signal received, or 0.
 int stop_signal_received();
+
+// The stop signal any rank of `comm` received (the largest number), or 0: one decision for all.
+// Collective over `comm`.
+int agreed_stop_signal(MPI_Comm comm);
 
 // "SIGTERM", "SIGINT", "SIGHUP".
 std::string stop_signal_name(int signal);
@@ -45,4 +49,4 @@ class StopSignalRelay {
   int received_ = 0;  // on rank 0
 };
 
-}  // namespace dlscale::driver
+}  // namespace dlscale::coordinator

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-namespace dlscale::driver {
+namespace dlscale::coordinator {
 
 class ProgressLine {
  public:
@@ -34,4 +34,4 @@ class ProgressLine {
   bool line_open_ = false;
 };
 
-}  // namespace dlscale::driver
+}  // namespace dlscale::coordinator

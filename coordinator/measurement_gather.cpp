@@ -1,5 +1,5 @@
 // Packing is plain: lengths, then bytes or doubles, in a fixed order. Both ends are this program.
-#include "driver/measurement_gather.hpp"
+#include "coordinator/measurement_gather.hpp"
 
 #include <cstdint>
 #include <cstring>
@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace dlscale::driver {
+namespace dlscale::coordinator {
 
 namespace {
 
@@ -135,4 +135,4 @@ std::vector<results::MeasurementRecord> gather_measurements(
   return records;
 }
 
-}  // namespace dlscale::driver
+}  // namespace dlscale::coordinator

@@ -10,7 +10,7 @@
 
 #include "results/study_record.hpp"
 
-namespace dlscale::driver {
+namespace dlscale::coordinator {
 
 class ResultsJournal {
  public:
@@ -57,4 +57,4 @@ class ResultsJournal {
 // sampled series, and room for the next version beside the current one while it is written.
 std::uint64_t expected_results_bytes(int points, int ranks, int iterations);
 
-}  // namespace dlscale::driver
+}  // namespace dlscale::coordinator

@@ -14,7 +14,7 @@
 #include "results/study_record.hpp"
 #include "worker/allreduce_sweep.hpp"
 
-namespace dlscale::driver {
+namespace dlscale::coordinator {
 
 struct CommSweepPlan {
   std::vector<std::uint64_t> element_counts;  // float32 elements, smallest first
@@ -29,4 +29,4 @@ struct CommSweepPlan {
 int run_comm_sweep_plan(const CommSweepPlan& plan, const comm::MpiSession& mpi,
                         const results::FileOrigin& origin);
 
-}  // namespace dlscale::driver
+}  // namespace dlscale::coordinator

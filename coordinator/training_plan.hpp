@@ -18,7 +18,7 @@
 #include "worker/training_loop.hpp"
 #include "workloads/workload.hpp"
 
-namespace dlscale::driver {
+namespace dlscale::coordinator {
 
 // One point of the sweep: the first `ranks` ranks of the launch train at this batch per rank
 // with this many threads each, computing in this precision; `repeat` counts the runs of the same
@@ -97,4 +97,4 @@ double point_learning_rate(const TrainingPlan& plan, const SweepPoint& point);
 // devices, the ranks dealt to them in turn: all of them on a CPU, 1 with a GPU each.
 int ranks_per_device(int ranks_on_host, int devices_per_host);
 
-}  // namespace dlscale::driver
+}  // namespace dlscale::coordinator

@@ -16,7 +16,7 @@
 
 #include <mpi.h>
 
-namespace dlscale::driver {
+namespace dlscale::coordinator {
 
 struct StallSettings {
   // 0: the watchdog is off. A negative value: automatic, 10 times the slowest step so far and
@@ -79,4 +79,4 @@ class StallWatchdog {
   std::thread watcher_;
 };
 
-}  // namespace dlscale::driver
+}  // namespace dlscale::coordinator
