@@ -13,7 +13,7 @@
 #include "comm/mpi_gradient_communicator.hpp"
 #include "core/errors.hpp"
 #include "core/named_records.hpp"
-#include "gpu_module/loader.hpp"
+#include "kernels/gpu_module_loader.hpp"
 
 namespace dlscale::comm {
 

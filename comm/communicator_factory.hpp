@@ -18,7 +18,7 @@ namespace dlscale::comm {
 
 enum class Backend { mpi, mpi_nbc, mpi_hier, nccl };
 
-// An MPI group as the GPU module's NCCL entry point takes it (gpu_module/entry_points.hpp).
+// An MPI group as the GPU module's NCCL entry point takes it (kernels/gpu_module_entry_points.hpp).
 struct MpiGroup {
   MPI_Comm comm;
 };

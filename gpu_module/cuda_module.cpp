@@ -1,8 +1,8 @@
 // The entry points of libdlscale_cuda.so, the module that holds the CUDA device and the NCCL
 // backend. dlscale loads it with dlopen only when a run asks for --device cuda, so that the other
 // commands, and CPU runs, do not pay for mapping CUDA, cuBLAS, cuDNN and NCCL (about a second per
-// process) and start on nodes without them. gpu_module/loader.cpp is the other side.
-#include "gpu_module/entry_points.hpp"
+// process) and start on nodes without them. kernels/gpu_module_loader.cpp is the other side.
+#include "kernels/gpu_module_entry_points.hpp"
 #include "kernels/cuda/cuda_device.hpp"
 #ifdef DLSCALE_HAVE_NCCL
 #include "comm/communicator_factory.hpp"

@@ -10,8 +10,8 @@
 
 #include "core/errors.hpp"
 #include "core/named_records.hpp"
-#include "gpu_module/loader.hpp"
 #include "kernels/cpu/cpu_device.hpp"
+#include "kernels/gpu_module_loader.hpp"
 
 namespace dlscale::kernels {
 

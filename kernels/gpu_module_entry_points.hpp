@@ -1,6 +1,6 @@
 // The entry points of libdlscale_cuda.so, declared once for both sides: the module fills in one
 // table (gpu_module/cuda_module.cpp) and dlscale looks up that one symbol
-// (gpu_module/loader.cpp), as each nccl-tests collective fills in a struct testColl.
+// (kernels/gpu_module_loader.cpp), as each nccl-tests collective fills in a struct testColl.
 #pragma once
 
 #include "kernels/device.hpp"

@@ -1,8 +1,10 @@
 // libdlscale_cuda.so, loaded on first use: the CUDA device and the NCCL backend live there
-// (gpu_module/cuda_module.cpp), so that nothing else in dlscale links CUDA.
+// (gpu_module/cuda_module.cpp), so that nothing else in dlscale links CUDA. The loader sits in
+// kernels/, below the device registry and comm/'s backend registry that call it; the module is
+// built above both.
 #pragma once
 
-#include "gpu_module/entry_points.hpp"
+#include "kernels/gpu_module_entry_points.hpp"
 
 namespace dlscale::gpu_module {
 

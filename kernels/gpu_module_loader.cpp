@@ -1,6 +1,6 @@
 // dlopen of libdlscale_cuda.so from beside the executable (the build tree, and tests one folder
 // below it) or from the installed lib/dlscale; DLSCALE_GPU_MODULE_FROM_BIN comes from CMake.
-#include "gpu_module/loader.hpp"
+#include "kernels/gpu_module_loader.hpp"
 
 #include <dlfcn.h>
 
