@@ -198,9 +198,12 @@ std::optional<PointMeasurement> measure_point(const TrainingPlan& plan, PointSet
            !(reached_target && report.iteration >= run.schedule.warmup_iterations);
   };
   const worker::Evaluator evaluate = [&] { return run.held_out->evaluate(*run.network, group); };
-  measured.report.measurements = worker::train(
-      *run.network, *run.optimizer, *run.data, *run.communicator, run.exchange, device,
-      run.schedule, run.samplers, after_iteration, run.held_out ? evaluate : worker::Evaluator{});
+  const auto instruments = worker::make_step_instruments(
+      {device, *run.communicator, run.schedule.warmup_iterations, run.schedule.evaluate_every,
+       run.held_out ? evaluate : worker::Evaluator{}});
+  measured.report.measurements =
+      worker::train(*run.network, *run.optimizer, *run.data, *run.communicator, run.exchange,
+                    device, run.schedule, run.samplers, after_iteration, instruments);
   if (plan.target && !reached_target && measured.stop_signal == 0)
     throw PointFailure(FailureCause::target_not_reached,
                        short_of_target(*plan.target, measured.report.measurements.evaluations));

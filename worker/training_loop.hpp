@@ -3,7 +3,8 @@
 // Gradients are summed in buckets: either each bucket as soon as backward has produced it,
 // overlapping the layers still to compute, or all of them after backward. Phases and layers are
 // timed with device events; where the device can, each step is captured once and replayed. The
-// loop knows nothing of which device or communicator it runs on.
+// loop knows nothing of which device or communicator it runs on, nor of what its instruments
+// (worker/instruments/step_instrument.hpp) measure.
 #pragma once
 
 #include <functional>
@@ -18,6 +19,7 @@
 #include "results/run_record.hpp"
 #include "worker/device_dataset.hpp"
 #include "worker/gradient_buckets.hpp"
+#include "worker/instruments/step_instrument.hpp"
 #include "worker/sampling/sampler.hpp"
 
 namespace dlscale::worker {
@@ -50,9 +52,6 @@ GradientExchange make_gradient_exchange(const model::Network<float>& network,
 
 using results::Evaluation;
 
-// Evaluates the model as it stands, the same on every rank (a collective over the ranks).
-using Evaluator = std::function<Evaluation()>;
-
 // One rank's raw measurements, warm-up included.
 struct RankMeasurements {
   std::vector<double> phase_seconds;           // [iteration][phase], phase_count per iteration
@@ -60,9 +59,9 @@ struct RankMeasurements {
   std::vector<double> layer_backward_seconds;  // [iteration][layer]
   std::vector<double> loss;                    // this rank's mean batch loss, per iteration
   // What the samplers measured over the measured iterations, each iteration's end on the same
-  // run clock, and the gradient norms of the noise scale.
+  // run clock, and the instruments' series.
   std::vector<results::Measurement> series;
-  std::vector<Evaluation> evaluations;  // in order; empty without an evaluator
+  std::vector<Evaluation> evaluations;  // in order; empty without held-out evaluation
 };
 
 // What the loop tells its observer after every iteration.
@@ -80,15 +79,16 @@ struct IterationReport {
 // (an interrupted run), or throws to discard the point.
 using IterationObserver = std::function<bool(const IterationReport&)>;
 
-// `samplers` are started before the first measured iteration and stopped after the last. The
-// measurements hold the iterations that ran: fewer than scheduled when the observer stopped it.
-// On two or more ranks every step also measures the squared norms of each rank's own gradient and
-// of the summed one (results::local/global_gradient_squared_norm), for the gradient noise scale.
+// `samplers` are started before the first measured iteration and stopped after the last;
+// `instruments` (make_step_instruments) are called at the step's seams and stopped after the last
+// iteration. The measurements hold the iterations that ran: fewer than scheduled when the
+// observer stopped it.
 RankMeasurements train(model::Network<float>& network, model::SgdMomentum<float>& optimizer,
                        const DeviceDataset& data, comm::GradientCommunicator& communicator,
                        const GradientExchange& exchange, kernels::Device& device,
                        const TrainingSchedule& schedule,
                        const std::vector<std::unique_ptr<Sampler>>& samplers = {},
-                       const IterationObserver& observer = {}, const Evaluator& evaluate = {});
+                       const IterationObserver& observer = {},
+                       const std::vector<std::unique_ptr<StepInstrument>>& instruments = {});
 
 }  // namespace dlscale::worker

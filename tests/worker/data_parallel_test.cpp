@@ -45,7 +45,8 @@ Trained train_on(const workloads::FcnWorkload& workload, MPI_Comm ranks, int bat
   model::SgdMomentum<float> optimizer(device, network->parameters().size(), learning_rate, 0.9f);
   const RankMeasurements measured = train(
       *network, optimizer, data, communicator,
-      make_gradient_exchange(*network, exchange.bucket_bytes, exchange.overlap), device, schedule);
+      make_gradient_exchange(*network, exchange.bucket_bytes, exchange.overlap), device, schedule,
+      {}, {}, make_step_instruments({device, communicator, schedule.warmup_iterations}));
   return {std::vector<float>(network->parameters().begin(), network->parameters().end()),
           measured.loss, measured.series};
 }
