@@ -7,6 +7,7 @@
 #include "cli/predict_command.hpp"
 #include "cli/report_command.hpp"
 #include "cli/run_command.hpp"
+#include "cli/schema_command.hpp"
 #include "cli/slurm_command.hpp"
 
 namespace {
@@ -21,7 +22,8 @@ constexpr Subcommand subcommands[] = {{"comm", dlscale::cli::comm_command},
                                       {"predict", dlscale::cli::predict_command},
                                       {"merge", dlscale::cli::merge_command},
                                       {"report", dlscale::cli::report_command},
-                                      {"slurm", dlscale::cli::slurm_command}};
+                                      {"slurm", dlscale::cli::slurm_command},
+                                      {"schema", dlscale::cli::schema_command}};
 
 }  // namespace
 

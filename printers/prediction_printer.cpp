@@ -10,28 +10,11 @@
 #include <fmt/ranges.h>
 
 #include "core/number_format.hpp"
+#include "printers/json_text.hpp"
 
 namespace dlscale::printers {
 
 namespace {
-
-// Numbers as JSON allows them: NaN and infinities become null.
-std::string json_number(double value) {
-  return std::isfinite(value) ? fmt::format("{:.9g}", value) : "null";
-}
-
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", int(c));
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
 
 std::vector<std::string> json_strings(const std::vector<std::string>& texts) {
   std::vector<std::string> quoted;

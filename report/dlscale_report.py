@@ -29,8 +29,7 @@ try:
                                  COMM_LINE_INTERCEPT, COMM_LINE_SLOPE,
                                  COMM_BUSBW_P95, COMM_BYTES, COMM_RANKS, COMM_SECONDS_P50,
                                  COMM_SECONDS_P95, MEASUREMENT_COLUMNS, PHASES,
-                                 PREDICTED_EFFICIENCY, STUDY_CONVERGENCE_COLUMNS,
-                                 STUDY_DEVICE, STUDY_PRECISION, STUDY_REPEAT,
+                                 PREDICTED_EFFICIENCY, STUDY_DEVICE, STUDY_PRECISION, STUDY_REPEAT,
                                  STUDY_THREADS, ReportError, decoded, human_bytes,
                                  load_results_file, plural, printable, sweep_order, time_unit)
 # A module that cannot be used is one line and status 2, as a python that cannot start is.

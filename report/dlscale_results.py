@@ -7,12 +7,14 @@
 # report prints it as one line and exits with status 2. Measurements are read the same way
 # whatever their name; the few names the report needs by name are defined at the top, so that a
 # change there is one edit.
+import json
 import math
 import os
 import pickle
 import re
 import resource
 import signal
+import subprocess
 import sys
 import traceback
 
@@ -41,25 +43,38 @@ def newest_schema_version():
 
 
 NEWEST_SCHEMA_VERSION = newest_schema_version()
+RESULTS_SCHEMA_VARIABLE = "DLSCALE_RESULTS_SCHEMA"
+
+
+def results_schema():
+    """The columns of /study as `dlscale schema --json` exports them from the writer's own table
+    (results/study_columns.hpp): from the file that DLSCALE_RESULTS_SCHEMA names (the tests name
+    the build's), else from results_schema.json, which the build writes and installs beside this
+    module, else from the dlscale that started the report (DLSCALE_EXECUTABLE: a build tree)."""
+    named = os.environ.get(RESULTS_SCHEMA_VARIABLE)
+    beside = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results_schema.json")
+    executable = os.environ.get("DLSCALE_EXECUTABLE")
+    try:
+        if named or os.path.exists(beside) or not executable:
+            with open(named or beside, encoding="utf-8") as export:
+                return json.load(export)
+        asked = subprocess.run([executable, "schema", "--json"], capture_output=True, text=True,
+                               timeout=60, check=True)
+        return json.loads(asked.stdout)
+    except (OSError, ValueError, subprocess.SubprocessError) as error:
+        raise ImportError(f"no results columns ({error}): run the report as `dlscale report`, "
+                          f"or set {RESULTS_SCHEMA_VARIABLE} to the results_schema.json that "
+                          f"building dlscale writes") from None
+
+
+RESULTS_SCHEMA = results_schema()
 PHASES = ["forward", "backward", "allreduce", "update", "step"]
 STATISTICS = ["median", "mean", "p5", "p95", "min", "max"]
 COMPUTE_PHASES = ["forward", "backward", "update"]  # the allreduce is communication, not compute
-# The /study datasets in the order of docs/results-format.md; tables list any others after them.
-STUDY_COLUMNS = ["ranks", "run", "iteration_seconds", "iteration_seconds_ci_low",
-                 "iteration_seconds_ci_high", "throughput_samples_per_second", "speedup",
-                 "efficiency", "efficiency_ci_low", "efficiency_ci_high", "karp_flatt",
-                 "gap_communication", "gap_load_imbalance", "gap_other", "straggler_rank",
-                 "straggler_host"]
+# The /study datasets in the order the writer writes them (the export above); tables list any
+# others (energy per sample, predicted efficiency) after them.
+STUDY_COLUMNS = [column["name"] for column in RESULTS_SCHEMA["study_columns"]]
 PREDICTED_EFFICIENCY = "predicted_efficiency"  # optional /study dataset, from `dlscale predict`
-# Schema 8: convergence, one /study column each (NaN where not measured): the global batch, the
-# run's own gradient noise scale B_noise (none at one rank) and the one the model used, the model's
-# statistical efficiency (B_noise + B0) / (B_noise + B) and goodput (throughput times it), the
-# samples and training seconds until the held-out target was first met, and the measured
-# statistical efficiency and time-to-target speedup against the baseline. Before it: none.
-STUDY_CONVERGENCE_COLUMNS = ["global_batch", "noise_scale", "noise_scale_used",
-                             "statistical_efficiency_model", "goodput_samples_per_second",
-                             "samples_to_target", "seconds_to_target", "statistical_efficiency",
-                             "time_to_target_speedup"]
 # Schema 8: each run's held-out evaluations (/runs/run_NNN/evaluations, one dataset per column,
 # possibly empty), the target it trained to and its learning-rate rule (run attributes), and in
 # its summary the gradient noise scale with its 95% bootstrap interval, and where it reached its
@@ -405,17 +420,16 @@ def text_attributes(obj):
 INTEGER, NUMBER, TEXT = "integer", "number", "text"
 TIME = (NUMBER, 0, False)  # seconds, rates and ratios of them: finite and non-negative
 OPTIONAL_NUMBER = (NUMBER, None, True)
-STUDY_KINDS = {
-    "ranks": (INTEGER, 1, False), "threads": (INTEGER, 1, False), "repeat": (INTEGER, 0, False),
-    "device": (TEXT,), "precision": (TEXT,), "run": (TEXT,), "straggler_host": (TEXT,),
-    "straggler_rank": (INTEGER, 0, False),
-    **{name: TIME for name in ["iteration_seconds", "iteration_seconds_ci_low",
-                               "iteration_seconds_ci_high", "throughput_samples_per_second",
-                               "speedup", "efficiency", "efficiency_ci_low",
-                               "efficiency_ci_high"]},
-    # Schema 8: NaN where not measured (no noise scale at one rank, a target never set).
-    "global_batch": (INTEGER, 0, False),
-    **{name: (NUMBER, 0, True) for name in STUDY_CONVERGENCE_COLUMNS[1:]}}
+
+
+def export_kind(column):
+    """A column of the export as read_column checks it: its type, least value and whether it
+    may be NaN (where not measured)."""
+    kind = {"string": TEXT, "int64": INTEGER, "float64": NUMBER}[column["type"]]
+    return (kind,) if kind == TEXT else (kind, column["minimum"], column["may_be_nan"])
+
+
+STUDY_KINDS = {column["name"]: export_kind(column) for column in RESULTS_SCHEMA["study_columns"]}
 STUDY_REPEATS_KINDS = {"device": (TEXT,), "precision": (TEXT,), "threads": (INTEGER, 1, False),
                        "ranks": (INTEGER, 1, False), "repeats": (INTEGER, 1, False),
                        **{name: TIME for name in STUDY_REPEATS_COLUMNS[4:]}}
@@ -806,9 +820,9 @@ class ResultsFile:
             # One row per run that ran to the end, whatever the file says.
             whole_runs = sum(1 for run in self.runs if run.partial is None)
             study = read_table(group, whole_runs, STUDY_KINDS, ["ranks"],
-                               [STUDY_DEVICE, STUDY_PRECISION, STUDY_THREADS, "ranks",
-                                STUDY_REPEAT]
-                               + STUDY_COLUMNS[1:] + STUDY_CONVERGENCE_COLUMNS)
+                               list(dict.fromkeys([STUDY_DEVICE, STUDY_PRECISION,
+                                                   STUDY_THREADS, "ranks", STUDY_REPEAT]
+                                                  + STUDY_COLUMNS)))
             if STUDY_PRECISION not in study and "run" in study:
                 # Before schema 7 a row's precision is its run's (its device_precision, or fp32).
                 of_run = {run.name: run.precision for run in self.runs}

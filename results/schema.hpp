@@ -156,38 +156,12 @@ inline constexpr const char* noise_scale_iterations = "noise_scale_iterations";
 inline constexpr const char* iterations_to_target = "iterations_to_target";
 inline constexpr const char* samples_to_target = "samples_to_target";
 inline constexpr const char* seconds_to_target = "seconds_to_target";
-// Schema 8 study columns: convergence (samples_to_target, seconds_to_target and noise_scale as
-// above, per point).
-inline constexpr const char* global_batch = "global_batch";
-inline constexpr const char* noise_scale_used = "noise_scale_used";
-inline constexpr const char* statistical_efficiency_model = "statistical_efficiency_model";
-inline constexpr const char* goodput_samples_per_second = "goodput_samples_per_second";
-inline constexpr const char* statistical_efficiency = "statistical_efficiency";
-inline constexpr const char* time_to_target_speedup = "time_to_target_speedup";
-// Their interval from the evaluation spacing (a file without them reads as NaN).
-inline constexpr const char* statistical_efficiency_low = "statistical_efficiency_low";
-inline constexpr const char* statistical_efficiency_high = "statistical_efficiency_high";
-inline constexpr const char* time_to_target_speedup_low = "time_to_target_speedup_low";
-inline constexpr const char* time_to_target_speedup_high = "time_to_target_speedup_high";
-
-// Study group: one entry per run, by thread count, rank count and repeat.
+// Study group: one entry per run, by device, precision, thread count, rank count and repeat. Its
+// columns are named, with their units, in results/study_columns.hpp; ranks, threads and repeat
+// name the same columns of the tables below.
 inline constexpr const char* study_group = "study";
 inline constexpr const char* baseline_ranks = "baseline_ranks";
 inline constexpr const char* ranks = "ranks";
-inline constexpr const char* run = "run";
-inline constexpr const char* iteration_seconds = "iteration_seconds";
-inline constexpr const char* iteration_seconds_ci_low = "iteration_seconds_ci_low";
-inline constexpr const char* iteration_seconds_ci_high = "iteration_seconds_ci_high";
-inline constexpr const char* speedup = "speedup";
-inline constexpr const char* efficiency = "efficiency";
-inline constexpr const char* efficiency_ci_low = "efficiency_ci_low";
-inline constexpr const char* efficiency_ci_high = "efficiency_ci_high";
-inline constexpr const char* karp_flatt = "karp_flatt";
-inline constexpr const char* gap_communication = "gap_communication";
-inline constexpr const char* gap_load_imbalance = "gap_load_imbalance";
-inline constexpr const char* gap_other = "gap_other";
-inline constexpr const char* straggler_rank = "straggler_rank";
-inline constexpr const char* straggler_host = "straggler_host";
 inline constexpr const char* threads = "threads";
 inline constexpr const char* repeat = "repeat";  // also a run attribute
 // A study column NAME_per_sample for each energy measurement, marked with this attribute.

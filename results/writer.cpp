@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <type_traits>
+#include <variant>
 #include <vector>
 
 #include <fmt/format.h>
@@ -13,6 +14,7 @@
 #include "results/hdf5_io.hpp"
 #include "results/output_file.hpp"
 #include "results/schema.hpp"
+#include "results/study_columns.hpp"
 
 namespace dlscale::results {
 
@@ -293,53 +295,9 @@ void write_study(hid_t file, const StudySummary& study) {
   write_attribute(group, schema::baseline_ranks, (long long)study.baseline_ranks);
   const auto& points = study.points;
   const hsize_t count = points.size();
-  const auto column = [&](const char* name, double StudyPoint::*member, const char* units) {
-    write_column(group, name, points, member, units);
-  };
-  std::vector<std::int64_t> ranks, threads, repeats, stragglers;
-  std::vector<std::string> runs, straggler_hosts;
-  for (const auto& point : points) {
-    ranks.push_back(point.ranks);
-    threads.push_back(point.threads);
-    repeats.push_back(point.repeat);
-    runs.push_back(point.run);
-    stragglers.push_back(point.straggler_rank);
-    straggler_hosts.push_back(point.straggler_host);
-  }
-  write_dataset(group, schema::ranks, ranks, {count});
-  write_column(group, schema::device, points, &StudyPoint::device);
-  write_column(group, schema::precision, points, &StudyPoint::precision);
-  write_dataset(group, schema::threads, threads, {count});
-  write_dataset(group, schema::repeat, repeats, {count});
-  write_dataset(group, schema::run, runs);
-  column(schema::iteration_seconds, &StudyPoint::iteration_seconds, "seconds");
-  column(schema::iteration_seconds_ci_low, &StudyPoint::iteration_seconds_ci_low, "seconds");
-  column(schema::iteration_seconds_ci_high, &StudyPoint::iteration_seconds_ci_high, "seconds");
-  column(schema::throughput_samples_per_second, &StudyPoint::throughput_samples_per_second,
-         "samples/s");
-  column(schema::speedup, &StudyPoint::speedup, nullptr);
-  column(schema::efficiency, &StudyPoint::efficiency, nullptr);
-  column(schema::efficiency_ci_low, &StudyPoint::efficiency_ci_low, nullptr);
-  column(schema::efficiency_ci_high, &StudyPoint::efficiency_ci_high, nullptr);
-  column(schema::karp_flatt, &StudyPoint::karp_flatt, nullptr);
-  column(schema::gap_communication, &StudyPoint::gap_communication, nullptr);
-  column(schema::gap_load_imbalance, &StudyPoint::gap_load_imbalance, nullptr);
-  column(schema::gap_other, &StudyPoint::gap_other, nullptr);
-  write_dataset(group, schema::straggler_rank, stragglers, {count});
-  write_dataset(group, schema::straggler_host, straggler_hosts);
-  write_column(group, schema::global_batch, points, &StudyPoint::global_batch, "samples");
-  column(schema::noise_scale, &StudyPoint::noise_scale, "samples");
-  column(schema::noise_scale_used, &StudyPoint::noise_scale_used, "samples");
-  column(schema::statistical_efficiency_model, &StudyPoint::statistical_efficiency_model, nullptr);
-  column(schema::goodput_samples_per_second, &StudyPoint::goodput_samples_per_second, "samples/s");
-  column(schema::samples_to_target, &StudyPoint::samples_to_target, "samples");
-  column(schema::seconds_to_target, &StudyPoint::seconds_to_target, "seconds");
-  column(schema::statistical_efficiency, &StudyPoint::statistical_efficiency, nullptr);
-  column(schema::time_to_target_speedup, &StudyPoint::time_to_target_speedup, nullptr);
-  column(schema::statistical_efficiency_low, &StudyPoint::statistical_efficiency_low, nullptr);
-  column(schema::statistical_efficiency_high, &StudyPoint::statistical_efficiency_high, nullptr);
-  column(schema::time_to_target_speedup_low, &StudyPoint::time_to_target_speedup_low, nullptr);
-  column(schema::time_to_target_speedup_high, &StudyPoint::time_to_target_speedup_high, nullptr);
+  for (const StudyColumn& column : study_columns)
+    std::visit([&](auto member) { write_column(group, column.name, points, member, column.units); },
+               column.member);
   // One column per energy measurement; NaN for a run that could not measure it.
   std::vector<std::string> energy_names;
   for (const auto& point : points)

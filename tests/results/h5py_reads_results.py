@@ -1,6 +1,9 @@
 # Checks that a dlscale results file reads with plain h5py + numpy exactly as
 # docs/results-format.md describes it, and that every formula it gives for summary/ recomputes
-# each run's stored values from its per-iteration data. Usage: python3 h5py_reads_results.py FILE.h5
+# each run's stored values from its per-iteration data, and that /study holds every column that
+# `dlscale schema --json` exports (RESULTS_SCHEMA_JSON, the build's copy) with its type and units.
+# Usage: python3 h5py_reads_results.py FILE.h5 RESULTS_SCHEMA_JSON
+import json
 import math
 import pathlib
 import sys
@@ -35,12 +38,8 @@ RUN_INTEGERS = ["world_size", "launch_world_size", "node_count", "ranks_per_node
 RUN_FLOATS = ["training_flops_per_sample", "learning_rate", "momentum", "bucket_mb",
               "device_gemm_gflops", "device_gemm_gflops_before", "device_gemm_gflops_after",
               "base_learning_rate", "target_value"]
-STUDY_FLOATS = ["iteration_seconds", "iteration_seconds_ci_low", "iteration_seconds_ci_high",
-                "throughput_samples_per_second", "speedup", "efficiency", "efficiency_ci_low",
-                "efficiency_ci_high", "karp_flatt", "gap_communication", "gap_load_imbalance",
-                "gap_other", "noise_scale", "noise_scale_used", "statistical_efficiency_model",
-                "goodput_samples_per_second", "samples_to_target", "seconds_to_target",
-                "statistical_efficiency", "time_to_target_speedup"]
+# The /study columns, their types and units: `dlscale schema --json`, the writer's own table.
+STUDY_TYPES = {"float64": np.float64, "int64": np.int64, "string": h5py.string_dtype()}
 SUMMARY_FLOATS = ["throughput_samples_per_second", "communication_fraction", "allreduce_bytes",
                   "allreduce_seconds", "allreduce_algbw_gbps", "allreduce_busbw_gbps"]
 # NaN where the run has no gradient noise scale (one rank), which noise_scale_absent_reason says.
@@ -310,27 +309,29 @@ def check_run(run):
     return ranks
 
 
-def check_study(f, run_ranks):
+def check_study(f, run_ranks, study_columns):
     study = f.get("study")
     expect(isinstance(study, h5py.Group), "group /study is missing")
     points = len(run_ranks)
-    ranks = dataset(f, "study/ranks", np.int64, (points,))[()]
+    values = {}
+    for column in study_columns:
+        name = column["name"]
+        d = dataset(f, f"study/{name}", STUDY_TYPES[column["type"]], (points,))
+        units = d.attrs.get("units")
+        expect(units == column["units"], f"/study/{name} has units {units!r}, expected "
+                                         f"{column['units']!r}")
+        values[name] = d[()]
+    ranks = values["ranks"]
     expect(list(ranks) == sorted(run_ranks), f"/study/ranks is {list(ranks)}, expected "
                                              f"{sorted(run_ranks)}")
-    dataset(f, "study/run", h5py.string_dtype(), (points,))
-    values = {name: dataset(f, f"study/{name}", np.float64, (points,))[()] for name in STUDY_FLOATS}
     expect(np.isclose(values["efficiency"][0], 1.0), "the baseline's efficiency is not 1")
     gaps = values["gap_communication"] + values["gap_load_imbalance"] + values["gap_other"]
     expect(np.allclose(gaps, 1 - values["efficiency"]), "the gaps do not sum to 1 - efficiency")
     expect((values["efficiency_ci_low"] <= values["efficiency"]).all() and
            (values["efficiency"] <= values["efficiency_ci_high"]).all(),
            "an efficiency lies outside its confidence interval")
-    dataset(f, "study/straggler_rank", np.int64, (points,))
-    dataset(f, "study/straggler_host", h5py.string_dtype(), (points,))
-    dataset(f, "study/threads", np.int64, (points,))
-    precisions = set(dataset(f, "study/precision", h5py.string_dtype(), (points,)).asstr()[()])
+    precisions = set(f["study/precision"].asstr()[()])
     expect(precisions <= {"fp32", "tf32", "bf16"}, f"/study/precision holds {precisions}")
-    dataset(f, "study/repeat", np.int64, (points,))
     spread = f.get("study_repeats")
     expect(isinstance(spread, h5py.Group), "group /study_repeats is missing")
     configurations = spread["ranks"].shape[0]
@@ -354,22 +355,24 @@ def check_study(f, run_ranks):
         expect(probes[name].shape == probes["ranks"].shape, "/node_sharing_probes columns differ")
 
 
-def check(path):
+def check(path, study_columns):
     with h5py.File(path, "r") as f:
         run_count = check_origin_attributes(f)
         expect(run_count >= 1, "the file holds no runs")
         run_ranks = [check_run(f[f"runs/run_{index:03d}"]) for index in range(run_count)]
-        check_study(f, run_ranks)
+        check_study(f, run_ranks, study_columns)
         return run_ranks
 
 
 def main():
-    if len(sys.argv) != 2:
-        print("usage: python3 h5py_reads_results.py FILE.h5")
+    if len(sys.argv) != 3:
+        print("usage: python3 h5py_reads_results.py FILE.h5 RESULTS_SCHEMA_JSON")
         return 2
     path = sys.argv[1]
+    with open(sys.argv[2], encoding="utf-8") as export:
+        study_columns = json.load(export)["study_columns"]
     try:
-        run_ranks = check(path)
+        run_ranks = check(path, study_columns)
     except SchemaError as error:
         print(f"FAIL: {path}: {error}")
         return 1
