@@ -135,7 +135,7 @@ void refuse_stray_arguments(const boost::program_options::parsed_options& parsed
   if (first_word)
     throw UserError(
         fmt::format("unknown subcommand '{}' (subcommands: run, comm, report, merge, "
-                    "predict, slurm; see dlscale --help)",
+                    "predict, slurm, schema; see dlscale --help)",
                     strays.front()));
   throw UserError(
       fmt::format("unexpected argument '{}': this command takes options only", strays.front()));
@@ -161,7 +161,11 @@ boost::program_options::variables_map parse_command_line(
     const auto* text = boost::any_cast<std::string>(&value.value());
     const bool positional_argument =
         positional.max_total_count() > 0 && positional.name_for_position(0) == name;
-    if (text != nullptr && text->empty() && !value.defaulted() && !positional_argument)
+    // A switch such as --help takes no value: boost stores an empty string for it.
+    const auto* option = options.find_nothrow(name, false);
+    const bool takes_a_value = option != nullptr && option->semantic()->max_tokens() > 0;
+    if (text != nullptr && text->empty() && !value.defaulted() && !positional_argument &&
+        takes_a_value)
       throw UserError(fmt::format("--{} must not be empty", name));
   }
   return values;

@@ -564,7 +564,8 @@ std::string run_help_text() {
           "  dlscale report FILE...       tables, CSV/JSON, figures and an HTML page\n"
           "  dlscale predict FILE         step time and efficiency at rank counts you cannot try\n"
           "  dlscale merge A B -o S       one study from the runs of several jobs\n"
-          "  dlscale slurm                a Slurm node-count study script for your sizes\n\n"
+          "  dlscale slurm                a Slurm node-count study script for your sizes\n"
+          "  dlscale schema [--json]      the /study columns results files hold, with units\n\n"
        << visible
        << "\nExamples:\n"
           "  mpirun -np 4 dlscale --model fcn-r --batch 64 --iters 20 --out r.h5\n"

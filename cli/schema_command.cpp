@@ -29,8 +29,8 @@ std::string help_text(const po::options_description& options) {
           "Usage: dlscale schema [--json]\n\n"
        << options
        << "\nJSON fields: schema_version, and per column name, type (float64, int64 or string),\n"
-          "units (null for none), since_version, minimum and may_be_nan (what a reader accepts)\n"
-          "and description.\n\n"
+          "units (null for none), since_version, minimum, may_be_nan and may_be_infinite (+inf:\n"
+          "what a reader accepts) and description.\n\n"
           "Example:\n"
           "  dlscale schema --json | python3 -c 'import json, sys; "
           "print([c[\"name\"] for c in json.load(sys.stdin)[\"study_columns\"]])'\n";

@@ -38,11 +38,11 @@ std::string format_results_schema_json() {
   for (const auto& column : results::study_columns) {
     out += fmt::format(
         "{}  {{\"name\": {}, \"type\": {}, \"units\": {}, \"since_version\": {}, "
-        "\"minimum\": {}, \"may_be_nan\": {}, \"description\": {}}}",
+        "\"minimum\": {}, \"may_be_nan\": {}, \"may_be_infinite\": {}, \"description\": {}}}",
         first ? "" : ",\n", json_string(column.name), json_string(results::stored_type(column)),
         column.units != nullptr ? json_string(column.units) : "null", column.since_version,
         column.least ? json_number(*column.least) : "null", column.may_be_nan ? "true" : "false",
-        json_string(column.description));
+        column.may_be_unbounded ? "true" : "false", json_string(column.description));
     first = false;
   }
   return out + "\n ]}\n";

@@ -296,10 +296,11 @@ def check_size(dataset, shape, max_rows=None, why=""):
         raise DamagedFile(f"{where(dataset)} has {actual[0]} rows, more than {max_rows}{why}")
 
 
-def numbers(dataset, shape, integer=False, finite=True, minimum=None, max_rows=None, why=""):
+def numbers(dataset, shape, integer=False, finite=True, minimum=None, max_rows=None, why="",
+            unbounded=False):
     """The values of a numeric dataset of `shape` (see check_size) as int64 or float64. Never
-    infinite or above LARGEST_VALUE; NaN only where not `finite` (a rank that measured nothing);
-    none below minimum."""
+    infinite or above LARGEST_VALUE, but +inf where `unbounded` (an interval's open high end);
+    NaN only where not `finite` (a rank that measured nothing); none below minimum."""
     kind = dataset.dtype.kind
     if kind not in ("iu" if integer else "iuf"):
         raise DamagedFile(f"{where(dataset)} holds {dataset.dtype}, not "
@@ -314,6 +315,8 @@ def numbers(dataset, shape, integer=False, finite=True, minimum=None, max_rows=N
         values = values.astype(np.float64)
         with np.errstate(invalid="ignore"):  # NaN compares as False, quietly
             bad = ~(np.abs(values) <= LARGEST_VALUE) if finite else np.abs(values) > LARGEST_VALUE
+            if unbounded:
+                bad &= ~(values == np.inf)
         if bad.any():
             raise DamagedFile(f"{where(dataset)} holds {values[bad].flat[0]}")
     if minimum is not None and (values < minimum).any():
@@ -423,10 +426,11 @@ OPTIONAL_NUMBER = (NUMBER, None, True)
 
 
 def export_kind(column):
-    """A column of the export as read_column checks it: its type, least value and whether it
-    may be NaN (where not measured)."""
+    """A column of the export as read_column checks it: its type, least value, whether it may be
+    NaN (where not measured) and whether +inf (an interval's unbounded high end)."""
     kind = {"string": TEXT, "int64": INTEGER, "float64": NUMBER}[column["type"]]
-    return (kind,) if kind == TEXT else (kind, column["minimum"], column["may_be_nan"])
+    return (kind,) if kind == TEXT else (kind, column["minimum"], column["may_be_nan"],
+                                         column.get("may_be_infinite", False))
 
 
 STUDY_KINDS = {column["name"]: export_kind(column) for column in RESULTS_SCHEMA["study_columns"]}
@@ -495,8 +499,9 @@ def read_column(name, dataset, rows, kinds, max_rows=None, why=""):
     if kind == INTEGER:
         return numbers(dataset, (rows,), integer=True, minimum=checks[0], max_rows=max_rows,
                        why=why)
-    minimum, nan = checks if kind == NUMBER else (None, True)
-    return numbers(dataset, (rows,), finite=not nan, minimum=minimum, max_rows=max_rows, why=why)
+    minimum, nan, *unbounded = checks if kind == NUMBER else (None, True)
+    return numbers(dataset, (rows,), finite=not nan, minimum=minimum, max_rows=max_rows, why=why,
+                   unbounded=bool(unbounded and unbounded[0]))
 
 
 def read_table(group, rows, kinds, required, leading, max_rows=None, why=""):

@@ -19,9 +19,11 @@ struct StudyColumn {
   std::variant<double StudyPoint::*, int StudyPoint::*, std::string StudyPoint::*> member;
   const char* units = nullptr;  // its `units` attribute; none for ratios, counts and names
   long long since_version = 2;  // files of earlier schemas lack it (files of 2 on hold /study)
-  // What a reader accepts of a number: none below `least`; NaN only where `may_be_nan`.
+  // What a reader accepts of a number: none below `least`; NaN only where `may_be_nan`; +inf
+  // only where `may_be_unbounded` (the high end of an interval that nothing bounds).
   std::optional<double> least;
   bool may_be_nan = false;
+  bool may_be_unbounded = false;
   const char* description = "";
 };
 
@@ -187,6 +189,8 @@ inline constexpr StudyColumn study_columns[] = {
      .member = &StudyPoint::statistical_efficiency_high,
      .since_version = 8,
      .may_be_nan = true,
+     // Infinite where the target was met at the first evaluation: crossed anywhere after 0.
+     .may_be_unbounded = true,
      .description = "Highest statistical_efficiency the evaluation spacing allows"},
     {.name = "time_to_target_speedup_low",
      .member = &StudyPoint::time_to_target_speedup_low,
@@ -197,6 +201,8 @@ inline constexpr StudyColumn study_columns[] = {
      .member = &StudyPoint::time_to_target_speedup_high,
      .since_version = 8,
      .may_be_nan = true,
+     // Infinite where the target was met at the first evaluation: crossed anywhere after 0.
+     .may_be_unbounded = true,
      .description = "Highest time_to_target_speedup the evaluation spacing allows"},
 };
 

@@ -415,6 +415,15 @@ std::pair<int, std::string> run_alone(const fs::path& directory, const std::stri
   return {WEXITSTATUS(status), dlscale::testing::read_text_file(directory / "alone.err")};
 }
 
+// --help is a switch: it was refused as an empty value by predict and merge.
+TEST_F(CommandLine, EverySubcommandWithoutMpirunShowsItsHelp) {
+  for (const char* subcommand : {"predict", "merge", "report", "slurm", "schema"}) {
+    const auto [status, errors] = run_alone(directory_, std::string(subcommand) + " --help");
+    EXPECT_EQ(status, 0) << subcommand << ": " << errors;
+    EXPECT_EQ(errors, "") << subcommand;
+  }
+}
+
 TEST_F(CommandLine, MergeJoinsRunsOfOneWorkloadAndRefusesOthers) {
   const std::string common = "--model fcn:16,8,4 --iters 2 --warmup 0 ";
   ASSERT_EQ(run_dlscale(common + "--batch 4 --ranks 1 --out one.h5").rank_exit_codes[0], 0);

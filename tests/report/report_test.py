@@ -805,6 +805,23 @@ def test_no_convergence_without_its_data(directory):
         check_png(os.path.join(figure_dir, "efficiency.png"))
 
 
+def test_an_unbounded_interval_end_is_read(directory):
+    """A point that met its target at its first evaluation crossed it anywhere after the start:
+    the writer stores +inf as the high end of its measured ratios, and the report read that file
+    as damaged. +inf is accepted there, and only there."""
+    sample = make_sample(directory, "unbounded.h5", "--convergence")
+    with h5py.File(sample, "a") as f:
+        f["study"]["statistical_efficiency_high"][-1] = np.inf
+        f["study"]["time_to_target_speedup_high"][-1] = np.inf
+    result = report_ok(sample)
+    expect("inf" in result.stdout, "the unbounded end is not shown")
+    with h5py.File(sample, "a") as f:
+        f["study"]["statistical_efficiency"][-1] = np.inf
+    result = report(sample)
+    expect(result.returncode == 2 and "statistical_efficiency" in result.stderr,
+           f"+inf accepted in a measured ratio: {result.returncode} {result.stderr}")
+
+
 def test_schema_1_single_run(directory):
     sample = make_sample(directory, "schema1.h5", "--schema", "1")
     csv_dir = new_directory(directory, "csv")
@@ -1415,6 +1432,7 @@ def main():
              test_precision_sweep_side_by_side, test_each_precision_is_predicted_from_its_own_runs,
              test_files_before_precisions_read_as_fp32,
              test_convergence_table_and_figures, test_no_convergence_without_its_data,
+             test_an_unbounded_interval_end_is_read,
              test_schema_1_single_run, test_comm_only, test_several_files, test_bad_input,
              test_output_targets_must_be_regular_files_and_directories,
              test_existing_outputs_need_overwrite, test_a_module_that_fails_to_load_is_named,

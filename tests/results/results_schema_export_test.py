@@ -12,7 +12,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCHEMA_HEADER = os.path.join(HERE, "..", "..", "results", "schema.hpp")
 FIELDS = {"name": str, "type": str, "units": (str, type(None)), "since_version": int,
-          "minimum": (int, float, type(None)), "may_be_nan": bool, "description": str}
+          "minimum": (int, float, type(None)), "may_be_nan": bool, "may_be_infinite": bool,
+          "description": str}
 TYPES = {"float64", "int64", "string"}
 
 
