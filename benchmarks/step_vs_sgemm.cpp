@@ -243,6 +243,17 @@ class ProfiledMath final : public kernels::MathOps<float> {
                                 parameters, nonfinite_gradient, squared_norm);
     });
   }
+  void adamw_update(std::size_t count, float learning_rate,
+                    const kernels::AdamWHyperparameters<float>& hyperparameters,
+                    float gradient_scale, const float* gradient, float* first_moment,
+                    float* second_moment, float* parameters, std::int64_t* step_count,
+                    std::int32_t* nonfinite_gradient, double* squared_norm) override {
+    timed("adamw_update", 0, [&] {
+      math_.adamw_update(count, learning_rate, hyperparameters, gradient_scale, gradient,
+                         first_moment, second_moment, parameters, step_count, nonfinite_gradient,
+                         squared_norm);
+    });
+  }
   void squared_norm(std::size_t count, const float* x, double* squared_norm) override {
     timed("squared_norm", 0, [&] { math_.squared_norm(count, x, squared_norm); });
   }

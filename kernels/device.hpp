@@ -24,6 +24,17 @@ namespace dlscale::kernels {
 
 enum class Transpose { no, yes };
 
+// AdamW's constants, with torch.optim.AdamW's defaults: the decay rates of the first and second
+// moment averages (betas), the term that keeps the step's denominator above zero, and the
+// decoupled weight decay (a fraction of the learning rate, not a gradient term).
+template <typename T>
+struct AdamWHyperparameters {
+  T beta1 = T(0.9);
+  T beta2 = T(0.999);
+  T epsilon = T(1e-8);
+  T weight_decay = T(0.01);
+};
+
 // The math a training step needs, for one scalar type. Training runs in float; the gradient
 // checks run the very same layers in double. All pointers are device memory, row-major.
 template <typename T>
@@ -72,6 +83,20 @@ class MathOps {
   virtual void sgd_momentum_update(std::size_t count, T learning_rate, T momentum, T gradient_scale,
                                    const T* gradient, T* velocity, T* parameters,
                                    std::int32_t* nonfinite_gradient, double* squared_norm) = 0;
+
+  // AdamW as torch.optim.AdamW defines it (Loshchilov and Hutter, "Decoupled Weight Decay
+  // Regularization", 2019), in one pass, with g = gradient_scale * gradient:
+  //   p *= 1 - learning_rate * weight_decay;
+  //   m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2;
+  //   p -= learning_rate / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + epsilon).
+  // The step number t lives in device memory: the call adds 1 to *step_count first and uses the
+  // sum, in the stream, so a captured step replayed N times counts N steps. The flag and the
+  // optional norm are sgd_momentum_update's.
+  virtual void adamw_update(std::size_t count, T learning_rate,
+                            const AdamWHyperparameters<T>& hyperparameters, T gradient_scale,
+                            const T* gradient, T* first_moment, T* second_moment, T* parameters,
+                            std::int64_t* step_count, std::int32_t* nonfinite_gradient,
+                            double* squared_norm) = 0;
 
   // *squared_norm = sum of x[i]^2 (device memory, accumulated in double): a rank's own gradient
   // norm, read before its gradients are summed across ranks.

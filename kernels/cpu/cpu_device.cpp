@@ -189,6 +189,20 @@ class CpuMath final : public MathOps<T> {
     if (nonfinite) *nonfinite_gradient = 1;
   }
 
+  void adamw_update(std::size_t count, T learning_rate,
+                    const AdamWHyperparameters<T>& hyperparameters, T gradient_scale,
+                    const T* gradient, T* first_moment, T* second_moment, T* parameters,
+                    std::int64_t* step_count, std::int32_t* nonfinite_gradient,
+                    double* squared_norm) override {
+    const AdamWStep step = adamw_step(learning_rate, hyperparameters, ++*step_count);
+    const bool nonfinite = squared_norm == nullptr
+                               ? adamw<false>(count, step, gradient_scale, gradient, first_moment,
+                                              second_moment, parameters, nullptr)
+                               : adamw<true>(count, step, gradient_scale, gradient, first_moment,
+                                             second_moment, parameters, squared_norm);
+    if (nonfinite) *nonfinite_gradient = 1;
+  }
+
   void squared_norm(std::size_t count, const T* x, double* squared_norm) override {
     double sum = 0;
 #pragma omp parallel for simd reduction(+ : sum) if (count > parallel_threshold)
@@ -213,6 +227,48 @@ class CpuMath final : public MathOps<T> {
       if constexpr (with_norm) sum += double(scaled) * double(scaled);
       velocity[i] = momentum * velocity[i] + scaled;
       parameters[i] -= learning_rate * velocity[i];
+    }
+    if constexpr (with_norm) *squared_norm = sum;
+    return nonfinite != 0;
+  }
+
+  // The constants of AdamW's t-th step. The bias corrections 1 - beta^t are taken in double, as
+  // PyTorch takes them on the host, and rounded to T once.
+  struct AdamWStep {
+    T beta1, one_minus_beta1, beta2, one_minus_beta2, epsilon;
+    T decay_factor;           // 1 - learning_rate * weight_decay
+    T step_size;              // learning_rate / (1 - beta1^t)
+    T bias_correction2_sqrt;  // sqrt(1 - beta2^t)
+  };
+  static AdamWStep adamw_step(T learning_rate, const AdamWHyperparameters<T>& hyperparameters,
+                              std::int64_t t) {
+    const auto [beta1, beta2, epsilon, weight_decay] = hyperparameters;
+    return {beta1,
+            T(1) - beta1,
+            beta2,
+            T(1) - beta2,
+            epsilon,
+            T(1) - learning_rate * weight_decay,
+            T(double(learning_rate) / (1 - std::pow(double(beta1), double(t)))),
+            T(std::sqrt(1 - std::pow(double(beta2), double(t))))};
+  }
+
+  // The AdamW step over every element, as update() does SGD's.
+  template <bool with_norm>
+  static bool adamw(std::size_t count, const AdamWStep& step, T gradient_scale, const T* gradient,
+                    T* first_moment, T* second_moment, T* parameters, double* squared_norm) {
+    int nonfinite = 0;
+    double sum = 0;
+#pragma omp parallel for simd reduction(| : nonfinite) reduction(+ : sum) if (count > parallel_threshold)
+    for (std::size_t i = 0; i < count; ++i) {
+      nonfinite |= int(gradient[i] - gradient[i] != T(0));
+      const T scaled = gradient_scale * gradient[i];
+      if constexpr (with_norm) sum += double(scaled) * double(scaled);
+      first_moment[i] = step.beta1 * first_moment[i] + step.one_minus_beta1 * scaled;
+      second_moment[i] = step.beta2 * second_moment[i] + step.one_minus_beta2 * scaled * scaled;
+      const T denominator = std::sqrt(second_moment[i]) / step.bias_correction2_sqrt + step.epsilon;
+      parameters[i] =
+          parameters[i] * step.decay_factor - step.step_size * first_moment[i] / denominator;
     }
     if constexpr (with_norm) *squared_norm = sum;
     return nonfinite != 0;

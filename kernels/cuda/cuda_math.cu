@@ -332,6 +332,87 @@ __global__ void sgd_momentum_packed_kernel(std::size_t packs, T learning_rate, T
   add_block_total(sum, squared_norm);
 }
 
+// AdamW's step number lives in device memory so that a replayed graph counts its steps: one
+// thread adds 1 before the update kernels, which read it.
+__global__ void count_step_kernel(std::int64_t* step_count) { *step_count += 1; }
+
+// The constants of AdamW's t-th step, made once per thread. The bias corrections 1 - beta^t are
+// taken in double, as PyTorch takes them on the host, and rounded to T once.
+template <typename T>
+struct AdamWStep {
+  T beta1, one_minus_beta1, beta2, one_minus_beta2, epsilon;
+  T decay_factor;           // 1 - learning_rate * weight_decay
+  T step_size;              // learning_rate / (1 - beta1^t)
+  T bias_correction2_sqrt;  // sqrt(1 - beta2^t)
+
+  __device__ AdamWStep(T learning_rate, const AdamWHyperparameters<T>& hyperparameters,
+                       std::int64_t t)
+      : beta1(hyperparameters.beta1),
+        one_minus_beta1(T(1) - hyperparameters.beta1),
+        beta2(hyperparameters.beta2),
+        one_minus_beta2(T(1) - hyperparameters.beta2),
+        epsilon(hyperparameters.epsilon),
+        decay_factor(T(1) - learning_rate * hyperparameters.weight_decay),
+        step_size(T(double(learning_rate) / (1 - pow(double(hyperparameters.beta1), double(t))))),
+        bias_correction2_sqrt(T(sqrt(1 - pow(double(hyperparameters.beta2), double(t))))) {}
+};
+
+// AdamW on one element: decoupled decay, the two moment averages, the bias-corrected step. A NaN
+// or infinite gradient raises the flag, as in sgd_momentum_step. Returns (scale * g)^2.
+template <typename T>
+__device__ double adamw_step(const AdamWStep<T>& step, T gradient_scale, T gradient,
+                             T& first_moment, T& second_moment, T& parameter,
+                             std::int32_t* nonfinite_gradient) {
+  if (!isfinite(gradient)) *nonfinite_gradient = 1;
+  const T scaled = gradient_scale * gradient;
+  first_moment = step.beta1 * first_moment + step.one_minus_beta1 * scaled;
+  second_moment = step.beta2 * second_moment + step.one_minus_beta2 * scaled * scaled;
+  const T denominator = sqrt(second_moment) / step.bias_correction2_sqrt + step.epsilon;
+  parameter = parameter * step.decay_factor - step.step_size * first_moment / denominator;
+  return double(scaled) * double(scaled);
+}
+
+// The AdamW step on one element at a time (any alignment), at step *step_count.
+template <typename T>
+__global__ void adamw_kernel(std::size_t count, T learning_rate,
+                             AdamWHyperparameters<T> hyperparameters, T gradient_scale,
+                             const T* gradient, T* first_moment, T* second_moment, T* parameters,
+                             const std::int64_t* step_count, std::int32_t* nonfinite_gradient,
+                             double* squared_norm) {
+  const AdamWStep<T> step(learning_rate, hyperparameters, *step_count);
+  double sum = 0;
+  for (std::size_t i = thread_index(); i < count; i += grid_stride())
+    sum += adamw_step(step, gradient_scale, gradient[i], first_moment[i], second_moment[i],
+                      parameters[i], nonfinite_gradient);
+  add_block_total(sum, squared_norm);
+}
+
+// The AdamW step on 16-byte packs: all four arrays 16-byte aligned, `packs` packs long.
+template <typename T>
+__global__ void adamw_packed_kernel(std::size_t packs, T learning_rate,
+                                    AdamWHyperparameters<T> hyperparameters, T gradient_scale,
+                                    const Packed<T>* gradient, Packed<T>* first_moment,
+                                    Packed<T>* second_moment, Packed<T>* parameters,
+                                    const std::int64_t* step_count,
+                                    std::int32_t* nonfinite_gradient, double* squared_norm) {
+  const AdamWStep<T> step(learning_rate, hyperparameters, *step_count);
+  double sum = 0;
+  for (std::size_t i = thread_index(); i < packs; i += grid_stride()) {
+    const Packed<T> g = gradient[i];
+    Packed<T> m = first_moment[i];
+    Packed<T> v = second_moment[i];
+    Packed<T> p = parameters[i];
+#pragma unroll
+    for (int j = 0; j < Packed<T>::size; ++j)
+      sum += adamw_step(step, gradient_scale, g.values[j], m.values[j], v.values[j], p.values[j],
+                        nonfinite_gradient);
+    first_moment[i] = m;
+    second_moment[i] = v;
+    parameters[i] = p;
+  }
+  add_block_total(sum, squared_norm);
+}
+
 template <typename T>
 __global__ void squared_norm_kernel(std::size_t count, const T* x, double* squared_norm) {
   double sum = 0;
@@ -564,6 +645,40 @@ class CudaMath final : public MathOps<T> {
       sgd_momentum_kernel<<<grid_for(count - done), elementwise_threads, 0, context_.stream>>>(
           count - done, learning_rate, momentum, gradient_scale, gradient + done, velocity + done,
           parameters + done, nonfinite_gradient, squared_norm);
+      DLSCALE_CUDA_CHECK(cudaGetLastError());
+    }
+  }
+
+  void adamw_update(std::size_t count, T learning_rate,
+                    const AdamWHyperparameters<T>& hyperparameters, T gradient_scale,
+                    const T* gradient, T* first_moment, T* second_moment, T* parameters,
+                    std::int64_t* step_count, std::int32_t* nonfinite_gradient,
+                    double* squared_norm) override {
+    if (squared_norm != nullptr)
+      DLSCALE_CUDA_CHECK(cudaMemsetAsync(squared_norm, 0, sizeof(double), context_.stream));
+    // Counted even for an empty buffer, as on the CPU: t is the number of calls.
+    count_step_kernel<<<1, 1, 0, context_.stream>>>(step_count);
+    DLSCALE_CUDA_CHECK(cudaGetLastError());
+    if (count == 0) return;
+    std::size_t done = 0;
+    if (aligned_16(gradient) && aligned_16(first_moment) && aligned_16(second_moment) &&
+        aligned_16(parameters)) {
+      const std::size_t packs = count / Packed<T>::size;
+      if (packs > 0) {
+        adamw_packed_kernel<<<grid_for(packs), elementwise_threads, 0, context_.stream>>>(
+            packs, learning_rate, hyperparameters, gradient_scale,
+            reinterpret_cast<const Packed<T>*>(gradient),
+            reinterpret_cast<Packed<T>*>(first_moment), reinterpret_cast<Packed<T>*>(second_moment),
+            reinterpret_cast<Packed<T>*>(parameters), step_count, nonfinite_gradient, squared_norm);
+        DLSCALE_CUDA_CHECK(cudaGetLastError());
+      }
+      done = packs * Packed<T>::size;
+    }
+    if (done < count) {
+      adamw_kernel<<<grid_for(count - done), elementwise_threads, 0, context_.stream>>>(
+          count - done, learning_rate, hyperparameters, gradient_scale, gradient + done,
+          first_moment + done, second_moment + done, parameters + done, step_count,
+          nonfinite_gradient, squared_norm);
       DLSCALE_CUDA_CHECK(cudaGetLastError());
     }
   }

@@ -1,5 +1,6 @@
 // The CUDA device's MathOps: cuBLAS for the GEMMs, and small CUDA kernels for the element-wise
-// work, the softmax cross-entropy, the embedding and one fused SGD update over the flat buffer.
+// work, the softmax cross-entropy, the embedding and one fused SGD or AdamW update over the flat
+// buffer.
 // Everything is queued on the context's stream; nothing waits for the host.
 #pragma once
 

@@ -701,6 +701,154 @@ TYPED_TEST(CudaMathTest, SgdMomentumUpdateMatchesCpu) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// AdamW
+
+// One AdamW step from the same state on both devices, at steps t = 1, 2 and 3 (the device's
+// counter set to t - 1 first), so each bias correction is checked on its own.
+TYPED_TEST(CudaMathTest, AdamWUpdateMatchesCpu) {
+  using T = TypeParam;
+  const T learning_rate = T(0.01), gradient_scale = T(0.25);
+  const AdamWHyperparameters<T> hyperparameters{.weight_decay = T(0.1)};
+  for (std::int64_t t : {1, 2, 3})
+    for (std::size_t count : {std::size_t(1), std::size_t(7), std::size_t(1000003)})
+      for (std::size_t offset : {std::size_t(0), std::size_t(1)}) {  // 1: not 16-byte aligned
+        if (offset >= count) continue;
+        const auto gradient = uniform_values<T>(count, -2, 2, 80 + t);
+        const auto first_moment = uniform_values<T>(count, -1, 1, 84);
+        const auto second_moment = uniform_values<T>(count, 0, 1, 85);
+        const auto parameters = uniform_values<T>(count, -1, 1, 86);
+        struct Result {
+          std::vector<T> first_moment, second_moment, parameters;
+          std::int64_t step_count = 0;
+          double squared_norm = 0;
+        };
+        const auto run = [&](Device& device) {
+          auto device_gradient = upload(device, gradient);
+          auto device_first_moment = upload(device, first_moment);
+          auto device_second_moment = upload(device, second_moment);
+          auto device_parameters = upload(device, parameters);
+          auto step_count = upload(device, std::vector<std::int64_t>{t - 1});
+          auto nonfinite = upload(device, std::vector<std::int32_t>{0});
+          auto norm = upload(device, std::vector<double>{-1});  // overwritten, not added to
+          device.math<T>().adamw_update(
+              count - offset, learning_rate, hyperparameters, gradient_scale,
+              device_gradient.data() + offset, device_first_moment.data() + offset,
+              device_second_moment.data() + offset, device_parameters.data() + offset,
+              step_count.data(), nonfinite.data(), norm.data());
+          EXPECT_EQ(download(device, nonfinite).front(), 0) << "finite gradients raised the flag";
+          return Result{download(device, device_first_moment),
+                        download(device, device_second_moment), download(device, device_parameters),
+                        download(device, step_count).front(), download(device, norm).front()};
+        };
+        const Result expected = run(this->cpu());
+        const Result actual = run(this->gpu());
+        const std::string what =
+            describe("<", type_name<T>(), "> t=", t, " count=", count, " offset=", offset);
+        EXPECT_EQ(actual.step_count, t) << "the step counter" << what;
+        EXPECT_EQ(expected.step_count, t) << "the CPU's step counter" << what;
+        // The magnitudes of the terms of m = beta1 m + (1 - beta1) g and of v likewise: the GPU
+        // fuses multiply-adds, the CPU rounds each product.
+        const double beta1 = hyperparameters.beta1, beta2 = hyperparameters.beta2;
+        const auto scaled = [&](std::size_t i) { return double(gradient_scale) * gradient[i]; };
+        const auto first_moment_terms = [&](std::size_t i) {
+          return std::abs(beta1 * first_moment[i]) + (1 - beta1) * std::abs(scaled(i));
+        };
+        expect_close("adamw_update first moment" + what, expected.first_moment, actual.first_moment,
+                     [&](std::size_t i) { return sgd_tolerance<T> * first_moment_terms(i); });
+        expect_close("adamw_update second moment" + what, expected.second_moment,
+                     actual.second_moment, [&](std::size_t i) {
+                       return sgd_tolerance<T> *
+                              (beta2 * second_moment[i] + (1 - beta2) * scaled(i) * scaled(i));
+                     });
+        // p = p (1 - rate decay) - rate / (1 - beta1^t) m / (sqrt(v) / sqrt(1 - beta2^t) + eps):
+        // the moment's error carried through the step, a few roundings of each term, and pow,
+        // sqrt and division, which may differ by an ulp between CUDA and glibc.
+        const double step_size = double(learning_rate) / (1 - std::pow(beta1, double(t)));
+        const double bias_correction2_sqrt = std::sqrt(1 - std::pow(beta2, double(t)));
+        expect_close("adamw_update parameters" + what, expected.parameters, actual.parameters,
+                     [&](std::size_t i) {
+                       const double denominator =
+                           std::sqrt(double(expected.second_moment[i])) / bias_correction2_sqrt +
+                           double(hyperparameters.epsilon);
+                       return 4 * sgd_tolerance<T> *
+                              (std::abs(double(parameters[i])) +
+                               step_size * first_moment_terms(i) / denominator);
+                     });
+        EXPECT_NEAR(actual.squared_norm, expected.squared_norm, 1e-12 * expected.squared_norm)
+            << "the update's gradient norm" << what;
+      }
+}
+
+// Steps are captured once and replayed: the step number must come from device memory, so that
+// each replay applies the next bias correction. One eager step, then a graph of two steps
+// replayed twice with a new gradient each time (t = 1 to 5), against five eager steps on the CPU.
+TYPED_TEST(CudaMathTest, AdamWReplaysOfACapturedStepCountTheirSteps) {
+  using T = TypeParam;
+  const std::size_t count = 4099;  // packs and a tail
+  const T learning_rate = T(0.01), gradient_scale = T(0.5);
+  const AdamWHyperparameters<T> hyperparameters{};
+  const auto parameters = uniform_values<T>(count, -1, 1, 90);
+  const std::vector<std::vector<T>> gradients = {uniform_values<T>(count, -2, 2, 91),
+                                                 uniform_values<T>(count, -2, 2, 92),
+                                                 uniform_values<T>(count, -2, 2, 93)};
+  struct State {
+    State(Device& device, const std::vector<T>& initial)
+        : parameters(upload(device, initial)),
+          first_moment(upload(device, std::vector<T>(initial.size(), T(0)))),
+          second_moment(upload(device, std::vector<T>(initial.size(), T(0)))),
+          gradient(device, initial.size()),
+          step_count(upload(device, std::vector<std::int64_t>{0})),
+          nonfinite(upload(device, std::vector<std::int32_t>{0})),
+          norm(device, 1) {}
+    DeviceArray<T> parameters, first_moment, second_moment, gradient;
+    DeviceArray<std::int64_t> step_count;
+    DeviceArray<std::int32_t> nonfinite;
+    DeviceArray<double> norm;
+  };
+  const auto step = [&](Device& device, State& state) {
+    device.math<T>().adamw_update(
+        count, learning_rate, hyperparameters, gradient_scale, state.gradient.data(),
+        state.first_moment.data(), state.second_moment.data(), state.parameters.data(),
+        state.step_count.data(), state.nonfinite.data(), state.norm.data());
+  };
+
+  Device& cpu = this->cpu();
+  State expected(cpu, parameters);
+  for (int gradient_index : {0, 1, 1, 2, 2}) {
+    expected.gradient.copy_from_host(gradients[gradient_index]);
+    step(cpu, expected);
+  }
+
+  CudaDevice& gpu = this->gpu();
+  State actual(gpu, parameters);
+  actual.gradient.copy_from_host(gradients[0]);
+  step(gpu, actual);  // eager, as the training loop's first step
+  const std::unique_ptr<CapturedWork> two_steps = gpu.capture([&] {
+    step(gpu, actual);
+    step(gpu, actual);
+  });
+  ASSERT_NE(two_steps, nullptr) << "the capture failed";
+  EXPECT_EQ(download(gpu, actual.step_count).front(), 1) << "capturing ran the steps";
+  for (int gradient_index : {1, 2}) {
+    actual.gradient.copy_from_host(gradients[gradient_index]);  // waits for the stream
+    two_steps->replay();
+  }
+
+  const std::string what = describe("<", type_name<T>(), ">");
+  EXPECT_EQ(download(gpu, actual.step_count).front(), 5) << "steps counted" << what;
+  EXPECT_EQ(download(gpu, actual.nonfinite).front(), 0) << "finite gradients raised the flag";
+  // Five steps of at most about the learning rate each, against the CPU's: a replay with a
+  // stale step number misses by a large fraction of the learning rate.
+  expect_close("adamw_update parameters after replays" + what, download(cpu, expected.parameters),
+               download(gpu, actual.parameters), [&](std::size_t i) {
+                 return 64 * epsilon<T> * 5 * (std::abs(double(parameters[i])) + 1);
+               });
+  EXPECT_NEAR(download(gpu, actual.norm).front(), download(cpu, expected.norm).front(),
+              1e-12 * download(cpu, expected.norm).front())
+      << "the last replay's gradient norm" << what;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Determinism: the reductions give the same bits every run (no atomics, fixed order)
 
 TYPED_TEST(CudaMathTest, ReductionsAreBitReproducible) {
