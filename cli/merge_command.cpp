@@ -53,6 +53,7 @@ Settings study_settings(const results::RunConfiguration& c, int ranks) {
       {"scaling", analysis::study_scaling(c)},
       {"bucket size (MiB)", fmt::format("{:g}", c.bucket_mb)},
       {"overlap", c.overlap ? "on" : "off"},
+      {"optimizer", results::optimizer_names(c.optimizer)},
       {"learning-rate scaling", results::learning_rate_scaling_names(c.learning_rate_scaling)},
       {"base learning rate", fmt::format("{:g}", c.base_learning_rate)},
       {"learning-rate warm-up steps", std::to_string(c.learning_rate_warmup_steps)},

@@ -44,6 +44,7 @@ struct RawNumbers {
   std::string probe = yes_no_names(true);
   std::string learning_rate_scaling =
       results::learning_rate_scaling_names(results::LearningRateScaling::none);
+  std::string optimizer = results::optimizer_names(results::OptimizerKind::sgd);
 };
 
 // Boost writes a default through a stream at 17 digits (0.2 reads 0.20000000000000001); this
@@ -84,7 +85,10 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
                              po::value(&raw.warmup)->default_value(defaults.warmup_iterations),
                              "warm-up iterations, recorded but left out of the statistics")(
       "lr", number_with_default(&options.learning_rate, defaults.learning_rate),
-      "SGD learning rate (momentum is 0.9)")(
+      "learning rate")(
+      "optimizer", po::value(&raw.optimizer)->default_value(raw.optimizer),
+      "sgd (heavy-ball momentum 0.9) or adamw (betas 0.9 and 0.999, eps 1e-8, decoupled weight "
+      "decay 0.01: torch.optim.AdamW's defaults)")(
       "seed", po::value(&raw.seed)->default_value((long long)defaults.seed),
       "seed for weights and synthetic data");
   // clang-format on
@@ -366,6 +370,8 @@ void check_convergence_values(RunOptions& options, const RawNumbers& raw,
     throw UserError(
         "with a target, each point trains until it reaches it or --max-samples: "
         "leave out --iters");
+  options.optimizer =
+      enum_named(results::optimizer_names, raw.optimizer, "--optimizer", "optimizer");
   options.learning_rate_scaling = enum_named(results::learning_rate_scaling_names,
                                              raw.learning_rate_scaling, "--lr-scaling", "rule");
   if (raw.lr_warmup < 0 || raw.lr_warmup > INT32_MAX)

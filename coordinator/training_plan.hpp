@@ -50,6 +50,7 @@ struct TrainingPlan {
   comm::GradientDtype grad_dtype = comm::GradientDtype::fp32;  // checked against the backend
   double bucket_mb = 25;
   bool overlap = true;
+  results::OptimizerKind optimizer = results::OptimizerKind::sgd;
   double learning_rate = 0.01;  // at learning_rate_batch
   // How each point's rate follows its global batch; the schedule's warm-up ramps from
   // learning_rate to the point's rate.

@@ -529,6 +529,9 @@ def header_lines(results, predicted_for=None):
     trainings = list(dict.fromkeys(filter(None, (training_text(run) for run in results.runs))))
     if trainings:
         lines.append(("training", "; ".join(trainings)))
+    optimizers = sorted({run.optimizer for run in results.runs})
+    if optimizers:
+        lines.append(("optimizer", ", ".join(optimizers)))
     if known("dlscale_version") is not None:
         lines.append(("dlscale", f"{known('dlscale_version')} (git {known('git_commit')})"))
     for label, name in [("command line", "command_line"), ("started", "start_time_utc"),

@@ -176,6 +176,8 @@ SHORTEST_STEP_SECONDS = 1e-9
 # --target-accuracy accept, and as the C++ reader holds target_value to.
 LARGEST_TARGET_LOSS = 1e6
 LEARNING_RATE_SCALINGS = ["none", "linear", "sqrt"]
+# As --optimizer and results/run_record.hpp's optimizer_names spell them.
+OPTIMIZERS = ["sgd", "adamw"]
 LARGEST_INT32 = 2**31 - 1
 # The reading child's CPU time: a second for every 4 MiB of file on top of a few seconds is many
 # times what a real file takes, and stops HDF5 looping on a damaged structure.
@@ -704,6 +706,11 @@ class Run:
                                   f"outside (0, {most}] for a target {self.target_metric}")
         if not self.target_metric:  # trained for its iterations only
             self.target_value = None
+        # Absent in files before --optimizer, which all trained with SGD.
+        self.optimizer = text_attribute(group, "optimizer", "sgd")
+        if self.optimizer not in OPTIMIZERS:
+            raise DamagedFile(f"{where(group, 'optimizer')} is {shown(self.optimizer)}, not "
+                              f"{' or '.join(OPTIMIZERS)}")
         self.learning_rate_scaling = text_attribute(group, "learning_rate_scaling", None)
         if self.learning_rate_scaling not in LEARNING_RATE_SCALINGS + [None]:
             raise DamagedFile(f"{where(group, 'learning_rate_scaling')} is "

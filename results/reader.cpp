@@ -156,6 +156,16 @@ void read_run_attributes(hid_t file, RunRecord& record, long long version) {
   config.seed = std::uint64_t(read_integer_attribute(file, schema::seed));
   config.learning_rate = read_double_attribute(file, schema::learning_rate);
   config.momentum = read_double_attribute(file, schema::momentum);
+  if (has_attribute(file, schema::optimizer)) {  // within schema 8: SGD before --optimizer
+    const std::string name = read_string_attribute(file, schema::optimizer);
+    const auto optimizer = optimizer_names.named(name);
+    if (!optimizer)
+      damaged(fmt::format("'{}' is '{}', not {}", schema::optimizer, name.substr(0, 80),
+                          fmt::join(optimizer_names.all(), " or ")));
+    config.optimizer = *optimizer;
+    config.weight_decay = read_double_attribute(file, schema::weight_decay);
+    require_value(schema::weight_decay, config.weight_decay);
+  }
   if (version == schema::single_run_version) {
     env.launch_world_size = record.ranks;
     return;  // one blocking allreduce of all gradients, before buckets existed

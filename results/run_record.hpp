@@ -33,6 +33,11 @@ enum class LearningRateScaling { none, linear, sqrt };
 inline constexpr EnumNames<LearningRateScaling, 3> learning_rate_scaling_names{
     {"none", "linear", "sqrt"}};
 
+// The optimizer every point trains with (--optimizer): SGD with heavy-ball momentum, or AdamW
+// (Loshchilov and Hutter 2019: Adam with decoupled weight decay, as torch.optim.AdamW).
+enum class OptimizerKind { sgd, adamw };
+inline constexpr EnumNames<OptimizerKind, 2> optimizer_names{{"sgd", "adamw"}};
+
 // What a held-out evaluation is held to when a run trains to a target (--target-accuracy,
 // --target-loss).
 enum class TargetMetric { accuracy, loss };
@@ -78,7 +83,9 @@ struct RunConfiguration {
   std::string precision = "fp32";  // what the device computed in (--precision)
   std::uint64_t seed = 0;
   double learning_rate = 0;
-  double momentum = 0;
+  OptimizerKind optimizer = OptimizerKind::sgd;
+  double momentum = 0;      // SGD's momentum, or AdamW's beta1 (its first moment's decay)
+  double weight_decay = 0;  // AdamW's decoupled weight decay; 0 for SGD
   std::string scaling = scaling_name(Scaling::none);  // a scaling_name(), as the file holds it
   double bucket_mb = 0;                               // gradient bucket size, MiB
   bool overlap = false;                               // bucket sums started during backward

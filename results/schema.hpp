@@ -80,6 +80,9 @@ inline constexpr const char* precision = "precision";
 inline constexpr const char* seed = "seed";
 inline constexpr const char* learning_rate = "learning_rate";
 inline constexpr const char* momentum = "momentum";
+// "sgd" or "adamw", and AdamW's weight decay; absent in files before --optimizer (SGD, 0).
+inline constexpr const char* optimizer = "optimizer";
+inline constexpr const char* weight_decay = "weight_decay";
 inline constexpr const char* scaling = "scaling";
 inline constexpr const char* bucket_mb = "bucket_mb";
 inline constexpr const char* overlap = "overlap";

@@ -88,7 +88,9 @@ void write_run_attributes(hid_t file, const RunRecord& record) {
   write_attribute(file, schema::precision, config.precision);
   write_attribute(file, schema::seed, (long long)config.seed);
   write_attribute(file, schema::learning_rate, config.learning_rate);
+  write_attribute(file, schema::optimizer, std::string(optimizer_names(config.optimizer)));
   write_attribute(file, schema::momentum, config.momentum);
+  write_attribute(file, schema::weight_decay, config.weight_decay);
   write_attribute(file, schema::scaling, config.scaling);
   write_attribute(file, schema::bucket_mb, config.bucket_mb);
   write_attribute(file, schema::overlap, (long long)(config.overlap ? 1 : 0));

@@ -181,7 +181,7 @@ results::Measurement iteration_end_times(std::vector<double> seconds) {
   return times;
 }
 
-RankMeasurements train(model::Network<float>& network, model::SgdMomentum<float>& optimizer,
+RankMeasurements train(model::Network<float>& network, model::Optimizer<float>& optimizer,
                        const DeviceDataset& data, comm::GradientCommunicator& communicator,
                        const GradientExchange& exchange, kernels::Device& device,
                        const TrainingSchedule& schedule,

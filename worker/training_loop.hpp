@@ -15,7 +15,7 @@
 #include "comm/gradient_communicator.hpp"
 #include "core/phases.hpp"
 #include "model/network.hpp"
-#include "model/sgd_momentum.hpp"
+#include "model/optimizer.hpp"
 #include "results/run_record.hpp"
 #include "worker/device_dataset.hpp"
 #include "worker/gradient_buckets.hpp"
@@ -83,7 +83,7 @@ using IterationObserver = std::function<bool(const IterationReport&)>;
 // `instruments` (make_step_instruments) are called at the step's seams and stopped after the last
 // iteration. The measurements hold the iterations that ran: fewer than scheduled when the
 // observer stopped it.
-RankMeasurements train(model::Network<float>& network, model::SgdMomentum<float>& optimizer,
+RankMeasurements train(model::Network<float>& network, model::Optimizer<float>& optimizer,
                        const DeviceDataset& data, comm::GradientCommunicator& communicator,
                        const GradientExchange& exchange, kernels::Device& device,
                        const TrainingSchedule& schedule,

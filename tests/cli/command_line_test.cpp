@@ -407,6 +407,20 @@ TEST_F(CommandLine, LearningRateScalingTrainsEachPointAtItsGlobalBatchsRate) {
   }
 }
 
+TEST_F(CommandLine, AdamWTrainsIdenticalReplicasAndIsRecorded) {
+  const Outcome outcome = run_dlscale(
+      "--model fcn:16,8,4 --batch 4 --iters 3 --warmup 1 --ranks 1,2 --optimizer adamw "
+      "--sample-interval 0 --out adamw.h5");
+  for (int r = 0; r < ranks; ++r) EXPECT_EQ(outcome.rank_exit_codes[r], 0) << "rank " << r;
+  const auto file = dlscale::results::read_results(directory_ / "adamw.h5");
+  ASSERT_EQ(file.runs.size(), 2u);
+  for (const auto& run : file.runs) {
+    EXPECT_EQ(run.configuration.optimizer, dlscale::results::OptimizerKind::adamw);
+    EXPECT_EQ(run.configuration.weight_decay, 0.01);
+    EXPECT_TRUE(run.summary.parameters_identical) << "ranks " << run.ranks;
+  }
+}
+
 // Runs a dlscale subcommand that needs no mpirun; returns its exit status and stderr.
 std::pair<int, std::string> run_alone(const fs::path& directory, const std::string& arguments) {
   const std::string command = "cd " + directory.string() + " && " + DLSCALE_EXECUTABLE + " " +

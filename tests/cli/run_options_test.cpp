@@ -102,6 +102,10 @@ TEST(RunOptions, BadTargetsAndLearningRateRulesNameTheOption) {
   EXPECT_NE(error_of({"--max-samples", "100"}).find("--max-samples limits"), std::string::npos);
   EXPECT_NE(error_of({"--eval-samples", "0"}).find("--eval-samples"), std::string::npos);
   EXPECT_NE(error_of({"--lr-scaling", "cubic"}).find("--lr-scaling"), std::string::npos);
+  EXPECT_NE(error_of({"--optimizer", "adam"}).find("--optimizer: unknown optimizer 'adam'"),
+            std::string::npos);
+  EXPECT_EQ(parse_run_options({"--optimizer", "adamw"}).optimizer, results::OptimizerKind::adamw);
+  EXPECT_EQ(parse_run_options({}).optimizer, results::OptimizerKind::sgd);
   EXPECT_NE(error_of({"--warmup-steps", "10"}).find("--lr-scaling linear or sqrt"),
             std::string::npos);
 }

@@ -55,9 +55,26 @@ class ResultsFile : public ::testing::Test {
 
   static RunRecord sample_record() {
     RunRecord record;
-    record.configuration = {
-        "fcn:4,3,2", "FCN", "4-3-2, sigmoid", 23, 138.0, 8, 1, 2, 2, 1, "mpi", "bf16", "cpu", "bf16",
-        99,          0.05,  0.9,              "strong", 2.5, true};
+    record.configuration = {.model = "fcn:4,3,2",
+                            .model_family = "FCN",
+                            .model_description = "4-3-2, sigmoid",
+                            .parameter_count = 23,
+                            .training_flops_per_sample = 138.0,
+                            .batch_per_rank = 8,
+                            .warmup_iterations = 1,
+                            .measured_iterations = 2,
+                            .threads_per_rank = 2,
+                            .repeat = 1,
+                            .comm_backend = "mpi",
+                            .gradient_dtype = "bf16",
+                            .device = "cpu",
+                            .precision = "bf16",
+                            .seed = 99,
+                            .learning_rate = 0.05,
+                            .momentum = 0.9,
+                            .scaling = "strong",
+                            .bucket_mb = 2.5,
+                            .overlap = true};
     record.environment = {"0.1.0",
                           "abc123",
                           "dlscale --model fcn:4,3,2",
@@ -168,11 +185,17 @@ TEST_F(ResultsFile, RoundTripRestoresEveryField) {
   const fs::path path = directory_ / "run.h5";
   RunRecord second = written;
   second.configuration.batch_per_rank = 4;
+  second.configuration.optimizer = OptimizerKind::adamw;
+  second.configuration.weight_decay = 0.01;
   write_results(sample_file({written, second}), path, false);
   const auto file = read_results(path);
   ASSERT_EQ(file.runs.size(), 2u);
   EXPECT_EQ(file.origin.command_line, "dlscale --model fcn:4,3,2 --ranks 1,2");
   EXPECT_EQ(file.runs[1].configuration.batch_per_rank, 4);
+  EXPECT_EQ(file.runs[0].configuration.optimizer, OptimizerKind::sgd);
+  EXPECT_EQ(file.runs[0].configuration.weight_decay, 0);
+  EXPECT_EQ(file.runs[1].configuration.optimizer, OptimizerKind::adamw);
+  EXPECT_EQ(file.runs[1].configuration.weight_decay, 0.01);
   const RunRecord& read = file.runs[0];
 
   EXPECT_EQ(read.configuration.model, written.configuration.model);

@@ -8,6 +8,7 @@
 
 #include "comm/mpi_gradient_communicator.hpp"
 #include "kernels/cpu/cpu_device.hpp"
+#include "model/sgd_momentum.hpp"
 #include "worker/training_loop.hpp"
 #include "workloads/fcn_workload.hpp"
 #include "workloads/workload_registry.hpp"

@@ -10,6 +10,7 @@
 #include "comm/mpi_gradient_communicator.hpp"
 #include "comm/mpi_host_group.hpp"
 #include "kernels/cpu/cpu_device.hpp"
+#include "model/sgd_momentum.hpp"
 #include "worker/parameter_fingerprint.hpp"
 #include "worker/training_loop.hpp"
 #include "workloads/fcn_workload.hpp"

@@ -17,6 +17,7 @@
 #include "kernels/cuda/cuda_device.hpp"
 #include "tests/workloads/float_gradient_yardstick.hpp"
 #include "tests/workloads/layer_gradient_comparison.hpp"
+#include "model/sgd_momentum.hpp"
 #include "worker/training_loop.hpp"
 #include "workloads/workload_registry.hpp"
 

@@ -13,6 +13,7 @@
 #include "comm/mpi_gradient_communicator.hpp"
 #include "kernels/cpu/cpu_device.hpp"
 #include "kernels/device_array.hpp"
+#include "model/sgd_momentum.hpp"
 #include "worker/training_loop.hpp"
 #include "workloads/fcn_workload.hpp"
 
