@@ -1,5 +1,5 @@
-// `dlscale run`: options -> a checked training plan on every rank -> the run driver. Errors in
-// the options end every rank with one line.
+// `dlscale run`: options -> a checked training plan on every rank -> the coordinator's sweep.
+// Errors in the options end every rank with one line.
 #include "cli/run_command.hpp"
 
 #include <algorithm>
@@ -15,11 +15,11 @@
 #include "comm/collective_agreement.hpp"
 #include "comm/communicator_factory.hpp"
 #include "comm/mpi_session.hpp"
+#include "coordinator/sweep.hpp"
 #include "core/build_info.hpp"
 #include "core/errors.hpp"
 #include "core/host_info.hpp"
 #include "core/number_format.hpp"
-#include "coordinator/sweep.hpp"
 #include "kernels/device_factory.hpp"
 #include "results/output_file.hpp"
 #include "worker/memory_plan.hpp"
@@ -64,8 +64,8 @@ void print_model_list() {
 // Resolves the options into a plan, checking on every rank, before any work starts, everything
 // that can be wrong because of user input.
 coordinator::TrainingPlan plan_training(const RunOptions& options, const comm::MpiSession& mpi,
-                                   const comm::HostPlacement& placement,
-                                   std::chrono::system_clock::time_point start) {
+                                        const comm::HostPlacement& placement,
+                                        std::chrono::system_clock::time_point start) {
   coordinator::TrainingPlan plan;
   plan.workload = workloads::make_workload(options.model);
   const std::vector<int> rank_counts = sweep_rank_counts(options, mpi.world_size());
@@ -142,8 +142,8 @@ coordinator::TrainingPlan plan_training(const RunOptions& options, const comm::M
   plan.check_memory_per_point = plan.points.size() > 1;
   if (!plan.check_memory_per_point) {
     worker::check_memory_fits(
-        *plan.workload, batches.front(), coordinator::point_distinct_batches(plan, plan.points.front()),
-        options.precisions.front(),
+        *plan.workload, batches.front(),
+        coordinator::point_distinct_batches(plan, plan.points.front()), options.precisions.front(),
         coordinator::ranks_per_device(placement.ranks_on_host, device.devices_per_host()),
         plan.device->free_memory_bytes(), plan.device->description());
   }
@@ -238,7 +238,8 @@ int run_command(int argc, char** argv) {
         if (rank == 0) print_model_list();
         return 0;
       case RunOptions::Action::train:
-        return coordinator::run_training_plan(std::move(plan), mpi, file_origin("", argc, argv, start));
+        return coordinator::run_training_plan(std::move(plan), mpi,
+                                              file_origin("", argc, argv, start));
     }
     return 1;
   });

@@ -49,17 +49,17 @@ struct RunOptions {
 
   // Convergence: held-out evaluation, a target to train each point to, and the large-batch
   // learning-rate rule (Goyal et al. 2017).
-  int evaluate_every = 0;        // iterations between evaluations; 0: none
-  int evaluation_samples = 512;  // the validation set, over all ranks
+  int evaluate_every = 0;                 // iterations between evaluations; 0: none
+  int evaluation_samples = 512;           // the validation set, over all ranks
   std::optional<results::Target> target;  // none: train --iters iterations
-  long long max_samples = 262144;  // with a target: samples (all ranks) a point may train on
+  long long max_samples = 262144;         // with a target: samples (all ranks) a point may train on
   results::LearningRateScaling learning_rate_scaling = results::LearningRateScaling::none;
   int learning_rate_batch = 0;  // the global batch --lr is for; 0: the sweep's smallest
   int learning_rate_warmup_steps = 0;
 
   std::string output_path;  // empty: a default name made from the model, ranks and time
   bool overwrite = false;
-  bool quiet = false;  // one line per point, not its whole summary
+  bool quiet = false;       // one line per point, not its whole summary
   std::string config_path;  // the --config file read, if any: an input the run must not replace
   std::string log_level = "info";
 };

@@ -18,10 +18,10 @@
 #include "comm/mpi_check.hpp"
 #include "comm/mpi_host_group.hpp"
 #include "comm/rank_group.hpp"
+#include "coordinator/comm_sweep_gather.hpp"
 #include "core/errors.hpp"
 #include "core/host_info.hpp"
 #include "core/number_format.hpp"
-#include "coordinator/comm_sweep_gather.hpp"
 #include "kernels/device_factory.hpp"
 #include "printers/comm_sweep_printer.hpp"
 #include "results/comm_writer.hpp"
@@ -69,7 +69,7 @@ std::optional<results::LinkSweep> measure_link_sweep(const CommSweepPlan& plan,
     for (const std::uint64_t wrong : measurements.wrong_elements) wrong_elements += wrong;
     auto record =
         coordinator::gather_comm_sweep(group, measurements, plan.element_counts, plan.schedule,
-                                  host_name(), comm::backend_record(plan.comm_backend).name);
+                                       host_name(), comm::backend_record(plan.comm_backend).name);
     if (record && mpi.world_rank() == 0)
       sweep = analysis::link_sweep_of(std::move(*record), link, communicators);
   }
@@ -140,7 +140,7 @@ int run_comm_sweep_plan(const CommSweepPlan& plan, const comm::MpiSession& mpi,
                                                             plan.element_counts, plan.schedule);
   auto record =
       coordinator::gather_comm_sweep(group, measurements, plan.element_counts, plan.schedule,
-                                host_name(), comm::backend_record(plan.comm_backend).name);
+                                     host_name(), comm::backend_record(plan.comm_backend).name);
   std::uint64_t link_wrong_elements = 0;
   auto links = measure_link_sweeps(plan, mpi, *device, link_wrong_elements);
   const std::uint64_t wrong_elements =

@@ -143,11 +143,11 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
       "{} ({} parameters) on {} rank(s) x {} thread(s), {}, batch {}/rank, {}{}{}", workload.name(),
       with_thousands_separators(workload.parameter_count()), run.communicator->size(),
       point.threads, kernels::precision_name(point.precision), batch,
-      plan.target ? fmt::format("to held-out {} {} within {} iterations",
-                                plan.target->goal.metric_name(), plan.target->goal.value,
-                                run.schedule.total_iterations())
-                  : fmt::format("{} + {} iterations", run.schedule.warmup_iterations,
-                                run.schedule.measured_iterations),
+      plan.target
+          ? fmt::format("to held-out {} {} within {} iterations", plan.target->goal.metric_name(),
+                        plan.target->goal.value, run.schedule.total_iterations())
+          : fmt::format("{} + {} iterations", run.schedule.warmup_iterations,
+                        run.schedule.measured_iterations),
       run.learning_rate != plan.learning_rate
           ? fmt::format(", learning rate {:.4g}", run.learning_rate)
           : "",

@@ -58,8 +58,8 @@ void StopSignalRelay::forward() {
 void StopSignalRelay::take_forwarded() {
   if (rank_ != 0) return;
   for (int waiting = 1;;) {
-    DLSCALE_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, forwarded_signal_tag, channel_, &waiting,
-                                 MPI_STATUS_IGNORE));
+    DLSCALE_MPI_CHECK(
+        MPI_Iprobe(MPI_ANY_SOURCE, forwarded_signal_tag, channel_, &waiting, MPI_STATUS_IGNORE));
     if (!waiting) return;
     int signal = 0;
     DLSCALE_MPI_CHECK(MPI_Recv(&signal, 1, MPI_INT, MPI_ANY_SOURCE, forwarded_signal_tag, channel_,

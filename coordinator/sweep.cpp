@@ -78,14 +78,14 @@ class Sweep {
       if (!coordinator_rank_) return;
       int most_ranks = 0;
       for (const auto& point : plan_.points) most_ranks = std::max(most_ranks, point.ranks);
-      journal_.emplace(plan_.output_path, plan_.overwrite, origin,
-                       expected_results_bytes(point_count(), most_ranks,
-                                              plan_.schedule.total_iterations()));
+      journal_.emplace(
+          plan_.output_path, plan_.overwrite, origin,
+          expected_results_bytes(point_count(), most_ranks, plan_.schedule.total_iterations()));
     });
     // A stalled rank ends the job from the watchdog's thread, after the file says so.
     watchdog_.emplace(
-        mpi.world(), StallSettings{.timeout_seconds = plan_.stall_timeout_seconds,
-                                   .exit_status = exit_stalled},
+        mpi.world(),
+        StallSettings{.timeout_seconds = plan_.stall_timeout_seconds, .exit_status = exit_stalled},
         [this](const std::string& diagnosis) {
           std::string kept;
           if (journal_)
@@ -149,8 +149,8 @@ class Sweep {
     progress_.begin_point(index + 1, point_count(), point.ranks,
                           point_schedule(plan_, point).total_iterations());
     try {
-      auto record = train_point(plan_, point, *device_, group, environment_, progress_,
-                                *watchdog_, relay_);
+      auto record =
+          train_point(plan_, point, *device_, group, environment_, progress_, *watchdog_, relay_);
       if (!record) return;
       if (plan_.quiet) {
         std::fputs(printers::format_point_line(*record).c_str(), stdout);
@@ -168,11 +168,10 @@ class Sweep {
           {point.ranks, kernels::precision_name(point.precision), point.threads, point.repeat,
            point.batch_per_rank, point.seed, failure.cause(), failure.what()},
           point_configuration(plan_, point, 0));
-      spdlog::warn("point {} of {} ({} rank(s) x {} thread(s), {}{}) failed: {}; going on",
-                   index + 1, point_count(), point.ranks, point.threads,
-                   kernels::precision_name(point.precision),
-                   point.repeat > 0 ? fmt::format(", repeat {}", point.repeat) : "",
-                   failure.what());
+      spdlog::warn(
+          "point {} of {} ({} rank(s) x {} thread(s), {}{}) failed: {}; going on", index + 1,
+          point_count(), point.ranks, point.threads, kernels::precision_name(point.precision),
+          point.repeat > 0 ? fmt::format(", repeat {}", point.repeat) : "", failure.what());
     }
   }
 
@@ -187,8 +186,7 @@ class Sweep {
           "node-sharing probe on {} ranks ({} on a node), no training: one pass takes {:.3g} s, "
           "{:.2f}x the {:.3g} s of one rank alone ({:.1f} s)",
           probe->ranks, probe->ranks_per_node, probe->shared_seconds,
-          probe->shared_seconds / probe->alone_seconds, probe->alone_seconds,
-          probe->probe_seconds);
+          probe->shared_seconds / probe->alone_seconds, probe->alone_seconds, probe->probe_seconds);
       journal_->add_node_sharing_probe(*probe);
     } catch (const PointFailure& failure) {
       if (coordinator_rank_)
@@ -213,12 +211,12 @@ class Sweep {
     }
     fmt::print("results         {}\n", journal_->location().string());
     std::fflush(stdout);
-    const SweepOutcome outcome{
-        .stop_signal = stop_signal_,
-        .replicas_differ = std::any_of(results.runs.begin(), results.runs.end(),
-                                       [](const auto& r) { return !r.summary.parameters_identical; }),
-        .results_rescued = journal_->rescued(),
-        .failed_points = int(results.failed_points.size())};
+    const SweepOutcome outcome{.stop_signal = stop_signal_,
+                               .replicas_differ = std::any_of(
+                                   results.runs.begin(), results.runs.end(),
+                                   [](const auto& r) { return !r.summary.parameters_identical; }),
+                               .results_rescued = journal_->rescued(),
+                               .failed_points = int(results.failed_points.size())};
     const bool partial = !results.runs.empty() && !results.runs.back().partial_reason.empty();
     if (outcome.stop_signal != 0)
       spdlog::error(

@@ -37,8 +37,8 @@ worker::TrainingSchedule point_schedule(const TrainingPlan& plan, const SweepPoi
   worker::TrainingSchedule schedule = plan.schedule;
   if (plan.target) {
     const long long batch = global_batch(point);
-    const long long limit = std::clamp<long long>((plan.target->max_samples + batch - 1) / batch,
-                                                  1, std::numeric_limits<int>::max());
+    const long long limit = std::clamp<long long>((plan.target->max_samples + batch - 1) / batch, 1,
+                                                  std::numeric_limits<int>::max());
     schedule.measured_iterations = int(std::max<long long>(1, limit - schedule.warmup_iterations));
   }
   return schedule;

@@ -1,5 +1,5 @@
 // What a training launch will do, checked and resolved from the user's options before any work
-// starts: the workload, each sweep point, and the settings shared by all of them. The run driver
+// starts: the workload, each sweep point, and the settings shared by all of them. The sweep
 // takes nothing else, so nothing past the command line sees an option string.
 #pragma once
 

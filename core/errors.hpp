@@ -27,8 +27,8 @@ enum class FailureCause {
   target_not_reached,   // trained to --max-samples without reaching its target
 };
 
-// A sweep point that could not be measured. The run driver keeps it as a result with its cause and
-// reason, and the sweep goes on.
+// A sweep point that could not be measured. The coordinator keeps it as a result with its cause
+// and reason, and the sweep goes on.
 class PointFailure : public std::runtime_error {
  public:
   PointFailure(FailureCause cause, const std::string& reason)

@@ -2,8 +2,8 @@
 // backend. dlscale loads it with dlopen only when a run asks for --device cuda, so that the other
 // commands, and CPU runs, do not pay for mapping CUDA, cuBLAS, cuDNN and NCCL (about a second per
 // process) and start on nodes without them. kernels/gpu_module_loader.cpp is the other side.
-#include "kernels/gpu_module_entry_points.hpp"
 #include "kernels/cuda/cuda_device.hpp"
+#include "kernels/gpu_module_entry_points.hpp"
 #ifdef DLSCALE_HAVE_NCCL
 #include "comm/communicator_factory.hpp"
 #include "comm/nccl/nccl_gradient_communicator.hpp"

@@ -94,7 +94,7 @@ struct RunConfiguration {
   LearningRateScaling learning_rate_scaling = LearningRateScaling::none;
   double base_learning_rate = 0;
   int learning_rate_warmup_steps = 0;
-  int evaluate_every = 0;  // held-out evaluation after every this many iterations; 0: none
+  int evaluate_every = 0;        // held-out evaluation after every this many iterations; 0: none
   std::optional<Target> target;  // where the run trained to one
 };
 

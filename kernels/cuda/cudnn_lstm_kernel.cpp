@@ -51,7 +51,8 @@ constexpr EnumNames<LstmSetting, 2> lstm_setting_names{{"float", "bf16"}};  // D
 
 bool lstm_in_bf16(const CudaContext& context) {
   const char* setting = std::getenv("DLSCALE_CUDNN_LSTM");
-  const std::string asked = setting == nullptr ? lstm_setting_names(LstmSetting::float_lstm) : setting;
+  const std::string asked =
+      setting == nullptr ? lstm_setting_names(LstmSetting::float_lstm) : setting;
   const auto named = lstm_setting_names.named(asked);
   if (!named)
     throw UserError("DLSCALE_CUDNN_LSTM='" + asked.substr(0, 40) + "': expected float or bf16");

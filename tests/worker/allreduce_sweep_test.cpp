@@ -76,7 +76,7 @@ TEST(CommSweepGather, TimesAreStoredBySizeIterationAndRank) {
     for (int i = 0; i < 3; ++i) mine.seconds.push_back(1000.0 * rank + 10.0 * s + i);
   mine.wrong_elements = {0, 0};
   const auto record = coordinator::gather_comm_sweep(communicator, mine, counts, schedule,
-                                                "host-" + std::to_string(rank % 2), "mpi");
+                                                     "host-" + std::to_string(rank % 2), "mpi");
   if (rank != 0) return;
   ASSERT_TRUE(record.has_value());
   EXPECT_EQ(record->ranks, communicator.size());

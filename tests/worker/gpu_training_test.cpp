@@ -15,9 +15,9 @@
 #include "comm/mpi_gradient_communicator.hpp"
 #include "kernels/cpu/cpu_device.hpp"
 #include "kernels/cuda/cuda_device.hpp"
+#include "model/sgd_momentum.hpp"
 #include "tests/workloads/float_gradient_yardstick.hpp"
 #include "tests/workloads/layer_gradient_comparison.hpp"
-#include "model/sgd_momentum.hpp"
 #include "worker/training_loop.hpp"
 #include "workloads/workload_registry.hpp"
 
