@@ -53,8 +53,9 @@ MpiGradientCommunicator::MpiGradientCommunicator(MPI_Comm parent, kernels::Devic
   DLSCALE_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
   DLSCALE_MPI_CHECK(MPI_Comm_size(comm_, &size_));
   if (background == BackgroundSums::hierarchical)
-    hierarchical_ = std::make_unique<HierarchicalAllreduce>(comm_, dtype);
-  if (dtype == GradientDtype::bf16) bf16_sum_ = std::make_unique<Bf16SumOperation>();
+    hierarchical_ = std::make_unique<HierarchicalAllreduce>(comm_, dtype);  // sums bf16 itself
+  else if (dtype == GradientDtype::bf16)
+    bf16_sum_ = std::make_unique<Bf16SumOperation>();
 }
 
 MpiGradientCommunicator::~MpiGradientCommunicator() {
@@ -137,7 +138,6 @@ int MpiGradientCommunicator::all_gather_on_host(std::span<const float> shard,
 
 int MpiGradientCommunicator::run_blocking(const StartedCollective& work, std::size_t piece_count) {
   if (work.collective == Collective::allreduce_sum) return sum_in_pieces(work.result, piece_count);
-  // mpi-hier too: its shared-memory steps serve the allreduce only, so these are flat MPI calls.
   std::span<const float> input = work.input;
   std::span<float> result = work.result;
   if (!device_.memory_is_host()) {
@@ -147,9 +147,15 @@ int MpiGradientCommunicator::run_blocking(const StartedCollective& work, std::si
     input = staging_;
     result = staging_result_;
   }
-  const int status = work.collective == Collective::reduce_scatter_sum
-                         ? reduce_scatter_on_host(input, result)
-                         : all_gather_on_host(input, result);
+  const bool reduce_scatter = work.collective == Collective::reduce_scatter_sum;
+  int status = MPI_SUCCESS;
+  if (hierarchical_)
+    status = reduce_scatter
+                 ? hierarchical_->reduce_scatter(input.data(), result.data(), result.size())
+                 : hierarchical_->all_gather(input.data(), result.data(), input.size());
+  else
+    status =
+        reduce_scatter ? reduce_scatter_on_host(input, result) : all_gather_on_host(input, result);
   if (status == MPI_SUCCESS && result.data() != work.result.data())
     device_.copy_to_device(work.result.data(), result.data(), result.size_bytes());
   return status;

@@ -31,8 +31,8 @@ enum class BackgroundSums {
   // (docs/performance.md), so this is the comparison, not the default.
   nonblocking_collectives,
   // Blocking calls of dlscale's hierarchical allreduce (backend "mpi-hier"): shared memory
-  // inside each host, MPI between hosts (comm/hierarchical_allreduce.hpp). Its reduce-scatter
-  // and all-gather are not hierarchical yet: they are the flat blocking MPI calls of "mpi".
+  // inside each host, MPI between hosts (comm/hierarchical_allreduce.hpp), for the sums and
+  // for the reduce-scatter and all-gather alike.
   hierarchical,
 };
 
@@ -99,8 +99,8 @@ class MpiGradientCommunicator final : public GradientCommunicator {
   std::unique_ptr<HierarchicalAllreduce> hierarchical_;  // for BackgroundSums::hierarchical
   // Host copies of a device buffer's input and result.
   std::vector<float> staging_, staging_result_;
-  // GradientDtype::bf16: the operation that sums bf16 (hierarchical_ has its own for its
-  // allreduce), and the rounded values blocking calls send and receive.
+  // GradientDtype::bf16 outside hierarchical_ (which has its own): the operation that sums bf16,
+  // and the rounded values blocking calls send and receive.
   std::unique_ptr<Bf16SumOperation> bf16_sum_;
   std::vector<std::uint16_t> bf16_values_, bf16_received_;
   // Under bf16 non-blocking collectives, the first rounded_in_flight_ buckets are in flight; the

@@ -15,6 +15,7 @@
 
 #include "comm/bf16_sum.hpp"
 #include "comm/communicator_factory.hpp"
+#include "comm/mpi_gradient_communicator.hpp"
 #include "kernels/cpu/cpu_device.hpp"
 #include "tests/comm/cpu_backends.hpp"
 
@@ -42,54 +43,72 @@ bool same_bits_as_rank_zero(std::span<const float> full) {
 
 // Blocking and started forms give the exact reduce-scatter sum and the gathered shards; the
 // started ones run together with an allreduce, all joined by one wait_all().
-void expect_exact_collectives(GradientDtype dtype) {
+void expect_exact_collectives(GradientCommunicator& communicator, kernels::Device& device,
+                              std::size_t shard_length) {
+  const int rank = communicator.rank(), size = communicator.size();
+  const std::size_t full_length = shard_length * std::size_t(size);
+  std::vector<float> full_input(full_length), shard_input(shard_length);
+  for (std::size_t i = 0; i < full_length; ++i) full_input[i] = reduce_scatter_input(i, rank);
+  for (std::size_t k = 0; k < shard_length; ++k) shard_input[k] = all_gather_input(k, rank);
+
+  std::vector<float> summed_shard(shard_length, -1), gathered(full_length, -1);
+  communicator.reduce_scatter_sum(full_input, summed_shard);
+  communicator.all_gather(shard_input, gathered);
+
+  std::vector<float> started_shard(shard_length, -1), started_gathered(full_length, -1);
+  std::vector<float> summed(1000, float(rank + 1));
+  const auto ready = device.make_event();
+  device.record(*ready);
+  communicator.start_all_gather(shard_input, started_gathered, *ready);
+  communicator.start_allreduce_sum(summed, *ready);
+  communicator.start_reduce_scatter_sum(full_input, started_shard, *ready);
+  communicator.wait_all();
+
+  std::size_t mismatches = 0;
+  for (std::size_t k = 0; k < shard_length; ++k) {
+    const float sum = reduce_scatter_sum_at(std::size_t(rank) * shard_length + k, size);
+    mismatches += (summed_shard[k] != sum) + (started_shard[k] != sum);
+  }
+  for (std::size_t i = 0; i < full_length; ++i) {
+    const float expected = all_gather_input(i % shard_length, int(i / shard_length));
+    mismatches += (gathered[i] != expected) + (started_gathered[i] != expected);
+  }
+  for (const float value : summed) mismatches += value != float(size * (size + 1) / 2);
+  EXPECT_EQ(mismatches, 0u) << "on rank " << rank;
+}
+
+void expect_exact_collectives_through_the_registry(GradientDtype dtype) {
   kernels::CpuDevice device(1);
   const auto backends = cpu_backends_summing(dtype);
   for (const BackendRecord* backend : backends) {
     auto communicator = make_gradient_communicator(backend->backend, MPI_COMM_WORLD, device, dtype);
-    const int rank = communicator->rank(), size = communicator->size();
     for (const std::size_t shard_length : shard_lengths) {
       SCOPED_TRACE(testing::Message() << backend->name << ", shards of " << shard_length);
-      const std::size_t full_length = shard_length * std::size_t(size);
-      std::vector<float> full_input(full_length), shard_input(shard_length);
-      for (std::size_t i = 0; i < full_length; ++i) full_input[i] = reduce_scatter_input(i, rank);
-      for (std::size_t k = 0; k < shard_length; ++k) shard_input[k] = all_gather_input(k, rank);
-
-      std::vector<float> summed_shard(shard_length, -1), gathered(full_length, -1);
-      communicator->reduce_scatter_sum(full_input, summed_shard);
-      communicator->all_gather(shard_input, gathered);
-
-      std::vector<float> started_shard(shard_length, -1), started_gathered(full_length, -1);
-      std::vector<float> summed(1000, float(rank + 1));
-      const auto ready = device.make_event();
-      device.record(*ready);
-      communicator->start_all_gather(shard_input, started_gathered, *ready);
-      communicator->start_allreduce_sum(summed, *ready);
-      communicator->start_reduce_scatter_sum(full_input, started_shard, *ready);
-      communicator->wait_all();
-
-      std::size_t mismatches = 0;
-      for (std::size_t k = 0; k < shard_length; ++k) {
-        const float sum = reduce_scatter_sum_at(std::size_t(rank) * shard_length + k, size);
-        mismatches += (summed_shard[k] != sum) + (started_shard[k] != sum);
-      }
-      for (std::size_t i = 0; i < full_length; ++i) {
-        const float expected = all_gather_input(i % shard_length, int(i / shard_length));
-        mismatches += (gathered[i] != expected) + (started_gathered[i] != expected);
-      }
-      for (const float value : summed) mismatches += value != float(size * (size + 1) / 2);
-      EXPECT_EQ(mismatches, 0u) << "on rank " << rank;
+      expect_exact_collectives(*communicator, device, shard_length);
     }
   }
   EXPECT_GE(backends.size(), 3u) << "mpi, mpi-nbc and mpi-hier serve the CPU in every build";
 }
 
 TEST(EveryBackend, ReduceScattersAndAllGathersExactlyThroughTheRegistry) {
-  expect_exact_collectives(GradientDtype::fp32);
+  expect_exact_collectives_through_the_registry(GradientDtype::fp32);
 }
 
 TEST(EveryBf16Backend, ReduceScattersAndAllGathersSmallIntegersExactly) {
-  expect_exact_collectives(GradientDtype::bf16);
+  expect_exact_collectives_through_the_registry(GradientDtype::bf16);
+}
+
+// The hierarchical collectives go through the shared-memory window in pieces (of 2^20 / ranks
+// floats for a reduce-scatter, 2^20 for an all-gather, twice that in bf16): shards of 2^21 + 3
+// elements take several at every rank count, the last one ragged.
+TEST(HierarchicalCollectives, AreExactAcrossSeveralPieces) {
+  kernels::CpuDevice device(1);
+  for (const GradientDtype dtype : {GradientDtype::fp32, GradientDtype::bf16}) {
+    SCOPED_TRACE(gradient_dtype_names(dtype));
+    MpiGradientCommunicator communicator(MPI_COMM_WORLD, device, BackgroundSums::hierarchical,
+                                         dtype);
+    expect_exact_collectives(communicator, device, (std::size_t(1) << 21) + 3);
+  }
 }
 
 // Values that neither float sums nor bf16 hold exactly: every rank's gathered buffer is the same
