@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <span>
+#include <stdexcept>
 #include <string>
 
 #include "core/enum_names.hpp"
@@ -24,6 +25,15 @@ inline constexpr std::size_t sent_bytes_per_element(GradientDtype dtype) {
   return dtype == GradientDtype::bf16 ? 2 : sizeof(float);
 }
 
+// Throws std::invalid_argument unless `full` holds `size` shards of `shard` elements: a caller's
+// bug, checked by every backend before a collective starts.
+inline void check_shard_lengths(std::size_t full, std::size_t shard, int size) {
+  if (full != shard * std::size_t(size))
+    throw std::invalid_argument("sharded collective: the full buffer has " + std::to_string(full) +
+                                " elements, not " + std::to_string(size) + " shards of " +
+                                std::to_string(shard));
+}
+
 class GradientCommunicator {
  public:
   virtual ~GradientCommunicator() = default;
@@ -38,9 +48,24 @@ class GradientCommunicator {
   // device computes on (gradient buckets during backward). `values` must not be touched until
   // wait_all(); every rank starts the same sums in the same order.
   virtual void start_allreduce_sum(std::span<float> values, const kernels::DeviceEvent& ready) = 0;
-  // Orders the compute stream after every started sum.
+  // The two collectives of sharded data parallelism (ZeRO), in the same stream order and dtype
+  // as the sums. Shards are `shard` elements long (callers pad) and rank r's shard is elements
+  // [r * shard, (r + 1) * shard) of the full buffer of shard * size() elements.
+  // Reduce-scatter: each rank gives the full buffer and receives the sum of its own shard.
+  virtual void reduce_scatter_sum(std::span<const float> full, std::span<float> shard) = 0;
+  // All-gather: each rank gives its shard and receives every rank's, in rank order; the full
+  // buffer is the same bits on every rank.
+  virtual void all_gather(std::span<const float> shard, std::span<float> full) = 0;
+  // The same two, started once the compute stream has passed `ready` and joined by wait_all(),
+  // like start_allreduce_sum(): neither buffer may be touched until then.
+  virtual void start_reduce_scatter_sum(std::span<const float> full, std::span<float> shard,
+                                        const kernels::DeviceEvent& ready) = 0;
+  virtual void start_all_gather(std::span<const float> shard, std::span<float> full,
+                                const kernels::DeviceEvent& ready) = 0;
+
+  // Orders the compute stream after every started sum and gather.
   virtual void wait_all() = 0;
-  // Seconds from the start of the first to the end of the last sum of the last wait_all().
+  // Seconds from the start of the first to the end of the last collective of the last wait_all().
   // It may wait for the device.
   virtual double last_exchange_seconds() = 0;
 

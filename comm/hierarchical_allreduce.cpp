@@ -10,6 +10,8 @@
 #include <cstring>
 #include <span>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -45,13 +47,16 @@ std::uint16_t add(std::uint16_t a, std::uint16_t b) { return add_bf16(a, b); }
 }  // namespace
 
 HierarchicalAllreduce::HierarchicalAllreduce(MPI_Comm comm, GradientDtype dtype) {
-  int rank = 0;
-  DLSCALE_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  DLSCALE_MPI_CHECK(MPI_Comm_rank(comm, &rank_));
+  DLSCALE_MPI_CHECK(MPI_Comm_size(comm, &size_));
+  const int rank = rank_;
   DLSCALE_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host_));
   DLSCALE_MPI_CHECK(MPI_Comm_rank(host_, &host_rank_));
   DLSCALE_MPI_CHECK(MPI_Comm_size(host_, &host_size_));
   DLSCALE_MPI_CHECK(MPI_Comm_split(comm, host_rank_, rank, &slice_));
   DLSCALE_MPI_CHECK(MPI_Comm_size(slice_, &hosts_));
+  slice_ranks_.resize(std::size_t(hosts_));
+  DLSCALE_MPI_CHECK(MPI_Allgather(&rank_, 1, MPI_INT, slice_ranks_.data(), 1, MPI_INT, slice_));
   int fewest = 0, most = 0;
   DLSCALE_MPI_CHECK(MPI_Allreduce(&host_size_, &fewest, 1, MPI_INT, MPI_MIN, comm));
   DLSCALE_MPI_CHECK(MPI_Allreduce(&host_size_, &most, 1, MPI_INT, MPI_MAX, comm));
@@ -132,6 +137,101 @@ int HierarchicalAllreduce::run_piece(float* values, std::size_t count) {
     load(slots + std::size_t(slice) * slot_count_ + from, {values + from, to - from});
   }
   const int read = host_barrier();  // before the next piece overwrites the slots
+  return status == MPI_SUCCESS ? read : status;
+}
+
+int HierarchicalAllreduce::reduce_scatter(const float* full, float* shard,
+                                          std::size_t shard_count) {
+  // A piece holds `count` elements of every rank's shard in each slot.
+  const std::size_t piece_count = slot_count_ / std::size_t(size_);
+  int status = MPI_SUCCESS;
+  for (std::size_t offset = 0; offset < shard_count && status == MPI_SUCCESS;
+       offset += piece_count) {
+    const std::size_t count = std::min(piece_count, shard_count - offset);
+    status = bf16_sum_
+                 ? reduce_scatter_piece<std::uint16_t>(full, shard, shard_count, offset, count)
+                 : reduce_scatter_piece<float>(full, shard, shard_count, offset, count);
+  }
+  return status;
+}
+
+int HierarchicalAllreduce::all_gather(const float* shard, float* full, std::size_t shard_count) {
+  // A piece holds `count` elements of every rank's shard in the whole window.
+  const std::size_t piece_count = slot_count_ / std::size_t(hosts_);
+  int status = MPI_SUCCESS;
+  for (std::size_t offset = 0; offset < shard_count && status == MPI_SUCCESS;
+       offset += piece_count) {
+    const std::size_t count = std::min(piece_count, shard_count - offset);
+    status = bf16_sum_ ? all_gather_piece<std::uint16_t>(shard, full, shard_count, offset, count)
+                       : all_gather_piece<float>(shard, full, shard_count, offset, count);
+  }
+  return status;
+}
+
+template <typename Element>
+int HierarchicalAllreduce::reduce_scatter_piece(const float* full, float* shard,
+                                                std::size_t shard_count, std::size_t offset,
+                                                std::size_t count) {
+  auto* const slots = static_cast<Element*>(slots_);
+  Element* my_slot = slots + std::size_t(host_rank_) * slot_count_;
+  // Region g of a slot: rank g's shard elements [offset, offset + count).
+  for (int g = 0; g < size_; ++g)
+    store({full + std::size_t(g) * shard_count + offset, count}, my_slot + std::size_t(g) * count);
+  int status = host_barrier();
+  if (status != MPI_SUCCESS) return status;
+
+  // The host's sum of the shards of my slice's ranks, in slice order, summed in slot order.
+  std::vector<Element> host_sums(std::size_t(hosts_) * count);
+  for (int member = 0; member < hosts_; ++member) {
+    const std::size_t region = std::size_t(slice_ranks_[std::size_t(member)]) * count;
+    for (std::size_t i = 0; i < count; ++i) {
+      Element sum = slots[region + i];
+      for (int slot = 1; slot < host_size_; ++slot)
+        sum = add(sum, slots[std::size_t(slot) * slot_count_ + region + i]);
+      host_sums[std::size_t(member) * count + i] = sum;
+    }
+  }
+  std::vector<Element> received(count);
+  if (hosts_ > 1) {
+    constexpr bool bf16 = std::is_same_v<Element, std::uint16_t>;
+    status = MPI_Reduce_scatter_block(host_sums.data(), received.data(), int(count),
+                                      bf16 ? MPI_UINT16_T : MPI_FLOAT,
+                                      bf16 ? bf16_sum_->get() : MPI_SUM, slice_);
+  } else {
+    received = std::move(host_sums);
+  }
+  if (status == MPI_SUCCESS) load(received.data(), {shard + offset, count});
+  // Every rank must reach the barrier, failed or not; the next piece overwrites the slots.
+  const int read = host_barrier();
+  return status == MPI_SUCCESS ? read : status;
+}
+
+template <typename Element>
+int HierarchicalAllreduce::all_gather_piece(const float* shard, float* full,
+                                            std::size_t shard_count, std::size_t offset,
+                                            std::size_t count) {
+  // The whole window as one array; region g holds rank g's shard elements [offset, +count).
+  auto* const window = static_cast<Element*>(slots_);
+  std::vector<Element> mine(count), gathered(std::size_t(hosts_) * count);
+  store({shard + offset, count}, mine.data());
+  int status = MPI_SUCCESS;
+  if (hosts_ > 1) {
+    const MPI_Datatype type = std::is_same_v<Element, std::uint16_t> ? MPI_UINT16_T : MPI_FLOAT;
+    status =
+        MPI_Allgather(mine.data(), int(count), type, gathered.data(), int(count), type, slice_);
+  } else {
+    gathered = std::move(mine);
+  }
+  if (status == MPI_SUCCESS)
+    for (int member = 0; member < hosts_; ++member)
+      std::copy_n(gathered.data() + std::size_t(member) * count, count,
+                  window + std::size_t(slice_ranks_[std::size_t(member)]) * count);
+  const int written = host_barrier();
+  if (status == MPI_SUCCESS) status = written;
+  if (status == MPI_SUCCESS)
+    for (int g = 0; g < size_; ++g)
+      load(window + std::size_t(g) * count, {full + std::size_t(g) * shard_count + offset, count});
+  const int read = host_barrier();  // before the next piece overwrites the window
   return status == MPI_SUCCESS ? read : status;
 }
 

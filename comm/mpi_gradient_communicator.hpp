@@ -1,5 +1,6 @@
-// GradientCommunicator on MPI: MPI_Allreduce in place on host memory; sums started in the
-// background (overlapping backward) run on a communication thread, as Horovod's do. Device memory
+// GradientCommunicator on MPI: MPI_Allreduce in place on host memory, MPI_Reduce_scatter_block and
+// MPI_Allgather for sharded data parallelism; collectives started in the background (overlapping
+// backward) run on a communication thread, as Horovod's do. Device memory
 // that is not host memory is staged through a host buffer (MPI here is not CUDA-aware), so
 // several ranks may share one GPU, which NCCL refuses.
 #pragma once
@@ -30,7 +31,8 @@ enum class BackgroundSums {
   // (docs/performance.md), so this is the comparison, not the default.
   nonblocking_collectives,
   // Blocking calls of dlscale's hierarchical allreduce (backend "mpi-hier"): shared memory
-  // inside each host, MPI between hosts (comm/hierarchical_allreduce.hpp).
+  // inside each host, MPI between hosts (comm/hierarchical_allreduce.hpp), for the sums and
+  // for the reduce-scatter and all-gather alike.
   hierarchical,
 };
 
@@ -53,26 +55,59 @@ class MpiGradientCommunicator final : public GradientCommunicator {
 
   void allreduce_sum(std::span<float> values) override;
   void start_allreduce_sum(std::span<float> values, const kernels::DeviceEvent& ready) override;
+  void reduce_scatter_sum(std::span<const float> full, std::span<float> shard) override;
+  void all_gather(std::span<const float> shard, std::span<float> full) override;
+  void start_reduce_scatter_sum(std::span<const float> full, std::span<float> shard,
+                                const kernels::DeviceEvent& ready) override;
+  void start_all_gather(std::span<const float> shard, std::span<float> full,
+                        const kernels::DeviceEvent& ready) override;
   void wait_all() override;
   double last_exchange_seconds() override;
   bool can_be_captured() const override { return false; }
 
  private:
-  struct StartedSum {
-    std::span<float> values;
+  enum class Collective { allreduce_sum, reduce_scatter_sum, all_gather };
+  // One collective for the communication thread. An allreduce sums `result` in place (`input`
+  // is the same memory).
+  struct StartedCollective {
+    Collective collective;
+    std::span<const float> input;
+    std::span<float> result;
     const kernels::DeviceEvent* ready;
   };
+  // A collective being run by non-blocking calls in bf16: the rounded values MPI sends (and an
+  // allreduce or all-gather receives in place), the shard a reduce-scatter receives, and the
+  // floats the received values are widened into once every request completes.
+  struct RoundedBucket {
+    std::span<float> result;
+    std::vector<std::uint16_t> rounded, received_shard;
+    bool received_in_shard = false;
+  };
+
   // Sums host memory in place with blocking calls; device memory through staging_.
   int sum_in_pieces(std::span<float> values, std::size_t piece_count);
+  // Runs `work` with blocking calls, staging device memory through the host.
+  int run_blocking(const StartedCollective& work, std::size_t piece_count);
+  int reduce_scatter_on_host(std::span<const float> full, std::span<float> shard);
+  int all_gather_on_host(std::span<const float> shard, std::span<float> full);
+  // Starts `work` (host memory) with non-blocking calls, adding its requests to in_flight.
+  int start_nonblocking(const StartedCollective& work, std::vector<MPI_Request>& in_flight);
+  void start_in_background(const StartedCollective& work);
   void progress_loop();
 
   kernels::Device& device_;
   std::unique_ptr<HierarchicalAllreduce> hierarchical_;  // for BackgroundSums::hierarchical
-  std::vector<float> staging_;  // host copy of a device buffer being summed
+  // Host copies of a device buffer's input and result.
+  std::vector<float> staging_, staging_result_;
   // GradientDtype::bf16 outside hierarchical_ (which has its own): the operation that sums bf16,
-  // and the rounded values being summed by blocking calls.
+  // and the rounded values blocking calls send and receive.
   std::unique_ptr<Bf16SumOperation> bf16_sum_;
-  std::vector<std::uint16_t> bf16_values_;
+  std::vector<std::uint16_t> bf16_values_, bf16_received_;
+  // Under bf16 non-blocking collectives, the first rounded_in_flight_ buckets are in flight; the
+  // others keep their memory for later steps. A deque, so that growing it moves no bucket MPI
+  // is using. Touched by the communication thread only.
+  std::deque<RoundedBucket> rounded_buckets_;
+  std::size_t rounded_in_flight_ = 0;
 
   BackgroundSums background_;
   MPI_Comm comm_ = MPI_COMM_NULL;
@@ -81,12 +116,12 @@ class MpiGradientCommunicator final : public GradientCommunicator {
 
   // MPI advances a sum only inside MPI calls. While the main thread computes (inside oneDNN or
   // BLAS, not MPI), this thread makes those calls, so the sums really progress during backward.
-  // It is the only thread calling MPI between start_allreduce_sum() and wait_all(); the main
+  // It is the only thread calling MPI between a start_...() and wait_all(); the main
   // thread calls MPI only outside that window (MPI_THREAD_SERIALIZED).
   std::thread progress_thread_;
   std::mutex mutex_;
   std::condition_variable work_arrived_, all_done_;
-  std::deque<StartedSum> queued_;
+  std::deque<StartedCollective> queued_;
   std::size_t unfinished_ = 0;  // queued + in flight
   std::chrono::steady_clock::time_point first_start_, last_completion_;
   bool exchange_started_ = false;

@@ -114,9 +114,54 @@ void NcclGradientCommunicator::record_timing(cudaEvent_t event, cudaStream_t str
       event, stream, capture == cudaStreamCaptureStatusActive ? cudaEventRecordExternal : 0));
 }
 
-void NcclGradientCommunicator::start_allreduce_sum(std::span<float> values,
-                                                   const kernels::DeviceEvent& /*ready*/) {
-  // The bucket is ready at the compute stream's current point; a fork event recorded here marks
+void NcclGradientCommunicator::reduce_scatter_on(cudaStream_t stream,
+                                                 kernels::Bf16Staging& bf16_staging,
+                                                 std::span<const float> full,
+                                                 std::span<float> shard) {
+  check_shard_lengths(full.size(), shard.size(), size_);
+  if (dtype_ == GradientDtype::fp32) {
+    DLSCALE_NCCL_CHECK(ncclReduceScatter(full.data(), shard.data(), shard.size(), ncclFloat,
+                                         ncclSum, comm_, stream));
+    return;
+  }
+  const auto [rounded_full, rounded_shard] =
+      bf16_staging.regions<2>({full.size(), shard.size()}, stream);
+  kernels::round_to_bf16(full.data(), rounded_full, full.size(), stream);
+  DLSCALE_NCCL_CHECK(ncclReduceScatter(rounded_full, rounded_shard, shard.size(), ncclBfloat16,
+                                       ncclSum, comm_, stream));
+  kernels::widen_to_float(rounded_shard, shard.data(), shard.size(), stream);
+}
+
+void NcclGradientCommunicator::all_gather_on(cudaStream_t stream,
+                                             kernels::Bf16Staging& bf16_staging,
+                                             std::span<const float> shard, std::span<float> full) {
+  check_shard_lengths(full.size(), shard.size(), size_);
+  if (dtype_ == GradientDtype::fp32) {
+    DLSCALE_NCCL_CHECK(
+        ncclAllGather(shard.data(), full.data(), shard.size(), ncclFloat, comm_, stream));
+    return;
+  }
+  // Each rank rounds its shard into its own place of the gathered buffer (NCCL's in-place
+  // all-gather); every rank then widens the same bf16 bytes.
+  const auto [rounded_full] = bf16_staging.regions<1>({full.size()}, stream);
+  __nv_bfloat16* const rounded_own = rounded_full + std::size_t(rank_) * shard.size();
+  kernels::round_to_bf16(shard.data(), rounded_own, shard.size(), stream);
+  DLSCALE_NCCL_CHECK(
+      ncclAllGather(rounded_own, rounded_full, shard.size(), ncclBfloat16, comm_, stream));
+  kernels::widen_to_float(rounded_full, full.data(), full.size(), stream);
+}
+
+void NcclGradientCommunicator::reduce_scatter_sum(std::span<const float> full,
+                                                  std::span<float> shard) {
+  reduce_scatter_on(context_.stream, compute_stream_bf16_, full, shard);
+}
+
+void NcclGradientCommunicator::all_gather(std::span<const float> shard, std::span<float> full) {
+  all_gather_on(context_.stream, compute_stream_bf16_, shard, full);
+}
+
+void NcclGradientCommunicator::fork_communication_stream() {
+  // The input is ready at the compute stream's current point; a fork event recorded here marks
   // it (and, inside a capture, joins the communication stream to the graph, which the caller's
   // timing event, an external record, would not).
   DLSCALE_CUDA_CHECK(cudaEventRecord(fork_, context_.stream));
@@ -125,7 +170,25 @@ void NcclGradientCommunicator::start_allreduce_sum(std::span<float> values,
     record_timing(first_start_, communication_stream_);
     exchange_open_ = true;
   }
+}
+
+void NcclGradientCommunicator::start_allreduce_sum(std::span<float> values,
+                                                   const kernels::DeviceEvent& /*ready*/) {
+  fork_communication_stream();
   sum_on(communication_stream_, communication_stream_bf16_, values);
+}
+
+void NcclGradientCommunicator::start_reduce_scatter_sum(std::span<const float> full,
+                                                        std::span<float> shard,
+                                                        const kernels::DeviceEvent& /*ready*/) {
+  fork_communication_stream();
+  reduce_scatter_on(communication_stream_, communication_stream_bf16_, full, shard);
+}
+
+void NcclGradientCommunicator::start_all_gather(std::span<const float> shard, std::span<float> full,
+                                                const kernels::DeviceEvent& /*ready*/) {
+  fork_communication_stream();
+  all_gather_on(communication_stream_, communication_stream_bf16_, shard, full);
 }
 
 void NcclGradientCommunicator::wait_all() {

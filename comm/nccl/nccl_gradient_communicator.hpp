@@ -5,6 +5,8 @@
 // broadcast to the group, one NCCL communicator per group (per sweep point). With bf16 sums a
 // bucket is rounded to bf16, summed by NCCL as ncclBfloat16 and widened back, all on the stream of
 // the sum: half the bytes on the wire, and every rank still receives the same sum, bit for bit.
+// Reduce-scatter and all-gather (ZeRO's collectives) are ncclReduceScatter and ncclAllGather,
+// ordered, rounded and widened the same way.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -31,6 +33,12 @@ class NcclGradientCommunicator final : public GradientCommunicator {
 
   void allreduce_sum(std::span<float> values) override;
   void start_allreduce_sum(std::span<float> values, const kernels::DeviceEvent& ready) override;
+  void reduce_scatter_sum(std::span<const float> full, std::span<float> shard) override;
+  void all_gather(std::span<const float> shard, std::span<float> full) override;
+  void start_reduce_scatter_sum(std::span<const float> full, std::span<float> shard,
+                                const kernels::DeviceEvent& ready) override;
+  void start_all_gather(std::span<const float> shard, std::span<float> full,
+                        const kernels::DeviceEvent& ready) override;
   void wait_all() override;
   double last_exchange_seconds() override;
   bool can_be_captured() const override { return true; }
@@ -38,6 +46,14 @@ class NcclGradientCommunicator final : public GradientCommunicator {
  private:
   // Queues the in-place sum of `values` on `stream`, in bf16 through `bf16_staging` for bf16 sums.
   void sum_on(cudaStream_t stream, kernels::Bf16Staging& bf16_staging, std::span<float> values);
+  // The same for the sum of this rank's shard of `full`, and for gathering every rank's shard.
+  void reduce_scatter_on(cudaStream_t stream, kernels::Bf16Staging& bf16_staging,
+                         std::span<const float> full, std::span<float> shard);
+  void all_gather_on(cudaStream_t stream, kernels::Bf16Staging& bf16_staging,
+                     std::span<const float> shard, std::span<float> full);
+  // Makes the communication stream wait for the compute stream's current point, where a started
+  // collective's input is ready.
+  void fork_communication_stream();
   // Inside a capture, a timing event must be an external record to be replayed as a node.
   void record_timing(cudaEvent_t event, cudaStream_t stream);
 

@@ -20,6 +20,7 @@
 #include "comm/mpi_host_group.hpp"
 #include "core/errors.hpp"
 #include "kernels/cpu/cpu_device.hpp"
+#include "tests/comm/cpu_backends.hpp"
 
 namespace dlscale::comm {
 namespace {
@@ -38,22 +39,6 @@ void expect_exact_allreduce(std::size_t count,
   for (std::size_t i = 0; i < count; ++i)
     mismatches += values[i] != float((i % 1000) * (n * (n + 1) / 2));
   EXPECT_EQ(mismatches, 0u) << "of " << count << " values on rank " << communicator.rank();
-}
-
-// Every registered backend that this build has, that serves the CPU and that sums `dtype`: a new
-// backend is tested by its record alone.
-std::vector<const BackendRecord*> cpu_backends_summing(GradientDtype dtype) {
-  const kernels::DeviceRecord& cpu = kernels::device_record(kernels::DeviceKind::cpu);
-  std::vector<const BackendRecord*> backends;
-  for (const BackendRecord& backend : backend_records()) {
-    try {
-      check_backend(backend, cpu, dtype);
-    } catch (const UserError&) {
-      continue;  // not built, not for host memory, or not for this dtype
-    }
-    backends.push_back(&backend);
-  }
-  return backends;
 }
 
 // Sums `direct` with allreduce_sum(), and `bucketed` as training does: started after an event in

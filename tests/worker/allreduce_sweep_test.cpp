@@ -9,6 +9,7 @@
 #include "comm/mpi_host_group.hpp"
 #include "coordinator/comm_sweep_gather.hpp"
 #include "kernels/cpu/cpu_device.hpp"
+#include "tests/comm/allreduce_only_communicator.hpp"
 #include "worker/allreduce_sweep.hpp"
 
 namespace dlscale::worker {
@@ -28,7 +29,7 @@ TEST(AllreduceSweepOverMpi, EverySumIsExact) {
 }
 
 // The real MPI allreduce, after which the last rank's first element is off by one.
-class LastRankCorrupts final : public comm::GradientCommunicator {
+class LastRankCorrupts final : public comm::AllreduceOnlyCommunicator {
  public:
   explicit LastRankCorrupts(kernels::Device& device) : mpi_(MPI_COMM_WORLD, device) {}
   int rank() const override { return mpi_.rank(); }

@@ -10,6 +10,7 @@
 #include "comm/gradient_communicator.hpp"
 #include "comm/host_group.hpp"
 #include "kernels/cpu/cpu_device.hpp"
+#include "tests/comm/allreduce_only_communicator.hpp"
 #include "worker/allreduce_sweep.hpp"
 #include "worker/exact_sum_pattern.hpp"
 
@@ -61,7 +62,7 @@ TEST(ExactSumPattern, AnUnreducedBufferIsMostlyCaught) {
 
 // A one-rank communicator whose allreduce leaves the sum in place (correct for one rank) and then
 // corrupts `corrupted_elements` elements of it, as a broken backend might.
-class CorruptingCommunicator final : public comm::GradientCommunicator {
+class CorruptingCommunicator final : public comm::AllreduceOnlyCommunicator {
  public:
   explicit CorruptingCommunicator(std::size_t corrupted_elements)
       : corrupted_elements_(corrupted_elements) {}
