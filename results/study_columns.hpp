@@ -21,7 +21,7 @@ struct StudyColumn {
   long long since_version = 2;  // files of earlier schemas lack it (files of 2 on hold /study)
   // What a reader accepts of a number: none below `least`; NaN only where `may_be_nan`; +inf
   // only where `may_be_unbounded` (the high end of an interval that nothing bounds).
-  std::optional<double> least;
+  std::optional<double> least = std::nullopt;
   bool may_be_nan = false;
   bool may_be_unbounded = false;
   const char* description = "";
