@@ -33,9 +33,13 @@
 # may be given (--tests-only --bench-only: both, on an existing build). The bundle is unpacked and
 # the environment set for every stage.
 #
-# Environment: BUILD_DIR (default build-gpu), JOBS (default: every core), CUDA_ARCHITECTURES
+# Environment: BUILD_DIR (default build-gpu), BUILD_TARGETS (default: all), JOBS (default: every
+# core), CUDA_ARCHITECTURES
 # (default 90), CUDACXX (default /usr/local/cuda/bin/nvcc), PYTHON (for the bench stage),
-# OUT (if set, the logs and a summary are copied to $OUT/gpu-check/ at the end, even on failure).
+# OUT (if set, the logs and a summary are copied to $OUT/gpu-check/ at the end, even on failure),
+# BENCH_MODELS, BENCH_PRECISIONS, BENCH_ITERS, BENCH_WARMUP (the bench stage's --models,
+# --precisions, --iters, --warmup), GRAPH_TESTS=no (the graph stage without its ctest run).
+# The environment this script sets is kept in .gpu-bundle/environment.sh for later commands.
 # Logs are kept in .gpu-bundle/logs/. Runs as root: Open MPI is told to allow it.
 # Exit status: 0 when every chosen stage passed, 1 naming each stage that failed, 2 on bad usage.
 set -euo pipefail
@@ -143,6 +147,9 @@ if ! grep -q 'libgfortran\.so\.5 ' <<<"$ldconfig_cache" || ! grep -q 'libquadmat
 fi
 export LD_LIBRARY_PATH=$library_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# The same environment for commands run after this script (scripts/gpu-quick-check.sh sources it).
+declare -p CMAKE_PREFIX_PATH PKG_CONFIG_PATH LD_LIBRARY_PATH OMPI_ALLOW_RUN_AS_ROOT \
+  OMPI_ALLOW_RUN_AS_ROOT_CONFIRM | sed 's/^declare -x/export/' >"$bundle_root/environment.sh"
 {
   echo "CMAKE_PREFIX_PATH=$CMAKE_PREFIX_PATH"
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
@@ -181,7 +188,9 @@ if wants build; then
       >>"$summary" || true
     { echo "found:"; grep -E '^(dnnl|OpenBLAS|spdlog|fmt|Boost|boost_program_options|GTest)_DIR:' \
         "$build_dir/CMakeCache.txt" | sed 's/^/  /' || true; } >>"$summary"
-    if ! logged build cmake --build "$build_dir" --parallel "$jobs"; then
+    target_option=()
+    [[ -n ${BUILD_TARGETS:-} ]] && read -ra target_option <<<"--target $BUILD_TARGETS"
+    if ! logged build cmake --build "$build_dir" --parallel "$jobs" "${target_option[@]}"; then
       fail build "cmake --build (see build.log)"
     elif [[ ! -x $build_dir/dlscale ]]; then
       fail build "no $build_dir/dlscale after the build"
@@ -235,9 +244,14 @@ if wants bench; then
     fail bench "no python3 here imports torch (set PYTHON)"
   else
     # The table (stdout) to bench.md; everything, progress lines included, to bench.log.
-    echo "+ BUILD_DIR=$build_dir PYTHON=$python $compare --device cuda" >"$logs/bench.log"
+    bench_options=(--device cuda)
+    [[ -n ${BENCH_MODELS:-} ]] && bench_options+=(--models "$BENCH_MODELS")
+    [[ -n ${BENCH_PRECISIONS:-} ]] && bench_options+=(--precisions "$BENCH_PRECISIONS")
+    [[ -n ${BENCH_ITERS:-} ]] && bench_options+=(--iters "$BENCH_ITERS")
+    [[ -n ${BENCH_WARMUP:-} ]] && bench_options+=(--warmup "$BENCH_WARMUP")
+    echo "+ BUILD_DIR=$build_dir PYTHON=$python $compare ${bench_options[*]}" >"$logs/bench.log"
     if ! { BUILD_DIR=$build_dir PYTHON=$python RAW_DIR=$logs/bench-raw \
-             "$compare" --device cuda | tee "$logs/bench.md"; } 2>&1 | tee -a "$logs/bench.log"; then
+             "$compare" "${bench_options[@]}" | tee "$logs/bench.md"; } 2>&1 | tee -a "$logs/bench.log"; then
       fail bench "$compare --device cuda (see bench.log)"
     fi
   fi
@@ -257,7 +271,7 @@ if wants graph; then
          "$build_dir/tests/CTestTestfile.cmake" 2>/dev/null; then
     fail graph "the graph path is not compiled in (no cuDNN frontend at configure: see summary.txt)"
   else
-    if ! wants tests; then
+    if ! wants tests && [[ ${GRAPH_TESTS:-yes} != no ]]; then
       logged graph-tests ctest --test-dir "$build_dir" -R gpu_cudnn_graph_path \
         --output-on-failure --no-tests=error ||
         fail graph "ctest -R gpu_cudnn_graph_path (see graph-tests.log in raw.tar.gz)"

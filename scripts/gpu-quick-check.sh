@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# The GPU checks of issue 30 that matter most, in order of what they tell, each bounded so that
+# the whole fits a 15-minute GPU lease (one call of at most 9 minutes, after the machine's start):
+#
+#   build     scripts/gpu-check.sh --build-only, only the targets the checks below run
+#   graph     the graph path's own tests (ctest -R gpu_cudnn_graph_path): is it right at all?
+#   speed     scripts/gpu-check.sh --bench-only --graph-only over QUICK_CASES at QUICK_PRECISIONS:
+#             the legacy path and PyTorch (bench), then DLSCALE_CUDNN_API=graph (graph), side by side
+#   lstm      the bf16 LSTM (DLSCALE_CUDNN_LSTM=bf16): lstm-64 batch 1024 and lstm-32 batch 128
+#   kernels   dlscale_gpu_kernel_tests (every CUDA kernel against the CPU)
+#   bound     gpu_points_finish_within_a_bound (the fcn-s batch 4096 bf16 point that stopped)
+#   training  gpu_training_agrees_with_the_cpu
+#   profile   benchmarks/gpu_step_profile.sh vgg-16 64 bf16 under DLSCALE_CUDNN_API=graph
+#   rest      gpu_sampling_reads_nvml; tf32 speed of vgg-16 and resnet-50 (as speed);
+#             gpu_command_line_acceptance
+# A stage starts only when the time it needs is left of BUDGET seconds (default 520), and is
+# stopped when it would outlast the budget; the log says which stages ran, passed, failed or
+# were skipped. scripts/gpu-check.sh (no option) is the whole check, for a machine held longer.
+#
+# usage: scripts/gpu-quick-check.sh [--help]
+# env:   BUDGET, QUICK_CASES (default vgg-16:64 resnet-50:64 alexnet-r:1024 alexnet-s:128
+#        mobilenet-v2:64 resnet-56:128), QUICK_PRECISIONS (default bf16; tf32 for vgg-16 and resnet-50 at the end), OUT (where
+#        quick.log and logs.tar.gz go; default .gpu-bundle/quick). Exit status: 0 when every stage
+#        ran and passed, 1 otherwise.
+set -uo pipefail
+
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+  sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+  exit 0
+fi
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+budget=${BUDGET:-520}
+out=${OUT:-$repo/.gpu-bundle/quick}
+mkdir -p "$out"
+# At most 8 files come back from a lease's $OUT: the tools below keep theirs in $keep instead.
+unset OUT
+keep=$(mktemp -d)  # every stage's logs, packed into $out/logs.tar.gz after each stage
+log=$out/quick.log
+: >"$log"
+build_dir=$repo/build-gpu
+cases=${QUICK_CASES:-vgg-16:64 resnet-50:64 alexnet-r:1024 alexnet-s:128 mobilenet-v2:64 resnet-56:128}
+precisions=${QUICK_PRECISIONS:-bf16}
+all_passed=true
+
+say() { echo "quick: $*" | tee -a "$log"; }
+left() { echo $((budget - SECONDS)); }
+pack() { tar -C "$keep" -czf "$out/logs.tar.gz" . 2>/dev/null; }
+
+# stage NAME SECONDS_NEEDED SECONDS_AT_MOST COMMAND...: runs COMMAND (a program or a function of
+# this script) with its output in NAME.log, stopped after SECONDS_AT_MOST or when the budget runs out.
+stage() {
+  local name=$1 need=$2 cap=$3 status limit
+  shift 3
+  if (($(left) < need)); then
+    say "$name: skipped: $(left) s left, it needs $need"
+    all_passed=false
+    return 1
+  fi
+  local began=$SECONDS
+  say "$name: started with $(left) s left: $*"
+  limit=$(left)
+  ((limit > cap)) && limit=$cap
+  timeout --kill-after 5 "$limit" bash -c '"$@"' stage "$@" >"$keep/$name.log" 2>&1
+  status=$?
+  if ((status == 0)); then
+    say "$name: passed in $((SECONDS - began)) s"
+  else
+    all_passed=false
+    say "$name: FAILED (exit $status$( ((status == 124)) && echo ', out of time')) in $((SECONDS - began)) s; its end:"
+    tail -n 15 "$keep/$name.log" | sed 's/^/    /' | tee -a "$log"
+  fi
+  [[ -d .gpu-bundle/logs ]] && cp -r .gpu-bundle/logs "$keep/gpu-check-$name"
+  pack
+  return "$status"
+}
+
+{
+  echo "date: $(date -u +%FT%TZ)  commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
+  /usr/local/cuda/bin/nvcc --version | tail -n 2 | head -n 1
+  ls /usr/lib/x86_64-linux-gnu/libcudnn.so.* /usr/local/cuda/lib64/libcudnn.so.* 2>/dev/null | head -n 2
+  python3 -c 'import torch; print("torch", torch.__version__, "cudnn", torch.backends.cudnn.version())' 2>&1
+  nproc
+} 2>&1 | tee -a "$log"
+
+targets="dlscale dlscale_cuda dlscale_gpu_graph_tests dlscale_gpu_kernel_tests"
+targets+=" dlscale_gpu_training_tests dlscale_gpu_sampling_tests dlscale-bench-layer-times"
+if ! stage build 150 240 env BUILD_TARGETS="$targets" scripts/gpu-check.sh --build-only; then
+  say "no build: stopping"
+  exit 1
+fi
+# The bundle's libraries and Open MPI's root permission, as gpu-check.sh set them.
+source .gpu-bundle/environment.sh
+
+ctest_one() { ctest --test-dir "$build_dir" -R "$1" --output-on-failure --no-tests=error; }
+export build_dir keep
+export -f ctest_one
+stage graph 60 120 ctest_one gpu_cudnn_graph_path
+
+graph_cases=() bench_models=()
+for case in $cases; do graph_cases+=("$case"); bench_models+=("${case%:*}"); done
+stage speed 150 260 env BENCH_MODELS="$(IFS=,; echo "${bench_models[*]}")" BENCH_PRECISIONS="$precisions" \
+  BENCH_ITERS=20 BENCH_WARMUP=3 GRAPH_CASES="${graph_cases[*]}" GRAPH_PRECISIONS="$precisions" \
+  GRAPH_ITERS=20 GRAPH_WARMUP=3 GRAPH_RUN_TIMEOUT=90 GRAPH_TESTS=no \
+  scripts/gpu-check.sh --bench-only --graph-only
+[[ -f $keep/gpu-check-speed/summary.txt ]] &&
+  grep -A 40 'graph: median step' "$keep/gpu-check-speed/summary.txt" | grep '^|' | tee -a "$log"
+
+lstm_runs() {
+  local model batch status=0
+  for case in lstm-64:1024 lstm-32:128; do
+    model=${case%:*} batch=${case#*:}
+    for lstm in float bf16; do
+      echo "== $model batch $batch bf16 DLSCALE_CUDNN_LSTM=$lstm"
+      DLSCALE_CUDNN_LSTM=$lstm timeout 90 mpirun -np 1 "$build_dir/dlscale" --device cuda \
+        --comm nccl --precision bf16 --model "$model" --batch "$batch" --iters 20 --warmup 3 \
+        --out "$keep/lstm.h5" --overwrite </dev/null || status=1
+      rm -f "$keep/lstm.h5"
+    done
+  done
+  "$build_dir/tests/dlscale_gpu_kernel_tests" --gtest_filter='*Lstm*:*LSTM*' || status=1
+  return $status
+}
+export -f lstm_runs
+stage lstm 60 90 lstm_runs
+grep -E '^== |^step |^phase \(' "$keep/lstm.log" 2>/dev/null | tee -a "$log"
+
+stage kernels 45 90 "$build_dir/tests/dlscale_gpu_kernel_tests"
+stage bound 60 120 env OUT="$keep" bash -c 'ctest_one "$@"' _ gpu_points_finish_within_a_bound
+stage training 60 120 ctest_one gpu_training_agrees_with_the_cpu
+stage profile 50 70 env OUT="$keep" DLSCALE_CUDNN_API=graph BUILD_DIR="$build_dir" \
+  benchmarks/gpu_step_profile.sh vgg-16 64 bf16
+stage sampling 15 30 ctest_one gpu_sampling_reads_nvml
+stage tf32 60 120 env BENCH_MODELS=vgg-16,resnet-50 BENCH_PRECISIONS=tf32 BENCH_ITERS=20 \
+  BENCH_WARMUP=3 GRAPH_CASES="vgg-16:64 resnet-50:64" GRAPH_PRECISIONS=tf32 GRAPH_ITERS=20 \
+  GRAPH_WARMUP=3 GRAPH_RUN_TIMEOUT=60 GRAPH_TESTS=no scripts/gpu-check.sh --bench-only --graph-only
+[[ -f $keep/gpu-check-tf32/summary.txt ]] &&
+  grep -A 10 'graph: median step' "$keep/gpu-check-tf32/summary.txt" | grep '^|' | tee -a "$log"
+stage cli 130 160 ctest_one gpu_command_line_acceptance
+
+pack
+$all_passed && { say "every stage ran and passed"; exit 0; }
+say "not every stage ran and passed (above)"
+exit 1
