@@ -61,25 +61,20 @@ while (($#)); do
 done
 
 # The median of the `step` phase, in seconds, from a dlscale run summary as printed on stdout:
-#   phase (ms)     median       mean ...
-#   ...
-#   step           72.374     76.002 ...
-# The unit comes from the header's parentheses, the column from the header's "median". Fails with
-# a message naming FILE unless the output holds exactly one such table with one step row.
+#   phase      unit     median       mean ...
+#   forward      ms     29.357     29.370 ...
+#   allreduce    us      1.248      1.243 ...
+#   step         ms    135.402    135.414 ...
+# Each row names its unit; the column comes from the header's "median". Fails with a message
+# naming FILE unless the output holds exactly one such table with one step row.
 dlscale_median_step_seconds() {
   if [[ ! -r $1 ]]; then echo "$1: cannot read dlscale's output" >&2; return 1; fi
   awk -v file="$1" '
     function fail(message) { printf "%s: %s\n", file, message > "/dev/stderr"; failed = 1; exit 1 }
-    /^phase \(/ {
+    $1 == "phase" && $2 == "unit" {
       tables++
-      unit = $0; sub(/^phase \(/, "", unit); sub(/\).*$/, "", unit)
-      if (unit == "ms") scale = 1e-3
-      else if (unit == "s") scale = 1
-      else if (unit == "us") scale = 1e-6
-      else fail("unknown unit \"" unit "\" in the phase table header: " $0)
       column = 0
-      # Header fields: "phase" "(ms)" "median" ...; a row has its phase name alone in $1.
-      for (i = 3; i <= NF; i++) if ($i == "median") { column = i - 1; break }
+      for (i = 3; i <= NF; i++) if ($i == "median") { column = i; break }
       if (!column) fail("no \"median\" column in the phase table header: " $0)
       inside = 1
       next
@@ -90,11 +85,15 @@ dlscale_median_step_seconds() {
       value = $column
       if (value !~ /^[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?$/)
         fail("step median \"" value "\" is not a number: " $0)
+      if ($2 == "ms") scale = 1e-3
+      else if ($2 == "s") scale = 1
+      else if ($2 == "us") scale = 1e-6
+      else fail("unknown unit \"" $2 "\" in the step row: " $0)
       seconds = value * scale
     }
     END {
       if (failed) exit 1
-      if (!tables) fail("no dlscale summary (a \"phase (ms)  median ...\" table) in the output")
+      if (!tables) fail("no dlscale summary (a \"phase  unit  median ...\" table) in the output")
       if (steps != 1) fail("expected one \"step\" row in the phase table(s), found " steps + 0)
       printf "%.6f\n", seconds
     }' "$1"

@@ -19,7 +19,8 @@
 #
 # usage: scripts/gpu-quick-check.sh [--help]
 # env:   BUDGET, QUICK_CASES (default vgg-16:64 resnet-50:64 alexnet-r:1024 alexnet-s:128
-#        mobilenet-v2:64 resnet-56:128), QUICK_PRECISIONS (default bf16; tf32 for vgg-16 and resnet-50 at the end), OUT (where
+#        mobilenet-v2:64 resnet-56:128), QUICK_STAGES (the stages to run, by name, build always;
+#        default all), QUICK_TARGETS (what the build stage builds), QUICK_PRECISIONS (default bf16; tf32 for vgg-16 and resnet-50 at the end), OUT (where
 #        quick.log and logs.tar.gz go; default .gpu-bundle/quick). Exit status: 0 when every stage
 #        ran and passed, 1 otherwise.
 set -uo pipefail
@@ -53,6 +54,10 @@ pack() { tar -C "$keep" -czf "$out/logs.tar.gz" . 2>/dev/null; }
 stage() {
   local name=$1 need=$2 cap=$3 status limit
   shift 3
+  if [[ -n ${QUICK_STAGES:-} && " $QUICK_STAGES " != *" $name "* ]]; then
+    say "$name: not asked for (QUICK_STAGES)"
+    return 1
+  fi
   if (($(left) < need)); then
     say "$name: skipped: $(left) s left, it needs $need"
     all_passed=false
@@ -85,8 +90,8 @@ stage() {
   nproc
 } 2>&1 | tee -a "$log"
 
-targets="dlscale dlscale_cuda dlscale_gpu_graph_tests dlscale_gpu_kernel_tests"
-targets+=" dlscale_gpu_training_tests dlscale_gpu_sampling_tests dlscale-bench-layer-times"
+targets=${QUICK_TARGETS:-dlscale dlscale_cuda dlscale_gpu_graph_tests dlscale_gpu_kernel_tests \
+dlscale_gpu_training_tests dlscale_gpu_sampling_tests dlscale-bench-layer-times}
 if ! stage build 150 240 env BUILD_TARGETS="$targets" scripts/gpu-check.sh --build-only; then
   say "no build: stopping"
   exit 1
