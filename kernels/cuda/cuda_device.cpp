@@ -14,6 +14,8 @@
 #include "kernels/cuda/cuda_math.hpp"
 #include "kernels/cuda/cudnn_image_kernels.hpp"
 #include "kernels/cuda/cudnn_lstm_kernel.hpp"
+#include "kernels/cuda/nhwc_channel_kernels.hpp"
+#include "kernels/cuda/nhwc_pooling.hpp"
 #ifdef DLSCALE_HAVE_CUDNN_FRONTEND
 #include "kernels/cuda/cudnn_graph_convolution.hpp"
 #endif
@@ -250,10 +252,18 @@ std::unique_ptr<ConvolutionKernel> CudaDevice::make_convolution(
 }
 
 std::unique_ptr<PoolingKernel> CudaDevice::make_pooling(const PoolingGeometry& geometry) {
+  // NHWC input (the graph path): dlscale's own kernels, faster there than cuDNN's
+  // (nhwc_pooling.hpp).
+  if (geometry.input_layout == ImageLayout::native && context_.native_is_nhwc())
+    return make_nhwc_pooling(context_, geometry);
   return make_cudnn_pooling(context_, geometry);
 }
 
 std::unique_ptr<BatchNormKernel> CudaDevice::make_batch_norm(const BatchNormGeometry& geometry) {
+  // cuDNN's descriptor-API batch norm is slow on NHWC tensors (H200: most of resnet-50's step on
+  // the graph path), so NHWC runs dlscale's own kernels.
+  if (geometry.layout == ImageLayout::native && context_.native_is_nhwc())
+    return make_nhwc_batch_norm(context_, geometry);
   return make_cudnn_batch_norm(context_, geometry);
 }
 

@@ -31,6 +31,7 @@
 #include "kernels/cuda/cudnn_frontend_check.hpp"
 #include "kernels/cuda/cudnn_support.hpp"
 #include "kernels/cuda/image_layout_conversion.hpp"
+#include "kernels/cuda/nhwc_channel_kernels.hpp"
 
 // The bias is added (when cuDNN offers no fused graph) and its gradient summed with the
 // descriptor API, which cuDNN 9 marks deprecated yet ships throughout 9.x; silenced for this file
@@ -160,18 +161,29 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
     const PassChoice& choice = choose(p.forward, Pass::forward, batch, pack_for);
     execute(choice, pack_for(choice.variant));
     finish_output(choice.variant, y_stage, y, output_order(), y_shape(batch));
-    // Without a fused graph the bias broadcasts over batch, height and width: y += bias, in float.
-    if (geometry_.bias && !choice.variant.fuse_bias)
-      DLSCALE_CUDNN_CHECK(cudnnAddTensor(context_.cudnn, &one, bias_, bias, &one, p.output, y));
+    // Without a fused graph the bias broadcasts over batch, height and width: y += bias, in float
+    // (on NHWC by a kernel of dlscale's own: cuDNN's is slow there, nhwc_channel_kernels.hpp).
+    if (geometry_.bias && !choice.variant.fuse_bias) {
+      if (lies_as_nhwc(output_order(), y_shape(batch)))
+        add_channel_bias(y, bias, pixel_rows(batch), geometry_.output_channels, context_.stream);
+      else
+        DLSCALE_CUDNN_CHECK(cudnnAddTensor(context_.cudnn, &one, bias_, bias, &one, p.output, y));
+    }
   }
 
   void backward(int batch, const float* x, const float* weights, const float* output_gradient,
                 float* input_gradient, float* weight_gradient, float* bias_gradient) override {
     Plan& p = plan_for(batch);
-    // The bias gradient sums the float output gradient over batch, height and width.
-    if (geometry_.bias)
-      DLSCALE_CUDNN_CHECK(cudnnConvolutionBackwardBias(
-          context_.cudnn, &one, p.output, output_gradient, &zero, bias_, bias_gradient));
+    // The bias gradient sums the float output gradient over batch, height and width (on NHWC by
+    // a deterministic kernel of dlscale's own: cuDNN's took 13 ms of a vgg-16 layer on the H200).
+    if (geometry_.bias) {
+      if (lies_as_nhwc(output_order(), y_shape(batch)))
+        sum_channels(output_gradient, pixel_rows(batch), geometry_.output_channels, bias_gradient,
+                     p.bias_scratch.data(), context_.stream);
+      else
+        DLSCALE_CUDNN_CHECK(cudnnConvolutionBackwardBias(
+            context_.cudnn, &one, p.output, output_gradient, &zero, bias_, bias_gradient));
+    }
     const bool data_wanted = input_gradient != nullptr;  // not for a network's first layer
     const auto [x_stage, dy_stage, w_stage, dw_stage, dx_stage] =
         context_.bf16_staging->byte_regions<5>(
@@ -215,12 +227,22 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
     const PassChoice* data = nullptr;
     const PassChoice* filter = nullptr;
     TensorDescriptor output;
+    DeviceBuffer bias_scratch;  // the bias gradient's partial sums, on NHWC
   };
 
   Plan& plan_for(int batch) {
     return plan_of(plans_, batch, context_.stream, "cuDNN graph convolution", [&](Plan& p) {
       describe_images(p.output, batch, geometry_.output(), output_nhwc());
+      if (geometry_.bias && lies_as_nhwc(output_order(), y_shape(batch)))
+        p.bias_scratch =
+            DeviceBuffer(channel_sums_scratch_bytes(pixel_rows(batch), geometry_.output_channels));
     });
+  }
+
+  // Rows of the output seen as an NHWC [pixels x channels] matrix.
+  std::int64_t pixel_rows(int batch) const {
+    const ImageShape out = geometry_.output();
+    return std::int64_t(batch) * out.height * out.width;
   }
 
   // --- Layouts and staging --------------------------------------------------------------------
@@ -453,9 +475,10 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
         choice = fastest_engine(std::move(graph), pack_for(v), why);
       choice.variant = v;
       if (verbose_search())
-        std::fprintf(stderr, "dlscale: cuDNN graph: %s: fuse_bias %d float_output %d "
-                     "deterministic %d: %s %.4f ms\n", key.c_str(), int(v.fuse_bias),
-                     int(v.float_output), int(v.deterministic),
+        std::fprintf(stderr,
+                     "dlscale: cuDNN graph: %s: fuse_bias %d float_output %d "
+                     "deterministic %d: %s %.4f ms\n",
+                     key.c_str(), int(v.fuse_bias), int(v.float_output), int(v.deterministic),
                      choice.engine < 0 ? "no engine" : choice.engine_name.c_str(),
                      double(choice.milliseconds));
       return choice;
@@ -474,8 +497,9 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
       }
     }
     if (best.engine < 0)
-      throw std::runtime_error(fmt::format("cuDNN graph API: no engine runs the {} convolution ({}): {}",
-                                           pass_name(pass), shape_key(pass, batch), why));
+      throw std::runtime_error(
+          fmt::format("cuDNN graph API: no engine runs the {} convolution ({}): {}",
+                      pass_name(pass), shape_key(pass, batch), why));
     return *(slot = &choices.emplace(key, std::move(best)).first->second);
   }
 

@@ -310,6 +310,7 @@ void PrintTo(const PoolingCase& c, std::ostream* out) { *out << c.name; }
 const PoolingCase pooling_cases[] = {
     {"max_3x3_stride_2_padding_1", {{8, 14, 14}, PoolingKind::max, 3, 2, 1, native, native}},
     {"max_2x2", {{16, 8, 8}, PoolingKind::max, 2, 2, 0, native, native}},
+    {"max_3x3_stride_2_64_channels", {{64, 13, 13}, PoolingKind::max, 3, 2, 0, native, native}},
     {"global_average_to_nchw", {{32, 7, 7}, PoolingKind::average, 7, 1, 0, native, nchw}},
     // Before a dense layer (vgg-16, alexnet): NHWC in, NCHW out, re-laid after pooling.
     {"max_2x2_to_nchw", {{16, 8, 8}, PoolingKind::max, 2, 2, 0, native, nchw}},
@@ -347,18 +348,31 @@ INSTANTIATE_TEST_SUITE_P(GraphPath, GraphPathPooling, ::testing::ValuesIn(poolin
                            return std::string(test.param.name);
                          });
 
-TEST(GraphPath, BatchNormMatchesTheReferenceInNhwc) {
+// NHWC batch norm runs on dlscale's own kernels (nhwc_channel_kernels.cu): with and without the
+// fused ReLU, with many slabs of rows and a channel count that is no multiple of 32, and as a
+// network's first layer (no input gradient).
+struct BatchNormCase {
+  const char* name;
+  ImageShape shape;
+  int batch;
+  bool relu;
+  bool input_gradient;
+};
+
+class GraphPathBatchNorm : public ::testing::TestWithParam<BatchNormCase> {};
+
+TEST_P(GraphPathBatchNorm, MatchesTheReferenceInNhwc) {
   ASSERT_NO_FATAL_FAILURE(require_gpu());
-  const ImageShape shape{32, 7, 7};
-  const int batch = 4;
+  const auto& [name, shape, batch, relu, wants_input_gradient] = GetParam();
+  const int channels = shape.channels;
   CudaDevice device(0, Precision::fp32, CudnnApi::graph);
-  const std::unique_ptr<BatchNormKernel> kernel = device.make_batch_norm({shape, native, false});
+  const std::unique_ptr<BatchNormKernel> kernel = device.make_batch_norm({shape, native, relu});
   const std::size_t count = std::size_t(batch) * shape.size();
-  const std::vector<double> x = random_doubles(count, 7), scale = random_doubles(32, 8),
-                            shift = random_doubles(32, 9), dy = random_doubles(count, 10);
-  DeviceArray<float> x_device(device, count), scale_device(device, 32), shift_device(device, 32),
-      dy_device(device, count), y_device(device, count), dx_device(device, count),
-      dscale_device(device, 32), dshift_device(device, 32);
+  const std::vector<double> x = random_doubles(count, 7), scale = random_doubles(channels, 8),
+                            shift = random_doubles(channels, 9), dy = random_doubles(count, 10);
+  DeviceArray<float> x_device(device, count), scale_device(device, channels),
+      shift_device(device, channels), dy_device(device, count), y_device(device, count),
+      dx_device(device, count), dscale_device(device, channels), dshift_device(device, channels);
   x_device.copy_from_host(to_device_layout(x, native, batch, shape));
   dy_device.copy_from_host(to_device_layout(dy, native, batch, shape));
   scale_device.copy_from_host(as_floats(scale));
@@ -366,22 +380,47 @@ TEST(GraphPath, BatchNormMatchesTheReferenceInNhwc) {
   kernel->forward(batch, x_device.data(), scale_device.data(), shift_device.data(),
                   y_device.data());
   kernel->backward(batch, x_device.data(), scale_device.data(), shift_device.data(),
-                   dy_device.data(), dx_device.data(), dscale_device.data(), dshift_device.data());
+                   dy_device.data(), wants_input_gradient ? dx_device.data() : nullptr,
+                   dscale_device.data(), dshift_device.data());
+  const std::vector<double> y = from_device_layout(y_device.to_host(), native, batch, shape);
+  // The ReLU passes the gradient where the kernel's own output is positive (a value within
+  // rounding of 0 may fall either way; the mask is the kernel's, the arithmetic is checked).
+  std::vector<double> masked_dy = dy;
+  if (relu)
+    for (std::size_t i = 0; i < count; ++i)
+      if (!(y[i] > 0)) masked_dy[i] = 0;
   const reference::BatchNormResult expected =
-      reference::batch_norm(shape, batch, x, scale, shift, dy);
+      reference::batch_norm(shape, batch, x, scale, shift, masked_dy);
+  std::vector<double> expected_output = expected.output;
+  if (relu)
+    for (double& value : expected_output) value = std::max(value, 0.0);
   const auto host = [](const DeviceArray<float>& array) {
     const std::vector<float> values = array.to_host();
     return std::vector<double>(values.begin(), values.end());
   };
-  for (const Comparison& c :
-       {Comparison{"output", from_device_layout(y_device.to_host(), native, batch, shape),
-                   expected.output},
-        Comparison{"input gradient", from_device_layout(dx_device.to_host(), native, batch, shape),
-                   expected.input_gradient},
-        Comparison{"scale gradient", host(dscale_device), expected.scale_gradient},
-        Comparison{"shift gradient", host(dshift_device), expected.shift_gradient}})
-    expect_within(c, Precision::fp32, batch_norm_tolerance);
+  std::vector<Comparison> comparisons{
+      {"output", y, expected_output},
+      {"scale gradient", host(dscale_device), expected.scale_gradient},
+      {"shift gradient", host(dshift_device), expected.shift_gradient}};
+  if (wants_input_gradient)
+    comparisons.push_back({"input gradient",
+                           from_device_layout(dx_device.to_host(), native, batch, shape),
+                           expected.input_gradient});
+  for (const Comparison& c : comparisons) expect_within(c, Precision::fp32, batch_norm_tolerance);
 }
+
+const BatchNormCase batch_norm_cases[] = {
+    {"small", {32, 7, 7}, 4, false, true},
+    {"relu", {32, 7, 7}, 4, true, true},
+    {"many_slabs_48_channels", {48, 28, 28}, 16, true, true},
+    {"wide_few_rows", {200, 2, 2}, 3, false, true},
+    {"first_layer", {16, 9, 9}, 8, true, false},
+};
+
+INSTANTIATE_TEST_SUITE_P(GraphPath, GraphPathBatchNorm, ::testing::ValuesIn(batch_norm_cases),
+                         [](const ::testing::TestParamInfo<BatchNormCase>& test) {
+                           return std::string(test.param.name);
+                         });
 
 // ------------------------------------------------------------------------------------------------
 // The layout conversions every graph convolution leans on

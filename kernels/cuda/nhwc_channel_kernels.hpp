@@ -1,0 +1,40 @@
+// Per-channel work on channels-last (NHWC) float tensors, seen as [rows x channels] row-major
+// matrices with rows = batch x height x width: a convolution's bias and its gradient, and batch
+// norm. cuDNN's descriptor API runs these slowly on NHWC tensors (H200, issue 30: its batch norm
+// and bias gradient took most of resnet-50's and vgg-16's bf16 steps on the graph path, where the
+// convolutions themselves took a few milliseconds), so the graph path runs its own. Every sum
+// over rows is taken in a fixed order (blocks sum slabs of rows into partial sums, then one
+// block per channel adds the partials in double, in a fixed tree), so runs and replayed CUDA
+// graphs repeat their results bit for bit. Compiled by nvcc and by the host compiler.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "kernels/cuda/cuda_context.hpp"
+#include "kernels/image_kernels.hpp"
+
+namespace dlscale::kernels {
+
+// Device memory (bytes) that sum_channels needs as scratch for these dimensions.
+std::size_t channel_sums_scratch_bytes(std::int64_t rows, int channels);
+
+// sums[c] = sum over r of x[r * channels + c]: a convolution's bias gradient. `scratch` holds
+// channel_sums_scratch_bytes(rows, channels). Queued on `stream`.
+void sum_channels(const float* x, std::int64_t rows, int channels, float* sums, void* scratch,
+                  cudaStream_t stream);
+
+// y[r * channels + c] += bias[c]: a convolution's bias, where no fused graph added it.
+void add_channel_bias(float* y, const float* bias, std::int64_t rows, int channels,
+                      cudaStream_t stream);
+
+// Batch norm in training mode (with its optional fused ReLU) on NHWC tensors, by the definition
+// of BatchNormGeometry: batch statistics (mean, then the biased variance from the centred values),
+// y = scale * (x - mean) / sqrt(var + epsilon) + shift.
+std::unique_ptr<BatchNormKernel> make_nhwc_batch_norm(const CudaContext& context,
+                                                      const BatchNormGeometry& geometry);
+
+}  // namespace dlscale::kernels

@@ -1,0 +1,188 @@
+// NHWC pooling (nhwc_pooling.hpp). Forward: one thread per output element, enumerated in NHWC
+// order so that a warp reads 32 channels of one pixel; backward: one thread per input element,
+// likewise. A window position fits a byte (kernels up to 15 x 15).
+#include "kernels/cuda/nhwc_pooling.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+
+#include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/cudnn_support.hpp"
+
+namespace dlscale::kernels {
+
+namespace {
+
+constexpr int threads = 256;
+constexpr int most_blocks = 132 * 32;  // grid-stride loops: enough to fill any one GPU
+
+// Where element (n, c, h, w) of a batch of images lies, NHWC or NCHW.
+struct Strides {
+  std::int64_t n, c, h, w;
+  __host__ __device__ std::int64_t at(std::int64_t n_, int c_, int h_, int w_) const {
+    return n_ * n + c_ * c + std::int64_t(h_) * h + std::int64_t(w_) * w;
+  }
+};
+
+Strides strides_of(const ImageShape& shape, bool nhwc) {
+  const std::int64_t plane = std::int64_t(shape.height) * shape.width;
+  return nhwc ? Strides{plane * shape.channels, 1, std::int64_t(shape.width) * shape.channels,
+                        shape.channels}
+              : Strides{plane * shape.channels, plane, shape.width, 1};
+}
+
+struct Window {
+  int channels, in_height, in_width, out_height, out_width, kernel, stride, padding;
+  bool max;
+};
+
+// y at `out` strides; for max pooling, the winner's position in its window per output element
+// (NHWC order).
+__global__ void pooling_forward_kernel(const float* x, float* y, std::uint8_t* positions, Window g,
+                                       Strides out, std::int64_t count) {
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const int c = int(i % g.channels);
+    std::int64_t rest = i / g.channels;
+    const int ow = int(rest % g.out_width);
+    rest /= g.out_width;
+    const int oh = int(rest % g.out_height);
+    const std::int64_t n = rest / g.out_height;
+    const int h0 = oh * g.stride - g.padding, w0 = ow * g.stride - g.padding;
+    const float* image = x + n * std::int64_t(g.in_height) * g.in_width * g.channels + c;
+    float best = 0.0f, sum = 0.0f;
+    int best_position = -1;
+    for (int kh = 0; kh < g.kernel; ++kh) {
+      const int h = h0 + kh;
+      if (h < 0 || h >= g.in_height) continue;
+      for (int kw = 0; kw < g.kernel; ++kw) {
+        const int w = w0 + kw;
+        if (w < 0 || w >= g.in_width) continue;
+        const float value = image[(std::int64_t(h) * g.in_width + w) * g.channels];
+        sum += value;
+        if (best_position < 0 || value > best) {
+          best = value;
+          best_position = kh * g.kernel + kw;
+        }
+      }
+    }
+    if (g.max) {
+      positions[i] = std::uint8_t(best_position < 0 ? 0 : best_position);
+      y[out.at(n, c, oh, ow)] = best;
+    } else {
+      y[out.at(n, c, oh, ow)] = sum / float(g.kernel * g.kernel);
+    }
+  }
+}
+
+// dx (NHWC) from dy at `out` strides: each input gathers from every window that holds it, rows
+// of windows in order, then columns.
+__global__ void pooling_backward_kernel(const float* dy, const std::uint8_t* positions, float* dx,
+                                        Window g, Strides out, std::int64_t count) {
+  const float average_share = 1.0f / float(g.kernel * g.kernel);
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const int c = int(i % g.channels);
+    std::int64_t rest = i / g.channels;
+    const int w = int(rest % g.in_width);
+    rest /= g.in_width;
+    const int h = int(rest % g.in_height);
+    const std::int64_t n = rest / g.in_height;
+    // Windows oh with oh * stride - padding <= h < oh * stride - padding + kernel.
+    const int oh_first = max(0, (h + g.padding - g.kernel + g.stride) / g.stride);
+    const int oh_last = min(g.out_height - 1, (h + g.padding) / g.stride);
+    const int ow_first = max(0, (w + g.padding - g.kernel + g.stride) / g.stride);
+    const int ow_last = min(g.out_width - 1, (w + g.padding) / g.stride);
+    float gradient = 0.0f;
+    for (int oh = oh_first; oh <= oh_last; ++oh) {
+      const int kh = h - (oh * g.stride - g.padding);
+      for (int ow = ow_first; ow <= ow_last; ++ow) {
+        const int kw = w - (ow * g.stride - g.padding);
+        const float from = dy[out.at(n, c, oh, ow)];
+        if (!g.max) {
+          gradient += from * average_share;
+        } else {
+          const std::int64_t o =
+              ((n * g.out_height + oh) * std::int64_t(g.out_width) + ow) * g.channels + c;
+          if (positions[o] == kh * g.kernel + kw) gradient += from;
+        }
+      }
+    }
+    dx[i] = gradient;
+  }
+}
+
+unsigned grid_for(std::int64_t count) {
+  return unsigned(std::clamp<std::int64_t>((count + threads - 1) / threads, 1, most_blocks));
+}
+
+class NhwcPooling final : public PoolingKernel {
+ public:
+  NhwcPooling(const CudaContext& context, const PoolingGeometry& geometry)
+      : context_(context), geometry_(geometry) {
+    if (geometry.kernel < 1 || geometry.kernel > 15)
+      throw std::invalid_argument("NHWC pooling: kernels of 1 to 15 pixels a side only");
+    if (geometry.stride < 1 || geometry.padding < 0 || geometry.padding >= geometry.kernel)
+      throw std::invalid_argument("NHWC pooling: stride below 1, or padding not below the kernel");
+    const ImageShape out = geometry.output();
+    window_ = {geometry.input.channels,
+               geometry.input.height,
+               geometry.input.width,
+               out.height,
+               out.width,
+               geometry.kernel,
+               geometry.stride,
+               geometry.padding,
+               geometry.kind == PoolingKind::max};
+    const bool out_nhwc = geometry.output_layout == ImageLayout::native && context.native_is_nhwc();
+    out_ = strides_of(out, out_nhwc);
+  }
+
+  void forward(int batch, const float* x, float* y) override {
+    const std::int64_t count = std::int64_t(batch) * geometry_.output().size();
+    if (count == 0) return;
+    std::uint8_t* positions = positions_for(batch);
+    pooling_forward_kernel<<<grid_for(count), threads, 0, context_.stream>>>(x, y, positions,
+                                                                             window_, out_, count);
+    DLSCALE_CUDA_CHECK(cudaGetLastError());
+    forwarded_ = true;
+  }
+
+  void backward(int batch, const float* output_gradient, float* input_gradient) override {
+    if (!forwarded_) throw std::logic_error("NHWC pooling: backward before forward");
+    const std::int64_t count = std::int64_t(batch) * geometry_.input.size();
+    if (count == 0) return;
+    pooling_backward_kernel<<<grid_for(count), threads, 0, context_.stream>>>(
+        output_gradient, positions_for(batch), input_gradient, window_, out_, count);
+    DLSCALE_CUDA_CHECK(cudaGetLastError());
+  }
+
+ private:
+  // Max pooling's window positions for a batch size, made on its first call (before capture).
+  std::uint8_t* positions_for(int batch) {
+    if (!window_.max) return nullptr;
+    return plan_of(positions_, batch, context_.stream, "NHWC pooling",
+                   [&](DeviceBuffer& b) {
+                     b = DeviceBuffer(std::size_t(batch) * geometry_.output().size());
+                   })
+        .as<std::uint8_t>();
+  }
+
+  CudaContext context_;
+  PoolingGeometry geometry_;
+  Window window_{};
+  Strides out_{};
+  std::map<int, DeviceBuffer> positions_;  // by batch size
+  bool forwarded_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<PoolingKernel> make_nhwc_pooling(const CudaContext& context,
+                                                 const PoolingGeometry& geometry) {
+  return std::make_unique<NhwcPooling>(context, geometry);
+}
+
+}  // namespace dlscale::kernels
