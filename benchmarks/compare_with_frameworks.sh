@@ -88,6 +88,7 @@ dlscale_median_step_seconds() {
       if ($2 == "ms") scale = 1e-3
       else if ($2 == "s") scale = 1
       else if ($2 == "us") scale = 1e-6
+      else if ($2 == "ns") scale = 1e-9
       else fail("unknown unit \"" $2 "\" in the step row: " $0)
       seconds = value * scale
     }

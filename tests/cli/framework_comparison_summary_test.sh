@@ -21,6 +21,7 @@ read -r unit median < <(awk '$1 == "step" && NF >= 3 { print $2, $3; exit }' "$w
 case $unit in
   ms) expected=$(awk -v m="$median" 'BEGIN { printf "%.6f", m / 1e3 }') ;;
   us) expected=$(awk -v m="$median" 'BEGIN { printf "%.6f", m / 1e6 }') ;;
+  ns) expected=$(awk -v m="$median" 'BEGIN { printf "%.6f", m / 1e9 }') ;;
   s) expected=$(awk -v m="$median" 'BEGIN { printf "%.6f", m }') ;;
   *) echo "FAIL: no step row with a unit in the summary:"; cat "$work/run.out"; exit 1 ;;
 esac
