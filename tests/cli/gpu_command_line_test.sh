@@ -2,8 +2,8 @@
 # The GPU acceptance runs of docs/gpu.md, as a new user types them (labelled `gpu`; needs one
 # GPU): every built-in model under NCCL with the GPU named in the header, and six in bf16 with
 # bf16 sums (lstm-32 with the bf16 LSTM, the default, and again with the float one); two ranks
-# sharing the GPU through --comm mpi end bit-identical; two ranks on one GPU under NCCL get one line and exit 2 within seconds; a NCCL
-# allreduce sweep checks every sum.
+# sharing the GPU through --comm mpi end bit-identical; two ranks on one GPU under NCCL get one
+# line and exit 2 within seconds; a NCCL allreduce sweep checks every sum.
 # usage: gpu_command_line_test.sh MPIEXEC DLSCALE
 set -uo pipefail
 mpiexec=$1 dlscale=$2
