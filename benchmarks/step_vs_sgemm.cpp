@@ -293,6 +293,9 @@ class ProfiledDevice final : public kernels::Device {
   void copy_to_host(void* destination, const void* source, std::size_t bytes) override {
     device_.copy_to_host(destination, source, bytes);
   }
+  void copy_on_device(void* destination, const void* source, std::size_t bytes) override {
+    device_.copy_on_device(destination, source, bytes);
+  }
   void synchronize() override { device_.synchronize(); }
   std::unique_ptr<kernels::DeviceEvent> make_event() override { return device_.make_event(); }
   void record(kernels::DeviceEvent& event) override { device_.record(event); }

@@ -54,6 +54,7 @@ Settings study_settings(const results::RunConfiguration& c, int ranks) {
       {"bucket size (MiB)", fmt::format("{:g}", c.bucket_mb)},
       {"overlap", c.overlap ? "on" : "off"},
       {"optimizer", results::optimizer_names(c.optimizer)},
+      {"sharding", results::sharding_names(c.sharding)},
       {"learning-rate scaling", results::learning_rate_scaling_names(c.learning_rate_scaling)},
       {"base learning rate", fmt::format("{:g}", c.base_learning_rate)},
       {"learning-rate warm-up steps", std::to_string(c.learning_rate_warmup_steps)},

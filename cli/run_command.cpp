@@ -158,6 +158,7 @@ coordinator::TrainingPlan plan_training(const RunOptions& options, const comm::M
   plan.overlap = options.overlap;
   plan.learning_rate = options.learning_rate;
   plan.optimizer = options.optimizer;
+  plan.sharding = options.sharding;
   plan.scaling = recorded_scaling(options);
   plan.sample_interval_seconds = options.sample_interval_seconds;
   plan.point_timeout_seconds = options.point_timeout_seconds;

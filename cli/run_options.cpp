@@ -45,6 +45,7 @@ struct RawNumbers {
   std::string learning_rate_scaling =
       results::learning_rate_scaling_names(results::LearningRateScaling::none);
   std::string optimizer = results::optimizer_names(results::OptimizerKind::sgd);
+  std::string sharding = results::sharding_names(results::Sharding::none);
 };
 
 // Boost writes a default through a stream at 17 digits (0.2 reads 0.20000000000000001); this
@@ -89,6 +90,11 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
       "optimizer", po::value(&raw.optimizer)->default_value(raw.optimizer),
       "sgd (heavy-ball momentum 0.9) or adamw (betas 0.9 and 0.999, eps 1e-8, decoupled weight "
       "decay 0.01: torch.optim.AdamW's defaults)")(
+      "sharding", po::value(&raw.sharding)->default_value(raw.sharding),
+      "none (every rank updates every parameter: DDP), optimizer or gradients (ZeRO stages 1 "
+      "and 2: gradients reduce-scattered bucket by bucket, each rank updates its shard of the "
+      "parameters and optimizer state, parameters all-gathered after). full (ZeRO-3) is not "
+      "served yet")(
       "seed", po::value(&raw.seed)->default_value((long long)defaults.seed),
       "seed for weights and synthetic data");
   // clang-format on
@@ -372,6 +378,11 @@ void check_convergence_values(RunOptions& options, const RawNumbers& raw,
         "leave out --iters");
   options.optimizer =
       enum_named(results::optimizer_names, raw.optimizer, "--optimizer", "optimizer");
+  options.sharding = enum_named(results::sharding_names, raw.sharding, "--sharding", "strategy");
+  if (options.sharding == results::Sharding::full)
+    throw UserError(
+        "--sharding full (ZeRO stage 3: parameters sharded and gathered layer by layer) is not "
+        "served yet; use none, optimizer or gradients");
   options.learning_rate_scaling = enum_named(results::learning_rate_scaling_names,
                                              raw.learning_rate_scaling, "--lr-scaling", "rule");
   if (raw.lr_warmup < 0 || raw.lr_warmup > INT32_MAX)

@@ -22,6 +22,7 @@
 #include "core/number_format.hpp"
 #include "model/adamw.hpp"
 #include "model/sgd_momentum.hpp"
+#include "worker/data_parallel_strategy.hpp"
 #include "worker/device_dataset.hpp"
 #include "worker/gemm_rate.hpp"
 #include "worker/held_out_set.hpp"
@@ -159,8 +160,14 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
   set_up_or_fail_point(group, [&] {
     run.network = workload.build_network(device, batch);
     run.network->initialize(point.seed);
-    run.optimizer = make_optimizer(plan.optimizer, device, run.network->parameters().size(),
-                                   float(run.learning_rate));
+    run.exchange = worker::make_gradient_exchange(
+        *run.network, std::size_t(plan.bucket_mb * (1 << 20)), plan.overlap, plan.sharding);
+    run.optimizer = make_optimizer(
+        plan.optimizer, device,
+        worker::updated_parameter_count(plan.sharding, run.exchange.buckets,
+                                        run.network->parameters().size(),
+                                        run.communicator->size()),
+        float(run.learning_rate));
     run.data = std::make_unique<worker::DeviceDataset>(device, workload, batch, batches, point.seed,
                                                        run.communicator->rank());
     if (run.schedule.evaluate_every > 0)
@@ -168,8 +175,6 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
           device, workload, batch, plan.evaluation_samples, point.seed, run.communicator->rank(),
           run.communicator->size());
   });
-  run.exchange = worker::make_gradient_exchange(
-      *run.network, std::size_t(plan.bucket_mb * (1 << 20)), plan.overlap);
   run.samplers = worker::make_samplers({plan.sample_interval_seconds, device.gpu_index()});
   // How much slower compute gets with the point's ranks side by side, for `dlscale predict`.
   announce_probe(plan, run.communicator->size(), progress);
@@ -219,7 +224,7 @@ std::optional<PointMeasurement> measure_point(const TrainingPlan& plan, PointSet
   const worker::Evaluator evaluate = [&] { return run.held_out->evaluate(*run.network, group); };
   const auto instruments = worker::make_step_instruments(
       {device, *run.communicator, run.schedule.warmup_iterations, run.schedule.evaluate_every,
-       run.held_out ? evaluate : worker::Evaluator{}});
+       run.held_out ? evaluate : worker::Evaluator{}, plan.sharding == results::Sharding::none});
   measured.report.measurements =
       worker::train(*run.network, *run.optimizer, *run.data, *run.communicator, run.exchange,
                     device, run.schedule, run.samplers, after_iteration, instruments);
@@ -350,6 +355,7 @@ results::RunConfiguration point_configuration(const TrainingPlan& plan, const Sw
       .seed = point.seed,
       .learning_rate = point_learning_rate(plan, point),
       .optimizer = plan.optimizer,
+      .sharding = plan.sharding,
       .momentum = plan.optimizer == results::OptimizerKind::adamw ? adamw_beta1 : sgd_momentum,
       .weight_decay = plan.optimizer == results::OptimizerKind::adamw ? adamw_weight_decay : 0.0,
       .scaling = results::scaling_name(plan.scaling),

@@ -51,6 +51,7 @@ struct TrainingPlan {
   double bucket_mb = 25;
   bool overlap = true;
   results::OptimizerKind optimizer = results::OptimizerKind::sgd;
+  results::Sharding sharding = results::Sharding::none;  // --sharding
   double learning_rate = 0.01;  // at learning_rate_batch
   // How each point's rate follows its global batch; the schedule's warm-up ramps from
   // learning_rate to the point's rate.

@@ -155,6 +155,9 @@ class Device {
                               std::size_t bytes) = 0;
   virtual void copy_to_host(void* host_destination, const void* device_source,
                             std::size_t bytes) = 0;
+  // Device memory to device memory, queued on the compute stream like a kernel (so it may be
+  // captured into a step); the buffers must not overlap.
+  virtual void copy_on_device(void* destination, const void* source, std::size_t bytes) = 0;
 
   // Waits until all queued work is done.
   virtual void synchronize() = 0;

@@ -532,6 +532,9 @@ def header_lines(results, predicted_for=None):
     optimizers = sorted({run.optimizer for run in results.runs})
     if optimizers:
         lines.append(("optimizer", ", ".join(optimizers)))
+    shardings = sorted({run.sharding for run in results.runs})
+    if shardings != ["none"]:
+        lines.append(("sharding", ", ".join(shardings)))
     if known("dlscale_version") is not None:
         lines.append(("dlscale", f"{known('dlscale_version')} (git {known('git_commit')})"))
     for label, name in [("command line", "command_line"), ("started", "start_time_utc"),

@@ -178,6 +178,8 @@ LARGEST_TARGET_LOSS = 1e6
 LEARNING_RATE_SCALINGS = ["none", "linear", "sqrt"]
 # As --optimizer and results/run_record.hpp's optimizer_names spell them.
 OPTIMIZERS = ["sgd", "adamw"]
+# As --sharding and results/run_record.hpp's sharding_names spell them.
+SHARDINGS = ["none", "optimizer", "gradients", "full"]
 LARGEST_INT32 = 2**31 - 1
 # The reading child's CPU time: a second for every 4 MiB of file on top of a few seconds is many
 # times what a real file takes, and stops HDF5 looping on a damaged structure.
@@ -711,6 +713,11 @@ class Run:
         if self.optimizer not in OPTIMIZERS:
             raise DamagedFile(f"{where(group, 'optimizer')} is {shown(self.optimizer)}, not "
                               f"{' or '.join(OPTIMIZERS)}")
+        # Absent in files before --sharding, which all replicated the optimizer.
+        self.sharding = text_attribute(group, "sharding", "none")
+        if self.sharding not in SHARDINGS:
+            raise DamagedFile(f"{where(group, 'sharding')} is {shown(self.sharding)}, not "
+                              f"{' or '.join(SHARDINGS)}")
         self.learning_rate_scaling = text_attribute(group, "learning_rate_scaling", None)
         if self.learning_rate_scaling not in LEARNING_RATE_SCALINGS + [None]:
             raise DamagedFile(f"{where(group, 'learning_rate_scaling')} is "

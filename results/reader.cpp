@@ -166,6 +166,14 @@ void read_run_attributes(hid_t file, RunRecord& record, long long version) {
     config.weight_decay = read_double_attribute(file, schema::weight_decay);
     require_value(schema::weight_decay, config.weight_decay);
   }
+  if (has_attribute(file, schema::sharding)) {  // within schema 8: replicated before --sharding
+    const std::string name = read_string_attribute(file, schema::sharding);
+    const auto sharding = sharding_names.named(name);
+    if (!sharding)
+      damaged(fmt::format("'{}' is '{}', not {}", schema::sharding, name.substr(0, 80),
+                          fmt::join(sharding_names.all(), " or ")));
+    config.sharding = *sharding;
+  }
   if (version == schema::single_run_version) {
     env.launch_world_size = record.ranks;
     return;  // one blocking allreduce of all gradients, before buckets existed

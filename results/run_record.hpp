@@ -38,6 +38,13 @@ inline constexpr EnumNames<LearningRateScaling, 3> learning_rate_scaling_names{
 enum class OptimizerKind { sgd, adamw };
 inline constexpr EnumNames<OptimizerKind, 2> optimizer_names{{"sgd", "adamw"}};
 
+// How the ranks of a point share the work of the update (--sharding): none, every rank sums every
+// gradient and updates every parameter (DDP); optimizer (ZeRO stage 1) and gradients (stage 2),
+// gradients reduce-scattered, each rank updating its own shard of the parameters and optimizer
+// state, the parameters all-gathered after; full (stage 3, FSDP), parameters sharded too.
+enum class Sharding { none, optimizer, gradients, full };
+inline constexpr EnumNames<Sharding, 4> sharding_names{{"none", "optimizer", "gradients", "full"}};
+
 // What a held-out evaluation is held to when a run trains to a target (--target-accuracy,
 // --target-loss).
 enum class TargetMetric { accuracy, loss };
@@ -84,6 +91,7 @@ struct RunConfiguration {
   std::uint64_t seed = 0;
   double learning_rate = 0;
   OptimizerKind optimizer = OptimizerKind::sgd;
+  Sharding sharding = Sharding::none;  // --sharding
   double momentum = 0;      // SGD's momentum, or AdamW's beta1 (its first moment's decay)
   double weight_decay = 0;  // AdamW's decoupled weight decay; 0 for SGD
   std::string scaling = scaling_name(Scaling::none);  // a scaling_name(), as the file holds it

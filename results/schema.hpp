@@ -82,6 +82,8 @@ inline constexpr const char* learning_rate = "learning_rate";
 inline constexpr const char* momentum = "momentum";
 // "sgd" or "adamw", and AdamW's weight decay; absent in files before --optimizer (SGD, 0).
 inline constexpr const char* optimizer = "optimizer";
+// "none", "optimizer" or "gradients" (--sharding); absent in files before it (none).
+inline constexpr const char* sharding = "sharding";
 inline constexpr const char* weight_decay = "weight_decay";
 inline constexpr const char* scaling = "scaling";
 inline constexpr const char* bucket_mb = "bucket_mb";

@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "worker/data_parallel_strategy.hpp"
+
 namespace dlscale::worker {
 
 namespace {
@@ -23,10 +25,14 @@ struct StepEvents {
         forward_end(device.make_event()),
         backward_end(device.make_event()),
         exchange_end(device.make_event()),
+        update_done(device.make_event()),
         update_end(device.make_event()) {
     for (std::size_t i = 0; i < layers; ++i) layer_end.push_back(device.make_event());
   }
-  std::unique_ptr<kernels::DeviceEvent> start, forward_end, backward_end, exchange_end, update_end;
+  // update_done: after the optimizer's pass, before the parameters are made whole again (the
+  // sharded strategies' all-gather, which counts as exchange)
+  std::unique_ptr<kernels::DeviceEvent> start, forward_end, backward_end, exchange_end,
+      update_done, update_end;
   std::vector<std::unique_ptr<kernels::DeviceEvent>> layer_end;  // after each layer's backward
 };
 
@@ -37,11 +43,13 @@ void read_step_seconds(kernels::Device& device, const StepEvents& events, double
   seconds[index_of(Phase::forward)] = device.elapsed_seconds(*events.start, *events.forward_end);
   seconds[index_of(Phase::backward)] =
       device.elapsed_seconds(*events.forward_end, *events.backward_end);
-  // Exposed communication only: what was summed while backward ran is hidden.
+  // Exposed communication only: what was summed while backward ran is hidden; with sharding,
+  // the all-gather after the update is exposed too.
   seconds[index_of(Phase::allreduce)] =
-      device.elapsed_seconds(*events.backward_end, *events.exchange_end);
+      device.elapsed_seconds(*events.backward_end, *events.exchange_end) +
+      device.elapsed_seconds(*events.update_done, *events.update_end);
   seconds[index_of(Phase::update)] =
-      device.elapsed_seconds(*events.exchange_end, *events.update_end);
+      device.elapsed_seconds(*events.exchange_end, *events.update_done);
   seconds[index_of(Phase::step)] =
       seconds[index_of(Phase::forward)] + seconds[index_of(Phase::backward)] +
       seconds[index_of(Phase::allreduce)] + seconds[index_of(Phase::update)];
@@ -162,10 +170,11 @@ double TrainingSchedule::learning_rate_at(int iteration, double rate) const {
 }
 
 GradientExchange make_gradient_exchange(const model::Network<float>& network,
-                                        std::size_t bucket_bytes, bool overlap) {
+                                        std::size_t bucket_bytes, bool overlap,
+                                        results::Sharding sharding) {
   std::vector<std::size_t> counts;
   for (const auto& layer : network.layers()) counts.push_back(layer->parameter_count());
-  return {plan_buckets(counts, bucket_bytes), overlap};
+  return {plan_buckets(counts, bucket_bytes), overlap, sharding};
 }
 
 // Each iteration's end on the run clock: the timeline that the samples are plotted against.
@@ -200,6 +209,8 @@ RankMeasurements train(model::Network<float>& network, model::Optimizer<float>& 
   const auto bucket_values = [&](const GradientBucket& bucket) {
     return network.gradients().subspan(bucket.offset, bucket.count);
   };
+  const auto strategy =
+      make_data_parallel_strategy(exchange.sharding, network, communicator, device, buckets);
   StepEvents events(device, layer_count);
   std::vector<double> iteration_end_seconds;
   InstrumentHooks hooks(instruments);
@@ -219,23 +230,24 @@ RankMeasurements train(model::Network<float>& network, model::Optimizer<float>& 
       // Buckets fill from the last layer down; one is ready once its lowest layer is done.
       while (next_bucket < buckets.size() &&
              std::size_t(buckets[next_bucket].first_layer) >= layer) {
-        const auto values = bucket_values(buckets[next_bucket]);
-        const kernels::DeviceEvent* read = hooks.before_bucket_sum(next_bucket++, values);
-        communicator.start_allreduce_sum(values, read ? *read : *events.layer_end[layer]);
+        const kernels::DeviceEvent* read =
+            hooks.before_bucket_sum(next_bucket, bucket_values(buckets[next_bucket]));
+        strategy->start_bucket(next_bucket++, read ? *read : *events.layer_end[layer]);
       }
     });
     device.record(*events.backward_end);
     if (exchange.overlap) {
-      if (!buckets.empty()) communicator.wait_all();
+      if (!buckets.empty()) strategy->wait();
     } else {
       for (std::size_t b = 0; b < buckets.size(); ++b) {
         hooks.before_bucket_sum(b, bucket_values(buckets[b]));
-        communicator.allreduce_sum(bucket_values(buckets[b]));
+        strategy->exchange_bucket(b);
       }
     }
     device.record(*events.exchange_end);
-    optimizer.step(network.parameters(), network.gradients(), gradient_scale,
-                   hooks.update_squared_norm_out());
+    strategy->update(optimizer, gradient_scale, hooks.update_squared_norm_out());
+    device.record(*events.update_done);
+    if (!buckets.empty()) strategy->complete_parameters();
     device.record(*events.update_end);
   };
   // The first step runs as it is called, so every kernel has chosen its algorithms and made its
@@ -265,7 +277,7 @@ RankMeasurements train(model::Network<float>& network, model::Optimizer<float>& 
         measured.layer_backward_seconds.data() + std::size_t(iteration) * layer_count);
     measured.communication_seconds[iteration] = buckets.empty() ? 0
                                                 : exchange.overlap
-                                                    ? communicator.last_exchange_seconds()
+                                                    ? strategy->exchange_seconds()
                                                     : seconds[index_of(Phase::allreduce)];
     measured.loss[iteration] = network.loss();
     hooks.after_step(iteration, seconds[index_of(Phase::step)]);

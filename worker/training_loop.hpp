@@ -1,7 +1,9 @@
 // What every rank does: the data-parallel training loop and its per-phase timings.
 //   forward (with the loss) -> backward -> gradient sums across ranks -> SGD update
 // Gradients are summed in buckets: either each bucket as soon as backward has produced it,
-// overlapping the layers still to compute, or all of them after backward. Phases and layers are
+// overlapping the layers still to compute, or all of them after backward; allreduced, or
+// reduce-scattered with the parameters all-gathered after the update (--sharding:
+// data_parallel_strategy.hpp). Phases and layers are
 // timed with device events; where the device can, each step is captured once and replayed. The
 // loop knows nothing of which device or communicator it runs on, nor of what its instruments
 // (worker/instruments/step_instrument.hpp) measure.
@@ -44,11 +46,15 @@ struct TrainingSchedule {
 struct GradientExchange {
   std::vector<GradientBucket> buckets;
   bool overlap = true;  // start each bucket's sum during backward; else blocking sums after it
+  // Replicated (allreduce), or the optimizer sharded (data_parallel_strategy.hpp); the optimizer
+  // must then hold state for updated_parameter_count() parameters.
+  results::Sharding sharding = results::Sharding::none;
 };
 
 // Buckets of at least `bucket_bytes` over the network's layers (see plan_buckets).
 GradientExchange make_gradient_exchange(const model::Network<float>& network,
-                                        std::size_t bucket_bytes, bool overlap);
+                                        std::size_t bucket_bytes, bool overlap,
+                                        results::Sharding sharding = results::Sharding::none);
 
 using results::Evaluation;
 

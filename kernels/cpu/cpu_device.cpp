@@ -440,6 +440,10 @@ void CpuDevice::copy_to_host(void* host_destination, const void* device_source, 
   std::memcpy(host_destination, device_source, bytes);
 }
 
+void CpuDevice::copy_on_device(void* destination, const void* source, std::size_t bytes) {
+  std::memcpy(destination, source, bytes);
+}
+
 std::unique_ptr<ConvolutionKernel> CpuDevice::make_convolution(
     const ConvolutionGeometry& geometry) {
   return make_dnnl_convolution(dnnl_engine_, dnnl_stream_, image_layouts_, geometry,

@@ -33,6 +33,7 @@ class CpuDevice final : public Device {
   void copy_to_device(void* device_destination, const void* host_source,
                       std::size_t bytes) override;
   void copy_to_host(void* host_destination, const void* device_source, std::size_t bytes) override;
+  void copy_on_device(void* destination, const void* source, std::size_t bytes) override;
   // CPU kernels return when their work is done: nothing is ever queued, so an event is simply
   // the time it was recorded at, and there is nothing to capture.
   void synchronize() override {}

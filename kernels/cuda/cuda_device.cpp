@@ -198,6 +198,11 @@ void CudaDevice::copy_to_host(void* host_destination, const void* device_source,
   synchronize();
 }
 
+void CudaDevice::copy_on_device(void* destination, const void* source, std::size_t bytes) {
+  DLSCALE_CUDA_CHECK(cudaMemcpyAsync(destination, source, bytes, cudaMemcpyDeviceToDevice,
+                                     context_.stream));
+}
+
 void CudaDevice::synchronize() { DLSCALE_CUDA_CHECK(cudaStreamSynchronize(context_.stream)); }
 
 std::unique_ptr<DeviceEvent> CudaDevice::make_event() { return std::make_unique<CudaEvent>(); }

@@ -42,6 +42,7 @@ class CudaDevice final : public Device {
   void copy_to_device(void* device_destination, const void* host_source,
                       std::size_t bytes) override;
   void copy_to_host(void* host_destination, const void* device_source, std::size_t bytes) override;
+  void copy_on_device(void* destination, const void* source, std::size_t bytes) override;
   void synchronize() override;
 
   std::unique_ptr<DeviceEvent> make_event() override;

@@ -40,6 +40,11 @@ TEST_F(CommandLine, ZeroOrNegativeNumbersAreRefused) {
   expect_refused("--threads 0", "--threads");
 }
 
+TEST_F(CommandLine, UnknownOrUnservedShardingIsRefused) {
+  expect_refused("--model fcn:8,4 --sharding zero4", "--sharding");
+  expect_refused("--model fcn:8,4 --sharding full", "not served yet");
+}
+
 TEST_F(CommandLine, MalformedFcnSpecIsRefused) {
   expect_refused("--model fcn:784,,10", "fcn:784,,10");
   expect_refused("--model fcn:784", "fcn:784");
@@ -417,6 +422,21 @@ TEST_F(CommandLine, AdamWTrainsIdenticalReplicasAndIsRecorded) {
   for (const auto& run : file.runs) {
     EXPECT_EQ(run.configuration.optimizer, dlscale::results::OptimizerKind::adamw);
     EXPECT_EQ(run.configuration.weight_decay, 0.01);
+    EXPECT_TRUE(run.summary.parameters_identical) << "ranks " << run.ranks;
+  }
+}
+
+// ZeRO-1 with AdamW at 1 and 2 ranks: every point trains, the replicas end bit-identical (the
+// parameters all-gathered after each rank's update of its shard), and the strategy is recorded.
+TEST_F(CommandLine, ShardedOptimizerTrainsIdenticalReplicasAndIsRecorded) {
+  const Outcome outcome = run_dlscale(
+      "--model fcn:16,8,4 --batch 4 --iters 3 --warmup 1 --ranks 1,2 --optimizer adamw "
+      "--sharding optimizer --bucket-mb 0.0001 --sample-interval 0 --out zero1.h5");
+  for (int r = 0; r < ranks; ++r) EXPECT_EQ(outcome.rank_exit_codes[r], 0) << "rank " << r;
+  const auto file = dlscale::results::read_results(directory_ / "zero1.h5");
+  ASSERT_EQ(file.runs.size(), 2u);
+  for (const auto& run : file.runs) {
+    EXPECT_EQ(run.configuration.sharding, dlscale::results::Sharding::optimizer);
     EXPECT_TRUE(run.summary.parameters_identical) << "ranks " << run.ranks;
   }
 }

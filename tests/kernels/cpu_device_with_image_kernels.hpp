@@ -29,6 +29,9 @@ class CpuDeviceWithImageKernels : public kernels::Device {
   void copy_to_host(void* destination, const void* source, std::size_t bytes) override {
     cpu_.copy_to_host(destination, source, bytes);
   }
+  void copy_on_device(void* destination, const void* source, std::size_t bytes) override {
+    cpu_.copy_on_device(destination, source, bytes);
+  }
   void synchronize() override {}
   std::unique_ptr<kernels::DeviceEvent> make_event() override { return cpu_.make_event(); }
   void record(kernels::DeviceEvent& event) override { cpu_.record(event); }

@@ -17,7 +17,8 @@ namespace {
 constexpr double noise_scale_budget = 0.004;
 
 results::Measurement gradient_norm_series(const char* name, const char* description,
-                                          std::vector<double> values, bool measured) {
+                                          std::vector<double> values, bool measured,
+                                          const char* absent_reason) {
   results::Measurement series;
   series.name = name;
   series.units = "1";
@@ -26,9 +27,7 @@ results::Measurement gradient_norm_series(const char* name, const char* descript
   if (measured)
     series.values = std::move(values);
   else
-    series.absent_reason =
-        "one rank: the gradient noise scale needs gradients at two batch sizes, a rank's own "
-        "and the sum over two or more ranks";
+    series.absent_reason = absent_reason;
   return series;
 }
 
@@ -36,11 +35,15 @@ results::Measurement gradient_norm_series(const char* name, const char* descript
 
 GradientNoiseMeter::GradientNoiseMeter(kernels::Device& device,
                                        comm::GradientCommunicator& communicator,
-                                       int warmup_iterations)
-    : device_(device), communicator_(communicator), warmup_iterations_(warmup_iterations) {}
+                                       int warmup_iterations, bool update_sees_every_gradient)
+    : device_(device),
+      communicator_(communicator),
+      warmup_iterations_(warmup_iterations),
+      update_sees_every_gradient_(update_sees_every_gradient) {}
 
 void GradientNoiseMeter::start(std::size_t summed_buckets) {
-  measures_ = summed_buckets > 0;
+  sums_ = summed_buckets > 0;
+  measures_ = sums_ && update_sees_every_gradient_;
   squared_norms_ = kernels::DeviceArray<double>(device_, summed_buckets + 1);
   for (std::size_t b = 0; b < summed_buckets; ++b) {
     norm_start_.push_back(device_.make_event());
@@ -92,16 +95,21 @@ void GradientNoiseMeter::choose_stride(double norm_seconds, double step_seconds)
 
 // One value per step that ran (after_step), so a run stopped early keeps the steps it made.
 void GradientNoiseMeter::stop(int /*completed*/, RankMeasurements& measured) {
+  const char* absent_reason =
+      !sums_ ? "one rank: the gradient noise scale needs gradients at two batch sizes, a rank's own "
+            "and the sum over two or more ranks"
+          : "--sharding: each rank's update sees only its shard of the summed gradient, so the "
+            "norm of the global batch's gradient is not read";
   measured.series.push_back(gradient_norm_series(
       results::local_gradient_squared_norm,
       "squared L2 norm of this rank's own gradient (its mean loss over its batch), before the "
       "sum over ranks",
-      std::move(local_squared_norm_), measures_));
+      std::move(local_squared_norm_), measures_, absent_reason));
   measured.series.push_back(gradient_norm_series(
       results::global_gradient_squared_norm,
       "squared L2 norm of the gradient averaged over all ranks (the global batch), as the "
       "update applied it",
-      std::move(global_squared_norm_), measures_));
+      std::move(global_squared_norm_), measures_, absent_reason));
 }
 
 }  // namespace dlscale::worker

@@ -17,8 +17,9 @@ namespace dlscale::worker {
 
 class GradientNoiseMeter : public StepInstrument {
  public:
+  // Without `update_sees_every_gradient` (--sharding) the series are absent, with the reason.
   GradientNoiseMeter(kernels::Device& device, comm::GradientCommunicator& communicator,
-                     int warmup_iterations);
+                     int warmup_iterations, bool update_sees_every_gradient = true);
 
   void start(std::size_t summed_buckets) override;
   bool reads_at(int iteration) const override;
@@ -38,7 +39,9 @@ class GradientNoiseMeter : public StepInstrument {
   kernels::Device& device_;
   comm::GradientCommunicator& communicator_;
   const int warmup_iterations_;
-  bool measures_ = false;  // two or more ranks: gradients at two batch sizes
+  const bool update_sees_every_gradient_;
+  bool sums_ = false;      // two or more ranks: gradients at two batch sizes
+  bool measures_ = false;  // and the update sees the whole summed gradient
   int stride_ = 1;
   // [0] the summed gradient's squared norm (the mean over ranks, from the update's pass), [1 + b]
   // this rank's own in bucket b, read before its sum.

@@ -86,6 +86,9 @@ struct StepInstrumentSettings {
   int warmup_iterations = 0;
   int evaluate_every = 0;  // held-out evaluation after every this many iterations; 0: never
   Evaluator evaluate;      // empty: no held-out evaluation
+  // Whether the update's pass sees the whole summed gradient (not under --sharding, where each
+  // rank updates its own shard): the noise meter needs its norm.
+  bool update_sees_every_gradient = true;
 };
 
 // Every instrument a rank runs with these settings.
