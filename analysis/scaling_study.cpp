@@ -88,8 +88,8 @@ double sample_std(const std::vector<double>& values, double mean) {
   return std::sqrt(sum / double(values.size() - 1));
 }
 
-// Mean and spread of each (device, precision, threads, ranks) configuration over its repeats;
-// points are sorted.
+// Mean and spread of each (device, precision, sharding, threads, ranks) configuration over its
+// repeats; points are sorted.
 std::vector<results::RepeatSpread> spread_over_repeats(
     const std::vector<results::StudyPoint>& points) {
   std::vector<results::RepeatSpread> configurations;
@@ -97,6 +97,7 @@ std::vector<results::RepeatSpread> spread_over_repeats(
     std::size_t last = first;
     while (last < points.size() && points[last].device == points[first].device &&
            points[last].precision == points[first].precision &&
+           points[last].sharding == points[first].sharding &&
            points[last].threads == points[first].threads &&
            points[last].ranks == points[first].ranks)
       ++last;
@@ -110,6 +111,7 @@ std::vector<results::RepeatSpread> spread_over_repeats(
     results::RepeatSpread spread;
     spread.device = points[first].device;
     spread.precision = points[first].precision;
+    spread.sharding = points[first].sharding;
     spread.threads = points[first].threads;
     spread.ranks = points[first].ranks;
     spread.repeats = int(last - first);
@@ -155,12 +157,16 @@ results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs)
   if (runs.empty()) return study;
   const std::vector<std::string> devices = devices_in_run_order(runs);
   const std::vector<std::string> precisions = precisions_in_run_order(runs);
+  const std::vector<std::string> shardings = in_run_order(runs, [](const results::RunRecord& run) {
+    return std::string(results::sharding_names(run.configuration.sharding));
+  });
   const auto key = [&](std::size_t index) {
     const auto& c = runs[index].configuration;
     const auto order_in = [](const std::vector<std::string>& values, const std::string& value) {
       return std::find(values.begin(), values.end(), value) - values.begin();
     };
     return std::tuple(order_in(devices, c.device), order_in(precisions, c.precision),
+                      order_in(shardings, std::string(results::sharding_names(c.sharding))),
                       c.threads_per_rank, runs[index].ranks, c.repeat);
   };
   std::vector<std::size_t> order(runs.size());
@@ -171,18 +177,18 @@ results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs)
   study.baseline_ranks = std::numeric_limits<int>::max();
   for (const auto& run : runs) study.baseline_ranks = std::min(study.baseline_ranks, run.ranks);
 
-  // Each device, precision and thread count has its baseline: its runs with the fewest ranks,
-  // every repeat's iterations pooled, so the spread across repeats is not hidden in the baseline.
-  // (A GPU's points measured against a CPU baseline would mix the devices' speed into the
-  // scaling.)
+  // Each device, precision, sharding and thread count has its baseline: its runs with the fewest
+  // ranks, every repeat's iterations pooled, so the spread across repeats is not hidden in the
+  // baseline. (A GPU's points measured against a CPU baseline would mix the devices' speed into
+  // the scaling; a sharded point against a replicated one, the strategies'.)
   struct Baseline {
     int ranks = std::numeric_limits<int>::max();
     RunTimes times;
   };
-  using BaselineKey = std::tuple<std::string, std::string, int>;
+  using BaselineKey = std::tuple<std::string, std::string, results::Sharding, int>;
   const auto baseline_key = [](const results::RunRecord& run) {
     return BaselineKey(run.configuration.device, run.configuration.precision,
-                       run.configuration.threads_per_rank);
+                       run.configuration.sharding, run.configuration.threads_per_rank);
   };
   std::map<BaselineKey, Baseline> baselines;
   for (std::size_t index : order) {
@@ -259,6 +265,7 @@ results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs)
     point.ranks = n;
     point.device = run.configuration.device;
     point.precision = run.configuration.precision;
+    point.sharding = results::sharding_names(run.configuration.sharding);
     point.threads = run.configuration.threads_per_rank;
     point.repeat = run.configuration.repeat;
     point.run = results::run_group_name(index);

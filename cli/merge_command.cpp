@@ -43,10 +43,11 @@ struct SourcedFailedPoint {
 using Settings = std::vector<std::pair<std::string, std::string>>;
 
 // The settings every point of one study must share, by name, as text: everything that defines a
-// point besides its rank count, device and precision, from `c` and a point of `ranks` ranks: the
-// workload, the batch and the training settings. Precisions may differ, and so may devices (a CPU
-// job and a GPU job of one workload): the study measures each against its own baseline, as it
-// does in a launch with --precision fp32,bf16. device_settings says what one device's runs share.
+// point besides its rank count, device, precision and sharding, from `c` and a point of `ranks`
+// ranks: the workload, the batch and the training settings. Precisions and strategies may differ,
+// and so may devices (a CPU job and a GPU job of one workload): the study measures each against
+// its own baseline, as it does in a launch with --precision fp32,bf16 or --sharding none,optimizer.
+// device_settings says what one device's runs share.
 Settings study_settings(const results::RunConfiguration& c, int ranks) {
   Settings settings = {
       {"model", c.model},
@@ -54,7 +55,6 @@ Settings study_settings(const results::RunConfiguration& c, int ranks) {
       {"bucket size (MiB)", fmt::format("{:g}", c.bucket_mb)},
       {"overlap", c.overlap ? "on" : "off"},
       {"optimizer", results::optimizer_names(c.optimizer)},
-      {"sharding", results::sharding_names(c.sharding)},
       {"learning-rate scaling", results::learning_rate_scaling_names(c.learning_rate_scaling)},
       {"base learning rate", fmt::format("{:g}", c.base_learning_rate)},
       {"learning-rate warm-up steps", std::to_string(c.learning_rate_warmup_steps)},
@@ -126,8 +126,9 @@ void check_comparable(const std::vector<SourcedRun>& runs,
 void refuse_failed_points_given_twice(const std::vector<SourcedFailedPoint>& failed_points) {
   const auto identity = [](const SourcedFailedPoint& failed) {
     return std::tie(failed.file_origin.start_time_utc, failed.file_origin.command_line,
-                    failed.point.ranks, failed.point.precision, failed.point.threads,
-                    failed.point.repeat, failed.point.seed, failed.point.reason);
+                    failed.point.ranks, failed.point.precision, failed.point.sharding,
+                    failed.point.threads, failed.point.repeat, failed.point.seed,
+                    failed.point.reason);
   };
   std::map<decltype(identity(failed_points.front())), const SourcedFailedPoint*> seen;
   for (const auto& candidate : failed_points) {
@@ -207,6 +208,7 @@ results::FailedPoint failed_point_of(const MissingJob& job, const results::RunRe
   results::FailedPoint point;
   point.ranks = job.ranks;
   point.precision = measured.configuration.precision;
+  point.sharding = results::sharding_names(measured.configuration.sharding);
   point.threads = measured.configuration.threads_per_rank;
   point.batch_per_rank =
       results::scaling_names.named(analysis::study_scaling(measured.configuration)) ==

@@ -71,14 +71,15 @@ coordinator::TrainingPlan plan_training(const RunOptions& options, const comm::M
   const std::vector<int> rank_counts = sweep_rank_counts(options, mpi.world_size());
   const std::vector<int> batches =
       batches_per_rank(options, rank_counts, plan.workload->default_batch());
-  // Precisions outermost, then thread counts, as the reference study's CPU tables are laid out;
-  // each repeat has its own seed.
+  // Precisions outermost, then strategies and thread counts, as the reference study's CPU tables
+  // are laid out; each repeat has its own seed.
   for (const kernels::Precision precision : options.precisions)
-    for (int threads : options.threads)
-      for (std::size_t k = 0; k < rank_counts.size(); ++k)
-        for (int repeat = 0; repeat < options.repeats; ++repeat)
-          plan.points.push_back({rank_counts[k], batches[k], precision, threads, repeat,
-                                 options.seed + std::uint64_t(repeat)});
+    for (const results::Sharding sharding : options.shardings)
+      for (int threads : options.threads)
+        for (std::size_t k = 0; k < rank_counts.size(); ++k)
+          for (int repeat = 0; repeat < options.repeats; ++repeat)
+            plan.points.push_back({rank_counts[k], batches[k], precision, sharding, threads, repeat,
+                                   options.seed + std::uint64_t(repeat)});
   plan.schedule.warmup_iterations = options.warmup_iterations;
   plan.schedule.measured_iterations = options.measured_iterations;
   plan.schedule.learning_rate_start = options.learning_rate;
@@ -158,7 +159,6 @@ coordinator::TrainingPlan plan_training(const RunOptions& options, const comm::M
   plan.overlap = options.overlap;
   plan.learning_rate = options.learning_rate;
   plan.optimizer = options.optimizer;
-  plan.sharding = options.sharding;
   plan.scaling = recorded_scaling(options);
   plan.sample_interval_seconds = options.sample_interval_seconds;
   plan.point_timeout_seconds = options.point_timeout_seconds;

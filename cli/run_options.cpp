@@ -93,8 +93,9 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
       "sharding", po::value(&raw.sharding)->default_value(raw.sharding),
       "none (every rank updates every parameter: DDP), optimizer or gradients (ZeRO stages 1 "
       "and 2: gradients reduce-scattered bucket by bucket, each rank updates its shard of the "
-      "parameters and optimizer state, parameters all-gathered after). full (ZeRO-3) is not "
-      "served yet")(
+      "parameters and optimizer state, parameters all-gathered after), or a list "
+      "(none,optimizer) to measure each against its own baseline. full (ZeRO-3) is not served "
+      "yet")(
       "seed", po::value(&raw.seed)->default_value((long long)defaults.seed),
       "seed for weights and synthetic data");
   // clang-format on
@@ -335,6 +336,24 @@ std::vector<kernels::Precision> parse_precisions(const std::string& text,
   return precisions;
 }
 
+// The strategies of --sharding NAME[,NAME...], in the order given.
+std::vector<results::Sharding> parse_shardings(const std::string& text) {
+  std::vector<results::Sharding> shardings;
+  for (const std::string_view field : split_list(text)) {
+    const std::string name(field);
+    require_choice("--sharding", "strategy", name, results::sharding_names.all());
+    const results::Sharding sharding = *results::sharding_names.named(name);
+    if (sharding == results::Sharding::full)
+      throw UserError(
+          "--sharding full (ZeRO stage 3: parameters sharded and gathered layer by layer) is not "
+          "served yet; use none, optimizer or gradients");
+    if (std::find(shardings.begin(), shardings.end(), sharding) != shardings.end())
+      throw UserError(fmt::format("--sharding {}: {} is listed twice", text, name));
+    shardings.push_back(sharding);
+  }
+  return shardings;
+}
+
 // Held-out evaluation, the target and the learning-rate rule.
 void check_convergence_values(RunOptions& options, const RawNumbers& raw,
                               const po::variables_map& values) {
@@ -378,11 +397,7 @@ void check_convergence_values(RunOptions& options, const RawNumbers& raw,
         "leave out --iters");
   options.optimizer =
       enum_named(results::optimizer_names, raw.optimizer, "--optimizer", "optimizer");
-  options.sharding = enum_named(results::sharding_names, raw.sharding, "--sharding", "strategy");
-  if (options.sharding == results::Sharding::full)
-    throw UserError(
-        "--sharding full (ZeRO stage 3: parameters sharded and gathered layer by layer) is not "
-        "served yet; use none, optimizer or gradients");
+  options.shardings = parse_shardings(raw.sharding);
   options.learning_rate_scaling = enum_named(results::learning_rate_scaling_names,
                                              raw.learning_rate_scaling, "--lr-scaling", "rule");
   if (raw.lr_warmup < 0 || raw.lr_warmup > INT32_MAX)

@@ -32,7 +32,7 @@ struct RunOptions {
   std::uint64_t seed = 42;
   double learning_rate = 0.01;
   results::OptimizerKind optimizer = results::OptimizerKind::sgd;
-  results::Sharding sharding = results::Sharding::none;
+  std::vector<results::Sharding> shardings{results::Sharding::none};  // each a sweep dimension
   // Rank sweep: "1,2,4", "all" (powers of two up to the launch's size, and the size itself) or
   // empty for one run on every rank. Resolved against the launch by sweep_rank_counts().
   std::string ranks;

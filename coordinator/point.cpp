@@ -111,7 +111,8 @@ struct PointSetUp {
   double gemm_gflops_before = 0;                   // the yardstick, before the point's buffers
   worker::TrainingSchedule schedule;               // the plan's, for this point
   double learning_rate = 0;                        // scaled to the point's global batch
-  std::unique_ptr<worker::HeldOutSet> held_out;    // with --eval-every
+  results::Sharding sharding = results::Sharding::none;  // the point's strategy
+  std::unique_ptr<worker::HeldOutSet> held_out;          // with --eval-every
 };
 
 // What a point's training left on this rank.
@@ -131,6 +132,7 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
   PointSetUp run;
   run.schedule = point_schedule(plan, point);
   run.learning_rate = point_learning_rate(plan, point);
+  run.sharding = point.sharding;
   run.placement = comm::host_placement(group);
   const int batch = point.batch_per_rank;
   const int batches = point_distinct_batches(plan, point);
@@ -161,12 +163,11 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
     run.network = workload.build_network(device, batch);
     run.network->initialize(point.seed);
     run.exchange = worker::make_gradient_exchange(
-        *run.network, std::size_t(plan.bucket_mb * (1 << 20)), plan.overlap, plan.sharding);
+        *run.network, std::size_t(plan.bucket_mb * (1 << 20)), plan.overlap, point.sharding);
     run.optimizer = make_optimizer(
         plan.optimizer, device,
-        worker::updated_parameter_count(plan.sharding, run.exchange.buckets,
-                                        run.network->parameters().size(),
-                                        run.communicator->size()),
+        worker::updated_parameter_count(point.sharding, run.exchange.buckets,
+                                        run.network->parameters().size(), run.communicator->size()),
         float(run.learning_rate));
     run.data = std::make_unique<worker::DeviceDataset>(device, workload, batch, batches, point.seed,
                                                        run.communicator->rank());
@@ -224,7 +225,7 @@ std::optional<PointMeasurement> measure_point(const TrainingPlan& plan, PointSet
   const worker::Evaluator evaluate = [&] { return run.held_out->evaluate(*run.network, group); };
   const auto instruments = worker::make_step_instruments(
       {device, *run.communicator, run.schedule.warmup_iterations, run.schedule.evaluate_every,
-       run.held_out ? evaluate : worker::Evaluator{}, plan.sharding == results::Sharding::none});
+       run.held_out ? evaluate : worker::Evaluator{}, run.sharding == results::Sharding::none});
   measured.report.measurements =
       worker::train(*run.network, *run.optimizer, *run.data, *run.communicator, run.exchange,
                     device, run.schedule, run.samplers, after_iteration, instruments);
@@ -355,7 +356,7 @@ results::RunConfiguration point_configuration(const TrainingPlan& plan, const Sw
       .seed = point.seed,
       .learning_rate = point_learning_rate(plan, point),
       .optimizer = plan.optimizer,
-      .sharding = plan.sharding,
+      .sharding = point.sharding,
       .momentum = plan.optimizer == results::OptimizerKind::adamw ? adamw_beta1 : sgd_momentum,
       .weight_decay = plan.optimizer == results::OptimizerKind::adamw ? adamw_weight_decay : 0.0,
       .scaling = results::scaling_name(plan.scaling),

@@ -166,7 +166,8 @@ class Sweep {
       if (!coordinator_rank_) return;
       journal_->add_failed_point(
           {point.ranks, kernels::precision_name(point.precision), point.threads, point.repeat,
-           point.batch_per_rank, point.seed, failure.cause(), failure.what()},
+           point.batch_per_rank, point.seed, failure.cause(), failure.what(),
+           results::sharding_names(point.sharding)},
           point_configuration(plan_, point, 0));
       spdlog::warn(
           "point {} of {} ({} rank(s) x {} thread(s), {}{}) failed: {}; going on", index + 1,

@@ -27,6 +27,7 @@ struct SweepPoint {
   int ranks = 1;
   int batch_per_rank = 1;
   kernels::Precision precision = kernels::Precision::fp32;
+  results::Sharding sharding = results::Sharding::none;  // --sharding
   int threads = 1;
   int repeat = 0;
   std::uint64_t seed = 42;
@@ -51,7 +52,6 @@ struct TrainingPlan {
   double bucket_mb = 25;
   bool overlap = true;
   results::OptimizerKind optimizer = results::OptimizerKind::sgd;
-  results::Sharding sharding = results::Sharding::none;  // --sharding
   double learning_rate = 0.01;  // at learning_rate_batch
   // How each point's rate follows its global batch; the schedule's warm-up ramps from
   // learning_rate to the point's rate.

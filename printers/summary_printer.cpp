@@ -393,20 +393,36 @@ std::string format_study(const results::StudySummary& study,
   const bool device_sweep =
       std::any_of(study.points.begin(), study.points.end(),
                   [&](const auto& p) { return p.device != study.points.front().device; });
+  // A --sharding sweep names each point's strategy beside its precision.
+  const bool sharding_sweep =
+      varies(&results::StudyPoint::sharding, &results::FailedPoint::sharding);
   const bool precision_sweep =
-      device_sweep || varies(&results::StudyPoint::precision, &results::FailedPoint::precision);
-  const auto configuration_of = [&](const results::StudyPoint& p) {
-    return device_sweep ? p.device + " " + p.precision : p.precision;
+      device_sweep || sharding_sweep ||
+      varies(&results::StudyPoint::precision, &results::FailedPoint::precision);
+  const auto configuration_of = [&](const auto& p) {
+    std::string configuration = device_sweep ? p.device + " " + p.precision : p.precision;
+    return sharding_sweep ? configuration + " " + p.sharding : configuration;
   };
   const bool thread_sweep = varies(&results::StudyPoint::threads, &results::FailedPoint::threads);
   const bool repeated = varies(&results::StudyPoint::repeat, &results::FailedPoint::repeat);
-  const char* const same_configuration =
-      device_sweep && thread_sweep      ? " on the same device, precision and thread count"
-      : device_sweep                    ? " on the same device and precision"
-      : precision_sweep && thread_sweep ? " at the same precision and thread count"
-      : precision_sweep                 ? " at the same precision"
-      : thread_sweep                    ? " at the same thread count"
-                                        : "";
+  // "on the same device, precision and thread count": what each point's baseline shares.
+  std::vector<std::string> shared;
+  for (const auto& [swept, name] :
+       {std::pair{device_sweep, "device"}, std::pair{precision_sweep, "precision"},
+        std::pair{sharding_sweep, "sharding"}, std::pair{thread_sweep, "thread count"}})
+    if (swept) shared.emplace_back(name);
+  std::string same_configuration;
+  for (std::size_t k = 0; k < shared.size(); ++k)
+    same_configuration += (k == 0 ? (device_sweep ? " on the same " : " at the same ")
+                           : k + 1 == shared.size() ? " and "
+                                                    : ", ") +
+                          shared[k];
+  // The configuration column: as wide as its longest entry.
+  const std::string configuration_header =
+      std::string(device_sweep ? "device" : "precision") + (sharding_sweep ? " sharding" : "");
+  std::size_t configuration_width = std::max<std::size_t>(10, configuration_header.size() + 1);
+  for (const auto& p : study.points)
+    configuration_width = std::max(configuration_width, configuration_of(p).size() + 1);
   // One rank count has nothing to scale against: its speedup 1 and efficiency 100% would read
   // as a result. Its failed points and repeats are still shown.
   const bool one_rank_count =
@@ -435,15 +451,16 @@ std::string format_study(const results::StudySummary& study,
   // The configuration's columns: precision, ranks, threads and repeat, each where it varies.
   const auto key_columns = [&](const auto& precision, const auto& ranks, const auto& threads,
                                const auto& repeat) {
-    return fmt::format("{}{:>6}{}{}", precision_sweep ? fmt::format("{:<10}", precision) : "",
+    return fmt::format("{}{:>6}{}{}",
+                       precision_sweep ? fmt::format("{:<{}}", precision, configuration_width) : "",
                        ranks, thread_sweep ? fmt::format(" {:>7}", threads) : "",
                        repeated ? fmt::format(" {:>6}", repeat) : "");
   };
   if (!one_rank_count)
     fmt::format_to(line, "{} {:>10} {:>12} {:>8} {:>19} {:>10} {:>7} {:>9} {:>7}{}  {}\n",
-                   key_columns(device_sweep ? "device" : "precision", "ranks", "threads", "repeat"),
-                   "iter ms", "samples/s", "speedup", "efficiency", "Karp-Flatt", "comm",
-                   "imbalance", "other", energy_header, "straggler");
+                   key_columns(configuration_header, "ranks", "threads", "repeat"), "iter ms",
+                   "samples/s", "speedup", "efficiency", "Karp-Flatt", "comm", "imbalance", "other",
+                   energy_header, "straggler");
   std::vector<std::string> karp_flatt_reasons;  // each once, under the table
   bool too_noisy = false;
   for (const auto& p : study.points) {
@@ -482,14 +499,14 @@ std::string format_study(const results::StudySummary& study,
                    "to read (more --iters or --repeat)\n",
                    analysis::widest_readable_interval * 100);
   for (const auto& reason : karp_flatt_reasons) fmt::format_to(line, "! Karp-Flatt {}\n", reason);
-  fmt::format_to(line, "{}",
-                 convergence_table(study, key_columns, configuration_of,
-                                   device_sweep ? "device" : "precision"));
+  fmt::format_to(
+      line, "{}",
+      convergence_table(study, key_columns, configuration_of, configuration_header.c_str()));
   if (repeated && !study.configurations.empty()) {
     fmt::format_to(line, "\nacross repeats: mean +- sample standard deviation (min .. max)\n");
     fmt::format_to(
         line, "{}{:>6}{} {:>8} {:>27} {:>18} {:>12}\n",
-        precision_sweep ? fmt::format("{:<10}", device_sweep ? "device" : "precision") : "",
+        precision_sweep ? fmt::format("{:<{}}", configuration_header, configuration_width) : "",
         "ranks", thread_sweep ? fmt::format(" {:>7}", "threads") : "", "repeats", "iter ms",
         "efficiency", "samples/s");
     for (const auto& c : study.configurations)
@@ -497,9 +514,7 @@ std::string format_study(const results::StudySummary& study,
           line,
           "{}{:>6}{} {:>8} {:>8.2f} +- {:<6.2f} ({:.2f} .. {:.2f}) {:>8.1f}% +- "
           "{:>5.1f}% {:>12.1f}\n",
-          precision_sweep
-              ? fmt::format("{:<10}", device_sweep ? c.device + " " + c.precision : c.precision)
-              : "",
+          precision_sweep ? fmt::format("{:<{}}", configuration_of(c), configuration_width) : "",
           c.ranks, thread_sweep ? fmt::format(" {:>7}", c.threads) : "", c.repeats,
           c.iteration_seconds_mean * 1e3, c.iteration_seconds_std * 1e3,
           c.iteration_seconds_min * 1e3, c.iteration_seconds_max * 1e3, c.efficiency_mean * 100,

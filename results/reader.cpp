@@ -537,10 +537,18 @@ std::vector<FailedPoint> read_failed_points(hid_t file,
     }
   }
   const auto precisions = read_precision_column(group, count);
+  std::vector<std::string> shardings(count, sharding_names(Sharding::none));
+  if (has_child(group, schema::sharding)) {  // schema 9
+    require_shape(group, schema::sharding, {count});
+    shardings = read_string_dataset(group, schema::sharding);
+    for (std::size_t k = 0; k < count; ++k)
+      if (!sharding_names.named(shardings[k]))
+        damaged(fmt::format("failed point {} has sharding '{}'", k, shardings[k].substr(0, 80)));
+  }
   std::vector<FailedPoint> failed;
   for (std::size_t k = 0; k < count; ++k)
     failed.push_back({int(ranks[k]), precisions[k], int(threads[k]), int(repeats[k]),
-                      int(batches[k]), seeds[k], causes[k], reasons[k]});
+                      int(batches[k]), seeds[k], causes[k], reasons[k], shardings[k]});
   return failed;
 }
 

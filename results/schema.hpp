@@ -4,7 +4,10 @@
 
 namespace dlscale::results::schema {
 
-inline constexpr long long version = 8;
+inline constexpr long long version = 9;
+// Files before --sharding: no `sharding` run attribute and no `sharding` column in /study and
+// /study_repeats (every run replicated: none); still read.
+inline constexpr long long before_sharding_version = 8;
 // Files before the gradient noise scale, held-out evaluations and targets (none of them); still
 // read.
 inline constexpr long long before_goodput_version = 7;

@@ -48,6 +48,11 @@ inline constexpr StudyColumn study_columns[] = {
      .member = &StudyPoint::precision,
      .since_version = 7,
      .description = "What the device computed in: fp32, tf32 or bf16"},
+    {.name = "sharding",
+     .member = &StudyPoint::sharding,
+     .since_version = 9,
+     .description = "--sharding: none (replicated, gradients allreduced), optimizer or gradients "
+                    "(ZeRO stages 1 and 2)"},
     {.name = "threads",
      .member = &StudyPoint::threads,
      .since_version = 3,

@@ -25,13 +25,14 @@ struct FileOrigin {
   std::string start_time_utc;
 };
 
-// One run's place in the study, against the baseline: the runs with the fewest ranks at the same
-// precision and thread count, their repeats pooled. /study stores each member that has an entry
+// One run's place in the study, against the baseline: the runs with the fewest ranks on the same
+// device, at the same precision, sharding and thread count, their repeats pooled. /study stores each member that has an entry
 // in results/study_columns.hpp, its column's one home.
 struct StudyPoint {
   int ranks = 0;
   std::string device = "cpu";      // what it ran on: cpu or cuda (a merged study may hold both)
   std::string precision = "fp32";  // what the device computed in
+  std::string sharding = "none";   // --sharding: none, optimizer or gradients
   int threads = 1;                 // per rank
   int repeat = 0;                  // which run of this configuration, from 0
   std::string run;                 // its group name in /runs
@@ -75,10 +76,12 @@ struct StudyPoint {
   static constexpr double nan = std::numeric_limits<double>::quiet_NaN();
 };
 
-// The repeats of one configuration (device, precision, threads, ranks): their mean and spread.
+// The repeats of one configuration (device, precision, sharding, threads, ranks): their mean and
+// spread.
 struct RepeatSpread {
   std::string device = "cpu";
   std::string precision = "fp32";
+  std::string sharding = "none";
   int threads = 1;
   int ranks = 0;
   int repeats = 0;
@@ -107,6 +110,7 @@ struct FailedPoint {
   std::uint64_t seed = 0;
   FailureCause cause = FailureCause::unknown;
   std::string reason;
+  std::string sharding = "none";  // --sharding (schema 9)
 };
 
 // The causes' names in a results file (failed_points/cause).

@@ -337,6 +337,7 @@ void write_study_repeats(hid_t file, const StudySummary& study) {
   }
   write_column(group, schema::device, rows, &RepeatSpread::device);
   write_column(group, schema::precision, rows, &RepeatSpread::precision);
+  write_column(group, schema::sharding, rows, &RepeatSpread::sharding);
   write_dataset(group, schema::threads, threads, {count});
   write_dataset(group, schema::ranks, ranks, {count});
   write_dataset(group, schema::repeats, repeats, {count});
@@ -371,6 +372,7 @@ void write_failed_points(hid_t file, const std::vector<FailedPoint>& failed,
   if (configuration && !failed.empty()) write_failed_points_configuration(group, *configuration);
   write_column(group, schema::ranks, failed, &FailedPoint::ranks);
   write_column(group, schema::precision, failed, &FailedPoint::precision);
+  write_column(group, schema::sharding, failed, &FailedPoint::sharding);
   write_column(group, schema::threads, failed, &FailedPoint::threads);
   write_column(group, schema::repeat, failed, &FailedPoint::repeat);
   write_column(group, schema::batch_per_rank_column, failed, &FailedPoint::batch_per_rank);

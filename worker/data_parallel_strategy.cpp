@@ -44,11 +44,11 @@ class Replicated final : public DataParallelStrategy {
 
 // Where bucket b's values lie in the sharded strategy's buffers.
 struct ShardedBucket {
-  std::size_t shard = 0;           // values per rank: ceil(count / ranks)
-  std::size_t padded_offset = 0;   // into the padded staging: shard * ranks values from here
-  std::size_t shard_offset = 0;    // into this rank's shard buffers: `shard` values from here
-  std::size_t owned = 0;           // of those, the bucket's own (the rest is padding)
-  std::size_t owned_from = 0;      // the first of them, as an index into the bucket
+  std::size_t shard = 0;          // values per rank: ceil(count / ranks)
+  std::size_t padded_offset = 0;  // into the padded staging: shard * ranks values from here
+  std::size_t shard_offset = 0;   // into this rank's shard buffers: `shard` values from here
+  std::size_t owned = 0;          // of those, the bucket's own (the rest is padding)
+  std::size_t owned_from = 0;     // the first of them, as an index into the bucket
 };
 
 std::vector<ShardedBucket> lay_out_shards(std::span<const GradientBucket> buckets, int ranks,
@@ -126,8 +126,7 @@ class ShardedOptimizer final : public DataParallelStrategy {
   }
   void update(model::Optimizer<float>& optimizer, float gradient_scale,
               double* squared_norm) override {
-    optimizer.step(parameter_shards_.span(), gradient_shards_.span(), gradient_scale,
-                   squared_norm);
+    optimizer.step(parameter_shards_.span(), gradient_shards_.span(), gradient_scale, squared_norm);
   }
   void complete_parameters() override {
     device_.record(*updated_);

@@ -52,7 +52,9 @@ class DeviceDataset {
   int batch() const { return batch_; }
   std::size_t size() const { return inputs_.size(); }  // distinct batches
   // Batches made so far, from the first: those an untimed probe may cycle through.
-  std::size_t made_batches() const { return std::size_t(std::count(made_.begin(), made_.end(), true)); }
+  std::size_t made_batches() const {
+    return std::size_t(std::count(made_.begin(), made_.end(), true));
+  }
 
   // Makes the batch `iteration` uses, where it is not made yet; returns the seconds that took
   // (0 where it was made). Call it outside the timed phases. Const: the batch it makes is the one

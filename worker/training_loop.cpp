@@ -31,8 +31,8 @@ struct StepEvents {
   }
   // update_done: after the optimizer's pass, before the parameters are made whole again (the
   // sharded strategies' all-gather, which counts as exchange)
-  std::unique_ptr<kernels::DeviceEvent> start, forward_end, backward_end, exchange_end,
-      update_done, update_end;
+  std::unique_ptr<kernels::DeviceEvent> start, forward_end, backward_end, exchange_end, update_done,
+      update_end;
   std::vector<std::unique_ptr<kernels::DeviceEvent>> layer_end;  // after each layer's backward
 };
 

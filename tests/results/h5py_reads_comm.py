@@ -32,7 +32,7 @@ def check(path):
         for name in ROOT_STRINGS:
             attribute(f, name, str)
         version = attribute(f, "schema_version", np.int64)
-        expect(version == 8, f"attribute /@schema_version is {version}, expected 8")
+        expect(version == 9, f"attribute /@schema_version is {version}, expected 9")
         runs = attribute(f, "run_count", np.int64)
         expect(runs == 0, f"attribute /@run_count is {runs}, expected 0")
         expect("runs" not in f, "a comm file has no /runs group")

@@ -85,7 +85,7 @@ def check_origin_attributes(f):
     for name in ORIGIN_STRINGS:
         attribute(f, name, str)
     version = attribute(f, "schema_version", np.int64)
-    expect(version == 8, f"attribute /@schema_version is {version}, expected 8")
+    expect(version == 9, f"attribute /@schema_version is {version}, expected 9")
     return int(attribute(f, "run_count", np.int64))
 
 

@@ -59,13 +59,17 @@ Trained train_on(const workloads::FcnWorkload& workload, MPI_Comm ranks, int bat
   network->initialize(seed);
   const GradientExchange gradient_exchange =
       make_gradient_exchange(*network, exchange.bucket_bytes, exchange.overlap, exchange.sharding);
-  const auto optimizer = make_optimizer(
-      device, exchange.optimizer,
-      updated_parameter_count(exchange.sharding, gradient_exchange.buckets,
-                              network->parameters().size(), communicator.size()));
+  const auto optimizer =
+      make_optimizer(device, exchange.optimizer,
+                     updated_parameter_count(exchange.sharding, gradient_exchange.buckets,
+                                             network->parameters().size(), communicator.size()));
   const RankMeasurements measured =
       train(*network, *optimizer, data, communicator, gradient_exchange, device, schedule, {}, {},
-            make_step_instruments({device, communicator, schedule.warmup_iterations, 0, {},
+            make_step_instruments({device,
+                                   communicator,
+                                   schedule.warmup_iterations,
+                                   0,
+                                   {},
                                    exchange.sharding == results::Sharding::none}));
   return {std::vector<float>(network->parameters().begin(), network->parameters().end()),
           measured.loss, measured.series};
@@ -211,7 +215,7 @@ INSTANTIATE_TEST_SUITE_P(
              (e.overlap ? "Overlapped" : "AfterBackward") +
              (e.background == comm::BackgroundSums::blocking_calls ? ""
               : e.background == comm::BackgroundSums::hierarchical ? "Hierarchical"
-                                                                    : "WithIallreduce") +
+                                                                   : "WithIallreduce") +
              (e.sharding == results::Sharding::none
                   ? ""
                   : "Sharded" + std::string(results::sharding_names(e.sharding))) +

@@ -96,7 +96,8 @@ void GradientNoiseMeter::choose_stride(double norm_seconds, double step_seconds)
 // One value per step that ran (after_step), so a run stopped early keeps the steps it made.
 void GradientNoiseMeter::stop(int /*completed*/, RankMeasurements& measured) {
   const char* absent_reason =
-      !sums_ ? "one rank: the gradient noise scale needs gradients at two batch sizes, a rank's own "
+      !sums_
+          ? "one rank: the gradient noise scale needs gradients at two batch sizes, a rank's own "
             "and the sum over two or more ranks"
           : "--sharding: each rank's update sees only its shard of the summed gradient, so the "
             "norm of the global batch's gradient is not read";

@@ -11,9 +11,9 @@ namespace dlscale::worker {
 std::vector<std::unique_ptr<StepInstrument>> make_step_instruments(
     const StepInstrumentSettings& settings) {
   std::vector<std::unique_ptr<StepInstrument>> instruments;
-  instruments.push_back(std::make_unique<GradientNoiseMeter>(
-      settings.device, settings.communicator, settings.warmup_iterations,
-      settings.update_sees_every_gradient));
+  instruments.push_back(std::make_unique<GradientNoiseMeter>(settings.device, settings.communicator,
+                                                             settings.warmup_iterations,
+                                                             settings.update_sees_every_gradient));
   if (settings.evaluate && settings.evaluate_every > 0)
     instruments.push_back(
         std::make_unique<HeldOutEvaluation>(settings.evaluate, settings.evaluate_every));
