@@ -1,60 +1,40 @@
 // A GPU trains as the CPU does: after 3 steps from the same weights on the same data, every
 // parameter of a CUDA run agrees with the CPU run's, for a fully connected net, CNNs with batch
-// norm and residual blocks, and an LSTM. The steps after the first are replayed CUDA graphs, so
-// this also checks that a captured step computes what an eager one does. Labelled `gpu`.
+// norm and residual blocks, and an LSTM (the CNNs that amplify rounding: within what rounding
+// alone does to the CPU's own three steps). The steps after the first are replayed CUDA graphs,
+// so this also checks that a captured step computes what an eager one does. Labelled `gpu`.
 #include <gtest/gtest.h>
 
-#include <mpi.h>
-
-#include <algorithm>
-#include <cmath>
+#include <cctype>
 #include <iostream>
 #include <ostream>
 #include <string>
+#include <utility>
+#include <vector>
 
-#include "comm/mpi_gradient_communicator.hpp"
+#include <fmt/format.h>
+
 #include "kernels/cpu/cpu_device.hpp"
 #include "kernels/cuda/cuda_device.hpp"
-#include "model/sgd_momentum.hpp"
 #include "tests/workloads/float_gradient_yardstick.hpp"
 #include "tests/workloads/layer_gradient_comparison.hpp"
-#include "worker/training_loop.hpp"
+#include "tests/workloads/three_step_spread.hpp"
+#include "worker/device_dataset.hpp"
 #include "workloads/workload_registry.hpp"
 
 namespace dlscale::worker {
 namespace {
 
-constexpr std::uint64_t seed = 5;
-const TrainingSchedule three_steps{0, 3};
-
-struct Trained {
-  std::vector<float> parameters;
-  std::vector<double> loss;
-};
-
-Trained train_three_steps(kernels::Device& device, const std::string& model, int batch) {
-  const auto workload = workloads::make_workload(model);
-  comm::MpiGradientCommunicator alone(MPI_COMM_SELF, device);
-  // Two distinct batches: steps 1 and 2 replay the graph of a different batch than step 0 ran.
-  const DeviceDataset data(device, *workload, batch, 2, seed, 0);
-  auto network = workload->build_network(device, batch);
-  network->initialize(seed);
-  model::SgdMomentum<float> optimizer(device, network->parameters().size(), 0.01f, 0.9f);
-  const RankMeasurements measured =
-      train(*network, optimizer, data, alone, make_gradient_exchange(*network, 0, true), device,
-            three_steps);
-  std::vector<float> parameters(network->parameters().size());
-  device.copy_to_host(parameters.data(), network->parameters().data(),
-                      parameters.size() * sizeof(float));
-  return {parameters, measured.loss};
-}
+constexpr std::uint64_t seed = testing::three_steps_seed;
 
 struct Case {
   std::string model;
   int batch;
   // resnet-56 and mobilenet-v2 at these batches amplify float rounding to percents of a layer's
   // gradient (tests/workloads/float_gradient_conditioning_test.cpp): no two float devices agree
-  // closer, so the GPU is held to the exact image kernels within rounding's own reach instead.
+  // closer, so the GPU's first gradients are held to the exact image kernels within rounding's
+  // own reach instead, and its three steps to the CPU's within what rounding does to those
+  // (tests/workloads/three_step_spread_test.cpp).
   bool amplifies_rounding;
 };
 
@@ -100,42 +80,53 @@ TEST_P(GpuTrainsLikeTheCpu, FirstGradientsAgreeLayerByLayer) {
   EXPECT_TRUE(differing.empty()) << model << ": gradients differ" << differing;
 }
 
+// Three steps from the same weights on the same two batches (steps 1 and 2 replay the graph of a
+// different batch than step 0 ran).
 TEST_P(GpuTrainsLikeTheCpu, ParametersAgreeAfterThreeSteps) {
   const auto& [model, batch, amplifies_rounding] = GetParam();
-  kernels::CpuDevice cpu(1);
   kernels::CudaDevice gpu(0, kernels::Precision::fp32);
-  const Trained on_cpu = train_three_steps(cpu, model, batch);
-  const Trained on_gpu = train_three_steps(gpu, model, batch);
+  const testing::ThreeSteps on_gpu = testing::train_three_steps(gpu, model, batch);
+  if (amplifies_rounding) {
+    // Rounding alone ends the CPU's own three steps 0.11 to 0.34 (resnet-56) and 0.44 to 0.61
+    // (mobilenet-v2) of the largest update apart here, the exact image kernels 0.34 and 0.53, and
+    // their losses up to 0.3 apart (tests/workloads/three_step_spread_test.cpp); the H200's GPU
+    // was 0.35 and 0.6 of the update from the CPU (issue 30). So the GPU is held to that spread:
+    // its parameters then catch only gross errors, while the second step's loss, which rounding
+    // moves by up to 0.03, still catches a replay of the wrong batch (0.67 and 0.89). The other
+    // networks hold the replayed steps and the momentum to the strict bounds below.
+    const testing::ThreeStepSpread& spread = testing::three_step_spread(model, batch);
+    std::cout << spread.table;
+    const testing::ParameterDifference difference =
+        testing::largest_parameter_difference(spread.cpu.parameters, on_gpu.parameters);
+    std::cout << fmt::format(
+        "  GPU                {:10.4g} ({:5.3f}) {:10.3g} {:10.3g} {:10.3g}\n", difference.largest,
+        difference.largest / spread.largest_update, on_gpu.loss[0] - spread.cpu.loss[0],
+        on_gpu.loss[1] - spread.cpu.loss[1], on_gpu.loss[2] - spread.cpu.loss[2]);
+    EXPECT_LT(difference.largest, testing::allowed_parameter_difference(spread))
+        << model << ": parameter " << difference.index << " is "
+        << spread.cpu.parameters[difference.index] << " on the CPU and "
+        << on_gpu.parameters[difference.index] << " on the GPU";
+    for (int step = 0; step < testing::three_steps; ++step)
+      EXPECT_NEAR(on_gpu.loss[step], spread.cpu.loss[step],
+                  testing::allowed_loss_difference(spread, step))
+          << model << ", loss of step " << step;
+    return;
+  }
+  kernels::CpuDevice cpu(1);
+  const testing::ThreeSteps on_cpu = testing::train_three_steps(cpu, model, batch);
   ASSERT_EQ(on_cpu.parameters.size(), on_gpu.parameters.size());
   // Float sums in a different order differ by rounding; 3 steps of lr 0.01 keep that far below
-  // the update itself (checked below), so a wrong kernel cannot hide inside the tolerance.
-  double largest_difference = 0, largest_update = 0;
-  std::size_t worst = 0;
-  const auto initial = [&] {
-    kernels::CpuDevice device(1);
-    auto network = workloads::make_workload(model)->build_network(device, 1);
-    network->initialize(seed);
-    return std::vector<float>(network->parameters().begin(), network->parameters().end());
-  }();
-  for (std::size_t i = 0; i < on_cpu.parameters.size(); ++i) {
-    const double difference = std::abs(double(on_cpu.parameters[i]) - on_gpu.parameters[i]);
-    if (difference > largest_difference) {
-      largest_difference = difference;
-      worst = i;
-    }
-    largest_update = std::max(largest_update, std::abs(double(on_cpu.parameters[i]) - initial[i]));
-  }
-  // Where the network amplifies rounding, each update may differ by rounding's reach of it.
-  const double allowed = amplifies_rounding
-                             ? testing::spreads_allowed *
-                                   testing::float_gradient_yardstick(model, batch).largest_spread *
-                                   largest_update
-                             : 2e-4;
-  EXPECT_LT(largest_difference, allowed)
-      << model << ": parameter " << worst << " is " << on_cpu.parameters[worst]
-      << " on the CPU and " << on_gpu.parameters[worst] << " on the GPU";
-  EXPECT_GT(largest_update, 20 * largest_difference) << model << ": the steps moved too little";
-  for (int step = 0; step < 3; ++step)
+  // the update itself (checked below), so a wrong kernel cannot hide inside the tolerance. A
+  // near-tie in a max pool that the GPU's rounding flipped would break this: a 1-ulp move of the
+  // inputs flips one of alexnet-r's at batch 8 in 1 of 13 tries on the CPU (0.15 of the update).
+  const testing::ParameterDifference difference =
+      testing::largest_parameter_difference(on_cpu.parameters, on_gpu.parameters);
+  const double largest_update = testing::largest_parameter_update(model, on_cpu.parameters);
+  EXPECT_LT(difference.largest, 2e-4) << model << ": parameter " << difference.index << " is "
+                                      << on_cpu.parameters[difference.index] << " on the CPU and "
+                                      << on_gpu.parameters[difference.index] << " on the GPU";
+  EXPECT_GT(largest_update, 20 * difference.largest) << model << ": the steps moved too little";
+  for (int step = 0; step < testing::three_steps; ++step)
     EXPECT_NEAR(on_gpu.loss[step], on_cpu.loss[step], 1e-3 * (1 + on_cpu.loss[step]))
         << model << ", loss of step " << step;
 }

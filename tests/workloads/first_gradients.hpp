@@ -23,6 +23,17 @@ struct FirstGradients {
   std::vector<LayerParameters> layers;
 };
 
+// Moves every value `ulps` float ulps up or down, each value's direction drawn from `seed` and
+// `stream`: a perturbation of the size of the rounding any float computation makes.
+inline void move_by_ulps(std::vector<float>& values, int ulps, std::uint64_t seed,
+                         std::uint64_t stream) {
+  const CounterRandom random(seed, stream);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const float toward = random.uniform(i) < 0.5 ? -INFINITY : INFINITY;
+    for (int step = 0; step < ulps; ++step) values[i] = std::nextafter(values[i], toward);
+  }
+}
+
 // With `ulp_seed`, every input value is moved one ulp up or down, the direction drawn from it.
 inline FirstGradients first_gradients(kernels::Device& device, const std::string& model, int batch,
                                       std::optional<std::uint64_t> ulp_seed = {}) {
@@ -33,11 +44,7 @@ inline FirstGradients first_gradients(kernels::Device& device, const std::string
   const std::size_t input_count = std::size_t(batch) * network->layers().front()->input_size();
   std::vector<float> inputs(input_count);
   device.copy_to_host(inputs.data(), data.inputs(0), input_count * sizeof(float));
-  if (ulp_seed) {
-    const CounterRandom random(*ulp_seed, 0);
-    for (std::size_t i = 0; i < input_count; ++i)
-      inputs[i] = std::nextafter(inputs[i], random.uniform(i) < 0.5 ? -INFINITY : INFINITY);
-  }
+  if (ulp_seed) move_by_ulps(inputs, 1, *ulp_seed, 0);
   kernels::DeviceArray<float> moved(device, input_count);
   moved.copy_from_host(inputs);
   network->forward_loss(batch, moved.data(), data.labels(0));
