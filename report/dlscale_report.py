@@ -30,7 +30,7 @@ try:
                                  COMM_BUSBW_P95, COMM_BYTES, COMM_RANKS, COMM_SECONDS_P50,
                                  COMM_SECONDS_P95, MEASUREMENT_COLUMNS, PHASES,
                                  PREDICTED_EFFICIENCY, STUDY_DEVICE, STUDY_PRECISION, STUDY_REPEAT,
-                                 STUDY_THREADS, ReportError, decoded, human_bytes,
+                                 STUDY_SHARDING, STUDY_THREADS, ReportError, decoded, human_bytes,
                                  load_results_file, plural, printable, sweep_order, time_unit)
 # A module that cannot be used is one line and status 2, as a python that cannot start is.
 except ModuleNotFoundError as missing:
@@ -79,6 +79,7 @@ def runs_table(results):
         medians = run.phase_statistics["median"]
         row = {
             "run": run.name, "ranks": run.ranks, "precision": run.precision,
+            "sharding": run.sharding,
             "gradient_dtype": run.gradient_dtype, "threads": run.threads, "repeat": run.repeat,
             "hosts": len(set(run.hosts)), "batch_per_rank": run.attrs.get("batch_per_rank"),
             "slurm_job_id": run.attrs.get("slurm_job_id", ""),
@@ -185,7 +186,8 @@ def runs_display(results, table):
     # precision, gradient dtype, threads and repeat only where they vary, as in the study table:
     # the page stays narrower than a 1400-pixel window.
     varying = {header: table[name] for header, name in [
-        ("precision", "precision"), ("grad dtype", "gradient_dtype"), ("threads", "threads"),
+        ("precision", "precision"), ("sharding", "sharding"), ("grad dtype", "gradient_dtype"),
+        ("threads", "threads"),
         ("repeat", "repeat")] if table[name].nunique() > 1}
     shown = pd.DataFrame({
         "run": table["run"], "ranks": table["ranks"], **varying,
@@ -232,7 +234,8 @@ def study_display(results):
     threads, ranks and repeat; precision, threads and repeat are shown where they vary. A failed
     point has – in every number and its reason. Without /study (every point failed) only the
     points and their reasons are left to show."""
-    keys = [name for name in (STUDY_DEVICE, STUDY_PRECISION, STUDY_THREADS, "ranks", STUDY_REPEAT)
+    keys = [name for name in (STUDY_DEVICE, STUDY_PRECISION, STUDY_SHARDING, STUDY_THREADS,
+                              "ranks", STUDY_REPEAT)
             if name == "ranks" or results.varies(name)]
     failed = results.failed_points
     if results.study is None:
@@ -282,7 +285,7 @@ def repeats_display(results):
     """Mean ± sample standard deviation and min .. max of each configuration's repeats."""
     spread = results.study_repeats
     shown = pd.DataFrame({name: spread[name] for name in (STUDY_DEVICE, STUDY_PRECISION,
-                                                          STUDY_THREADS, "ranks")
+                                                          STUDY_SHARDING, STUDY_THREADS, "ranks")
                           if name == "ranks" or (name in spread and results.varies(name))})
     shown["repeats"] = spread["repeats"]
     unit, factor = table_time_unit(spread["iteration_seconds_max"],
@@ -300,37 +303,49 @@ def repeats_display(results):
     return shown
 
 
-def precisions_display(results):
-    """The precisions side by side: for each rank count (and thread count, where they vary) that
-    every precision ran, each one's iteration time, samples/s and efficiency (means over the
-    repeats), and each precision's speedup over the first one the sweep ran, in samples/s. None
-    where the study holds one precision, or no configuration that all of them ran."""
+def side_by_side_display(results, column, values, peak_memory=False):
+    """The values of a swept `column` (precision, sharding) side by side: for each rank count (and
+    the other swept settings, where they vary) that every value ran, each one's iteration time,
+    samples/s and efficiency (means over the repeats), with peak_memory also its exposed
+    communication (a fraction of the iteration) and its ranks' peak resident memory, and each
+    value's speedup over the first one the sweep ran, in samples/s. None where the study holds
+    one value, or no configuration that all of them ran."""
     study = results.study
-    precisions = [p for p in results.precisions() if p in set(study[STUDY_PRECISION])]
+    values = [v for v in values if v in set(study[column])]
     compared = ["iteration_seconds", "throughput_samples_per_second", "efficiency"]
-    if len(precisions) < 2 or not set(compared) <= set(study):  # a study without them: no table
+    if len(values) < 2 or not set(compared) <= set(study):  # a study without them: no table
         return None
-    keys = [name for name in (STUDY_DEVICE, STUDY_THREADS, "ranks")
-            if name == "ranks" or results.varies(name)]
-    means = study.groupby([STUDY_PRECISION] + keys, sort=False)[compared].mean()
-    # The configurations every precision ran, in the order the first precision ran them.
-    configurations = [key[1:] for key in means.index if key[0] == precisions[0]
-                      and all((p, *key[1:]) in means.index for p in precisions)]
+    study = study.copy()
+    if peak_memory:
+        compared.append("gap_communication")
+        peak = {run.name: run.peak_rss_bytes / 2**20 for run in results.runs}
+        study["peak_rss_mib"] = [peak.get(name, np.nan) for name in study.get("run", [])]
+        compared.append("peak_rss_mib")
+    others = [name for name in (STUDY_DEVICE, STUDY_PRECISION, STUDY_SHARDING, STUDY_THREADS)
+              if name != column]
+    keys = [name for name in others + ["ranks"] if name == "ranks" or results.varies(name)]
+    means = study.groupby([column] + keys, sort=False)[compared].mean()
+    # The configurations every value ran, in the order the first value ran them.
+    configurations = [key[1:] for key in means.index if key[0] == values[0]
+                      and all((v, *key[1:]) in means.index for v in values)]
     if not configurations:
         return None
     shown = pd.DataFrame(configurations, columns=keys)
     unit, factor = table_time_unit(means["iteration_seconds"])
-    rows = {p: means.loc[[(p, *key) for key in configurations]].reset_index(drop=True)
-            for p in precisions}
-    for p in precisions:
-        shown[f"{p} iteration {unit}"] = (rows[p]["iteration_seconds"] * factor).map(significant)
-        shown[f"{p} samples/s"] = rows[p]["throughput_samples_per_second"].map(significant)
-        shown[f"{p} efficiency"] = rows[p]["efficiency"].map(percent)
-    first = rows[precisions[0]]["throughput_samples_per_second"]
-    for p in precisions[1:]:
-        shown[f"{p} vs {precisions[0]}"] = [
+    rows = {v: means.loc[[(v, *key) for key in configurations]].reset_index(drop=True)
+            for v in values}
+    for v in values:
+        shown[f"{v} iteration {unit}"] = (rows[v]["iteration_seconds"] * factor).map(significant)
+        shown[f"{v} samples/s"] = rows[v]["throughput_samples_per_second"].map(significant)
+        shown[f"{v} efficiency"] = rows[v]["efficiency"].map(percent)
+        if peak_memory:
+            shown[f"{v} exposed comm"] = rows[v]["gap_communication"].map(fraction)
+            shown[f"{v} peak RSS MiB"] = rows[v]["peak_rss_mib"].map(significant)
+    first = rows[values[0]]["throughput_samples_per_second"]
+    for v in values[1:]:
+        shown[f"{v} vs {values[0]}"] = [
             "-" if not np.isfinite(ratio) else f"{ratio:.2f}x"
-            for ratio in rows[p]["throughput_samples_per_second"] / first]
+            for ratio in rows[v]["throughput_samples_per_second"] / first]
     return shown
 
 
@@ -345,7 +360,7 @@ def devices_display(results):
     if study is None or len(results.devices()) < 2:
         return None
     runs = {run.name: run for run in results.runs}
-    keys = [name for name in (STUDY_DEVICE, STUDY_PRECISION, STUDY_THREADS)
+    keys = [name for name in (STUDY_DEVICE, STUDY_PRECISION, STUDY_SHARDING, STUDY_THREADS)
             if name == STUDY_DEVICE or results.varies(name)]
     rows = []
     for configuration, group in study.groupby(keys if len(keys) > 1 else keys[0], sort=False):
@@ -413,7 +428,8 @@ def convergence_display(results):
     if not has_convergence(results):
         return None
     study = results.study
-    keys = [name for name in (STUDY_PRECISION, STUDY_THREADS, "ranks", STUDY_REPEAT)
+    keys = [name for name in (STUDY_PRECISION, STUDY_SHARDING, STUDY_THREADS, "ranks",
+                              STUDY_REPEAT)
             if name == "ranks" or results.varies(name)]
 
     def get(name):  # missing columns show as '-' instead of failing
@@ -634,11 +650,18 @@ def sections(results):
             parts.append(("Devices side by side (each at the fewest ranks it ran, means over "
                           "repeats; GFLOP/s as a share of the GEMM each device measured of itself "
                           "in the same run; 'vs' is the speedup in samples/s)", devices))
-        side_by_side = precisions_display(results)
+        side_by_side = side_by_side_display(results, STUDY_PRECISION, results.precisions())
         if side_by_side is not None:
             parts.append((f"Precisions side by side (means over repeats at each configuration "
                           f"every precision ran; 'vs' is the speedup in samples/s over "
                           f"{printable(results.precisions()[0])})", side_by_side))
+        strategies = results.shardings()
+        side_by_side = side_by_side_display(results, STUDY_SHARDING, strategies, True)
+        if side_by_side is not None:
+            parts.append((f"Strategies side by side (--sharding; means over repeats at each "
+                          f"configuration every strategy ran; exposed communication as a share of "
+                          f"the iteration, peak resident memory of the run's ranks; 'vs' is the "
+                          f"speedup in samples/s over {printable(strategies[0])})", side_by_side))
     if results.study is not None:
         convergence = convergence_display(results)
         if convergence is not None:

@@ -95,6 +95,11 @@ STUDY_THREADS, STUDY_REPEAT = "threads", "repeat"
 # reads as its device's `precision` property (the attribute device_precision) where it has one.
 STUDY_PRECISION = "precision"
 FP32 = "fp32"
+# Schema 9: --sharding (none, optimizer, gradients), a run attribute and a column of /study,
+# /study_repeats and /failed_points, each strategy with its own baseline; before it every row
+# reads as none.
+STUDY_SHARDING = "sharding"
+NO_SHARDING = "none"
 # What a run ran on (its `device` attribute: cpu or cuda). A merged study of a CPU job and a GPU
 # job holds both, each device measured against its own baseline; /study and /study_repeats name
 # each row's device (files before that column: the row's run's device, else the file's).
@@ -105,14 +110,14 @@ PRECISIONS = [FP32, "tf32", "bf16"]
 DEVICE_PRECISION = "device_precision"
 STUDY_MEASUREMENT = "measurement"
 STUDY_REPEATS_GROUP = "study_repeats"
-STUDY_REPEATS_COLUMNS = ["precision", "threads", "ranks", "repeats", "iteration_seconds_mean",
+STUDY_REPEATS_COLUMNS = ["precision", "sharding", "threads", "ranks", "repeats", "iteration_seconds_mean",
                          "iteration_seconds_std", "iteration_seconds_min", "iteration_seconds_max",
                          "efficiency_mean", "efficiency_std", "throughput_samples_per_second_mean"]
 FAILED_POINTS_GROUP = "failed_points"
 # Schema 6 adds each point's cause (does_not_fit, out_of_memory, diverged, timed_out); earlier
 # files read it as "unknown".
-FAILED_POINTS_COLUMNS = ["ranks", "precision", "threads", "repeat", "batch_per_rank", "seed",
-                         "cause", "reason"]
+FAILED_POINTS_COLUMNS = ["ranks", "precision", "sharding", "threads", "repeat", "batch_per_rank",
+                         "seed", "cause", "reason"]
 # Schema 5: node-sharing probes on rank counts the sweep did not train (docs/scaling-model.md).
 NODE_SHARING_PROBES_GROUP = "node_sharing_probes"
 NODE_SHARING_PROBES_COLUMNS = ["ranks", "precision", "threads", "batch_per_rank",
@@ -478,11 +483,21 @@ def with_precision(table, position, precision=FP32):
         table.insert(position, STUDY_PRECISION, precision)
 
 
+def with_sharding(table, position):
+    """Adds the sharding column that files before schema 9 lack: every row replicated (none)."""
+    if STUDY_SHARDING not in table:
+        table.insert(min(position, len(table.columns)), STUDY_SHARDING, NO_SHARDING)
+
+
 def sweep_order(precisions):
     """A sort key for pandas' sort_values: precisions in the order of the list `precisions` (the
     order the sweep ran them: fp32 before bf16 when it ran fp32 first, not by name), then any
-    others in the order they come; other columns as they are."""
+    others in the order they come; strategies in the order they come (the sweep's); other columns
+    as they are."""
     def key(column):
+        if column.name == STUDY_SHARDING:
+            order = dict.fromkeys(column.tolist())
+            return column.map({name: index for index, name in enumerate(order)})
         if column.name != STUDY_PRECISION:
             return column
         order = dict.fromkeys(list(precisions) + column.tolist())
@@ -839,7 +854,7 @@ class ResultsFile:
             # One row per run that ran to the end, whatever the file says.
             whole_runs = sum(1 for run in self.runs if run.partial is None)
             study = read_table(group, whole_runs, STUDY_KINDS, ["ranks"],
-                               list(dict.fromkeys([STUDY_DEVICE, STUDY_PRECISION,
+                               list(dict.fromkeys([STUDY_DEVICE, STUDY_PRECISION, STUDY_SHARDING,
                                                    STUDY_THREADS, "ranks", STUDY_REPEAT]
                                                   + STUDY_COLUMNS)))
             if STUDY_PRECISION not in study and "run" in study:
@@ -852,8 +867,9 @@ class ResultsFile:
                 study.insert(0, STUDY_DEVICE, [of_run.get(name, self.file_device()) for name in
                                                study["run"]] if "run" in study
                              else self.file_device())
-            order = [n for n in (STUDY_DEVICE, STUDY_PRECISION, STUDY_THREADS, "ranks",
-                                 STUDY_REPEAT) if n in study]
+            with_sharding(study, list(study.columns).index(STUDY_PRECISION) + 1)
+            order = [n for n in (STUDY_DEVICE, STUDY_PRECISION, STUDY_SHARDING, STUDY_THREADS,
+                                 "ranks", STUDY_REPEAT) if n in study]
             self.study = study.sort_values(order, kind="stable", key=sweep_order([])) \
                 .reset_index(drop=True)
             scaling = text_attribute(group, "scaling", None)
@@ -871,10 +887,11 @@ class ResultsFile:
             # One row per (precision, threads, ranks): never more than /study has rows.
             most = len(self.study) if self.study is not None else MAX_SWEEP_POINTS
             self.study_repeats = read_table(group, None, STUDY_REPEATS_KINDS,
-                                            STUDY_REPEATS_COLUMNS[1:], STUDY_REPEATS_COLUMNS,
+                                            STUDY_REPEATS_COLUMNS[2:], STUDY_REPEATS_COLUMNS,
                                             most, " (one per precision, thread and rank count "
                                             "of /study)")
             with_precision(self.study_repeats, 0, self.file_precision())
+            with_sharding(self.study_repeats, 1)
             if STUDY_DEVICE not in self.study_repeats:
                 self.study_repeats.insert(0, STUDY_DEVICE, self.file_device())
         self.failed_points = None
@@ -882,10 +899,12 @@ class ResultsFile:
         if group is not None:
             self.failed_points = read_table(group, None, FAILED_POINTS_KINDS,
                                             [n for n in FAILED_POINTS_COLUMNS
-                                             if n not in ("seed", "cause", STUDY_PRECISION)],
+                                             if n not in ("seed", "cause", STUDY_PRECISION,
+                                                          STUDY_SHARDING)],
                                             FAILED_POINTS_COLUMNS, MAX_SWEEP_POINTS)
             with_precision(self.failed_points, FAILED_POINTS_COLUMNS.index(STUDY_PRECISION),
                            self.file_precision())
+            with_sharding(self.failed_points, FAILED_POINTS_COLUMNS.index(STUDY_SHARDING))
             if STUDY_DEVICE not in self.failed_points:  # a failed point does not name one
                 self.failed_points.insert(0, STUDY_DEVICE, self.file_device())
             if "cause" not in self.failed_points:  # before schema 6
@@ -976,6 +995,15 @@ class ResultsFile:
         it), else fp32."""
         named = {run.precision for run in self.runs}
         return named.pop() if len(named) == 1 else FP32
+
+    def shardings(self):
+        """The strategies (--sharding) of the study rows, failed points and runs, in the order the
+        sweep ran them."""
+        names = []
+        for table in (self.study, self.failed_points):
+            if table is not None and STUDY_SHARDING in table:
+                names += table[STUDY_SHARDING].tolist()
+        return list(dict.fromkeys(names + [run.sharding for run in self.runs]))
 
     def precisions(self):
         """The precisions of the runs, study rows and failed points, in the order the sweep ran
