@@ -311,6 +311,8 @@ def side_by_side_display(results, column, values, peak_memory=False):
     value's speedup over the first one the sweep ran, in samples/s. None where the study holds
     one value, or no configuration that all of them ran."""
     study = results.study
+    if column not in study:  # a file before the column: one value
+        return None
     values = [v for v in values if v in set(study[column])]
     compared = ["iteration_seconds", "throughput_samples_per_second", "efficiency"]
     if len(values) < 2 or not set(compared) <= set(study):  # a study without them: no table

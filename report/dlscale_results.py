@@ -96,8 +96,8 @@ STUDY_THREADS, STUDY_REPEAT = "threads", "repeat"
 STUDY_PRECISION = "precision"
 FP32 = "fp32"
 # Schema 9: --sharding (none, optimizer, gradients), a run attribute and a column of /study,
-# /study_repeats and /failed_points, each strategy with its own baseline; before it every row
-# reads as none.
+# /study_repeats and /failed_points, each strategy with its own baseline. Files before it have no
+# such column (every run replicated: none), and their tables are read as they are.
 STUDY_SHARDING = "sharding"
 NO_SHARDING = "none"
 # What a run ran on (its `device` attribute: cpu or cuda). A merged study of a CPU job and a GPU
@@ -443,10 +443,11 @@ def export_kind(column):
 
 
 STUDY_KINDS = {column["name"]: export_kind(column) for column in RESULTS_SCHEMA["study_columns"]}
-STUDY_REPEATS_KINDS = {"device": (TEXT,), "precision": (TEXT,), "threads": (INTEGER, 1, False),
-                       "ranks": (INTEGER, 1, False), "repeats": (INTEGER, 1, False),
-                       **{name: TIME for name in STUDY_REPEATS_COLUMNS[4:]}}
-FAILED_POINTS_KINDS = {"ranks": (INTEGER, 1, False), "precision": (TEXT,),
+STUDY_REPEATS_KINDS = {"device": (TEXT,), "precision": (TEXT,), "sharding": (TEXT,),
+                       "threads": (INTEGER, 1, False), "ranks": (INTEGER, 1, False),
+                       "repeats": (INTEGER, 1, False),
+                       **{name: TIME for name in STUDY_REPEATS_COLUMNS[5:]}}
+FAILED_POINTS_KINDS = {"ranks": (INTEGER, 1, False), "precision": (TEXT,), "sharding": (TEXT,),
                        "threads": (INTEGER, 1, False),
                        "repeat": (INTEGER, 0, False), "batch_per_rank": (INTEGER, 1, False),
                        "seed": (INTEGER, 0, False), "cause": (TEXT,), "reason": (TEXT,)}
@@ -481,12 +482,6 @@ def with_precision(table, position, precision=FP32):
     else fp32."""
     if STUDY_PRECISION not in table:
         table.insert(position, STUDY_PRECISION, precision)
-
-
-def with_sharding(table, position):
-    """Adds the sharding column that files before schema 9 lack: every row replicated (none)."""
-    if STUDY_SHARDING not in table:
-        table.insert(min(position, len(table.columns)), STUDY_SHARDING, NO_SHARDING)
 
 
 def sweep_order(precisions):
@@ -867,7 +862,6 @@ class ResultsFile:
                 study.insert(0, STUDY_DEVICE, [of_run.get(name, self.file_device()) for name in
                                                study["run"]] if "run" in study
                              else self.file_device())
-            with_sharding(study, list(study.columns).index(STUDY_PRECISION) + 1)
             order = [n for n in (STUDY_DEVICE, STUDY_PRECISION, STUDY_SHARDING, STUDY_THREADS,
                                  "ranks", STUDY_REPEAT) if n in study]
             self.study = study.sort_values(order, kind="stable", key=sweep_order([])) \
@@ -891,7 +885,6 @@ class ResultsFile:
                                             most, " (one per precision, thread and rank count "
                                             "of /study)")
             with_precision(self.study_repeats, 0, self.file_precision())
-            with_sharding(self.study_repeats, 1)
             if STUDY_DEVICE not in self.study_repeats:
                 self.study_repeats.insert(0, STUDY_DEVICE, self.file_device())
         self.failed_points = None
@@ -904,7 +897,6 @@ class ResultsFile:
                                             FAILED_POINTS_COLUMNS, MAX_SWEEP_POINTS)
             with_precision(self.failed_points, FAILED_POINTS_COLUMNS.index(STUDY_PRECISION),
                            self.file_precision())
-            with_sharding(self.failed_points, FAILED_POINTS_COLUMNS.index(STUDY_SHARDING))
             if STUDY_DEVICE not in self.failed_points:  # a failed point does not name one
                 self.failed_points.insert(0, STUDY_DEVICE, self.file_device())
             if "cause" not in self.failed_points:  # before schema 6
