@@ -146,7 +146,8 @@ coordinator::TrainingPlan plan_training(const RunOptions& options, const comm::M
         *plan.workload, batches.front(),
         coordinator::point_distinct_batches(plan, plan.points.front()), options.precisions.front(),
         coordinator::ranks_per_device(placement.ranks_on_host, device.devices_per_host()),
-        plan.device->free_memory_bytes(), plan.device->description());
+        plan.device->free_memory_bytes(), plan.device->description(),
+        {options.optimizer, plan.points.front().sharding, plan.points.front().ranks});
   }
   if (options.overlap && !mpi.supports_progress_thread())
     throw UserError(

@@ -137,8 +137,7 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
   const int batch = point.batch_per_rank;
   const int batches = point_distinct_batches(plan, point);
   if (plan.check_memory_per_point)
-    fail_unless_it_fits(group, workload, batch, batches, point.precision, device, plan,
-                        run.placement);
+    fail_unless_it_fits(group, workload, batch, batches, point, device, plan, run.placement);
 
   run.communicator =
       comm::make_gradient_communicator(plan.comm_backend, group, device, plan.grad_dtype);
@@ -309,14 +308,14 @@ void set_up_or_fail_point(MPI_Comm group, const std::function<void()>& set_up) {
 // Throws PointFailure, on every rank of the group, where any rank's estimate of the network, its
 // data and its buffers exceeds its device's free memory (shared by the ranks on one device).
 void fail_unless_it_fits(MPI_Comm group, const workloads::Workload& workload, int batch,
-                         int batches, kernels::Precision precision, kernels::Device& device,
+                         int batches, const SweepPoint& point, kernels::Device& device,
                          const TrainingPlan& plan, const comm::HostPlacement& placement) {
   comm::agree_on_success(group, [&] {
     const std::string shortfall = worker::memory_shortfall(
-        workload, batch, batches, precision,
+        workload, batch, batches, point.precision,
         ranks_per_device(placement.ranks_on_host,
                          kernels::device_record(plan.device_kind).devices_per_host()),
-        device.free_memory_bytes());
+        device.free_memory_bytes(), {plan.optimizer, point.sharding, point.ranks});
     if (!shortfall.empty()) throw PointFailure(FailureCause::does_not_fit, shortfall);
   });
 }

@@ -24,8 +24,10 @@ void set_up_or_fail_point(MPI_Comm group, const std::function<void()>& set_up);
 
 // Throws PointFailure, on every rank of the group, where any rank's estimate of the network, its
 // data and its buffers exceeds its device's free memory (shared by the ranks on one device).
+// The point's precision, strategy and rank count, with the plan's optimizer, decide its update's
+// share (worker::update_bytes).
 void fail_unless_it_fits(MPI_Comm group, const workloads::Workload& workload, int batch,
-                         int batches, kernels::Precision precision, kernels::Device& device,
+                         int batches, const SweepPoint& point, kernels::Device& device,
                          const TrainingPlan& plan, const comm::HostPlacement& placement);
 
 // Says, before a node-sharing probe of `ranks` ranks runs, that it runs and what bounds it.

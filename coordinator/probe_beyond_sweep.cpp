@@ -65,8 +65,12 @@ std::optional<results::NodeSharingProbe> probe_without_training(const TrainingPl
       MPI_Allreduce(&placement.ranks_on_host, &probe.ranks_per_node, 1, MPI_INT, MPI_MAX, group));
   const workloads::Workload& workload = *plan.workload;
   const int batches = distinct_batches(workload, probe.batch_per_rank);
-  fail_unless_it_fits(group, workload, probe.batch_per_rank, batches, baseline.precision, device,
-                      plan, placement);
+  // The probe only computes (no update): its memory is the baseline's at the probe's batch.
+  SweepPoint probed = baseline;
+  probed.ranks = probe.ranks;
+  probed.batch_per_rank = probe.batch_per_rank;
+  fail_unless_it_fits(group, workload, probe.batch_per_rank, batches, probed, device, plan,
+                      placement);
   int group_rank = 0;
   DLSCALE_MPI_CHECK(MPI_Comm_rank(group, &group_rank));
   std::unique_ptr<model::Network<float>> network;

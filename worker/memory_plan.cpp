@@ -8,14 +8,24 @@
 
 namespace dlscale::worker {
 
+std::uint64_t update_bytes(std::uint64_t parameters, const UpdateStrategy& strategy) {
+  const std::uint64_t state_per_parameter =
+      strategy.optimizer == results::OptimizerKind::adamw ? 2 : 1;
+  if (strategy.sharding == results::Sharding::none || strategy.ranks <= 1)
+    return state_per_parameter * parameters * sizeof(float);
+  const std::uint64_t shard = (parameters + std::uint64_t(strategy.ranks) - 1) / strategy.ranks;
+  return (state_per_parameter * shard + 2 * shard + parameters) * sizeof(float);
+}
+
 std::uint64_t estimate_training_bytes(const workloads::Workload& workload, int batch,
-                                      int distinct_batches, kernels::Precision precision) {
-  const std::uint64_t velocity = workload.parameter_count() * sizeof(float);
+                                      int distinct_batches, kernels::Precision precision,
+                                      const UpdateStrategy& strategy) {
+  const std::uint64_t update = update_bytes(workload.parameter_count(), strategy);
   const std::uint64_t data = std::uint64_t(distinct_batches) * std::uint64_t(batch) *
                              (workload.input_size() * sizeof(float) + sizeof(std::int32_t));
   const std::uint64_t bf16_copies =
       precision == kernels::Precision::bf16 ? workload.bf16_copy_bytes(batch) : 0;
-  return workload.network_device_bytes(batch) + velocity + data + bf16_copies;
+  return workload.network_device_bytes(batch) + update + data + bf16_copies;
 }
 
 namespace {
@@ -26,9 +36,9 @@ constexpr double usable_fraction = 0.9;  // the rest is for MPI, libraries and t
 
 std::string memory_shortfall(const workloads::Workload& workload, int batch, int distinct_batches,
                              kernels::Precision precision, int ranks_on_device,
-                             std::uint64_t available_bytes) {
+                             std::uint64_t available_bytes, const UpdateStrategy& strategy) {
   const std::uint64_t needed =
-      estimate_training_bytes(workload, batch, distinct_batches, precision) *
+      estimate_training_bytes(workload, batch, distinct_batches, precision, strategy) *
       std::uint64_t(ranks_on_device);
   if (double(needed) <= usable_fraction * double(available_bytes)) return {};
   return fmt::format("out of memory (estimate {} > {} available)", format_bytes(needed),
@@ -37,16 +47,30 @@ std::string memory_shortfall(const workloads::Workload& workload, int batch, int
 
 void check_memory_fits(const workloads::Workload& workload, int batch, int distinct_batches,
                        kernels::Precision precision, int ranks_on_device,
-                       std::uint64_t available_bytes, const std::string& device_description) {
+                       std::uint64_t available_bytes, const std::string& device_description,
+                       const UpdateStrategy& strategy) {
+  const auto fits = [&](std::uint64_t per_rank) {
+    return double(per_rank) * ranks_on_device <= usable_fraction * double(available_bytes);
+  };
   const std::uint64_t per_rank =
-      estimate_training_bytes(workload, batch, distinct_batches, precision);
-  const std::uint64_t device_total = per_rank * std::uint64_t(ranks_on_device);
-  if (double(device_total) <= usable_fraction * double(available_bytes)) return;
+      estimate_training_bytes(workload, batch, distinct_batches, precision, strategy);
+  if (fits(per_rank)) return;
+  // Where sharding the optimizer over the point's ranks would make it fit, say so.
+  UpdateStrategy sharded = strategy;
+  sharded.sharding = results::Sharding::optimizer;
+  const std::uint64_t sharded_per_rank =
+      estimate_training_bytes(workload, batch, distinct_batches, precision, sharded);
+  const std::string sharding_would_fit =
+      strategy.sharding == results::Sharding::none && strategy.ranks > 1 && fits(sharded_per_rank)
+          ? fmt::format(", or --sharding optimizer (about {} per rank)",
+                        format_bytes(sharded_per_rank))
+          : "";
   throw UserError(fmt::format(
       "--batch {}: {} needs about {} per rank ({} for the {} rank(s) sharing {}), but {} is "
-      "available; use a smaller --batch or fewer ranks per host",
-      batch, workload.name(), format_bytes(per_rank), format_bytes(device_total), ranks_on_device,
-      device_description, format_bytes(available_bytes)));
+      "available; use a smaller --batch or fewer ranks per host{}",
+      batch, workload.name(), format_bytes(per_rank),
+      format_bytes(per_rank * std::uint64_t(ranks_on_device)), ranks_on_device, device_description,
+      format_bytes(available_bytes), sharding_would_fit));
 }
 
 }  // namespace dlscale::worker
