@@ -42,39 +42,48 @@ class Replicated final : public DataParallelStrategy {
   std::span<const GradientBucket> buckets_;
 };
 
-// Where bucket b's values lie in the sharded strategy's buffers.
+// Where bucket b's values lie in the sharded strategy's buffers. A bucket of count values splits
+// into an even part, `shard` values per rank (shard = count / ranks, rounded down), which is
+// reduce-scattered and all-gathered in place in the network's own buffers, and a tail of the last
+// count % ranks values (fewer than the ranks), which every rank sums and updates itself.
 struct ShardedBucket {
-  std::size_t shard = 0;          // values per rank: ceil(count / ranks)
-  std::size_t padded_offset = 0;  // into the padded staging: shard * ranks values from here
-  std::size_t shard_offset = 0;   // into this rank's shard buffers: `shard` values from here
-  std::size_t owned = 0;          // of those, the bucket's own (the rest is padding)
-  std::size_t owned_from = 0;     // the first of them, as an index into the bucket
+  std::size_t shard = 0;         // values per rank of the even part
+  std::size_t shard_offset = 0;  // into this rank's shard buffers: `shard` values from here
+  std::size_t tail = 0;          // values after the even part
+  std::size_t tail_offset = 0;   // into the shard buffers, past every bucket's shard
 };
 
-std::vector<ShardedBucket> lay_out_shards(std::span<const GradientBucket> buckets, int ranks,
-                                          int rank) {
+std::vector<ShardedBucket> lay_out_shards(std::span<const GradientBucket> buckets, int ranks) {
   std::vector<ShardedBucket> layout;
-  std::size_t padded = 0, sharded = 0;
+  std::size_t sharded = 0, tails = 0;
   for (const GradientBucket& bucket : buckets) {
     ShardedBucket b;
-    b.shard = (bucket.count + std::size_t(ranks) - 1) / std::size_t(ranks);
-    b.padded_offset = padded;
+    b.shard = bucket.count / std::size_t(ranks);
+    b.tail = bucket.count - b.shard * std::size_t(ranks);
     b.shard_offset = sharded;
-    b.owned_from = std::min(bucket.count, std::size_t(rank) * b.shard);
-    b.owned = std::min(b.shard, bucket.count - b.owned_from);
-    padded += b.shard * std::size_t(ranks);
+    b.tail_offset = tails;  // from the end of the shards: moved there below
     sharded += b.shard;
+    tails += b.tail;
     layout.push_back(b);
   }
+  for (ShardedBucket& b : layout) b.tail_offset += sharded;
   return layout;
 }
 
-// Each bucket's gradients are copied into a padded staging buffer (shard * ranks values) and
-// reduce-scattered from there into this rank's gradient shard; the optimizer updates the
-// parameter shard from it; the parameter shards are all-gathered into the same staging (free by
-// then) and copied back into the network's parameters. The staging's padding holds zeros from the
-// start and keeps them: the padded parameter values are zeros, their gradients are zeros, and
-// neither SGD nor AdamW moves a zero parameter with a zero gradient.
+// Values one rank updates: its shard of every bucket's even part, and every tail.
+std::size_t updated_values(std::span<const ShardedBucket> layout) {
+  std::size_t count = 0;
+  for (const ShardedBucket& b : layout) count += b.shard + b.tail;
+  return count;
+}
+
+// Each bucket's even part is reduce-scattered straight from the network's gradients into this
+// rank's gradient shard while backward goes on; the tails (fewer values than ranks a bucket) are
+// copied behind the shards and summed by one allreduce after backward. The optimizer updates the
+// parameter shards and the tails from them, in one pass; the even parts are then all-gathered
+// straight into the network's parameters, and the tails copied back, the same on every rank. So
+// the strategy holds the shards' gradients, parameters and optimizer state (1/ranks of each, plus
+// the tails) and no copy of a whole bucket, and no padding: a collective's shards are equal.
 class ShardedOptimizer final : public DataParallelStrategy {
  public:
   ShardedOptimizer(model::Network<float>& network, comm::GradientCommunicator& communicator,
@@ -83,46 +92,42 @@ class ShardedOptimizer final : public DataParallelStrategy {
         communicator_(communicator),
         device_(device),
         buckets_(buckets),
-        layout_(lay_out_shards(buckets, communicator.size(), communicator.rank())),
+        layout_(lay_out_shards(buckets, communicator.size())),
         updated_(device.make_event()) {
-    std::size_t padded = 0, sharded = 0;
-    for (const ShardedBucket& b : layout_) {
-      padded += b.shard * std::size_t(communicator.size());
-      sharded += b.shard;
-      copied_.push_back(device.make_event());
-    }
-    staging_ = kernels::DeviceArray<float>(device, padded);
-    gradient_shards_ = kernels::DeviceArray<float>(device, sharded);
-    parameter_shards_ = kernels::DeviceArray<float>(device, sharded);
-    staging_.copy_from_host(std::vector<float>(padded, 0.0f));
-    gradient_shards_.copy_from_host(std::vector<float>(sharded, 0.0f));
-    // This rank's shards of the (identical, freshly initialised) parameters, zero-padded.
-    std::vector<float> parameters(network.parameters().size()), shards(sharded, 0.0f);
-    device.copy_to_host(parameters.data(), network.parameters().data(),
-                        parameters.size() * sizeof(float));
+    const std::size_t updated = updated_values(layout_);
+    // Both are written whole before they are read: the gradient shards by the reduce-scatters and
+    // the tails' sum, the parameter shards here, from this rank's shards and every tail of the
+    // (identical, freshly initialised) parameters, copied on the device: a copy through the host
+    // would add the whole model to a CPU rank's peak memory.
+    gradient_shards_ = kernels::DeviceArray<float>(device, updated);
+    parameter_shards_ = kernels::DeviceArray<float>(device, updated);
+    const std::size_t rank = std::size_t(communicator.rank());
     for (std::size_t i = 0; i < layout_.size(); ++i) {
       const ShardedBucket& b = layout_[i];
-      std::copy_n(parameters.begin() + std::ptrdiff_t(buckets_[i].offset + b.owned_from), b.owned,
-                  shards.begin() + std::ptrdiff_t(b.shard_offset));
+      const float* bucket = network.parameters().data() + buckets_[i].offset;
+      if (b.shard > 0)
+        device.copy_on_device(parameter_shards_.data() + b.shard_offset, bucket + rank * b.shard,
+                              b.shard * sizeof(float));
+      if (b.tail > 0)
+        device.copy_on_device(parameter_shards_.data() + b.tail_offset, bucket + even(i),
+                              b.tail * sizeof(float));
     }
-    parameter_shards_.copy_from_host(shards);
   }
 
-  void start_bucket(std::size_t b, const kernels::DeviceEvent& /*ready*/) override {
-    // The copy is queued after everything that produced the bucket (and any instrument that
-    // read it), so the sum may start once the stream has passed the copy.
-    stage_gradients(b);
-    device_.record(*copied_[b]);
-    communicator_.start_reduce_scatter_sum(padded(b), gradient_shard(b), *copied_[b]);
+  void start_bucket(std::size_t b, const kernels::DeviceEvent& ready) override {
+    if (layout_[b].shard > 0)
+      communicator_.start_reduce_scatter_sum(even_gradients(b), gradient_shard(b), ready);
   }
   void wait() override {
     communicator_.wait_all();
     reduce_scatter_seconds_ = communicator_.last_exchange_seconds();
+    sum_tails();
   }
   void exchange_bucket(std::size_t b) override {
-    stage_gradients(b);
-    communicator_.reduce_scatter_sum(padded(b), gradient_shard(b));
+    if (layout_[b].shard > 0)
+      communicator_.reduce_scatter_sum(even_gradients(b), gradient_shard(b));
     reduce_scatter_seconds_ = 0;  // blocking: timed as the step's exchange phase
+    if (b + 1 == layout_.size()) sum_tails();
   }
   void update(model::Optimizer<float>& optimizer, float gradient_scale,
               double* squared_norm) override {
@@ -131,26 +136,42 @@ class ShardedOptimizer final : public DataParallelStrategy {
   void complete_parameters() override {
     device_.record(*updated_);
     for (std::size_t b = 0; b < layout_.size(); ++b)
-      communicator_.start_all_gather(parameter_shard(b), padded(b), *updated_);
+      if (layout_[b].shard > 0)
+        communicator_.start_all_gather(parameter_shard(b), even_parameters(b), *updated_);
     communicator_.wait_all();
     all_gather_seconds_ = communicator_.last_exchange_seconds();
     for (std::size_t b = 0; b < layout_.size(); ++b)
-      device_.copy_on_device(network_.parameters().data() + buckets_[b].offset,
-                             staging_.data() + layout_[b].padded_offset,
-                             buckets_[b].count * sizeof(float));
+      if (layout_[b].tail > 0)
+        device_.copy_on_device(network_.parameters().data() + buckets_[b].offset + even(b),
+                               parameter_shards_.data() + layout_[b].tail_offset,
+                               layout_[b].tail * sizeof(float));
   }
   double exchange_seconds() override { return reduce_scatter_seconds_ + all_gather_seconds_; }
   bool norm_covers_every_gradient() const override { return false; }
 
  private:
-  void stage_gradients(std::size_t b) {
-    device_.copy_on_device(staging_.data() + layout_[b].padded_offset,
-                           network_.gradients().data() + buckets_[b].offset,
-                           buckets_[b].count * sizeof(float));
+  std::size_t even(std::size_t b) const {
+    return layout_[b].shard * std::size_t(communicator_.size());
   }
-  std::span<float> padded(std::size_t b) {
-    return staging_.span().subspan(layout_[b].padded_offset,
-                                   layout_[b].shard * std::size_t(communicator_.size()));
+  // The tails of every bucket's gradients, copied behind the shards and summed over the ranks.
+  void sum_tails() {
+    std::size_t tails = 0;
+    for (std::size_t b = 0; b < layout_.size(); ++b) {
+      if (layout_[b].tail == 0) continue;
+      device_.copy_on_device(gradient_shards_.data() + layout_[b].tail_offset,
+                             network_.gradients().data() + buckets_[b].offset + even(b),
+                             layout_[b].tail * sizeof(float));
+      tails += layout_[b].tail;
+    }
+    if (tails > 0)
+      communicator_.allreduce_sum(
+          gradient_shards_.span().subspan(gradient_shards_.size() - tails, tails));
+  }
+  std::span<float> even_gradients(std::size_t b) {
+    return network_.gradients().subspan(buckets_[b].offset, even(b));
+  }
+  std::span<float> even_parameters(std::size_t b) {
+    return network_.parameters().subspan(buckets_[b].offset, even(b));
   }
   std::span<float> gradient_shard(std::size_t b) {
     return gradient_shards_.span().subspan(layout_[b].shard_offset, layout_[b].shard);
@@ -164,9 +185,8 @@ class ShardedOptimizer final : public DataParallelStrategy {
   kernels::Device& device_;
   std::span<const GradientBucket> buckets_;
   std::vector<ShardedBucket> layout_;
-  kernels::DeviceArray<float> staging_, gradient_shards_, parameter_shards_;
-  std::vector<std::unique_ptr<kernels::DeviceEvent>> copied_;  // per bucket, after its staging
-  std::unique_ptr<kernels::DeviceEvent> updated_;              // after the update
+  kernels::DeviceArray<float> gradient_shards_, parameter_shards_;  // shards, then tails
+  std::unique_ptr<kernels::DeviceEvent> updated_;                   // after the update
   double reduce_scatter_seconds_ = 0, all_gather_seconds_ = 0;
 };
 
@@ -182,9 +202,7 @@ std::size_t updated_parameter_count(results::Sharding sharding,
                                     std::span<const GradientBucket> buckets,
                                     std::size_t parameter_count, int ranks) {
   if (!shards(sharding, buckets) || ranks <= 1) return parameter_count;
-  std::size_t count = 0;
-  for (const ShardedBucket& b : lay_out_shards(buckets, ranks, 0)) count += b.shard;
-  return count;
+  return updated_values(lay_out_shards(buckets, ranks));
 }
 
 std::unique_ptr<DataParallelStrategy> make_data_parallel_strategy(

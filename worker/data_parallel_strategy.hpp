@@ -7,8 +7,10 @@
 //     updates its shards of the parameters with optimizer state for those alone (1/ranks of it);
 //     then every bucket's parameters are all-gathered, so the replicas are whole and bit-identical
 //     again. On the wire: a reduce-scatter and an all-gather, the bytes of one allreduce.
-// A bucket's shards are ceil(count / ranks) values each; the last ranks' shards are padded with
-// values that stay zero (zero gradients, zero parameters), as FSDP pads its flat parameters.
+// A bucket's shards are count / ranks values each (rounded down), reduce-scattered and gathered
+// in place in the network's buffers; the rest of the bucket, fewer values than ranks, is summed by
+// one small allreduce and updated by every rank alike (where FSDP pads its flat parameters
+// instead, which would take a padded copy of every bucket here).
 #pragma once
 
 #include <cstddef>

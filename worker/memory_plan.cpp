@@ -14,7 +14,7 @@ std::uint64_t update_bytes(std::uint64_t parameters, const UpdateStrategy& strat
   if (strategy.sharding == results::Sharding::none || strategy.ranks <= 1)
     return state_per_parameter * parameters * sizeof(float);
   const std::uint64_t shard = (parameters + std::uint64_t(strategy.ranks) - 1) / strategy.ranks;
-  return (state_per_parameter * shard + 2 * shard + parameters) * sizeof(float);
+  return (state_per_parameter * shard + 2 * shard) * sizeof(float);
 }
 
 std::uint64_t estimate_training_bytes(const workloads::Workload& workload, int batch,

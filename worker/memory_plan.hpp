@@ -21,8 +21,8 @@ struct UpdateStrategy {
 };
 
 // Bytes of one rank's optimizer state, and under sharding its shards of the gradients and
-// parameters and the padded staging every bucket is reduce-scattered from and all-gathered into
-// (one value per parameter; the padding, at most ranks - 1 values a bucket, is left out).
+// parameters (each bucket's tail of fewer values than ranks, which every rank updates, is left
+// out: the estimate counts ceil(parameters / ranks) values a shard).
 std::uint64_t update_bytes(std::uint64_t parameters, const UpdateStrategy& strategy);
 
 // Network (weights, gradients, activations) + the update's (update_bytes) + this rank's synthetic

@@ -9,19 +9,21 @@
 namespace dlscale::worker {
 namespace {
 
-// Buckets of 10 and 7 values: over 3 ranks, shards of 4 and 3 (10 pads to 12, 7 to 9).
+// Buckets of 10 and 7 values: over 3 ranks, shards of 3 and 2 and tails of 1 and 1, which every
+// rank updates.
 const std::vector<GradientBucket> buckets{{1, 1, 0, 10}, {0, 0, 10, 7}};
 
 TEST(UpdatedParameterCount, ReplicatedUpdatesEveryParameter) {
   EXPECT_EQ(updated_parameter_count(results::Sharding::none, buckets, 17, 3), 17u);
 }
 
-TEST(UpdatedParameterCount, ShardedUpdatesItsPaddedShardOfEachBucket) {
-  EXPECT_EQ(updated_parameter_count(results::Sharding::optimizer, buckets, 17, 3), 7u);
+TEST(UpdatedParameterCount, ShardedUpdatesItsShardOfEachBucketAndTheTails) {
+  EXPECT_EQ(updated_parameter_count(results::Sharding::optimizer, buckets, 17, 3), 3u + 1 + 2 + 1);
   EXPECT_EQ(updated_parameter_count(results::Sharding::gradients, buckets, 17, 3), 7u);
-  EXPECT_EQ(updated_parameter_count(results::Sharding::optimizer, buckets, 17, 17), 2u);
-  // More ranks than values in a bucket: one value each, the rest of the ranks padding only.
-  EXPECT_EQ(updated_parameter_count(results::Sharding::optimizer, buckets, 17, 20), 2u);
+  EXPECT_EQ(updated_parameter_count(results::Sharding::optimizer, buckets, 17, 5), 2u + 0 + 1 + 2);
+  EXPECT_EQ(updated_parameter_count(results::Sharding::optimizer, buckets, 17, 7), 1u + 3 + 1 + 0);
+  // More ranks than values in a bucket: all of it is tail, which every rank updates.
+  EXPECT_EQ(updated_parameter_count(results::Sharding::optimizer, buckets, 17, 20), 17u);
 }
 
 TEST(UpdatedParameterCount, OneRankOrNoBucketsUpdatesEverything) {

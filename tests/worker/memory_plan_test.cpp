@@ -34,15 +34,15 @@ TEST(MemoryPlan, CnnAndLstmEstimatesEqualWhatTheyAllocate) {
 }
 
 // The update's share per rank: SGD keeps one float per parameter, AdamW two; sharded over n ranks
-// each keeps its shard's state, a gradient and a parameter shard, and the padded staging.
+// each keeps its shard's state and a gradient and a parameter shard.
 TEST(MemoryPlan, UpdateBytesFollowTheOptimizerAndTheSharding) {
   const std::uint64_t n = 1000;
   using results::OptimizerKind, results::Sharding;
   EXPECT_EQ(update_bytes(n, {OptimizerKind::sgd, Sharding::none, 4}), 4 * n);
   EXPECT_EQ(update_bytes(n, {OptimizerKind::adamw, Sharding::none, 4}), 8 * n);
   EXPECT_EQ(update_bytes(n, {OptimizerKind::adamw, Sharding::optimizer, 4}),
-            4 * (2 * 250 + 2 * 250 + n));
-  EXPECT_EQ(update_bytes(n, {OptimizerKind::sgd, Sharding::gradients, 3}), 4 * (334 + 2 * 334 + n));
+            4 * (2 * 250 + 2 * 250));
+  EXPECT_EQ(update_bytes(n, {OptimizerKind::sgd, Sharding::gradients, 3}), 4 * (334 + 2 * 334));
   // One rank shards nothing.
   EXPECT_EQ(update_bytes(n, {OptimizerKind::adamw, Sharding::optimizer, 1}), 8 * n);
 }
