@@ -42,8 +42,8 @@ REPORT = os.path.join(HERE, "..", "..", "report", "dlscale_report.py")
 MAKE_SAMPLE = os.path.join(HERE, "make_sample_study.py")
 PHASES = ["forward", "backward", "allreduce", "update", "step"]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-TABLES = ["comm", "failed_points", "measurements", "node_sharing_probes", "runs", "study",
-          "study_repeats"]
+TABLES = ["comm", "comm_tables", "failed_points", "measurements", "node_sharing_probes", "runs",
+          "study", "study_repeats"]
 MEASUREMENT_COLUMNS = ["run", "name", "units", "rank", "iteration", "seconds", "value"]
 EN_DASH = "–"
 
@@ -290,7 +290,8 @@ def test_optional_parts_missing(directory):
     expect("predicted" not in result.stdout, "a predicted efficiency appeared from nowhere")
     expect("Allreduce sweep" not in result.stdout, "an allreduce sweep appeared from nowhere")
     expect(sorted(os.listdir(csv_dir)) == [f"{name}.csv" for name in TABLES
-                                           if name not in ("comm", "node_sharing_probes")],
+                                           if name not in ("comm", "comm_tables",
+                                                           "node_sharing_probes")],
            f"CSV files {sorted(os.listdir(csv_dir))}")
     with open(json_path) as handle:
         expect(json.load(handle)["comm"] == [], "JSON comm is not an empty list")
@@ -845,6 +846,31 @@ def test_comm_only(directory):
     expect("Allreduce sweep (/comm, 4 ranks)" in result.stdout, f"comm output:\n{result.stdout}")
     expect(os.listdir(figure_dir) == ["allreduce.png"], f"figures {os.listdir(figure_dir)}")
     check_png(os.path.join(figure_dir, "allreduce.png"))
+
+
+def test_comm_sweep_of_several_collectives(directory):
+    """A sweep of several collectives and dtypes: a section for each table, named by its
+    collective and (other than float) its dtype, and the tables below /comm in comm_tables.csv,
+    each row named by its table; /comm's own table and comm.csv stay as they were."""
+    sample = make_sample(directory, "tables.h5", "--comm-only", "--comm-tables")
+    csv_dir = new_directory(directory, "csv")
+    result = report_ok(sample, "--csv", csv_dir)
+    for heading in ["Allreduce sweep (/comm, 4 ranks)",
+                    "Reduce_scatter sweep in bf16 (/comm/reduce_scatter/bf16, 4 ranks)",
+                    "All_gather sweep (/comm/all_gather/float, 4 ranks)"]:
+        expect(heading in result.stdout, f"no '{heading}' in:\n{result.stdout}")
+    expect("average busbw" in result.stdout, f"no average bus bandwidth in:\n{result.stdout}")
+    expect(sorted(os.listdir(csv_dir)) == ["comm.csv", "comm_tables.csv"],
+           f"CSV files {sorted(os.listdir(csv_dir))}")
+    tables = pd.read_csv(os.path.join(csv_dir, "comm_tables.csv"))
+    expect(list(tables.columns[:2]) == ["table", "bytes"], f"columns {list(tables.columns)}")
+    expect(sorted(set(tables["table"])) == ["all_gather/float", "reduce_scatter/bf16"],
+           f"tables {sorted(set(tables['table']))}")
+    with h5py.File(sample, "r") as f:
+        table = f["comm/reduce_scatter/bf16"]
+        rows = tables[tables["table"] == "reduce_scatter/bf16"]
+        expect(close(rows["out_of_place_seconds_p50"], table["out_of_place_seconds_p50"][()]),
+               "comm_tables out_of_place_seconds_p50 differs from the file")
 
 
 def test_several_files(directory):
@@ -1433,7 +1459,8 @@ def main():
              test_files_before_precisions_read_as_fp32,
              test_convergence_table_and_figures, test_no_convergence_without_its_data,
              test_an_unbounded_interval_end_is_read,
-             test_schema_1_single_run, test_comm_only, test_several_files, test_bad_input,
+             test_schema_1_single_run, test_comm_only, test_comm_sweep_of_several_collectives,
+             test_several_files, test_bad_input,
              test_output_targets_must_be_regular_files_and_directories,
              test_existing_outputs_need_overwrite, test_a_module_that_fails_to_load_is_named,
              test_json_to_standard_output, test_failed_write_leaves_nothing,
