@@ -54,13 +54,6 @@ class LastRankCorrupts final : public comm::AllreduceOnlyCommunicator {
     mpi_.allreduce_sum(values);
     if (rank() == size() - 1 && !values.empty()) values[0] += 1;
   }
-  // The sweep sums with blocking calls only.
-  void start_allreduce_sum(std::span<float> values, const kernels::DeviceEvent&) override {
-    allreduce_sum(values);
-  }
-  void wait_all() override {}
-  double last_exchange_seconds() override { return 0; }
-  bool can_be_captured() const override { return false; }
 
  private:
   comm::MpiGradientCommunicator mpi_;

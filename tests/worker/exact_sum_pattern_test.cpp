@@ -140,13 +140,6 @@ class CorruptingCommunicator final : public comm::AllreduceOnlyCommunicator {
     for (std::size_t i = 0; i < std::min(corrupted_elements_, values.size()); ++i)
       values[values.size() - 1 - i] += 0.5f;
   }
-  // The sweep sums with blocking calls only.
-  void start_allreduce_sum(std::span<float> values, const kernels::DeviceEvent&) override {
-    allreduce_sum(values);
-  }
-  void wait_all() override {}
-  double last_exchange_seconds() override { return 0; }
-  bool can_be_captured() const override { return false; }
 
  private:
   std::size_t corrupted_elements_;

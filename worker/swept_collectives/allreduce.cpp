@@ -9,15 +9,6 @@ namespace dlscale::worker {
 
 namespace {
 
-std::uint64_t whole_message(std::uint64_t elements, int /*ranks*/) { return elements; }
-
-CallLayout layout(std::uint64_t count, int /*ranks*/, int /*rank*/) { return {count, count, 0, 0}; }
-
-void fill_input(std::span<float> input, int rank, int /*ranks*/, std::uint64_t call,
-                comm::GradientDtype dtype) {
-  fill_contribution(input, rank, call, dtype);
-}
-
 std::uint64_t count_wrong(std::span<const float> output, int /*rank*/, int ranks,
                           std::uint64_t call, comm::GradientDtype dtype) {
   return count_wrong_elements(output, ranks, call, dtype);
@@ -42,8 +33,8 @@ extern const SweptCollective swept_allreduce{Collective::allreduce,
                                              analysis::allreduce_bus_factor,
                                              analysis::ring_allreduce_steps,
                                              whole_message,
-                                             layout,
-                                             fill_input,
+                                             one_buffer_each,
+                                             fill_contributions,
                                              count_wrong,
                                              run};
 

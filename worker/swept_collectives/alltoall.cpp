@@ -9,17 +9,9 @@ namespace dlscale::worker {
 
 namespace {
 
-CallLayout layout(std::uint64_t count, int /*ranks*/, int /*rank*/) { return {count, count, 0, 0}; }
-
-// Element k of block j of rank r's input is r's contribution at element j * block + k: the
-// receiver j knows what each sender must have sent it, and a block from the wrong sender or of
-// the wrong destination differs.
-void fill_input(std::span<float> input, int rank, int /*ranks*/, std::uint64_t call,
-                comm::GradientDtype dtype) {
-  fill_contribution(input, rank, call, dtype);
-}
-
-// Block s of this rank's output is block `rank` of rank s's input.
+// Element k of block j of rank r's input is r's contribution at element j * block + k, so block s
+// of this rank's output must be block `rank` of rank s's input: a block from the wrong sender, or
+// meant for another rank, differs.
 std::uint64_t count_wrong(std::span<const float> output, int rank, int ranks, std::uint64_t call,
                           comm::GradientDtype dtype) {
   const std::uint64_t block = output.size() / std::uint64_t(ranks);
@@ -49,8 +41,8 @@ extern const SweptCollective swept_alltoall{
     ring_bus_factor,
     ring_steps,
     whole_pieces,
-    layout,
-    fill_input,
+    one_buffer_each,
+    fill_contributions,
     count_wrong,
     run};
 

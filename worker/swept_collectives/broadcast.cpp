@@ -14,17 +14,8 @@ double whole_message_factor(int /*ranks*/) { return 1; }
 
 double chain_steps(int ranks) { return ranks - 1.0; }
 
-std::uint64_t whole_message(std::uint64_t elements, int /*ranks*/) { return elements; }
-
-CallLayout layout(std::uint64_t count, int /*ranks*/, int /*rank*/) { return {count, count, 0, 0}; }
-
-// Every rank fills its input, although only the root's is sent: a rank that kept its own values
-// differs from the root's in the rank term.
-void fill_input(std::span<float> input, int rank, int /*ranks*/, std::uint64_t call,
-                comm::GradientDtype dtype) {
-  fill_contribution(input, rank, call, dtype);
-}
-
+// The root's contributions. Every rank fills its input, although only the root's is sent: a rank
+// that kept its own values differs from the root's in the rank term.
 std::uint64_t count_wrong(std::span<const float> output, int /*rank*/, int /*ranks*/,
                           std::uint64_t call, comm::GradientDtype dtype) {
   std::uint64_t wrong = 0;
@@ -49,8 +40,8 @@ extern const SweptCollective swept_broadcast{Collective::broadcast,
                                              whole_message_factor,
                                              chain_steps,
                                              whole_message,
-                                             layout,
-                                             fill_input,
+                                             one_buffer_each,
+                                             fill_contributions,
                                              count_wrong,
                                              run};
 

@@ -14,11 +14,6 @@ CallLayout layout(std::uint64_t count, int ranks, int rank) {
   return {count, shard, 0, std::uint64_t(rank) * shard};
 }
 
-void fill_input(std::span<float> input, int rank, int /*ranks*/, std::uint64_t call,
-                comm::GradientDtype dtype) {
-  fill_contribution(input, rank, call, dtype);
-}
-
 // The sums of elements [rank * shard, (rank + 1) * shard) of the whole buffer.
 std::uint64_t count_wrong(std::span<const float> output, int rank, int ranks, std::uint64_t call,
                           comm::GradientDtype dtype) {
@@ -43,7 +38,7 @@ extern const SweptCollective swept_reduce_scatter{
     ring_steps,
     whole_pieces,
     layout,
-    fill_input,
+    fill_contributions,
     count_wrong,
     run};
 

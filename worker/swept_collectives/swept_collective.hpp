@@ -72,11 +72,18 @@ std::vector<std::uint64_t> table_element_counts(const SweptCollective& collectiv
                                                 std::span<const std::uint64_t> sizes_bytes,
                                                 std::size_t element_bytes, int ranks);
 
+// What several collectives share, for their records.
 // The ring's cost structure for the collectives that split a buffer into one piece per rank
 // (reduce-scatter, all-gather, alltoall): n-1 steps, each rank sending (n-1)/n of the buffer.
 double ring_steps(int ranks);
 double ring_bus_factor(int ranks);
-// A row count rounded down to whole pieces of `ranks`.
+// A row count rounded down to whole pieces of `ranks`, or the whole message as it is.
 std::uint64_t whole_pieces(std::uint64_t elements, int ranks);
+std::uint64_t whole_message(std::uint64_t elements, int ranks);
+// Input and output of `count` elements each, one buffer in place.
+CallLayout one_buffer_each(std::uint64_t count, int ranks, int rank);
+// This rank's contributions at the elements 0, 1, ... of its input.
+void fill_contributions(std::span<float> input, int rank, int ranks, std::uint64_t call,
+                        comm::GradientDtype dtype);
 
 }  // namespace dlscale::worker

@@ -1,11 +1,12 @@
-// The collectives `dlscale comm` sweeps, and what they share: the table's row counts and the ring
-// cost structure of the splitting collectives.
+// The collectives `dlscale comm` sweeps, and what they share: the table's row counts, the ring
+// cost structure of the splitting collectives, and the buffers and inputs of several.
 #include "worker/swept_collectives/swept_collective.hpp"
 
 #include <algorithm>
 #include <array>
 
 #include "core/errors.hpp"
+#include "worker/exact_sum_pattern.hpp"
 
 namespace dlscale::worker {
 
@@ -50,6 +51,17 @@ double ring_bus_factor(int ranks) { return (ranks - 1.0) / double(ranks); }
 
 std::uint64_t whole_pieces(std::uint64_t elements, int ranks) {
   return elements / std::uint64_t(ranks) * std::uint64_t(ranks);
+}
+
+std::uint64_t whole_message(std::uint64_t elements, int /*ranks*/) { return elements; }
+
+CallLayout one_buffer_each(std::uint64_t count, int /*ranks*/, int /*rank*/) {
+  return {count, count, 0, 0};
+}
+
+void fill_contributions(std::span<float> input, int rank, int /*ranks*/, std::uint64_t call,
+                        comm::GradientDtype dtype) {
+  fill_contribution(input, rank, call, dtype);
 }
 
 }  // namespace dlscale::worker
