@@ -484,13 +484,13 @@ def comm_display(comm):
 def comm_heading(attrs, path, ranks):
     """"Allreduce sweep (/comm, 4 ranks); fitted ..." for the table at `path`: its collective,
     its dtype where not float, and its fits (the per-step alpha and beta of its collective's
-    model)."""
+    model). The names come from the file, so they are made printable."""
     a = attrs
     collective = a.get(COMM_COLLECTIVE, "allreduce")
-    text = f"{collective[:1].upper()}{collective[1:]} sweep"
+    text = printable(f"{collective[:1].upper()}{collective[1:]} sweep")
     if a.get(COMM_DTYPE, COMM_FLOAT) != COMM_FLOAT:
-        text += f" in {a[COMM_DTYPE]}"
-    text += f" ({path}"
+        text += f" in {printable(a[COMM_DTYPE])}"
+    text += f" ({printable(path)}"
     if ranks is not None:
         text += f", {ranks} ranks"
     text += ")"

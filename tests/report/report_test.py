@@ -873,6 +873,20 @@ def test_comm_sweep_of_several_collectives(directory):
                "comm_tables out_of_place_seconds_p50 differs from the file")
 
 
+def test_comm_table_names_are_printed_escaped(directory):
+    """A table's collective and dtype come from the file: a terminal escape in either is printed
+    as an escape in its section's heading (found by results_files_fuzz_test.py)."""
+    sample = make_sample(directory, "tables.h5", "--comm-only", "--comm-tables")
+    with h5py.File(sample, "a") as f:
+        f["comm"].attrs["collective"] = "\x1b[1mallreduce"
+        f["comm/reduce_scatter/bf16"].attrs["dtype"] = "bf16\x1b[2J"
+    result = report_ok(sample)
+    expect(all(line.isprintable() for line in result.stdout.splitlines()),
+           f"a heading holds unprintable characters:\n{result.stdout!r}")
+    for text in [r"\x1b[1mallreduce sweep (/comm, 4 ranks)", r"in bf16\x1b[2J (/comm"]:
+        expect(text in result.stdout, f"the headings lack {text!r}:\n{result.stdout}")
+
+
 def test_several_files(directory):
     sweep = make_sample(directory, "sweep.h5")
     single = make_sample(directory, "single.h5", "--schema", "1")
@@ -1465,6 +1479,7 @@ def main():
              test_existing_outputs_need_overwrite, test_a_module_that_fails_to_load_is_named,
              test_json_to_standard_output, test_failed_write_leaves_nothing,
              test_damaged_files_give_one_line, test_names_from_the_file_are_printed_escaped,
+             test_comm_table_names_are_printed_escaped,
              test_says_what_it_wrote, test_throughput_axis_is_labelled_at_round_numbers,
              test_scaling_figures_name_the_mean_line_and_the_repeats,
              test_goodput_and_threads_legends_stay_off_the_data,
