@@ -36,9 +36,9 @@ bool fittable(std::span<const double> bytes, std::span<const double> seconds) {
   return two_sizes && positive_times;
 }
 
-// Errors of the line in `fit` over the sizes, and the per-hop constants for `ranks`.
+// Errors of the line in `fit` over the sizes, and the per-hop constants of `hops`.
 void complete(results::AlphaBetaFit& fit, std::span<const double> bytes,
-              std::span<const double> seconds, int ranks) {
+              std::span<const double> seconds, HopModel hops) {
   double squared_relative_errors = 0, max_relative_error = 0;
   for (std::size_t i = 0; i < bytes.size(); ++i) {
     const double predicted = fit.line_intercept_seconds + fit.line_seconds_per_byte * bytes[i];
@@ -48,9 +48,9 @@ void complete(results::AlphaBetaFit& fit, std::span<const double> bytes,
   }
   fit.relative_rms_error = std::sqrt(squared_relative_errors / double(bytes.size()));
   fit.max_relative_error = max_relative_error;
-  if (ranks > 1) {
-    fit.alpha_seconds = fit.line_intercept_seconds / ring_allreduce_steps(ranks);
-    fit.beta_seconds_per_byte = fit.line_seconds_per_byte / allreduce_bus_factor(ranks);
+  if (hops.latency_steps > 0 && hops.bandwidth_factor > 0) {
+    fit.alpha_seconds = fit.line_intercept_seconds / hops.latency_steps;
+    fit.beta_seconds_per_byte = fit.line_seconds_per_byte / hops.bandwidth_factor;
   }
 }
 
@@ -106,8 +106,21 @@ Line non_negative_line(const PieceMoments& p) {
 
 }  // namespace
 
+HopModel ring_allreduce_hops(int ranks) {
+  return {ring_allreduce_steps(ranks), allreduce_bus_factor(ranks)};
+}
+
+AlphaMeaning alpha_meaning(const results::AlphaBetaFit& fit, std::span<const double> seconds) {
+  const double alpha = fit.alpha_seconds;
+  if (std::isnan(alpha) || seconds.empty()) return AlphaMeaning::no_alpha;
+  if (alpha < 0) return AlphaMeaning::negative;
+  if (alpha > *std::min_element(seconds.begin(), seconds.end()))
+    return AlphaMeaning::above_smallest_time;
+  return AlphaMeaning::latency;
+}
+
 results::AlphaBetaFit fit_alpha_beta(std::span<const double> bytes, std::span<const double> seconds,
-                                     int ranks) {
+                                     HopModel hops) {
   check_lengths(bytes, seconds);
   results::AlphaBetaFit fit = unfitted();
   if (!fittable(bytes, seconds)) return fit;
@@ -129,13 +142,14 @@ results::AlphaBetaFit fit_alpha_beta(std::span<const double> bytes, std::span<co
   }
   fit.line_seconds_per_byte = covariance / variance;
   fit.line_intercept_seconds = mean_seconds - fit.line_seconds_per_byte * mean_bytes;
-  complete(fit, bytes, seconds, ranks);
+  complete(fit, bytes, seconds, hops);
   return fit;
 }
 
 results::PiecewiseAlphaBetaFit fit_piecewise_alpha_beta(std::span<const double> bytes,
-                                                        std::span<const double> seconds, int ranks,
-                                                        int max_pieces, int min_sizes_per_piece) {
+                                                        std::span<const double> seconds,
+                                                        HopModel hops, int max_pieces,
+                                                        int min_sizes_per_piece) {
   check_lengths(bytes, seconds);
   results::PiecewiseAlphaBetaFit result{{}, not_a_number, not_a_number};
   if (!fittable(bytes, seconds)) return result;
@@ -197,7 +211,7 @@ results::PiecewiseAlphaBetaFit fit_piecewise_alpha_beta(std::span<const double> 
     piece.fit.line_intercept_seconds = line.intercept;
     piece.fit.line_seconds_per_byte = line.slope;
     complete(piece.fit, std::span(m).subspan(i, j - i + 1), std::span(t).subspan(i, j - i + 1),
-             ranks);
+             hops);
     for (int k = i; k <= j; ++k) {
       const double error = std::abs(t[k] - line.intercept - line.slope * m[k]) / t[k];
       squared_relative_errors += error * error;

@@ -1,20 +1,23 @@
-// Rank 0's analysis of an allreduce sweep: per-size time quantiles and bandwidths, and the
-// alpha-beta fit. Every derived number in a comm file is computed here, once.
+// Rank 0's analysis of a `dlscale comm` sweep: per-size time statistics and bandwidths in both
+// placements, the average bus bandwidth and the alpha-beta fits. Every derived number in a comm
+// file is computed here, once.
 #pragma once
 
 #include <string>
 
+#include "analysis/alpha_beta_fit.hpp"
 #include "results/comm_record.hpp"
 
 namespace dlscale::analysis {
 
-// Fills the statistics of record.sizes (bytes, count and wrong_elements must be set),
-// record.fit and record.piecewise_fit from record.seconds.
-void summarize_comm_sweep(results::CommRecord& record);
+// Fills the statistics of both placements' sizes (bytes, count and wrong_elements must be set)
+// and the fits of `times` from its raw seconds of `ranks` ranks and `iterations` measured calls
+// per size, with the collective's bus bandwidth factor and its model's hops (the fits' alpha and
+// beta).
+void summarize_sweep_times(results::SweepTimes& times, int ranks, int iterations,
+                           double bus_bandwidth_factor, HopModel hops);
 
-// A sweep over one kind of link, summarized as above from the record gathered on its
-// communicator: `link` is intra_node or inter_node, `communicators` how many summed at once.
-results::LinkSweep link_sweep_of(results::CommRecord sweep, const std::string& link,
-                                 int communicators);
+// nccl-tests' "Avg bus bandwidth": the mean busbw p50 over every size, out of place and in place.
+double average_busbw_gbps(const results::SweepTimes& times);
 
 }  // namespace dlscale::analysis

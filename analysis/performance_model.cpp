@@ -29,7 +29,7 @@ results::PiecewiseAlphaBetaFit piecewise_of(const results::PiecewiseAlphaBetaFit
     bytes.push_back(double(size.bytes));
     seconds.push_back(size.seconds_p50);
   }
-  return fit_piecewise_alpha_beta(bytes, seconds, ranks);
+  return fit_piecewise_alpha_beta(bytes, seconds, ring_allreduce_hops(ranks));
 }
 
 bool usable(const results::PiecewiseAlphaBetaFit& fit) {
@@ -55,7 +55,14 @@ NetworkModel uniform_network(double alpha_seconds, double beta_seconds_per_byte,
 }
 
 NetworkModel network_of_sweep(const results::CommRecord& sweep, const std::string& path) {
-  const auto whole = piecewise_of(sweep.piecewise_fit, sweep.sizes, sweep.ranks);
+  const results::CommTable* allreduce = results::float_allreduce_table(sweep);
+  if (allreduce == nullptr)
+    throw UserError(fmt::format(
+        "--comm '{}': the sweep has no allreduce in float, which gradient sums are modelled "
+        "with; run `dlscale comm` with --collective allreduce --dtype float",
+        path));
+  const auto whole =
+      piecewise_of(allreduce->times.piecewise_fit, allreduce->times.sizes, sweep.ranks);
   if (sweep.ranks < 2 || !usable(whole))
     throw UserError(
         fmt::format("--comm '{}': the sweep ran on {} rank(s) and has no per-step "
@@ -71,8 +78,8 @@ NetworkModel network_of_sweep(const results::CommRecord& sweep, const std::strin
       .inter_node_ranks = sweep.ranks,
       .measured_ranks = sweep.ranks};
   bool intra = false, inter = false;
-  for (const auto& link : sweep.links) {
-    const auto fit = piecewise_of(link.piecewise_fit, link.sizes, link.ranks);
+  for (const auto& link : allreduce->links) {
+    const auto fit = piecewise_of(link.times.piecewise_fit, link.times.sizes, link.ranks);
     if (link.ranks < 2 || !usable(fit)) continue;
     if (link.link == "intra_node") {
       network.intra_node = fit;

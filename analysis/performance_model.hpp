@@ -40,9 +40,10 @@ struct NetworkModel {
 NetworkModel uniform_network(double alpha_seconds, double beta_seconds_per_byte,
                              std::string source);
 
-// From a `dlscale comm` sweep: its piecewise fit (computed from its p50 times for files written
-// before it was stored), for the links it measured; a link it did not measure borrows the other's,
-// and a note says so. Throws UserError for a sweep on one rank (no hop to fit).
+// From a `dlscale comm` sweep: its float allreduce's piecewise fit (computed from its p50 times
+// for files written before it was stored), for the links it measured; a link it did not measure
+// borrows the other's, and a note says so. Throws UserError for a sweep without a float allreduce
+// or on one rank (no hop to fit).
 NetworkModel network_of_sweep(const results::CommRecord& sweep, const std::string& path);
 
 enum class AllreduceAlgorithm { ring, tree };

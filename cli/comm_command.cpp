@@ -1,7 +1,8 @@
-// `dlscale comm`: options -> a checked sweep plan on every rank -> the sweep's driver. A bad
-// option ends every rank with one line and status 2.
+// `dlscale comm`: options -> a checked sweep plan (a table per collective and dtype) on every rank
+// -> the sweep's driver. A bad option ends every rank with one line and status 2.
 #include "cli/comm_command.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 
@@ -19,8 +20,9 @@
 #include "core/number_format.hpp"
 #include "kernels/device_factory.hpp"
 #include "results/output_file.hpp"
-#include "worker/allreduce_sweep.hpp"
+#include "worker/collective_sweep.hpp"
 #include "worker/exact_sum_pattern.hpp"
+#include "worker/swept_collectives/swept_collective.hpp"
 
 namespace dlscale::cli {
 
@@ -32,7 +34,7 @@ struct ValidatedSweep {
   CommOptions options;
   kernels::DeviceKind device = kernels::DeviceKind::cpu;
   comm::Backend backend = comm::Backend::mpi;
-  std::vector<std::uint64_t> element_counts;
+  std::vector<coordinator::CommSweepTablePlan> tables;
   std::filesystem::path output_path;  // rank 0 only
 };
 
@@ -41,10 +43,11 @@ std::string default_output_name(int ranks, std::chrono::system_clock::time_point
                      fmt::gmtime(std::chrono::system_clock::to_time_t(start)));
 }
 
-// Refuses a sweep whose largest buffer, on every rank of this host, would not fit in memory,
+// Refuses a sweep whose largest buffers, on every rank of this host, would not fit in memory,
 // keeping a tenth of it for MPI, libraries and the OS (as worker::check_memory_fits does).
-void check_sweep_fits_in_memory(std::uint64_t largest_message_bytes, int ranks_on_host) {
-  const std::uint64_t per_rank = worker::allreduce_sweep_bytes_per_rank(largest_message_bytes);
+void check_sweep_fits_in_memory(std::uint64_t largest_message_bytes,
+                                std::uint64_t largest_row_elements, int ranks_on_host) {
+  const std::uint64_t per_rank = worker::collective_sweep_bytes_per_rank(largest_row_elements);
   const std::uint64_t host_total = per_rank * std::uint64_t(ranks_on_host);
   const std::uint64_t available = available_memory_bytes();
   if (double(host_total) <= 0.9 * double(available)) return;
@@ -55,6 +58,35 @@ void check_sweep_fits_in_memory(std::uint64_t largest_message_bytes, int ranks_o
       ranks_on_host, format_bytes(available)));
 }
 
+// Each collective in each dtype, its rows on `ranks` ranks. Refuses a table without a row (every
+// size smaller than one element per rank) and sums that the dtype cannot hold exactly on so many
+// ranks.
+std::vector<coordinator::CommSweepTablePlan> plan_tables(const CommOptions& options, int ranks) {
+  const std::vector<std::uint64_t> sizes = sweep_sizes_bytes(options);
+  std::vector<coordinator::CommSweepTablePlan> tables;
+  for (const worker::Collective collective : options.collectives)
+    for (const comm::GradientDtype dtype : options.dtypes) {
+      const worker::SweptCollective& record = worker::swept_collective(collective);
+      const char* const dtype_name = comm::comm_dtype_names(dtype);
+      if (record.sums && ranks > worker::exact_sum_max_ranks(dtype))
+        throw UserError(fmt::format(
+            "--collective {} --dtype {}: dlscale comm checks exact sums in {} on at most {} "
+            "ranks, not {}",
+            record.name, dtype_name, dtype_name, worker::exact_sum_max_ranks(dtype), ranks));
+      const std::size_t element_bytes = comm::sent_bytes_per_element(dtype);
+      auto rows = worker::table_element_counts(record, sizes, element_bytes, ranks);
+      if (rows.empty())
+        throw UserError(fmt::format(
+            "-e/--maxbytes: {} on {} ranks in {} needs at least {} bytes (one element per rank); "
+            "the largest size is {} bytes",
+            record.name, ranks, dtype_name,
+            record.row_count(1, ranks) == 1 ? element_bytes : element_bytes * std::uint64_t(ranks),
+            sizes.back()));
+      tables.push_back({collective, dtype, std::move(rows)});
+    }
+  return tables;
+}
+
 ValidatedSweep validate(int argc, char** argv, const comm::MpiSession& mpi, int ranks_on_host,
                         std::chrono::system_clock::time_point start) {
   ValidatedSweep sweep;
@@ -62,14 +94,15 @@ ValidatedSweep validate(int argc, char** argv, const comm::MpiSession& mpi, int 
   if (sweep.options.action != CommOptions::Action::sweep) return sweep;
   const kernels::DeviceRecord& device = kernels::find_device(sweep.options.device);
   const comm::BackendRecord& backend = comm::find_backend(sweep.options.comm);
-  comm::check_backend(backend, device);
+  for (const comm::GradientDtype dtype : sweep.options.dtypes)
+    comm::check_backend(backend, device, dtype);
   sweep.device = device.kind;
   sweep.backend = backend.backend;
-  if (mpi.world_size() > worker::exact_sum_max_ranks)
-    throw UserError(fmt::format("dlscale comm checks exact sums on at most {} ranks, not {}",
-                                worker::exact_sum_max_ranks, mpi.world_size()));
-  sweep.element_counts = sweep_element_counts(sweep.options);
-  check_sweep_fits_in_memory(sweep.element_counts.back() * sizeof(float), ranks_on_host);
+  sweep.tables = plan_tables(sweep.options, mpi.world_size());
+  std::uint64_t largest_row = 0;
+  for (const auto& table : sweep.tables)
+    largest_row = std::max(largest_row, table.row_counts.back());
+  check_sweep_fits_in_memory(sweep_sizes_bytes(sweep.options).back(), largest_row, ranks_on_host);
   if (mpi.world_rank() == 0) {
     sweep.output_path = sweep.options.output_path.empty()
                             ? default_output_name(mpi.world_size(), start)
@@ -96,9 +129,9 @@ int comm_command(int argc, char** argv) {
       return 0;
     }
     const coordinator::CommSweepPlan plan{
-        sweep.element_counts, {sweep.options.warmup_iterations, sweep.options.measured_iterations},
-        sweep.device,         sweep.backend,
-        sweep.output_path,    sweep.options.overwrite};
+        sweep.tables,      {sweep.options.warmup_iterations, sweep.options.measured_iterations},
+        sweep.device,      sweep.backend,
+        sweep.output_path, sweep.options.overwrite};
     return coordinator::run_comm_sweep_plan(plan, mpi, file_origin("comm", argc, argv, start));
   });
 }

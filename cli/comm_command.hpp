@@ -1,4 +1,4 @@
-// `dlscale comm`: the allreduce microbenchmark beside the training benchmark.
+// `dlscale comm`: the collectives' microbenchmark beside the training benchmark.
 #pragma once
 
 namespace dlscale::cli {

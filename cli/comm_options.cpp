@@ -13,8 +13,10 @@
 #include <boost/program_options.hpp>
 
 #include "cli/command_setup.hpp"
+#include "cli/count_list.hpp"
 #include "comm/communicator_factory.hpp"
 #include "core/errors.hpp"
+#include "core/named_records.hpp"
 
 namespace dlscale::cli {
 
@@ -32,13 +34,22 @@ std::string devices_backends_need() {
   return fmt::format("{}", fmt::join(pairs, ", "));
 }
 
-constexpr std::uint64_t float_bytes = 4;
+// "allreduce (size: ...; busbw = algbw * 2(n-1)/n), ...": the collectives from their records.
+std::string collectives_with_conventions() {
+  std::vector<std::string> entries;
+  for (const worker::SweptCollective* collective : worker::swept_collectives())
+    entries.push_back(fmt::format("{} (size: {}; busbw = algbw * {})", collective->name,
+                                  collective->size_meaning, collective->bus_factor_formula));
+  return fmt::format("{}", fmt::join(entries, ", "));
+}
 
 // Sizes and numbers are read as text and signed 64-bit, so "-3" and "1.5M" reach our checks
-// instead of wrapping or failing with a generic message.
+// instead of wrapping or failing with a generic message; lists of names as text.
 struct RawValues {
   std::string minimum_bytes = "8", maximum_bytes = "64M", step_bytes;
   long long step_factor = 0, iterations = 0, warmup = 0;
+  std::string collectives = worker::swept_allreduce.name;
+  std::string dtypes = comm::comm_dtype_names(comm::GradientDtype::fp32);
 };
 
 po::options_description option_descriptions(CommOptions& options, RawValues& raw) {
@@ -52,18 +63,25 @@ po::options_description option_descriptions(CommOptions& options, RawValues& raw
       "stepfactor,f", po::value(&raw.step_factor),
       "multiply the size by this whole number >= 2 from one message to the next (default 2)")(
       "stepbytes,i", po::value(&raw.step_bytes),
-      "add this many bytes (>= 4) instead of multiplying");
+      "add this many bytes (at least one element of every --dtype) instead of multiplying");
   // clang-format on
 
   po::options_description measuring("Measuring");
   // clang-format off
   measuring.add_options()
+      ("collective", po::value(&raw.collectives)->default_value(raw.collectives),
+       ("the collectives to sweep, comma-separated, a table each; sizes count what nccl-tests "
+        "counts: " + collectives_with_conventions()).c_str())
+      ("dtype", po::value(&raw.dtypes)->default_value(raw.dtypes),
+       ("the element types on the wire, comma-separated, a table each: " +
+        fmt::format("{}", fmt::join(comm::comm_dtype_names.all(), " or ")) +
+        " (bf16: roundings of the floats, as --grad-dtype bf16 sends gradients)").c_str())
       ("iters,n", po::value(&raw.iterations)->default_value(defaults.measured_iterations),
-       "measured allreduce calls per size")
+       "measured calls per size, out of place and again in place")
       ("warmup,w", po::value(&raw.warmup)->default_value(defaults.warmup_iterations),
        "warm-up calls per size, checked but not timed into the statistics")
       ("comm", po::value(&options.comm)->default_value(defaults.comm),
-       ("allreduce backend, the same one training uses: " +
+       ("backend, the same one training uses: " +
         listed_choices(comm::backend_records(), false)).c_str())
       ("device", po::value(&options.device),
        ("where the buffers live: " + listed_choices(kernels::device_records(), false) +
@@ -94,11 +112,24 @@ void check_values(CommOptions& options, const RawValues& raw, const po::variable
       if (backend.name == options.comm && backend.only_device) device = *backend.only_device;
     options.device = kernels::device_record(device).name;
   }
+  options.collectives = parse_name_list(
+      raw.collectives, "--collective",
+      [](const std::string& name) { return worker::find_swept_collective(name).collective; });
+  options.dtypes = parse_name_list(raw.dtypes, "--dtype", [](const std::string& name) {
+    return enum_named(comm::comm_dtype_names, name, "--dtype", "dtype");
+  });
+  // Every size must hold one element of every dtype.
+  const comm::GradientDtype widest =
+      *std::max_element(options.dtypes.begin(), options.dtypes.end(), [](auto a, auto b) {
+        return comm::sent_bytes_per_element(a) < comm::sent_bytes_per_element(b);
+      });
+  const std::uint64_t element_bytes = comm::sent_bytes_per_element(widest);
+  const char* const element_name = comm::comm_dtype_names(widest);
   options.minimum_bytes = parse_byte_size(raw.minimum_bytes, "-b/--minbytes");
   options.maximum_bytes = parse_byte_size(raw.maximum_bytes, "-e/--maxbytes");
-  if (options.minimum_bytes < float_bytes)
-    throw UserError(fmt::format("-b/--minbytes must be at least {} bytes (one float32), got {}",
-                                float_bytes, options.minimum_bytes));
+  if (options.minimum_bytes < element_bytes)
+    throw UserError(fmt::format("-b/--minbytes must be at least {} bytes (one {} element), got {}",
+                                element_bytes, element_name, options.minimum_bytes));
   if (options.minimum_bytes > options.maximum_bytes)
     throw UserError(fmt::format("-b/--minbytes ({} bytes) is larger than -e/--maxbytes ({} bytes)",
                                 options.minimum_bytes, options.maximum_bytes));
@@ -108,9 +139,10 @@ void check_values(CommOptions& options, const RawValues& raw, const po::variable
   if (adds) {
     options.step_kind = CommOptions::Step::add;
     options.step = parse_byte_size(raw.step_bytes, "-i/--stepbytes");
-    if (options.step < float_bytes)
-      throw UserError(fmt::format("-i/--stepbytes must be at least {} bytes (one float32), got {}",
-                                  float_bytes, options.step));
+    if (options.step < element_bytes)
+      throw UserError(
+          fmt::format("-i/--stepbytes must be at least {} bytes (one {} element), got {}",
+                      element_bytes, element_name, options.step));
   } else if (values.count("stepfactor")) {
     if (raw.step_factor < 2)
       throw UserError(
@@ -137,7 +169,7 @@ void check_values(CommOptions& options, const RawValues& raw, const po::variable
         "-o/--out '{}': the results file name must end in .h5 (in nccl-tests -o picks the "
         "reduction; dlscale comm always sums, as data-parallel training does)",
         options.output_path));
-  if (sweep_element_counts(options).size() > max_sweep_sizes)
+  if (sweep_sizes_bytes(options).size() > max_sweep_sizes)
     throw UserError(
         fmt::format("the sweep would have more than {} message sizes; use a larger "
                     "-f/--stepfactor or -i/--stepbytes",
@@ -205,11 +237,11 @@ CommOptions parse_comm_options(const std::vector<std::string>& arguments) {
   return options;
 }
 
-std::vector<std::uint64_t> sweep_element_counts(const CommOptions& options) {
-  std::vector<std::uint64_t> counts;
+std::vector<std::uint64_t> sweep_sizes_bytes(const CommOptions& options) {
+  std::vector<std::uint64_t> sizes;
   for (std::uint64_t bytes = options.minimum_bytes; bytes <= options.maximum_bytes;) {
-    counts.push_back(bytes / float_bytes);
-    if (counts.size() > max_sweep_sizes) break;  // enough to tell the caller it is too many
+    sizes.push_back(bytes);
+    if (sizes.size() > max_sweep_sizes) break;  // enough to tell the caller it is too many
     // Stop before the next size could pass maximum_bytes, which also keeps it from overflowing.
     if (options.step_kind == CommOptions::Step::multiply) {
       if (bytes > options.maximum_bytes / options.step) break;
@@ -219,7 +251,7 @@ std::vector<std::uint64_t> sweep_element_counts(const CommOptions& options) {
       bytes += options.step;
     }
   }
-  return counts;
+  return sizes;
 }
 
 std::string comm_help_text() {
@@ -229,28 +261,36 @@ std::string comm_help_text() {
   visible.add(option_descriptions(options, raw));
   std::ostringstream text;
   text
-      << "dlscale comm: how fast is an allreduce between these ranks? Like nccl-tests'\n"
-         "all_reduce_perf, it sweeps message sizes and times in-place float32 sum allreduces\n"
-         "through the communicator that training uses. Every result is checked against the exact\n"
-         "sum. Rank 0 prints time and bandwidth per size, fits the latency-bandwidth model\n"
-         "t(m) = a + b*m and writes everything to one HDF5 file (read by `dlscale predict`).\n\n"
+      << "dlscale comm: how fast are the collectives of data parallelism between these ranks?\n"
+         "Like nccl-tests, it sweeps message sizes and times each collective (--collective) in\n"
+         "each dtype (--dtype) out of place and in place, through the communicator that training\n"
+         "uses. Every result is checked against the exact one. Rank 0 prints a table per\n"
+         "collective and dtype, fits the latency-bandwidth model t(m) = a + b*m to each and\n"
+         "writes everything to one HDF5 file (whose float allreduce `dlscale predict` reads).\n\n"
          "Usage: mpirun -np N dlscale comm [options]"
       << visible
-      << "\nSizes are rounded down to whole float32 elements (4 bytes): -b 10 sends 2 floats.\n"
+      << "\nSizes are nccl-tests': the whole buffer for reduce_scatter (the input), all_gather "
+         "(the\n"
+         "output) and alltoall (what each rank sends), the message for allreduce and broadcast.\n"
+         "Each is rounded down to whole elements (4 bytes for float, 2 for bf16: -b 10 sends 2\n"
+         "floats), and for reduce_scatter, all_gather and alltoall to whole elements per rank.\n"
          "\nExamples:\n"
          "  mpirun -np 2 dlscale comm -b 8 -e 64M -f 2 --out comm.h5\n"
          "      8 B, 16 B, 32 B, ..., 64 MiB: 24 sizes, each 5 warm-up + 20 measured calls\n"
+         "  mpirun -np 4 dlscale comm --collective reduce_scatter,all_gather --dtype float,bf16\n"
+         "      ZeRO's two collectives, in float and in bf16: four tables\n"
          "  mpirun -np 4 dlscale comm --minbytes=1M --maxbytes=8M --stepbytes=1M -n 50\n"
-         "  mpirun -np 8 dlscale comm --comm nccl -b 8 -e 1G -f 2   (one GPU per rank)\n"
          "      1, 2, ..., 8 MiB, 50 measured calls each\n"
-         "\nColumns: time p50 and p95 are the median and 95th percentile over the measured calls,\n"
-         "each call timed at its slowest rank (microseconds). algbw = size / time and\n"
-         "busbw = algbw * 2(n-1)/n, in GB/s (10^9 bytes/s); busbw is comparable across rank\n"
-         "counts. #wrong counts elements that differed from the exact sum.\n"
+         "  mpirun -np 8 dlscale comm --comm nccl -b 8 -e 1G -f 2   (one GPU per rank)\n"
+         "\nColumns, out of place and then in place: the p50, p95, mean, min and max of the\n"
+         "measured calls, each call timed at its slowest rank (microseconds); algbw = size / time\n"
+         "and busbw = algbw * the collective's factor, at the p50 time, in GB/s (10^9 bytes/s);\n"
+         "busbw is comparable across rank counts. #wrong counts elements that differed from the\n"
+         "exact result. Under each table: nccl-tests' Avg bus bandwidth and the fits.\n"
          "\nExit status: 0 on success, 2 for a bad option or input, 1 for a failure while "
          "running,\n"
-         "including any wrong sum (then no results file is written).\n"
-         "docs/communication.md explains the table, the fit and the file.\n";
+         "including any wrong result (then no results file is written).\n"
+         "docs/communication.md explains the tables, the fits and the file.\n";
   return text.str();
 }
 

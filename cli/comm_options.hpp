@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "comm/communicator_factory.hpp"
+#include "worker/swept_collectives/swept_collective.hpp"
 
 namespace dlscale::cli {
 
@@ -15,13 +16,17 @@ struct CommOptions {
   enum class Action { sweep, show_help };
   Action action = Action::sweep;
 
+  // The tables: each collective in each dtype, in the order given.
+  std::vector<worker::Collective> collectives = {worker::Collective::allreduce};
+  std::vector<comm::GradientDtype> dtypes = {comm::GradientDtype::fp32};
+
   // Message sizes: minimum_bytes, then each size times step (multiply) or plus step (add), up to
-  // maximum_bytes. Each is rounded down to whole float32 elements when the sweep is made.
+  // maximum_bytes. Each table rounds them down to its rows (worker::table_element_counts).
   enum class Step { multiply, add };
   std::uint64_t minimum_bytes = 8;
   std::uint64_t maximum_bytes = std::uint64_t(64) << 20;
   Step step_kind = Step::multiply;
-  std::uint64_t step = 2;  // the factor (>= 2) or the bytes (>= 4)
+  std::uint64_t step = 2;  // the factor (>= 2) or the bytes (>= one element of every dtype)
 
   int measured_iterations = 20;
   int warmup_iterations = 5;
@@ -41,9 +46,8 @@ std::uint64_t parse_byte_size(std::string_view text, std::string_view option);
 // `arguments` excludes the program name and subcommand. Throws UserError naming the option.
 CommOptions parse_comm_options(const std::vector<std::string>& arguments);
 
-// Element counts (float32) of the sweep, smallest first: each size of the sequence rounded down
-// to a multiple of 4 bytes. Validated options give distinct, non-zero counts.
-std::vector<std::uint64_t> sweep_element_counts(const CommOptions& options);
+// The sizes of the sweep in bytes, smallest first, as the options make the sequence.
+std::vector<std::uint64_t> sweep_sizes_bytes(const CommOptions& options);
 
 std::string comm_help_text();
 

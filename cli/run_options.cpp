@@ -312,14 +312,12 @@ int positive(long long value, const char* option) {
 // The precisions of --precision NAME[,NAME...], in the order given, each one the device offers.
 std::vector<kernels::Precision> parse_precisions(const std::string& text,
                                                  const std::string& device_name) {
-  std::vector<kernels::Precision> precisions;
-  for (const std::string_view field : split_list(text)) {
-    const std::string name(field);
-    require_choice("--precision", "precision", name, kernels::precision_names.all());
-    const kernels::Precision precision = *kernels::precision_names.named(name);
-    if (std::find(precisions.begin(), precisions.end(), precision) != precisions.end())
-      throw UserError(fmt::format("--precision {}: {} is listed twice", text, name));
-    precisions.push_back(precision);
+  const std::vector<kernels::Precision> precisions =
+      parse_name_list(text, "--precision", [](const std::string& name) {
+        return enum_named(kernels::precision_names, name, "--precision", "precision");
+      });
+  for (const kernels::Precision precision : precisions) {
+    const std::string name = kernels::precision_names(precision);
     std::vector<std::string> offering;
     for (const kernels::DeviceRecord& device : kernels::device_records())
       if (offers(device, precision)) offering.push_back(fmt::format("--device {}", device.name));

@@ -94,32 +94,32 @@ int HierarchicalAllreduce::host_barrier() {
   return status;
 }
 
-int HierarchicalAllreduce::run(float* values, std::size_t count) {
+int HierarchicalAllreduce::run(const float* input, float* sum, std::size_t count) {
   int status = MPI_SUCCESS;
   for (std::size_t offset = 0; offset < count && status == MPI_SUCCESS; offset += slot_count_) {
     const std::size_t piece = std::min(slot_count_, count - offset);
-    status = bf16_sum_ ? run_piece<std::uint16_t>(values + offset, piece)
-                       : run_piece<float>(values + offset, piece);
+    status = bf16_sum_ ? run_piece<std::uint16_t>(input + offset, sum + offset, piece)
+                       : run_piece<float>(input + offset, sum + offset, piece);
   }
   return status;
 }
 
 template <typename Element>
-int HierarchicalAllreduce::run_piece(float* values, std::size_t count) {
+int HierarchicalAllreduce::run_piece(const float* input, float* sum, std::size_t count) {
   const auto slice_begin = [&](int slice) { return count * std::size_t(slice) / host_size_; };
   auto* const slots = static_cast<Element*>(slots_);
   Element* my_slot = slots + std::size_t(host_rank_) * slot_count_;
-  store({values, count}, my_slot);
+  store({input, count}, my_slot);
   int status = host_barrier();
   if (status != MPI_SUCCESS) return status;
 
   // Reduce-scatter: slice host_rank_ of every slot, summed in slot order into my slot.
   const std::size_t begin = slice_begin(host_rank_), end = slice_begin(host_rank_ + 1);
   for (std::size_t i = begin; i < end; ++i) {
-    Element sum = slots[i];
+    Element total = slots[i];
     for (int slot = 1; slot < host_size_; ++slot)
-      sum = add(sum, slots[std::size_t(slot) * slot_count_ + i]);
-    my_slot[i] = sum;
+      total = add(total, slots[std::size_t(slot) * slot_count_ + i]);
+    my_slot[i] = total;
   }
   if (hosts_ > 1 && end > begin) {
     constexpr bool bf16 = std::is_same_v<Element, std::uint16_t>;
@@ -134,7 +134,7 @@ int HierarchicalAllreduce::run_piece(float* values, std::size_t count) {
   // Allgather: each slice from the slot of the rank that summed it.
   for (int slice = 0; slice < host_size_; ++slice) {
     const std::size_t from = slice_begin(slice), to = slice_begin(slice + 1);
-    load(slots + std::size_t(slice) * slot_count_ + from, {values + from, to - from});
+    load(slots + std::size_t(slice) * slot_count_ + from, {sum + from, to - from});
   }
   const int read = host_barrier();  // before the next piece overwrites the slots
   return status == MPI_SUCCESS ? read : status;

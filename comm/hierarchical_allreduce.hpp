@@ -8,7 +8,8 @@
 // between hosts (half the bytes), and the readers widen the summed slices back to float.
 // The same window and communicators serve sharded data parallelism's reduce-scatter and
 // all-gather (reduce_scatter() and all_gather() below), the two halves of this allreduce on their
-// own. Constructed once per communicator, like a gloo algorithm; run() per buffer.
+// own. Constructed once per communicator, like a gloo algorithm; run() per buffer. In place or
+// out of place alike: every step reads a piece of the input before it writes that piece's sums.
 #pragma once
 
 #include <cstddef>
@@ -31,10 +32,11 @@ class HierarchicalAllreduce {
   HierarchicalAllreduce(const HierarchicalAllreduce&) = delete;
   HierarchicalAllreduce& operator=(const HierarchicalAllreduce&) = delete;
 
-  // Sums `count` floats in place across every rank of the communicator; the same bits on every
-  // rank. Collective. Returns an MPI error code (MPI_SUCCESS), for the communication thread to
-  // report. Buffers larger than the window go through in pieces.
-  int run(float* values, std::size_t count);
+  // Sums `count` floats of `input` across every rank of the communicator into `sum` (the same
+  // memory, or none of it); the same bits on every rank. Collective. Returns an MPI error code
+  // (MPI_SUCCESS), for the communication thread to report. Buffers larger than the window go
+  // through in pieces.
+  int run(const float* input, float* sum, std::size_t count);
 
   // Rank r receives in `shard` the sum of elements [r * shard_count, (r + 1) * shard_count) of
   // every rank's `full`: the host's ranks write their full buffers into the window, host rank j
@@ -49,7 +51,7 @@ class HierarchicalAllreduce {
  private:
   // Element is float (fp32 sums) or std::uint16_t (bf16 sums): what the slots hold.
   template <typename Element>
-  int run_piece(float* values, std::size_t count);
+  int run_piece(const float* input, float* sum, std::size_t count);
   template <typename Element>
   int reduce_scatter_piece(const float* full, float* shard, std::size_t shard_count,
                            std::size_t offset, std::size_t count);

@@ -1,6 +1,6 @@
-// GradientCommunicator on MPI: MPI_Allreduce in place on host memory, MPI_Reduce_scatter_block and
-// MPI_Allgather for sharded data parallelism; collectives started in the background (overlapping
-// backward) run on a communication thread, as Horovod's do. Device memory
+// GradientCommunicator on MPI: MPI_Allreduce on host memory, MPI_Reduce_scatter_block,
+// MPI_Allgather, MPI_Bcast and MPI_Alltoall for the other collectives; collectives started in the
+// background (overlapping backward) run on a communication thread, as Horovod's do. Device memory
 // that is not host memory is staged through a host buffer (MPI here is not CUDA-aware), so
 // several ranks may share one GPU, which NCCL refuses.
 #pragma once
@@ -32,7 +32,8 @@ enum class BackgroundSums {
   nonblocking_collectives,
   // Blocking calls of dlscale's hierarchical allreduce (backend "mpi-hier"): shared memory
   // inside each host, MPI between hosts (comm/hierarchical_allreduce.hpp), for the sums and
-  // for the reduce-scatter and all-gather alike.
+  // for the reduce-scatter and all-gather alike. Broadcast and alltoall have no hierarchical
+  // form here: they are the flat blocking calls of "mpi".
   hierarchical,
 };
 
@@ -54,42 +55,56 @@ class MpiGradientCommunicator final : public GradientCommunicator {
   int size() const override { return size_; }
 
   void allreduce_sum(std::span<float> values) override;
+  void allreduce_sum_out_of_place(std::span<const float> input, std::span<float> sum) override;
   void start_allreduce_sum(std::span<float> values, const kernels::DeviceEvent& ready) override;
   void reduce_scatter_sum(std::span<const float> full, std::span<float> shard) override;
   void all_gather(std::span<const float> shard, std::span<float> full) override;
+  void broadcast(std::span<const float> input, std::span<float> output, int root) override;
+  void alltoall(std::span<const float> input, std::span<float> output) override;
   void start_reduce_scatter_sum(std::span<const float> full, std::span<float> shard,
                                 const kernels::DeviceEvent& ready) override;
   void start_all_gather(std::span<const float> shard, std::span<float> full,
                         const kernels::DeviceEvent& ready) override;
+  void start_broadcast(std::span<const float> input, std::span<float> output, int root,
+                       const kernels::DeviceEvent& ready) override;
+  void start_alltoall(std::span<const float> input, std::span<float> output,
+                      const kernels::DeviceEvent& ready) override;
   void wait_all() override;
   double last_exchange_seconds() override;
   bool can_be_captured() const override { return false; }
 
  private:
-  enum class Collective { allreduce_sum, reduce_scatter_sum, all_gather };
-  // One collective for the communication thread. An allreduce sums `result` in place (`input`
-  // is the same memory).
+  enum class Collective { allreduce_sum, reduce_scatter_sum, all_gather, broadcast, alltoall };
+  // One collective, blocking or for the communication thread. An in-place allreduce sums
+  // `result`, and `input` is the same memory; `root` is a broadcast's.
   struct StartedCollective {
     Collective collective;
     std::span<const float> input;
     std::span<float> result;
     const kernels::DeviceEvent* ready;
+    int root = 0;
   };
   // A collective being run by non-blocking calls in bf16: the rounded values MPI sends (and an
-  // allreduce or all-gather receives in place), the shard a reduce-scatter receives, and the
-  // floats the received values are widened into once every request completes.
+  // allreduce, all-gather or broadcast receives in place), the values a reduce-scatter or alltoall
+  // receives apart, and the floats the received values are widened into once every request
+  // completes.
   struct RoundedBucket {
     std::span<float> result;
-    std::vector<std::uint16_t> rounded, received_shard;
-    bool received_in_shard = false;
+    std::vector<std::uint16_t> rounded, received;
+    bool received_apart = false;
   };
 
-  // Sums host memory in place with blocking calls; device memory through staging_.
-  int sum_in_pieces(std::span<float> values, std::size_t piece_count);
+  // Sums `input` into `sum` with blocking calls (in place where they are the same memory) on host
+  // memory; device memory through staging_.
+  int sum_in_pieces(std::span<const float> input, std::span<float> sum, std::size_t piece_count);
   // Runs `work` with blocking calls, staging device memory through the host.
   int run_blocking(const StartedCollective& work, std::size_t piece_count);
+  // The collectives other than the sum on host memory, blocking.
+  int run_on_host(const StartedCollective& work);
   int reduce_scatter_on_host(std::span<const float> full, std::span<float> shard);
   int all_gather_on_host(std::span<const float> shard, std::span<float> full);
+  int broadcast_on_host(std::span<const float> input, std::span<float> output, int root);
+  int alltoall_on_host(std::span<const float> input, std::span<float> output);
   // Starts `work` (host memory) with non-blocking calls, adding its requests to in_flight.
   int start_nonblocking(const StartedCollective& work, std::vector<MPI_Request>& in_flight);
   void start_in_background(const StartedCollective& work);
@@ -97,8 +112,10 @@ class MpiGradientCommunicator final : public GradientCommunicator {
 
   kernels::Device& device_;
   std::unique_ptr<HierarchicalAllreduce> hierarchical_;  // for BackgroundSums::hierarchical
-  // Host copies of a device buffer's input and result.
-  std::vector<float> staging_, staging_result_;
+  GradientDtype dtype_;
+  // Host copies of a device buffer's input and result; the shard an in-place reduce-scatter
+  // receives before it is copied into place.
+  std::vector<float> staging_, staging_result_, received_shard_;
   // GradientDtype::bf16 outside hierarchical_ (which has its own): the operation that sums bf16,
   // and the rounded values blocking calls send and receive.
   std::unique_ptr<Bf16SumOperation> bf16_sum_;

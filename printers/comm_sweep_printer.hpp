@@ -1,5 +1,7 @@
-// The table rank 0 prints for `dlscale comm`, laid out like nccl-tests' all_reduce_perf, and the
-// alpha-beta fit under it. It only formats; every number comes from the CommRecord.
+// The tables rank 0 prints for `dlscale comm`, one per collective and dtype, laid out like
+// nccl-tests' (out-of-place columns, then in-place), each with its footer: the wrong elements, the
+// average bus bandwidth and the alpha-beta fits. It only formats; every number comes from the
+// CommRecord.
 #pragma once
 
 #include <string>
@@ -8,6 +10,6 @@
 
 namespace dlscale::printers {
 
-std::string format_comm_table(const results::CommRecord& record);
+std::string format_comm_tables(const results::CommRecord& record);
 
 }  // namespace dlscale::printers

@@ -24,7 +24,7 @@ from matplotlib.ticker import (FixedLocator, FuncFormatter, MaxNLocator,  # noqa
                                NullFormatter, NullLocator, ScalarFormatter)
 
 from dlscale_results import (COMM_LINE_INTERCEPT, COMM_LINE_SLOPE, COMM_BUSBW_P50, COMM_BUSBW_P95,  # noqa: E402
-                             COMM_BYTES, COMM_LINE_RMS, COMM_PIECE_MAX_BYTES,
+                             COMM_ALLREDUCE, COMM_BYTES, COMM_COLLECTIVE, COMM_LINE_RMS, COMM_PIECE_MAX_BYTES,
                              COMM_PIECE_MIN_BYTES, COMM_PIECEWISE_RMS, COMM_RANKS, PHASES,
                              PREDICTED_EFFICIENCY, STUDY_PRECISION, STUDY_REPEAT, STUDY_THREADS,
                              human_bytes, plural, printable, sweep_order, time_unit)
@@ -502,7 +502,10 @@ def resources_figure(results, run, panels):
 
 
 def has_sweep(results):
-    return results.comm is not None and COMM_BUSBW_P50 in results.comm
+    """Whether /comm holds the allreduce sweep that the training runs' gradient sums are drawn
+    against (a sweep of the other collectives alone has none)."""
+    return (results.comm is not None and COMM_BUSBW_P50 in results.comm
+            and results.comm_attrs.get(COMM_COLLECTIVE) == COMM_ALLREDUCE)
 
 
 def rms_text(results, name):

@@ -25,7 +25,8 @@ try:
     import numpy as np
     import pandas as pd
 
-    from dlscale_results import (COMM_ALGBW_P50, COMM_ALPHA, COMM_BETA, COMM_BUSBW_P50,
+    from dlscale_results import (COMM_ALGBW_P50, COMM_ALPHA, COMM_AVERAGE_BUSBW, COMM_BETA,
+                                 COMM_BUSBW_P50, COMM_COLLECTIVE, COMM_DTYPE, COMM_FLOAT,
                                  COMM_LINE_INTERCEPT, COMM_LINE_SLOPE,
                                  COMM_BUSBW_P95, COMM_BYTES, COMM_RANKS, COMM_SECONDS_P50,
                                  COMM_SECONDS_P95, MEASUREMENT_COLUMNS, PHASES,
@@ -498,19 +499,38 @@ def comm_display(comm):
     return shown
 
 
-def comm_heading(results):
-    a = results.comm_attrs
-    text = "Allreduce sweep (/comm"
-    if COMM_RANKS in a:
-        text += f", {a[COMM_RANKS]} ranks"
+def comm_heading(attrs, path, ranks):
+    """"Allreduce sweep (/comm, 4 ranks); fitted ..." for the table at `path`: its collective,
+    its dtype where not float, and its fits (the per-step alpha and beta of its collective's
+    model). The names come from the file, so they are made printable."""
+    a = attrs
+    collective = a.get(COMM_COLLECTIVE, "allreduce")
+    text = printable(f"{collective[:1].upper()}{collective[1:]} sweep")
+    if a.get(COMM_DTYPE, COMM_FLOAT) != COMM_FLOAT:
+        text += f" in {printable(a[COMM_DTYPE])}"
+    text += f" ({printable(path)}"
+    if ranks is not None:
+        text += f", {ranks} ranks"
     text += ")"
     if COMM_LINE_INTERCEPT in a and a.get(COMM_LINE_SLOPE, 0) > 0:
         text += (f"; fitted t = a + b*bytes: a = {a[COMM_LINE_INTERCEPT] * 1e6:.3g} us, "
                  f"1/b = {1 / a[COMM_LINE_SLOPE] / 1e9:.3g} GB/s")
     if a.get(COMM_BETA, 0) > 0:
-        text += (f"; per ring step alpha = {a[COMM_ALPHA] * 1e6:.3g} us, "
+        step = "ring step" if collective == "allreduce" else "step"
+        text += (f"; per {step} alpha = {a[COMM_ALPHA] * 1e6:.3g} us, "
                  f"1/beta = {1 / a[COMM_BETA] / 1e9:.3g} GB/s")
+    if COMM_AVERAGE_BUSBW in a:
+        text += f"; average busbw {a[COMM_AVERAGE_BUSBW]:.3g} GB/s"
     return text
+
+
+def comm_sections(results):
+    """(heading, table) of each table of the comm sweep: /comm, then those below it."""
+    ranks = results.comm_attrs.get(COMM_RANKS)
+    sections = [(comm_heading(results.comm_attrs, "/comm", ranks), comm_display(results.comm))]
+    for name, table, attrs in results.comm_tables:
+        sections.append((comm_heading(attrs, f"/comm/{name}", ranks), comm_display(table)))
+    return sections
 
 
 def header_lines(results, predicted_for=None):
@@ -674,7 +694,7 @@ def sections(results):
         parts.append(("Across repeats (mean ± sample standard deviation, and the fastest and "
                       "slowest repeat)", repeats_display(results)))
     if results.comm is not None:
-        parts.append((comm_heading(results), comm_display(results.comm)))
+        parts += comm_sections(results)
     return [(heading, None if table is None else printable_table(table))
             for heading, table in parts]
 
@@ -690,13 +710,27 @@ def text_report(results, predicted_for=None):
 
 
 TABLE_NAMES = ["runs", "study", "study_repeats", "failed_points", "node_sharing_probes",
-               "measurements", "comm"]
+               "measurements", "comm", "comm_tables"]
+
+
+def comm_tables_table(results):
+    """The tables below /comm in one, with a `table` column (COLLECTIVE/DTYPE) first; None where
+    the sweep had one table."""
+    if not results.comm_tables:
+        return None
+    parts = []
+    for name, table, _ in results.comm_tables:
+        table = table.copy()
+        table.insert(0, "table", name)
+        parts.append(table)
+    return pd.concat(parts, ignore_index=True)
 
 
 def machine_tables(all_results):
     """The tables of all files (TABLE_NAMES), with a `file` column when there are several. The
     study, study_repeats, failed_points, node_sharing_probes and comm tables are the file's
-    datasets unchanged."""
+    datasets unchanged; comm_tables are the other tables of a comm sweep, each row named by its
+    table."""
     tables = {name: [] for name in TABLE_NAMES}
     for results in all_results:
         for name, table in [("runs", runs_table(results) if results.runs else None),
@@ -704,7 +738,8 @@ def machine_tables(all_results):
                             ("failed_points", results.failed_points),
                             ("node_sharing_probes", results.node_sharing_probes),
                             ("measurements", measurements_table(results)),
-                            ("comm", results.comm)]:
+                            ("comm", results.comm),
+                            ("comm_tables", comm_tables_table(results))]:
             if table is not None:
                 if len(all_results) > 1:
                     table = table.copy()

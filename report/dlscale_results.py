@@ -134,9 +134,17 @@ HEADLINES = ["none", "mean", "peak", "mean_and_peak", "energy"]
 # The long table of any measurement, as measurements.csv writes it (after `run`, `name`, `units`).
 MEASUREMENT_COLUMNS = ["rank", "iteration", "seconds", "value"]
 
-# The /comm group (written by `dlscale comm`, documented in docs/communication.md). Each name but
-# bytes is optional: what is missing is left out of the tables and the figure.
+# The /comm group (written by `dlscale comm`, documented in docs/communication.md): the launch and
+# the sweep's first table; each further table is a group /comm/COLLECTIVE/DTYPE laid out as /comm.
+# Each name but bytes is optional: what is missing is left out of the tables and the figure.
 COMM_GROUP = "comm"
+# A table's collective and dtype (absent in files before the other collectives: an allreduce in
+# float), and nccl-tests' average bus bandwidth.
+COMM_COLLECTIVE, COMM_DTYPE = "collective", "dtype"
+COMM_ALLREDUCE, COMM_FLOAT = "allreduce", "float"
+COMM_AVERAGE_BUSBW = "average_busbw_gbps"
+# The groups of /comm and of a table that are no tables of their own.
+COMM_LINK_GROUPS = ["intra_node", "inter_node"]
 COMM_BYTES = "bytes"
 COMM_SECONDS_P50, COMM_SECONDS_P95 = "seconds_p50", "seconds_p95"
 COMM_BUSBW_P50, COMM_BUSBW_P95 = "busbw_gbps_p50", "busbw_gbps_p95"
@@ -456,9 +464,10 @@ NODE_SHARING_PROBES_KINDS = {"ranks": (INTEGER, 1, False), "precision": (TEXT,),
                              "batch_per_rank": (INTEGER, 1, False),
                              "ranks_per_node": (INTEGER, 1, False),
                              **{name: TIME for name in NODE_SHARING_PROBES_COLUMNS[5:]}}
+COMM_TIMES = [COMM_SECONDS_P50, COMM_SECONDS_P95, COMM_ALGBW_P50, COMM_BUSBW_P50,
+              COMM_BUSBW_P95, "seconds_mean", "seconds_min", "seconds_max"]
 COMM_KINDS = {COMM_BYTES: (NUMBER, 1, False),
-              **{name: TIME for name in [COMM_SECONDS_P50, COMM_SECONDS_P95, COMM_ALGBW_P50,
-                                         COMM_BUSBW_P50, COMM_BUSBW_P95]}}
+              **{prefix + name: TIME for name in COMM_TIMES for prefix in ["", "out_of_place_"]}}
 
 
 def read_fit_pieces(comm_group):
@@ -503,6 +512,57 @@ def sweep_order(precisions):
 def no_iterations(count):
     """An Int64 column of `count` missing values (a per-rank or time-series measurement)."""
     return pd.arrays.IntegerArray(np.zeros(count, dtype=np.int64), np.ones(count, dtype=bool))
+
+
+def read_comm_table(group):
+    """One table of a comm sweep, /comm itself or /comm/COLLECTIVE/DTYPE: its per-size datasets
+    as a DataFrame (the known ones first, so new ones still reach CSV; the others, per rank and
+    per call, are not read), its attributes (collective, dtype, fit; ranks where /comm has them)
+    and its fit pieces."""
+    sizes = numbers(required_member(group, COMM_BYTES, h5py.Dataset), (None,),
+                    minimum=1, max_rows=MAX_SWEEP_POINTS)
+    if len(sizes) == 0:
+        raise DamagedFile(f"{where(group)}/{COMM_BYTES} is empty")
+    known = [COMM_BYTES, COMM_SECONDS_P50, COMM_SECONDS_P95, COMM_ALGBW_P50,
+             COMM_BUSBW_P50, COMM_BUSBW_P95]
+    datasets = {name: dataset for name, dataset in children(group, (h5py.Dataset, h5py.Group))
+                if name in known or (
+                    isinstance(dataset, h5py.Dataset)
+                    and dataset.shape == (len(sizes),)
+                    and (dataset.dtype.kind in "iuf"
+                         or h5py.check_string_dtype(dataset.dtype) is not None))}
+    for name, dataset in datasets.items():
+        if not isinstance(dataset, h5py.Dataset):
+            raise DamagedFile(f"{where(dataset)} is not a dataset")
+    names = [n for n in known if n in datasets] + sorted(set(datasets) - set(known))
+    table = pd.DataFrame({name: read_column(name, datasets[name], len(sizes), COMM_KINDS)
+                          for name in names}, columns=names)
+    ranks = integer_attribute(group, COMM_RANKS, 1, default=None)
+    attrs = {} if ranks is None else {COMM_RANKS: ranks}
+    attrs[COMM_COLLECTIVE] = text_attribute(group, COMM_COLLECTIVE, COMM_ALLREDUCE)
+    attrs[COMM_DTYPE] = text_attribute(group, COMM_DTYPE, COMM_FLOAT)
+    for name in (COMM_LINE_INTERCEPT, COMM_LINE_SLOPE, COMM_ALPHA, COMM_BETA,
+                 COMM_LINE_RMS, COMM_PIECEWISE_RMS, COMM_AVERAGE_BUSBW):
+        value = number_attribute(group, name, allow_nan=True, default=None)
+        if value is not None:
+            attrs[name] = value
+    return table, attrs, read_fit_pieces(group)
+
+
+def read_further_comm_tables(comm_group):
+    """[(name, table, attrs)] of the tables below /comm, /comm/COLLECTIVE/DTYPE, by name; name is
+    "COLLECTIVE/DTYPE"."""
+    tables = []
+    for collective, group in children(comm_group, (h5py.Dataset, h5py.Group)):
+        if not isinstance(group, h5py.Group) or collective in [COMM_FIT_PIECES,
+                                                               *COMM_LINK_GROUPS]:
+            continue
+        for dtype, table_group in children(group, h5py.Group):
+            table, attrs, _ = read_comm_table(table_group)
+            tables.append((f"{collective}/{dtype}", table, attrs))
+            if len(tables) > MAX_SWEEP_POINTS:
+                raise DamagedFile(f"{where(comm_group)} holds more than {MAX_SWEEP_POINTS} tables")
+    return tables
 
 
 def read_column(name, dataset, rows, kinds, max_rows=None, why=""):
@@ -915,38 +975,12 @@ class ResultsFile:
         self.check_precisions()
         self.comm, self.comm_attrs = None, {}
         self.comm_fit_pieces = None  # a DataFrame of COMM_PIECE_COLUMNS, where the file has one
+        # [(COLLECTIVE/DTYPE, table, attrs)] of the tables below /comm, where the sweep had more.
+        self.comm_tables = []
         group = member(handle, COMM_GROUP, h5py.Group)
         if group is not None:
-            sizes = numbers(required_member(group, COMM_BYTES, h5py.Dataset), (None,),
-                            minimum=1, max_rows=MAX_SWEEP_POINTS)
-            if len(sizes) == 0:
-                raise DamagedFile(f"{where(group)}/{COMM_BYTES} is empty")
-            # Every per-message-size dataset, the known ones first, so new ones still reach CSV;
-            # the others (per rank, per call) are not read.
-            known = [COMM_BYTES, COMM_SECONDS_P50, COMM_SECONDS_P95, COMM_ALGBW_P50,
-                     COMM_BUSBW_P50, COMM_BUSBW_P95]
-            datasets = {name: dataset for name, dataset in children(group, (h5py.Dataset,
-                                                                             h5py.Group))
-                        if name in known or (
-                            isinstance(dataset, h5py.Dataset)
-                            and dataset.shape == (len(sizes),)
-                            and (dataset.dtype.kind in "iuf"
-                                 or h5py.check_string_dtype(dataset.dtype) is not None))}
-            for name, dataset in datasets.items():
-                if not isinstance(dataset, h5py.Dataset):
-                    raise DamagedFile(f"{where(dataset)} is not a dataset")
-            names = [n for n in known if n in datasets] + sorted(set(datasets) - set(known))
-            self.comm = pd.DataFrame({name: read_column(name, datasets[name], len(sizes),
-                                                        COMM_KINDS) for name in names},
-                                     columns=names)
-            ranks = integer_attribute(group, COMM_RANKS, 1, default=None)
-            self.comm_attrs = {} if ranks is None else {COMM_RANKS: ranks}
-            for name in (COMM_LINE_INTERCEPT, COMM_LINE_SLOPE, COMM_ALPHA, COMM_BETA,
-                         COMM_LINE_RMS, COMM_PIECEWISE_RMS):
-                value = number_attribute(group, name, allow_nan=True, default=None)
-                if value is not None:
-                    self.comm_attrs[name] = value
-            self.comm_fit_pieces = read_fit_pieces(group)
+            self.comm, self.comm_attrs, self.comm_fit_pieces = read_comm_table(group)
+            self.comm_tables = read_further_comm_tables(group)
 
     def check_precisions(self):
         """Every precision is one dlscale computes in, and every row of /study and /study_repeats

@@ -1,7 +1,10 @@
-// Reads the layout written by comm_writer.cpp.
+// Reads the layout written by comm_writer.cpp: /comm's launch and first table, then the tables
+// below it.
 #include "results/comm_reader.hpp"
 
 #include <cmath>
+#include <limits>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -75,7 +78,7 @@ AlphaBetaFit read_fit_attributes(hid_t group) {
   return fit;
 }
 
-void read_group_attributes(hid_t group, CommRecord& record) {
+void read_launch_attributes(hid_t group, CommRecord& record) {
   using namespace hdf5;
   record.backend = read_string_attribute(group, names::backend);
   record.ranks = int(read_integer_attribute(group, names::ranks));
@@ -83,40 +86,47 @@ void read_group_attributes(hid_t group, CommRecord& record) {
   record.mpi_library_version = read_string_attribute(group, schema::mpi_library_version);
   record.measured_iterations = int(read_integer_attribute(group, names::iterations));
   record.warmup_iterations = int(read_integer_attribute(group, schema::warmup_iterations));
-  record.fit = read_fit_attributes(group);
 }
 
-void read_datasets(hid_t group, const std::filesystem::path& path, CommRecord& record) {
+// A double column of `sizes` entries, or NaN for each where the file is older than it.
+std::vector<double> read_optional_column(hid_t group, const std::string& name, std::size_t sizes) {
+  if (!hdf5::has_child(group, name.c_str()))
+    return std::vector<double>(sizes, std::numeric_limits<double>::quiet_NaN());
+  return hdf5::read_double_dataset(group, name.c_str());
+}
+
+// One placement's statistics (named after `prefix`) of the sizes `bytes` and `count`, and its raw
+// seconds; false where the datasets disagree in length.
+bool read_placement(hid_t group, const std::string& prefix, const std::vector<std::uint64_t>& bytes,
+                    const std::vector<std::uint64_t>& count, std::size_t seconds_per_size,
+                    std::vector<CommSizeStatistics>& sizes, std::vector<double>& seconds) {
   using namespace hdf5;
-  const auto bytes = read_uint64_dataset(group, names::bytes);
-  const auto count = read_uint64_dataset(group, names::count);
-  const auto seconds_p50 = read_double_dataset(group, names::seconds_p50);
-  const auto seconds_p95 = read_double_dataset(group, names::seconds_p95);
-  const auto algbw_p50 = read_double_dataset(group, names::algbw_gbps_p50);
-  const auto algbw_p95 = read_double_dataset(group, names::algbw_gbps_p95);
-  const auto busbw_p50 = read_double_dataset(group, names::busbw_gbps_p50);
-  const auto busbw_p95 = read_double_dataset(group, names::busbw_gbps_p95);
-  const auto wrong = read_uint64_dataset(group, names::wrong_elements);
-  record.seconds = read_double_dataset(group, names::seconds);
-  record.rank_hosts = read_string_dataset(group, schema::host);
-  const std::size_t sizes = bytes.size();
-  const bool consistent =
-      count.size() == sizes && seconds_p50.size() == sizes && seconds_p95.size() == sizes &&
-      algbw_p50.size() == sizes && algbw_p95.size() == sizes && busbw_p50.size() == sizes &&
-      busbw_p95.size() == sizes && wrong.size() == sizes &&
-      record.seconds.size() == sizes * std::size_t(record.measured_iterations * record.ranks) &&
-      record.rank_hosts.size() == std::size_t(record.ranks);
-  if (!consistent)
-    throw UserError(
-        fmt::format("'{}': the /{} datasets disagree in length", path.string(), names::group));
-  for (std::size_t s = 0; s < bytes.size(); ++s)
-    record.sizes.push_back({bytes[s], count[s], seconds_p50[s], seconds_p95[s], algbw_p50[s],
-                            algbw_p95[s], busbw_p50[s], busbw_p95[s], wrong[s]});
-  require_sizes_in_bounds(names::group, record.sizes);
+  const auto column = [&](const char* name) {
+    return read_double_dataset(group, (prefix + name).c_str());
+  };
+  const auto optional = [&](const char* name) {
+    return read_optional_column(group, prefix + name, bytes.size());
+  };
+  const std::vector<std::vector<double>> columns = {
+      column(names::seconds_p50),    column(names::seconds_p95),    column(names::algbw_gbps_p50),
+      column(names::algbw_gbps_p95), column(names::busbw_gbps_p50), column(names::busbw_gbps_p95),
+      optional(names::seconds_mean), optional(names::seconds_min),  optional(names::seconds_max)};
+  const auto wrong = read_uint64_dataset(group, (prefix + names::wrong_elements).c_str());
+  seconds = read_double_dataset(group, (prefix + names::seconds).c_str());
+  const std::size_t rows = bytes.size();
+  bool consistent =
+      count.size() == rows && wrong.size() == rows && seconds.size() == rows * seconds_per_size;
+  for (const auto& values : columns) consistent = consistent && values.size() == rows;
+  if (!consistent) return false;
+  for (std::size_t s = 0; s < rows; ++s)
+    sizes.push_back({bytes[s], count[s], columns[0][s], columns[1][s], columns[2][s], columns[3][s],
+                     columns[4][s], columns[5][s], wrong[s], columns[6][s], columns[7][s],
+                     columns[8][s]});
+  return true;
 }
 
 // The piecewise fit where the file has one (written since it was added); else left empty.
-void read_piecewise_fit(hid_t group, const std::filesystem::path& path,
+void read_piecewise_fit(hid_t group, const std::filesystem::path& path, const std::string& where,
                         PiecewiseAlphaBetaFit& piecewise) {
   using namespace hdf5;
   if (!has_attribute(group, names::piecewise_fit_relative_rms_error)) return;
@@ -138,7 +148,7 @@ void read_piecewise_fit(hid_t group, const std::filesystem::path& path,
   for (const auto& column : columns)
     if (column.size() != min_bytes.size())
       throw UserError(fmt::format("'{}': the /{}/{} datasets disagree in length", path.string(),
-                                  names::group, names::fit_pieces_group));
+                                  where, names::fit_pieces_group));
   for (std::size_t k = 0; k < min_bytes.size(); ++k)
     piecewise.pieces.push_back({min_bytes[k],
                                 columns[0][k],
@@ -146,9 +156,58 @@ void read_piecewise_fit(hid_t group, const std::filesystem::path& path,
                                  columns[5][k], columns[6][k]}});
 }
 
-// /comm/intra_node and /comm/inter_node, where the sweep made them.
-void read_link_sweeps(hid_t group, const std::filesystem::path& path, CommRecord& record) {
+// A sweep's times in `group` (/comm, a table's group or a link's), of `ranks` ranks: both
+// placements (out of place where the file has it), the fits, each checked against the bounds.
+SweepTimes read_times(hid_t group, const std::filesystem::path& path, const std::string& where,
+                      int iterations, int ranks) {
   using namespace hdf5;
+  SweepTimes times;
+  times.fit = read_fit_attributes(group);
+  const auto bytes = read_uint64_dataset(group, names::bytes);
+  const auto count = read_uint64_dataset(group, names::count);
+  const std::size_t seconds_per_size = std::size_t(iterations) * std::size_t(ranks);
+  bool consistent = ranks >= 1 && read_placement(group, "", bytes, count, seconds_per_size,
+                                                 times.sizes, times.seconds);
+  const std::string out_of_place_seconds = std::string(names::out_of_place_prefix) + names::seconds;
+  if (consistent && has_child(group, out_of_place_seconds.c_str()))
+    consistent = read_placement(group, names::out_of_place_prefix, bytes, count, seconds_per_size,
+                                times.out_of_place_sizes, times.out_of_place_seconds);
+  if (!consistent)
+    throw UserError(fmt::format("'{}': the /{} datasets disagree in length", path.string(), where));
+  read_piecewise_fit(group, path, where, times.piecewise_fit);
+  require_sizes_in_bounds(where, times.sizes);
+  require_sizes_in_bounds(where, times.out_of_place_sizes);
+  require_fit_in_bounds(where, times.fit);
+  require_piecewise_in_bounds(where, times.piecewise_fit);
+  return times;
+}
+
+double optional_double_attribute(hid_t group, const char* name) {
+  return hdf5::has_attribute(group, name) ? hdf5::read_double_attribute(group, name)
+                                          : std::numeric_limits<double>::quiet_NaN();
+}
+
+// The table in `group`, `where` in the file: /comm, or comm/COLLECTIVE/DTYPE.
+CommTable read_table(hid_t group, const std::filesystem::path& path, const std::string& where,
+                     const CommRecord& record) {
+  using namespace hdf5;
+  CommTable table;
+  table.collective = read_string_attribute(group, names::collective);
+  // Files before the other collectives and dtypes: an allreduce in float.
+  table.dtype = has_attribute(group, names::dtype) ? read_string_attribute(group, names::dtype)
+                                                   : names::float_dtype;
+  if (has_attribute(group, names::redop)) table.redop = read_string_attribute(group, names::redop);
+  table.root =
+      has_attribute(group, names::root) ? int(read_integer_attribute(group, names::root)) : -1;
+  table.bus_bandwidth_factor = optional_double_attribute(group, names::bus_bandwidth_factor);
+  table.latency_steps = optional_double_attribute(group, names::latency_steps);
+  table.average_busbw_gbps = optional_double_attribute(group, names::average_busbw_gbps);
+  for (const double value :
+       {table.bus_bandwidth_factor, table.latency_steps, table.average_busbw_gbps})
+    if (std::abs(value) > bounds::largest_value)
+      damaged(fmt::format("/{} holds a value of {}", where, value));
+  table.times = read_times(group, path, where, record.measured_iterations, record.ranks);
+  // intra_node and inter_node, where the sweep made them.
   for (const char* name : {names::intra_node_group, names::inter_node_group}) {
     if (!has_child(group, name)) continue;
     const Hdf5Handle link_group = open_group(group, name);
@@ -156,35 +215,27 @@ void read_link_sweeps(hid_t group, const std::filesystem::path& path, CommRecord
     link.link = name;
     link.ranks = int(read_integer_attribute(link_group, names::ranks));
     link.communicators = int(read_integer_attribute(link_group, names::communicators));
-    link.fit = read_fit_attributes(link_group);
-    const auto bytes = read_uint64_dataset(link_group, names::bytes);
-    const auto count = read_uint64_dataset(link_group, names::count);
-    const auto p50 = read_double_dataset(link_group, names::seconds_p50);
-    const auto p95 = read_double_dataset(link_group, names::seconds_p95);
-    const auto algbw_p50 = read_double_dataset(link_group, names::algbw_gbps_p50);
-    const auto algbw_p95 = read_double_dataset(link_group, names::algbw_gbps_p95);
-    const auto busbw_p50 = read_double_dataset(link_group, names::busbw_gbps_p50);
-    const auto busbw_p95 = read_double_dataset(link_group, names::busbw_gbps_p95);
-    const auto wrong = read_uint64_dataset(link_group, names::wrong_elements);
-    link.seconds = read_double_dataset(link_group, names::seconds);
-    const std::size_t sizes = bytes.size();
-    const bool consistent =
-        link.ranks >= 1 && count.size() == sizes && p50.size() == sizes && p95.size() == sizes &&
-        algbw_p50.size() == sizes && algbw_p95.size() == sizes && busbw_p50.size() == sizes &&
-        busbw_p95.size() == sizes && wrong.size() == sizes &&
-        link.seconds.size() == sizes * std::size_t(record.measured_iterations) * link.ranks;
-    if (!consistent)
-      throw UserError(fmt::format("'{}': the /{}/{} datasets disagree in length", path.string(),
-                                  names::group, name));
-    for (std::size_t s = 0; s < sizes; ++s)
-      link.sizes.push_back({bytes[s], count[s], p50[s], p95[s], algbw_p50[s], algbw_p95[s],
-                            busbw_p50[s], busbw_p95[s], wrong[s]});
-    read_piecewise_fit(link_group, path, link.piecewise_fit);
-    const std::string where = fmt::format("{}/{}", names::group, name);
-    require_sizes_in_bounds(where, link.sizes);
-    require_fit_in_bounds(where, link.fit);
-    require_piecewise_in_bounds(where, link.piecewise_fit);
-    record.links.push_back(std::move(link));
+    link.times = read_times(link_group, path, fmt::format("{}/{}", where, name),
+                            record.measured_iterations, link.ranks);
+    table.links.push_back(std::move(link));
+  }
+  return table;
+}
+
+// The tables below /comm, /comm/COLLECTIVE/DTYPE: the groups of /comm that are not its own
+// (fit_pieces, intra_node, inter_node), and their groups.
+void read_further_tables(hid_t comm, const std::filesystem::path& path, CommRecord& record) {
+  using namespace hdf5;
+  for (const std::string& collective : child_names(comm)) {
+    if (collective == names::fit_pieces_group || collective == names::intra_node_group ||
+        collective == names::inter_node_group || !is_group(comm, collective.c_str()))
+      continue;
+    const Hdf5Handle collective_group = open_group(comm, collective.c_str());
+    for (const std::string& dtype : child_names(collective_group)) {
+      const std::string where = fmt::format("{}/{}/{}", names::group, collective, dtype);
+      record.tables.push_back(
+          read_table(open_group(collective_group, dtype.c_str()), path, where, record));
+    }
   }
 }
 
@@ -198,12 +249,13 @@ CommRecord read_comm_checked(const std::filesystem::path& path) {
     record.command_line = hdf5::read_string_attribute(file, schema::command_line);
     record.start_time_utc = hdf5::read_string_attribute(file, schema::start_time_utc);
     const Hdf5Handle group = hdf5::open_group(file, names::group);
-    read_group_attributes(group, record);
-    read_datasets(group, path, record);
-    read_piecewise_fit(group, path, record.piecewise_fit);
-    require_fit_in_bounds(names::group, record.fit);
-    require_piecewise_in_bounds(names::group, record.piecewise_fit);
-    read_link_sweeps(group, path, record);
+    read_launch_attributes(group, record);
+    record.rank_hosts = hdf5::read_string_dataset(group, schema::host);
+    if (record.ranks < 1 || record.rank_hosts.size() != std::size_t(record.ranks))
+      throw UserError(
+          fmt::format("'{}': the /{} datasets disagree in length", path.string(), names::group));
+    record.tables.push_back(read_table(group, path, names::group, record));
+    read_further_tables(group, path, record);
   });
   return record;
 }

@@ -219,6 +219,12 @@ std::vector<std::int64_t> read_int64_dataset(hid_t parent, const char* name) {
 
 bool has_child(hid_t parent, const char* name) { return H5Lexists(parent, name, H5P_DEFAULT) > 0; }
 
+bool is_group(hid_t parent, const char* name) {
+  if (!has_child(parent, name)) return false;
+  const Hdf5Handle object(DLSCALE_H5_CHECK(H5Oopen(parent, name, H5P_DEFAULT)), H5Oclose);
+  return H5Iget_type(object) == H5I_GROUP;
+}
+
 std::vector<std::string> child_names(hid_t group) {
   std::vector<std::string> names;
   DLSCALE_H5_CHECK(H5Literate(

@@ -41,6 +41,8 @@ std::vector<std::int64_t> read_int64_dataset(hid_t parent, const char* name);
 std::vector<std::string> read_string_dataset(hid_t parent, const char* name);
 // Whether `parent` has a group or dataset called `name`.
 bool has_child(hid_t parent, const char* name);
+// Whether `parent` has a group called `name`.
+bool is_group(hid_t parent, const char* name);
 bool has_attribute(hid_t object, const char* name);
 // The names of a group's members, in alphabetical order.
 std::vector<std::string> child_names(hid_t group);

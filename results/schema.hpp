@@ -203,19 +203,36 @@ inline constexpr const char* shared_seconds = "shared_seconds";
 inline constexpr const char* alone_seconds = "alone_seconds";
 inline constexpr const char* probe_seconds = "probe_seconds";
 
-// ---- `dlscale comm`: a file holding one allreduce sweep (docs/communication.md) --------------
+// ---- `dlscale comm`: a file holding one sweep of collectives (docs/communication.md) ---------
 // In a namespace of its own, so these names stay apart from the training-run names above.
 namespace comm_file {
 
 // A comm file is laid out by the results schema (docs/results-format.md), 2 or later: the root
-// attributes (run_count 0) and /comm, no /runs.
+// attributes (run_count 0) and /comm, no /runs. /comm holds the launch and the sweep's first
+// table (an allreduce in float by default, and in every file before the other collectives); each
+// further table is a group /comm/COLLECTIVE/DTYPE laid out as /comm without the launch.
 inline constexpr const char* group = "comm";
 
-// /comm attributes. warmup_iterations, node_count and mpi_library_version reuse the names above.
+// /comm attributes: the launch. warmup_iterations, node_count and mpi_library_version reuse the
+// names above.
 inline constexpr const char* backend = "backend";
-inline constexpr const char* collective = "collective";
 inline constexpr const char* ranks = "ranks";
 inline constexpr const char* iterations = "iterations";  // measured, per size
+
+// A table's attributes: which collective in which dtype, as --collective and --dtype name them
+// (dtype absent before it: float), and its model (absent before the other collectives).
+inline constexpr const char* collective = "collective";
+inline constexpr const char* dtype = "dtype";
+inline constexpr const char* redop = "redop";  // sum, or none for those that only move data
+inline constexpr const char* root = "root";    // a broadcast's; -1 for the other collectives
+inline constexpr const char* bus_bandwidth_factor = "bus_bandwidth_factor";
+inline constexpr const char* latency_steps = "latency_steps";
+inline constexpr const char* average_busbw_gbps = "average_busbw_gbps";
+// The values of the table that `dlscale predict` models gradient sums with.
+inline constexpr const char* allreduce_collective = "allreduce";
+inline constexpr const char* float_dtype = "float";
+
+// A table's fit attributes.
 inline constexpr const char* alpha_seconds = "alpha_seconds";
 inline constexpr const char* beta_seconds_per_byte = "beta_seconds_per_byte";
 inline constexpr const char* fit_line_intercept_seconds = "fit_line_intercept_seconds";
@@ -223,7 +240,8 @@ inline constexpr const char* fit_line_seconds_per_byte = "fit_line_seconds_per_b
 inline constexpr const char* fit_relative_rms_error = "fit_relative_rms_error";
 inline constexpr const char* fit_max_relative_error = "fit_max_relative_error";
 
-// /comm datasets, one entry per message size, and the raw times. /comm/host [rank] reuses `host`.
+// A table's datasets, one entry per message size, and the raw times, of the in-place calls.
+// /comm/host [rank] reuses `host`.
 inline constexpr const char* bytes = "bytes";
 inline constexpr const char* count = "count";
 inline constexpr const char* seconds_p50 = "seconds_p50";
@@ -234,6 +252,13 @@ inline constexpr const char* busbw_gbps_p50 = "busbw_gbps_p50";
 inline constexpr const char* busbw_gbps_p95 = "busbw_gbps_p95";
 inline constexpr const char* wrong_elements = "wrong_elements";
 inline constexpr const char* seconds = "seconds";  // [size, iteration, rank]
+// Optional (absent before the other collectives): more statistics of the same calls, and the
+// out-of-place calls' datasets, each named as the in-place one after this prefix
+// (out_of_place_seconds_p50, ..., out_of_place_seconds; bytes and count are the in-place ones).
+inline constexpr const char* seconds_mean = "seconds_mean";
+inline constexpr const char* seconds_min = "seconds_min";
+inline constexpr const char* seconds_max = "seconds_max";
+inline constexpr const char* out_of_place_prefix = "out_of_place_";
 
 // Optional: absent in files written before them; readers must do without.
 // The piecewise alpha-beta fit: /comm attributes for its error over all sizes, and /comm/fit_pieces

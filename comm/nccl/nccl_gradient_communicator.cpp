@@ -3,6 +3,7 @@
 #include "comm/nccl/nccl_gradient_communicator.hpp"
 
 #include <array>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
@@ -88,23 +89,29 @@ NcclGradientCommunicator::~NcclGradientCommunicator() {
 }
 
 void NcclGradientCommunicator::sum_on(cudaStream_t stream, kernels::Bf16Staging& bf16_staging,
-                                      std::span<float> values) {
+                                      std::span<const float> input, std::span<float> sum) {
   if (dtype_ == GradientDtype::fp32) {
-    DLSCALE_NCCL_CHECK(ncclAllReduce(values.data(), values.data(), values.size(), ncclFloat,
-                                     ncclSum, comm_, stream));
+    DLSCALE_NCCL_CHECK(
+        ncclAllReduce(input.data(), sum.data(), sum.size(), ncclFloat, ncclSum, comm_, stream));
     return;
   }
   // NCCL reduces each piece of the bucket on one path and copies the result to every rank, so all
   // ranks widen the same bf16 bytes: replicas stay bit-identical, as with the MPI backend's sums.
-  const auto [rounded] = bf16_staging.regions<1>({values.size()}, stream);
-  kernels::round_to_bf16(values.data(), rounded, values.size(), stream);
+  const auto [rounded] = bf16_staging.regions<1>({sum.size()}, stream);
+  kernels::round_to_bf16(input.data(), rounded, sum.size(), stream);
   DLSCALE_NCCL_CHECK(
-      ncclAllReduce(rounded, rounded, values.size(), ncclBfloat16, ncclSum, comm_, stream));
-  kernels::widen_to_float(rounded, values.data(), values.size(), stream);
+      ncclAllReduce(rounded, rounded, sum.size(), ncclBfloat16, ncclSum, comm_, stream));
+  kernels::widen_to_float(rounded, sum.data(), sum.size(), stream);
 }
 
 void NcclGradientCommunicator::allreduce_sum(std::span<float> values) {
-  sum_on(context_.stream, compute_stream_bf16_, values);
+  sum_on(context_.stream, compute_stream_bf16_, values, values);
+}
+
+void NcclGradientCommunicator::allreduce_sum_out_of_place(std::span<const float> input,
+                                                          std::span<float> sum) {
+  check_block_lengths(input.size(), sum.size(), 1);
+  sum_on(context_.stream, compute_stream_bf16_, input, sum);
 }
 
 void NcclGradientCommunicator::record_timing(cudaEvent_t event, cudaStream_t stream) {
@@ -151,6 +158,64 @@ void NcclGradientCommunicator::all_gather_on(cudaStream_t stream,
   kernels::widen_to_float(rounded_full, full.data(), full.size(), stream);
 }
 
+void NcclGradientCommunicator::broadcast_on(cudaStream_t stream, kernels::Bf16Staging& bf16_staging,
+                                            std::span<const float> input, std::span<float> output,
+                                            int root) {
+  check_block_lengths(input.size(), output.size(), 1);
+  if (dtype_ == GradientDtype::fp32) {
+    DLSCALE_NCCL_CHECK(
+        ncclBroadcast(input.data(), output.data(), output.size(), ncclFloat, root, comm_, stream));
+    return;
+  }
+  // The root rounds into the staging region, which the broadcast fills on the other ranks; every
+  // rank, the root included, widens the same bf16 bytes.
+  const auto [rounded] = bf16_staging.regions<1>({output.size()}, stream);
+  if (rank_ == root) kernels::round_to_bf16(input.data(), rounded, output.size(), stream);
+  DLSCALE_NCCL_CHECK(
+      ncclBroadcast(rounded, rounded, output.size(), ncclBfloat16, root, comm_, stream));
+  kernels::widen_to_float(rounded, output.data(), output.size(), stream);
+}
+
+void NcclGradientCommunicator::alltoall_on(cudaStream_t stream, kernels::Bf16Staging& bf16_staging,
+                                           std::span<const float> input, std::span<float> output) {
+  check_block_lengths(input.size(), output.size(), size_);
+  const std::size_t block = output.size() / std::size_t(size_);
+  if (block == 0) return;  // nothing to send, as nccl-tests' alltoall skips it
+  // Point-to-point calls in a group cannot read and write the same memory: in place, the input is
+  // first copied into staging memory (or rounded there, in bf16, where it is staged anyway).
+  const void* send = input.data();
+  void* receive = output.data();
+  std::size_t element_bytes = sizeof(float);
+  ncclDataType_t type = ncclFloat;
+  __nv_bfloat16* rounded_received = nullptr;
+  if (dtype_ == GradientDtype::bf16) {
+    const auto [rounded_input, rounded_output] =
+        bf16_staging.regions<2>({input.size(), output.size()}, stream);
+    kernels::round_to_bf16(input.data(), rounded_input, input.size(), stream);
+    send = rounded_input;
+    receive = rounded_received = rounded_output;
+    element_bytes = sizeof(__nv_bfloat16);
+    type = ncclBfloat16;
+  } else if (overlap(input, output)) {
+    const auto [copy] = bf16_staging.byte_regions<1>({input.size_bytes()}, stream);
+    DLSCALE_CUDA_CHECK(
+        cudaMemcpyAsync(copy, input.data(), input.size_bytes(), cudaMemcpyDeviceToDevice, stream));
+    send = copy;
+  }
+  const std::size_t block_bytes = block * element_bytes;
+  DLSCALE_NCCL_CHECK(ncclGroupStart());
+  for (int peer = 0; peer < size_; ++peer) {
+    DLSCALE_NCCL_CHECK(
+        ncclSend(static_cast<const std::byte*>(send) + std::size_t(peer) * block_bytes, block, type,
+                 peer, comm_, stream));
+    DLSCALE_NCCL_CHECK(ncclRecv(static_cast<std::byte*>(receive) + std::size_t(peer) * block_bytes,
+                                block, type, peer, comm_, stream));
+  }
+  DLSCALE_NCCL_CHECK(ncclGroupEnd());
+  if (rounded_received != nullptr)
+    kernels::widen_to_float(rounded_received, output.data(), output.size(), stream);
+}
+
 void NcclGradientCommunicator::reduce_scatter_sum(std::span<const float> full,
                                                   std::span<float> shard) {
   reduce_scatter_on(context_.stream, compute_stream_bf16_, full, shard);
@@ -158,6 +223,15 @@ void NcclGradientCommunicator::reduce_scatter_sum(std::span<const float> full,
 
 void NcclGradientCommunicator::all_gather(std::span<const float> shard, std::span<float> full) {
   all_gather_on(context_.stream, compute_stream_bf16_, shard, full);
+}
+
+void NcclGradientCommunicator::broadcast(std::span<const float> input, std::span<float> output,
+                                         int root) {
+  broadcast_on(context_.stream, compute_stream_bf16_, input, output, root);
+}
+
+void NcclGradientCommunicator::alltoall(std::span<const float> input, std::span<float> output) {
+  alltoall_on(context_.stream, compute_stream_bf16_, input, output);
 }
 
 void NcclGradientCommunicator::fork_communication_stream() {
@@ -175,20 +249,37 @@ void NcclGradientCommunicator::fork_communication_stream() {
 void NcclGradientCommunicator::start_allreduce_sum(std::span<float> values,
                                                    const kernels::DeviceEvent& /*ready*/) {
   fork_communication_stream();
-  sum_on(communication_stream_, communication_stream_bf16_, values);
+  sum_on(communication_stream_, communication_stream_bf16_, values, values);
 }
 
 void NcclGradientCommunicator::start_reduce_scatter_sum(std::span<const float> full,
                                                         std::span<float> shard,
                                                         const kernels::DeviceEvent& /*ready*/) {
+  check_separate_buffers(full, shard);
   fork_communication_stream();
   reduce_scatter_on(communication_stream_, communication_stream_bf16_, full, shard);
 }
 
 void NcclGradientCommunicator::start_all_gather(std::span<const float> shard, std::span<float> full,
                                                 const kernels::DeviceEvent& /*ready*/) {
+  check_separate_buffers(shard, full);
   fork_communication_stream();
   all_gather_on(communication_stream_, communication_stream_bf16_, shard, full);
+}
+
+void NcclGradientCommunicator::start_broadcast(std::span<const float> input,
+                                               std::span<float> output, int root,
+                                               const kernels::DeviceEvent& /*ready*/) {
+  check_separate_buffers(input, output);
+  fork_communication_stream();
+  broadcast_on(communication_stream_, communication_stream_bf16_, input, output, root);
+}
+
+void NcclGradientCommunicator::start_alltoall(std::span<const float> input, std::span<float> output,
+                                              const kernels::DeviceEvent& /*ready*/) {
+  check_separate_buffers(input, output);
+  fork_communication_stream();
+  alltoall_on(communication_stream_, communication_stream_bf16_, input, output);
 }
 
 void NcclGradientCommunicator::wait_all() {

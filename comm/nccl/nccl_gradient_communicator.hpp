@@ -6,7 +6,8 @@
 // bucket is rounded to bf16, summed by NCCL as ncclBfloat16 and widened back, all on the stream of
 // the sum: half the bytes on the wire, and every rank still receives the same sum, bit for bit.
 // Reduce-scatter and all-gather (ZeRO's collectives) are ncclReduceScatter and ncclAllGather,
-// ordered, rounded and widened the same way.
+// broadcast is ncclBroadcast, and alltoall is one ncclSend and one ncclRecv per peer in a group (as
+// nccl-tests' alltoall), all ordered, rounded and widened the same way.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -32,25 +33,38 @@ class NcclGradientCommunicator final : public GradientCommunicator {
   int size() const override { return size_; }
 
   void allreduce_sum(std::span<float> values) override;
+  void allreduce_sum_out_of_place(std::span<const float> input, std::span<float> sum) override;
   void start_allreduce_sum(std::span<float> values, const kernels::DeviceEvent& ready) override;
   void reduce_scatter_sum(std::span<const float> full, std::span<float> shard) override;
   void all_gather(std::span<const float> shard, std::span<float> full) override;
+  void broadcast(std::span<const float> input, std::span<float> output, int root) override;
+  void alltoall(std::span<const float> input, std::span<float> output) override;
   void start_reduce_scatter_sum(std::span<const float> full, std::span<float> shard,
                                 const kernels::DeviceEvent& ready) override;
   void start_all_gather(std::span<const float> shard, std::span<float> full,
                         const kernels::DeviceEvent& ready) override;
+  void start_broadcast(std::span<const float> input, std::span<float> output, int root,
+                       const kernels::DeviceEvent& ready) override;
+  void start_alltoall(std::span<const float> input, std::span<float> output,
+                      const kernels::DeviceEvent& ready) override;
   void wait_all() override;
   double last_exchange_seconds() override;
   bool can_be_captured() const override { return true; }
 
  private:
-  // Queues the in-place sum of `values` on `stream`, in bf16 through `bf16_staging` for bf16 sums.
-  void sum_on(cudaStream_t stream, kernels::Bf16Staging& bf16_staging, std::span<float> values);
+  // Queues the sum of `input` into `sum` (the same memory for the in-place sum) on `stream`, in
+  // bf16 through `bf16_staging` for bf16 sums.
+  void sum_on(cudaStream_t stream, kernels::Bf16Staging& bf16_staging, std::span<const float> input,
+              std::span<float> sum);
   // The same for the sum of this rank's shard of `full`, and for gathering every rank's shard.
   void reduce_scatter_on(cudaStream_t stream, kernels::Bf16Staging& bf16_staging,
                          std::span<const float> full, std::span<float> shard);
   void all_gather_on(cudaStream_t stream, kernels::Bf16Staging& bf16_staging,
                      std::span<const float> shard, std::span<float> full);
+  void broadcast_on(cudaStream_t stream, kernels::Bf16Staging& bf16_staging,
+                    std::span<const float> input, std::span<float> output, int root);
+  void alltoall_on(cudaStream_t stream, kernels::Bf16Staging& bf16_staging,
+                   std::span<const float> input, std::span<float> output);
   // Makes the communication stream wait for the compute stream's current point, where a started
   // collective's input is ready.
   void fork_communication_stream();

@@ -34,7 +34,7 @@ std::vector<double> times_of(const std::vector<double>& bytes) {
 
 TEST(PiecewiseAlphaBetaFit, FindsEachRegimeOfASweep) {
   const auto bytes = sweep_bytes();
-  const auto fit = fit_piecewise_alpha_beta(bytes, times_of(bytes), 2);
+  const auto fit = fit_piecewise_alpha_beta(bytes, times_of(bytes), ring_allreduce_hops(2));
   ASSERT_EQ(fit.pieces.size(), 3u);
   EXPECT_EQ(fit.pieces[0].max_bytes, 4096);
   EXPECT_EQ(fit.pieces[1].min_bytes, 8192);
@@ -48,8 +48,8 @@ TEST(PiecewiseAlphaBetaFit, FindsEachRegimeOfASweep) {
 TEST(PiecewiseAlphaBetaFit, IsFarBetterThanOneLineAcrossRegimes) {
   const auto bytes = sweep_bytes();
   const auto seconds = times_of(bytes);
-  const auto line = fit_alpha_beta(bytes, seconds, 2);
-  const auto pieces = fit_piecewise_alpha_beta(bytes, seconds, 2);
+  const auto line = fit_alpha_beta(bytes, seconds, ring_allreduce_hops(2));
+  const auto pieces = fit_piecewise_alpha_beta(bytes, seconds, ring_allreduce_hops(2));
   EXPECT_GT(line.relative_rms_error, 0.2);
   EXPECT_LT(pieces.relative_rms_error, 0.01 * line.relative_rms_error);
 }
@@ -58,7 +58,7 @@ TEST(PiecewiseAlphaBetaFit, OneRegimeStaysOnePiece) {
   const auto bytes = sweep_bytes();
   std::vector<double> seconds;
   for (double m : bytes) seconds.push_back(5e-6 + m / 3e9);
-  const auto fit = fit_piecewise_alpha_beta(bytes, seconds, 4);
+  const auto fit = fit_piecewise_alpha_beta(bytes, seconds, ring_allreduce_hops(4));
   ASSERT_EQ(fit.pieces.size(), 1u);
   // Ring over 4 ranks: t = 6 alpha + 1.5 m beta.
   EXPECT_NEAR(fit.pieces[0].fit.alpha_seconds, 5e-6 / 6, 1e-12);
@@ -69,23 +69,24 @@ TEST(PiecewiseAlphaBetaFit, KeepsAlphaAndBetaNonNegative) {
   // A steep collapse: the best free line through it would have a negative intercept.
   const std::vector<double> bytes = {1e6, 2e6, 4e6, 8e6};
   const std::vector<double> seconds = {1e-4, 2e-4, 2e-3, 8e-3};
-  const auto fit = fit_piecewise_alpha_beta(bytes, seconds, 2, 1);
+  const auto fit = fit_piecewise_alpha_beta(bytes, seconds, ring_allreduce_hops(2), 1);
   ASSERT_EQ(fit.pieces.size(), 1u);
   EXPECT_GE(fit.pieces[0].fit.line_intercept_seconds, 0);
   EXPECT_GE(fit.pieces[0].fit.line_seconds_per_byte, 0);
-  EXPECT_LT(fit_alpha_beta(bytes, seconds, 2).line_intercept_seconds, 0);  // the free line's
+  EXPECT_LT(fit_alpha_beta(bytes, seconds, ring_allreduce_hops(2)).line_intercept_seconds,
+            0);  // the free line's
 }
 
 TEST(PiecewiseAlphaBetaFit, EveryPieceHasAtLeastTheSizesAsked) {
   const auto bytes = sweep_bytes();
-  const auto fit = fit_piecewise_alpha_beta(bytes, times_of(bytes), 2, 4, 5);
+  const auto fit = fit_piecewise_alpha_beta(bytes, times_of(bytes), ring_allreduce_hops(2), 4, 5);
   for (const auto& piece : fit.pieces)
     EXPECT_GE(std::log2(piece.max_bytes / piece.min_bytes) + 1, 5) << piece.min_bytes;
 }
 
 TEST(PiecewiseAlphaBetaFit, LooksUpThePieceOfASize) {
   const auto bytes = sweep_bytes();
-  const auto fit = fit_piecewise_alpha_beta(bytes, times_of(bytes), 2);
+  const auto fit = fit_piecewise_alpha_beta(bytes, times_of(bytes), ring_allreduce_hops(2));
   EXPECT_EQ(&piece_for(fit, 100), &fit.pieces[0]);  // below the sweep
   EXPECT_EQ(&piece_for(fit, 4096), &fit.pieces[0]);
   EXPECT_EQ(&piece_for(fit, 5000), &fit.pieces[0]);  // nearer 4 KiB than 8 KiB
@@ -97,16 +98,16 @@ TEST(PiecewiseAlphaBetaFit, LooksUpThePieceOfASize) {
 
 TEST(PiecewiseAlphaBetaFit, SaysSoWhenNothingCanBeFitted) {
   const std::vector<double> bytes = {1024, 1024}, seconds = {1e-5, 1.1e-5};
-  const auto fit = fit_piecewise_alpha_beta(bytes, seconds, 2);
+  const auto fit = fit_piecewise_alpha_beta(bytes, seconds, ring_allreduce_hops(2));
   EXPECT_TRUE(fit.pieces.empty());
   EXPECT_TRUE(std::isnan(fit.relative_rms_error));
   const std::vector<double> one_size = {8}, one_time = {1e-6};
-  EXPECT_TRUE(fit_piecewise_alpha_beta(one_size, one_time, 2).pieces.empty());
+  EXPECT_TRUE(fit_piecewise_alpha_beta(one_size, one_time, ring_allreduce_hops(2)).pieces.empty());
 }
 
 TEST(PiecewiseAlphaBetaFit, TwoSizesMakeOnePiece) {
   const std::vector<double> bytes = {1024, 2048}, seconds = {2e-6, 3e-6};
-  const auto fit = fit_piecewise_alpha_beta(bytes, seconds, 2);
+  const auto fit = fit_piecewise_alpha_beta(bytes, seconds, ring_allreduce_hops(2));
   ASSERT_EQ(fit.pieces.size(), 1u);
   EXPECT_NEAR(fit.pieces[0].fit.line_intercept_seconds, 1e-6, 1e-12);
 }

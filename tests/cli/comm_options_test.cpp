@@ -1,5 +1,5 @@
-// `dlscale comm` options: the size parser, the sweep's sizes (rounded down to whole floats) and
-// every refusal, without MPI.
+// `dlscale comm` options: the size parser, the sweep's sizes, the collectives and dtypes, and every
+// refusal, without MPI.
 #include <gtest/gtest.h>
 
 #include "cli/comm_options.hpp"
@@ -20,6 +20,16 @@ void expect_refused(const std::vector<std::string>& arguments, const std::string
     EXPECT_NE(std::string(error.what()).find(named), std::string::npos)
         << "'" << error.what() << "' does not name " << named;
   }
+}
+
+// The help text with each run of spaces and line breaks as one space, as Boost wraps it.
+std::string help_as_one_line() {
+  std::string text;
+  for (const char c : comm_help_text()) {
+    const bool space = c == ' ' || c == '\n';
+    if (!(space && !text.empty() && text.back() == ' ')) text.push_back(space ? ' ' : c);
+  }
+  return text;
 }
 
 TEST(ByteSize, SuffixesArePowersOf1024InEitherCase) {
@@ -49,25 +59,24 @@ TEST(ByteSize, OverflowIsRefusedNotWrapped) {
 }
 
 TEST(CommOptions, DefaultsSweepPowersOfTwoFrom8BytesTo64MiB) {
-  const auto counts = sweep_element_counts(parsed({}));
-  ASSERT_EQ(counts.size(), 24u);
-  EXPECT_EQ(counts.front(), 2u);                // 8 bytes
-  EXPECT_EQ(counts.back(), 16u * 1024 * 1024);  // 64 MiB
-  for (std::size_t s = 1; s < counts.size(); ++s) EXPECT_EQ(counts[s], 2 * counts[s - 1]);
+  const auto sizes = sweep_sizes_bytes(parsed({}));
+  ASSERT_EQ(sizes.size(), 24u);
+  EXPECT_EQ(sizes.front(), 8u);
+  EXPECT_EQ(sizes.back(), 64u * 1024 * 1024);
+  for (std::size_t s = 1; s < sizes.size(); ++s) EXPECT_EQ(sizes[s], 2 * sizes[s - 1]);
 }
 
-TEST(CommOptions, SizesAreRoundedDownToWholeFloats) {
-  // 10, 16, 22, 28, 34, 40 bytes.
-  EXPECT_EQ(sweep_element_counts(parsed({"-b", "10", "-e", "40", "-i", "6"})),
-            (std::vector<std::uint64_t>{2, 4, 5, 7, 8, 10}));
+TEST(CommOptions, StepsAddOrMultiply) {
+  EXPECT_EQ(sweep_sizes_bytes(parsed({"-b", "10", "-e", "40", "-i", "6"})),
+            (std::vector<std::uint64_t>{10, 16, 22, 28, 34, 40}));
   // 5, 15, 45 bytes: the next, 135, is past -e.
-  EXPECT_EQ(sweep_element_counts(parsed({"--minbytes=5", "--maxbytes=100", "--stepfactor=3"})),
-            (std::vector<std::uint64_t>{1, 3, 11}));
+  EXPECT_EQ(sweep_sizes_bytes(parsed({"--minbytes=5", "--maxbytes=100", "--stepfactor=3"})),
+            (std::vector<std::uint64_t>{5, 15, 45}));
 }
 
 TEST(CommOptions, OneSizeWhenMinimumEqualsMaximum) {
-  EXPECT_EQ(sweep_element_counts(parsed({"-b", "1M", "-e", "1M"})),
-            (std::vector<std::uint64_t>{262144}));
+  EXPECT_EQ(sweep_sizes_bytes(parsed({"-b", "1M", "-e", "1M"})),
+            (std::vector<std::uint64_t>{1048576}));
 }
 
 TEST(CommOptions, SweepStopsBeforeOverflowingNearTheLargestSize) {
@@ -75,7 +84,41 @@ TEST(CommOptions, SweepStopsBeforeOverflowingNearTheLargestSize) {
   options.minimum_bytes = 1ull << 62;
   options.maximum_bytes = ~0ull;
   options.step = 4;
-  EXPECT_EQ(sweep_element_counts(options).size(), 1u);
+  EXPECT_EQ(sweep_sizes_bytes(options).size(), 1u);
+}
+
+TEST(CommOptions, DefaultsSweepTheAllreduceInFloat) {
+  const CommOptions options = parsed({});
+  EXPECT_EQ(options.collectives, (std::vector<worker::Collective>{worker::Collective::allreduce}));
+  EXPECT_EQ(options.dtypes, (std::vector<comm::GradientDtype>{comm::GradientDtype::fp32}));
+}
+
+TEST(CommOptions, CollectivesAndDtypesAreListsInTheOrderGiven) {
+  const CommOptions options =
+      parsed({"--collective", "alltoall,reduce_scatter,all_gather,broadcast,allreduce", "--dtype",
+              "bf16,float"});
+  EXPECT_EQ(options.collectives,
+            (std::vector<worker::Collective>{
+                worker::Collective::alltoall, worker::Collective::reduce_scatter,
+                worker::Collective::all_gather, worker::Collective::broadcast,
+                worker::Collective::allreduce}));
+  EXPECT_EQ(options.dtypes, (std::vector<comm::GradientDtype>{comm::GradientDtype::bf16,
+                                                              comm::GradientDtype::fp32}));
+}
+
+TEST(CommOptions, UnknownCollectivesAndDtypesAreRefusedNamingTheChoices) {
+  expect_refused({"--collective", "allreduce,gather"}, "--collective: unknown collective 'gather'");
+  expect_refused({"--collective", "gather"},
+                 "(available: allreduce, reduce_scatter, all_gather, broadcast, alltoall)");
+  expect_refused({"--dtype", "fp16"}, "--dtype: unknown dtype 'fp16' (available: float, bf16)");
+  expect_refused({"--collective", "broadcast,broadcast"}, "broadcast is listed twice");
+  expect_refused({"--dtype", ""}, "--dtype: unknown dtype ''");
+}
+
+TEST(CommOptions, TheSmallestSizeHoldsAnElementOfEveryDtype) {
+  EXPECT_EQ(parsed({"-b", "2", "--dtype", "bf16"}).minimum_bytes, 2u);
+  expect_refused({"-b", "2", "--dtype", "bf16,float"}, "at least 4 bytes (one float element)");
+  expect_refused({"-i", "2", "--dtype", "float"}, "-i/--stepbytes must be at least 4 bytes");
 }
 
 TEST(CommOptions, CountsAndOutputAreRead) {
@@ -103,9 +146,21 @@ TEST(CommOptions, BadValuesAreRefusedNamingTheOption) {
 }
 
 TEST(CommOptions, HelpTeachesWithAnExample) {
-  const std::string help = comm_help_text();
-  for (const char* expected : {"--minbytes", "--stepfactor", "--stepbytes", "--iters", "--warmup",
-                               "--comm", "--out", "--overwrite", "Examples:", "rounded down"})
+  const std::string help = help_as_one_line();
+  for (const char* expected :
+       {"--minbytes", "--stepfactor", "--stepbytes", "--iters", "--warmup", "--comm", "--out",
+        "--overwrite", "Examples:", "rounded down", "--collective", "--dtype", "float or bf16"})
+    EXPECT_NE(help.find(expected), std::string::npos) << "no '" << expected << "' in help";
+}
+
+// --help says, for each collective, what its size counts (nccl-tests' convention) and its factor.
+TEST(CommOptions, HelpSaysWhatEachCollectivesSizeCounts) {
+  const std::string help = help_as_one_line();
+  for (const char* expected :
+       {"reduce_scatter (size: the whole buffer each rank gives", "busbw = algbw * (n-1)/n",
+        "all_gather (size: the whole buffer each rank receives", "allreduce (size: the message",
+        "busbw = algbw * 2(n-1)/n", "broadcast (size: the message", "busbw = algbw * 1",
+        "alltoall (size: the whole buffer each rank sends"})
     EXPECT_NE(help.find(expected), std::string::npos) << "no '" << expected << "' in help";
 }
 

@@ -1,7 +1,7 @@
 # The Python examples in the docs run as printed: every ```python block of docs/results-format.md,
 # docs/report.md and docs/communication.md, each in a fresh interpreter, in a directory holding
-# the files they name (run.h5 and study.h5 from a real rank sweep, comm.h5 from a real allreduce
-# sweep, tables/ and tables.json from `dlscale report`), so that a schema change cannot leave a
+# the files they name (run.h5 and study.h5 from a real rank sweep, comm.h5 from a real sweep of
+# two collectives in two dtypes, tables/ and tables.json from `dlscale report`), so that a schema change cannot leave a
 # reader's first script failing. Each page must say, before its first example, that the examples
 # need /usr/bin/python3 (Debian's h5py) where another python3 comes first on the PATH. And the
 # README's sample output must hold every measurement and the GEMM fraction that the summary of
@@ -28,7 +28,10 @@ def make_files(dlscale, mpiexec, directory):
                                             "0.01", "--out", "study.h5"], cwd=directory,
                            check=True, stdout=subprocess.PIPE, text=True)
     shutil.copyfile(os.path.join(directory, "study.h5"), os.path.join(directory, "run.h5"))
+    # The allreduce in float first, as by default, and tables below it for the examples that
+    # read every table.
     subprocess.run(launch + ["comm", "-b", "8", "-e", "4K", "-f", "4", "-n", "3", "-w", "1",
+                             "--collective", "allreduce,reduce_scatter", "--dtype", "float,bf16",
                              "--out", "comm.h5"], cwd=directory, check=True,
                    stdout=subprocess.DEVNULL)
     subprocess.run([dlscale, "report", "study.h5", "--csv", "tables", "--json", "tables.json"],

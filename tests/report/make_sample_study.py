@@ -497,10 +497,29 @@ def write_node_sharing_probes(file):
         group.create_dataset(name, data=np.array(values, dtype=np.float64))
 
 
-def write_comm(file, rng, ranks=4):
+def write_comm_table(group, rng, collective, dtype, bus_factor):
+    """A further table of a sweep of several collectives, /comm/COLLECTIVE/DTYPE: a line of 10 us
+    and 1 GB/s, out of place and in place, with its collective, dtype and average bus bandwidth."""
+    table = group.create_group(collective).create_group(dtype)
+    message_bytes = 2.0 ** np.arange(4, 21)
+    table.attrs["collective"], table.attrs["dtype"] = collective, dtype
+    for prefix in ["out_of_place_", ""]:
+        p50 = (10e-6 + message_bytes / 1e9) * rng.lognormal(0.0, 0.03, len(message_bytes))
+        table.create_dataset(prefix + "seconds_p50", data=p50)
+        table.create_dataset(prefix + "busbw_gbps_p50", data=message_bytes / p50 / 1e9 * bus_factor)
+    table.create_dataset("bytes", data=message_bytes)
+    table.attrs["average_busbw_gbps"] = np.float64(
+        np.mean([table[p + "busbw_gbps_p50"][()] for p in ["out_of_place_", ""]]))
+    table.attrs["fit_line_intercept_seconds"] = np.float64(10e-6)
+    table.attrs["fit_line_seconds_per_byte"] = np.float64(1e-9)
+
+
+def write_comm(file, rng, ranks=4, more_tables=False):
     """An allreduce sweep over message sizes, 4 B to 64 MiB, following a latency-bandwidth model
     that changes at 4 KiB (MPI's eager to rendezvous protocol): one line misses it, the two
-    pieces of /comm/fit_pieces follow it."""
+    pieces of /comm/fit_pieces follow it. With `more_tables`, a bf16 reduce-scatter and a float
+    all-gather below it, as `dlscale comm --collective allreduce,reduce_scatter,all_gather`
+    writes them."""
     message_bytes = 2.0 ** np.arange(2, 27)
     alpha, beta = 25e-6, 1 / 2.0e9
     eager = message_bytes <= 4096
@@ -531,6 +550,10 @@ def write_comm(file, rng, ranks=4):
     group = comm.create_group("fit_pieces")
     for name, values in pieces.items():
         group.create_dataset(name, data=np.array(values, dtype=np.float64))
+    if more_tables:
+        comm.attrs["collective"], comm.attrs["dtype"] = "allreduce", "float"
+        write_comm_table(comm, rng, "reduce_scatter", "bf16", (ranks - 1) / ranks)
+        write_comm_table(comm, rng, "all_gather", "float", (ranks - 1) / ranks)
 
 
 def main():
@@ -549,6 +572,8 @@ def main():
     parser.add_argument("--gpu", action="store_true", help="GPU measurements and their energy")
     parser.add_argument("--no-comm", action="store_true", help="leave out /comm")
     parser.add_argument("--comm-only", action="store_true", help="only /comm, as `dlscale comm`")
+    parser.add_argument("--comm-tables", action="store_true",
+                        help="with --comm-only: a sweep of several collectives and dtypes")
     parser.add_argument("--predicted-efficiency", action="store_true",
                         help="add the optional /study/predicted_efficiency")
     parser.add_argument("--precision", help="precisions the sweep runs one after another, e.g. "
@@ -584,7 +609,7 @@ def main():
         if args.comm_only:
             f.attrs["command_line"] = "dlscale comm --ranks 4"
             f.attrs["run_count"] = np.int64(0)
-            write_comm(f, rng)
+            write_comm(f, rng, more_tables=args.comm_tables)
             return
         f.attrs["command_line"] = "dlscale --model fcn:1024,2048,2048,10 --ranks 1,2,4 --batch 64"
         failed = [(ranks, thread_counts[-1], 0, reason) for ranks, reason in FAILED_POINTS]

@@ -42,8 +42,8 @@ REPORT = os.path.join(HERE, "..", "..", "report", "dlscale_report.py")
 MAKE_SAMPLE = os.path.join(HERE, "make_sample_study.py")
 PHASES = ["forward", "backward", "allreduce", "update", "step"]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-TABLES = ["comm", "failed_points", "measurements", "node_sharing_probes", "runs", "study",
-          "study_repeats"]
+TABLES = ["comm", "comm_tables", "failed_points", "measurements", "node_sharing_probes", "runs",
+          "study", "study_repeats"]
 MEASUREMENT_COLUMNS = ["run", "name", "units", "rank", "iteration", "seconds", "value"]
 EN_DASH = "–"
 
@@ -290,7 +290,8 @@ def test_optional_parts_missing(directory):
     expect("predicted" not in result.stdout, "a predicted efficiency appeared from nowhere")
     expect("Allreduce sweep" not in result.stdout, "an allreduce sweep appeared from nowhere")
     expect(sorted(os.listdir(csv_dir)) == [f"{name}.csv" for name in TABLES
-                                           if name not in ("comm", "node_sharing_probes")],
+                                           if name not in ("comm", "comm_tables",
+                                                           "node_sharing_probes")],
            f"CSV files {sorted(os.listdir(csv_dir))}")
     with open(json_path) as handle:
         expect(json.load(handle)["comm"] == [], "JSON comm is not an empty list")
@@ -845,6 +846,45 @@ def test_comm_only(directory):
     expect("Allreduce sweep (/comm, 4 ranks)" in result.stdout, f"comm output:\n{result.stdout}")
     expect(os.listdir(figure_dir) == ["allreduce.png"], f"figures {os.listdir(figure_dir)}")
     check_png(os.path.join(figure_dir, "allreduce.png"))
+
+
+def test_comm_sweep_of_several_collectives(directory):
+    """A sweep of several collectives and dtypes: a section for each table, named by its
+    collective and (other than float) its dtype, and the tables below /comm in comm_tables.csv,
+    each row named by its table; /comm's own table and comm.csv stay as they were."""
+    sample = make_sample(directory, "tables.h5", "--comm-only", "--comm-tables")
+    csv_dir = new_directory(directory, "csv")
+    result = report_ok(sample, "--csv", csv_dir)
+    for heading in ["Allreduce sweep (/comm, 4 ranks)",
+                    "Reduce_scatter sweep in bf16 (/comm/reduce_scatter/bf16, 4 ranks)",
+                    "All_gather sweep (/comm/all_gather/float, 4 ranks)"]:
+        expect(heading in result.stdout, f"no '{heading}' in:\n{result.stdout}")
+    expect("average busbw" in result.stdout, f"no average bus bandwidth in:\n{result.stdout}")
+    expect(sorted(os.listdir(csv_dir)) == ["comm.csv", "comm_tables.csv"],
+           f"CSV files {sorted(os.listdir(csv_dir))}")
+    tables = pd.read_csv(os.path.join(csv_dir, "comm_tables.csv"))
+    expect(list(tables.columns[:2]) == ["table", "bytes"], f"columns {list(tables.columns)}")
+    expect(sorted(set(tables["table"])) == ["all_gather/float", "reduce_scatter/bf16"],
+           f"tables {sorted(set(tables['table']))}")
+    with h5py.File(sample, "r") as f:
+        table = f["comm/reduce_scatter/bf16"]
+        rows = tables[tables["table"] == "reduce_scatter/bf16"]
+        expect(close(rows["out_of_place_seconds_p50"], table["out_of_place_seconds_p50"][()]),
+               "comm_tables out_of_place_seconds_p50 differs from the file")
+
+
+def test_comm_table_names_are_printed_escaped(directory):
+    """A table's collective and dtype come from the file: a terminal escape in either is printed
+    as an escape in its section's heading (found by results_files_fuzz_test.py)."""
+    sample = make_sample(directory, "tables.h5", "--comm-only", "--comm-tables")
+    with h5py.File(sample, "a") as f:
+        f["comm"].attrs["collective"] = "\x1b[1mallreduce"
+        f["comm/reduce_scatter/bf16"].attrs["dtype"] = "bf16\x1b[2J"
+    result = report_ok(sample)
+    expect(all(line.isprintable() for line in result.stdout.splitlines()),
+           f"a heading holds unprintable characters:\n{result.stdout!r}")
+    for text in [r"\x1b[1mallreduce sweep (/comm, 4 ranks)", r"in bf16\x1b[2J (/comm"]:
+        expect(text in result.stdout, f"the headings lack {text!r}:\n{result.stdout}")
 
 
 def test_several_files(directory):
@@ -1433,11 +1473,13 @@ def main():
              test_files_before_precisions_read_as_fp32,
              test_convergence_table_and_figures, test_no_convergence_without_its_data,
              test_an_unbounded_interval_end_is_read,
-             test_schema_1_single_run, test_comm_only, test_several_files, test_bad_input,
+             test_schema_1_single_run, test_comm_only, test_comm_sweep_of_several_collectives,
+             test_several_files, test_bad_input,
              test_output_targets_must_be_regular_files_and_directories,
              test_existing_outputs_need_overwrite, test_a_module_that_fails_to_load_is_named,
              test_json_to_standard_output, test_failed_write_leaves_nothing,
              test_damaged_files_give_one_line, test_names_from_the_file_are_printed_escaped,
+             test_comm_table_names_are_printed_escaped,
              test_says_what_it_wrote, test_throughput_axis_is_labelled_at_round_numbers,
              test_scaling_figures_name_the_mean_line_and_the_repeats,
              test_goodput_and_threads_legends_stay_off_the_data,

@@ -66,6 +66,10 @@ REAL_SAMPLES = {
     "run-1": (None, TINY + ["--sample-interval", "0"]),
     "run-2": (2, TINY + ["--bucket-mb", "0.001", "--sample-interval", "0"]),
     "comm": (2, ["comm", "-b", "8", "-e", "1K", "-f", "4", "-n", "3", "-w", "1"]),
+    # Tables below /comm: /comm/COLLECTIVE/DTYPE, each with its out-of-place datasets.
+    "comm-collectives": (2, ["comm", "-b", "8", "-e", "1K", "-f", "4", "-n", "2", "-w", "1",
+                             "--collective", "allreduce,reduce_scatter,broadcast",
+                             "--dtype", "float,bf16"]),
 }
 # A case made from one of these is merged with the other, undamaged: two files, two rank counts.
 MERGE_PARTNERS = {"run-1": "run-2", "run-2": "run-1"}

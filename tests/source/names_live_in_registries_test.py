@@ -1,5 +1,6 @@
 # An option's values are named in one place: a device or comm backend in its registry
-# (kernels/device_factory.cpp, comm/communicator_factory.cpp), every other choice (precision,
+# (kernels/device_factory.cpp, comm/communicator_factory.cpp), a collective of `dlscale comm` in its
+# record (worker/swept_collectives/), every other choice (precision,
 # scaling mode, learning-rate rule, target metric, gradient dtype, predict's algorithm and overlap,
 # --probe, the DLSCALE_* settings) in an EnumNames table beside its enum; everything else holds
 # the enum. This fails where a source file compares a value with one of those names written as a
@@ -20,7 +21,8 @@ coincidences = {
     ("kernels/cpu/cpu_device.cpp", 'isa.find("bf16")'),
 }
 # Words that options take instead of a number, and registry names not in an EnumNames table.
-extra_names = {"auto", "all", "cpu", "cuda", "mpi", "mpi-nbc", "mpi-hier", "nccl"}
+extra_names = {"auto", "all", "cpu", "cuda", "mpi", "mpi-nbc", "mpi-hier", "nccl", "allreduce",
+               "reduce_scatter", "all_gather", "broadcast", "alltoall"}
 
 
 def sources():
