@@ -4,9 +4,10 @@
 # (/node_sharing_probes). A second launch measures 2 ranks; `dlscale merge` joins the two files.
 # Predicting 2 ranks with the measured 2-rank run and its own probe held out
 # (--hold-out 2 --hold-out-probes) leaves the launch probe as the only word on how compute slows
-# at 2: the prediction must say so ("probed") and land within 15% of the measurement.
-# The same emulated hosts and yielding as predict_holds_out_largest_point.sh, for the same
-# reasons.
+# at 2: the prediction must say so ("probed") and take its slowdown and compute from that probe
+# (predict_follows_its_inputs.py). Its distance from the measurement is printed, and measured as
+# a benchmark (benchmarks/predict_accuracy.sh), for the reasons given in
+# predict_holds_out_largest_point.sh, whose emulated hosts and yielding this test shares.
 # usage: predict_from_launch_probe.sh DLSCALE PYTHON
 set -euo pipefail
 
@@ -18,13 +19,8 @@ start_cluster 2 --slots 2
 mpi=("$cluster_script" mpirun "$cluster" -np 2 --map-by node --mca mpi_yield_when_idle 1)
 workload=(--model alexnet-r --batch 32 --iters 20 --warmup 3)
 
-# As in the held-out test: one of up to three launches must hold on a shared machine, and a
-# launch that other processes disturbed says nothing of the model (launch_was_disturbed.py).
-undisturbed_misses=0
-for attempt in 1 2 3; do
-  rm -f "$work_dir"/*.h5
-  "${mpi[@]}" "$dlscale" "${workload[@]}" --ranks 1 --out "$work_dir/probed.h5"
-  "$python" - "$work_dir/probed.h5" <<'PY'
+"${mpi[@]}" "$dlscale" "${workload[@]}" --ranks 1 --out "$work_dir/probed.h5"
+"$python" - "$work_dir/probed.h5" <<'PY'
 import sys
 import h5py
 with h5py.File(sys.argv[1], "r") as f:
@@ -35,32 +31,14 @@ with h5py.File(sys.argv[1], "r") as f:
     assert probes["shared_seconds"][0] > 0 and probes["alone_seconds"][0] > 0
     assert len(f["runs"]) == 1, "the probe must not add a training run"
 PY
-  "${mpi[@]}" "$dlscale" "${workload[@]}" --ranks 2 --out "$work_dir/measured.h5"
-  "$dlscale" merge "$work_dir/probed.h5" "$work_dir/measured.h5" -o "$work_dir/study.h5" \
-    > /dev/null
-  "${mpi[@]}" "$dlscale" comm -b 1K -e 1M -f 2 -n 10 -w 2 --out "$work_dir/comm.h5"
-  output=$("$python" "$analysis_tests/predict_matches_measurement.py" "$dlscale" \
-    "$work_dir/study.h5" "$work_dir/comm.h5" --hold-out 2 --hold-out-probes) && held=1 || held=0
-  echo "$output"
-  if ! grep -q "node sharing probed without training at 2 ranks" <<< "$output" ||
-    ! grep -q "compute slowdown probed" <<< "$output"; then
-    echo "FAIL: the merged file's launch probe did not carry compute to 2 ranks"
-    exit 1
-  fi
-  if ((held)); then
-    echo "ok: 2 ranks predicted within 15% from the 1-rank run and a probe that trained nothing," \
-      "in launch $attempt of at most 3"
-    exit 0
-  fi
-  echo "launch $attempt: not within 15%"
-  "$python" "$analysis_tests/launch_was_disturbed.py" "$work_dir/study.h5" ||
-    undisturbed_misses=$((undisturbed_misses + 1))
-done
-if ((undisturbed_misses == 0)); then
-  echo "skipped: other processes used the machine during every launch (above): no measurement" \
-    "here can hold the model to 15%"
-  exit 77
+"${mpi[@]}" "$dlscale" "${workload[@]}" --ranks 2 --out "$work_dir/measured.h5"
+"$dlscale" merge "$work_dir/probed.h5" "$work_dir/measured.h5" -o "$work_dir/study.h5" > /dev/null
+"${mpi[@]}" "$dlscale" comm -b 1K -e 1M -f 2 -n 10 -w 2 --out "$work_dir/comm.h5"
+output=$("$python" "$analysis_tests/predict_follows_its_inputs.py" "$dlscale" \
+  "$work_dir/study.h5" "$work_dir/comm.h5" --hold-out 2 --hold-out-probes) && held=1 || held=0
+echo "$output"
+if ! grep -q "node sharing probed without training at 2 ranks" <<< "$output"; then
+  echo "FAIL: predict did not name the launch's probe at 2 ranks among its notes"
+  exit 1
 fi
-echo "FAIL: in none of 3 launches was 2 ranks predicted within 15% from the launch probe" \
-  "($undisturbed_misses of them undisturbed)"
-exit 1
+((held)) || exit 1
