@@ -93,9 +93,10 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
       "sharding", po::value(&raw.sharding)->default_value(raw.sharding),
       "none (every rank updates every parameter: DDP), optimizer or gradients (ZeRO stages 1 "
       "and 2: gradients reduce-scattered bucket by bucket, each rank updates its shard of the "
-      "parameters and optimizer state, parameters all-gathered after), or a list "
-      "(none,optimizer) to measure each against its own baseline. full (ZeRO-3) is not served "
-      "yet")(
+      "parameters and optimizer state, parameters all-gathered after), full (ZeRO-3, FSDP: "
+      "parameters live sharded too, each unit all-gathered just before it runs, forward and "
+      "backward; see --shard-unit-mb), or a list (none,optimizer,full) to measure each against "
+      "its own baseline")(
       "seed", po::value(&raw.seed)->default_value((long long)defaults.seed),
       "seed for weights and synthetic data");
   // clang-format on
@@ -200,7 +201,12 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
       "PyTorch DDP does; 0 for one bucket with every gradient")(
       "no-overlap", po::bool_switch(),
       "sum the buckets with blocking calls after backward, instead of starting each one "
-      "(non-blocking) as soon as backward has produced it");
+      "(non-blocking) as soon as backward has produced it")(
+      "shard-unit-mb", number_with_default(&options.shard_unit_mb, defaults.shard_unit_mb),
+      "--sharding full: whole layers, last first, grouped into units of at least this many "
+      "MiB of parameters (FSDP's wrapped modules); each unit is all-gathered before its "
+      "forward and its backward, and its gradients reduce-scattered. Two units' parameters "
+      "and gradients are held whole at a time");
   // clang-format on
 
   po::options_description output("Output");
@@ -341,10 +347,6 @@ std::vector<results::Sharding> parse_shardings(const std::string& text) {
     const std::string name(field);
     require_choice("--sharding", "strategy", name, results::sharding_names.all());
     const results::Sharding sharding = *results::sharding_names.named(name);
-    if (sharding == results::Sharding::full)
-      throw UserError(
-          "--sharding full (ZeRO stage 3: parameters sharded and gathered layer by layer) is not "
-          "served yet; use none, optimizer or gradients");
     if (std::find(shardings.begin(), shardings.end(), sharding) != shardings.end())
       throw UserError(fmt::format("--sharding {}: {} is listed twice", text, name));
     shardings.push_back(sharding);
@@ -491,6 +493,11 @@ void check_values(RunOptions& options, const RawNumbers& raw, const po::variable
     throw UserError(
         fmt::format("--bucket-mb must be between 0 and 1e6 MiB, got {}", options.bucket_mb));
   options.overlap = !values["no-overlap"].as<bool>();
+  if (!(options.shard_unit_mb > 0) || options.shard_unit_mb > 1e6)
+    throw UserError(fmt::format(
+        "--shard-unit-mb must be above 0 and at most 1e6 MiB (a unit is at least one layer), "
+        "got {}",
+        options.shard_unit_mb));
   if (options.output_path.empty() && values.count("out"))
     throw UserError("--out must not be empty");
   // An empty list would otherwise mean "no sweep", silently.
@@ -499,6 +506,17 @@ void check_values(RunOptions& options, const RawNumbers& raw, const po::variable
   require_choice("--log-level", "level", options.log_level,
                  {"trace", "debug", "info", "warn", "error"});
   check_convergence_values(options, raw, values);
+  const bool fully_sharded = std::find(options.shardings.begin(), options.shardings.end(),
+                                       results::Sharding::full) != options.shardings.end();
+  if (fully_sharded && !options.overlap)
+    throw UserError(
+        "--sharding full reduce-scatters each unit's gradients as its backward ends (two units' "
+        "gradients are held at a time): leave out --no-overlap");
+  if (fully_sharded && options.evaluate_every > 0)
+    throw UserError(
+        "--sharding full does not evaluate held-out data yet (every rank would have to run the "
+        "same number of evaluation batches to gather each unit in step): leave out --eval-every "
+        "and the target, or use --sharding none, optimizer or gradients");
 }
 
 }  // namespace

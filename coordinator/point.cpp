@@ -161,12 +161,15 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
   set_up_or_fail_point(group, [&] {
     run.network = workload.build_network(device, batch);
     run.network->initialize(point.seed);
-    run.exchange = worker::make_gradient_exchange(
-        *run.network, std::size_t(plan.bucket_mb * (1 << 20)), plan.overlap, point.sharding);
+    // Fully sharded, the buckets are the units of sharding, as FSDP's wrapped modules are.
+    const double bucket_mb =
+        point.sharding == results::Sharding::full ? plan.shard_unit_mb : plan.bucket_mb;
+    run.exchange = worker::make_gradient_exchange(*run.network, std::size_t(bucket_mb * (1 << 20)),
+                                                  plan.overlap, point.sharding);
     run.optimizer = make_optimizer(
         plan.optimizer, device,
         worker::updated_parameter_count(point.sharding, run.exchange.buckets,
-                                        run.network->parameters().size(), run.communicator->size()),
+                                        run.network->parameter_count(), run.communicator->size()),
         float(run.learning_rate));
     run.data = std::make_unique<worker::DeviceDataset>(device, workload, batch, batches, point.seed,
                                                        run.communicator->rank());
@@ -315,7 +318,9 @@ void fail_unless_it_fits(MPI_Comm group, const workloads::Workload& workload, in
         workload, batch, batches, point.precision,
         ranks_per_device(placement.ranks_on_host,
                          kernels::device_record(plan.device_kind).devices_per_host()),
-        device.free_memory_bytes(), {plan.optimizer, point.sharding, point.ranks});
+        device.free_memory_bytes(),
+        {plan.optimizer, point.sharding, point.ranks,
+         std::uint64_t(plan.shard_unit_mb * (1 << 20))});
     if (!shortfall.empty()) throw PointFailure(FailureCause::does_not_fit, shortfall);
   });
 }

@@ -16,6 +16,16 @@
 
 namespace dlscale::model {
 
+// Where a layer's parameters come from when they do not live whole in the network (fully sharded
+// data parallelism gathers each unit of layers just before it runs, forward and backward, and
+// binds the layers to the gathered copy: worker/data_parallel_strategy.cpp).
+class ParameterGate {
+ public:
+  virtual ~ParameterGate() = default;
+  virtual void before_forward(std::size_t layer) = 0;
+  virtual void before_backward(std::size_t layer) = 0;
+};
+
 template <typename T>
 class Network {
  public:
@@ -36,14 +46,12 @@ class Network {
       parameter_total += layer->parameter_count();
       widest = std::max({widest, layer->input_size(), layer->output_size()});
     }
+    parameter_total_ = parameter_total;
     parameters_ = kernels::DeviceArray<T>(device, parameter_total);
     gradients_ = kernels::DeviceArray<T>(device, parameter_total);
-    std::size_t offset = 0;
-    for (auto& layer : layers_) {
-      layer->bind(parameters_.data() + offset, gradients_.data() + offset);
-      offset += layer->parameter_count();
+    bind_whole_buffers();
+    for (auto& layer : layers_)
       outputs_.emplace_back(device, std::size_t(max_batch) * layer->output_size());
-    }
     loss_gradient_ =
         kernels::DeviceArray<T>(device, std::size_t(max_batch) * layers_.back()->output_size());
     loss_ = kernels::DeviceArray<T>(device, 1);
@@ -83,7 +91,7 @@ class Network {
   }
 
   std::size_t allocated_bytes() const {
-    std::size_t values = parameters_.size() + gradients_.size() + loss_gradient_.size() +
+    std::size_t values = 2 * parameter_total_ + loss_gradient_.size() +
                          backward_buffers_[0].size() + backward_buffers_[1].size();
     for (const auto& output : outputs_) values += output.size();
     for (const auto& layer : layers_)
@@ -109,6 +117,7 @@ class Network {
     check_batch(batch);
     const T* x = inputs;
     for (std::size_t i = 0; i < layers_.size(); ++i) {
+      if (gate_ != nullptr) gate_->before_forward(i);
       layers_[i]->forward(math_, batch, x, outputs_[i].data());
       x = outputs_[i].data();
     }
@@ -130,6 +139,7 @@ class Network {
     for (std::size_t i = layers_.size(); i-- > 0;) {
       const T* x = i == 0 ? inputs : outputs_[i - 1].data();
       T* input_gradient = i == 0 ? nullptr : backward_buffers_[i % 2].data();
+      if (gate_ != nullptr) gate_->before_backward(i);
       layers_[i]->backward(math_, batch, x, outputs_[i].data(), output_gradient, input_gradient);
       output_gradient = input_gradient;
       if (layer_done) layer_done(i);
@@ -138,6 +148,25 @@ class Network {
 
   // The last layer's outputs of the last forward_loss(): [batch x predictions x classes] logits.
   const kernels::DeviceArray<T>& logits() const { return outputs_.back(); }
+
+  // Fully sharded training: the layers' parameters and gradients live elsewhere (bind_layer), and
+  // `gate` is called before each layer runs; the whole buffers are freed (parameters() and
+  // gradients() are empty) until restore_whole_buffers() makes them again. A null gate ends it.
+  void set_parameter_gate(ParameterGate* gate) { gate_ = gate; }
+  void bind_layer(std::size_t layer, T* parameters, T* gradients) {
+    layers_.at(layer)->bind(parameters, gradients);
+  }
+  void release_whole_buffers() {
+    parameters_ = {};
+    gradients_ = {};
+  }
+  // Whole buffers again (uninitialised), every layer bound to its slice of them.
+  void restore_whole_buffers() {
+    parameters_ = kernels::DeviceArray<T>(device_, parameter_total_);
+    gradients_ = kernels::DeviceArray<T>(device_, parameter_total_);
+    bind_whole_buffers();
+  }
+  std::size_t parameter_count() const { return parameter_total_; }
 
   std::span<T> parameters() { return parameters_.span(); }
   std::span<const T> parameters() const { return parameters_.span(); }
@@ -151,6 +180,13 @@ class Network {
   int max_batch() const { return max_batch_; }
 
  private:
+  void bind_whole_buffers() {
+    std::size_t offset = 0;
+    for (auto& layer : layers_) {
+      layer->bind(parameters_.data() + offset, gradients_.data() + offset);
+      offset += layer->parameter_count();
+    }
+  }
   void check_batch(int batch) const {
     if (batch < 1 || batch > max_batch_)
       throw std::invalid_argument("batch outside the range this network was built for");
@@ -161,8 +197,10 @@ class Network {
   std::vector<std::unique_ptr<Layer<T>>> layers_;
   int max_batch_;
   int classes_;
+  std::size_t parameter_total_ = 0;
   kernels::DeviceArray<T> parameters_;
   kernels::DeviceArray<T> gradients_;
+  ParameterGate* gate_ = nullptr;
   std::vector<kernels::DeviceArray<T>> outputs_;  // one per layer: what backward needs from forward
   kernels::DeviceArray<T> loss_gradient_;
   kernels::DeviceArray<T> loss_;

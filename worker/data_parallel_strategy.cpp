@@ -1,5 +1,5 @@
-// The data-parallel strategies (data_parallel_strategy.hpp): replicated, and the sharded
-// optimizer of ZeRO stages 1 and 2.
+// The data-parallel strategies (data_parallel_strategy.hpp): replicated, the sharded optimizer of
+// ZeRO stages 1 and 2, and fully sharded (ZeRO stage 3).
 #include "worker/data_parallel_strategy.hpp"
 
 #include <algorithm>
@@ -24,6 +24,7 @@ class Replicated final : public DataParallelStrategy {
   }
   void wait() override { communicator_.wait_all(); }
   void exchange_bucket(std::size_t b) override { communicator_.allreduce_sum(values(b)); }
+  std::span<float> bucket_gradients(std::size_t b) override { return values(b); }
   void update(model::Optimizer<float>& optimizer, float gradient_scale,
               double* squared_norm) override {
     optimizer.step(network_.parameters(), network_.gradients(), gradient_scale, squared_norm);
@@ -129,6 +130,9 @@ class ShardedOptimizer final : public DataParallelStrategy {
     reduce_scatter_seconds_ = 0;  // blocking: timed as the step's exchange phase
     if (b + 1 == layout_.size()) sum_tails();
   }
+  std::span<float> bucket_gradients(std::size_t b) override {
+    return network_.gradients().subspan(buckets_[b].offset, buckets_[b].count);
+  }
   void update(model::Optimizer<float>& optimizer, float gradient_scale,
               double* squared_norm) override {
     optimizer.step(parameter_shards_.span(), gradient_shards_.span(), gradient_scale, squared_norm);
@@ -190,9 +194,215 @@ class ShardedOptimizer final : public DataParallelStrategy {
   double reduce_scatter_seconds_ = 0, all_gather_seconds_ = 0;
 };
 
+// Where unit (bucket) b lives in the fully sharded strategy: this rank's `shard` values of it at
+// `shard_offset` in the shard buffers, of a unit padded to shard * ranks values.
+struct ShardedUnit {
+  std::size_t shard = 0;
+  std::size_t shard_offset = 0;
+  std::size_t padded = 0;
+};
+
+std::vector<ShardedUnit> lay_out_units(std::span<const GradientBucket> buckets, int ranks) {
+  std::vector<ShardedUnit> layout;
+  std::size_t offset = 0;
+  for (const GradientBucket& bucket : buckets) {
+    const std::size_t shard = (bucket.count + std::size_t(ranks) - 1) / std::size_t(ranks);
+    layout.push_back({shard, offset, shard * std::size_t(ranks)});
+    offset += shard;
+  }
+  return layout;
+}
+
+std::size_t shard_values(std::span<const ShardedUnit> layout) {
+  std::size_t count = 0;
+  for (const ShardedUnit& unit : layout) count += unit.shard;
+  return count;
+}
+
+// ZeRO stage 3 over the buckets as units (data_parallel_strategy.hpp). Units are numbered as the
+// buckets are, from the last layers down: forward runs them from the highest number to 0 and
+// backward from 0 up. Unit u uses parameter and gradient buffer u % 2, so a unit's neighbour in
+// either direction is gathered into the other buffer while it computes. The gate waits for every
+// started collective at each unit: the unit's own gather, and the reduce-scatter of the unit
+// before it in backward, whose gradient buffer the next unit reuses.
+class FullySharded final : public DataParallelStrategy, public model::ParameterGate {
+ public:
+  FullySharded(model::Network<float>& network, comm::GradientCommunicator& communicator,
+               kernels::Device& device, std::span<const GradientBucket> buckets)
+      : network_(network),
+        communicator_(communicator),
+        device_(device),
+        buckets_(buckets),
+        layout_(lay_out_units(buckets, communicator.size())),
+        unit_of_first_layer_(network.layers().size(), none),
+        unit_of_last_layer_(network.layers().size(), none) {
+    std::size_t largest = 0;
+    for (std::size_t u = 0; u < layout_.size(); ++u) {
+      largest = std::max(largest, layout_[u].padded);
+      unit_of_first_layer_.at(std::size_t(buckets_[u].first_layer)) = u;
+      unit_of_last_layer_.at(std::size_t(buckets_[u].last_layer)) = u;
+      gathered_.push_back(device.make_event());
+      reduced_.push_back(device.make_event());
+    }
+    std::size_t offset = 0;
+    for (const auto& layer : network.layers()) {
+      layer_offsets_.push_back(offset);
+      offset += layer->parameter_count();
+    }
+    const std::size_t ranks = std::size_t(communicator.size());
+    const std::vector<float> zeros(ranks, 0.0f);
+    padding_zeros_ = kernels::DeviceArray<float>(device, ranks);
+    padding_zeros_.copy_from_host(zeros);
+    for (int slot = 0; slot < 2; ++slot) {
+      parameter_units_[slot] = kernels::DeviceArray<float>(device, largest);
+      gradient_units_[slot] = kernels::DeviceArray<float>(device, largest);
+    }
+    // This rank's shard of each unit, from the (identical, freshly initialised) whole parameters,
+    // copied on the device; the padding past the last parameter is zero, and stays zero: its
+    // gradients are the zeros of the padding (start_bucket), and neither optimizer moves a zero
+    // parameter with a zero gradient.
+    parameter_shards_ = kernels::DeviceArray<float>(device, shard_values(layout_));
+    gradient_shards_ = kernels::DeviceArray<float>(device, shard_values(layout_));
+    const std::size_t rank = std::size_t(communicator.rank());
+    for (std::size_t u = 0; u < layout_.size(); ++u) {
+      const ShardedUnit& unit = layout_[u];
+      const std::size_t begin = std::min(rank * unit.shard, buckets_[u].count);
+      const std::size_t end = std::min(begin + unit.shard, buckets_[u].count);
+      float* shard = parameter_shards_.data() + unit.shard_offset;
+      if (end > begin)
+        device.copy_on_device(shard, network.parameters().data() + buckets_[u].offset + begin,
+                              (end - begin) * sizeof(float));
+      if (unit.shard > end - begin)
+        device.copy_on_device(shard + (end - begin), padding_zeros_.data(),
+                              (unit.shard - (end - begin)) * sizeof(float));
+    }
+    network.release_whole_buffers();
+    network.set_parameter_gate(this);
+  }
+  ~FullySharded() override {
+    if (finished_) return;
+    // A step that threw: the layers must not point into buffers freed with this strategy.
+    network_.set_parameter_gate(nullptr);
+    try {
+      network_.restore_whole_buffers();
+    } catch (...) {
+    }
+  }
+
+  void before_forward(std::size_t layer) override {
+    const std::size_t u = unit_of_first_layer_[layer];
+    if (u == none) return;
+    enter(u, u > 0 ? u - 1 : none);
+  }
+  void before_backward(std::size_t layer) override {
+    const std::size_t u = unit_of_last_layer_[layer];
+    if (u == none) return;
+    enter(u, u + 1 < layout_.size() ? u + 1 : none);
+  }
+
+  void start_bucket(std::size_t b, const kernels::DeviceEvent& /*ready*/) override {
+    // Unit b's backward is done: the gradients of its padding are zeroed (a unit that used the
+    // buffer before may have left values there), then the unit is reduce-scattered.
+    const std::size_t count = buckets_[b].count;
+    float* gradients = gradient_units_[b % 2].data();
+    if (layout_[b].padded > count)
+      device_.copy_on_device(gradients + count, padding_zeros_.data(),
+                             (layout_[b].padded - count) * sizeof(float));
+    device_.record(*reduced_[b]);
+    communicator_.start_reduce_scatter_sum(unit_gradients(b), gradient_shard(b), *reduced_[b]);
+  }
+  void wait() override { join(); }
+  void exchange_bucket(std::size_t /*b*/) override {
+    // Only two units' gradients are kept: each is reduce-scattered as its backward ends.
+    throw std::logic_error("fully sharded training needs its exchanges overlapped with backward");
+  }
+  std::span<float> bucket_gradients(std::size_t b) override {
+    return gradient_units_[b % 2].span().subspan(0, buckets_[b].count);
+  }
+  void update(model::Optimizer<float>& optimizer, float gradient_scale,
+              double* squared_norm) override {
+    optimizer.step(parameter_shards_.span(), gradient_shards_.span(), gradient_scale, squared_norm);
+  }
+  void complete_parameters() override {
+    // The shards moved: what the unit buffers hold is last step's.
+    unit_in_[0] = unit_in_[1] = none;
+  }
+  double exchange_seconds() override {
+    const double seconds = step_exchange_seconds_;
+    step_exchange_seconds_ = 0;
+    return seconds;
+  }
+  bool norm_covers_every_gradient() const override { return false; }
+  bool can_be_captured() const override { return false; }
+
+  void finish() override {
+    join();
+    network_.set_parameter_gate(nullptr);
+    network_.restore_whole_buffers();
+    for (std::size_t u = 0; u < layout_.size(); ++u) {
+      communicator_.all_gather(parameter_shard(u),
+                               parameter_units_[0].span().subspan(0, layout_[u].padded));
+      device_.copy_on_device(network_.parameters().data() + buckets_[u].offset,
+                             parameter_units_[0].data(), buckets_[u].count * sizeof(float));
+    }
+    step_exchange_seconds_ = 0;
+    finished_ = true;
+  }
+
+ private:
+  static constexpr std::size_t none = std::size_t(-1);
+
+  // Unit u is about to run: its gather joined (started now if no prefetch did), its layers bound
+  // to its buffers, and unit `next` (none: no other) gathered into the other buffer meanwhile.
+  void enter(std::size_t u, std::size_t next) {
+    if (unit_in_[u % 2] != u) start_gather(u);
+    join();
+    for (int layer = buckets_[u].first_layer; layer <= buckets_[u].last_layer; ++layer) {
+      const std::size_t offset = layer_offsets_[std::size_t(layer)] - buckets_[u].offset;
+      network_.bind_layer(std::size_t(layer), parameter_units_[u % 2].data() + offset,
+                          gradient_units_[u % 2].data() + offset);
+    }
+    if (next != none && unit_in_[next % 2] != next) start_gather(next);
+  }
+  void start_gather(std::size_t u) {
+    // Once the stream has passed what it queued so far: the last unit to use this buffer.
+    device_.record(*gathered_[u]);
+    communicator_.start_all_gather(parameter_shard(u), unit_parameters(u), *gathered_[u]);
+    unit_in_[u % 2] = u;
+  }
+  void join() {
+    communicator_.wait_all();
+    step_exchange_seconds_ += communicator_.last_exchange_seconds();
+  }
+  std::span<float> unit_parameters(std::size_t u) {
+    return parameter_units_[u % 2].span().subspan(0, layout_[u].padded);
+  }
+  std::span<float> unit_gradients(std::size_t u) {
+    return gradient_units_[u % 2].span().subspan(0, layout_[u].padded);
+  }
+  std::span<float> parameter_shard(std::size_t u) {
+    return parameter_shards_.span().subspan(layout_[u].shard_offset, layout_[u].shard);
+  }
+  std::span<float> gradient_shard(std::size_t u) {
+    return gradient_shards_.span().subspan(layout_[u].shard_offset, layout_[u].shard);
+  }
+
+  model::Network<float>& network_;
+  comm::GradientCommunicator& communicator_;
+  kernels::Device& device_;
+  std::span<const GradientBucket> buckets_;
+  std::vector<ShardedUnit> layout_;
+  std::vector<std::size_t> unit_of_first_layer_, unit_of_last_layer_;  // none where no unit
+  std::vector<std::size_t> layer_offsets_;  // each layer's first parameter in the whole model
+  kernels::DeviceArray<float> parameter_units_[2], gradient_units_[2];
+  std::size_t unit_in_[2] = {none, none};  // the unit each buffer holds (or is gathering)
+  kernels::DeviceArray<float> parameter_shards_, gradient_shards_, padding_zeros_;
+  std::vector<std::unique_ptr<kernels::DeviceEvent>> gathered_, reduced_;  // one per unit each
+  double step_exchange_seconds_ = 0;
+  bool finished_ = false;
+};
+
 bool shards(results::Sharding sharding, std::span<const GradientBucket> buckets) {
-  if (sharding == results::Sharding::full)
-    throw std::invalid_argument("--sharding full is not served by the training loop yet");
   return sharding != results::Sharding::none && !buckets.empty();
 }
 
@@ -202,6 +412,7 @@ std::size_t updated_parameter_count(results::Sharding sharding,
                                     std::span<const GradientBucket> buckets,
                                     std::size_t parameter_count, int ranks) {
   if (!shards(sharding, buckets) || ranks <= 1) return parameter_count;
+  if (sharding == results::Sharding::full) return shard_values(lay_out_units(buckets, ranks));
   return updated_values(lay_out_shards(buckets, ranks));
 }
 
@@ -209,6 +420,8 @@ std::unique_ptr<DataParallelStrategy> make_data_parallel_strategy(
     results::Sharding sharding, model::Network<float>& network,
     comm::GradientCommunicator& communicator, kernels::Device& device,
     std::span<const GradientBucket> buckets) {
+  if (shards(sharding, buckets) && communicator.size() > 1 && sharding == results::Sharding::full)
+    return std::make_unique<FullySharded>(network, communicator, device, buckets);
   if (shards(sharding, buckets) && communicator.size() > 1)
     return std::make_unique<ShardedOptimizer>(network, communicator, device, buckets);
   return std::make_unique<Replicated>(network, communicator, buckets);

@@ -3,8 +3,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "core/errors.hpp"
 #include "core/number_format.hpp"
+#include "worker/gradient_buckets.hpp"
 
 namespace dlscale::worker {
 
@@ -17,10 +21,27 @@ std::uint64_t update_bytes(std::uint64_t parameters, const UpdateStrategy& strat
   return (state_per_parameter * shard + 2 * shard) * sizeof(float);
 }
 
+std::uint64_t unit_buffer_bytes(const workloads::Workload& workload,
+                                const UpdateStrategy& strategy) {
+  if (strategy.sharding != results::Sharding::full || strategy.ranks <= 1) return 0;
+  std::vector<std::size_t> counts;
+  for (const auto& layer : workload.layer_shapes()) counts.push_back(layer.parameter_count);
+  std::uint64_t largest = 0;
+  const auto ranks = std::uint64_t(strategy.ranks);
+  for (const GradientBucket& unit : plan_buckets(counts, strategy.unit_bytes))
+    largest = std::max(largest, (unit.count + ranks - 1) / ranks * ranks);
+  // Two units' parameters and two units' gradients, whole (data_parallel_strategy.hpp).
+  return 4 * largest * sizeof(float);
+}
+
 std::uint64_t estimate_training_bytes(const workloads::Workload& workload, int batch,
                                       int distinct_batches, kernels::Precision precision,
                                       const UpdateStrategy& strategy) {
-  const std::uint64_t update = update_bytes(workload.parameter_count(), strategy);
+  std::uint64_t update = update_bytes(workload.parameter_count(), strategy);
+  if (strategy.sharding == results::Sharding::full && strategy.ranks > 1)
+    // The network holds no whole weights or gradients, only the unit buffers.
+    update = update + unit_buffer_bytes(workload, strategy) -
+             2 * std::uint64_t(workload.parameter_count()) * sizeof(float);
   const std::uint64_t data = std::uint64_t(distinct_batches) * std::uint64_t(batch) *
                              (workload.input_size() * sizeof(float) + sizeof(std::int32_t));
   const std::uint64_t bf16_copies =

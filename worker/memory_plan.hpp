@@ -18,7 +18,13 @@ struct UpdateStrategy {
   results::OptimizerKind optimizer = results::OptimizerKind::sgd;
   results::Sharding sharding = results::Sharding::none;
   int ranks = 1;
+  std::uint64_t unit_bytes = 0;  // --sharding full: the units' size (--shard-unit-mb)
 };
+
+// --sharding full: the bytes of the whole units a rank holds while it computes (two units'
+// parameters and gradients); 0 otherwise.
+std::uint64_t unit_buffer_bytes(const workloads::Workload& workload,
+                                const UpdateStrategy& strategy);
 
 // Bytes of one rank's optimizer state, and under sharding its shards of the gradients and
 // parameters (each bucket's tail of fewer values than ranks, which every rank updates, is left

@@ -206,9 +206,6 @@ RankMeasurements train(model::Network<float>& network, model::Optimizer<float>& 
   // scaling study carries no communication cost.
   const std::vector<GradientBucket> no_buckets;
   const auto& buckets = communicator.size() > 1 ? exchange.buckets : no_buckets;
-  const auto bucket_values = [&](const GradientBucket& bucket) {
-    return network.gradients().subspan(bucket.offset, bucket.count);
-  };
   const auto strategy =
       make_data_parallel_strategy(exchange.sharding, network, communicator, device, buckets);
   StepEvents events(device, layer_count);
@@ -231,7 +228,7 @@ RankMeasurements train(model::Network<float>& network, model::Optimizer<float>& 
       while (next_bucket < buckets.size() &&
              std::size_t(buckets[next_bucket].first_layer) >= layer) {
         const kernels::DeviceEvent* read =
-            hooks.before_bucket_sum(next_bucket, bucket_values(buckets[next_bucket]));
+            hooks.before_bucket_sum(next_bucket, strategy->bucket_gradients(next_bucket));
         strategy->start_bucket(next_bucket++, read ? *read : *events.layer_end[layer]);
       }
     });
@@ -240,7 +237,7 @@ RankMeasurements train(model::Network<float>& network, model::Optimizer<float>& 
       if (!buckets.empty()) strategy->wait();
     } else {
       for (std::size_t b = 0; b < buckets.size(); ++b) {
-        hooks.before_bucket_sum(b, bucket_values(buckets[b]));
+        hooks.before_bucket_sum(b, strategy->bucket_gradients(b));
         strategy->exchange_bucket(b);
       }
     }
@@ -254,6 +251,7 @@ RankMeasurements train(model::Network<float>& network, model::Optimizer<float>& 
   // buffers before anything is captured. Training to a target cycles through thousands of
   // batches: those run as they are called.
   CapturedSteps captured(device, (buckets.empty() || communicator.can_be_captured()) &&
+                                     strategy->can_be_captured() &&
                                      data.size() <= most_captured_batches);
 
   // Spent in the instruments' after_iteration (evaluating), and making batches used for the first
@@ -301,6 +299,8 @@ RankMeasurements train(model::Network<float>& network, model::Optimizer<float>& 
   keep_iterations(measured, completed, layer_count);
   for (const auto& sampler : samplers)
     for (auto& measurement : sampler->stop()) measured.series.push_back(std::move(measurement));
+  // Whole parameters again (fully sharded), after the samplers: not part of the point's memory.
+  strategy->finish();
   measured.series.push_back(iteration_end_times(std::move(iteration_end_seconds)));
   hooks.stop(completed, measured);
   return measured;

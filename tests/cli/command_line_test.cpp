@@ -40,9 +40,12 @@ TEST_F(CommandLine, ZeroOrNegativeNumbersAreRefused) {
   expect_refused("--threads 0", "--threads");
 }
 
-TEST_F(CommandLine, UnknownOrUnservedShardingIsRefused) {
+TEST_F(CommandLine, UnknownShardingAndWhatFullShardingCannotDoAreRefused) {
   expect_refused("--model fcn:8,4 --sharding zero4", "--sharding");
-  expect_refused("--model fcn:8,4 --sharding full", "not served yet");
+  expect_refused("--model fcn:8,4 --sharding none,full --shard-unit-mb 0", "--shard-unit-mb");
+  expect_refused("--model fcn:8,4 --sharding full --shard-unit-mb -1", "--shard-unit-mb");
+  expect_refused("--model fcn:8,4 --sharding full --no-overlap", "--no-overlap");
+  expect_refused("--model fcn:8,4 --sharding optimizer,full --eval-every 5", "--eval-every");
 }
 
 TEST_F(CommandLine, MalformedFcnSpecIsRefused) {

@@ -31,9 +31,11 @@ TEST(UpdatedParameterCount, OneRankOrNoBucketsUpdatesEverything) {
   EXPECT_EQ(updated_parameter_count(results::Sharding::optimizer, {}, 17, 4), 17u);
 }
 
-TEST(UpdatedParameterCount, FullShardingIsNotServedByTheLoop) {
-  EXPECT_THROW(updated_parameter_count(results::Sharding::full, buckets, 17, 3),
-               std::invalid_argument);
+// Fully sharded, units are padded to whole shards and have no tails: ceil(10 / 3) + ceil(7 / 3).
+TEST(UpdatedParameterCount, FullyShardedUpdatesItsPaddedShardOfEachUnit) {
+  EXPECT_EQ(updated_parameter_count(results::Sharding::full, buckets, 17, 3), 4u + 3);
+  EXPECT_EQ(updated_parameter_count(results::Sharding::full, buckets, 17, 20), 1u + 1);
+  EXPECT_EQ(updated_parameter_count(results::Sharding::full, buckets, 17, 1), 17u);
 }
 
 }  // namespace

@@ -62,7 +62,7 @@ Trained train_on(const workloads::FcnWorkload& workload, MPI_Comm ranks, int bat
   const auto optimizer =
       make_optimizer(device, exchange.optimizer,
                      updated_parameter_count(exchange.sharding, gradient_exchange.buckets,
-                                             network->parameters().size(), communicator.size()));
+                                             network->parameter_count(), communicator.size()));
   const RankMeasurements measured =
       train(*network, *optimizer, data, communicator, gradient_exchange, device, schedule, {}, {},
             make_step_instruments({device,
@@ -193,6 +193,7 @@ TEST_P(DataParallel, RecordsEachRanksGradientNormAndTheirMeansNorm) {
 // 256; over 3 (not run by CTest, which runs 1, 2 and 4 ranks), to 132, 90 and 36.
 constexpr auto blocking = comm::BackgroundSums::blocking_calls;
 constexpr auto optimizer_sharded = results::Sharding::optimizer;
+constexpr auto fully_sharded = results::Sharding::full;
 constexpr auto adamw = results::OptimizerKind::adamw;
 INSTANTIATE_TEST_SUITE_P(
     Exchanges, DataParallel,
@@ -207,7 +208,14 @@ INSTANTIATE_TEST_SUITE_P(
                       Exchange{200, true, comm::BackgroundSums::nonblocking_collectives,
                                optimizer_sharded, adamw},
                       Exchange{200, true, comm::BackgroundSums::hierarchical, optimizer_sharded},
-                      Exchange{0, true, blocking, results::Sharding::none, adamw}),
+                      Exchange{0, true, blocking, results::Sharding::none, adamw},
+                      // Fully sharded: one unit per layer (each gathered forward and backward,
+                      // alternating buffers), two units, and one.
+                      Exchange{4, true, blocking, fully_sharded},
+                      Exchange{4, true, comm::BackgroundSums::nonblocking_collectives,
+                               fully_sharded, adamw},
+                      Exchange{200, true, comm::BackgroundSums::hierarchical, fully_sharded},
+                      Exchange{0, true, blocking, fully_sharded, adamw}),
     [](const auto& info) {
       const Exchange& e = info.param;
       return (e.bucket_bytes == 0 ? std::string("OneBucket")

@@ -47,6 +47,25 @@ TEST(MemoryPlan, UpdateBytesFollowTheOptimizerAndTheSharding) {
   EXPECT_EQ(update_bytes(n, {OptimizerKind::adamw, Sharding::optimizer, 1}), 8 * n);
 }
 
+// Fully sharded, the network's whole weights and gradients give way to two units' parameters and
+// gradients: fcn 30,20,10,5 has layers of 620, 210 and 55 parameters; units of at least 1 byte are
+// one layer each (the largest, 620, pads to 620 over 4 ranks), one unit of everything is 885
+// values, padded to 888.
+TEST(MemoryPlan, FullyShardedHoldsItsShardsAndTwoUnitsWhole) {
+  using results::OptimizerKind, results::Sharding;
+  const auto workload = workloads::parse_fcn_spec("30,20,10,5");
+  const UpdateStrategy per_layer{OptimizerKind::adamw, Sharding::full, 4, 1};
+  const UpdateStrategy one_unit{OptimizerKind::adamw, Sharding::full, 4, 0};
+  EXPECT_EQ(unit_buffer_bytes(*workload, per_layer), 4u * 620 * 4);
+  EXPECT_EQ(unit_buffer_bytes(*workload, one_unit), 4u * 888 * 4);
+  EXPECT_EQ(unit_buffer_bytes(*workload, {OptimizerKind::adamw, Sharding::optimizer, 4, 1}), 0u);
+  EXPECT_EQ(unit_buffer_bytes(*workload, {OptimizerKind::adamw, Sharding::full, 1, 1}), 0u);
+  const std::uint64_t replicated =
+      estimate_training_bytes(*workload, 16, 1, fp32, {OptimizerKind::adamw, Sharding::none, 4});
+  EXPECT_EQ(estimate_training_bytes(*workload, 16, 1, fp32, per_layer),
+            replicated - 2 * 885 * 4 - 2 * 885 * 4 + update_bytes(885, per_layer) + 4 * 620 * 4);
+}
+
 TEST(MemoryPlan, EstimateGrowsWithTheBatch) {
   const auto workload = workloads::make_workload("fcn-r");
   EXPECT_LT(estimate_training_bytes(*workload, 64, 8, fp32),
