@@ -19,7 +19,9 @@
 #include <numeric>
 #include <thread>
 
+#include "core/host_info.hpp"
 #include "worker/sampling/host_probe.hpp"
+#include "worker/sampling/peak_memory_sampler.hpp"
 #include "worker/sampling/periodic_sampler.hpp"
 #include "worker/sampling/process_probe.hpp"
 #include "worker/sampling/rapl_probe.hpp"
@@ -209,6 +211,31 @@ TEST(ResourceSampling, KnownAllocationShowsInResidentMemory) {
       << "RSS rose " << (peak - rss.values.front()) / (1 << 20) << " MiB for a 256 MiB block";
   EXPECT_GT(named(measurements, "process_threads").values.front(), 1)
       << "the sampling thread itself was not counted";
+}
+
+// A point's peak memory is its own: a 256 MiB block touched and freed before start() is not in
+// it, one touched after start() is, as the kernel counts the process's resident pages.
+TEST(ResourceSampling, PeakMemoryCountsOnlyWhatCameAfterStart) {
+  constexpr std::size_t allocation_bytes = 256u << 20;
+  const auto touch = [] {
+    std::vector<char> block(allocation_bytes, 1);  // touches every page; freed to the kernel
+    EXPECT_EQ(block[allocation_bytes / 2], 1);
+  };
+  touch();
+  const RunClock clock;
+  PeakMemorySampler before;
+  before.start(clock);
+  const auto untouched = before.stop();
+  PeakMemorySampler during;
+  during.start(clock);
+  touch();
+  const auto touched = during.stop();
+  const double base = untouched.at(0).values.at(0), peak = touched.at(0).values.at(0);
+  if (untouched.at(0).description.find("VmHWM") == std::string::npos)
+    GTEST_SKIP() << "this kernel does not reset VmHWM: " << untouched.at(0).description;
+  EXPECT_LT(base, double(peak_resident_bytes()) - 200.0 * (1 << 20))
+      << "the block freed before start() is still in the peak";
+  EXPECT_GE(peak - base, 200.0 * (1 << 20)) << "a 256 MiB block after start() is not in the peak";
 }
 
 TEST(ResourceSampling, NvmlThatCannotBeLoadedIsRecordedAbsent) {
