@@ -54,13 +54,12 @@ NetworkModel uniform_network(double alpha_seconds, double beta_seconds_per_byte,
   return {.intra_node = link, .inter_node = link, .source = std::move(source), .notes = {}};
 }
 
-NetworkModel network_of_sweep(const results::CommRecord& sweep, const std::string& path) {
-  const results::CommTable* allreduce = results::float_allreduce_table(sweep);
-  if (allreduce == nullptr)
-    throw UserError(fmt::format(
-        "--comm '{}': the sweep has no allreduce in float, which gradient sums are modelled "
-        "with; run `dlscale comm` with --collective allreduce --dtype float",
-        path));
+namespace {
+
+// The links of one table of the sweep (one collective in float): per-hop alpha and beta for
+// intra-node and inter-node hops, under that collective's own model.
+NetworkModel network_of_table(const results::CommRecord& sweep, const results::CommTable* allreduce,
+                              const std::string& path) {
   const auto whole =
       piecewise_of(allreduce->times.piecewise_fit, allreduce->times.sizes, sweep.ranks);
   if (sweep.ranks < 2 || !usable(whole))
@@ -108,6 +107,34 @@ NetworkModel network_of_sweep(const results::CommRecord& sweep, const std::strin
   return network;
 }
 
+const results::CommTable* float_table(const results::CommRecord& sweep,
+                                      const std::string& collective) {
+  for (const auto& table : sweep.tables)
+    if (table.collective == collective && table.dtype == "float") return &table;
+  return nullptr;
+}
+
+}  // namespace
+
+NetworkModel network_of_sweep(const results::CommRecord& sweep, const std::string& path) {
+  const results::CommTable* allreduce = results::float_allreduce_table(sweep);
+  if (allreduce == nullptr)
+    throw UserError(fmt::format(
+        "--comm '{}': the sweep has no allreduce in float, which gradient sums are modelled "
+        "with; run `dlscale comm` with --collective allreduce --dtype float",
+        path));
+  NetworkModel network = network_of_table(sweep, allreduce, path);
+  // Sharded strategies' collectives, each from its own sweep where the file has a usable one.
+  const auto own = [&](const char* collective) -> std::shared_ptr<const NetworkModel> {
+    const results::CommTable* table = float_table(sweep, collective);
+    if (table == nullptr || !usable(table->times.piecewise_fit)) return nullptr;
+    return std::make_shared<const NetworkModel>(network_of_table(sweep, table, path));
+  };
+  network.reduce_scatter = own("reduce_scatter");
+  network.all_gather = own("all_gather");
+  return network;
+}
+
 HopCost hop_cost(const results::PiecewiseAlphaBetaFit& link, int sweep_ranks, double bytes) {
   const auto& latency = link.pieces.front().fit;
   const auto& piece = piece_for(link, bytes).fit;
@@ -148,6 +175,29 @@ double allreduce_seconds(const NetworkModel& network, AllreduceAlgorithm algorit
   return 2 * std::ceil(std::log2(n)) * alpha + 2 * bytes * beta;
 }
 
+namespace {
+
+// A ring reduce-scatter or all-gather: N-1 steps of m/N bytes on every link at once.
+double half_ring_seconds(const NetworkModel& network, int ranks, int ranks_per_node, double bytes) {
+  if (ranks <= 1) return 0;
+  // Half of a ring allreduce's 2(N-1) steps, with this network's hop costs.
+  return allreduce_seconds(network, AllreduceAlgorithm::ring, ranks, ranks_per_node, bytes) / 2;
+}
+
+}  // namespace
+
+double reduce_scatter_seconds(const NetworkModel& network, int ranks, int ranks_per_node,
+                              double bytes) {
+  return half_ring_seconds(network.reduce_scatter ? *network.reduce_scatter : network, ranks,
+                           ranks_per_node, bytes);
+}
+
+double all_gather_seconds(const NetworkModel& network, int ranks, int ranks_per_node,
+                          double bytes) {
+  return half_ring_seconds(network.all_gather ? *network.all_gather : network, ranks,
+                           ranks_per_node, bytes);
+}
+
 double expected_excess_of_maximum(std::vector<double> sample, int ranks) {
   if (ranks <= 1 || sample.empty()) return 0;
   std::sort(sample.begin(), sample.end());
@@ -185,6 +235,7 @@ ComputeProfile profile_of(const results::RunRecord& run) {
   profile.batch_per_rank = run.configuration.batch_per_rank;
   profile.buckets = run.buckets;
   profile.overlap = run.configuration.overlap;
+  profile.sharding = run.configuration.sharding;
   const int first = run.configuration.warmup_iterations;
   const std::size_t layers = run.layers.size();
   std::vector<double> forward, update, wait;
@@ -236,40 +287,140 @@ ComputeProfile mean_profile(const std::vector<ComputeProfile>& repeats) {
   return mean;
 }
 
+namespace {
+
+// The share of the parameters a rank updates at `ranks` under the profile's strategy.
+double updated_share(const ComputeProfile& profile, int ranks) {
+  const bool sharded = profile.sharding != results::Sharding::none && ranks > 1;
+  return sharded ? 1.0 / ranks : 1.0;
+}
+
+// ZeRO-3's step as the strategy runs it (worker/data_parallel_strategy.cpp): a discrete-event
+// replay of one link and one compute stream. Units are numbered as the buckets, from the last
+// layers down; forward runs them from the highest number to 0, backward from 0 up.
+Prediction fully_sharded_iteration(const ComputeProfile& profile, const NetworkModel& network,
+                                   const Scaling& scaling, double scale, double update_seconds) {
+  const auto& units = profile.buckets;
+  const std::size_t count = units.size();
+  const int n = scaling.ranks, per_node = scaling.ranks_per_node;
+  const auto gather = [&](std::size_t u) {
+    return scaling.communication_scale * all_gather_seconds(network, n, per_node, units[u].bytes);
+  };
+  const auto scatter = [&](std::size_t u) {
+    return scaling.communication_scale *
+           reduce_scatter_seconds(network, n, per_node, units[u].bytes);
+  };
+  double backward_total = 0;
+  for (double seconds : profile.layer_backward_seconds) backward_total += seconds * scale;
+  std::vector<double> unit_backward(count, 0);
+  double units_backward = 0;
+  for (std::size_t u = 0; u < count; ++u) {
+    for (int l = units[u].first_layer; l <= units[u].last_layer; ++l)
+      unit_backward[u] += profile.layer_backward_seconds.at(std::size_t(l)) * scale;
+    units_backward += unit_backward[u];
+  }
+  // Forward has no per-layer times: each unit takes its backward's share of forward.
+  const double forward_total = profile.forward_seconds * scale;
+  const auto unit_forward = [&](std::size_t u) {
+    return backward_total > 0 ? forward_total * unit_backward[u] / backward_total
+                              : forward_total / double(count);
+  };
+  Prediction prediction;
+  prediction.ranks = n;
+  prediction.compute_seconds = forward_total + backward_total + update_seconds;
+  std::vector<double> gathered(count, 0);  // when unit u's latest gather ends
+  double clock = forward_total - [&] {
+    double in_units = 0;
+    for (std::size_t u = 0; u < count; ++u) in_units += unit_forward(u);
+    return in_units;
+  }();
+  double communication = 0;
+  gathered[count - 1] = gather(count - 1);
+  communication += gathered[count - 1];
+  for (std::size_t u = count; u-- > 0;) {
+    const double start = std::max(clock, gathered[u]);
+    if (u > 0) {
+      gathered[u - 1] = start + gather(u - 1);
+      communication += gather(u - 1);
+    }
+    clock = start + unit_forward(u);
+  }
+  const double forward_end = clock;
+  clock += backward_total - units_backward;  // layers outside every unit
+  double link = clock, scattered = 0;
+  for (std::size_t u = 0; u < count; ++u) {
+    // The gate joins every collective in flight: this unit's gather and the last reduce-scatter.
+    const double start = std::max({clock, u < 2 ? 0.0 : gathered[u], scattered});
+    if (u + 1 < count && u + 1 >= 2) {
+      gathered[u + 1] = start + gather(u + 1);
+      communication += gather(u + 1);
+      link = gathered[u + 1];
+    }
+    clock = start + unit_backward[u];
+    scattered = std::max(clock, link) + scatter(u);
+    communication += scatter(u);
+    link = scattered;
+  }
+  const double end = std::max(clock, scattered);
+  prediction.communication_seconds = communication;
+  prediction.communication_span_seconds = communication;
+  prediction.exposed_communication_seconds =
+      (forward_end - forward_total) + (end - forward_end - backward_total);
+  prediction.straggler_wait_seconds = 0;
+  return prediction;
+}
+
+}  // namespace
+
 Prediction predict_iteration(const ComputeProfile& profile, const NetworkModel& network,
                              AllreduceAlgorithm algorithm, const Scaling& scaling) {
   const double scale = scaling.batch_per_rank / profile.batch_per_rank * scaling.compute_slowdown;
-  // When each layer's backward ends, measured from the start of backward (last layer first).
-  const std::size_t layers = profile.layer_backward_seconds.size();
-  std::vector<double> layer_done(layers);
-  double clock = 0;
-  for (std::size_t l = layers; l-- > 0;) {
-    clock += profile.layer_backward_seconds[l] * scale;
-    layer_done[l] = clock;
-  }
-  const double backward = clock;
-
+  // A sharded update covers 1/N of the parameters: carried from the profile's own share.
+  const double update_seconds = profile.update_seconds * scale *
+                                updated_share(profile, scaling.ranks) /
+                                updated_share(profile, profile.ranks);
+  const bool sharded = profile.sharding != results::Sharding::none && scaling.ranks > 1;
   Prediction prediction;
-  prediction.ranks = scaling.ranks;
-  // Without overlap nothing starts before the end of backward.
-  double link_free = scaling.overlap ? 0 : backward;
-  double first_start = -1;
-  for (const auto& bucket : profile.buckets) {
-    const double ready = scaling.overlap ? layer_done.at(bucket.first_layer) : backward;
-    const double duration =
-        scaling.communication_scale *
-        allreduce_seconds(network, algorithm, scaling.ranks, scaling.ranks_per_node, bucket.bytes);
-    const double start = std::max(link_free, ready);
-    if (first_start < 0) first_start = start;
-    link_free = start + duration;
-    prediction.communication_seconds += duration;
+  if (sharded && profile.sharding == results::Sharding::full && !profile.buckets.empty()) {
+    prediction = fully_sharded_iteration(profile, network, scaling, scale, update_seconds);
+  } else {
+    // When each layer's backward ends, measured from the start of backward (last layer first).
+    const std::size_t layers = profile.layer_backward_seconds.size();
+    std::vector<double> layer_done(layers);
+    double clock = 0;
+    for (std::size_t l = layers; l-- > 0;) {
+      clock += profile.layer_backward_seconds[l] * scale;
+      layer_done[l] = clock;
+    }
+    const double backward = clock;
+    prediction.ranks = scaling.ranks;
+    // Without overlap nothing starts before the end of backward. Replicated, each bucket is
+    // allreduced; sharded (ZeRO-1, 2), reduce-scattered, and all-gathered after the update.
+    double link_free = scaling.overlap ? 0 : backward;
+    double first_start = -1, gathers = 0;
+    for (const auto& bucket : profile.buckets) {
+      const double ready = scaling.overlap ? layer_done.at(bucket.first_layer) : backward;
+      const double duration =
+          scaling.communication_scale *
+          (sharded ? reduce_scatter_seconds(network, scaling.ranks, scaling.ranks_per_node,
+                                            bucket.bytes)
+                   : allreduce_seconds(network, algorithm, scaling.ranks, scaling.ranks_per_node,
+                                       bucket.bytes));
+      if (sharded)
+        gathers += scaling.communication_scale *
+                   all_gather_seconds(network, scaling.ranks, scaling.ranks_per_node, bucket.bytes);
+      const double start = std::max(link_free, ready);
+      if (first_start < 0) first_start = start;
+      link_free = start + duration;
+      prediction.communication_seconds += duration;
+    }
+    prediction.communication_seconds += gathers;
+    prediction.communication_span_seconds =
+        profile.buckets.empty() || scaling.ranks <= 1 ? 0 : link_free - first_start + gathers;
+    prediction.exposed_communication_seconds =
+        profile.buckets.empty() ? 0 : std::max(0.0, link_free - backward) + gathers;
+    prediction.compute_seconds = profile.forward_seconds * scale + update_seconds + backward;
   }
-  prediction.communication_span_seconds =
-      profile.buckets.empty() || scaling.ranks <= 1 ? 0 : link_free - first_start;
-  prediction.exposed_communication_seconds =
-      profile.buckets.empty() ? 0 : std::max(0.0, link_free - backward);
-  prediction.compute_seconds =
-      (profile.forward_seconds + profile.update_seconds) * scale + backward;
   // The slowest of N ranks, each departing from the mean as the measured ranks did.
   prediction.straggler_wait_seconds =
       expected_excess_of_maximum(profile.compute_deviations, scaling.ranks) * scale;

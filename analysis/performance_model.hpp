@@ -15,6 +15,7 @@
 // docs/scaling-model.md explains each part and how well it holds.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,9 @@ struct NetworkModel {
   int intra_node_ranks = 0;  // the rank count each link was fitted on; 0 for a network by hand
   int inter_node_ranks = 0;
   int measured_ranks = 0;  // the whole sweep's rank count; 0 for a network given by hand
+  // The sweep's own reduce-scatter and all-gather in float (the sharded strategies'), where it
+  // measured them; null: this model's per-hop alpha and beta stand in for theirs.
+  std::shared_ptr<const NetworkModel> reduce_scatter = nullptr, all_gather = nullptr;
 };
 
 // One alpha and beta for every hop and size (`--network BANDWIDTH,LATENCY`).
@@ -42,7 +46,8 @@ NetworkModel uniform_network(double alpha_seconds, double beta_seconds_per_byte,
 
 // From a `dlscale comm` sweep: its float allreduce's piecewise fit (computed from its p50 times
 // for files written before it was stored), for the links it measured; a link it did not measure
-// borrows the other's, and a note says so. Throws UserError for a sweep without a float allreduce
+// borrows the other's, and a note says so. Its float reduce-scatter and all-gather the same way,
+// where it swept them. Throws UserError for a sweep without a float allreduce
 // or on one rank (no hop to fit).
 NetworkModel network_of_sweep(const results::CommRecord& sweep, const std::string& path);
 
@@ -62,6 +67,13 @@ HopCost hop_cost(const results::PiecewiseAlphaBetaFit& link, int sweep_ranks, do
 double allreduce_seconds(const NetworkModel& network, AllreduceAlgorithm algorithm, int ranks,
                          int ranks_per_node, double bytes);
 
+// One ring reduce-scatter (or all-gather) of a buffer of `bytes` whole: N-1 steps of m/N bytes,
+// (N-1) alpha + (N-1)/N m beta, at the alpha and beta of the sweep's own reduce-scatter
+// (all-gather) where it measured one, else the allreduce's.
+double reduce_scatter_seconds(const NetworkModel& network, int ranks, int ranks_per_node,
+                              double bytes);
+double all_gather_seconds(const NetworkModel& network, int ranks, int ranks_per_node, double bytes);
+
 // The expected maximum of N draws (with replacement) from `sample`, minus the sample's mean:
 // sum_j x_(j) [(j/S)^N - ((j-1)/S)^N] - mean, with x_(1) <= ... <= x_(S). It is exact for the
 // empirical distribution, so it is a bootstrap without random numbers. 0 for N = 1 or an empty
@@ -80,8 +92,9 @@ struct ComputeProfile {
   // scaled by sqrt(n/(n-1)) so that its spread is a single rank's; the straggler model's sample.
   // From one rank: the departures of its iterations from their mean (see scaling-model.md).
   std::vector<double> compute_deviations;
-  std::vector<results::BucketRecord> buckets;
+  std::vector<results::BucketRecord> buckets;  // the units of sharding, under --sharding full
   bool overlap = false;
+  results::Sharding sharding = results::Sharding::none;
 };
 
 ComputeProfile profile_of(const results::RunRecord& run);
@@ -114,7 +127,14 @@ struct Scaling {
   bool overlap = true;
 };
 
-// One iteration: T = compute + exposed communication + stragglers' wait.
+// One iteration: T = compute + exposed communication + stragglers' wait, for the profile's
+// strategy (docs/scaling-model.md, "Sharded strategies"):
+//   none: each bucket allreduced as backward produces it;
+//   optimizer, gradients (ZeRO-1, 2): each bucket reduce-scattered the same way, then every
+//     bucket all-gathered after the update, exposed; the update covers 1/N of the parameters;
+//   full (ZeRO-3): each unit all-gathered before its forward (the next one prefetched while it
+//     computes) and again before its backward (but the two units still held from forward), and
+//     reduce-scattered after its backward; forward's share of each unit is its backward's.
 Prediction predict_iteration(const ComputeProfile& profile, const NetworkModel& network,
                              AllreduceAlgorithm algorithm, const Scaling& scaling);
 

@@ -294,12 +294,18 @@ ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_run
   const auto in_precision = [&](const auto& measured) {
     return measured.precision == result.precision;
   };
+  // One strategy too: each costs its own collectives, from its own runs' compute.
+  result.sharding = settings.sharding.value_or(all_runs.front().configuration.sharding);
   std::vector<const results::RunRecord*> of_precision;
   for (const auto& run : all_runs)
-    if (in_precision(run.configuration)) of_precision.push_back(&run);
+    if (in_precision(run.configuration) && run.configuration.sharding == result.sharding)
+      of_precision.push_back(&run);
   if (of_precision.empty())
-    throw UserError(fmt::format("--precision {}: no run was measured in {}", result.precision,
-                                result.precision));
+    throw UserError(
+        fmt::format("--precision {} --sharding {}: no run was measured in {} with "
+                    "--sharding {}",
+                    result.precision, results::sharding_names(result.sharding), result.precision,
+                    results::sharding_names(result.sharding)));
   const auto& first = **std::min_element(
       of_precision.begin(), of_precision.end(), [](const auto* a, const auto* b) {
         return std::tuple(a->ranks, a->configuration.threads_per_rank) <
@@ -307,7 +313,7 @@ ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_run
       });
   result.threads_per_rank = first.configuration.threads_per_rank;
   const auto same_configuration = [&](const results::RunRecord& run) {
-    return in_precision(run.configuration) &&
+    return in_precision(run.configuration) && run.configuration.sharding == result.sharding &&
            run.configuration.threads_per_rank == result.threads_per_rank;
   };
   std::vector<results::RunRecord> same_threads;
@@ -319,9 +325,23 @@ ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_run
     return results::run_group_name(std::size_t(run - all_runs.data()));
   };
   if (of_precision.size() < all_runs.size())
-    result.notes.push_back(
-        fmt::format("only the runs in {} are used: each precision is predicted from its own runs",
-                    result.precision));
+    result.notes.push_back(fmt::format(
+        "only the runs in {} with --sharding {} are used: each precision and strategy is "
+        "predicted from its own runs (--precision, --sharding)",
+        result.precision, results::sharding_names(result.sharding)));
+  if (result.sharding != results::Sharding::none)
+    result.notes.push_back(fmt::format(
+        "--sharding {}: {}; reduce-scatter and all-gather at {}",
+        results::sharding_names(result.sharding),
+        result.sharding == results::Sharding::full
+            ? "each unit all-gathered before its forward and its backward, reduce-scattered after "
+              "its backward; the update covers 1/N of the parameters"
+            : "each bucket reduce-scattered during backward, all all-gathered after the update; "
+              "the update covers 1/N of the parameters",
+        network.reduce_scatter && network.all_gather
+            ? "the sweep's own alpha and beta"
+            : "the allreduce's alpha and beta (the sweep did not measure them: `dlscale comm "
+              "--collective allreduce,reduce_scatter,all_gather`)"));
   if (same_threads.size() < of_precision.size())
     result.notes.push_back(
         fmt::format("only the runs at {} thread(s) per rank are used", result.threads_per_rank));
@@ -412,7 +432,12 @@ ScalingPrediction predict_scaling(const std::vector<results::RunRecord>& all_run
 
   // Communication inside training against the sweep's model, where a run has the sweep's rank
   // count: the ratio then holds the same ranks' sums in both, and only the conditions differ.
-  if (settings.calibrate_communication && network.measured_ranks > 1) {
+  if (settings.calibrate_communication && network.measured_ranks > 1 &&
+      result.sharding != results::Sharding::none) {
+    result.notes.push_back(
+        "communication: sharded runs are not held against the sweep (their exchange spans "
+        "gathers and reduce-scatters); its model is used as it is");
+  } else if (settings.calibrate_communication && network.measured_ranks > 1) {
     double scales = 0;
     int calibrating = 0;
     for (const auto* run : usable) {

@@ -49,6 +49,8 @@ struct PredictionSettings {
   bool calibrate_communication = true;
   // The runs of this precision are predicted from; empty: the precision of the file's first run.
   std::string precision;
+  // And of this strategy (--sharding); none: the strategy of the file's first run.
+  std::optional<results::Sharding> sharding;
   // Whether the network model describes the network the runs were measured on (a `dlscale comm`
   // sweep of it), so that a measured point can be compared with its prediction; false for a
   // network the user names (--network), which the runs never ran on.
@@ -106,10 +108,11 @@ struct PredictedPoint {
 
 struct ScalingPrediction {
   std::string model;
-  std::string scaling;        // weak or strong
-  double batch_per_rank = 0;  // weak
-  double global_batch = 0;    // strong
-  std::string precision;      // of the runs predicted from
+  std::string scaling;                                   // weak or strong
+  double batch_per_rank = 0;                             // weak
+  double global_batch = 0;                               // strong
+  std::string precision;                                 // of the runs predicted from
+  results::Sharding sharding = results::Sharding::none;  // theirs too
   int threads_per_rank = 0;
   int baseline_ranks = 0;
   int ranks_per_node = 0;

@@ -148,6 +148,12 @@ std::vector<std::string> precisions_in_run_order(const std::vector<results::RunR
                       [](const results::RunRecord& run) { return run.configuration.precision; });
 }
 
+std::vector<std::string> shardings_in_run_order(const std::vector<results::RunRecord>& runs) {
+  return in_run_order(runs, [](const results::RunRecord& run) {
+    return std::string(results::sharding_names(run.configuration.sharding));
+  });
+}
+
 std::vector<std::string> devices_in_run_order(const std::vector<results::RunRecord>& runs) {
   return in_run_order(runs, [](const results::RunRecord& run) { return run.configuration.device; });
 }
@@ -157,9 +163,7 @@ results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs)
   if (runs.empty()) return study;
   const std::vector<std::string> devices = devices_in_run_order(runs);
   const std::vector<std::string> precisions = precisions_in_run_order(runs);
-  const std::vector<std::string> shardings = in_run_order(runs, [](const results::RunRecord& run) {
-    return std::string(results::sharding_names(run.configuration.sharding));
-  });
+  const std::vector<std::string> shardings = shardings_in_run_order(runs);
   const auto key = [&](std::size_t index) {
     const auto& c = runs[index].configuration;
     const auto order_in = [](const std::vector<std::string>& values, const std::string& value) {

@@ -19,6 +19,8 @@ std::string study_scaling(const results::RunConfiguration& configuration);
 // The precisions of `runs` in the order they first appear: the order the sweep ran them (fp32
 // before bf16 where the user listed them so), not alphabetical.
 std::vector<std::string> precisions_in_run_order(const std::vector<results::RunRecord>& runs);
+// The --sharding strategies of the runs, in the order they first appear.
+std::vector<std::string> shardings_in_run_order(const std::vector<results::RunRecord>& runs);
 // The devices of `runs` in the order they first appear (a merged CPU and GPU study).
 std::vector<std::string> devices_in_run_order(const std::vector<results::RunRecord>& runs);
 

@@ -51,6 +51,7 @@ struct PredictOptions {
   std::string json_path;  // "-" for standard output, instead of the table
   std::string hold_out;   // measured rank counts not to predict from
   std::string precision;  // the runs to predict from; empty: each precision of the file in turn
+  std::string sharding;   // and the strategy; empty: each strategy of the file in turn
   std::string device;     // the runs to predict from in a merged CPU and GPU study
   bool hold_out_probes = false;
   bool no_calibration = false;
@@ -212,6 +213,10 @@ int predict_command(int argc, char** argv) {
       "precision", po::value(&options.precision),
       "predict from the runs in this precision (default: every precision the file holds, "
       "each from its own runs, one table after another)")(
+      "sharding", po::value(&options.sharding),
+      "predict the runs of this strategy (none, optimizer, gradients, full; default: every "
+      "strategy the file holds, each from its own runs and costed with its own collectives, "
+      "then side by side with the rank count where one overtakes another)")(
       "ranks-per-node", po::value(&options.ranks_per_node),
       "ranks on one node at the predicted scales (default: the most any measured run or "
       "node-sharing probe had)");
@@ -288,25 +293,49 @@ int predict_command(int argc, char** argv) {
       require_choice("--precision", "precision of this file", options.precision, precisions);
       precisions = {options.precision};
     }
+    std::vector<std::string> shardings = analysis::shardings_in_run_order(file.runs);
+    if (!options.sharding.empty()) {
+      require_choice("--sharding", "strategy of this file", options.sharding, shardings);
+      shardings = {options.sharding};
+    }
     if (!options.json_path.empty() && precisions.size() > 1)
       throw UserError(
           fmt::format("--json: '{}' holds runs in {}; name the one to predict with --precision",
                       options.path, fmt::join(precisions, " and ")));
+    if (!options.json_path.empty() && shardings.size() > 1)
+      throw UserError(
+          fmt::format("--json: '{}' holds runs with --sharding {}; name the one to predict with "
+                      "--sharding",
+                      options.path, fmt::join(shardings, " and ")));
+    bool first_table = true;
     for (const std::string& precision : precisions) {
       settings.precision = precision;
-      const auto prediction =
-          analysis::predict_scaling(file.runs, file.node_sharing_probes, network, ranks, settings);
-      if (!options.json_path.empty()) {
-        const std::string json =
-            printers::format_prediction_json(prediction, network, options.algorithm);
-        if (options.json_path == standard_output_path) {
-          fmt::print("{}", json);
-          return 0;
+      std::vector<analysis::ScalingPrediction> strategies;
+      for (const std::string& sharding : shardings) {
+        settings.sharding = *results::sharding_names.named(sharding);
+        const bool measured = std::any_of(file.runs.begin(), file.runs.end(), [&](const auto& run) {
+          return run.configuration.precision == precision &&
+                 run.configuration.sharding == *settings.sharding;
+        });
+        if (!measured) continue;
+        const auto prediction = analysis::predict_scaling(file.runs, file.node_sharing_probes,
+                                                          network, ranks, settings);
+        if (!options.json_path.empty()) {
+          const std::string json =
+              printers::format_prediction_json(prediction, network, options.algorithm);
+          if (options.json_path == standard_output_path) {
+            fmt::print("{}", json);
+            return 0;
+          }
+          results::write_text_atomically(options.json_path, json, options.overwrite);
         }
-        results::write_text_atomically(options.json_path, json, options.overwrite);
+        if (!first_table) fmt::print("\n");
+        first_table = false;
+        fmt::print("{}", printers::format_prediction_table(prediction, network, options.algorithm));
+        strategies.push_back(prediction);
       }
-      if (&precision != &precisions.front()) fmt::print("\n");
-      fmt::print("{}", printers::format_prediction_table(prediction, network, options.algorithm));
+      if (strategies.size() > 1)
+        fmt::print("\n{}", printers::format_strategy_comparison(strategies));
     }
     return 0;
   });

@@ -76,12 +76,13 @@ std::string format_prediction_table(const analysis::ScalingPrediction& predictio
   auto line = std::back_inserter(out);
   const bool strong = results::scaling_names.named(prediction.scaling) == results::Scaling::strong;
   fmt::format_to(line,
-                 "{} ({} scaling, {}, {}, {} thread(s)/rank), {} allreduce, efficiency against "
-                 "{} rank(s)\n",
+                 "{} ({} scaling, {}, {}, {} thread(s)/rank, --sharding {}), {} allreduce, "
+                 "efficiency against {} rank(s)\n",
                  prediction.model, prediction.scaling,
                  strong ? fmt::format("global batch {:g}", prediction.global_batch)
                         : fmt::format("batch {:g}/rank", prediction.batch_per_rank),
-                 prediction.precision, prediction.threads_per_rank, algorithm,
+                 prediction.precision, prediction.threads_per_rank,
+                 results::sharding_names(prediction.sharding), algorithm,
                  prediction.baseline_ranks);
   fmt::format_to(line, "network     {}; {} rank(s) per node\n", network.source,
                  prediction.ranks_per_node);
@@ -181,13 +182,16 @@ std::string format_prediction_json(const analysis::ScalingPrediction& prediction
                                    const std::string& algorithm) {
   const auto& largest = network.inter_node.pieces.back().fit;
   std::string out = fmt::format(
-      "{{\"model\": {}, \"scaling\": {}, \"precision\": {}, \"algorithm\": {}, "
+      "{{\"model\": {}, \"scaling\": {}, \"precision\": {}, \"sharding\": {}, "
+      "\"algorithm\": {}, "
       "\"alpha_seconds\": {}, "
       "\"beta_seconds_per_byte\": {}, \"noise_scale\": {}, \"target\": {}, "
       "\"baseline_samples_to_target\": {},\n \"network\": {{\"source\": {}, "
       "\"ranks_per_node\": {}, \"intra_node\": {}, \"inter_node\": {}}},\n \"node_sharing\": [",
       json_string(prediction.model), json_string(prediction.scaling),
-      json_string(prediction.precision), json_string(algorithm), json_number(largest.alpha_seconds),
+      json_string(prediction.precision),
+      json_string(std::string(results::sharding_names(prediction.sharding))),
+      json_string(algorithm), json_number(largest.alpha_seconds),
       json_number(largest.beta_seconds_per_byte), json_number(prediction.noise_scale),
       prediction.target.empty() ? "null" : json_string(prediction.target),
       json_number(prediction.baseline_samples_to_target), json_string(network.source),
@@ -244,6 +248,62 @@ std::string format_prediction_json(const analysis::ScalingPrediction& prediction
         json_number(r.interval_efficiency_high));
   }
   return out + "\n]}\n";
+}
+
+std::string format_strategy_comparison(const std::vector<analysis::ScalingPrediction>& strategies) {
+  std::string out;
+  auto line = std::back_inserter(out);
+  const auto& first = strategies.front();
+  fmt::format_to(line,
+                 "strategies  {} ({}): predicted iteration ms at each rank count, each strategy "
+                 "from its own runs; * the fastest\n",
+                 first.model, first.precision);
+  fmt::format_to(line, "{:>7}", "ranks");
+  for (const auto& strategy : strategies)
+    fmt::format_to(line, " {:>12}", results::sharding_names(strategy.sharding));
+  fmt::format_to(line, "\n");
+  const std::size_t rows = first.points.size();
+  for (std::size_t row = 0; row < rows; ++row) {
+    std::size_t fastest = 0;
+    for (std::size_t s = 1; s < strategies.size(); ++s)
+      if (strategies[s].points.at(row).iteration.iteration_seconds <
+          strategies[fastest].points.at(row).iteration.iteration_seconds)
+        fastest = s;
+    fmt::format_to(line, "{:>7}", first.points[row].ranks);
+    for (std::size_t s = 0; s < strategies.size(); ++s)
+      fmt::format_to(line, " {:>11.2f}{}",
+                     strategies[s].points.at(row).iteration.iteration_seconds * 1e3,
+                     s == fastest ? "*" : " ");
+    fmt::format_to(line, "\n");
+  }
+  // Where each strategy's lead over the first one changes hands, in the rank counts predicted.
+  for (std::size_t s = 1; s < strategies.size(); ++s) {
+    const char* name = results::sharding_names(strategies[s].sharding);
+    const char* against = results::sharding_names(first.sharding);
+    std::vector<std::string> changes;
+    for (std::size_t row = 0; row < rows; ++row) {
+      const bool faster = strategies[s].points[row].iteration.iteration_seconds <
+                          first.points[row].iteration.iteration_seconds;
+      const bool was_faster = row > 0 && strategies[s].points[row - 1].iteration.iteration_seconds <
+                                             first.points[row - 1].iteration.iteration_seconds;
+      if (row > 0 && faster != was_faster)
+        changes.push_back(fmt::format("{} {} from {} ranks", faster ? "overtakes" : "falls behind",
+                                      against, first.points[row].ranks));
+    }
+    const auto& last = strategies[s].points.back().iteration.iteration_seconds;
+    const double ratio = last / first.points.back().iteration.iteration_seconds;
+    fmt::format_to(line, "overtaking  {}: {}; at {} ranks {:.2f}x the iteration time of {}\n", name,
+                   changes.empty()
+                       ? fmt::format("{} than {} at every rank count predicted",
+                                     strategies[s].points.front().iteration.iteration_seconds <
+                                             first.points.front().iteration.iteration_seconds
+                                         ? "faster"
+                                         : "no faster",
+                                     against)
+                       : fmt::format("{}", fmt::join(changes, ", ")),
+                   first.points.back().ranks, ratio, against);
+  }
+  return out;
 }
 
 }  // namespace dlscale::printers

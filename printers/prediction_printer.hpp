@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "analysis/scaling_prediction.hpp"
 
@@ -18,5 +19,10 @@ std::string format_prediction_table(const analysis::ScalingPrediction& predictio
 std::string format_prediction_json(const analysis::ScalingPrediction& prediction,
                                    const analysis::NetworkModel& network,
                                    const std::string& algorithm);
+
+// The strategies of one file side by side (each predicted from its own runs, same precision):
+// their predicted iteration times at each rank count, the fastest marked, and where each one
+// overtakes the first strategy or stops being faster than it.
+std::string format_strategy_comparison(const std::vector<analysis::ScalingPrediction>& strategies);
 
 }  // namespace dlscale::printers

@@ -54,6 +54,71 @@ TEST(AllreduceSeconds, RingOnOneLinkIsTheTextbookFormula) {
   EXPECT_EQ(allreduce_seconds(network, AllreduceAlgorithm::ring, 1, 1, 1e6), 0);
 }
 
+TEST(ShardedCollectiveSeconds, AreHalfARingAtTheirOwnAlphaAndBetaWhereMeasured) {
+  auto network = uniform_network(2e-6, 1e-9, "test");
+  // (N-1) alpha + (N-1)/N m beta with N = 8, m = 1 MB, at the allreduce's alpha and beta.
+  EXPECT_NEAR(reduce_scatter_seconds(network, 8, 8, 1e6), 7 * 2e-6 + 7.0 / 8 * 1e6 * 1e-9, 1e-15);
+  EXPECT_NEAR(all_gather_seconds(network, 8, 8, 1e6), 7 * 2e-6 + 7.0 / 8 * 1e6 * 1e-9, 1e-15);
+  EXPECT_EQ(all_gather_seconds(network, 1, 1, 1e6), 0);
+  // A sweep of their own: their alpha and beta.
+  network.all_gather = std::make_shared<const NetworkModel>(uniform_network(1e-6, 4e-9, ""));
+  EXPECT_NEAR(all_gather_seconds(network, 8, 8, 1e6), 7 * 1e-6 + 7.0 / 8 * 1e6 * 4e-9, 1e-15);
+  EXPECT_NEAR(reduce_scatter_seconds(network, 8, 8, 1e6), 7 * 2e-6 + 7.0 / 8 * 1e6 * 1e-9, 1e-15);
+}
+
+// Two layers of 10 ms backward each, one bucket (unit) per layer of 1 MB, forward 10 ms, update
+// 8 ms, measured at 1 rank. On 2 ranks a ring step moves 0.5 MB: at 4e-8 s per byte and no
+// latency, 20 ms; a reduce-scatter or all-gather is one step, an allreduce two.
+ComputeProfile two_unit_profile(results::Sharding sharding) {
+  ComputeProfile profile;
+  profile.ranks = 1;
+  profile.batch_per_rank = 1;
+  profile.forward_seconds = 0.010;
+  profile.update_seconds = 0.008;
+  profile.layer_backward_seconds = {0.010, 0.010};
+  profile.buckets = {{1, 1, 1e6}, {0, 0, 1e6}};
+  profile.overlap = true;
+  profile.sharding = sharding;
+  return profile;
+}
+
+TEST(PredictIteration, ShardedOptimizerReduceScattersDuringBackwardAndGathersAfterTheUpdate) {
+  const auto network = uniform_network(0, 4e-8, "test");  // a 1 MB half ring on 2 ranks: 20 ms
+  const Scaling two{.ranks = 2, .ranks_per_node = 2, .batch_per_rank = 1, .overlap = true};
+  const auto sharded = predict_iteration(two_unit_profile(results::Sharding::optimizer), network,
+                                         AllreduceAlgorithm::ring, two);
+  // Bucket 0 (layer 1) is ready at 10 ms and scattered until 30; bucket 1 (layer 0) waits for
+  // the link until 30 and ends at 50: 30 ms after backward's end at 20. Then both all-gathered:
+  // 40 ms, exposed. The update covers half the parameters: 4 ms.
+  EXPECT_NEAR(sharded.exposed_communication_seconds, 0.030 + 0.040, 1e-12);
+  EXPECT_NEAR(sharded.compute_seconds, 0.010 + 0.020 + 0.004, 1e-12);
+  EXPECT_NEAR(sharded.communication_seconds, 0.080, 1e-12);
+  const auto replicated = predict_iteration(two_unit_profile(results::Sharding::none), network,
+                                            AllreduceAlgorithm::ring, two);
+  // Allreduces of 40 ms: 10 -> 50, then 50 -> 90; backward ends at 20.
+  EXPECT_NEAR(replicated.exposed_communication_seconds, 0.090 - 0.020, 1e-12);
+  EXPECT_NEAR(replicated.compute_seconds, 0.010 + 0.020 + 0.008, 1e-12);
+}
+
+TEST(PredictIteration, FullyShardedGathersEachUnitBeforeItRunsAndScattersAfter) {
+  const auto network = uniform_network(0, 4e-8, "test");  // 20 ms per 1 MB gather or scatter
+  const Scaling two{.ranks = 2, .ranks_per_node = 2, .batch_per_rank = 1, .overlap = true};
+  const auto full = predict_iteration(two_unit_profile(results::Sharding::full), network,
+                                      AllreduceAlgorithm::ring, two);
+  // Forward: unit 1 (layer 0) gathered 0 -> 20, runs 20 -> 25 while unit 0 is gathered 20 -> 40,
+  // which runs 40 -> 45. Backward: both units still held; unit 0 runs 45 -> 55 and is scattered
+  // 55 -> 75; unit 1 waits for that scatter, runs 75 -> 85, is scattered 85 -> 105.
+  EXPECT_NEAR(full.iteration_seconds, 0.105 + 0.004, 1e-12);
+  EXPECT_NEAR(full.compute_seconds, 0.010 + 0.020 + 0.004, 1e-12);
+  EXPECT_NEAR(full.exposed_communication_seconds, 0.105 - 0.030, 1e-12);
+  EXPECT_NEAR(full.communication_seconds, 0.080, 1e-12);
+  // One rank: nothing is sharded or exchanged.
+  const Scaling one{.ranks = 1, .ranks_per_node = 1, .batch_per_rank = 1, .overlap = true};
+  const auto alone = predict_iteration(two_unit_profile(results::Sharding::full), network,
+                                       AllreduceAlgorithm::ring, one);
+  EXPECT_NEAR(alone.iteration_seconds, 0.010 + 0.020 + 0.008, 1e-12);
+}
+
 TEST(AllreduceSeconds, UsesTheIntraNodeLinkWithinANodeAndTheSlowerAcrossNodes) {
   NetworkModel network{link(1e-6, 1e-10), link(5e-6, 1e-9), "test", {}};
   const double m = 4e6;
@@ -127,6 +192,32 @@ results::RunRecord run_of(int ranks, double compute, double spread, double expos
     run.measurements = {shared, alone};
   }
   return run;
+}
+
+// A file of two strategies: each is predicted from its own runs only, and the two side by side
+// say where one overtakes the other.
+TEST(PredictScaling, EachStrategyFromItsOwnRunsAndSideBySide) {
+  std::vector<results::RunRecord> runs = {run_of(1, 1.0, 0, 0, 1), run_of(2, 1.0, 0, 0.1, 1)};
+  for (auto run : {run_of(1, 2.0, 0, 0, 1), run_of(2, 2.0, 0, 0.1, 1)}) {
+    run.configuration.sharding = results::Sharding::optimizer;
+    runs.push_back(run);
+  }
+  const auto network = uniform_network(0, 0, "test");
+  const auto replicated = predict_scaling(runs, {}, network, {1, 2, 4}, {});
+  EXPECT_EQ(replicated.sharding, results::Sharding::none);
+  EXPECT_NEAR(replicated.points[0].iteration.iteration_seconds, 1.0, 1e-12);
+  const auto sharded =
+      predict_scaling(runs, {}, network, {1, 2, 4}, {.sharding = results::Sharding::optimizer});
+  EXPECT_EQ(sharded.sharding, results::Sharding::optimizer);
+  EXPECT_NEAR(sharded.points[0].iteration.iteration_seconds, 2.0, 1e-12);
+  // Carried from the 2-rank run, whose update (0.5 s) covered half the parameters, to 4 ranks,
+  // where it covers a quarter.
+  EXPECT_NEAR(sharded.points[2].iteration.compute_seconds, 2.0 - 0.25, 1e-12);
+  EXPECT_NEAR(replicated.points[2].iteration.compute_seconds, 1.0, 1e-12);
+  EXPECT_THROW(predict_scaling(runs, {}, network, {2}, {.sharding = results::Sharding::full}),
+               UserError);
+  const std::string side_by_side = printers::format_strategy_comparison({replicated, sharded});
+  EXPECT_NE(side_by_side.find("optimizer: no faster than none"), std::string::npos) << side_by_side;
 }
 
 TEST(NodeSharingCurve, IsTheRatioOfSharedToAloneProbes) {
