@@ -4,13 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "model/causal_self_attention_layer.hpp"
-#include "model/dense_layer.hpp"
-#include "model/embedding_layer.hpp"
-#include "model/gelu_layer.hpp"
-#include "model/layer_norm_layer.hpp"
 #include "model/residual_block.hpp"
-#include "model/tied_output_head.hpp"
 #include "workloads/model_spec.hpp"
 #include "workloads/synthetic_sequences.hpp"
 
@@ -22,8 +16,6 @@ constexpr int largest_size = 1 << 20;
 constexpr int default_gpt_batch = 8;
 // Beyond this a spec is a typo, not a model: GPT-3 has 1.75e11.
 constexpr double most_parameters = 1e12;
-// GPT-2's initial embeddings, N(0, 0.02^2).
-constexpr double embedding_deviation = 0.02;
 
 std::size_t dense_parameters(int inputs, int outputs) {
   return std::size_t(inputs) * outputs + outputs;
@@ -93,35 +85,8 @@ std::vector<model::LayerShape> GptWorkload::layer_shapes() const {
 
 std::unique_ptr<model::Network<float>> GptWorkload::build_network(kernels::Device& device,
                                                                   int batch) const {
-  using Layers = std::vector<std::unique_ptr<model::Layer<float>>>;
-  const auto [layers, width, heads, steps, vocabulary] = shape_;
-  Layers network;
-  auto embedding = std::make_unique<model::EmbeddingLayer<float>>(
-      vocabulary, width, steps, model::EmbeddingOptions{true, embedding_deviation});
-  auto& token_table = *embedding;
-  network.push_back(std::move(embedding));
-  for (int block = 0; block < layers; ++block) {
-    Layers attention;
-    attention.push_back(
-        std::make_unique<model::LayerNormLayer<float>>(device, width, steps, batch));
-    attention.push_back(std::make_unique<model::DenseLayer<float>>(width, 3 * width, steps));
-    attention.push_back(
-        std::make_unique<model::CausalSelfAttentionLayer<float>>(device, steps, width, heads));
-    attention.push_back(std::make_unique<model::DenseLayer<float>>(width, width, steps));
-    network.push_back(std::make_unique<model::ResidualBlock<float>>(device, std::move(attention),
-                                                                    Layers{}, false, batch));
-    Layers mlp;
-    mlp.push_back(std::make_unique<model::LayerNormLayer<float>>(device, width, steps, batch));
-    mlp.push_back(std::make_unique<model::DenseLayer<float>>(width, 4 * width, steps));
-    mlp.push_back(std::make_unique<model::GeluLayer<float>>(std::size_t(steps) * 4 * width));
-    mlp.push_back(std::make_unique<model::DenseLayer<float>>(4 * width, width, steps));
-    network.push_back(std::make_unique<model::ResidualBlock<float>>(device, std::move(mlp),
-                                                                    Layers{}, false, batch));
-  }
-  network.push_back(std::make_unique<model::LayerNormLayer<float>>(device, width, steps, batch));
-  network.push_back(
-      std::make_unique<model::TiedOutputHead<float>>(token_table, width, vocabulary, steps));
-  return std::make_unique<model::Network<float>>(device, std::move(network), batch, vocabulary);
+  return std::make_unique<model::Network<float>>(device, make_layers<float>(device, batch), batch,
+                                                 shape_.vocabulary);
 }
 
 HostBatch GptWorkload::make_batch(int batch, std::uint64_t seed, int rank, int batch_index) const {

@@ -5,6 +5,13 @@
 // chain of the LSTM models (workloads/synthetic_sequences.hpp).
 #pragma once
 
+#include "model/causal_self_attention_layer.hpp"
+#include "model/dense_layer.hpp"
+#include "model/embedding_layer.hpp"
+#include "model/gelu_layer.hpp"
+#include "model/layer_norm_layer.hpp"
+#include "model/residual_block.hpp"
+#include "model/tied_output_head.hpp"
 #include "workloads/workload.hpp"
 
 namespace dlscale::workloads {
@@ -49,7 +56,45 @@ class GptWorkload final : public Workload {
 
   const GptShape& shape() const { return shape_; }
 
+  // The layers, in any precision (the gradient checks build them in double): the embedding, two
+  // residual layers a block (attention, then MLP), the final layer norm and the tied head.
+  template <typename T>
+  std::vector<std::unique_ptr<model::Layer<T>>> make_layers(kernels::Device& device,
+                                                            int batch) const {
+    using Layers = std::vector<std::unique_ptr<model::Layer<T>>>;
+    const auto [layers, width, heads, steps, vocabulary] = shape_;
+    Layers network;
+    auto embedding = std::make_unique<model::EmbeddingLayer<T>>(
+        vocabulary, width, steps, model::EmbeddingOptions{true, embedding_deviation});
+    auto& token_table = *embedding;
+    network.push_back(std::move(embedding));
+    for (int block = 0; block < layers; ++block) {
+      Layers attention;
+      attention.push_back(std::make_unique<model::LayerNormLayer<T>>(device, width, steps, batch));
+      attention.push_back(std::make_unique<model::DenseLayer<T>>(width, 3 * width, steps));
+      attention.push_back(
+          std::make_unique<model::CausalSelfAttentionLayer<T>>(device, steps, width, heads));
+      attention.push_back(std::make_unique<model::DenseLayer<T>>(width, width, steps));
+      network.push_back(std::make_unique<model::ResidualBlock<T>>(device, std::move(attention),
+                                                                  Layers{}, false, batch));
+      Layers mlp;
+      mlp.push_back(std::make_unique<model::LayerNormLayer<T>>(device, width, steps, batch));
+      mlp.push_back(std::make_unique<model::DenseLayer<T>>(width, 4 * width, steps));
+      mlp.push_back(std::make_unique<model::GeluLayer<T>>(std::size_t(steps) * 4 * width));
+      mlp.push_back(std::make_unique<model::DenseLayer<T>>(4 * width, width, steps));
+      network.push_back(std::make_unique<model::ResidualBlock<T>>(device, std::move(mlp),
+                                                                  Layers{}, false, batch));
+    }
+    network.push_back(std::make_unique<model::LayerNormLayer<T>>(device, width, steps, batch));
+    network.push_back(
+        std::make_unique<model::TiedOutputHead<T>>(token_table, width, vocabulary, steps));
+    return network;
+  }
+
  private:
+  // GPT-2's initial embeddings, N(0, 0.02^2).
+  static constexpr double embedding_deviation = 0.02;
+
   std::string name_;
   GptShape shape_;
   int default_batch_;
