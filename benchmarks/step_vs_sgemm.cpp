@@ -416,10 +416,9 @@ CaseResult run_case(const WorkloadCase& spec, kernels::Device& device,
     // so that the step timed here is the step dlscale times.
     const auto instruments = worker::make_step_instruments(
         {device, communicator, schedule.warmup_iterations, 0, worker::Evaluator{}});
-    const auto measured =
-        worker::train(*network, optimizer, data, communicator,
-                      worker::make_gradient_exchange(*network, 0, false), device, schedule, {},
-                      {}, instruments);
+    const auto measured = worker::train(*network, optimizer, data, communicator,
+                                        worker::make_gradient_exchange(*network, 0, false), device,
+                                        schedule, {}, {}, instruments);
     std::vector<double> steps;
     std::array<std::vector<double>, 4> phases;
     for (int i = options.warmup_iterations; i < schedule.total_iterations(); ++i) {

@@ -69,9 +69,9 @@ class MathOps {
                                   T* table_gradient, bool add_to_gradient) = 0;
 
   // Layer normalization of each row of `width` values (Ba, Kiros and Hinton 2016), as
-  // torch.nn.LayerNorm with epsilon 1e-5: y = (x - mean) / sqrt(variance + epsilon) * scale + shift,
-  // variance biased. scale_shift: [2 x width], the scales then the shifts. Keeps each row's mean
-  // and variance (rows values each) for the backward.
+  // torch.nn.LayerNorm with epsilon 1e-5: y = (x - mean) / sqrt(variance + epsilon) * scale +
+  // shift, variance biased. scale_shift: [2 x width], the scales then the shifts. Keeps each row's
+  // mean and variance (rows values each) for the backward.
   virtual void layer_norm_forward(int rows, int width, const T* x, const T* scale_shift, T* y,
                                   T* mean, T* variance) = 0;
   // Writes dx and overwrites scale_shift_gradient ([2 x width]), from what the forward kept.

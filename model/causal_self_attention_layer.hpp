@@ -45,8 +45,8 @@ class CausalSelfAttentionLayer final : public Layer<T> {
       for (int head = 0; head < heads_; ++head) {
         const Head h = head_at(sample, head, x);
         attention_weights(math, h);
-        math.gemm(kernels::Transpose::no, kernels::Transpose::no, steps_, head_width_, steps_,
-                  T(1), probabilities_.data(), steps_, h.values, qkv_stride(), T(0),
+        math.gemm(kernels::Transpose::no, kernels::Transpose::no, steps_, head_width_, steps_, T(1),
+                  probabilities_.data(), steps_, h.values, qkv_stride(), T(0),
                   y + output_offset(sample, head), width_);
       }
   }

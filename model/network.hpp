@@ -96,8 +96,8 @@ class Network {
                          backward_buffers_[0].size() + backward_buffers_[1].size();
     for (const auto& output : outputs_) values += output.size();
     for (const auto& layer : layers_)
-      values += std::size_t(max_batch_) * layer->internal_values_per_sample() +
-                layer->scratch_values();
+      values +=
+          std::size_t(max_batch_) * layer->internal_values_per_sample() + layer->scratch_values();
     return values * sizeof(T);
   }
 

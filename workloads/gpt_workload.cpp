@@ -65,8 +65,8 @@ std::string GptWorkload::description() const {
 double GptWorkload::training_flops_per_sample() const {
   const double position_table = double(shape_.sequence) * shape_.width;
   const double multiplying_parameters = double(parameter_count()) - position_table;
-  const double per_token = 6 * multiplying_parameters +
-                           12.0 * shape_.layers * double(shape_.width) * shape_.sequence;
+  const double per_token =
+      6 * multiplying_parameters + 12.0 * shape_.layers * double(shape_.width) * shape_.sequence;
   return per_token * shape_.sequence;
 }
 
@@ -120,8 +120,8 @@ std::unique_ptr<GptWorkload> parse_gpt_spec(const std::string& spec) {
                                      double(shape.parameter_count()), most_parameters),
                          usage);
   // One sample's logits and MLP activations are indexed with ints in the kernels.
-  const double largest_sample = std::max(double(shape.sequence) * shape.vocabulary,
-                                         4.0 * shape.sequence * shape.width);
+  const double largest_sample =
+      std::max(double(shape.sequence) * shape.vocabulary, 4.0 * shape.sequence * shape.width);
   if (largest_sample > double(std::numeric_limits<int>::max()))
     throw_malformed_spec(full_spec,
                          fmt::format("one sequence would hold {:.3g} values in a layer, more than "

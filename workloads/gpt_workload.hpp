@@ -82,8 +82,8 @@ class GptWorkload final : public Workload {
       mlp.push_back(std::make_unique<model::DenseLayer<T>>(width, 4 * width, steps));
       mlp.push_back(std::make_unique<model::GeluLayer<T>>(std::size_t(steps) * 4 * width));
       mlp.push_back(std::make_unique<model::DenseLayer<T>>(4 * width, width, steps));
-      network.push_back(std::make_unique<model::ResidualBlock<T>>(device, std::move(mlp),
-                                                                  Layers{}, false, batch));
+      network.push_back(std::make_unique<model::ResidualBlock<T>>(device, std::move(mlp), Layers{},
+                                                                  false, batch));
     }
     network.push_back(std::make_unique<model::LayerNormLayer<T>>(device, width, steps, batch));
     network.push_back(

@@ -83,7 +83,8 @@ double markov_best_accuracy(int vocabulary, std::uint64_t seed) {
   for (std::uint64_t token = 0; token < std::uint64_t(vocabulary); ++token) {
     const Successors of_token(chain, token, vocabulary);
     double best = 0;
-    for (int choice = 0; choice < successors; ++choice) best = std::max(best, of_token.merged(choice));
+    for (int choice = 0; choice < successors; ++choice)
+      best = std::max(best, of_token.merged(choice));
     sum += best;
   }
   return sum / vocabulary;
@@ -105,7 +106,8 @@ double markov_best_loss(int vocabulary, int steps, std::uint64_t seed) {
     for (std::size_t token = 0; token < table.size(); ++token) {
       sum += token_probability[token] * entropy[token];
       for (int choice = 0; choice < successors; ++choice)
-        next[table[token].next[choice]] += token_probability[token] * table[token].probability[choice];
+        next[table[token].next[choice]] +=
+            token_probability[token] * table[token].probability[choice];
     }
     token_probability.swap(next);
   }

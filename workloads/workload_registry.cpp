@@ -27,8 +27,7 @@ std::vector<std::unique_ptr<Workload>> builtin_workloads() {
   // Decoder-only transformers: a small one for tests, and GPT-2 small and medium (124 M and 350 M
   // parameters, as Hugging Face's GPT2LMHeadModel counts them).
   all.push_back(std::make_unique<GptWorkload>("gpt-tiny", GptShape{2, 64, 4, 32, 128}, 16));
-  all.push_back(
-      std::make_unique<GptWorkload>("gpt2-small", GptShape{12, 768, 12, 1024, 50257}, 8));
+  all.push_back(std::make_unique<GptWorkload>("gpt2-small", GptShape{12, 768, 12, 1024, 50257}, 8));
   all.push_back(
       std::make_unique<GptWorkload>("gpt2-medium", GptShape{24, 1024, 16, 1024, 50257}, 4));
   return all;

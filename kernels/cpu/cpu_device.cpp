@@ -219,8 +219,8 @@ class CpuMath final : public MathOps<T> {
 #pragma omp simd
       for (int c = 0; c < width; ++c) {
         const T normalized = (in[c] - mean[r]) * inverse_deviation;
-        out[c] = (gradient[c] * scale[c] - gradient_mean - normalized * dot_mean) *
-                 inverse_deviation;
+        out[c] =
+            (gradient[c] * scale[c] - gradient_mean - normalized * dot_mean) * inverse_deviation;
       }
     }
   }
@@ -497,8 +497,9 @@ CpuDevice::CpuDevice(int compute_threads, Precision precision)
       float_matmul_(
           std::make_unique<DnnlMatmul>(dnnl_engine_, dnnl_stream_, dnnl_inputs_of(precision))),
       // OpenBLAS multiplies floats only: bf16 GEMMs are oneDNN's.
-      float_gemm_(std::make_unique<FastestFloatGemm>(
-          *float_matmul_, precision == Precision::bf16 ? FloatGemmPolicy::onednn : float_gemm_policy())),
+      float_gemm_(std::make_unique<FastestFloatGemm>(*float_matmul_, precision == Precision::bf16
+                                                                         ? FloatGemmPolicy::onednn
+                                                                         : float_gemm_policy())),
       float_elementwise_(std::make_unique<DnnlElementwise>(dnnl_engine_, dnnl_stream_)),
       math_float_(std::make_unique<CpuMath<float>>(float_gemm_.get(), float_elementwise_.get())),
       math_double_(std::make_unique<CpuMath<double>>()) {

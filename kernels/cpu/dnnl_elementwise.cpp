@@ -91,8 +91,7 @@ void DnnlElementwise::gelu(std::size_t count, const float* x, float* y) {
   run_eltwise(dnnl::algorithm::eltwise_gelu_tanh, count, x, y);
 }
 
-void DnnlElementwise::gelu_backward(std::size_t count, const float* x, const float* dy,
-                                    float* dx) {
+void DnnlElementwise::gelu_backward(std::size_t count, const float* x, const float* dy, float* dx) {
   if (count == 0) return;
   const dnnl::memory::desc desc = vector_desc(count);
   auto found = gelu_backward_.find(count);
@@ -111,9 +110,10 @@ void DnnlElementwise::gelu_backward(std::size_t count, const float* x, const flo
                                         engine_, forward)))))
                 .first;
   }
-  DLSCALE_DNNL_CHECK(found->second.execute(stream_, {{DNNL_ARG_SRC, wrap(desc, engine_, x)},
-                                                     {DNNL_ARG_DIFF_DST, wrap(desc, engine_, dy)},
-                                                     {DNNL_ARG_DIFF_SRC, wrap(desc, engine_, dx)}}));
+  DLSCALE_DNNL_CHECK(
+      found->second.execute(stream_, {{DNNL_ARG_SRC, wrap(desc, engine_, x)},
+                                      {DNNL_ARG_DIFF_DST, wrap(desc, engine_, dy)},
+                                      {DNNL_ARG_DIFF_SRC, wrap(desc, engine_, dx)}}));
   stream_.wait();
 }
 

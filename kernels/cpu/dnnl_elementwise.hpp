@@ -1,6 +1,6 @@
 // Float element-wise work that needs exp(): the logistic sigmoid, GELU, softmax and log-softmax,
-// on oneDNN's JIT kernels. GCC leaves std::exp in a loop scalar (glibc declares its vector exp only under
-// -ffast-math), which made the LSTM's 10,000-class softmax 8% of a step.
+// on oneDNN's JIT kernels. GCC leaves std::exp in a loop scalar (glibc declares its vector exp only
+// under -ffast-math), which made the LSTM's 10,000-class softmax 8% of a step.
 #pragma once
 
 #include <cstddef>

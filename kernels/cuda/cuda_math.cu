@@ -505,10 +505,9 @@ __global__ void layer_norm_input_gradient_kernel(std::size_t rows, std::size_t w
     const double dot_mean = block_reduce(gradient_dot_normalized, Sum{}, 0.0) / double(width);
     for (std::size_t c = threadIdx.x; c < width; c += blockDim.x) {
       const double normalized = (double(x[r * width + c]) - double(mean[r])) * inverse_deviation;
-      dx[r * width + c] =
-          T((double(dy[r * width + c]) * double(scale_shift[c]) - gradient_mean -
-             normalized * dot_mean) *
-            inverse_deviation);
+      dx[r * width + c] = T((double(dy[r * width + c]) * double(scale_shift[c]) - gradient_mean -
+                             normalized * dot_mean) *
+                            inverse_deviation);
     }
   }
 }
@@ -743,9 +742,8 @@ class CudaMath final : public MathOps<T> {
                            const T* variance, const T* dy, T* dx,
                            T* scale_shift_gradient) override {
     if (rows <= 0 || width <= 0) return;
-    layer_norm_input_gradient_kernel<<<row_blocks(rows), elementwise_threads, 0,
-                                       context_.stream>>>(std::size_t(rows), std::size_t(width), x,
-                                                          scale_shift, mean, variance, dy, dx);
+    layer_norm_input_gradient_kernel<<<row_blocks(rows), elementwise_threads, 0, context_.stream>>>(
+        std::size_t(rows), std::size_t(width), x, scale_shift, mean, variance, dy, dx);
     DLSCALE_CUDA_CHECK(cudaGetLastError());
     layer_norm_parameter_gradient_kernel<<<grid_for(std::size_t(width)), elementwise_threads, 0,
                                            context_.stream>>>(
@@ -761,8 +759,8 @@ class CudaMath final : public MathOps<T> {
 
   void gelu_backward(std::size_t count, const T* x, const T* dy, T* dx) override {
     if (count == 0) return;
-    gelu_backward_kernel<<<grid_for(count), elementwise_threads, 0, context_.stream>>>(count, x,
-                                                                                       dy, dx);
+    gelu_backward_kernel<<<grid_for(count), elementwise_threads, 0, context_.stream>>>(count, x, dy,
+                                                                                       dx);
     DLSCALE_CUDA_CHECK(cudaGetLastError());
   }
 

@@ -15,8 +15,8 @@ namespace {
 // (2 W each), Q K V (3 W^2 + 3 W), the attention's output (W^2 + W), the MLP (4 W^2 + 4 W and
 // 4 W^2 + W); the final layer norm; the token and position tables; the head adds nothing.
 std::size_t closed_form_parameters(std::size_t l, std::size_t w, std::size_t s, std::size_t v) {
-  const std::size_t block = 2 * w + (3 * w * w + 3 * w) + (w * w + w) + 2 * w +
-                            (4 * w * w + 4 * w) + (4 * w * w + w);
+  const std::size_t block =
+      2 * w + (3 * w * w + 3 * w) + (w * w + w) + 2 * w + (4 * w * w + 4 * w) + (4 * w * w + w);
   return l * block + 2 * w + v * w + s * w;
 }
 
@@ -82,8 +82,8 @@ TEST(GptWorkloads, WidthNotDividedByTheHeadsIsNamed) {
 }
 
 TEST(GptWorkloads, BestLossIsTheChainsEntropyAndBelowItsDistinctSuccessorsBound) {
-  const double distinct = -(0.5 * std::log(0.5) + 0.25 * std::log(0.25) +
-                            0.15 * std::log(0.15) + 0.1 * std::log(0.1));  // 1.2080 nats
+  const double distinct = -(0.5 * std::log(0.5) + 0.25 * std::log(0.25) + 0.15 * std::log(0.15) +
+                            0.1 * std::log(0.1));  // 1.2080 nats
   const double best = make_workload("gpt2-small")->best_loss(1);
   // Merged successors (two choices reaching one token) only lower it, and rarely at V = 50,257.
   EXPECT_LE(best, distinct);
