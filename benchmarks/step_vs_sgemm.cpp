@@ -225,9 +225,36 @@ class ProfiledMath final : public kernels::MathOps<float> {
     timed("embedding_forward", 0, [&] { math_.embedding_forward(rows, width, ids, table, y); });
   }
   void embedding_backward(int rows, int width, int vocabulary, const float* ids, const float* dy,
-                          float* table_gradient) override {
-    timed("embedding_backward", 0,
-          [&] { math_.embedding_backward(rows, width, vocabulary, ids, dy, table_gradient); });
+                          float* table_gradient, bool add_to_gradient) override {
+    timed("embedding_backward", 0, [&] {
+      math_.embedding_backward(rows, width, vocabulary, ids, dy, table_gradient, add_to_gradient);
+    });
+  }
+  void layer_norm_forward(int rows, int width, const float* x, const float* scale_shift, float* y,
+                          float* mean, float* variance) override {
+    timed("layer_norm_forward", 0,
+          [&] { math_.layer_norm_forward(rows, width, x, scale_shift, y, mean, variance); });
+  }
+  void layer_norm_backward(int rows, int width, const float* x, const float* scale_shift,
+                           const float* mean, const float* variance, const float* dy, float* dx,
+                           float* scale_shift_gradient) override {
+    timed("layer_norm_backward", 0, [&] {
+      math_.layer_norm_backward(rows, width, x, scale_shift, mean, variance, dy, dx,
+                                scale_shift_gradient);
+    });
+  }
+  void gelu_forward(std::size_t count, const float* x, float* y) override {
+    timed("gelu_forward", 0, [&] { math_.gelu_forward(count, x, y); });
+  }
+  void gelu_backward(std::size_t count, const float* x, const float* dy, float* dx) override {
+    timed("gelu_backward", 0, [&] { math_.gelu_backward(count, x, dy, dx); });
+  }
+  void causal_softmax_forward(int rows, float* scores) override {
+    timed("causal_softmax_forward", 0, [&] { math_.causal_softmax_forward(rows, scores); });
+  }
+  void causal_softmax_backward(int rows, const float* probabilities, float* gradient) override {
+    timed("causal_softmax_backward", 0,
+          [&] { math_.causal_softmax_backward(rows, probabilities, gradient); });
   }
   void softmax_cross_entropy(int rows, int classes, const float* logits, const std::int32_t* labels,
                              float* dlogits, float* loss) override {
@@ -389,10 +416,9 @@ CaseResult run_case(const WorkloadCase& spec, kernels::Device& device,
     // so that the step timed here is the step dlscale times.
     const auto instruments = worker::make_step_instruments(
         {device, communicator, schedule.warmup_iterations, 0, worker::Evaluator{}});
-    const auto measured =
-        worker::train(*network, optimizer, data, communicator,
-                      worker::make_gradient_exchange(*network, 0, false), device, schedule, {},
-                      {}, instruments);
+    const auto measured = worker::train(*network, optimizer, data, communicator,
+                                        worker::make_gradient_exchange(*network, 0, false), device,
+                                        schedule, {}, {}, instruments);
     std::vector<double> steps;
     std::array<std::vector<double>, 4> phases;
     for (int i = options.warmup_iterations; i < schedule.total_iterations(); ++i) {

@@ -47,18 +47,24 @@ std::string default_output_name(const std::string& model, int ranks,
 }
 
 void print_model_list() {
-  fmt::print("{:<18} {:<6} {:>14} {:>16} {:>10}  {}\n", "model", "family", "parameters",
-             "GFLOP/sample", "CPU batch", "layers");
-  for (const auto& workload : workloads::builtin_workloads())
-    fmt::print("{:<18} {:<6} {:>14} {:>16.4f} {:>10}  {}\n", workload->name(), workload->family(),
-               with_thousands_separators(workload->parameter_count()),
-               workload->training_flops_per_sample() / 1e9, workload->default_batch(),
-               workload->description());
+  fmt::print("{:<18} {:<6} {:>14} {:>16} {:>12} {:>10}  {}\n", "model", "family", "parameters",
+             "GFLOP/sample", "GFLOP/token", "CPU batch", "layers");
+  for (const auto& workload : workloads::builtin_workloads()) {
+    const int tokens = workload->tokens_per_sample();
+    const double flops = workload->training_flops_per_sample();
+    fmt::print("{:<18} {:<6} {:>14} {:>16.4f} {:>12} {:>10}  {}\n", workload->name(),
+               workload->family(), with_thousands_separators(workload->parameter_count()),
+               flops / 1e9, tokens > 0 ? fmt::format("{:.4f}", flops / tokens / 1e9) : "-",
+               workload->default_batch(), workload->description());
+  }
   fmt::print(
       "\nGFLOP/sample counts one training step: 3x the forward FLOPs (forward, input and\n"
-      "weight gradients), the convention of the reference benchmark study.\n"
+      "weight gradients), the convention of the reference benchmark study; for GPT models,\n"
+      "6 N + 12 L W S per token (PaLM's count; docs/workloads.md). A language model's sample is\n"
+      "one sequence; GFLOP/token divides by its tokens.\n"
       "Any fully connected net: --model fcn:INPUT,HIDDEN,...,CLASSES (sigmoid hidden layers).\n"
-      "Any LSTM language model: --model lstm:SEQ,HIDDEN,LAYERS,VOCAB.\n");
+      "Any LSTM language model: --model lstm:SEQ,HIDDEN,LAYERS,VOCAB.\n"
+      "Any GPT-style transformer: --model gpt:LAYERS,WIDTH,HEADS,SEQUENCE,VOCABULARY.\n");
 }
 
 // Resolves the options into a plan, checking on every rank, before any work starts, everything
@@ -98,6 +104,22 @@ coordinator::TrainingPlan plan_training(const RunOptions& options, const comm::M
           "its synthetic task (docs/workloads.md)",
           plan.target->goal.value, plan.workload->name(), best));
   }
+  if (plan.target && plan.target->goal.metric == results::TargetMetric::loss) {
+    const double best = plan.workload->best_loss(options.seed);
+    if (plan.target->goal.value < best)
+      throw UserError(fmt::format(
+          "--target-loss {} cannot be reached on {}: no model's loss goes below {:.4f} nats, "
+          "the entropy of its synthetic task (docs/workloads.md)",
+          plan.target->goal.value, plan.workload->name(), best));
+  }
+  if (plan.workload->layers_share_parameters() &&
+      std::find(options.shardings.begin(), options.shardings.end(), results::Sharding::full) !=
+          options.shardings.end())
+    throw UserError(fmt::format(
+        "--sharding full cannot train {}: its output head uses the token embedding's table, "
+        "which full sharding gathers only around the first layer; use --sharding none, "
+        "optimizer or gradients",
+        plan.workload->name()));
   // A point is checked against its target only at an evaluation: a budget that ends before the
   // first one would train in vain and only then fail, so it is refused here. The largest global
   // batch has the fewest iterations.

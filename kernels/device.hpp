@@ -63,9 +63,35 @@ class MathOps {
 
   // Embedding lookup: y[r] = table[ids[r]] for `rows` token ids (stored as T, exact below 2^24).
   virtual void embedding_forward(int rows, int width, const T* ids, const T* table, T* y) = 0;
-  // table_gradient = 0, then table_gradient[ids[r]] += dy[r] for every row.
+  // table_gradient[ids[r]] += dy[r] for every row, after table_gradient = 0 unless
+  // add_to_gradient (a table tied to an output head already holds the head's part).
   virtual void embedding_backward(int rows, int width, int vocabulary, const T* ids, const T* dy,
-                                  T* table_gradient) = 0;
+                                  T* table_gradient, bool add_to_gradient) = 0;
+
+  // Layer normalization of each row of `width` values (Ba, Kiros and Hinton 2016), as
+  // torch.nn.LayerNorm with epsilon 1e-5: y = (x - mean) / sqrt(variance + epsilon) * scale +
+  // shift, variance biased. scale_shift: [2 x width], the scales then the shifts. Keeps each row's
+  // mean and variance (rows values each) for the backward.
+  virtual void layer_norm_forward(int rows, int width, const T* x, const T* scale_shift, T* y,
+                                  T* mean, T* variance) = 0;
+  // Writes dx and overwrites scale_shift_gradient ([2 x width]), from what the forward kept.
+  virtual void layer_norm_backward(int rows, int width, const T* x, const T* scale_shift,
+                                   const T* mean, const T* variance, const T* dy, T* dx,
+                                   T* scale_shift_gradient) = 0;
+
+  // GELU in the tanh form GPT-2 trained with (Hendrycks and Gimpel 2016; PyTorch's
+  // approximate='tanh'): y = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). In place is fine.
+  virtual void gelu_forward(std::size_t count, const T* x, T* y) = 0;
+  // dx = dy * gelu'(x), from the forward input x.
+  virtual void gelu_backward(std::size_t count, const T* x, const T* dy, T* dx) = 0;
+
+  // One head's causal attention weights, in place on its [rows x rows] scores: row i becomes the
+  // softmax of its first i + 1 scores (a position attends to itself and the positions before it)
+  // and zeros after them.
+  virtual void causal_softmax_forward(int rows, T* scores) = 0;
+  // In place, from the forward's probabilities p: the gradient dp of the weights becomes that of
+  // the scores, ds = p * (dp - sum over the row of p * dp) (zero after the diagonal, as p is).
+  virtual void causal_softmax_backward(int rows, const T* probabilities, T* gradient) = 0;
 
   // Mean softmax cross-entropy of `rows` samples, written to loss[0] in device memory (so a step
   // never waits for the host). Also writes dlogits = (softmax(logits) - onehot(labels)) / rows,

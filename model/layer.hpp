@@ -18,6 +18,7 @@ struct LayerShape {
   std::size_t output_size = 0;  // values per sample
   std::size_t parameter_count = 0;
   std::size_t internal_values = 0;  // per sample, allocated by the layer itself
+  std::size_t scratch_values = 0;   // allocated by the layer once, whatever the batch
 };
 
 template <typename T>
@@ -32,8 +33,12 @@ class Layer {
   // Values per sample of device memory the layer allocates for itself (a composite layer's
   // inner activations); counted by the memory plan.
   virtual std::size_t internal_values_per_sample() const { return 0; }
+  // Values of device memory the layer allocates for itself once, whatever the batch (attention's
+  // scores of one head); counted by the memory plan.
+  virtual std::size_t scratch_values() const { return 0; }
   LayerShape shape() const {
-    return {input_size(), output_size(), parameter_count(), internal_values_per_sample()};
+    return {input_size(), output_size(), parameter_count(), internal_values_per_sample(),
+            scratch_values()};
   }
   // Multiply-adds counted as 2 FLOPs, per sample, forward only.
   virtual double forward_flops_per_sample() const { return 0; }

@@ -62,13 +62,14 @@ class Network {
   // Device bytes a network of these layers allocates for batches of up to max_batch samples,
   // known before allocating anything: the memory check refuses runs that would not fit.
   static std::size_t device_bytes(const std::vector<LayerShape>& layers, int max_batch) {
-    std::size_t parameters = 0, widest = 0, outputs = 0;
+    std::size_t parameters = 0, widest = 0, outputs = 0, scratch = 0;
     for (const auto& layer : layers) {
       parameters += layer.parameter_count;
       widest = std::max({widest, layer.input_size, layer.output_size});
       outputs += layer.output_size + layer.internal_values;
+      scratch += layer.scratch_values;
     }
-    const std::size_t values = 2 * parameters                      // weights, gradients
+    const std::size_t values = 2 * parameters + scratch            // weights, gradients, scratch
                                + std::size_t(max_batch) * outputs  // outputs, inner activations
                                +
                                std::size_t(max_batch) * layers.back().output_size  // loss gradient
@@ -95,7 +96,8 @@ class Network {
                          backward_buffers_[0].size() + backward_buffers_[1].size();
     for (const auto& output : outputs_) values += output.size();
     for (const auto& layer : layers_)
-      values += std::size_t(max_batch_) * layer->internal_values_per_sample();
+      values +=
+          std::size_t(max_batch_) * layer->internal_values_per_sample() + layer->scratch_values();
     return values * sizeof(T);
   }
 

@@ -71,6 +71,12 @@ class ResidualBlock final : public Layer<T> {
   std::size_t internal_values_per_sample() const override {
     return internal_values(shapes(branch_), shapes(shortcut_));
   }
+  std::size_t scratch_values() const override {
+    std::size_t values = 0;
+    for (const auto* path : {&branch_, &shortcut_})
+      for (const auto& layer : *path) values += layer->scratch_values();
+    return values;
+  }
 
   void bind(T* parameters, T* gradients) override {
     for (auto* path : {&branch_, &shortcut_})

@@ -71,6 +71,10 @@ double LstmWorkload::best_accuracy(std::uint64_t seed) const {
   return markov_best_accuracy(vocabulary_, seed);
 }
 
+double LstmWorkload::best_loss(std::uint64_t seed) const {
+  return markov_best_loss(vocabulary_, steps_, seed);
+}
+
 std::unique_ptr<LstmWorkload> parse_lstm_spec(const std::string& spec) {
   const std::string full_spec = "lstm:" + spec;
   constexpr std::string_view usage = "lstm:SEQ,HIDDEN,LAYERS,VOCAB, e.g. lstm:32,512,2,10000";

@@ -20,12 +20,14 @@ class LstmWorkload final : public Workload {
   double training_flops_per_sample() const override;
   int default_batch() const override { return default_batch_; }
   std::size_t input_size() const override { return std::size_t(steps_); }
+  int tokens_per_sample() const override { return steps_; }
   std::vector<model::LayerShape> layer_shapes() const override;
 
   std::unique_ptr<model::Network<float>> build_network(kernels::Device& device,
                                                        int batch) const override;
   HostBatch make_batch(int batch, std::uint64_t seed, int rank, int batch_index) const override;
   double best_accuracy(std::uint64_t seed) const override;
+  double best_loss(std::uint64_t seed) const override;
 
  private:
   kernels::LstmGeometry lstm_geometry() const { return {steps_, hidden_, hidden_}; }

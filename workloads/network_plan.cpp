@@ -53,12 +53,15 @@ model::LayerShape shape_of(const PlannedLayer& layer) {
           },
           [](const Residual& r) {
             const auto branch = shapes_of(r->branch), shortcut = shapes_of(r->shortcut);
-            std::size_t parameters = 0;
+            std::size_t parameters = 0, scratch = 0;
             for (const auto* path : {&branch, &shortcut})
-              for (const auto& shape : *path) parameters += shape.parameter_count;
+              for (const auto& shape : *path) {
+                parameters += shape.parameter_count;
+                scratch += shape.scratch_values;
+              }
             return model::LayerShape{
                 branch.front().input_size, branch.back().output_size, parameters,
-                model::ResidualBlock<float>::internal_values(branch, shortcut)};
+                model::ResidualBlock<float>::internal_values(branch, shortcut), scratch};
           },
       },
       layer);

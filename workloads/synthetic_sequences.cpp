@@ -2,6 +2,8 @@
 #include "workloads/synthetic_sequences.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <vector>
 
 #include "core/random.hpp"
 
@@ -38,27 +40,78 @@ HostBatch make_markov_batch(int batch, int steps, int vocabulary, std::uint64_t 
   return data;
 }
 
-double markov_best_accuracy(int vocabulary, std::uint64_t seed) {
-  const CounterRandom chain(seed, chain_stream);
-  double sum = 0;
-  for (std::uint64_t token = 0; token < std::uint64_t(vocabulary); ++token) {
-    std::uint64_t next[successors];
-    double probability[successors];
+namespace {
+
+// One token's successors and their probabilities, as the chain draws them.
+struct Successors {
+  std::uint64_t next[successors];
+  double probability[successors];
+
+  Successors(const CounterRandom& chain, std::uint64_t token, int vocabulary) {
     for (int choice = 0; choice < successors; ++choice) {
       next[choice] = std::uint64_t(chain.uniform(token * successors + choice) * vocabulary);
       probability[choice] =
           cumulative_probability[choice] - (choice == 0 ? 0 : cumulative_probability[choice - 1]);
     }
+  }
+  // The probability of going to next[choice], summed over the choices that reach the same token.
+  double merged(int choice) const {
+    double sum = 0;
+    for (int other = 0; other < successors; ++other)
+      if (next[other] == next[choice]) sum += probability[other];
+    return sum;
+  }
+  bool first_to_reach_its_token(int choice) const {
+    for (int other = 0; other < choice; ++other)
+      if (next[other] == next[choice]) return false;
+    return true;
+  }
+  // -sum of q ln q over the distinct successors q.
+  double entropy_nats() const {
+    double entropy = 0;
+    for (int choice = 0; choice < successors; ++choice)
+      if (first_to_reach_its_token(choice)) entropy -= merged(choice) * std::log(merged(choice));
+    return entropy;
+  }
+};
+
+}  // namespace
+
+double markov_best_accuracy(int vocabulary, std::uint64_t seed) {
+  const CounterRandom chain(seed, chain_stream);
+  double sum = 0;
+  for (std::uint64_t token = 0; token < std::uint64_t(vocabulary); ++token) {
+    const Successors of_token(chain, token, vocabulary);
     double best = 0;
-    for (int a = 0; a < successors; ++a) {
-      double merged = 0;
-      for (int b = 0; b < successors; ++b)
-        if (next[b] == next[a]) merged += probability[b];
-      best = std::max(best, merged);
-    }
+    for (int choice = 0; choice < successors; ++choice)
+      best = std::max(best, of_token.merged(choice));
     sum += best;
   }
   return sum / vocabulary;
+}
+
+double markov_best_loss(int vocabulary, int steps, std::uint64_t seed) {
+  const CounterRandom chain(seed, chain_stream);
+  std::vector<Successors> table;
+  std::vector<double> entropy;
+  table.reserve(std::size_t(vocabulary));
+  for (std::uint64_t token = 0; token < std::uint64_t(vocabulary); ++token) {
+    table.emplace_back(chain, token, vocabulary);
+    entropy.push_back(table.back().entropy_nats());
+  }
+  std::vector<double> token_probability(std::size_t(vocabulary), 1.0 / vocabulary), next;
+  double sum = 0;
+  for (int step = 0; step < steps; ++step) {
+    next.assign(std::size_t(vocabulary), 0.0);
+    for (std::size_t token = 0; token < table.size(); ++token) {
+      sum += token_probability[token] * entropy[token];
+      for (int choice = 0; choice < successors; ++choice)
+        next[table[token].next[choice]] +=
+            token_probability[token] * table[token].probability[choice];
+    }
+    token_probability.swap(next);
+  }
+  return sum / steps;
 }
 
 }  // namespace dlscale::workloads

@@ -19,4 +19,11 @@ HostBatch make_markov_batch(int batch, int steps, int vocabulary, std::uint64_t 
 // once (the chain's stationary weights differ from that by O(1/vocabulary)).
 double markov_best_accuracy(int vocabulary, std::uint64_t seed);
 
+// The best mean next-token loss (cross-entropy, nats) over a sequence of `steps` predictions: the
+// chain's entropy, exactly. Predicting step t's successor from all tokens so far is no better
+// than from token t alone (the chain is Markov), so the best loss there is the entropy of that
+// token's successors, averaged over token t's distribution: uniform at t = 0 (the first token is
+// drawn uniformly), then that distribution times the chain's transition matrix at each step.
+double markov_best_loss(int vocabulary, int steps, std::uint64_t seed);
+
 }  // namespace dlscale::workloads

@@ -32,6 +32,8 @@ class Workload {
   virtual double training_flops_per_sample() const = 0;
   virtual int default_batch() const = 0;       // the per-rank CPU batch of the reference study
   virtual std::size_t input_size() const = 0;  // input values per sample
+  // Tokens per sample of a language model (a sample is one sequence); 0 for other models.
+  virtual int tokens_per_sample() const { return 0; }
 
   // The shape of each layer of the network, in order.
   virtual std::vector<model::LayerShape> layer_shapes() const = 0;
@@ -62,6 +64,15 @@ class Workload {
   // The best accuracy any model can reach on held-out data (the Bayes classifier's) with this
   // seed's task, or NaN where it is not known; docs/workloads.md derives each.
   virtual double best_accuracy(std::uint64_t seed) const = 0;
+  // The best mean loss (nats) any model can reach on held-out data with this seed's task, or NaN
+  // where it is not known; docs/workloads.md derives each.
+  virtual double best_loss(std::uint64_t /*seed*/) const {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  // True where one layer uses another's parameters (an output head tied to the token embedding):
+  // fully sharded training, which gathers each unit of layers only around its own layers, cannot
+  // run such a network.
+  virtual bool layers_share_parameters() const { return false; }
 };
 
 }  // namespace dlscale::workloads

@@ -8,6 +8,7 @@
 #include "core/nearest_name.hpp"
 #include "workloads/cnn_zoo.hpp"
 #include "workloads/fcn_workload.hpp"
+#include "workloads/gpt_workload.hpp"
 #include "workloads/lstm_workload.hpp"
 
 namespace dlscale::workloads {
@@ -23,15 +24,23 @@ std::vector<std::unique_ptr<Workload>> builtin_workloads() {
   for (const int steps : {32, 64})
     all.push_back(
         std::make_unique<LstmWorkload>(fmt::format("lstm-{}", steps), steps, 512, 2, 10000, 128));
+  // Decoder-only transformers: a small one for tests, and GPT-2 small and medium (124 M and 350 M
+  // parameters, as Hugging Face's GPT2LMHeadModel counts them).
+  all.push_back(std::make_unique<GptWorkload>("gpt-tiny", GptShape{2, 64, 4, 32, 128}, 16));
+  all.push_back(std::make_unique<GptWorkload>("gpt2-small", GptShape{12, 768, 12, 1024, 50257}, 8));
+  all.push_back(
+      std::make_unique<GptWorkload>("gpt2-medium", GptShape{24, 1024, 16, 1024, 50257}, 4));
   return all;
 }
 
 std::unique_ptr<Workload> make_workload(const std::string& name_or_spec) {
-  constexpr std::string_view fcn_prefix = "fcn:", lstm_prefix = "lstm:";
+  constexpr std::string_view fcn_prefix = "fcn:", lstm_prefix = "lstm:", gpt_prefix = "gpt:";
   if (name_or_spec.starts_with(fcn_prefix))
     return parse_fcn_spec(name_or_spec.substr(fcn_prefix.size()));
   if (name_or_spec.starts_with(lstm_prefix))
     return parse_lstm_spec(name_or_spec.substr(lstm_prefix.size()));
+  if (name_or_spec.starts_with(gpt_prefix))
+    return parse_gpt_spec(name_or_spec.substr(gpt_prefix.size()));
   std::vector<std::string> known;
   for (auto& workload : builtin_workloads()) {
     if (workload->name() == name_or_spec) return std::move(workload);
@@ -39,7 +48,8 @@ std::unique_ptr<Workload> make_workload(const std::string& name_or_spec) {
   }
   throw UserError(
       fmt::format("--model: unknown model '{}'{} (built-in: {}; or fcn:INPUT,HIDDEN,...,CLASSES or "
-                  "lstm:SEQ,HIDDEN,LAYERS,VOCAB; see --list-models)",
+                  "lstm:SEQ,HIDDEN,LAYERS,VOCAB or gpt:LAYERS,WIDTH,HEADS,SEQUENCE,VOCABULARY; see "
+                  "--list-models)",
                   name_or_spec, did_you_mean(name_or_spec, known), fmt::join(known, ", ")));
 }
 

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <new>
 #include <type_traits>
 
@@ -37,6 +38,19 @@ constexpr std::size_t memory_alignment = 64;
 
 CBLAS_TRANSPOSE to_cblas(Transpose transpose) {
   return transpose == Transpose::yes ? CblasTrans : CblasNoTrans;
+}
+
+// As torch.nn.LayerNorm's default.
+constexpr double layer_norm_epsilon = 1e-5;
+// The constants of GELU's tanh form: sqrt(2 / pi) and the cubic term's weight.
+constexpr double gelu_sqrt_2_over_pi = 0.7978845608028654;
+constexpr double gelu_cubic = 0.044715;
+
+// Sets the entries after the diagonal of a [rows x rows] matrix to value.
+template <typename T>
+void mask_after_diagonal(int rows, T* matrix, T value) {
+  for (int r = 0; r + 1 < rows; ++r)
+    std::fill(matrix + std::size_t(r) * rows + r + 1, matrix + std::size_t(r + 1) * rows, value);
 }
 
 template <typename T>
@@ -128,14 +142,150 @@ class CpuMath final : public MathOps<T> {
   }
 
   void embedding_backward(int rows, int width, int vocabulary, const T* ids, const T* dy,
-                          T* table_gradient) override {
-    std::fill_n(table_gradient, std::size_t(vocabulary) * width, T(0));
+                          T* table_gradient, bool add_to_gradient) override {
+    if (!add_to_gradient) std::fill_n(table_gradient, std::size_t(vocabulary) * width, T(0));
     // Serial: two rows may hit the same token, and the rows are few next to the GEMMs.
     for (int r = 0; r < rows; ++r) {
       T* row = table_gradient + std::size_t(ids[r]) * width;
       const T* gradient = dy + std::size_t(r) * width;
 #pragma omp simd
       for (int c = 0; c < width; ++c) row[c] += gradient[c];
+    }
+  }
+
+  // Layer norm is a few passes over memory with one square root a row: plain loops, rows split
+  // over the threads, in both precisions.
+  void layer_norm_forward(int rows, int width, const T* x, const T* scale_shift, T* y, T* mean,
+                          T* variance) override {
+    const T* scale = scale_shift;
+    const T* shift = scale_shift + width;
+#pragma omp parallel for if (std::size_t(rows) * width > parallel_threshold)
+    for (int r = 0; r < rows; ++r) {
+      const T* in = x + std::size_t(r) * width;
+      T* out = y + std::size_t(r) * width;
+      T sum = 0;
+#pragma omp simd reduction(+ : sum)
+      for (int c = 0; c < width; ++c) sum += in[c];
+      const T row_mean = sum / T(width);
+      T squares = 0;
+#pragma omp simd reduction(+ : squares)
+      for (int c = 0; c < width; ++c) squares += (in[c] - row_mean) * (in[c] - row_mean);
+      const T row_variance = squares / T(width);
+      const T inverse_deviation = T(1) / std::sqrt(row_variance + T(layer_norm_epsilon));
+#pragma omp simd
+      for (int c = 0; c < width; ++c)
+        out[c] = (in[c] - row_mean) * inverse_deviation * scale[c] + shift[c];
+      mean[r] = row_mean;
+      variance[r] = row_variance;
+    }
+  }
+
+  // With n = (x - mean) / deviation and g = dy * scale:
+  //   dx = (g - mean(g) - n * mean(g * n)) / deviation;  dscale = sum over rows of dy * n;
+  //   dshift = sum over rows of dy.
+  void layer_norm_backward(int rows, int width, const T* x, const T* scale_shift, const T* mean,
+                           const T* variance, const T* dy, T* dx,
+                           T* scale_shift_gradient) override {
+    const T* scale = scale_shift;
+    T* scale_gradient = scale_shift_gradient;
+    T* shift_gradient = scale_shift_gradient + width;
+    std::fill_n(scale_shift_gradient, 2 * std::size_t(width), T(0));
+    // The parameter gradients sum over rows: serial over rows, vectorised along them.
+    for (int r = 0; r < rows; ++r) {
+      const T* in = x + std::size_t(r) * width;
+      const T* gradient = dy + std::size_t(r) * width;
+      const T inverse_deviation = T(1) / std::sqrt(variance[r] + T(layer_norm_epsilon));
+#pragma omp simd
+      for (int c = 0; c < width; ++c) {
+        scale_gradient[c] += gradient[c] * (in[c] - mean[r]) * inverse_deviation;
+        shift_gradient[c] += gradient[c];
+      }
+    }
+#pragma omp parallel for if (std::size_t(rows) * width > parallel_threshold)
+    for (int r = 0; r < rows; ++r) {
+      const T* in = x + std::size_t(r) * width;
+      const T* gradient = dy + std::size_t(r) * width;
+      T* out = dx + std::size_t(r) * width;
+      const T inverse_deviation = T(1) / std::sqrt(variance[r] + T(layer_norm_epsilon));
+      T gradient_sum = 0, gradient_dot_normalized = 0;
+#pragma omp simd reduction(+ : gradient_sum, gradient_dot_normalized)
+      for (int c = 0; c < width; ++c) {
+        const T scaled = gradient[c] * scale[c];
+        gradient_sum += scaled;
+        gradient_dot_normalized += scaled * (in[c] - mean[r]) * inverse_deviation;
+      }
+      const T gradient_mean = gradient_sum / T(width);
+      const T dot_mean = gradient_dot_normalized / T(width);
+#pragma omp simd
+      for (int c = 0; c < width; ++c) {
+        const T normalized = (in[c] - mean[r]) * inverse_deviation;
+        out[c] =
+            (gradient[c] * scale[c] - gradient_mean - normalized * dot_mean) * inverse_deviation;
+      }
+    }
+  }
+
+  void gelu_forward(std::size_t count, const T* x, T* y) override {
+    if constexpr (std::is_same_v<T, float>) {
+      float_elementwise_->gelu(count, x, y);
+    } else {
+#pragma omp parallel for simd if (count > parallel_threshold)
+      for (std::size_t i = 0; i < count; ++i) {
+        const T inner = gelu_sqrt_2_over_pi * (x[i] + gelu_cubic * x[i] * x[i] * x[i]);
+        y[i] = T(0.5) * x[i] * (T(1) + std::tanh(inner));
+      }
+    }
+  }
+
+  // gelu'(x) = (1 + t) / 2 + x / 2 (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2), t the tanh.
+  void gelu_backward(std::size_t count, const T* x, const T* dy, T* dx) override {
+    if constexpr (std::is_same_v<T, float>) {
+      float_elementwise_->gelu_backward(count, x, dy, dx);
+    } else {
+#pragma omp parallel for simd if (count > parallel_threshold)
+      for (std::size_t i = 0; i < count; ++i) {
+        const T t = std::tanh(gelu_sqrt_2_over_pi * (x[i] + gelu_cubic * x[i] * x[i] * x[i]));
+        const T derivative = T(0.5) * (T(1) + t) + T(0.5) * x[i] * (T(1) - t * t) *
+                                                       gelu_sqrt_2_over_pi *
+                                                       (T(1) + T(3) * gelu_cubic * x[i] * x[i]);
+        dx[i] = dy[i] * derivative;
+      }
+    }
+  }
+
+  void causal_softmax_forward(int rows, T* scores) override {
+    if constexpr (std::is_same_v<T, float>) {
+      // Scores after the diagonal become the lowest float, whose exp() is 0 beside any row's
+      // largest score; then oneDNN's softmax over whole rows, and exact zeros written back.
+      mask_after_diagonal(rows, scores, std::numeric_limits<T>::lowest());
+      float_elementwise_->softmax(rows, rows, scores, scores);
+      mask_after_diagonal(rows, scores, T(0));
+    } else {
+      for (int r = 0; r < rows; ++r) {
+        T* row = scores + std::size_t(r) * rows;
+        const T largest = *std::max_element(row, row + r + 1);
+        T sum = 0;
+        for (int c = 0; c <= r; ++c) {
+          row[c] = std::exp(row[c] - largest);
+          sum += row[c];
+        }
+        for (int c = 0; c <= r; ++c) row[c] /= sum;
+        std::fill(row + r + 1, row + rows, T(0));
+      }
+    }
+  }
+
+  void causal_softmax_backward(int rows, const T* probabilities, T* gradient) override {
+#pragma omp parallel for if (std::size_t(rows) * rows > parallel_threshold)
+    for (int r = 0; r < rows; ++r) {
+      const T* p = probabilities + std::size_t(r) * rows;
+      T* g = gradient + std::size_t(r) * rows;
+      T weighted = 0;
+#pragma omp simd reduction(+ : weighted)
+      for (int c = 0; c <= r; ++c) weighted += p[c] * g[c];
+#pragma omp simd
+      for (int c = 0; c <= r; ++c) g[c] = p[c] * (g[c] - weighted);
+      std::fill(g + r + 1, g + rows, T(0));
     }
   }
 
@@ -347,8 +497,9 @@ CpuDevice::CpuDevice(int compute_threads, Precision precision)
       float_matmul_(
           std::make_unique<DnnlMatmul>(dnnl_engine_, dnnl_stream_, dnnl_inputs_of(precision))),
       // OpenBLAS multiplies floats only: bf16 GEMMs are oneDNN's.
-      float_gemm_(std::make_unique<FastestFloatGemm>(
-          *float_matmul_, precision == Precision::bf16 ? FloatGemmPolicy::onednn : float_gemm_policy())),
+      float_gemm_(std::make_unique<FastestFloatGemm>(*float_matmul_, precision == Precision::bf16
+                                                                         ? FloatGemmPolicy::onednn
+                                                                         : float_gemm_policy())),
       float_elementwise_(std::make_unique<DnnlElementwise>(dnnl_engine_, dnnl_stream_)),
       math_float_(std::make_unique<CpuMath<float>>(float_gemm_.get(), float_elementwise_.get())),
       math_double_(std::make_unique<CpuMath<double>>()) {

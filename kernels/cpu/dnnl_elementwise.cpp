@@ -28,9 +28,10 @@ void run_cached(std::map<Key, Primitive>& cache, const Key& key, MakeDescription
                 const dnnl::memory::desc& desc, const dnnl::engine& engine, dnnl::stream& stream,
                 const float* x, float* y) {
   auto found = cache.find(key);
-  if (found == cache.end())
+  if (found == cache.end()) {
     require_address_space_for_a_primitive();
     found = cache.emplace(key, DLSCALE_DNNL_CHECK(Primitive(DLSCALE_DNNL_CHECK(make())))).first;
+  }
   DLSCALE_DNNL_CHECK(found->second.execute(
       stream, {{DNNL_ARG_SRC, wrap(desc, engine, x)}, {DNNL_ARG_DST, wrap(desc, engine, y)}}));
   stream.wait();
@@ -71,6 +72,49 @@ void DnnlElementwise::log_softmax(int rows, int columns, const float* x, float* 
             dnnl::logsoftmax_forward::desc(dnnl::prop_kind::forward_inference, desc, 1), engine_);
       },
       desc, engine_, stream_, x, y);
+}
+
+void DnnlElementwise::softmax(int rows, int columns, const float* x, float* y) {
+  if (rows == 0) return;
+  const dnnl::memory::desc desc({rows, columns}, dnnl::memory::data_type::f32,
+                                dnnl::memory::format_tag::ab);
+  run_cached(
+      softmax_, std::pair{rows, columns},
+      [&] {
+        return dnnl::softmax_forward::primitive_desc(
+            dnnl::softmax_forward::desc(dnnl::prop_kind::forward_inference, desc, 1), engine_);
+      },
+      desc, engine_, stream_, x, y);
+}
+
+void DnnlElementwise::gelu(std::size_t count, const float* x, float* y) {
+  run_eltwise(dnnl::algorithm::eltwise_gelu_tanh, count, x, y);
+}
+
+void DnnlElementwise::gelu_backward(std::size_t count, const float* x, const float* dy, float* dx) {
+  if (count == 0) return;
+  const dnnl::memory::desc desc = vector_desc(count);
+  auto found = gelu_backward_.find(count);
+  if (found == gelu_backward_.end()) {
+    require_address_space_for_a_primitive();
+    // oneDNN makes a backward primitive from the forward one it follows.
+    const auto forward = DLSCALE_DNNL_CHECK(dnnl::eltwise_forward::primitive_desc(
+        dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training,
+                                    dnnl::algorithm::eltwise_gelu_tanh, desc),
+        engine_));
+    found = gelu_backward_
+                .emplace(count, DLSCALE_DNNL_CHECK(dnnl::eltwise_backward(
+                                    DLSCALE_DNNL_CHECK(dnnl::eltwise_backward::primitive_desc(
+                                        dnnl::eltwise_backward::desc(
+                                            dnnl::algorithm::eltwise_gelu_tanh, desc, desc),
+                                        engine_, forward)))))
+                .first;
+  }
+  DLSCALE_DNNL_CHECK(
+      found->second.execute(stream_, {{DNNL_ARG_SRC, wrap(desc, engine_, x)},
+                                      {DNNL_ARG_DIFF_DST, wrap(desc, engine_, dy)},
+                                      {DNNL_ARG_DIFF_SRC, wrap(desc, engine_, dx)}}));
+  stream_.wait();
 }
 
 }  // namespace dlscale::kernels

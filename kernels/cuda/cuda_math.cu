@@ -211,7 +211,7 @@ __global__ void embedding_sort_input_kernel(std::size_t rows, int vocabulary, co
 template <typename T>
 __global__ void embedding_gradient_kernel(std::size_t rows, std::size_t width, unsigned vocabulary,
                                           const unsigned* sorted_ids, const int* sorted_rows,
-                                          const T* dy, T* table_gradient) {
+                                          const T* dy, T* table_gradient, bool add_to_gradient) {
   for (std::size_t start = blockIdx.x; start < rows; start += gridDim.x) {
     const unsigned id = sorted_ids[start];
     if (id >= vocabulary || (start > 0 && sorted_ids[start - 1] == id)) continue;
@@ -231,7 +231,7 @@ __global__ void embedding_gradient_kernel(std::size_t rows, std::size_t width, u
       T sum = T(0);
 #pragma unroll 8
       for (std::size_t j = start; j < end; ++j) sum += dy[std::size_t(sorted_rows[j]) * width + c];
-      gradient[c] = sum;
+      gradient[c] = add_to_gradient ? gradient[c] + sum : sum;
     }
   }
 }
@@ -457,6 +457,132 @@ cublasOperation_t to_cublas(Transpose transpose) {
 bool aligned_16(const void* pointer) { return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0; }
 
 // Bits that hold every integer from 0 to value.
+// ---------------------------------------------------------------------------------------------
+// Transformer kernels: plain first versions, one block per row, reductions in a fixed order.
+
+constexpr double layer_norm_epsilon = 1e-5;  // torch.nn.LayerNorm's default
+constexpr double gelu_sqrt_2_over_pi = 0.7978845608028654;
+constexpr double gelu_cubic = 0.044715;
+
+template <typename T>
+__global__ void layer_norm_forward_kernel(std::size_t rows, std::size_t width, const T* x,
+                                          const T* scale_shift, T* y, T* mean, T* variance) {
+  for (std::size_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* in = x + r * width;
+    double sum = 0;
+    for (std::size_t c = threadIdx.x; c < width; c += blockDim.x) sum += double(in[c]);
+    const double row_mean = block_reduce(sum, Sum{}, 0.0) / double(width);
+    double squares = 0;
+    for (std::size_t c = threadIdx.x; c < width; c += blockDim.x)
+      squares += (double(in[c]) - row_mean) * (double(in[c]) - row_mean);
+    const double row_variance = block_reduce(squares, Sum{}, 0.0) / double(width);
+    const double inverse_deviation = 1.0 / sqrt(row_variance + layer_norm_epsilon);
+    for (std::size_t c = threadIdx.x; c < width; c += blockDim.x)
+      y[r * width + c] = T((double(in[c]) - row_mean) * inverse_deviation) * scale_shift[c] +
+                         scale_shift[width + c];
+    if (threadIdx.x == 0) {
+      mean[r] = T(row_mean);
+      variance[r] = T(row_variance);
+    }
+  }
+}
+
+// One block per row: dx = (g - mean(g) - n * mean(g * n)) / deviation, g = dy * scale.
+template <typename T>
+__global__ void layer_norm_input_gradient_kernel(std::size_t rows, std::size_t width, const T* x,
+                                                 const T* scale_shift, const T* mean,
+                                                 const T* variance, const T* dy, T* dx) {
+  for (std::size_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const double inverse_deviation = 1.0 / sqrt(double(variance[r]) + layer_norm_epsilon);
+    double gradient_sum = 0, gradient_dot_normalized = 0;
+    for (std::size_t c = threadIdx.x; c < width; c += blockDim.x) {
+      const double scaled = double(dy[r * width + c]) * double(scale_shift[c]);
+      gradient_sum += scaled;
+      gradient_dot_normalized +=
+          scaled * (double(x[r * width + c]) - double(mean[r])) * inverse_deviation;
+    }
+    const double gradient_mean = block_reduce(gradient_sum, Sum{}, 0.0) / double(width);
+    const double dot_mean = block_reduce(gradient_dot_normalized, Sum{}, 0.0) / double(width);
+    for (std::size_t c = threadIdx.x; c < width; c += blockDim.x) {
+      const double normalized = (double(x[r * width + c]) - double(mean[r])) * inverse_deviation;
+      dx[r * width + c] = T((double(dy[r * width + c]) * double(scale_shift[c]) - gradient_mean -
+                             normalized * dot_mean) *
+                            inverse_deviation);
+    }
+  }
+}
+
+// One thread per column, summing the rows in order: dscale = sum dy * n, dshift = sum dy.
+template <typename T>
+__global__ void layer_norm_parameter_gradient_kernel(std::size_t rows, std::size_t width,
+                                                     const T* x, const T* mean, const T* variance,
+                                                     const T* dy, T* scale_shift_gradient) {
+  for (std::size_t c = thread_index(); c < width; c += grid_stride()) {
+    double scale_sum = 0, shift_sum = 0;
+    for (std::size_t r = 0; r < rows; ++r) {
+      const double inverse_deviation = 1.0 / sqrt(double(variance[r]) + layer_norm_epsilon);
+      scale_sum += double(dy[r * width + c]) * (double(x[r * width + c]) - double(mean[r])) *
+                   inverse_deviation;
+      shift_sum += double(dy[r * width + c]);
+    }
+    scale_shift_gradient[c] = T(scale_sum);
+    scale_shift_gradient[width + c] = T(shift_sum);
+  }
+}
+
+template <typename T>
+__global__ void gelu_forward_kernel(std::size_t count, const T* x, T* y) {
+  for (std::size_t i = thread_index(); i < count; i += grid_stride()) {
+    const T value = x[i];
+    const T inner = T(gelu_sqrt_2_over_pi) * (value + T(gelu_cubic) * value * value * value);
+    y[i] = T(0.5) * value * (T(1) + tanh(inner));
+  }
+}
+
+template <typename T>
+__global__ void gelu_backward_kernel(std::size_t count, const T* x, const T* dy, T* dx) {
+  for (std::size_t i = thread_index(); i < count; i += grid_stride()) {
+    const T value = x[i];
+    const T t = tanh(T(gelu_sqrt_2_over_pi) * (value + T(gelu_cubic) * value * value * value));
+    const T derivative = T(0.5) * (T(1) + t) + T(0.5) * value * (T(1) - t * t) *
+                                                   T(gelu_sqrt_2_over_pi) *
+                                                   (T(1) + T(3 * gelu_cubic) * value * value);
+    dx[i] = dy[i] * derivative;
+  }
+}
+
+// One block per row r: softmax over columns 0..r, zeros after.
+template <typename T>
+__global__ void causal_softmax_forward_kernel(std::size_t rows, T* scores) {
+  for (std::size_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    T* row = scores + r * rows;
+    T largest = -cuda::std::numeric_limits<T>::infinity();
+    for (std::size_t c = threadIdx.x; c <= r; c += blockDim.x) largest = Maximum{}(largest, row[c]);
+    largest = block_reduce(largest, Maximum{}, -cuda::std::numeric_limits<T>::infinity());
+    double sum = 0;
+    for (std::size_t c = threadIdx.x; c <= r; c += blockDim.x)
+      sum += double(exponential(row[c] - largest));
+    sum = block_reduce(sum, Sum{}, 0.0);
+    for (std::size_t c = threadIdx.x; c < rows; c += blockDim.x)
+      row[c] = c <= r ? T(double(exponential(row[c] - largest)) / sum) : T(0);
+  }
+}
+
+// One block per row r: ds = p * (dp - sum of p * dp), zeros after column r.
+template <typename T>
+__global__ void causal_softmax_backward_kernel(std::size_t rows, const T* probabilities,
+                                               T* gradient) {
+  for (std::size_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* p = probabilities + r * rows;
+    T* g = gradient + r * rows;
+    double weighted = 0;
+    for (std::size_t c = threadIdx.x; c <= r; c += blockDim.x) weighted += double(p[c] * g[c]);
+    weighted = block_reduce(weighted, Sum{}, 0.0);
+    for (std::size_t c = threadIdx.x; c < rows; c += blockDim.x)
+      g[c] = c <= r ? T(double(p[c]) * (double(g[c]) - weighted)) : T(0);
+  }
+}
+
 int bits_for(unsigned value) {
   int bits = 1;
   while (bits < 32 && (std::uint64_t(1) << bits) <= value) ++bits;
@@ -561,11 +687,12 @@ class CudaMath final : public MathOps<T> {
   // Deterministic: the rows are sorted stably by id (CUB radix sort), then each run of equal ids
   // is summed by one block in row order, so the result is the CPU's, bit for bit.
   void embedding_backward(int rows, int width, int vocabulary, const T* ids, const T* dy,
-                          T* table_gradient) override {
+                          T* table_gradient, bool add_to_gradient) override {
     if (width <= 0 || vocabulary <= 0) return;
-    DLSCALE_CUDA_CHECK(cudaMemsetAsync(table_gradient, 0,
-                                       std::size_t(vocabulary) * std::size_t(width) * sizeof(T),
-                                       context_.stream));
+    if (!add_to_gradient)
+      DLSCALE_CUDA_CHECK(cudaMemsetAsync(table_gradient, 0,
+                                         std::size_t(vocabulary) * std::size_t(width) * sizeof(T),
+                                         context_.stream));
     if (rows <= 0) return;
     // Keys run from 0 to vocabulary (which marks an invalid id): sort only the bits they use.
     const int key_bits = bits_for(unsigned(vocabulary));
@@ -599,7 +726,55 @@ class CudaMath final : public MathOps<T> {
         std::size_t(multiprocessors()) * (max_threads_per_multiprocessor / threads) * 4));
     embedding_gradient_kernel<<<dim3(run_blocks, column_blocks), threads, 0, context_.stream>>>(
         std::size_t(rows), std::size_t(width), unsigned(vocabulary), sorted_keys, sorted_rows, dy,
-        table_gradient);
+        table_gradient, add_to_gradient);
+    DLSCALE_CUDA_CHECK(cudaGetLastError());
+  }
+
+  void layer_norm_forward(int rows, int width, const T* x, const T* scale_shift, T* y, T* mean,
+                          T* variance) override {
+    if (rows <= 0 || width <= 0) return;
+    layer_norm_forward_kernel<<<row_blocks(rows), elementwise_threads, 0, context_.stream>>>(
+        std::size_t(rows), std::size_t(width), x, scale_shift, y, mean, variance);
+    DLSCALE_CUDA_CHECK(cudaGetLastError());
+  }
+
+  void layer_norm_backward(int rows, int width, const T* x, const T* scale_shift, const T* mean,
+                           const T* variance, const T* dy, T* dx,
+                           T* scale_shift_gradient) override {
+    if (rows <= 0 || width <= 0) return;
+    layer_norm_input_gradient_kernel<<<row_blocks(rows), elementwise_threads, 0, context_.stream>>>(
+        std::size_t(rows), std::size_t(width), x, scale_shift, mean, variance, dy, dx);
+    DLSCALE_CUDA_CHECK(cudaGetLastError());
+    layer_norm_parameter_gradient_kernel<<<grid_for(std::size_t(width)), elementwise_threads, 0,
+                                           context_.stream>>>(
+        std::size_t(rows), std::size_t(width), x, mean, variance, dy, scale_shift_gradient);
+    DLSCALE_CUDA_CHECK(cudaGetLastError());
+  }
+
+  void gelu_forward(std::size_t count, const T* x, T* y) override {
+    if (count == 0) return;
+    gelu_forward_kernel<<<grid_for(count), elementwise_threads, 0, context_.stream>>>(count, x, y);
+    DLSCALE_CUDA_CHECK(cudaGetLastError());
+  }
+
+  void gelu_backward(std::size_t count, const T* x, const T* dy, T* dx) override {
+    if (count == 0) return;
+    gelu_backward_kernel<<<grid_for(count), elementwise_threads, 0, context_.stream>>>(count, x, dy,
+                                                                                       dx);
+    DLSCALE_CUDA_CHECK(cudaGetLastError());
+  }
+
+  void causal_softmax_forward(int rows, T* scores) override {
+    if (rows <= 0) return;
+    causal_softmax_forward_kernel<<<row_blocks(rows), elementwise_threads, 0, context_.stream>>>(
+        std::size_t(rows), scores);
+    DLSCALE_CUDA_CHECK(cudaGetLastError());
+  }
+
+  void causal_softmax_backward(int rows, const T* probabilities, T* gradient) override {
+    if (rows <= 0) return;
+    causal_softmax_backward_kernel<<<row_blocks(rows), elementwise_threads, 0, context_.stream>>>(
+        std::size_t(rows), probabilities, gradient);
     DLSCALE_CUDA_CHECK(cudaGetLastError());
   }
 
@@ -722,6 +897,13 @@ class CudaMath final : public MathOps<T> {
     const std::size_t wave =
         std::size_t(multiprocessors()) * (max_threads_per_multiprocessor / elementwise_threads);
     return unsigned(std::min((count + elementwise_threads - 1) / elementwise_threads, wave));
+  }
+
+  // Blocks for a loop with one block per row: one full wave at most.
+  unsigned row_blocks(int rows) {
+    const std::size_t wave =
+        std::size_t(multiprocessors()) * (max_threads_per_multiprocessor / elementwise_threads);
+    return unsigned(std::min(std::size_t(rows), wave));
   }
 
   // Device memory for the softmax's row losses and the embedding's sort, grown on demand. The

@@ -686,4 +686,28 @@ TEST_F(CommandLine, ListModelsShowsTheReferenceParameterCounts) {
   EXPECT_NE(outcome.stdout_text.find("14,205,962"), std::string::npos) << outcome.stdout_text;
 }
 
+TEST_F(CommandLine, ListModelsShowsTheGptFamilyWithParametersAndFlopsPerToken) {
+  const Outcome outcome = run_dlscale("--list-models");
+  const std::string& text = outcome.stdout_text;
+  // gpt2-small: 6 (124,439,808 - 786,432) + 12 * 12 * 768 * 1024 FLOPs a token = 0.8552 GFLOP.
+  for (const char* expected : {"110,336", "124,439,808", "354,823,168", "GFLOP/token", "0.8552",
+                               "gpt:LAYERS,WIDTH,HEADS,SEQUENCE,VOCABULARY"})
+    EXPECT_NE(text.find(expected), std::string::npos) << expected << " missing:\n" << text;
+}
+
+TEST_F(CommandLine, BadGptSpecsAreRefusedOnEveryRank) {
+  expect_refused("--model gpt:12,768,5,1024,50257", "not a multiple of 5 heads");
+  expect_refused("--model gpt:0,768,12,1024,50257", "outside 1..");
+  expect_refused("--model gpt:100000,100000,1,1024,50257", "parameters is more than");
+  expect_refused("--model gpt:12,768,12,1024", "exactly 5 sizes");
+}
+
+TEST_F(CommandLine, GptTargetLossBelowTheTasksEntropyIsRefused) {
+  expect_refused("--model gpt-tiny --target-loss 0.5", "cannot be reached");
+}
+
+TEST_F(CommandLine, GptUnderFullShardingIsRefused) {
+  expect_refused("--model gpt-tiny --sharding full", "--sharding full cannot train gpt-tiny");
+}
+
 }  // namespace

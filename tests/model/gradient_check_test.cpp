@@ -7,15 +7,21 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_device.hpp"
+#include "model/causal_self_attention_layer.hpp"
 #include "model/dense_layer.hpp"
 #include "model/embedding_layer.hpp"
+#include "model/gelu_layer.hpp"
+#include "model/layer_norm_layer.hpp"
 #include "model/network.hpp"
 #include "model/relu_layer.hpp"
 #include "model/residual_block.hpp"
 #include "model/sgd_momentum.hpp"
 #include "model/sigmoid_layer.hpp"
+#include "model/tied_output_head.hpp"
 #include "tests/kernels/finite_differences.hpp"
 #include "workloads/fcn_workload.hpp"
+#include "workloads/gpt_workload.hpp"
+#include "workloads/workload_registry.hpp"
 
 namespace dlscale::model {
 namespace {
@@ -166,6 +172,115 @@ TEST(GradientCheck, WholeFcnNetworkMatchesFiniteDifferences) {
   };
   expect_gradients_match(analytic, numerical_gradient(parameters, loss_at),
                          "network parameter gradient");
+}
+
+TEST(GradientCheck, LayerNormLayerMatchesFiniteDifferences) {
+  CpuDevice device(1);
+  LayerNormLayer<double> layer(device, 5, 3, 2);  // width 5, 3 steps, batch up to 2
+  check_layer(layer, 2);
+}
+
+TEST(GradientCheck, GeluLayerMatchesFiniteDifferences) {
+  GeluLayer<double> layer(12);
+  check_layer(layer, 3, 2.0);  // inputs ~ N(0, 4): both tails and the bend
+}
+
+TEST(GradientCheck, CausalSelfAttentionLayerMatchesFiniteDifferences) {
+  CpuDevice device(1);
+  CausalSelfAttentionLayer<double> layer(device, 5, 6, 2);  // 5 steps, width 6, 2 heads
+  check_layer(layer, 2);
+}
+
+TEST(GradientCheck, EmbeddingWithLearnedPositionsMatchesFiniteDifferences) {
+  CpuDevice device(1);
+  EmbeddingLayer<double> layer(7, 3, 4, {.learned_positions = true});
+  std::vector<double> parameters = random_values(layer.parameter_count(), 1);
+  std::vector<double> parameter_gradient(parameters.size());
+  layer.bind(parameters.data(), parameter_gradient.data());
+  const std::vector<double> ids = {0, 3, 3, 6, 2, 2, 2, 5};
+  const std::vector<double> output_weights = random_values(2 * layer.output_size(), 3);
+  std::vector<double> y(output_weights.size());
+  const auto loss = [&] {
+    layer.forward(device.math<double>(), 2, ids.data(), y.data());
+    return dot(y, output_weights);
+  };
+  loss();
+  layer.backward(device.math<double>(), 2, ids.data(), y.data(), output_weights.data(), nullptr);
+  const std::vector<double> analytic = parameter_gradient;
+  expect_gradients_match(analytic, numerical_gradient(parameters, loss),
+                         "token and position table gradient");
+}
+
+// Checks a whole network's parameter gradients through its loss; `checked` takes every how-many-th
+// parameter (1: all of them).
+template <typename Ids>
+void check_network(Network<double>& network, int batch, const Ids& inputs,
+                   const std::vector<std::int32_t>& labels, std::size_t checked = 1) {
+  const auto loss = [&] {
+    network.forward_loss(batch, inputs.data(), labels.data());
+    return network.loss();
+  };
+  loss();
+  network.backward(batch, inputs.data());
+  std::vector<double> analytic, sampled;
+  std::vector<std::size_t> indices;
+  for (std::size_t i = 0; i < network.parameter_count(); i += checked) indices.push_back(i);
+  for (const std::size_t i : indices) {
+    analytic.push_back(network.gradients()[i]);
+    sampled.push_back(network.parameters()[i]);
+  }
+  const auto loss_at = [&] {
+    for (std::size_t k = 0; k < indices.size(); ++k) network.parameters()[indices[k]] = sampled[k];
+    return loss();
+  };
+  expect_gradients_match(analytic, numerical_gradient(sampled, loss_at),
+                         "network parameter gradient");
+}
+
+// The head's part of the table's gradient and the lookups' part must both arrive, in that order.
+TEST(GradientCheck, EmbeddingTiedToItsOutputHeadMatchesFiniteDifferences) {
+  CpuDevice device(1);
+  const int vocabulary = 6, width = 4, steps = 3, batch = 2;
+  std::vector<std::unique_ptr<Layer<double>>> layers;
+  auto embedding =
+      std::make_unique<EmbeddingLayer<double>>(vocabulary, width, steps, EmbeddingOptions{true});
+  auto& table = *embedding;
+  layers.push_back(std::move(embedding));
+  layers.push_back(std::make_unique<TiedOutputHead<double>>(table, width, vocabulary, steps));
+  Network<double> network(device, std::move(layers), batch, vocabulary);
+  network.initialize(3);
+  const std::vector<double> ids = {0, 5, 5, 2, 1, 0};
+  check_network(network, batch, ids, {5, 5, 2, 1, 0, 3});
+}
+
+std::vector<double> token_ids(const workloads::GptWorkload& workload, int batch) {
+  const auto data = workload.make_batch(batch, 11, 0, 0);
+  return {data.inputs.begin(), data.inputs.end()};
+}
+std::vector<std::int32_t> next_tokens(const workloads::GptWorkload& workload, int batch) {
+  return workload.make_batch(batch, 11, 0, 0).labels;
+}
+
+TEST(GradientCheck, WholeSmallGptNetworkMatchesFiniteDifferences) {
+  CpuDevice device(1);
+  const auto workload = workloads::parse_gpt_spec("2,8,2,5,11");  // every parameter checked
+  const int batch = 2;
+  Network<double> network(device, workload->make_layers<double>(device, batch), batch, 11);
+  network.initialize(7);
+  check_network(network, batch, token_ids(*workload, batch), next_tokens(*workload, batch));
+}
+
+TEST(GradientCheck, WholeGptTinyNetworkMatchesFiniteDifferencesAtSampledParameters) {
+  CpuDevice device(1);
+  const auto workload = workloads::make_workload("gpt-tiny");
+  const auto& gpt = dynamic_cast<const workloads::GptWorkload&>(*workload);
+  const int batch = 2;
+  Network<double> network(device, gpt.make_layers<double>(device, batch), batch,
+                          gpt.shape().vocabulary);
+  network.initialize(7);
+  // 110,336 parameters: every 331st, in every layer (331 is prime, so the samples spread over
+  // rows and columns of each weight matrix).
+  check_network(network, batch, token_ids(gpt, batch), next_tokens(gpt, batch), 331);
 }
 
 TEST(Optimizer, SgdMomentumFollowsTheHeavyBallRecurrence) {

@@ -33,6 +33,19 @@ TEST(MemoryPlan, CnnAndLstmEstimatesEqualWhatTheyAllocate) {
   }
 }
 
+// Layer norms keep statistics per sample; attention one head's scores whatever the batch.
+TEST(MemoryPlan, GptEstimateEqualsWhatItAllocates) {
+  kernels::CpuDevice device(1);
+  for (const char* name : {"gpt-tiny", "gpt:3,12,4,7,19"}) {
+    const auto workload = workloads::make_workload(name);
+    for (const int batch : {1, 8}) {
+      const auto network = workload->build_network(device, batch);
+      EXPECT_EQ(workload->network_device_bytes(batch), network->allocated_bytes())
+          << name << " at batch " << batch;
+    }
+  }
+}
+
 // The update's share per rank: SGD keeps one float per parameter, AdamW two; sharded over n ranks
 // each keeps its shard's state and a gradient and a parameter shard.
 TEST(MemoryPlan, UpdateBytesFollowTheOptimizerAndTheSharding) {

@@ -529,7 +529,7 @@ std::vector<T> run_embedding_backward(Device& device, int rows, int width, int v
   // Filled with garbage first: the call must zero the rows no id selects.
   auto gradient = upload(device, std::vector<T>(std::size_t(vocabulary) * width, T(123)));
   device.math<T>().embedding_backward(rows, width, vocabulary, device_ids.data(), device_dy.data(),
-                                      gradient.data());
+                                      gradient.data(), false);
   return download(device, gradient);
 }
 
@@ -953,9 +953,9 @@ TYPED_TEST(CudaMathTest, ReductionsAreBitReproducible) {
     auto ids = upload(gpu, host_ids);
     auto dy = upload(gpu, uniform_values<T>(std::size_t(rows) * width, -1, 1, 72));
     DeviceArray<T> gradient(gpu, std::size_t(vocabulary) * width);
-    math.embedding_backward(rows, width, vocabulary, ids.data(), dy.data(), gradient.data());
+    math.embedding_backward(rows, width, vocabulary, ids.data(), dy.data(), gradient.data(), false);
     const auto first = download(gpu, gradient);
-    math.embedding_backward(rows, width, vocabulary, ids.data(), dy.data(), gradient.data());
+    math.embedding_backward(rows, width, vocabulary, ids.data(), dy.data(), gradient.data(), false);
     expect_bit_identical(describe("embedding_backward<", type_name<T>(), ">"), first,
                          download(gpu, gradient));
   }
