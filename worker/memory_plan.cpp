@@ -76,16 +76,21 @@ void check_memory_fits(const workloads::Workload& workload, int batch, int disti
   const std::uint64_t per_rank =
       estimate_training_bytes(workload, batch, distinct_batches, precision, strategy);
   if (fits(per_rank)) return;
-  // Where sharding the optimizer over the point's ranks would make it fit, say so.
-  UpdateStrategy sharded = strategy;
-  sharded.sharding = results::Sharding::optimizer;
-  const std::uint64_t sharded_per_rank =
-      estimate_training_bytes(workload, batch, distinct_batches, precision, sharded);
-  const std::string sharding_would_fit =
-      strategy.sharding == results::Sharding::none && strategy.ranks > 1 && fits(sharded_per_rank)
-          ? fmt::format(", or --sharding optimizer (about {} per rank)",
-                        format_bytes(sharded_per_rank))
-          : "";
+  // Where sharding more over the point's ranks would make it fit, say which: the optimizer's
+  // state first (ZeRO-1), then everything (ZeRO-3).
+  std::string sharding_would_fit;
+  for (const results::Sharding more : {results::Sharding::optimizer, results::Sharding::full}) {
+    if (strategy.ranks <= 1 || more <= strategy.sharding) continue;
+    UpdateStrategy sharded = strategy;
+    sharded.sharding = more;
+    if (sharded.unit_bytes == 0) sharded.unit_bytes = std::uint64_t(25) << 20;
+    const std::uint64_t sharded_per_rank =
+        estimate_training_bytes(workload, batch, distinct_batches, precision, sharded);
+    if (!fits(sharded_per_rank)) continue;
+    sharding_would_fit = fmt::format(", or --sharding {} (about {} per rank)",
+                                     results::sharding_names(more), format_bytes(sharded_per_rank));
+    break;
+  }
   throw UserError(fmt::format(
       "--batch {}: {} needs about {} per rank ({} for the {} rank(s) sharing {}), but {} is "
       "available; use a smaller --batch or fewer ranks per host{}",

@@ -79,6 +79,36 @@ TEST(MemoryPlan, FullyShardedHoldsItsShardsAndTwoUnitsWhole) {
             replicated - 2 * 885 * 4 - 2 * 885 * 4 + update_bytes(885, per_layer) + 4 * 620 * 4);
 }
 
+// A refusal names the least sharding that would fit: the optimizer's state, else everything.
+TEST(MemoryPlan, RefusalNamesTheShardingThatWouldFit) {
+  using results::OptimizerKind, results::Sharding;
+  const auto workload = workloads::parse_fcn_spec("4096,4096,4096,4096,10");
+  const UpdateStrategy replicated{OptimizerKind::adamw, Sharding::none, 4, 1 << 20};
+  UpdateStrategy optimizer = replicated, full = replicated;
+  optimizer.sharding = Sharding::optimizer;
+  full.sharding = Sharding::full;
+  const auto per_rank = [&](const UpdateStrategy& strategy) {
+    return double(estimate_training_bytes(*workload, 8, 1, fp32, strategy));
+  };
+  ASSERT_LT(per_rank(full), per_rank(optimizer));
+  const auto refusal = [&](double available) {
+    try {
+      check_memory_fits(*workload, 8, 1, fp32, 4, std::uint64_t(available), "a test CPU",
+                        replicated);
+    } catch (const UserError& error) {
+      return std::string(error.what());
+    }
+    return std::string("fits");
+  };
+  // Room for 4 ranks of each, by the 90% the check leaves usable.
+  const std::string only_full = refusal(4 * per_rank(full) / 0.9 * 1.001);
+  EXPECT_NE(only_full.find("--sharding full"), std::string::npos) << only_full;
+  const std::string optimizer_too = refusal(4 * per_rank(optimizer) / 0.9 * 1.001);
+  EXPECT_NE(optimizer_too.find("--sharding optimizer"), std::string::npos) << optimizer_too;
+  const std::string neither = refusal(4 * per_rank(full) / 0.9 * 0.5);
+  EXPECT_EQ(neither.find("--sharding"), std::string::npos) << neither;
+}
+
 TEST(MemoryPlan, EstimateGrowsWithTheBatch) {
   const auto workload = workloads::make_workload("fcn-r");
   EXPECT_LT(estimate_training_bytes(*workload, 64, 8, fp32),
