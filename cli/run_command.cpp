@@ -180,6 +180,7 @@ coordinator::TrainingPlan plan_training(const RunOptions& options, const comm::M
   plan.grad_dtype = grad_dtype;
   plan.bucket_mb = options.bucket_mb;
   plan.shard_unit_mb = options.shard_unit_mb;
+  plan.sharding_group = options.sharding_group;
   plan.overlap = options.overlap;
   plan.learning_rate = options.learning_rate;
   plan.optimizer = options.optimizer;

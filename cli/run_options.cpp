@@ -46,6 +46,7 @@ struct RawNumbers {
       results::learning_rate_scaling_names(results::LearningRateScaling::none);
   std::string optimizer = results::optimizer_names(results::OptimizerKind::sgd);
   std::string sharding = results::sharding_names(results::Sharding::none);
+  std::string sharding_group = results::sharding_group_names(results::ShardingGroup::all);
 };
 
 // Boost writes a default through a stream at 17 digits (0.2 reads 0.20000000000000001); this
@@ -97,6 +98,11 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
       "parameters live sharded too, each unit all-gathered just before it runs, forward and "
       "backward; see --shard-unit-mb), or a list (none,optimizer,full) to measure each against "
       "its own baseline")(
+      "sharding-group", po::value(&raw.sharding_group)->default_value(raw.sharding_group),
+      "whom a sharded point shards over: all (every rank) or node (the ranks of each host, "
+      "the shards replicated across hosts: hybrid sharding, FSDP's HYBRID_SHARD; gathers stay "
+      "within a host, and each shard's sum is allreduced across hosts). node needs the same "
+      "number of ranks on every host")(
       "seed", po::value(&raw.seed)->default_value((long long)defaults.seed),
       "seed for weights and synthetic data");
   // clang-format on
@@ -397,6 +403,8 @@ void check_convergence_values(RunOptions& options, const RawNumbers& raw,
         "leave out --iters");
   options.optimizer =
       enum_named(results::optimizer_names, raw.optimizer, "--optimizer", "optimizer");
+  options.sharding_group =
+      enum_named(results::sharding_group_names, raw.sharding_group, "--sharding-group", "group");
   options.shardings = parse_shardings(raw.sharding);
   options.learning_rate_scaling = enum_named(results::learning_rate_scaling_names,
                                              raw.learning_rate_scaling, "--lr-scaling", "rule");

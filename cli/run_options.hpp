@@ -42,6 +42,7 @@ struct RunOptions {
   std::optional<int> global_batch;       // strong scaling: split over the ranks of each point
   double bucket_mb = 25;                 // gradient bucket size; 0 = one bucket
   double shard_unit_mb = 25;             // --sharding full: parameters gathered per unit
+  results::ShardingGroup sharding_group = results::ShardingGroup::all;
   bool overlap = true;                   // sum buckets during backward (non-blocking)
   double sample_interval_seconds = 0.2;  // resource sampling; 0 turns it off
   double point_timeout_seconds = 0;      // a sweep point running longer fails; 0: no limit

@@ -98,10 +98,53 @@ std::string short_of_target(const TrainingTarget& target,
       with_thousands_separators(std::uint64_t(target.max_samples)));
 }
 
+// Hybrid sharding's groups (--sharding-group node): this rank's host, and the ranks of its local
+// index on every host, with a communicator over each. The MPI groups live as long as they do.
+struct HybridGroups {
+  MPI_Comm host = MPI_COMM_NULL, replicas = MPI_COMM_NULL;
+  std::unique_ptr<comm::GradientCommunicator> shards, replica_sums;
+  HybridGroups() = default;
+  HybridGroups(const HybridGroups&) = delete;
+  HybridGroups& operator=(const HybridGroups&) = delete;
+  ~HybridGroups() {
+    shards.reset();
+    replica_sums.reset();
+    if (host != MPI_COMM_NULL) MPI_Comm_free(&host);
+    if (replicas != MPI_COMM_NULL) MPI_Comm_free(&replicas);
+  }
+};
+
+// Throws UserError, on every rank of `group`, unless every host holds the same number of its
+// ranks; otherwise makes the groups and their communicators.
+std::unique_ptr<HybridGroups> make_hybrid_groups(const TrainingPlan& plan, MPI_Comm group,
+                                                 const comm::HostPlacement& placement,
+                                                 kernels::Device& device) {
+  int fewest = placement.ranks_on_host, most = placement.ranks_on_host;
+  DLSCALE_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &fewest, 1, MPI_INT, MPI_MIN, group));
+  DLSCALE_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_INT, MPI_MAX, group));
+  if (fewest != most)
+    throw UserError(fmt::format(
+        "--sharding-group node needs the same number of ranks on every host (each host holds "
+        "one copy of the shards); this point's hosts hold {} to {}: use --sharding-group all",
+        fewest, most));
+  auto groups = std::make_unique<HybridGroups>();
+  int rank = 0;
+  DLSCALE_MPI_CHECK(MPI_Comm_rank(group, &rank));
+  DLSCALE_MPI_CHECK(
+      MPI_Comm_split_type(group, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &groups->host));
+  DLSCALE_MPI_CHECK(MPI_Comm_split(group, placement.local_rank, rank, &groups->replicas));
+  groups->shards =
+      comm::make_gradient_communicator(plan.comm_backend, groups->host, device, plan.grad_dtype);
+  groups->replica_sums = comm::make_gradient_communicator(plan.comm_backend, groups->replicas,
+                                                          device, plan.grad_dtype);
+  return groups;
+}
+
 // Everything one point holds while it trains, made on every rank of its group.
 struct PointSetUp {
   comm::HostPlacement placement;
   std::unique_ptr<comm::GradientCommunicator> communicator;
+  std::unique_ptr<HybridGroups> hybrid;  // --sharding-group node, for a sharded point
   std::unique_ptr<model::Network<float>> network;
   std::unique_ptr<model::Optimizer<float>> optimizer;
   std::unique_ptr<worker::DeviceDataset> data;
@@ -141,6 +184,11 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
 
   run.communicator =
       comm::make_gradient_communicator(plan.comm_backend, group, device, plan.grad_dtype);
+  if (point.sharding != results::Sharding::none &&
+      plan.sharding_group == results::ShardingGroup::node)
+    run.hybrid = make_hybrid_groups(plan, group, run.placement, device);
+  // Whom the point shards over: its host's ranks under hybrid sharding, else all of them.
+  const int shard_ranks = run.hybrid ? run.hybrid->shards->size() : run.communicator->size();
   spdlog::info(
       "{} ({} parameters) on {} rank(s) x {} thread(s), {}, batch {}/rank, {}{}{}", workload.name(),
       with_thousands_separators(workload.parameter_count()), run.communicator->size(),
@@ -166,11 +214,13 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
         point.sharding == results::Sharding::full ? plan.shard_unit_mb : plan.bucket_mb;
     run.exchange = worker::make_gradient_exchange(*run.network, std::size_t(bucket_mb * (1 << 20)),
                                                   plan.overlap, point.sharding);
-    run.optimizer = make_optimizer(
-        plan.optimizer, device,
-        worker::updated_parameter_count(point.sharding, run.exchange.buckets,
-                                        run.network->parameter_count(), run.communicator->size()),
-        float(run.learning_rate));
+    if (run.hybrid)
+      run.exchange.groups = {run.hybrid->shards.get(), run.hybrid->replica_sums.get()};
+    run.optimizer =
+        make_optimizer(plan.optimizer, device,
+                       worker::updated_parameter_count(point.sharding, run.exchange.buckets,
+                                                       run.network->parameter_count(), shard_ranks),
+                       float(run.learning_rate));
     run.data = std::make_unique<worker::DeviceDataset>(device, workload, batch, batches, point.seed,
                                                        run.communicator->rank());
     if (run.schedule.evaluate_every > 0)
@@ -319,7 +369,10 @@ void fail_unless_it_fits(MPI_Comm group, const workloads::Workload& workload, in
         ranks_per_device(placement.ranks_on_host,
                          kernels::device_record(plan.device_kind).devices_per_host()),
         device.free_memory_bytes(),
-        {plan.optimizer, point.sharding, point.ranks,
+        {plan.optimizer, point.sharding,
+         // Hybrid sharding shards over the ranks of one host.
+         plan.sharding_group == results::ShardingGroup::node ? placement.ranks_on_host
+                                                             : point.ranks,
          std::uint64_t(plan.shard_unit_mb * (1 << 20))});
     if (!shortfall.empty()) throw PointFailure(FailureCause::does_not_fit, shortfall);
   });
@@ -361,6 +414,8 @@ results::RunConfiguration point_configuration(const TrainingPlan& plan, const Sw
       .learning_rate = point_learning_rate(plan, point),
       .optimizer = plan.optimizer,
       .sharding = point.sharding,
+      .sharding_group = point.sharding == results::Sharding::none ? results::ShardingGroup::all
+                                                                  : plan.sharding_group,
       .momentum = plan.optimizer == results::OptimizerKind::adamw ? adamw_beta1 : sgd_momentum,
       .weight_decay = plan.optimizer == results::OptimizerKind::adamw ? adamw_weight_decay : 0.0,
       .scaling = results::scaling_name(plan.scaling),

@@ -51,6 +51,7 @@ struct TrainingPlan {
   comm::GradientDtype grad_dtype = comm::GradientDtype::fp32;  // checked against the backend
   double bucket_mb = 25;
   double shard_unit_mb = 25;  // --sharding full: the units gathered and reduce-scattered
+  results::ShardingGroup sharding_group = results::ShardingGroup::all;  // --sharding-group
   bool overlap = true;
   results::OptimizerKind optimizer = results::OptimizerKind::sgd;
   double learning_rate = 0.01;  // at learning_rate_batch

@@ -174,6 +174,14 @@ void read_run_attributes(hid_t file, RunRecord& record, long long version) {
                           fmt::join(sharding_names.all(), " or ")));
     config.sharding = *sharding;
   }
+  if (has_attribute(file, schema::sharding_group)) {  // absent before hybrid sharding: all
+    const std::string name = read_string_attribute(file, schema::sharding_group);
+    const auto group = sharding_group_names.named(name);
+    if (!group)
+      damaged(fmt::format("'{}' is '{}', not {}", schema::sharding_group, name.substr(0, 80),
+                          fmt::join(sharding_group_names.all(), " or ")));
+    config.sharding_group = *group;
+  }
   if (version == schema::single_run_version) {
     env.launch_world_size = record.ranks;
     return;  // one blocking allreduce of all gradients, before buckets existed

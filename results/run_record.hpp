@@ -44,6 +44,10 @@ inline constexpr EnumNames<OptimizerKind, 2> optimizer_names{{"sgd", "adamw"}};
 // state, the parameters all-gathered after; full (stage 3, FSDP), parameters sharded too.
 enum class Sharding { none, optimizer, gradients, full };
 inline constexpr EnumNames<Sharding, 4> sharding_names{{"none", "optimizer", "gradients", "full"}};
+// Whom a sharded point shards over (--sharding-group): every rank, or the ranks of each host with
+// the shards replicated across hosts (hybrid sharding, HSDP).
+enum class ShardingGroup { all, node };
+inline constexpr EnumNames<ShardingGroup, 2> sharding_group_names{{"all", "node"}};
 
 // What a held-out evaluation is held to when a run trains to a target (--target-accuracy,
 // --target-loss).
@@ -91,7 +95,8 @@ struct RunConfiguration {
   std::uint64_t seed = 0;
   double learning_rate = 0;
   OptimizerKind optimizer = OptimizerKind::sgd;
-  Sharding sharding = Sharding::none;  // --sharding
+  Sharding sharding = Sharding::none;                 // --sharding
+  ShardingGroup sharding_group = ShardingGroup::all;  // --sharding-group
   double momentum = 0;      // SGD's momentum, or AdamW's beta1 (its first moment's decay)
   double weight_decay = 0;  // AdamW's decoupled weight decay; 0 for SGD
   std::string scaling = scaling_name(Scaling::none);  // a scaling_name(), as the file holds it

@@ -87,6 +87,7 @@ inline constexpr const char* momentum = "momentum";
 inline constexpr const char* optimizer = "optimizer";
 // "none", "optimizer" or "gradients" (--sharding); absent in files before it (none).
 inline constexpr const char* sharding = "sharding";
+inline constexpr const char* sharding_group = "sharding_group";  // absent before it: all
 inline constexpr const char* weight_decay = "weight_decay";
 inline constexpr const char* scaling = "scaling";
 inline constexpr const char* bucket_mb = "bucket_mb";

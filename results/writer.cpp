@@ -90,6 +90,8 @@ void write_run_attributes(hid_t file, const RunRecord& record) {
   write_attribute(file, schema::learning_rate, config.learning_rate);
   write_attribute(file, schema::optimizer, std::string(optimizer_names(config.optimizer)));
   write_attribute(file, schema::sharding, std::string(sharding_names(config.sharding)));
+  write_attribute(file, schema::sharding_group,
+                  std::string(sharding_group_names(config.sharding_group)));
   write_attribute(file, schema::momentum, config.momentum);
   write_attribute(file, schema::weight_decay, config.weight_decay);
   write_attribute(file, schema::scaling, config.scaling);

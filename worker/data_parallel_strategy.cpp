@@ -88,9 +88,12 @@ std::size_t updated_values(std::span<const ShardedBucket> layout) {
 class ShardedOptimizer final : public DataParallelStrategy {
  public:
   ShardedOptimizer(model::Network<float>& network, comm::GradientCommunicator& communicator,
+                   comm::GradientCommunicator& everyone, comm::GradientCommunicator* replicas,
                    kernels::Device& device, std::span<const GradientBucket> buckets)
       : network_(network),
         communicator_(communicator),
+        everyone_(everyone),
+        replicas_(replicas),
         device_(device),
         buckets_(buckets),
         layout_(lay_out_shards(buckets, communicator.size())),
@@ -123,12 +126,16 @@ class ShardedOptimizer final : public DataParallelStrategy {
     communicator_.wait_all();
     reduce_scatter_seconds_ = communicator_.last_exchange_seconds();
     sum_tails();
+    sum_over_replicas();
   }
   void exchange_bucket(std::size_t b) override {
     if (layout_[b].shard > 0)
       communicator_.reduce_scatter_sum(even_gradients(b), gradient_shard(b));
     reduce_scatter_seconds_ = 0;  // blocking: timed as the step's exchange phase
-    if (b + 1 == layout_.size()) sum_tails();
+    if (b + 1 == layout_.size()) {
+      sum_tails();
+      sum_over_replicas();
+    }
   }
   std::span<float> bucket_gradients(std::size_t b) override {
     return network_.gradients().subspan(buckets_[b].offset, buckets_[b].count);
@@ -168,8 +175,16 @@ class ShardedOptimizer final : public DataParallelStrategy {
       tails += layout_[b].tail;
     }
     if (tails > 0)
-      communicator_.allreduce_sum(
+      everyone_.allreduce_sum(
           gradient_shards_.span().subspan(gradient_shards_.size() - tails, tails));
+  }
+  // Hybrid sharding: each shard's sum over this host, summed over the hosts (the tails were
+  // summed over every rank already).
+  void sum_over_replicas() {
+    std::size_t sharded = 0;
+    for (const ShardedBucket& b : layout_) sharded += b.shard;
+    if (replicas_ != nullptr && sharded > 0)
+      replicas_->allreduce_sum(gradient_shards_.span().subspan(0, sharded));
   }
   std::span<float> even_gradients(std::size_t b) {
     return network_.gradients().subspan(buckets_[b].offset, even(b));
@@ -185,7 +200,9 @@ class ShardedOptimizer final : public DataParallelStrategy {
   }
 
   model::Network<float>& network_;
-  comm::GradientCommunicator& communicator_;
+  comm::GradientCommunicator& communicator_;  // shards over it
+  comm::GradientCommunicator& everyone_;      // every rank of the point: the tails' sums
+  comm::GradientCommunicator* replicas_;      // hybrid sharding: the same shard on other hosts
   kernels::Device& device_;
   std::span<const GradientBucket> buckets_;
   std::vector<ShardedBucket> layout_;
@@ -228,9 +245,11 @@ std::size_t shard_values(std::span<const ShardedUnit> layout) {
 class FullySharded final : public DataParallelStrategy, public model::ParameterGate {
  public:
   FullySharded(model::Network<float>& network, comm::GradientCommunicator& communicator,
-               kernels::Device& device, std::span<const GradientBucket> buckets)
+               comm::GradientCommunicator* replicas, kernels::Device& device,
+               std::span<const GradientBucket> buckets)
       : network_(network),
         communicator_(communicator),
+        replicas_(replicas),
         device_(device),
         buckets_(buckets),
         layout_(lay_out_units(buckets, communicator.size())),
@@ -311,7 +330,11 @@ class FullySharded final : public DataParallelStrategy, public model::ParameterG
     device_.record(*reduced_[b]);
     communicator_.start_reduce_scatter_sum(unit_gradients(b), gradient_shard(b), *reduced_[b]);
   }
-  void wait() override { join(); }
+  void wait() override {
+    join();
+    // Hybrid sharding: each shard's sum over this host, summed over the hosts.
+    if (replicas_ != nullptr) replicas_->allreduce_sum(gradient_shards_.span());
+  }
   void exchange_bucket(std::size_t /*b*/) override {
     // Only two units' gradients are kept: each is reduce-scattered as its backward ends.
     throw std::logic_error("fully sharded training needs its exchanges overlapped with backward");
@@ -388,7 +411,8 @@ class FullySharded final : public DataParallelStrategy, public model::ParameterG
   }
 
   model::Network<float>& network_;
-  comm::GradientCommunicator& communicator_;
+  comm::GradientCommunicator& communicator_;  // shards over it
+  comm::GradientCommunicator* replicas_;      // hybrid sharding: the same shard on other hosts
   kernels::Device& device_;
   std::span<const GradientBucket> buckets_;
   std::vector<ShardedUnit> layout_;
@@ -419,11 +443,15 @@ std::size_t updated_parameter_count(results::Sharding sharding,
 std::unique_ptr<DataParallelStrategy> make_data_parallel_strategy(
     results::Sharding sharding, model::Network<float>& network,
     comm::GradientCommunicator& communicator, kernels::Device& device,
-    std::span<const GradientBucket> buckets) {
+    std::span<const GradientBucket> buckets, const ShardingGroups& groups) {
+  comm::GradientCommunicator& shards_over = groups.shards ? *groups.shards : communicator;
+  comm::GradientCommunicator* replicas =
+      groups.replicas != nullptr && groups.replicas->size() > 1 ? groups.replicas : nullptr;
   if (shards(sharding, buckets) && communicator.size() > 1 && sharding == results::Sharding::full)
-    return std::make_unique<FullySharded>(network, communicator, device, buckets);
+    return std::make_unique<FullySharded>(network, shards_over, replicas, device, buckets);
   if (shards(sharding, buckets) && communicator.size() > 1)
-    return std::make_unique<ShardedOptimizer>(network, communicator, device, buckets);
+    return std::make_unique<ShardedOptimizer>(network, shards_over, communicator, replicas, device,
+                                              buckets);
   return std::make_unique<Replicated>(network, communicator, buckets);
 }
 

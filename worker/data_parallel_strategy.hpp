@@ -72,13 +72,23 @@ std::size_t updated_parameter_count(results::Sharding sharding,
                                     std::span<const GradientBucket> buckets,
                                     std::size_t parameter_count, int ranks);
 
+// Whom a sharded strategy shards over (--sharding-group). Null members: every rank of the
+// point, as ZeRO and FSDP shard. Hybrid sharding (HSDP, --sharding-group node): `shards` are the
+// ranks of this rank's host, and `replicas` the ranks that hold the same shard on the other
+// hosts; each shard's sum over its host is then allreduced over its replicas, so the replicas on
+// every host stay whole and bit-identical, and the gathers stay within a host.
+struct ShardingGroups {
+  comm::GradientCommunicator* shards = nullptr;
+  comm::GradientCommunicator* replicas = nullptr;
+};
+
 // The strategy for `sharding` over `buckets` (empty: one rank, which exchanges nothing and
 // updates everything). Sharded strategies copy this rank's shards of the parameters now, so make
 // one after the network is initialised. The fully sharded strategy frees the network's whole
-// parameter and gradient buffers until finish().
+// parameter and gradient buffers until finish(). `communicator` spans every rank of the point.
 std::unique_ptr<DataParallelStrategy> make_data_parallel_strategy(
     results::Sharding sharding, model::Network<float>& network,
     comm::GradientCommunicator& communicator, kernels::Device& device,
-    std::span<const GradientBucket> buckets);
+    std::span<const GradientBucket> buckets, const ShardingGroups& groups = {});
 
 }  // namespace dlscale::worker

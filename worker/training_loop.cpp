@@ -206,8 +206,8 @@ RankMeasurements train(model::Network<float>& network, model::Optimizer<float>& 
   // scaling study carries no communication cost.
   const std::vector<GradientBucket> no_buckets;
   const auto& buckets = communicator.size() > 1 ? exchange.buckets : no_buckets;
-  const auto strategy =
-      make_data_parallel_strategy(exchange.sharding, network, communicator, device, buckets);
+  const auto strategy = make_data_parallel_strategy(exchange.sharding, network, communicator,
+                                                    device, buckets, exchange.groups);
   StepEvents events(device, layer_count);
   std::vector<double> iteration_end_seconds;
   InstrumentHooks hooks(instruments);

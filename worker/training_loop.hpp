@@ -19,6 +19,7 @@
 #include "model/network.hpp"
 #include "model/optimizer.hpp"
 #include "results/run_record.hpp"
+#include "worker/data_parallel_strategy.hpp"
 #include "worker/device_dataset.hpp"
 #include "worker/gradient_buckets.hpp"
 #include "worker/instruments/step_instrument.hpp"
@@ -49,6 +50,9 @@ struct GradientExchange {
   // Replicated (allreduce), or the optimizer sharded (data_parallel_strategy.hpp); the optimizer
   // must then hold state for updated_parameter_count() parameters.
   results::Sharding sharding = results::Sharding::none;
+  // Whom the sharded strategies shard over (--sharding-group; ShardingGroups): every rank when
+  // empty. The communicators outlive the training.
+  ShardingGroups groups;
 };
 
 // Buckets of at least `bucket_bytes` over the network's layers (see plan_buckets).

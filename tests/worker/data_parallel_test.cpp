@@ -39,6 +39,25 @@ struct Exchange {
   comm::BackgroundSums background = comm::BackgroundSums::blocking_calls;
   results::Sharding sharding = results::Sharding::none;
   results::OptimizerKind optimizer = results::OptimizerKind::sgd;
+  // Hybrid sharding (HSDP): "hosts" of two consecutive ranks (of one where there are 2 ranks),
+  // sharded within each and replicated across them.
+  bool hybrid = false;
+};
+
+// The ranks of `ranks` split into hosts of `per_host` consecutive ranks: this rank's host, and
+// the ranks of the same local index on every host.
+struct HostSplit {
+  MPI_Comm host = MPI_COMM_NULL, replicas = MPI_COMM_NULL;
+  HostSplit(MPI_Comm ranks, int per_host) {
+    int rank = 0;
+    MPI_Comm_rank(ranks, &rank);
+    MPI_Comm_split(ranks, rank / per_host, rank, &host);
+    MPI_Comm_split(ranks, rank % per_host, rank, &replicas);
+  }
+  ~HostSplit() {
+    MPI_Comm_free(&host);
+    MPI_Comm_free(&replicas);
+  }
 };
 
 std::unique_ptr<model::Optimizer<float>> make_optimizer(kernels::Device& device,
@@ -54,15 +73,22 @@ Trained train_on(const workloads::FcnWorkload& workload, MPI_Comm ranks, int bat
                  const std::vector<workloads::HostBatch>& batches, const Exchange& exchange) {
   kernels::CpuDevice device(1);
   comm::MpiGradientCommunicator communicator(ranks, device, exchange.background);
+  int size = 0;
+  MPI_Comm_size(ranks, &size);
+  const HostSplit hosts(ranks, size >= 4 ? 2 : 1);
+  comm::MpiGradientCommunicator host(hosts.host, device, exchange.background);
+  comm::MpiGradientCommunicator replicas(hosts.replicas, device, exchange.background);
   const DeviceDataset data(device, batch, batches);
   auto network = workload.build_network(device, data.batch());
   network->initialize(seed);
-  const GradientExchange gradient_exchange =
+  GradientExchange gradient_exchange =
       make_gradient_exchange(*network, exchange.bucket_bytes, exchange.overlap, exchange.sharding);
+  if (exchange.hybrid) gradient_exchange.groups = {&host, &replicas};
   const auto optimizer =
       make_optimizer(device, exchange.optimizer,
                      updated_parameter_count(exchange.sharding, gradient_exchange.buckets,
-                                             network->parameter_count(), communicator.size()));
+                                             network->parameter_count(),
+                                             exchange.hybrid ? host.size() : communicator.size()));
   const RankMeasurements measured =
       train(*network, *optimizer, data, communicator, gradient_exchange, device, schedule, {}, {},
             make_step_instruments({device,
@@ -215,7 +241,13 @@ INSTANTIATE_TEST_SUITE_P(
                       Exchange{4, true, comm::BackgroundSums::nonblocking_collectives,
                                fully_sharded, adamw},
                       Exchange{200, true, comm::BackgroundSums::hierarchical, fully_sharded},
-                      Exchange{0, true, blocking, fully_sharded, adamw}),
+                      Exchange{0, true, blocking, fully_sharded, adamw},
+                      // Hybrid: sharded within "hosts" of two ranks, replicated across them.
+                      Exchange{200, true, blocking, optimizer_sharded, adamw, true},
+                      Exchange{4, false, blocking, results::Sharding::gradients,
+                               results::OptimizerKind::sgd, true},
+                      Exchange{4, true, comm::BackgroundSums::nonblocking_collectives,
+                               fully_sharded, adamw, true}),
     [](const auto& info) {
       const Exchange& e = info.param;
       return (e.bucket_bytes == 0 ? std::string("OneBucket")
@@ -227,7 +259,8 @@ INSTANTIATE_TEST_SUITE_P(
              (e.sharding == results::Sharding::none
                   ? ""
                   : "Sharded" + std::string(results::sharding_names(e.sharding))) +
-             (e.optimizer == results::OptimizerKind::adamw ? "AdamW" : "");
+             (e.optimizer == results::OptimizerKind::adamw ? "AdamW" : "") +
+             (e.hybrid ? "Hybrid" : "");
     });
 
 }  // namespace
