@@ -107,13 +107,6 @@ NetworkModel network_of_table(const results::CommRecord& sweep, const results::C
   return network;
 }
 
-const results::CommTable* float_table(const results::CommRecord& sweep,
-                                      const std::string& collective) {
-  for (const auto& table : sweep.tables)
-    if (table.collective == collective && table.dtype == "float") return &table;
-  return nullptr;
-}
-
 }  // namespace
 
 NetworkModel network_of_sweep(const results::CommRecord& sweep, const std::string& path) {
@@ -126,12 +119,12 @@ NetworkModel network_of_sweep(const results::CommRecord& sweep, const std::strin
   NetworkModel network = network_of_table(sweep, allreduce, path);
   // Sharded strategies' collectives, each from its own sweep where the file has a usable one.
   const auto own = [&](const char* collective) -> std::shared_ptr<const NetworkModel> {
-    const results::CommTable* table = float_table(sweep, collective);
+    const results::CommTable* table = results::float_table(sweep, collective);
     if (table == nullptr || !usable(table->times.piecewise_fit)) return nullptr;
     return std::make_shared<const NetworkModel>(network_of_table(sweep, table, path));
   };
-  network.reduce_scatter = own("reduce_scatter");
-  network.all_gather = own("all_gather");
+  network.reduce_scatter = own(results::schema::comm_file::reduce_scatter_collective);
+  network.all_gather = own(results::schema::comm_file::all_gather_collective);
   return network;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "results/schema.hpp"
@@ -129,14 +130,19 @@ inline double call_seconds(const std::vector<double>& seconds, int iterations, i
                  std::size_t(rank)];
 }
 
+// The table of `collective` in float (schema::comm_file's names), or null where the sweep did
+// not include it.
+inline const CommTable* float_table(const CommRecord& record, std::string_view collective) {
+  for (const CommTable& table : record.tables)
+    if (table.collective == collective && table.dtype == schema::comm_file::float_dtype)
+      return &table;
+  return nullptr;
+}
+
 // The table of an allreduce in float: what `dlscale predict` models gradient sums with. Null
 // where the sweep did not include it.
 inline const CommTable* float_allreduce_table(const CommRecord& record) {
-  for (const CommTable& table : record.tables)
-    if (table.collective == schema::comm_file::allreduce_collective &&
-        table.dtype == schema::comm_file::float_dtype)
-      return &table;
-  return nullptr;
+  return float_table(record, schema::comm_file::allreduce_collective);
 }
 
 }  // namespace dlscale::results

@@ -231,6 +231,9 @@ inline constexpr const char* latency_steps = "latency_steps";
 inline constexpr const char* average_busbw_gbps = "average_busbw_gbps";
 // The values of the table that `dlscale predict` models gradient sums with.
 inline constexpr const char* allreduce_collective = "allreduce";
+// The sharded strategies' collectives, which `dlscale predict` costs them with where swept.
+inline constexpr const char* reduce_scatter_collective = "reduce_scatter";
+inline constexpr const char* all_gather_collective = "all_gather";
 inline constexpr const char* float_dtype = "float";
 
 // A table's fit attributes.

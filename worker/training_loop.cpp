@@ -174,7 +174,7 @@ GradientExchange make_gradient_exchange(const model::Network<float>& network,
                                         results::Sharding sharding) {
   std::vector<std::size_t> counts;
   for (const auto& layer : network.layers()) counts.push_back(layer->parameter_count());
-  return {plan_buckets(counts, bucket_bytes), overlap, sharding};
+  return {plan_buckets(counts, bucket_bytes), overlap, sharding, {}};
 }
 
 // Each iteration's end on the run clock: the timeline that the samples are plotted against.
