@@ -1,7 +1,8 @@
 // What a run found, in one verdict: where its iteration time went (compute, exposed communication
 // or waiting for stragglers), how close its compute came to the device's measured GEMM rate
 // (MFU), and whether anything makes its numbers unrepresentative (oversubscribed cores, a
-// yardstick that moved). A pure function of the run's record; printers/summary_printer.cpp says it in a line.
+// yardstick that moved). A pure function of the run's record; printers/summary_printer.cpp says it
+// in a line.
 #pragma once
 
 #include <limits>

@@ -133,13 +133,14 @@ std::string format_verdict(const results::RunRecord& record) {
 std::string format_point_line(const results::RunRecord& record) {
   const auto& config = record.configuration;
   const double tokens = record.summary.tokens_per_second;
-  return fmt::format("{} rank{} x{} thread{} {}{}, batch {}/rank: {:.1f} samples/s{}, {}\n",
-                     record.ranks, record.ranks == 1 ? "" : "s", config.threads_per_rank,
-                     config.threads_per_rank == 1 ? "" : "s", config.precision,
-                     config.repeat > 0 ? fmt::format(" repeat {}", config.repeat) : "",
-                     config.batch_per_rank, record.summary.throughput_samples_per_second,
-                     std::isfinite(tokens) ? fmt::format(" ({} tokens/s)", tokens_rate(tokens)) : "",
-                     verdict_text(record, analysis::run_verdict(record)));
+  return fmt::format(
+      "{} rank{} x{} thread{} {}{}, batch {}/rank: {:.1f} samples/s{}, {}\n", record.ranks,
+      record.ranks == 1 ? "" : "s", config.threads_per_rank,
+      config.threads_per_rank == 1 ? "" : "s", config.precision,
+      config.repeat > 0 ? fmt::format(" repeat {}", config.repeat) : "", config.batch_per_rank,
+      record.summary.throughput_samples_per_second,
+      std::isfinite(tokens) ? fmt::format(" ({} tokens/s)", tokens_rate(tokens)) : "",
+      verdict_text(record, analysis::run_verdict(record)));
 }
 
 std::string format_study_verdict(const std::vector<results::RunRecord>& runs) {

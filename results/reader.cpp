@@ -390,9 +390,8 @@ void read_model_rates(hid_t group, RunRecord& record) {
   if (!hdf5::has_attribute(group, schema::mfu)) {
     summary.tokens_per_second = tokens_per_second(summary.throughput_samples_per_second,
                                                   record.configuration.tokens_per_sample);
-    summary.model_flops_utilisation =
-        model_flops_utilisation(mean_gflops_per_rank(summary.gflops_per_rank),
-                                record.environment.device_gemm_gflops);
+    summary.model_flops_utilisation = model_flops_utilisation(
+        mean_gflops_per_rank(summary.gflops_per_rank), record.environment.device_gemm_gflops);
     return;
   }
   const auto rate = [&](const char* name) {

@@ -26,8 +26,8 @@ struct FileOrigin {
 };
 
 // One run's place in the study, against the baseline: the runs with the fewest ranks on the same
-// device, at the same precision, sharding and thread count, their repeats pooled. /study stores each member that has an entry
-// in results/study_columns.hpp, its column's one home.
+// device, at the same precision, sharding and thread count, their repeats pooled. /study stores
+// each member that has an entry in results/study_columns.hpp, its column's one home.
 struct StudyPoint {
   int ranks = 0;
   std::string device = "cpu";      // what it ran on: cpu or cuda (a merged study may hold both)

@@ -63,10 +63,9 @@ TEST(ScalingStudy, EachDeviceScalesAgainstItsOwnBaseline) {
     run.configuration.device = device;
     return run;
   };
-  const auto study = analyze_study({on("cuda", run_of({0.1, 0.1}, 0.025, 32, "weak")),
-                                    on("cpu", run_of({1.0}, 0, 32, "weak")),
-                                    on("cuda", run_of({0.1}, 0, 32, "weak")),
-                                    on("cpu", run_of({1.0, 1.0}, 0.5, 32, "weak"))});
+  const auto study = analyze_study(
+      {on("cuda", run_of({0.1, 0.1}, 0.025, 32, "weak")), on("cpu", run_of({1.0}, 0, 32, "weak")),
+       on("cuda", run_of({0.1}, 0, 32, "weak")), on("cpu", run_of({1.0, 1.0}, 0.5, 32, "weak"))});
   ASSERT_EQ(study.points.size(), 4u);
   const std::vector<std::pair<std::string, int>> expected_order = {
       {"cuda", 1}, {"cuda", 2}, {"cpu", 1}, {"cpu", 2}};
