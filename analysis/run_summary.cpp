@@ -8,6 +8,9 @@
 //    itself), median over iterations;
 //    algbw = bytes / time, busbw = algbw * 2(n-1)/n, as nccl-tests defines them;
 //  - achieved GFLOP/s: training FLOPs per step / the rank's median step time;
+//  - tokens per second (language models): throughput x tokens per sample;
+//  - MFU: the mean achieved GFLOP/s per rank over the GEMM measured on this device (PaLM,
+//    appendix B; results/run_record.hpp says why this yardstick);
 //  - load imbalance: per iteration, max - min over ranks of compute (forward+backward+update);
 //  - gradient noise scale: analysis/gradient_noise_scale.hpp, over the measured iterations.
 #include "analysis/run_summary.hpp"
@@ -140,6 +143,11 @@ results::RunSummary summarize(const results::RunRecord& record) {
     for (int i = first; i < last; ++i) steps.push_back(record.seconds(i, r, Phase::step));
     summary.gflops_per_rank.push_back(flops_per_step / median(steps) / 1e9);
   }
+  summary.tokens_per_second =
+      results::tokens_per_second(summary.throughput_samples_per_second, config.tokens_per_sample);
+  summary.model_flops_utilisation =
+      results::model_flops_utilisation(results::mean_gflops_per_rank(summary.gflops_per_rank),
+                                       record.environment.device_gemm_gflops);
 
   const auto& fingerprints = record.parameter_fingerprints;
   summary.parameters_identical =

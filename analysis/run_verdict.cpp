@@ -1,5 +1,5 @@
 // The verdict of a run and of a study: shares of the iteration time from the study's own split
-// (times_of), the yardstick fraction, and the two conditions that make the numbers
+// (times_of), the MFU against the yardstick, and the two conditions that make the numbers
 // unrepresentative.
 #include "analysis/run_verdict.hpp"
 
@@ -49,14 +49,10 @@ RunVerdict run_verdict(const results::RunRecord& record) {
   else if (verdict.straggler_share > verdict.compute_share)
     verdict.bound = Bound::stragglers;
 
-  const auto& gflops = record.summary.gflops_per_rank;
-  if (!gflops.empty())
-    verdict.mean_gflops =
-        std::accumulate(gflops.begin(), gflops.end(), 0.0) / double(gflops.size());
+  verdict.mean_gflops = results::mean_gflops_per_rank(record.summary.gflops_per_rank);
   const auto& environment = record.environment;
   verdict.yardstick_gflops = environment.device_gemm_gflops;
-  if (verdict.yardstick_gflops > 0)
-    verdict.yardstick_fraction = verdict.mean_gflops / verdict.yardstick_gflops;
+  verdict.model_flops_utilisation = record.summary.model_flops_utilisation;
   const double before = environment.device_gemm_gflops_before;
   const double after = environment.device_gemm_gflops_after;
   if (before > 0 && after > 0) {

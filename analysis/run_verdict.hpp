@@ -1,7 +1,8 @@
 // What a run found, in one verdict: where its iteration time went (compute, exposed communication
-// or waiting for stragglers), how close its compute came to the device's measured GEMM rate, and
-// whether anything makes its numbers unrepresentative (oversubscribed cores, a yardstick that
-// moved). A pure function of the run's record; printers/summary_printer.cpp says it in a line.
+// or waiting for stragglers), how close its compute came to the device's measured GEMM rate
+// (MFU), and whether anything makes its numbers unrepresentative (oversubscribed cores, a
+// yardstick that moved). A pure function of the run's record; printers/summary_printer.cpp says it
+// in a line.
 #pragma once
 
 #include <limits>
@@ -33,11 +34,12 @@ struct RunVerdict {
   double straggler_share = 0;
   double compute_share = 1;
   Bound bound = Bound::compute;
-  // Achieved GFLOP/s per rank (the mean over ranks of each one's median step), and its fraction
-  // of the GEMM yardstick measured on this device at the run's precision; NaN without one.
+  // Achieved GFLOP/s per rank (the mean over ranks of each one's median step), and the run's MFU:
+  // its fraction of the GEMM yardstick measured on this device at the run's precision, as the
+  // summary holds it (results/run_record.hpp); NaN without a yardstick.
   double mean_gflops = 0;
   double yardstick_gflops = 0;
-  double yardstick_fraction = std::numeric_limits<double>::quiet_NaN();
+  double model_flops_utilisation = std::numeric_limits<double>::quiet_NaN();
   // The yardstick's change from before the point to after it, relative to before, and whether it
   // is more than yardstick_moved_fraction of the faster.
   double yardstick_change = 0;

@@ -275,6 +275,9 @@ results::StudySummary analyze_study(const std::vector<results::RunRecord>& runs)
     point.run = results::run_group_name(index);
     point.iteration_seconds = mean(times.iteration_seconds);
     point.throughput_samples_per_second = times.global_batch / point.iteration_seconds;
+    point.tokens_per_second = results::tokens_per_second(point.throughput_samples_per_second,
+                                                         run.configuration.tokens_per_sample);
+    point.model_flops_utilisation = run.summary.model_flops_utilisation;
     point.efficiency = efficiency_of(times, point.iteration_seconds, baseline_mean, n);
     point.speedup = point.efficiency * n;
 

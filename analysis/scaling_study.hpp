@@ -15,7 +15,8 @@ namespace dlscale::analysis {
 std::string study_scaling(const results::RunConfiguration& configuration);
 
 // The runs must share one workload and settings (see check_comparable in the merge command);
-// their summaries need not be computed.
+// the study takes only their noise scale and MFU from their summaries (NaN in a summary not
+// computed), the rest from their timings.
 // The precisions of `runs` in the order they first appear: the order the sweep ran them (fp32
 // before bf16 where the user listed them so), not alphabetical.
 std::vector<std::string> precisions_in_run_order(const std::vector<results::RunRecord>& runs);

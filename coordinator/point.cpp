@@ -401,6 +401,7 @@ results::RunConfiguration point_configuration(const TrainingPlan& plan, const Sw
       .model_description = workload.description(),
       .parameter_count = workload.parameter_count(),
       .training_flops_per_sample = workload.training_flops_per_sample(),
+      .tokens_per_sample = workload.tokens_per_sample(),
       .batch_per_rank = point.batch_per_rank,
       .warmup_iterations = plan.schedule.warmup_iterations,
       .measured_iterations = measured_iterations,

@@ -50,8 +50,6 @@ std::string yardstick_lines(const results::RunEnvironment& environment,
                             const analysis::RunVerdict& verdict) {
   const double before = environment.device_gemm_gflops_before;
   const double after = environment.device_gemm_gflops_after;
-  const double yardstick = environment.device_gemm_gflops;
-  const double mean_gflops = verdict.mean_gflops;
   const bool moved = verdict.yardstick_moved;
   std::string out;
   auto line = std::back_inserter(out);
@@ -61,7 +59,7 @@ std::string yardstick_lines(const results::RunEnvironment& environment,
                    "({:+.0f}%): the machine was shared or its clock changed; the faster is the "
                    "yardstick\n",
                    "yardstick", before, after, 100 * verdict.yardstick_change);
-  if (yardstick > 0 && mean_gflops > yardstick)
+  if (verdict.model_flops_utilisation > 1)
     fmt::format_to(line, "{:<16}above 100%: {}\n", moved ? "" : "yardstick",
                    moved ? "other work held back even the faster GEMM measurement, or this "
                            "workload's GEMMs ran faster here than the square one"
@@ -72,8 +70,24 @@ std::string yardstick_lines(const results::RunEnvironment& environment,
 
 std::string percent(double fraction) { return fmt::format("{:.0f}%", 100 * fraction); }
 
+// A rate of tokens as people read one: 693,965 (whole tokens from a thousand up), 42.5 below.
+std::string tokens_rate(double tokens_per_second) {
+  return tokens_per_second >= 1000
+             ? with_thousands_separators(std::uint64_t(std::llround(tokens_per_second)))
+             : fmt::format("{:.1f}", tokens_per_second);
+}
+
+// "MFU 42% against the 50 GFLOP/s fp32 GEMM measured on this device" (`digits` after the point):
+// dlscale's peak is the GEMM it measured, not a vendor's table (results/run_record.hpp).
+std::string mfu_text(const results::RunRecord& record, int digits) {
+  return fmt::format("MFU {:.{}f}% against the {:.0f} GFLOP/s {} GEMM measured on this device",
+                     100 * record.summary.model_flops_utilisation, digits,
+                     record.environment.device_gemm_gflops, record.configuration.precision);
+}
+
 // "compute-bound: compute 85%, exposed communication 10%, waiting for stragglers 5% of the
-// iteration; 42% of the 50 GFLOP/s fp32 GEMM measured on this device; ..." without a label.
+// iteration; MFU 42% against the 50 GFLOP/s fp32 GEMM measured on this device; ..." without a
+// label.
 std::string verdict_text(const results::RunRecord& record, const analysis::RunVerdict& verdict) {
   std::string out = fmt::format("{}-bound: ", analysis::bound_name(verdict.bound));
   auto line = std::back_inserter(out);
@@ -85,10 +99,8 @@ std::string verdict_text(const results::RunRecord& record, const analysis::RunVe
                    "iteration",
                    percent(verdict.compute_share), percent(verdict.communication_share),
                    percent(verdict.straggler_share));
-  if (std::isfinite(verdict.yardstick_fraction))
-    fmt::format_to(line, "; compute at {} of the {:.0f} GFLOP/s {} GEMM measured on this device",
-                   percent(verdict.yardstick_fraction), verdict.yardstick_gflops,
-                   record.configuration.precision);
+  if (std::isfinite(verdict.model_flops_utilisation))
+    fmt::format_to(line, "; {}", mfu_text(record, 0));
   else
     fmt::format_to(line, "; no GEMM yardstick measured");
   if (verdict.oversubscribed) {
@@ -120,12 +132,15 @@ std::string format_verdict(const results::RunRecord& record) {
 
 std::string format_point_line(const results::RunRecord& record) {
   const auto& config = record.configuration;
-  return fmt::format("{} rank{} x{} thread{} {}{}, batch {}/rank: {:.1f} samples/s, {}\n",
-                     record.ranks, record.ranks == 1 ? "" : "s", config.threads_per_rank,
-                     config.threads_per_rank == 1 ? "" : "s", config.precision,
-                     config.repeat > 0 ? fmt::format(" repeat {}", config.repeat) : "",
-                     config.batch_per_rank, record.summary.throughput_samples_per_second,
-                     verdict_text(record, analysis::run_verdict(record)));
+  const double tokens = record.summary.tokens_per_second;
+  return fmt::format(
+      "{} rank{} x{} thread{} {}{}, batch {}/rank: {:.1f} samples/s{}, {}\n", record.ranks,
+      record.ranks == 1 ? "" : "s", config.threads_per_rank,
+      config.threads_per_rank == 1 ? "" : "s", config.precision,
+      config.repeat > 0 ? fmt::format(" repeat {}", config.repeat) : "", config.batch_per_rank,
+      record.summary.throughput_samples_per_second,
+      std::isfinite(tokens) ? fmt::format(" ({} tokens/s)", tokens_rate(tokens)) : "",
+      verdict_text(record, analysis::run_verdict(record)));
 }
 
 std::string format_study_verdict(const std::vector<results::RunRecord>& runs) {
@@ -199,16 +214,19 @@ std::string format_summary(const results::RunRecord& record,
   std::vector<double> imbalance = summary.load_imbalance_seconds;
   std::sort(imbalance.begin(), imbalance.end());
 
-  fmt::format_to(line, "\nthroughput      {:.1f} samples/s (job)\n",
+  fmt::format_to(line, "\nthroughput      {:.1f} samples/s (job)",
                  summary.throughput_samples_per_second);
+  // A language model's users count tokens (a sample is one sequence of them).
+  if (std::isfinite(summary.tokens_per_second))
+    fmt::format_to(line, "; {} tokens/s (job), {} tokens/s per rank ({} tokens per sample)",
+                   tokens_rate(summary.tokens_per_second),
+                   tokens_rate(summary.tokens_per_second / record.ranks), config.tokens_per_sample);
+  fmt::format_to(line, "\n");
   fmt::format_to(line, "compute         {:.2f} GFLOP/s per rank (mean; slowest rank {} at {:.2f})",
                  mean_gflops, std::distance(summary.gflops_per_rank.begin(), slowest), *slowest);
-  if (environment.device_gemm_gflops > 0) {
-    // The yardstick ran at the run's precision: bf16 GEMMs under --precision bf16.
-    fmt::format_to(line, ": {:.1f}% of the {:.0f} GFLOP/s {} GEMM measured on this device",
-                   100 * mean_gflops / environment.device_gemm_gflops,
-                   environment.device_gemm_gflops, config.precision);
-  }
+  // The yardstick ran at the run's precision: bf16 GEMMs under --precision bf16.
+  if (std::isfinite(summary.model_flops_utilisation))
+    fmt::format_to(line, ": {}", mfu_text(record, 1));
   fmt::format_to(line, "\n{}", yardstick_lines(environment, verdict));
   if (record.ranks == 1)
     fmt::format_to(line, "communication   none: one rank has no gradients to sum\n");

@@ -89,6 +89,7 @@ def runs_table(results):
             "step_median_s": medians["step"], "step_p95_s": run.phase_statistics["p95"]["step"],
             **{f"{phase}_median_s": medians[phase] for phase in PHASES[:4]},
             "throughput_samples_per_second": run.summary.get("throughput_samples_per_second"),
+            "tokens_per_second": run.tokens_per_second, "mfu": run.mfu,
             "communication_fraction": run.summary.get("communication_fraction"),
             "allreduce_busbw_gbps": run.summary.get("allreduce_busbw_gbps"),
             "peak_rss_mib": run.peak_rss_bytes / 2**20}
@@ -177,6 +178,14 @@ RUN_HEADLINES = [
 NOT_MEASURED = "–"  # an en dash: a failed sweep point has no numbers, unlike a '-' for NaN
 
 
+def tokens_column(tokens_per_second):
+    """{'tokens/s': ...} where some row is a language model's, else nothing: tokens per second
+    mean nothing to a model without tokens."""
+    if not tokens_per_second.notna().any():
+        return {}
+    return {"tokens/s": tokens_per_second.map(significant)}
+
+
 def runs_display(results, table):
     times = [("step p50", "step_median_s"), ("step p95", "step_p95_s"),
              ("forward", "forward_median_s"), ("backward", "backward_median_s"),
@@ -196,6 +205,8 @@ def runs_display(results, table):
         **{f"{header} {units[name][0]}": (table[name] * units[name][1]).map(significant)
            for header, name in times},
         "samples/s": table["throughput_samples_per_second"].map(significant),
+        **tokens_column(table["tokens_per_second"]),
+        "MFU": table["mfu"].map(percent),
         "comm frac": table["communication_fraction"].map(fraction),
         "busbw GB/s": table["allreduce_busbw_gbps"].map(lambda x: significant(x, 3)),
         "peak RSS MiB": table["peak_rss_mib"].map(significant)})
@@ -255,6 +266,9 @@ def study_display(results):
     shown[f"iteration {unit} [95% CI]"] = [with_interval(*v, significant) for v in zip(
         *(column * factor for column in iteration))]
     shown["samples/s"] = get("throughput_samples_per_second").map(significant)
+    for header, column in tokens_column(get("tokens_per_second")).items():
+        shown[header] = column
+    shown["MFU"] = get("mfu").map(percent)
     shown["speedup"] = get("speedup").map(fraction)
     shown["efficiency [95% CI]"] = [
         with_interval(*v, percent) + ("?" if too_wide(*v) and ranks != baseline else "")
@@ -355,8 +369,9 @@ def side_by_side_display(results, column, values, peak_memory=False):
 def devices_display(results):
     """A CPU job and a GPU job of one workload side by side (a merged study): for each device,
     precision and thread count, at the fewest ranks it ran, the means over its repeats of the
-    iteration time, samples/s, GFLOP/s per rank and that as a share of the GEMM rate the device
-    measured of itself in the same run (each device against its own yardstick), joules per sample
+    iteration time, samples/s, GFLOP/s per rank and the MFU, that as a share of the GEMM rate the
+    device measured of itself in the same run (each device against its own yardstick), joules per
+    sample
     where measured, and samples/s against the first device. None where the study holds one
     device."""
     study = results.study
@@ -370,15 +385,14 @@ def devices_display(results):
         fewest = group[group["ranks"] == group["ranks"].min()]
         measured = [runs[name] for name in fewest.get("run", []) if name in runs]
         gflops = np.mean([run.gflops_per_rank for run in measured]) if measured else np.nan
-        gemm = np.mean([run.gemm_gflops for run in measured if run.gemm_gflops > 0]) \
-            if any(run.gemm_gflops > 0 for run in measured) else np.nan
+        mfus = [run.mfu for run in measured if np.isfinite(run.mfu)]
         row = dict(zip(keys, configuration if isinstance(configuration, tuple)
                        else (configuration,)))
         row["ranks"] = int(fewest["ranks"].iloc[0])
         row["iteration_seconds"] = fewest["iteration_seconds"].mean()
         row["samples/s"] = fewest["throughput_samples_per_second"].mean()
         row["GFLOP/s per rank"] = gflops
-        row["% of its GEMM"] = gflops / gemm if gemm > 0 else np.nan
+        row["MFU"] = np.mean(mfus) if mfus else np.nan
         for name, measurement in results.energy_columns.items():
             row[energy_header(measurement)] = fewest[name].mean() if name in fewest else np.nan
         rows.append(row)
@@ -388,7 +402,7 @@ def devices_display(results):
     shown[f"iteration {unit}"] = (table["iteration_seconds"] * factor).map(significant)
     shown["samples/s"] = table["samples/s"].map(significant)
     shown["GFLOP/s per rank"] = table["GFLOP/s per rank"].map(significant)
-    shown["% of its GEMM"] = table["% of its GEMM"].map(fraction)
+    shown["MFU"] = table["MFU"].map(percent)
     for name, measurement in results.energy_columns.items():
         header = energy_header(measurement)
         shown[header] = table[header].map(lambda x: significant(x, 3))
@@ -670,8 +684,8 @@ def sections(results):
         devices = devices_display(results)
         if devices is not None:
             parts.append(("Devices side by side (each at the fewest ranks it ran, means over "
-                          "repeats; GFLOP/s as a share of the GEMM each device measured of itself "
-                          "in the same run; 'vs' is the speedup in samples/s)", devices))
+                          "repeats; MFU: GFLOP/s as a share of the GEMM each device measured of "
+                          "itself in the same run; 'vs' is the speedup in samples/s)", devices))
         side_by_side = side_by_side_display(results, STUDY_PRECISION, results.precisions())
         if side_by_side is not None:
             parts.append((f"Precisions side by side (means over repeats at each configuration "

@@ -679,6 +679,10 @@ class Measurement:
 # The run summary attributes the report shows; all are finite and non-negative.
 SUMMARY_NUMBERS = ["throughput_samples_per_second", "communication_fraction",
                    "allreduce_busbw_gbps", "allreduce_bytes"]
+# Schema 10: a language model's tokens per sample (a run attribute; 0 for other models, unknown
+# before it) and, in the summary and /study, the tokens per second (NaN for a model without
+# tokens) and the MFU against the GEMM measured on the device (NaN without one).
+TOKENS_PER_SAMPLE, TOKENS_PER_SECOND, MFU = "tokens_per_sample", "tokens_per_second", "mfu"
 
 
 class Run:
@@ -742,6 +746,15 @@ class Run:
             value = number_attribute(summary, name, minimum=0, default=None)
             if value is not None:
                 self.summary[name] = value
+        self.tokens_per_sample = integer_attribute(group, TOKENS_PER_SAMPLE, 0, default=0,
+                                                   maximum=LARGEST_INT32)
+        self.tokens_per_second = number_attribute(summary, TOKENS_PER_SECOND, minimum=0,
+                                                  allow_nan=True, default=np.nan)
+        # Files before schema 10 hold what the MFU is made of: derived as the writer does
+        # (results/run_record.hpp), the mean GFLOP/s per rank over the yardstick.
+        self.mfu = number_attribute(summary, MFU, minimum=0, allow_nan=True, default=None)
+        if self.mfu is None:
+            self.mfu = self.gflops_per_rank / self.gemm_gflops if self.gemm_gflops > 0 else np.nan
         self.read_convergence(group, summary)
         self.check_buckets(group)
         hosts = member(group, "ranks/host", h5py.Dataset)
@@ -922,6 +935,9 @@ class ResultsFile:
                 study.insert(0, STUDY_DEVICE, [of_run.get(name, self.file_device()) for name in
                                                study["run"]] if "run" in study
                              else self.file_device())
+            if MFU not in study and "run" in study:  # before schema 10: each row's run's
+                of_run = {run.name: run.mfu for run in self.runs}
+                study[MFU] = [of_run.get(name, np.nan) for name in study["run"]]
             order = [n for n in (STUDY_DEVICE, STUDY_PRECISION, STUDY_SHARDING, STUDY_THREADS,
                                  "ranks", STUDY_REPEAT) if n in study]
             self.study = study.sort_values(order, kind="stable", key=sweep_order([])) \

@@ -133,6 +133,8 @@ void read_run_attributes(hid_t file, RunRecord& record, long long version) {
   config.model_description = read_string_attribute(file, schema::model_description);
   config.parameter_count = std::uint64_t(read_integer_attribute(file, schema::parameter_count));
   config.training_flops_per_sample = read_double_attribute(file, schema::training_flops_per_sample);
+  if (has_attribute(file, schema::tokens_per_sample))  // schema 10; before it, no tokens known
+    config.tokens_per_sample = read_int_attribute(file, schema::tokens_per_sample, 0, INT32_MAX);
   config.batch_per_rank = int(read_integer_attribute(file, schema::batch_per_rank));
   const long long warmup = read_integer_attribute(file, schema::warmup_iterations);
   const long long measured = read_integer_attribute(file, schema::measured_iterations);
@@ -388,6 +390,26 @@ void read_measurements(hid_t file, RunRecord& record) {
   }
 }
 
+// Tokens per second and MFU (schema 10): NaN where a run has none, else a value the report shows.
+// Files before them have what they are derived from: the throughput, the GFLOP/s per rank and the
+// yardstick (their tokens per sample unknown, so no tokens per second).
+void read_model_rates(hid_t group, RunRecord& record) {
+  auto& summary = record.summary;
+  if (!hdf5::has_attribute(group, schema::mfu)) {
+    summary.tokens_per_second = tokens_per_second(summary.throughput_samples_per_second,
+                                                  record.configuration.tokens_per_sample);
+    summary.model_flops_utilisation = model_flops_utilisation(
+        mean_gflops_per_rank(summary.gflops_per_rank), record.environment.device_gemm_gflops);
+    return;
+  }
+  const auto rate = [&](const char* name) {
+    const double value = hdf5::read_double_attribute(group, name);
+    return std::isnan(value) ? value : require_value(name, value);
+  };
+  summary.tokens_per_second = rate(schema::tokens_per_second);
+  summary.model_flops_utilisation = rate(schema::mfu);
+}
+
 void read_summary(hid_t file, RunRecord& record) {
   using namespace hdf5;
   auto& summary = record.summary;
@@ -415,6 +437,7 @@ void read_summary(hid_t file, RunRecord& record) {
   summary.allreduce_algbw_gbps = read_double_attribute(group, schema::allreduce_algbw_gbps);
   summary.allreduce_busbw_gbps = shown(schema::allreduce_busbw_gbps);
   summary.parameters_identical = read_integer_attribute(group, schema::parameters_identical) != 0;
+  read_model_rates(group, record);
   if (!has_attribute(group, schema::noise_scale)) {
     summary.noise_scale_absent_reason = "not measured (a file from before schema 8)";
     return;

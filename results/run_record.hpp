@@ -83,6 +83,9 @@ struct RunConfiguration {
   std::string model_description;
   std::uint64_t parameter_count = 0;
   double training_flops_per_sample = 0;
+  // A language model's tokens per sample (a sample is one sequence); 0 for other models, and in
+  // files before schema 10, which did not record it.
+  int tokens_per_sample = 0;
   int batch_per_rank = 0;
   int warmup_iterations = 0;
   int measured_iterations = 0;
@@ -205,6 +208,11 @@ struct RunSummary {
   std::vector<double> gflops_per_rank;         // achieved, from each rank's median step
   std::vector<double> load_imbalance_seconds;  // per measured iteration: max - min compute
   bool parameters_identical = false;           // every rank's final parameter fingerprint equal
+  // What users of language models and of MFU read (schema 10; derived, by the functions below,
+  // from the numbers above for earlier files): the job's tokens per second, NaN for a model
+  // without tokens, and the model FLOPs utilisation, NaN where no yardstick was measured.
+  double tokens_per_second = std::numeric_limits<double>::quiet_NaN();
+  double model_flops_utilisation = std::numeric_limits<double>::quiet_NaN();
   // The gradient noise scale over the measured iterations (analysis/gradient_noise_scale.hpp):
   // B_noise in samples with its 95% interval, and the |G|^2 and tr(Sigma) it is the ratio of.
   // NaN where there is none, and noise_scale_absent_reason says why (one rank, ...).
@@ -217,6 +225,32 @@ struct RunSummary {
   std::string noise_scale_absent_reason;
   std::optional<TargetReached> target_reached;
 };
+
+// The achieved GFLOP/s of one rank of the run: the mean over its ranks of gflops_per_rank (each
+// from the rank's median step); 0 without any.
+inline double mean_gflops_per_rank(const std::vector<double>& gflops_per_rank) {
+  double sum = 0;
+  for (const double gflops : gflops_per_rank) sum += gflops;
+  return gflops_per_rank.empty() ? 0 : sum / double(gflops_per_rank.size());
+}
+
+// A language model's throughput in tokens: samples (sequences) per second times the tokens of
+// each; NaN for a model without tokens (tokens_per_sample 0).
+inline double tokens_per_second(double samples_per_second, int tokens_per_sample) {
+  return tokens_per_sample > 0 ? samples_per_second * tokens_per_sample
+                               : std::numeric_limits<double>::quiet_NaN();
+}
+
+// Model FLOPs utilisation, as PaLM (Chowdhery et al. 2022, appendix B) and torchtitan define it:
+// the model FLOP/s a rank achieved (training_flops_per_sample x its samples per second, so the
+// FLOPs the model needs, not those the kernels ran) over the device's peak. dlscale keeps no
+// vendor peak table: the peak is the GEMM it measured on this device in this run at the run's
+// precision (device_gemm_gflops), so this is MFU against the GEMM measured on this device. NaN
+// where none was measured.
+inline double model_flops_utilisation(double achieved_gflops_per_rank, double peak_gflops) {
+  return peak_gflops > 0 ? achieved_gflops_per_rank / peak_gflops
+                         : std::numeric_limits<double>::quiet_NaN();
+}
 
 // The per-iteration measurements that the noise scale is estimated from (worker/training_loop).
 inline constexpr const char* local_gradient_squared_norm = "local_gradient_squared_norm";

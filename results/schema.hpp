@@ -4,7 +4,11 @@
 
 namespace dlscale::results::schema {
 
-inline constexpr long long version = 9;
+inline constexpr long long version = 10;
+// Files before tokens per second and MFU: no `tokens_per_sample` run attribute (read as 0, so no
+// tokens per second), no `tokens_per_second` and `mfu` summary attributes (derived on reading
+// from what the file holds) and no such columns in /study (NaN); still read.
+inline constexpr long long before_model_rates_version = 9;
 // Files before --sharding: no `sharding` run attribute and no `sharding` column in /study and
 // /study_repeats (every run replicated: none); still read.
 inline constexpr long long before_sharding_version = 8;
@@ -69,6 +73,8 @@ inline constexpr const char* model_family = "model_family";
 inline constexpr const char* model_description = "model_description";
 inline constexpr const char* parameter_count = "parameter_count";
 inline constexpr const char* training_flops_per_sample = "training_flops_per_sample";
+// A language model's tokens per sample; 0 for other models. Absent before schema 10 (read as 0).
+inline constexpr const char* tokens_per_sample = "tokens_per_sample";
 inline constexpr const char* batch_per_rank = "batch_per_rank";
 inline constexpr const char* warmup_iterations = "warmup_iterations";
 inline constexpr const char* measured_iterations = "measured_iterations";
@@ -153,6 +159,10 @@ inline constexpr const char* allreduce_seconds = "allreduce_seconds";
 inline constexpr const char* allreduce_algbw_gbps = "allreduce_algbw_gbps";
 inline constexpr const char* allreduce_busbw_gbps = "allreduce_busbw_gbps";
 inline constexpr const char* parameters_identical = "parameters_identical";
+// Schema 10: the job's tokens per second (NaN for a model without tokens) and the model FLOPs
+// utilisation against the GEMM measured on the device (NaN without one).
+inline constexpr const char* tokens_per_second = "tokens_per_second";
+inline constexpr const char* mfu = "mfu";
 // Schema 8: the gradient noise scale (NaN where there is none, and why) and, on a run that
 // reached its target, the first evaluation that did.
 inline constexpr const char* noise_scale = "noise_scale";

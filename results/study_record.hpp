@@ -38,6 +38,10 @@ struct StudyPoint {
   std::string run;                 // its group name in /runs
   double iteration_seconds = 0, iteration_seconds_ci_low = 0, iteration_seconds_ci_high = 0;
   double throughput_samples_per_second = 0;
+  // X(n) in tokens, for a language model (NaN for others), and the run's MFU against the GEMM
+  // measured on its device (NaN without one); schema 10.
+  double tokens_per_second = nan;
+  double model_flops_utilisation = nan;
   double speedup = 0;
   double efficiency = 0, efficiency_ci_low = 0, efficiency_ci_high = 0;
   double karp_flatt = 0;                                                // NaN at the baseline

@@ -77,6 +77,7 @@ void write_run_attributes(hid_t file, const RunRecord& record) {
   write_attribute(file, schema::model_description, config.model_description);
   write_attribute(file, schema::parameter_count, (long long)config.parameter_count);
   write_attribute(file, schema::training_flops_per_sample, config.training_flops_per_sample);
+  write_attribute(file, schema::tokens_per_sample, (long long)config.tokens_per_sample);
   write_attribute(file, schema::batch_per_rank, (long long)config.batch_per_rank);
   write_attribute(file, schema::warmup_iterations, (long long)config.warmup_iterations);
   write_attribute(file, schema::measured_iterations, (long long)config.measured_iterations);
@@ -245,6 +246,8 @@ void write_summary(hid_t file, const RunRecord& record) {
 
   write_attribute(group, schema::throughput_samples_per_second,
                   summary.throughput_samples_per_second);
+  write_attribute(group, schema::tokens_per_second, summary.tokens_per_second);
+  write_attribute(group, schema::mfu, summary.model_flops_utilisation);
   write_attribute(group, schema::communication_fraction, summary.communication_fraction);
   write_attribute(group, schema::allreduce_bytes, summary.allreduce_bytes);
   write_attribute(group, schema::allreduce_seconds, summary.allreduce_seconds);

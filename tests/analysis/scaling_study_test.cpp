@@ -63,10 +63,9 @@ TEST(ScalingStudy, EachDeviceScalesAgainstItsOwnBaseline) {
     run.configuration.device = device;
     return run;
   };
-  const auto study = analyze_study({on("cuda", run_of({0.1, 0.1}, 0.025, 32, "weak")),
-                                    on("cpu", run_of({1.0}, 0, 32, "weak")),
-                                    on("cuda", run_of({0.1}, 0, 32, "weak")),
-                                    on("cpu", run_of({1.0, 1.0}, 0.5, 32, "weak"))});
+  const auto study = analyze_study(
+      {on("cuda", run_of({0.1, 0.1}, 0.025, 32, "weak")), on("cpu", run_of({1.0}, 0, 32, "weak")),
+       on("cuda", run_of({0.1}, 0, 32, "weak")), on("cpu", run_of({1.0, 1.0}, 0.5, 32, "weak"))});
   ASSERT_EQ(study.points.size(), 4u);
   const std::vector<std::pair<std::string, int>> expected_order = {
       {"cuda", 1}, {"cuda", 2}, {"cpu", 1}, {"cpu", 2}};
@@ -114,6 +113,23 @@ TEST(ScalingStudy, NoisyIterationsGiveAnIntervalAroundTheEstimate) {
   EXPECT_GT(two.efficiency_ci_high, two.efficiency);
   EXPECT_LT(two.iteration_seconds_ci_low, two.iteration_seconds);
   EXPECT_GT(two.iteration_seconds_ci_high, two.iteration_seconds);
+}
+
+// A language model's point counts its throughput in tokens too, and carries its run's MFU.
+TEST(ScalingStudy, ALanguageModelsPointHasTokensPerSecondAndItsRunsMfu) {
+  auto two = run_of({1.0, 1.0}, 0.25, 32, "weak");
+  two.configuration.tokens_per_sample = 64;
+  two.summary.model_flops_utilisation = 0.4;
+  const auto study = analyze_study({two});
+  ASSERT_EQ(study.points.size(), 1u);
+  EXPECT_DOUBLE_EQ(study.points[0].tokens_per_second, 64 / 1.25 * 64);
+  EXPECT_DOUBLE_EQ(study.points[0].model_flops_utilisation, 0.4);
+}
+
+TEST(ScalingStudy, AModelWithoutTokensOrAYardstickLeavesBothNaN) {
+  const auto study = analyze_study({run_of({1.0}, 0, 32, "weak")});
+  EXPECT_TRUE(std::isnan(study.points[0].tokens_per_second));
+  EXPECT_TRUE(std::isnan(study.points[0].model_flops_utilisation));
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Statistics and summary metrics against values worked out by hand (and by NumPy for quantiles).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "analysis/run_summary.hpp"
 #include "analysis/statistics.hpp"
 
@@ -96,6 +98,29 @@ TEST(RunSummary, AchievedGflopsUsesEachRanksMedianStep) {
   ASSERT_EQ(summary.gflops_per_rank.size(), 2u);
   EXPECT_DOUBLE_EQ(summary.gflops_per_rank[0], 10 * 1e9 / 4.0 / 1e9);
   EXPECT_DOUBLE_EQ(summary.gflops_per_rank[1], 10 * 1e9 / 3.75 / 1e9);
+}
+
+// A language model's sample is a sequence: its users count the tokens in it.
+TEST(RunSummary, TokensPerSecondIsTheJobsThroughputTimesTheTokensPerSample) {
+  auto record = two_rank_record();
+  record.configuration.tokens_per_sample = 128;
+  EXPECT_DOUBLE_EQ(summarize(record).tokens_per_second, 40.0 / 9.0 * 128);
+}
+
+TEST(RunSummary, AModelWithoutTokensHasNoTokensPerSecond) {
+  EXPECT_TRUE(std::isnan(summarize(two_rank_record()).tokens_per_second));
+}
+
+// MFU (PaLM, appendix B) against the GEMM measured on this device: the ranks' mean achieved
+// GFLOP/s, 2.5 and 10/3.75, over the yardstick.
+TEST(RunSummary, MfuIsTheMeanGflopsPerRankOverTheGemmMeasuredOnThisDevice) {
+  auto record = two_rank_record();
+  record.environment.device_gemm_gflops = 20;
+  EXPECT_DOUBLE_EQ(summarize(record).model_flops_utilisation, (2.5 + 10 / 3.75) / 2 / 20);
+}
+
+TEST(RunSummary, NoMfuWithoutAYardstick) {
+  EXPECT_TRUE(std::isnan(summarize(two_rank_record()).model_flops_utilisation));
 }
 
 TEST(RunSummary, WarmupIsLeftOutOfPhaseStatistics) {

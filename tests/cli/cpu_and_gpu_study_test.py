@@ -89,7 +89,7 @@ def main():
                  or " cpu " in f" {line} " or " cuda " in f" {line} "]
         if not any("cuda" in line for line in lines) or not any("cpu" in line for line in lines):
             fail("the devices table lacks a device", table[:1500])
-        if "% of its GEMM" not in table or "4.00x" not in table:
+        if "MFU" not in table or "4.00x" not in table:
             fail("the devices table lacks the GEMM share or the GPU's 4.00x samples/s", table[:1500])
 
         # predict scales one device at a time: it asks which, in one line, and predicts it.

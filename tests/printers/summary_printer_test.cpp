@@ -1,7 +1,8 @@
 // The run summary's yardstick: the compute line holds GFLOP/s against the faster of the GEMM
-// measured before and after the point, says on a line of its own when the two moved apart, and
-// explains a fraction above 100% instead of printing it bare; the study's spread across repeats
-// reads as "MEAN +- STD (MIN .. MAX)".
+// measured before and after the point (the MFU), says on a line of its own when the two moved
+// apart, and explains a fraction above 100% instead of printing it bare; a language model's
+// throughput line adds tokens per second; the study's spread across repeats reads as "MEAN +- STD
+// (MIN .. MAX)".
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,6 +29,8 @@ results::RunRecord run_at(double gflops, double before, double after) {
   run.environment.device_gemm_gflops_before = before;
   run.environment.device_gemm_gflops_after = after;
   run.environment.device_gemm_gflops = std::max(before, after);
+  run.summary.model_flops_utilisation =
+      results::model_flops_utilisation(gflops, run.environment.device_gemm_gflops);
   return run;
 }
 
@@ -49,7 +52,7 @@ std::string lines_labelled(const std::string& summary, const std::string& label)
 TEST(SummaryYardstick, ComputeIsAFractionOfTheFasterMeasurement) {
   const std::string summary = format_summary(run_at(118, 215, 236));
   EXPECT_NE(lines_labelled(summary, "compute")
-                .find(": 50.0% of the 236 GFLOP/s fp32 GEMM measured on this device"),
+                .find(": MFU 50.0% against the 236 GFLOP/s fp32 GEMM measured on this device"),
             std::string::npos)
       << summary;
 }
@@ -60,7 +63,7 @@ TEST(SummaryYardstick, NamesTheYardsticksPrecision) {
   run.configuration.precision = "bf16";
   const std::string summary = format_summary(run);
   EXPECT_NE(lines_labelled(summary, "compute")
-                .find(": 50.0% of the 236 GFLOP/s bf16 GEMM measured on this device"),
+                .find(": MFU 50.0% against the 236 GFLOP/s bf16 GEMM measured on this device"),
             std::string::npos)
       << summary;
 }
@@ -80,7 +83,8 @@ TEST(SummaryYardstick, SaysWhenTheMeasurementsMovedApartDuringThePoint) {
 
 TEST(SummaryYardstick, ExplainsAFractionAbove100Percent) {
   const std::string summary = format_summary(run_at(184, 156, 158));
-  EXPECT_NE(lines_labelled(summary, "compute").find("116.5% of the 158 GFLOP/s"), std::string::npos)
+  EXPECT_NE(lines_labelled(summary, "compute").find("MFU 116.5% against the 158 GFLOP/s"),
+            std::string::npos)
       << summary;
   EXPECT_EQ(lines_labelled(summary, "yardstick"),
             "yardstick       above 100%: this workload's GEMMs ran faster here than the square "
@@ -105,6 +109,42 @@ TEST(SummaryYardstick, OneMeasurementAloneIsNeverCalledMoved) {
   older.environment.device_gemm_gflops = 236;
   EXPECT_EQ(lines_labelled(format_summary(older), "yardstick"), "");
   EXPECT_EQ(lines_labelled(format_summary(run_at(118, 158, 0)), "yardstick"), "");
+}
+
+// A language model's users count tokens: the throughput line gives the job's tokens per second
+// and each rank's share, beside samples per second.
+TEST(SummaryThroughput, ALanguageModelGetsTokensPerSecondForTheJobAndPerRank) {
+  auto run = run_at(118, 236, 236);
+  run.ranks = 2;
+  run.loss = {2.0, 2.0, 1.5, 1.5};
+  run.configuration.tokens_per_sample = 256;
+  run.summary.throughput_samples_per_second = 12.5;
+  run.summary.tokens_per_second = 3200;
+  const std::string summary = format_summary(run);
+  EXPECT_EQ(lines_labelled(summary, "throughput"),
+            "throughput      12.5 samples/s (job); 3,200 tokens/s (job), 1,600 tokens/s per rank "
+            "(256 tokens per sample)\n")
+      << summary;
+}
+
+TEST(SummaryThroughput, AModelWithoutTokensGetsSamplesPerSecondAlone) {
+  auto run = run_at(118, 236, 236);
+  run.summary.throughput_samples_per_second = 12.5;
+  const std::string summary = format_summary(run);
+  EXPECT_EQ(lines_labelled(summary, "throughput"), "throughput      12.5 samples/s (job)\n")
+      << summary;
+}
+
+TEST(SummaryThroughput, TheQuietLineGivesALanguageModelsTokensPerSecond) {
+  auto run = run_at(118, 236, 236);
+  run.configuration.batch_per_rank = 4;
+  run.summary.throughput_samples_per_second = 2.5;
+  run.summary.tokens_per_second = 640;
+  EXPECT_EQ(format_point_line(run).rfind("1 rank x0 threads fp32, batch 4/rank: 2.5 samples/s "
+                                         "(640.0 tokens/s), compute-bound",
+                                         0),
+            0u)
+      << format_point_line(run);
 }
 
 TEST(SummaryYardstick, NoYardstickNoFraction) {
@@ -318,7 +358,7 @@ TEST(SummaryVerdict, ComputeBoundSaysTheSharesAndTheYardstickFraction) {
   const std::string verdict = lines_labelled(format_summary(two_ranks(8, 0, 2)), "verdict");
   EXPECT_EQ(verdict,
             "verdict         compute-bound: compute 80%, exposed communication 20%, waiting for "
-            "stragglers 0% of the iteration; compute at 50% of the 100 GFLOP/s fp32 GEMM "
+            "stragglers 0% of the iteration; MFU 50% against the 100 GFLOP/s fp32 GEMM "
             "measured on this device; not oversubscribed\n");
 }
 
@@ -343,8 +383,8 @@ TEST(SummaryVerdict, StragglerBoundWhenWaitingForTheSlowestRankIsTheLargestShare
 
 TEST(SummaryVerdict, OneRankIsComputeBoundWithNothingToWaitFor) {
   EXPECT_EQ(format_verdict(run_at(118, 236, 236)),
-            "verdict         compute-bound: one rank, no communication or stragglers; compute at "
-            "50% of the 236 GFLOP/s fp32 GEMM measured on this device; not oversubscribed\n");
+            "verdict         compute-bound: one rank, no communication or stragglers; MFU 50% "
+            "against the 236 GFLOP/s fp32 GEMM measured on this device; not oversubscribed\n");
 }
 
 TEST(SummaryVerdict, SaysWhenNoYardstickWasMeasured) {

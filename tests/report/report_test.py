@@ -7,7 +7,8 @@
 # dlscale, unsupported schema, damaged) giving one error line, exit status 2 and no output files;
 # output targets that are devices, links, directories or in missing directories refused, --json -,
 # a failed write leaving nothing, damaged files named in one line, and names printed escaped; the
-# closing line saying what was written; throughput ticks at the measured values, phase bars that
+# closing line saying what was written; the MFU of every run (derived for files before schema 10)
+# and no tokens per second for a model without tokens; throughput ticks at the measured values, phase bars that
 # add up to the step, and a prediction named by its network; and schema 8's convergence table
 # (gradient noise scale, statistical efficiency, goodput, time to target) and its goodput and
 # held-out evaluation figures, absent from older files and from runs without a target.
@@ -105,6 +106,13 @@ def peak_resident_bytes(run):
     return run["ranks/peak_resident_bytes"][()]
 
 
+def derived_mfu(run):
+    """A run's MFU where its file (before schema 10) holds none: its mean GFLOP/s per rank over
+    the GEMM its device measured, NaN where none was measured."""
+    yardstick = float(run.attrs.get("device_gemm_gflops", 0))
+    return run["summary/gflops_per_rank"][()].mean() / yardstick if yardstick > 0 else np.nan
+
+
 def check_group_matches(table, f, group, source):
     """table (read back from CSV or JSON) holds the datasets of f[group] unchanged; a file from
     before schema 6 has no failed_points/cause, which the report fills in as "unknown", one
@@ -119,6 +127,12 @@ def check_group_matches(table, f, group, source):
                                                     f"{set(table[name])} made up for a file "
                                                     "that records none")
             table = table.drop(columns=name)
+    if group == "study" and "mfu" in table.columns and "mfu" not in expected:
+        # Before schema 10 each row's MFU is its run's, derived from what the run holds.
+        derived = [derived_mfu(f["runs"][run]) for run in table["run"]]
+        expect(close(table["mfu"], derived), f"{source}: study mfu {list(table['mfu'])}, derived "
+                                             f"{derived}")
+        table = table.drop(columns="mfu")
     expect(set(table.columns) == set(expected),
            f"{source}: {group} columns {sorted(table.columns)}, file {sorted(expected)}")
     for name, values in expected.items():
@@ -145,6 +159,8 @@ def check_tables_match_file(runs, study, comm, path, source):
                 "throughput_samples_per_second": summary["throughput_samples_per_second"],
                 "communication_fraction": summary["communication_fraction"],
                 "allreduce_busbw_gbps": summary["allreduce_busbw_gbps"],
+                "tokens_per_second": summary.get("tokens_per_second", np.nan),
+                "mfu": summary.get("mfu", derived_mfu(run)),
                 "threads": run.attrs["threads_per_rank"], "repeat": run.attrs.get("repeat", 0),
                 "peak_rss_mib": peak_resident_bytes(run).max() / 2**20}
             for name, value in expected.items():
@@ -235,6 +251,24 @@ def test_sweep_tables_and_figures(directory):
     expect("Across repeats" not in result.stdout, "a repeats table for single runs")
     expect(not [n for n in os.listdir(directory) + os.listdir(csv_dir) if "partial" in n],
            "temporary files left behind")
+
+
+def test_mfu_is_shown_for_every_model_and_tokens_only_for_a_language_model(directory):
+    # A schema-3 sample of an FCN with a yardstick in one run: that run's MFU is derived from its
+    # GFLOP/s per rank, the others have none ('-'), and an FCN has no tokens per second.
+    sample = make_sample(directory, "mfu.h5")
+    with h5py.File(sample, "r+") as f:
+        f["runs/run_000"].attrs["device_gemm_gflops"] = np.float64(200.0)
+        expected = f["runs/run_000/summary/gflops_per_rank"][()].mean() / 200
+    printed = report_ok(sample).stdout
+    runs = printed[printed.index("Runs"):printed.index("Scaling study")]
+    header = runs.splitlines()[1]
+    expect("MFU" in header and "tokens/s" not in header,
+           f"the runs table's header is not as expected: {header}")
+    expect(f"{100 * expected:.1f}%" in runs.splitlines()[2],
+           f"run_000's MFU {100 * expected:.1f}% is not printed:\n{runs}")
+    study = printed[printed.index("Scaling study"):]
+    expect("MFU" in study.splitlines()[1], f"the study table has no MFU column:\n{study}")
 
 
 def test_degenerate_statistics_are_marked(directory):
@@ -1462,7 +1496,9 @@ def test_help():
 
 
 def main():
-    tests = [test_sweep_tables_and_figures, test_degenerate_statistics_are_marked,
+    tests = [test_sweep_tables_and_figures,
+             test_mfu_is_shown_for_every_model_and_tokens_only_for_a_language_model,
+             test_degenerate_statistics_are_marked,
              test_html_is_self_contained,
              test_optional_parts_missing, test_schema_2_still_reports,
              test_failed_point_shows_dash_and_reason, test_only_failed_points_reports,

@@ -34,7 +34,7 @@ RUN_INTEGERS = ["world_size", "launch_world_size", "node_count", "ranks_per_node
                 "parameter_count", "batch_per_rank", "warmup_iterations",
                 "measured_iterations", "threads_per_rank", "repeat", "seed", "overlap",
                 "intra_host_ring_hops", "inter_host_ring_hops", "learning_rate_warmup_steps",
-                "evaluate_every"]
+                "evaluate_every", "tokens_per_sample"]
 RUN_FLOATS = ["training_flops_per_sample", "learning_rate", "momentum", "bucket_mb",
               "device_gemm_gflops", "device_gemm_gflops_before", "device_gemm_gflops_after",
               "base_learning_rate", "target_value"]
@@ -85,7 +85,7 @@ def check_origin_attributes(f):
     for name in ORIGIN_STRINGS:
         attribute(f, name, str)
     version = attribute(f, "schema_version", np.int64)
-    expect(version == 9, f"attribute /@schema_version is {version}, expected 9")
+    expect(version == 10, f"attribute /@schema_version is {version}, expected 10")
     return int(attribute(f, "run_count", np.int64))
 
 
@@ -238,7 +238,7 @@ def check_step_is_sum_of_phases(timings):
 def expect_recomputed(name, stored, recomputed, formula):
     """stored (a /summary value) equals recomputed from the per-iteration data, to rounding."""
     stored, recomputed = np.asarray(stored, np.float64), np.asarray(recomputed, np.float64)
-    expect(np.allclose(stored, recomputed, rtol=1e-9, atol=0),
+    expect(np.allclose(stored, recomputed, rtol=1e-9, atol=0, equal_nan=True),
            f"/summary {name} is {stored!r}, but docs/results-format.md's formula {formula} gives "
            f"{recomputed!r} from the run's per-iteration data")
 
@@ -285,6 +285,14 @@ def check_summary_formulas(run, timings, table, warmup):
                       "allreduce_bytes / allreduce_seconds / 1e9, 0 for 0 s")
     expect_recomputed("@allreduce_busbw_gbps", attrs["allreduce_busbw_gbps"],
                       algbw * 2 * (ranks - 1) / ranks, "algbw * 2(n-1)/n")
+    tokens = int(run.attrs["tokens_per_sample"])
+    expect_recomputed("@tokens_per_second", attrs["tokens_per_second"],
+                      attrs["throughput_samples_per_second"] * tokens if tokens > 0 else np.nan,
+                      "throughput_samples_per_second * tokens_per_sample, NaN without tokens")
+    yardstick = float(run.attrs["device_gemm_gflops"])
+    expect_recomputed("@mfu", attrs["mfu"],
+                      summary["gflops_per_rank"][()].mean() / yardstick if yardstick > 0
+                      else np.nan, "mean_r gflops_per_rank / device_gemm_gflops")
     fingerprints = run["ranks/parameter_fingerprint"][()]
     expect_recomputed("@parameters_identical", attrs["parameters_identical"],
                       int((fingerprints == fingerprints[0]).all()),

@@ -443,6 +443,50 @@ TEST_F(ResultsFile, FilesWithoutTheYardsticksSpreadReadItAsNotMeasured) {
   EXPECT_EQ(read.environment.device_gemm_gflops_after, 0);
 }
 
+// Schema 10: a language model's tokens per sample (a run attribute), and in the summary the job's
+// tokens per second and the MFU, each NaN where a run has none.
+TEST_F(ResultsFile, TokensPerSecondAndMfuAreWrittenAndReadBack) {
+  const fs::path path = directory_ / "model_rates.h5";
+  RunRecord language_model = sample_record();
+  language_model.configuration.tokens_per_sample = 16;
+  language_model.summary.tokens_per_second = 19752;
+  language_model.summary.model_flops_utilisation = 0.375;
+  RunRecord without_yardstick = sample_record();  // no tokens, no yardstick: both NaN
+  write_results(sample_file({language_model, without_yardstick}), path, false);
+  const auto file = read_results(path);
+  const RunRecord& read = file.runs.at(0);
+  EXPECT_EQ(read.configuration.tokens_per_sample, 16);
+  EXPECT_EQ(read.summary.tokens_per_second, 19752);
+  EXPECT_EQ(read.summary.model_flops_utilisation, 0.375);
+  EXPECT_EQ(file.runs.at(1).configuration.tokens_per_sample, 0);
+  EXPECT_TRUE(std::isnan(file.runs.at(1).summary.tokens_per_second));
+  EXPECT_TRUE(std::isnan(file.runs.at(1).summary.model_flops_utilisation));
+}
+
+// Files before schema 10 hold what the MFU is derived from (the GFLOP/s per rank and the
+// yardstick), but not a language model's tokens per sample: no tokens per second.
+TEST_F(ResultsFile, FilesBeforeTheModelRatesDeriveTheMfuAndHaveNoTokens) {
+  const fs::path path = directory_ / "before_model_rates.h5";
+  RunRecord record = sample_record();
+  record.configuration.tokens_per_sample = 16;
+  record.summary.tokens_per_second = 19752;
+  write_results(sample_file({record}), path, false);
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  const hid_t run = H5Gopen2(file, "runs/run_000", H5P_DEFAULT);
+  ASSERT_GE(H5Adelete(run, "tokens_per_sample"), 0);
+  const hid_t summary = H5Gopen2(run, "summary", H5P_DEFAULT);
+  for (const char* name : {"tokens_per_second", "mfu"})
+    ASSERT_GE(H5Adelete(summary, name), 0) << name;
+  H5Gclose(summary);
+  H5Gclose(run);
+  H5Fclose(file);
+  const RunRecord read = read_results(path).runs.at(0);
+  EXPECT_EQ(read.configuration.tokens_per_sample, 0);
+  EXPECT_TRUE(std::isnan(read.summary.tokens_per_second));
+  // GFLOP/s per rank 1.5 and 1.25 against the 51234.5 GFLOP/s yardstick.
+  EXPECT_DOUBLE_EQ(read.summary.model_flops_utilisation, (1.5 + 1.25) / 2 / 51234.5);
+}
+
 // Files before schema 7 recorded a run's precision, where at all, as the device property; their
 // tables have no precision column and read as fp32.
 TEST_F(ResultsFile, FilesBeforePrecisionWasRecordedReadItFromTheDevice) {
@@ -573,6 +617,15 @@ TEST_F(ResultsFile, ValuesBeyondTheBoundsAreRefused) {
         write_doubles(run, "layers/backward_seconds", std::vector<double>(3 * 2 * 3, std::nan("")));
       },
       "dataset 'backward_seconds' holds nan s");
+  expect_damaged(
+      "negative-mfu",
+      [](hid_t run) {
+        const hid_t summary = H5Gopen2(run, "summary", H5P_DEFAULT);
+        H5Adelete(summary, "mfu");
+        hdf5::write_attribute(summary, "mfu", -0.5);
+        H5Gclose(summary);
+      },
+      "'mfu' is -0.5");
 }
 
 // dlscale writes each object under one name: soft and external links, and hard links that give an
