@@ -133,6 +133,33 @@ stage lstm 60 90 lstm_runs
 grep -E '^== |^step |^phase \(' "$keep/lstm.log" 2>/dev/null | tee -a "$log"
 
 stage kernels 45 90 "$build_dir/tests/dlscale_gpu_kernel_tests"
+
+# Issue 34 and 35 on the GPU, never run there before: ZeRO-1 and ZeRO-3 on two ranks sharing the
+# GPU (MPI stages the collectives through the host; NCCL needs a GPU per rank), which must end
+# bit-identical in every strategy; the GPT family in float and bf16.
+sharding_and_gpt_runs() {
+  local status=0 identical
+  timeout 150 mpirun -np 2 "$build_dir/dlscale" --device cuda --comm mpi --model resnet-56 \
+    --batch 32 --optimizer adamw --sharding none,optimizer,full --ranks 2 --iters 5 --warmup 1 \
+    --probe no --out "$keep/sharding.h5" --overwrite </dev/null | tee "$keep/sharding.out" ||
+    status=1
+  identical=$(grep -c "bit-identical on all 2 ranks" "$keep/sharding.out" || true)
+  echo "== sharding: $identical of 3 strategies bit-identical"
+  ((identical == 3)) || status=1
+  for precision in fp32 bf16; do
+    echo "== gpt2-small batch 8 $precision"
+    timeout 120 mpirun -np 1 "$build_dir/dlscale" --device cuda --comm nccl --model gpt2-small \
+      --batch 8 --precision "$precision" --iters 10 --warmup 3 --out "$keep/gpt.h5" \
+      --overwrite </dev/null || status=1
+    rm -f "$keep/gpt.h5"
+  done
+  "$build_dir/tests/dlscale_gpu_kernel_tests" --gtest_filter='*LayerNorm*:*Gelu*:*CausalSoftmax*' ||
+    status=1
+  return $status
+}
+export -f sharding_and_gpt_runs
+stage sharding_gpt 90 200 sharding_and_gpt_runs
+grep -E '^== |^step |^throughput|^compute' "$keep/sharding_gpt.log" 2>/dev/null | tee -a "$log"
 stage bound 60 120 env OUT="$keep" bash -c 'ctest_one "$@"' _ gpu_points_finish_within_a_bound
 stage training 60 120 ctest_one gpu_training_agrees_with_the_cpu
 stage profile 50 70 env OUT="$keep" DLSCALE_CUDNN_API=graph BUILD_DIR="$build_dir" \

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -716,6 +717,102 @@ TYPED_TEST(CudaMathTest, SoftmaxCrossEntropyMatchesCpu) {
                               8 * epsilon<T> + underflow_floor<T>;
                      });
       }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The transformer's element-wise kernels: layer norm, GELU, the causal softmax. Each row's sums
+// run in another order on the GPU, and tanh and exp differ by an ulp or two: relative to the
+// scale of what made each value, a few hundred ulp of float (rows of up to 1,024 values).
+
+template <typename T>
+constexpr double row_tolerance = std::is_same_v<T, float> ? 2e-5 : 1e-12;
+
+TYPED_TEST(CudaMathTest, LayerNormForwardAndBackwardMatchCpu) {
+  using T = TypeParam;
+  for (const auto& [rows, width] : {std::pair{1, 1}, std::pair{3, 7}, std::pair{257, 768}}) {
+    const std::size_t count = std::size_t(rows) * width;
+    const auto x = uniform_values<T>(count, -3, 5, 31);
+    const auto scale_shift = uniform_values<T>(2 * std::size_t(width), -2, 2, 32);
+    const auto dy = uniform_values<T>(count, -1, 1, 33);
+    const std::string what = describe("<", type_name<T>(), "> rows=", rows, " width=", width);
+    const auto run = [&](Device& device) {
+      auto device_x = upload(device, x), device_scale_shift = upload(device, scale_shift),
+           device_dy = upload(device, dy);
+      DeviceArray<T> y(device, count), mean(device, rows), variance(device, rows),
+          dx(device, count), scale_shift_gradient(device, 2 * std::size_t(width));
+      auto& math = device.math<T>();
+      math.layer_norm_forward(rows, width, device_x.data(), device_scale_shift.data(), y.data(),
+                              mean.data(), variance.data());
+      math.layer_norm_backward(rows, width, device_x.data(), device_scale_shift.data(),
+                               mean.data(), variance.data(), device_dy.data(), dx.data(),
+                               scale_shift_gradient.data());
+      return std::tuple{download(device, y), download(device, dx),
+                        download(device, scale_shift_gradient)};
+    };
+    const auto [y, dx, dscale] = run(this->cpu());
+    const auto [gpu_y, gpu_dx, gpu_dscale] = run(this->gpu());
+    // Normalised values are O(1) times the scale, plus the shift.
+    expect_close("layer_norm_forward" + what, y, gpu_y, [&](std::size_t i) {
+      return row_tolerance<T> * (std::abs(double(scale_shift[i % width])) * 4 +
+                                 std::abs(double(scale_shift[width + i % width])) + 1);
+    });
+    expect_close("layer_norm_backward dx" + what, dx, gpu_dx,
+                 [&](std::size_t) { return row_tolerance<T> * 8 * std::sqrt(double(width)); });
+    // Column sums over the rows.
+    expect_close("layer_norm_backward dscale" + what, dscale, gpu_dscale,
+                 [&](std::size_t) { return row_tolerance<T> * 4 * rows; });
+  }
+}
+
+TYPED_TEST(CudaMathTest, GeluForwardAndBackwardMatchCpu) {
+  using T = TypeParam;
+  for (std::size_t count : {std::size_t(1), std::size_t(7), std::size_t(100003)}) {
+    const auto x = uniform_values<T>(count, -12, 12, 41);
+    const auto dy = uniform_values<T>(count, -1, 1, 42);
+    const std::string what = describe("<", type_name<T>(), "> count=", count);
+    const auto run = [&](Device& device) {
+      auto device_x = upload(device, x), device_dy = upload(device, dy);
+      DeviceArray<T> y(device, count), dx(device, count);
+      device.math<T>().gelu_forward(count, device_x.data(), y.data());
+      device.math<T>().gelu_backward(count, device_x.data(), device_dy.data(), dx.data());
+      return std::pair{download(device, y), download(device, dx)};
+    };
+    const auto [y, dx] = run(this->cpu());
+    const auto [gpu_y, gpu_dx] = run(this->gpu());
+    expect_close("gelu_forward" + what, y, gpu_y, [&](std::size_t i) {
+      return 8 * epsilon<T> * (std::abs(double(x[i])) + 1);
+    });
+    expect_close("gelu_backward" + what, dx, gpu_dx, [&](std::size_t i) {
+      return 16 * epsilon<T> * (std::abs(double(x[i])) + 1) * std::abs(double(dy[i])) +
+             underflow_floor<T>;
+    });
+  }
+}
+
+TYPED_TEST(CudaMathTest, CausalSoftmaxMatchesCpuAndMasksTheFuture) {
+  using T = TypeParam;
+  for (int rows : {1, 5, 1024}) {
+    const std::size_t count = std::size_t(rows) * rows;
+    const auto scores = uniform_values<T>(count, -30, 30, 51);
+    const auto dp = uniform_values<T>(count, -1, 1, 52);
+    const std::string what = describe("<", type_name<T>(), "> rows=", rows);
+    const auto run = [&](Device& device) {
+      auto p = upload(device, scores), gradient = upload(device, dp);
+      device.math<T>().causal_softmax_forward(rows, p.data());
+      device.math<T>().causal_softmax_backward(rows, p.data(), gradient.data());
+      return std::pair{download(device, p), download(device, gradient)};
+    };
+    const auto [p, ds] = run(this->cpu());
+    const auto [gpu_p, gpu_ds] = run(this->gpu());
+    for (int r = 0; r < rows; ++r)
+      for (int c = r + 1; c < rows; ++c)
+        ASSERT_EQ(gpu_p[std::size_t(r) * rows + c], T(0)) << what << ": row " << r << " sees " << c;
+    expect_close("causal_softmax_forward" + what, p, gpu_p, [&](std::size_t i) {
+      return sigmoid_tolerance<T> * 4 * std::abs(double(p[i])) + underflow_floor<T>;
+    });
+    expect_close("causal_softmax_backward" + what, ds, gpu_ds,
+                 [&](std::size_t) { return row_tolerance<T>; });
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
