@@ -78,8 +78,10 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
   workload.add_options()(
       "model,m", po::value(&options.model)->default_value(defaults.model),
       "built-in model (see --list-models), a fully connected net "
-      "fcn:INPUT,HIDDEN,...,CLASSES (e.g. fcn:784,2048,10) or an LSTM language model "
-      "lstm:SEQ,HIDDEN,LAYERS,VOCAB (e.g. lstm:32,512,2,10000)")(
+      "fcn:INPUT,HIDDEN,...,CLASSES (e.g. fcn:784,2048,10), an LSTM language model "
+      "lstm:SEQ,HIDDEN,LAYERS,VOCAB (e.g. lstm:32,512,2,10000) or a GPT-style transformer "
+      "gpt:LAYERS,WIDTH,HEADS,SEQUENCE,VOCABULARY (e.g. gpt:12,768,12,256,50257; a batch is "
+      "in sequences)")(
       "batch,b", po::value(&raw.batch),
       "samples per rank per step (default: the model's reference CPU batch)")(
       "iters,n", po::value(&raw.iterations)->default_value(defaults.measured_iterations),
