@@ -98,6 +98,16 @@ std::string short_of_target(const TrainingTarget& target,
       with_thousands_separators(std::uint64_t(target.max_samples)));
 }
 
+// How the point updates its parameters, for the memory estimate.
+worker::UpdateStrategy update_strategy(const TrainingPlan& plan, const SweepPoint& point,
+                                       const comm::HostPlacement& placement) {
+  return {
+      plan.optimizer, point.sharding,
+      // Hybrid sharding shards over the ranks of one host.
+      plan.sharding_group == results::ShardingGroup::node ? placement.ranks_on_host : point.ranks,
+      std::uint64_t(plan.shard_unit_mb * (1 << 20))};
+}
+
 // Hybrid sharding's groups (--sharding-group node): this rank's host, and the ranks of its local
 // index on every host, with a communicator over each. The MPI groups live as long as they do.
 struct HybridGroups {
@@ -155,7 +165,8 @@ struct PointSetUp {
   worker::TrainingSchedule schedule;               // the plan's, for this point
   double learning_rate = 0;                        // scaled to the point's global batch
   results::Sharding sharding = results::Sharding::none;  // the point's strategy
-  std::unique_ptr<worker::HeldOutSet> held_out;          // with --eval-every
+  double memory_estimate_bytes = 0;  // per rank, by worker/memory_plan, before anything is made
+  std::unique_ptr<worker::HeldOutSet> held_out;  // with --eval-every
 };
 
 // What a point's training left on this rank.
@@ -181,6 +192,8 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
   const int batches = point_distinct_batches(plan, point);
   if (plan.check_memory_per_point)
     fail_unless_it_fits(group, workload, batch, batches, point, device, plan, run.placement);
+  run.memory_estimate_bytes = double(worker::estimate_training_bytes(
+      workload, batch, batches, point.precision, update_strategy(plan, point, run.placement)));
 
   run.communicator =
       comm::make_gradient_communicator(plan.comm_backend, group, device, plan.grad_dtype);
@@ -313,6 +326,7 @@ std::optional<results::RunRecord> record_point(const TrainingPlan& plan, const S
     buckets.push_back({bucket.first_layer, bucket.last_layer,
                        double(bucket.count * comm::sent_bytes_per_element(plan.grad_dtype))});
   const double gemm_gflops_before = run.gemm_gflops_before;
+  const double memory_estimate_bytes = run.memory_estimate_bytes;
   const int planned_iterations = run.schedule.measured_iterations;
   {
     const PointSetUp finished = std::move(run);  // freed here, in reverse order of making
@@ -325,6 +339,7 @@ std::optional<results::RunRecord> record_point(const TrainingPlan& plan, const S
   point_environment.device_properties = device.properties();  // this point's threads
   point_environment.device_gemm_gflops_before = gemm_gflops_before;
   point_environment.device_gemm_gflops_after = gemm_gflops_after;
+  point_environment.memory_estimate_bytes = memory_estimate_bytes;
   // The faster of the two: the slower one was held back (other work, or a lower clock).
   point_environment.device_gemm_gflops = std::max(gemm_gflops_before, gemm_gflops_after);
   comm::MpiHostGroup host_group(group);
@@ -368,12 +383,7 @@ void fail_unless_it_fits(MPI_Comm group, const workloads::Workload& workload, in
         workload, batch, batches, point.precision,
         ranks_per_device(placement.ranks_on_host,
                          kernels::device_record(plan.device_kind).devices_per_host()),
-        device.free_memory_bytes(),
-        {plan.optimizer, point.sharding,
-         // Hybrid sharding shards over the ranks of one host.
-         plan.sharding_group == results::ShardingGroup::node ? placement.ranks_on_host
-                                                             : point.ranks,
-         std::uint64_t(plan.shard_unit_mb * (1 << 20))});
+        device.free_memory_bytes(), update_strategy(plan, point, placement));
     if (!shortfall.empty()) throw PointFailure(FailureCause::does_not_fit, shortfall);
   });
 }

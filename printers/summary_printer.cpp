@@ -12,6 +12,7 @@
 #include "analysis/run_verdict.hpp"
 #include "analysis/scaling_metrics.hpp"
 #include "core/number_format.hpp"
+#include "results/schema.hpp"
 
 namespace dlscale::printers {
 
@@ -312,6 +313,17 @@ std::string format_summary(const results::RunRecord& record,
   if (!absent_as_above.empty())
     fmt::format_to(line, "{:<16}absent, for the reasons given above: {}\n",
                    first_measurement ? "measured" : "", fmt::join(absent_as_above, ", "));
+  // The estimate that admitted the point, beside the largest peak any rank measured.
+  if (const double estimate = record.environment.memory_estimate_bytes; estimate > 0) {
+    fmt::format_to(line,
+                   "memory          {} per rank estimated before training for the network, "
+                   "optimizer state, shards and data (not the libraries)",
+                   with_units(estimate, "bytes"));
+    for (const auto& m : analysis::summarize_measurements(record))
+      if (m.name == results::schema::peak_resident_bytes && m.sources > 0)
+        fmt::format_to(line, "; the whole process peaked at {}", with_units(m.peak, m.units));
+    fmt::format_to(line, "\n");
+  }
   if (record.ranks == 1)
     fmt::format_to(line, "parameters      one rank: no replicas to compare\n");
   else

@@ -122,6 +122,8 @@ void read_run_attributes(hid_t file, RunRecord& record, long long version) {
     env.device_gemm_gflops_before = read_double_attribute(file, schema::device_gemm_gflops_before);
     env.device_gemm_gflops_after = read_double_attribute(file, schema::device_gemm_gflops_after);
   }
+  if (has_attribute(file, schema::memory_estimate_bytes))  // files before it: not estimated
+    env.memory_estimate_bytes = read_double_attribute(file, schema::memory_estimate_bytes);
   env.node_count = int(read_integer_attribute(file, schema::node_count));
   env.ranks_per_node = int(read_integer_attribute(file, schema::ranks_per_node));
   const long long world_size = read_integer_attribute(file, schema::world_size);

@@ -155,6 +155,9 @@ struct RunEnvironment {
   // 0 where not measured: `after` in a run stopped by a signal, both in files from before them.
   double device_gemm_gflops_before = 0;
   double device_gemm_gflops_after = 0;
+  // Rank 0's memory estimate per rank before the point allocated anything (worker/memory_plan:
+  // network, optimizer state, shards and unit buffers, data); 0 where not estimated (files before).
+  double memory_estimate_bytes = 0;
   std::vector<std::string> rank_hosts;  // host name of each rank, in rank order
   int node_count = 0;                   // distinct hosts
   int ranks_per_node = 0;               // the most ranks on any one host

@@ -49,6 +49,7 @@ inline constexpr const char* device_gemm_gflops = "device_gemm_gflops";
 // Its measurements before and after the measured iterations; absent in earlier files (read as 0).
 inline constexpr const char* device_gemm_gflops_before = "device_gemm_gflops_before";
 inline constexpr const char* device_gemm_gflops_after = "device_gemm_gflops_after";
+inline constexpr const char* memory_estimate_bytes = "memory_estimate_bytes";
 
 // Run attributes (each /runs/run_NNN group); the origin attributes above repeat there.
 inline constexpr const char* runs_group = "runs";

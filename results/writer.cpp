@@ -58,6 +58,7 @@ void write_run_attributes(hid_t file, const RunRecord& record) {
   write_attribute(file, schema::device_gemm_gflops, env.device_gemm_gflops);
   write_attribute(file, schema::device_gemm_gflops_before, env.device_gemm_gflops_before);
   write_attribute(file, schema::device_gemm_gflops_after, env.device_gemm_gflops_after);
+  write_attribute(file, schema::memory_estimate_bytes, env.memory_estimate_bytes);
   write_attribute(file, schema::world_size, (long long)record.ranks);
   if (!record.partial_reason.empty()) write_attribute(file, schema::partial, record.partial_reason);
   write_attribute(file, schema::launch_world_size, (long long)env.launch_world_size);
