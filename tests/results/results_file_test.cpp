@@ -86,6 +86,7 @@ class ResultsFile : public ::testing::Test {
                           51234.5,
                           48123.25,
                           51234.5,
+                          3.5e8,
                           {"node-a", "node-b"},
                           2,
                           1,
@@ -241,6 +242,7 @@ TEST_F(ResultsFile, RoundTripRestoresEveryField) {
   EXPECT_EQ(read.environment.device_gemm_gflops, written.environment.device_gemm_gflops);
   EXPECT_EQ(read.environment.device_gemm_gflops_before, 48123.25);
   EXPECT_EQ(read.environment.device_gemm_gflops_after, 51234.5);
+  EXPECT_EQ(read.environment.memory_estimate_bytes, 3.5e8);
   EXPECT_EQ(read.environment.rank_hosts, written.environment.rank_hosts);
   EXPECT_EQ(read.environment.node_count, 2);
   EXPECT_EQ(read.environment.ranks_per_node, 1);
