@@ -3,11 +3,19 @@
 # /comm/COLLECTIVE/DTYPE below it) can be recomputed from the raw times, with nccl-tests' bus
 # bandwidth factors written out here independently of dlscale's.
 # Usage: python3 h5py_reads_comm.py FILE.h5
+import pathlib
+import re
 import sys
 
 # The same expectations and messages as the training-run check, which also refuses to pass when
 # h5py or numpy is missing.
 from h5py_reads_results import SchemaError, attribute, expect, h5py, np
+
+# The version dlscale writes, from the one place that defines it.
+NEWEST_SCHEMA_VERSION = int(re.search(
+    r"^inline constexpr long long version = (\d+);",
+    (pathlib.Path(__file__).resolve().parents[2] / "results" / "schema.hpp").read_text(),
+    re.M).group(1))
 
 ROOT_STRINGS = ["dlscale_version", "git_commit", "command_line", "start_time_utc"]
 LAUNCH_STRINGS = ["backend", "mpi_library_version"]
@@ -144,7 +152,8 @@ def check(path):
         for name in ROOT_STRINGS:
             attribute(f, name, str)
         version = attribute(f, "schema_version", np.int64)
-        expect(version == 9, f"attribute /@schema_version is {version}, expected 9")
+        expect(version == NEWEST_SCHEMA_VERSION,
+               f"attribute /@schema_version is {version}, expected {NEWEST_SCHEMA_VERSION}")
         runs = attribute(f, "run_count", np.int64)
         expect(runs == 0, f"attribute /@run_count is {runs}, expected 0")
         expect("runs" not in f, "a comm file has no /runs group")
