@@ -186,6 +186,14 @@ def tokens_column(tokens_per_second):
     return {"tokens/s": tokens_per_second.map(significant)}
 
 
+def mfu_column(mfu):
+    """{'MFU': ...} where some row measured its device's GEMM rate, else nothing: a column of
+    dashes would only widen the page."""
+    if not mfu.notna().any():
+        return {}
+    return {"MFU": mfu.map(percent)}
+
+
 def runs_display(results, table):
     times = [("step p50", "step_median_s"), ("step p95", "step_p95_s"),
              ("forward", "forward_median_s"), ("backward", "backward_median_s"),
@@ -206,7 +214,7 @@ def runs_display(results, table):
            for header, name in times},
         "samples/s": table["throughput_samples_per_second"].map(significant),
         **tokens_column(table["tokens_per_second"]),
-        "MFU": table["mfu"].map(percent),
+        **mfu_column(table["mfu"]),
         "comm frac": table["communication_fraction"].map(fraction),
         "busbw GB/s": table["allreduce_busbw_gbps"].map(lambda x: significant(x, 3)),
         "peak RSS MiB": table["peak_rss_mib"].map(significant)})
@@ -268,7 +276,8 @@ def study_display(results):
     shown["samples/s"] = get("throughput_samples_per_second").map(significant)
     for header, column in tokens_column(get("tokens_per_second")).items():
         shown[header] = column
-    shown["MFU"] = get("mfu").map(percent)
+    for header, column in mfu_column(get("mfu")).items():
+        shown[header] = column
     shown["speedup"] = get("speedup").map(fraction)
     shown["efficiency [95% CI]"] = [
         with_interval(*v, percent) + ("?" if too_wide(*v) and ranks != baseline else "")
