@@ -331,6 +331,8 @@ std::optional<results::RunRecord> record_point(const TrainingPlan& plan, const S
   {
     const PointSetUp finished = std::move(run);  // freed here, in reverse order of making
   }
+  // Not kept in the heap for the next points, whose memory checks and peaks would count it.
+  return_free_memory_to_the_system();
   // A stop signal asks for a quick exit, so the run keeps the yardstick from before only.
   const double gemm_gflops_after = measured.stop_signal == 0 ? measure_yardstick(device, group) : 0;
 

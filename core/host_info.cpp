@@ -2,6 +2,8 @@
 // (v2, or v1's memory controller), as Slurm and container runtimes set it.
 #include "core/host_info.hpp"
 
+#include <malloc.h>
+
 #include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -123,6 +125,8 @@ int physical_core_count() {
   if (!cores.empty()) return int(cores.size());
   return logical_cpu_count();
 }
+
+void return_free_memory_to_the_system() { malloc_trim(0); }
 
 std::uint64_t peak_resident_bytes() {
   rusage usage{};

@@ -25,6 +25,12 @@ int physical_core_count();
 // This process's peak resident set size so far.
 std::uint64_t peak_resident_bytes();
 
+// Hands the heap's free memory back to the kernel (malloc_trim). Buffers below glibc's mmap
+// threshold (up to 32 MiB, raised as large blocks are freed) come from the heap, which keeps what
+// is freed: without this, a rank that trained a large point holds its memory through the next
+// points of the sweep, and their memory checks see it as taken.
+void return_free_memory_to_the_system();
+
 // This process's address-space limit (RLIMIT_AS, `ulimit -v`) in bytes, or 0 where there is none.
 std::uint64_t address_space_limit_bytes();
 
