@@ -72,47 +72,11 @@ done
 for value in "$minbytes" "$maxbytes"; do
   [[ $value =~ ^[1-9][0-9]*[kKmMgG]?$ ]] || { echo "--minbytes/--maxbytes: bad size '$value' (bytes, optional K, M or G)" >&2; exit 2; }
 done
-IFS=, read -ra cases <<<"$models"
-for case in "${cases[@]}"; do
-  [[ $case =~ ^[a-z0-9-]+:[1-9][0-9]*$ ]] || { echo "--models: bad entry '$case' (MODEL:BATCH)" >&2; exit 2; }
-done
-
-python=$venv/bin/python
-if [[ ! -x $python ]] || ! "$python" -c 'import torch' 2>/dev/null; then
-  echo "no PyTorch environment at $venv: make it with benchmarks/peers/install.sh" >&2
-  exit 1
-fi
-if [[ ! -x $build_dir/dlscale ]]; then
-  echo "no $build_dir/dlscale: build it with scripts/build.sh (or set BUILD_DIR)" >&2
-  exit 1
-fi
-if ((two_hosts)) && ((EUID != 0)); then
-  echo "--two-hosts needs root (network namespaces)" >&2
-  exit 1
-fi
-
-raw_dir=${RAW_DIR:-$(mktemp -d /tmp/dlscale-vs-ddp-XXXXXX)}
-mkdir -p "$raw_dir"
-echo "raw outputs: $raw_dir" >&2
-# shellcheck source-path=SCRIPTDIR source=../scripts/mpi-environment.sh
-source "$here/../scripts/mpi-environment.sh"
-started=$SECONDS
-say() { echo "[$((SECONDS - started)) s] $*" >&2; }
-
-cluster=''
-# shellcheck disable=SC2317  # run by the EXIT trap
-remove_cluster() { if [[ -n $cluster ]]; then "$cluster_script" down "$cluster"; fi; }
-trap remove_cluster EXIT
+raw_prefix=dlscale-vs-ddp
+# shellcheck source-path=SCRIPTDIR source=peers/launch_setup.sh
+source "$here/peers/launch_setup.sh"
 ddp_env=()
-if ((two_hosts)); then
-  cluster=$("$cluster_script" up 2 --slots 1)
-  mapfile -t hosts < <("$cluster_script" hosts "$cluster")
-  # Rank r on core r mod the cores, as benchmarks/netns_rate_limit.sh does: every emulated host
-  # sees all the cores, and the kernel may otherwise stack both ranks on one.
-  # shellcheck disable=SC2016  # expanded by each rank's shell
-  pin_to_core=(sh -c 'exec taskset -c $((OMPI_COMM_WORLD_RANK % $(nproc))) "$@"' pin-to-core)
-  ddp_env=(env MASTER_ADDR=10.77.0.1 GLOO_SOCKET_IFNAME=eth0)
-fi
+((two_hosts)) && ddp_env=(env MASTER_ADDR=10.77.0.1 GLOO_SOCKET_IFNAME=eth0)
 placement="2 ranks on 1 host"
 ((two_hosts)) && placement="1 rank on each of 2 emulated hosts (netns, veth, TCP)"
 
