@@ -473,6 +473,17 @@ std::string format_study(const results::StudySummary& study,
                    "the rest\n",
                    study.scaling, study.baseline_ranks, study.baseline_ranks == 1 ? "" : "s",
                    same_configuration);
+  // A language model's study reads in tokens, and MFU wherever a point has one (docs/workloads.md).
+  const bool language_model =
+      std::any_of(study.points.begin(), study.points.end(),
+                  [](const auto& p) { return std::isfinite(p.tokens_per_second); });
+  const bool has_mfu = std::any_of(study.points.begin(), study.points.end(), [](const auto& p) {
+    return std::isfinite(p.model_flops_utilisation);
+  });
+  const auto token_columns = [&](const auto& tokens, const auto& mfu) {
+    return fmt::format("{}{}", language_model ? fmt::format(" {:>10}", tokens) : "",
+                       has_mfu ? fmt::format(" {:>6}", mfu) : "");
+  };
   std::string energy_header;
   for (const auto& [name, joules] : study.points.empty()
                                         ? decltype(study.points.front().energy_joules_per_sample){}
@@ -487,10 +498,10 @@ std::string format_study(const results::StudySummary& study,
                        repeated ? fmt::format(" {:>6}", repeat) : "");
   };
   if (!one_rank_count)
-    fmt::format_to(line, "{} {:>10} {:>12} {:>8} {:>19} {:>10} {:>7} {:>9} {:>7}{}  {}\n",
+    fmt::format_to(line, "{} {:>10} {:>12}{} {:>8} {:>19} {:>10} {:>7} {:>9} {:>7}{}  {}\n",
                    key_columns(configuration_header, "ranks", "threads", "repeat"), "iter ms",
-                   "samples/s", "speedup", "efficiency", "Karp-Flatt", "comm", "imbalance", "other",
-                   energy_header, "straggler");
+                   "samples/s", token_columns("tokens/s", "MFU"), "speedup", "efficiency",
+                   "Karp-Flatt", "comm", "imbalance", "other", energy_header, "straggler");
   std::vector<std::string> karp_flatt_reasons;  // each once, under the table
   bool too_noisy = false;
   for (const auto& p : study.points) {
@@ -509,11 +520,16 @@ std::string format_study(const results::StudySummary& study,
       energy += fmt::format(" {:>12.4g}", joules);
     fmt::format_to(
         line,
-        "{} {:>10.2f} {:>12.1f} {:>8.2f} {:>6.1f}% [{:>4.0f},{:>4.0f}]{} {:>10} "
+        "{} {:>10.2f} {:>12.1f}{} {:>8.2f} {:>6.1f}% [{:>4.0f},{:>4.0f}]{} {:>10} "
         "{:>6.1f}% {:>8.1f}% {:>6.1f}%{}  {}\n",
         key_columns(configuration_of(p), p.ranks, p.threads, p.repeat), p.iteration_seconds * 1e3,
-        p.throughput_samples_per_second, p.speedup, p.efficiency * 100, p.efficiency_ci_low * 100,
-        p.efficiency_ci_high * 100, noisy ? "?" : " ",
+        p.throughput_samples_per_second,
+        token_columns(std::isfinite(p.tokens_per_second) ? tokens_rate(p.tokens_per_second) : "-",
+                      std::isfinite(p.model_flops_utilisation)
+                          ? fmt::format("{:.1f}%", 100 * p.model_flops_utilisation)
+                          : "-"),
+        p.speedup, p.efficiency * 100, p.efficiency_ci_low * 100, p.efficiency_ci_high * 100,
+        noisy ? "?" : " ",
         std::isnan(p.karp_flatt)    ? "-"
         : karp_flatt_reason.empty() ? fmt::format("{:.3f}", p.karp_flatt)
                                     : fmt::format("{:.3f}!", p.karp_flatt),

@@ -232,6 +232,19 @@ TEST(StudyTable, NoStragglerAtOneRank) {
     if (line.rfind("     1 ", 0) == 0) EXPECT_EQ(line.back(), '-') << line;
 }
 
+// A language model's study reads in tokens and MFU; an image model's table has neither column.
+TEST(StudyTable, LanguageModelPointsShowTokensAndMfu) {
+  EXPECT_EQ(format_study(study_of(0.8, 0.79, 0.81, 0.083)).find("tokens/s"), std::string::npos);
+  results::StudySummary study = study_of(0.8, 0.79, 0.81, 0.083);
+  study.points[0].tokens_per_second = 1843.5;
+  study.points[0].model_flops_utilisation = 0.4123;
+  study.points[1].tokens_per_second = 5899.2;  // its MFU unmeasured: a dash, not a number
+  const std::string table = format_study(study);
+  EXPECT_NE(table.find("tokens/s    MFU"), std::string::npos) << table;
+  EXPECT_NE(table.find("     1,844  41.2%"), std::string::npos) << table;
+  EXPECT_NE(table.find("     5,899      -"), std::string::npos) << table;
+}
+
 TEST(StudyTable, OneRankCountGetsNoScalingTable) {
   results::StudySummary study = study_of(1, 1, 1, std::nan(""));
   study.points.pop_back();
