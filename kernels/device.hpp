@@ -45,6 +45,17 @@ class MathOps {
   // c[m x n] = alpha * op(a) * op(b) + beta * c.
   virtual void gemm(Transpose transpose_a, Transpose transpose_b, int m, int n, int k, T alpha,
                     const T* a, int lda, const T* b, int ldb, T beta, T* c, int ldc) = 0;
+  // `count` GEMMs c_i = alpha * op(a_i) * op(b_i) + beta * c_i with x_i = x + i * stride_x: the
+  // heads of an attention layer in one call. This loops over gemm(); a device whose library
+  // multiplies a strided batch in one call (oneDNN's matmul, cuBLAS) overrides it.
+  virtual void gemm_strided_batched(Transpose transpose_a, Transpose transpose_b, int m, int n,
+                                    int k, T alpha, const T* a, int lda, std::ptrdiff_t stride_a,
+                                    const T* b, int ldb, std::ptrdiff_t stride_b, T beta, T* c,
+                                    int ldc, std::ptrdiff_t stride_c, int count) {
+    for (int i = 0; i < count; ++i)
+      gemm(transpose_a, transpose_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb,
+           beta, c + i * stride_c, ldc);
+  }
   // y[r][c] += bias[c] for every row r.
   virtual void add_row_bias(int rows, int cols, const T* bias, T* y) = 0;
   // sums[c] = sum over r of dy[r][c].
@@ -85,13 +96,14 @@ class MathOps {
   // dx = dy * gelu'(x), from the forward input x.
   virtual void gelu_backward(std::size_t count, const T* x, const T* dy, T* dx) = 0;
 
-  // One head's causal attention weights, in place on its [rows x rows] scores: row i becomes the
-  // softmax of its first i + 1 scores (a position attends to itself and the positions before it)
-  // and zeros after them.
-  virtual void causal_softmax_forward(int rows, T* scores) = 0;
+  // Causal attention weights of `heads` heads, in place on their [heads x rows x rows] scores:
+  // row i of each becomes the softmax of its first i + 1 scores (a position attends to itself
+  // and the positions before it) and zeros after them.
+  virtual void causal_softmax_forward(int heads, int rows, T* scores) = 0;
   // In place, from the forward's probabilities p: the gradient dp of the weights becomes that of
   // the scores, ds = p * (dp - sum over the row of p * dp) (zero after the diagonal, as p is).
-  virtual void causal_softmax_backward(int rows, const T* probabilities, T* gradient) = 0;
+  virtual void causal_softmax_backward(int heads, int rows, const T* probabilities,
+                                       T* gradient) = 0;
 
   // Mean softmax cross-entropy of `rows` samples, written to loss[0] in device memory (so a step
   // never waits for the host). Also writes dlogits = (softmax(logits) - onehot(labels)) / rows,

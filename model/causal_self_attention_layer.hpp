@@ -5,12 +5,16 @@
 //   backward: dV = P^T dO;  dP = dO V^T;  dS = P * (dP - rowsum(P * dP));
 //             dQ = dS K / sqrt(d);  dK = dS^T Q / sqrt(d)
 // Input per sample: [steps x 3 width], each step's Q, K and V side by side (one dense layer makes
-// all three); output: [steps x width]. One head's [steps x steps] scores at a time live in the
-// layer's scratch, and backward recomputes P rather than keeping every head's from forward (as
-// FlashAttention does), so memory grows with steps^2 once, not with batch x heads x steps^2.
+// all three); output: [steps x width]. The heads go through in passes of up to
+// `heads_per_pass`, each GEMM of a pass one strided-batched call (a head's Q, K and V are
+// head_width columns after the previous head's), so the library spreads one call over its
+// threads or SMs. Only one pass's [steps x steps] scores live in the layer's scratch, and backward
+// recomputes P rather than keeping every head's from forward (as FlashAttention does), so memory
+// grows with steps^2 a few times, not with batch x heads x steps^2.
 // FLOPs: 4 steps^2 width per sample forward (two GEMMs a head, causal half not subtracted).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/device_array.hpp"
@@ -18,74 +22,94 @@
 
 namespace dlscale::model {
 
+// Heads per pass: four 256 x 256 score matrices already keep 16 cores busy, and four of a GPU's
+// 1024 x 1024 fill its SMs with tiles; more would only grow the scratch.
+inline constexpr int attention_heads_per_pass = 4;
+
 template <typename T>
 class CausalSelfAttentionLayer final : public Layer<T> {
  public:
-  // Scratch values the layer allocates, whatever the batch: P and dP of one head.
-  static std::size_t scratch_values_for(int steps) { return 2 * std::size_t(steps) * steps; }
+  // Scratch values the layer allocates, whatever the batch: P and dP of one pass of heads.
+  static std::size_t scratch_values_for(int steps, int heads) {
+    return 2 * std::size_t(heads_in_a_pass(heads)) * steps * steps;
+  }
 
   CausalSelfAttentionLayer(kernels::Device& device, int steps, int width, int heads)
       : steps_(steps),
         width_(width),
         heads_(heads),
         head_width_(width / heads),
-        probabilities_(device, std::size_t(steps) * steps),
-        probability_gradient_(device, std::size_t(steps) * steps) {}
+        probabilities_(device, score_values()),
+        probability_gradient_(device, score_values()) {}
 
   std::string kind() const override { return "causal self-attention"; }
   std::size_t input_size() const override { return 3 * std::size_t(steps_) * width_; }
   std::size_t output_size() const override { return std::size_t(steps_) * width_; }
-  std::size_t scratch_values() const override { return scratch_values_for(steps_); }
+  std::size_t scratch_values() const override { return scratch_values_for(steps_, heads_); }
   double forward_flops_per_sample() const override {
     return 4.0 * steps_ * double(steps_) * width_;
   }
 
   void forward(kernels::MathOps<T>& math, int batch, const T* x, T* y) override {
     for (int sample = 0; sample < batch; ++sample)
-      for (int head = 0; head < heads_; ++head) {
-        const Head h = head_at(sample, head, x);
-        attention_weights(math, h);
-        math.gemm(kernels::Transpose::no, kernels::Transpose::no, steps_, head_width_, steps_, T(1),
-                  probabilities_.data(), steps_, h.values, qkv_stride(), T(0),
-                  y + output_offset(sample, head), width_);
+      for (int head = 0; head < heads_; head += heads_in_a_pass(heads_)) {
+        const Pass pass = pass_at(sample, head, x);
+        attention_weights(math, pass);
+        // O = P V, into each head's columns of the output.
+        math.gemm_strided_batched(kernels::Transpose::no, kernels::Transpose::no, steps_,
+                                  head_width_, steps_, T(1), probabilities_.data(), steps_,
+                                  score_stride(), pass.values, qkv_stride(), head_width_, T(0),
+                                  y + output_offset(sample, head), width_, head_width_, pass.heads);
       }
   }
 
   void backward(kernels::MathOps<T>& math, int batch, const T* x, const T* /*y*/,
                 const T* output_gradient, T* input_gradient) override {
     for (int sample = 0; sample < batch; ++sample)
-      for (int head = 0; head < heads_; ++head) {
-        const Head h = head_at(sample, head, x);
+      for (int head = 0; head < heads_; head += heads_in_a_pass(heads_)) {
+        const Pass pass = pass_at(sample, head, x);
         const T* d_output = output_gradient + output_offset(sample, head);
         T* d_queries = input_gradient + input_offset(sample, head);
         T* d_keys = d_queries + width_;
         T* d_values = d_queries + 2 * width_;
-        attention_weights(math, h);
+        attention_weights(math, pass);
         // dV = P^T dO; dP = dO V^T, then dS in place.
-        math.gemm(kernels::Transpose::yes, kernels::Transpose::no, steps_, head_width_, steps_,
-                  T(1), probabilities_.data(), steps_, d_output, width_, T(0), d_values,
-                  qkv_stride());
-        math.gemm(kernels::Transpose::no, kernels::Transpose::yes, steps_, steps_, head_width_,
-                  T(1), d_output, width_, h.values, qkv_stride(), T(0),
-                  probability_gradient_.data(), steps_);
-        math.causal_softmax_backward(steps_, probabilities_.data(), probability_gradient_.data());
+        math.gemm_strided_batched(kernels::Transpose::yes, kernels::Transpose::no, steps_,
+                                  head_width_, steps_, T(1), probabilities_.data(), steps_,
+                                  score_stride(), d_output, width_, head_width_, T(0), d_values,
+                                  qkv_stride(), head_width_, pass.heads);
+        math.gemm_strided_batched(kernels::Transpose::no, kernels::Transpose::yes, steps_, steps_,
+                                  head_width_, T(1), d_output, width_, head_width_, pass.values,
+                                  qkv_stride(), head_width_, T(0), probability_gradient_.data(),
+                                  steps_, score_stride(), pass.heads);
+        math.causal_softmax_backward(pass.heads, steps_, probabilities_.data(),
+                                     probability_gradient_.data());
         // dQ = dS K / sqrt(d); dK = dS^T Q / sqrt(d).
-        math.gemm(kernels::Transpose::no, kernels::Transpose::no, steps_, head_width_, steps_,
-                  score_scale(), probability_gradient_.data(), steps_, h.keys, qkv_stride(), T(0),
-                  d_queries, qkv_stride());
-        math.gemm(kernels::Transpose::yes, kernels::Transpose::no, steps_, head_width_, steps_,
-                  score_scale(), probability_gradient_.data(), steps_, h.queries, qkv_stride(),
-                  T(0), d_keys, qkv_stride());
+        math.gemm_strided_batched(kernels::Transpose::no, kernels::Transpose::no, steps_,
+                                  head_width_, steps_, score_scale(), probability_gradient_.data(),
+                                  steps_, score_stride(), pass.keys, qkv_stride(), head_width_,
+                                  T(0), d_queries, qkv_stride(), head_width_, pass.heads);
+        math.gemm_strided_batched(kernels::Transpose::yes, kernels::Transpose::no, steps_,
+                                  head_width_, steps_, score_scale(), probability_gradient_.data(),
+                                  steps_, score_stride(), pass.queries, qkv_stride(), head_width_,
+                                  T(0), d_keys, qkv_stride(), head_width_, pass.heads);
       }
   }
 
  private:
-  struct Head {
+  // The heads one pass computes, and where the first one's Q, K and V of the sample start.
+  struct Pass {
+    int heads;
     const T* queries;
     const T* keys;
     const T* values;
   };
 
+  static int heads_in_a_pass(int heads) { return std::min(heads, attention_heads_per_pass); }
+  std::size_t score_values() const {
+    return std::size_t(heads_in_a_pass(heads_)) * steps_ * steps_;
+  }
+  std::ptrdiff_t score_stride() const { return std::ptrdiff_t(steps_) * steps_; }
   // A step's Q, K and V are one row of 3 width values.
   int qkv_stride() const { return 3 * width_; }
   T score_scale() const { return T(1 / std::sqrt(double(head_width_))); }
@@ -95,25 +119,27 @@ class CausalSelfAttentionLayer final : public Layer<T> {
   std::size_t output_offset(int sample, int head) const {
     return std::size_t(sample) * output_size() + std::size_t(head) * head_width_;
   }
-  Head head_at(int sample, int head, const T* x) const {
-    const T* queries = x + input_offset(sample, head);
-    return {queries, queries + width_, queries + 2 * width_};
+  Pass pass_at(int sample, int first, const T* x) const {
+    const T* queries = x + input_offset(sample, first);
+    return {std::min(heads_in_a_pass(heads_), heads_ - first), queries, queries + width_,
+            queries + 2 * width_};
   }
 
-  // probabilities_ = causal_softmax(Q K^T / sqrt(d)) for one head.
-  void attention_weights(kernels::MathOps<T>& math, const Head& h) {
-    math.gemm(kernels::Transpose::no, kernels::Transpose::yes, steps_, steps_, head_width_,
-              score_scale(), h.queries, qkv_stride(), h.keys, qkv_stride(), T(0),
-              probabilities_.data(), steps_);
-    math.causal_softmax_forward(steps_, probabilities_.data());
+  // probabilities_ = causal_softmax(Q K^T / sqrt(d)) for the heads of one pass.
+  void attention_weights(kernels::MathOps<T>& math, const Pass& pass) {
+    math.gemm_strided_batched(kernels::Transpose::no, kernels::Transpose::yes, steps_, steps_,
+                              head_width_, score_scale(), pass.queries, qkv_stride(), head_width_,
+                              pass.keys, qkv_stride(), head_width_, T(0), probabilities_.data(),
+                              steps_, score_stride(), pass.heads);
+    math.causal_softmax_forward(pass.heads, steps_, probabilities_.data());
   }
 
   int steps_;
   int width_;
   int heads_;
   int head_width_;
-  kernels::DeviceArray<T> probabilities_;         // P of the head being computed
-  kernels::DeviceArray<T> probability_gradient_;  // dP, then dS, of that head
+  kernels::DeviceArray<T> probabilities_;         // P of the pass being computed
+  kernels::DeviceArray<T> probability_gradient_;  // dP, then dS, of that pass
 };
 
 }  // namespace dlscale::model

@@ -27,7 +27,7 @@ std::vector<model::LayerShape> attention_branch(const GptShape& s) {
   return {{steps * width, steps * width, 2 * width, 2 * steps},  // layer norm
           {steps * width, 3 * steps * width, dense_parameters(s.width, 3 * s.width)},
           {3 * steps * width, steps * width, 0, 0,
-           model::CausalSelfAttentionLayer<float>::scratch_values_for(s.sequence)},
+           model::CausalSelfAttentionLayer<float>::scratch_values_for(s.sequence, s.heads)},
           {steps * width, steps * width, dense_parameters(s.width, s.width)}};
 }
 std::vector<model::LayerShape> mlp_branch(const GptShape& s) {

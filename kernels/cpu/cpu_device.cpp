@@ -48,9 +48,13 @@ constexpr double gelu_cubic = 0.044715;
 
 // Sets the entries after the diagonal of a [rows x rows] matrix to value.
 template <typename T>
-void mask_after_diagonal(int rows, T* matrix, T value) {
-  for (int r = 0; r + 1 < rows; ++r)
-    std::fill(matrix + std::size_t(r) * rows + r + 1, matrix + std::size_t(r + 1) * rows, value);
+void mask_after_diagonal(int matrices, int rows, T* matrix, T value) {
+  const std::size_t count = std::size_t(matrices) * rows;
+#pragma omp parallel for if (count * rows > parallel_threshold)
+  for (std::size_t row = 0; row < count; ++row) {
+    const std::size_t r = row % std::size_t(rows);
+    std::fill(matrix + row * rows + r + 1, matrix + (row + 1) * rows, value);
+  }
 }
 
 template <typename T>
@@ -68,6 +72,18 @@ class CpuMath final : public MathOps<T> {
     else
       cblas_dgemm(CblasRowMajor, to_cblas(transpose_a), to_cblas(transpose_b), m, n, k, alpha, a,
                   lda, b, ldb, beta, c, ldc);
+  }
+
+  void gemm_strided_batched(Transpose transpose_a, Transpose transpose_b, int m, int n, int k,
+                            T alpha, const T* a, int lda, std::ptrdiff_t stride_a, const T* b,
+                            int ldb, std::ptrdiff_t stride_b, T beta, T* c, int ldc,
+                            std::ptrdiff_t stride_c, int count) override {
+    if constexpr (std::is_same_v<T, float>)
+      float_gemm_->multiply_batched(transpose_a, transpose_b, m, n, k, alpha, a, lda, stride_a, b,
+                                    ldb, stride_b, beta, c, ldc, stride_c, count);
+    else
+      MathOps<T>::gemm_strided_batched(transpose_a, transpose_b, m, n, k, alpha, a, lda, stride_a,
+                                       b, ldb, stride_b, beta, c, ldc, stride_c, count);
   }
 
   void add_row_bias(int rows, int cols, const T* bias, T* y) override {
@@ -253,16 +269,18 @@ class CpuMath final : public MathOps<T> {
     }
   }
 
-  void causal_softmax_forward(int rows, T* scores) override {
+  void causal_softmax_forward(int heads, int rows, T* scores) override {
+    if (heads <= 0 || rows <= 0) return;
     if constexpr (std::is_same_v<T, float>) {
       // Scores after the diagonal become the lowest float, whose exp() is 0 beside any row's
       // largest score; then oneDNN's softmax over whole rows, and exact zeros written back.
-      mask_after_diagonal(rows, scores, std::numeric_limits<T>::lowest());
-      float_elementwise_->softmax(rows, rows, scores, scores);
-      mask_after_diagonal(rows, scores, T(0));
+      mask_after_diagonal(heads, rows, scores, std::numeric_limits<T>::lowest());
+      float_elementwise_->softmax(heads * rows, rows, scores, scores);
+      mask_after_diagonal(heads, rows, scores, T(0));
     } else {
-      for (int r = 0; r < rows; ++r) {
-        T* row = scores + std::size_t(r) * rows;
+      for (std::size_t row_index = 0; row_index < std::size_t(heads) * rows; ++row_index) {
+        const auto r = int(row_index % std::size_t(rows));
+        T* row = scores + row_index * rows;
         const T largest = *std::max_element(row, row + r + 1);
         T sum = 0;
         for (int c = 0; c <= r; ++c) {
@@ -275,11 +293,13 @@ class CpuMath final : public MathOps<T> {
     }
   }
 
-  void causal_softmax_backward(int rows, const T* probabilities, T* gradient) override {
-#pragma omp parallel for if (std::size_t(rows) * rows > parallel_threshold)
-    for (int r = 0; r < rows; ++r) {
-      const T* p = probabilities + std::size_t(r) * rows;
-      T* g = gradient + std::size_t(r) * rows;
+  void causal_softmax_backward(int heads, int rows, const T* probabilities, T* gradient) override {
+    const std::size_t row_count = std::size_t(std::max(heads, 0)) * std::max(rows, 0);
+#pragma omp parallel for if (row_count * rows > parallel_threshold)
+    for (std::size_t row_index = 0; row_index < row_count; ++row_index) {
+      const auto r = int(row_index % std::size_t(rows));
+      const T* p = probabilities + row_index * rows;
+      T* g = gradient + row_index * rows;
       T weighted = 0;
 #pragma omp simd reduction(+ : weighted)
       for (int c = 0; c <= r; ++c) weighted += p[c] * g[c];

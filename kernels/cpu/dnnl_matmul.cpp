@@ -10,10 +10,14 @@ namespace {
 
 using tag_dims = dnnl::memory::dims;
 
-// A row-major rows x cols matrix with leading dimension ld, or its transpose stored that way.
-dnnl::memory::desc matrix(int rows, int cols, int ld, bool transposed) {
+// A row-major rows x cols matrix with leading dimension ld, or its transpose stored that way;
+// with count > 1, count of them, each `stride` values after the one before.
+dnnl::memory::desc matrix(int rows, int cols, int ld, bool transposed, int count,
+                          std::ptrdiff_t stride) {
   const tag_dims strides = transposed ? tag_dims{1, ld} : tag_dims{ld, 1};
-  return dnnl::memory::desc({rows, cols}, dnnl::memory::data_type::f32, strides);
+  if (count == 1) return dnnl::memory::desc({rows, cols}, dnnl::memory::data_type::f32, strides);
+  return dnnl::memory::desc({count, rows, cols}, dnnl::memory::data_type::f32,
+                            {stride, strides[0], strides[1]});
 }
 
 }  // namespace
@@ -25,18 +29,21 @@ DnnlMatmul::DnnlMatmul(const dnnl::engine& engine, dnnl::stream& stream,
 DnnlMatmul::Prepared& DnnlMatmul::prepared(const Shape& shape) {
   const auto found = primitives_.find(shape);
   if (found != primitives_.end()) return found->second;
-  const auto [transpose_a, transpose_b, m, n, k, lda, ldb, ldc, alpha, beta] = shape;
+  const auto [transpose_a, transpose_b, m, n, k, lda, ldb, ldc, alpha, beta, count, stride_a,
+              stride_b, stride_c] = shape;
   Prepared made{{},
-                matrix(m, k, lda, transpose_a),
-                matrix(k, n, ldb, transpose_b),
-                matrix(m, n, ldc, false),
+                matrix(m, k, lda, transpose_a, count, stride_a),
+                matrix(k, n, ldb, transpose_b, count, stride_b),
+                matrix(m, n, ldc, false, count, stride_c),
                 {},
                 {}};
   // Float inputs are read where they lie; bf16 ones from a dense copy the stage converts into.
   const auto read = [&](const dnnl::memory::desc& given) {
     return inputs_ == dnnl::memory::data_type::f32
                ? given
-               : dnnl::memory::desc(given.dims(), inputs_, dnnl::memory::format_tag::ab);
+               : dnnl::memory::desc(
+                     given.dims(), inputs_,
+                     count == 1 ? dnnl::memory::format_tag::ab : dnnl::memory::format_tag::abc);
   };
   made.a_read = LayoutStage(read(made.a));
   made.b_read = LayoutStage(read(made.b));
@@ -54,12 +61,15 @@ DnnlMatmul::Prepared& DnnlMatmul::prepared(const Shape& shape) {
   return primitives_.emplace(shape, std::move(made)).first->second;
 }
 
-void DnnlMatmul::multiply(Transpose transpose_a, Transpose transpose_b, int m, int n, int k,
-                          float alpha, const float* a, int lda, const float* b, int ldb, float beta,
-                          float* c, int ldc) {
-  if (m == 0 || n == 0) return;
+void DnnlMatmul::multiply_batched(Transpose transpose_a, Transpose transpose_b, int m, int n, int k,
+                                  float alpha, const float* a, int lda, std::ptrdiff_t stride_a,
+                                  const float* b, int ldb, std::ptrdiff_t stride_b, float beta,
+                                  float* c, int ldc, std::ptrdiff_t stride_c, int count) {
+  if (m == 0 || n == 0 || count <= 0) return;
+  // One matrix needs no strides: every single GEMM shares its primitive whatever they were.
+  if (count == 1) stride_a = stride_b = stride_c = 0;
   Prepared& p = prepared({transpose_a == Transpose::yes, transpose_b == Transpose::yes, m, n, k,
-                          lda, ldb, ldc, alpha, beta});
+                          lda, ldb, ldc, alpha, beta, count, stride_a, stride_b, stride_c});
   // oneDNN reads its inputs through non-const handles; it does not write them.
   dnnl::memory a_memory(p.a, engine_, const_cast<float*>(a));
   dnnl::memory b_memory(p.b, engine_, const_cast<float*>(b));

@@ -25,10 +25,20 @@ class DnnlMatmul {
   // c[m x n] = alpha * op(a) * op(b) + beta * c, row-major with leading dimensions, as
   // MathOps::gemm. The primitive for each shape is made once and kept.
   void multiply(Transpose transpose_a, Transpose transpose_b, int m, int n, int k, float alpha,
-                const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
+                const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+    multiply_batched(transpose_a, transpose_b, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc,
+                     0, 1);
+  }
+  // `count` of them at once, matrix i at x + i * stride_x, as MathOps::gemm_strided_batched: one
+  // primitive with a batch dimension, which oneDNN spreads over its threads.
+  void multiply_batched(Transpose transpose_a, Transpose transpose_b, int m, int n, int k,
+                        float alpha, const float* a, int lda, std::ptrdiff_t stride_a,
+                        const float* b, int ldb, std::ptrdiff_t stride_b, float beta, float* c,
+                        int ldc, std::ptrdiff_t stride_c, int count);
 
  private:
-  using Shape = std::tuple<bool, bool, int, int, int, int, int, int, float, float>;
+  using Shape = std::tuple<bool, bool, int, int, int, int, int, int, float, float, int,
+                           std::ptrdiff_t, std::ptrdiff_t, std::ptrdiff_t>;
   struct Prepared {
     dnnl::matmul primitive;
     dnnl::memory::desc a, b, c;  // as the caller holds them: float, row-major, strided

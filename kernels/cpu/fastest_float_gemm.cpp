@@ -89,4 +89,60 @@ void FastestFloatGemm::multiply(Transpose transpose_a, Transpose transpose_b, in
   run(found->second, transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+void FastestFloatGemm::multiply_batched(Transpose transpose_a, Transpose transpose_b, int m, int n,
+                                        int k, float alpha, const float* a, int lda,
+                                        std::ptrdiff_t stride_a, const float* b, int ldb,
+                                        std::ptrdiff_t stride_b, float beta, float* c, int ldc,
+                                        std::ptrdiff_t stride_c, int count) {
+  if (m == 0 || n == 0 || count <= 0) return;
+  const auto one_at_a_time = [&](float* output, float output_alpha, float output_beta) {
+    for (int i = 0; i < count; ++i)
+      multiply(transpose_a, transpose_b, m, n, k, output_alpha, a + i * stride_a, lda,
+               b + i * stride_b, ldb, output_beta, output + i * stride_c, ldc);
+  };
+  const auto batched = [&](float* output, float output_alpha, float output_beta) {
+    matmul_.multiply_batched(transpose_a, transpose_b, m, n, k, output_alpha, a, lda, stride_a, b,
+                             ldb, stride_b, output_beta, output, ldc, stride_c, count);
+  };
+  bool batch_wins = policy_ != FloatGemmPolicy::openblas;
+  if (policy_ == FloatGemmPolicy::fastest && count > 1) {
+    const BatchedShape shape{transpose_a == Transpose::yes,
+                             transpose_b == Transpose::yes,
+                             m,
+                             n,
+                             k,
+                             lda,
+                             ldb,
+                             ldc,
+                             stride_a,
+                             stride_b,
+                             stride_c,
+                             count};
+    auto found = batched_wins_.find(shape);
+    if (found == batched_wins_.end()) {
+      // As choose(): trials write a scratch output, best of alternating timed runs decides.
+      batched_scratch_output_.resize(std::size_t(stride_c) * (count - 1) + std::size_t(m) * ldc);
+      float* scratch = batched_scratch_output_.data();
+      using Clock = std::chrono::steady_clock;
+      double best_seconds[2] = {0, 0};
+      for (int trial = -1; trial < timed_runs_per_library; ++trial)
+        for (int i = 0; i < 2; ++i) {
+          const auto start = Clock::now();
+          if (i == 0)
+            batched(scratch, 1.0f, 0.0f);
+          else
+            one_at_a_time(scratch, 1.0f, 0.0f);
+          const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+          if (trial == 0 || (trial > 0 && seconds < best_seconds[i])) best_seconds[i] = seconds;
+        }
+      found = batched_wins_.emplace(shape, best_seconds[0] <= best_seconds[1]).first;
+    }
+    batch_wins = found->second;
+  }
+  if (batch_wins)
+    batched(c, alpha, beta);
+  else
+    one_at_a_time(c, alpha, beta);
+}
+
 }  // namespace dlscale::kernels

@@ -33,8 +33,17 @@ class FastestFloatGemm {
   // MathOps::gemm. The first call of a shape also times both libraries on a scratch output.
   void multiply(Transpose transpose_a, Transpose transpose_b, int m, int n, int k, float alpha,
                 const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
+  // As MathOps::gemm_strided_batched: oneDNN's matmul with a batch dimension, or the GEMMs one at
+  // a time through multiply(), whichever the first call of the shape timed faster (small
+  // matrices on one thread can go either way).
+  void multiply_batched(Transpose transpose_a, Transpose transpose_b, int m, int n, int k,
+                        float alpha, const float* a, int lda, std::ptrdiff_t stride_a,
+                        const float* b, int ldb, std::ptrdiff_t stride_b, float beta, float* c,
+                        int ldc, std::ptrdiff_t stride_c, int count);
 
  private:
+  using BatchedShape = std::tuple<bool, bool, int, int, int, int, int, int, std::ptrdiff_t,
+                                  std::ptrdiff_t, std::ptrdiff_t, int>;
   using Shape = std::tuple<bool, bool, int, int, int, int, int, int>;
   void run(FloatGemmLibrary library, Transpose transpose_a, Transpose transpose_b, int m, int n,
            int k, float alpha, const float* a, int lda, const float* b, int ldb, float beta,
@@ -46,6 +55,8 @@ class FastestFloatGemm {
   FloatGemmPolicy policy_;
   std::map<Shape, FloatGemmLibrary> choices_;
   std::vector<float> scratch_output_;
+  std::map<BatchedShape, bool> batched_wins_;  // true: oneDNN's batch, false: one at a time
+  std::vector<float> batched_scratch_output_;
 };
 
 }  // namespace dlscale::kernels

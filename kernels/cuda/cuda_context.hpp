@@ -34,6 +34,10 @@ struct CudaContext {
   // The graph convolutions' shared choices and workspace (cudnn_graph_convolution.cpp); null on
   // the legacy path.
   ConvolutionGraphCache* convolution_graphs = nullptr;
+  // DLSCALE_CUDA_BATCHED_GEMM=cublas: gemm_strided_batched (the heads of an attention layer) as
+  // one cublasGemmStridedBatchedEx; unset or "loop", one cublasGemmEx per matrix. The loop is
+  // the default until the batched call has run on a GPU.
+  bool cublas_strided_batched = false;
 
   // ImageLayout::native on this device: NHWC on the graph path (what cuDNN's tensor-core
   // convolutions read and write), NCHW on the legacy one.

@@ -102,6 +102,11 @@ CudaDevice::CudaDevice(int gpu_index, Precision precision, CudnnApi cudnn_api)
   }
 #endif
   context_.bf16_staging = bf16_staging_.get();
+  if (const char* batched = std::getenv("DLSCALE_CUDA_BATCHED_GEMM");
+      batched != nullptr && *batched != '\0') {
+    require_choice("DLSCALE_CUDA_BATCHED_GEMM", "batched GEMM", batched, {"loop", "cublas"});
+    context_.cublas_strided_batched = std::string(batched) == "cublas";
+  }
   DLSCALE_CUDA_CHECK(cudaSetDevice(gpu_index));
   DLSCALE_CUDA_CHECK(cudaStreamCreateWithFlags(&context_.stream, cudaStreamNonBlocking));
   DLSCALE_CUBLAS_CHECK(cublasCreate(&context_.cublas));
@@ -199,8 +204,8 @@ void CudaDevice::copy_to_host(void* host_destination, const void* device_source,
 }
 
 void CudaDevice::copy_on_device(void* destination, const void* source, std::size_t bytes) {
-  DLSCALE_CUDA_CHECK(cudaMemcpyAsync(destination, source, bytes, cudaMemcpyDeviceToDevice,
-                                     context_.stream));
+  DLSCALE_CUDA_CHECK(
+      cudaMemcpyAsync(destination, source, bytes, cudaMemcpyDeviceToDevice, context_.stream));
 }
 
 void CudaDevice::synchronize() { DLSCALE_CUDA_CHECK(cudaStreamSynchronize(context_.stream)); }

@@ -553,9 +553,10 @@ __global__ void gelu_backward_kernel(std::size_t count, const T* x, const T* dy,
 
 // One block per row r: softmax over columns 0..r, zeros after.
 template <typename T>
-__global__ void causal_softmax_forward_kernel(std::size_t rows, T* scores) {
-  for (std::size_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    T* row = scores + r * rows;
+__global__ void causal_softmax_forward_kernel(std::size_t heads, std::size_t rows, T* scores) {
+  for (std::size_t row_index = blockIdx.x; row_index < heads * rows; row_index += gridDim.x) {
+    const std::size_t r = row_index % rows;  // the row within its head
+    T* row = scores + row_index * rows;
     T largest = -cuda::std::numeric_limits<T>::infinity();
     for (std::size_t c = threadIdx.x; c <= r; c += blockDim.x) largest = Maximum{}(largest, row[c]);
     largest = block_reduce(largest, Maximum{}, -cuda::std::numeric_limits<T>::infinity());
@@ -570,11 +571,12 @@ __global__ void causal_softmax_forward_kernel(std::size_t rows, T* scores) {
 
 // One block per row r: ds = p * (dp - sum of p * dp), zeros after column r.
 template <typename T>
-__global__ void causal_softmax_backward_kernel(std::size_t rows, const T* probabilities,
-                                               T* gradient) {
-  for (std::size_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const T* p = probabilities + r * rows;
-    T* g = gradient + r * rows;
+__global__ void causal_softmax_backward_kernel(std::size_t heads, std::size_t rows,
+                                               const T* probabilities, T* gradient) {
+  for (std::size_t row_index = blockIdx.x; row_index < heads * rows; row_index += gridDim.x) {
+    const std::size_t r = row_index % rows;  // the row within its head
+    const T* p = probabilities + row_index * rows;
+    T* g = gradient + row_index * rows;
     double weighted = 0;
     for (std::size_t c = threadIdx.x; c <= r; c += blockDim.x) weighted += double(p[c] * g[c]);
     weighted = block_reduce(weighted, Sum{}, 0.0);
@@ -619,6 +621,50 @@ class CudaMath final : public MathOps<T> {
       DLSCALE_CUBLAS_CHECK(cublasDgemm(context_.cublas, to_cublas(transpose_b),
                                        to_cublas(transpose_a), n, m, k, &alpha, b, ldb, a, lda,
                                        &beta, c, ldc));
+    }
+  }
+
+  void gemm_strided_batched(Transpose transpose_a, Transpose transpose_b, int m, int n, int k,
+                            T alpha, const T* a, int lda, std::ptrdiff_t stride_a, const T* b,
+                            int ldb, std::ptrdiff_t stride_b, T beta, T* c, int ldc,
+                            std::ptrdiff_t stride_c, int count) override {
+    if (!context_.cublas_strided_batched || count <= 1 || m <= 0 || n <= 0) {
+      MathOps<T>::gemm_strided_batched(transpose_a, transpose_b, m, n, k, alpha, a, lda, stride_a,
+                                       b, ldb, stride_b, beta, c, ldc, stride_c, count);
+      return;
+    }
+    // Row-major to column-major as in gemm(): the operands swap, and so do their strides.
+    const auto stored = [](Transpose transpose, int rows, int cols, int ld) {
+      return transpose == Transpose::no ? stored_count(rows, cols, ld)
+                                        : stored_count(cols, rows, ld);
+    };
+    if constexpr (std::is_same_v<T, float>) {
+      if (context_.precision == Precision::bf16) {
+        // Each operand's whole strided span is rounded once; the strides stay as they were.
+        const std::size_t a_count =
+            std::size_t(stride_a) * (count - 1) + stored(transpose_a, m, k, lda);
+        const std::size_t b_count =
+            std::size_t(stride_b) * (count - 1) + stored(transpose_b, k, n, ldb);
+        const auto [a_bf16, b_bf16] =
+            context_.bf16_staging->regions<2>({a_count, b_count}, context_.stream);
+        round_to_bf16(a, a_bf16, a_count, context_.stream);
+        round_to_bf16(b, b_bf16, b_count, context_.stream);
+        DLSCALE_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+            context_.cublas, to_cublas(transpose_b), to_cublas(transpose_a), n, m, k, &alpha,
+            b_bf16, CUDA_R_16BF, ldb, stride_b, a_bf16, CUDA_R_16BF, lda, stride_a, &beta, c,
+            CUDA_R_32F, ldc, stride_c, count, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        return;
+      }
+      const cublasComputeType_t compute =
+          context_.precision == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+      DLSCALE_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+          context_.cublas, to_cublas(transpose_b), to_cublas(transpose_a), n, m, k, &alpha, b,
+          CUDA_R_32F, ldb, stride_b, a, CUDA_R_32F, lda, stride_a, &beta, c, CUDA_R_32F, ldc,
+          stride_c, count, compute, CUBLAS_GEMM_DEFAULT));
+    } else {
+      DLSCALE_CUBLAS_CHECK(cublasDgemmStridedBatched(
+          context_.cublas, to_cublas(transpose_b), to_cublas(transpose_a), n, m, k, &alpha, b, ldb,
+          stride_b, a, lda, stride_a, &beta, c, ldc, stride_c, count));
     }
   }
 
@@ -764,17 +810,19 @@ class CudaMath final : public MathOps<T> {
     DLSCALE_CUDA_CHECK(cudaGetLastError());
   }
 
-  void causal_softmax_forward(int rows, T* scores) override {
-    if (rows <= 0) return;
-    causal_softmax_forward_kernel<<<row_blocks(rows), elementwise_threads, 0, context_.stream>>>(
-        std::size_t(rows), scores);
+  void causal_softmax_forward(int heads, int rows, T* scores) override {
+    if (heads <= 0 || rows <= 0) return;
+    causal_softmax_forward_kernel<<<row_blocks(heads * rows), elementwise_threads, 0,
+                                    context_.stream>>>(std::size_t(heads), std::size_t(rows),
+                                                       scores);
     DLSCALE_CUDA_CHECK(cudaGetLastError());
   }
 
-  void causal_softmax_backward(int rows, const T* probabilities, T* gradient) override {
-    if (rows <= 0) return;
-    causal_softmax_backward_kernel<<<row_blocks(rows), elementwise_threads, 0, context_.stream>>>(
-        std::size_t(rows), probabilities, gradient);
+  void causal_softmax_backward(int heads, int rows, const T* probabilities, T* gradient) override {
+    if (heads <= 0 || rows <= 0) return;
+    causal_softmax_backward_kernel<<<row_blocks(heads * rows), elementwise_threads, 0,
+                                     context_.stream>>>(std::size_t(heads), std::size_t(rows),
+                                                        probabilities, gradient);
     DLSCALE_CUDA_CHECK(cudaGetLastError());
   }
 

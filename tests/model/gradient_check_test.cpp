@@ -191,6 +191,37 @@ TEST(GradientCheck, CausalSelfAttentionLayerMatchesFiniteDifferences) {
   check_layer(layer, 2);
 }
 
+// Six heads go through in two passes (four, then two): the second pass's offsets into Q, K, V
+// and the output, and its shorter batch, are checked as the first's.
+TEST(GradientCheck, CausalSelfAttentionInTwoPassesOfHeadsMatchesFiniteDifferences) {
+  static_assert(attention_heads_per_pass == 4, "six heads must take two passes");
+  CpuDevice device(1);
+  CausalSelfAttentionLayer<double> layer(device, 4, 12, 6);  // 4 steps, width 12, 6 heads of 2
+  check_layer(layer, 2);
+}
+
+// The float layer runs its heads through oneDNN's batched matmul, the double one through one GEMM
+// at a time: the same attention, within float rounding, forward and backward.
+TEST(GradientCheck, FloatAttentionAgreesWithTheDoubleLayer) {
+  CpuDevice device(2);
+  const int batch = 2, steps = 9, width = 24, heads = 6;
+  CausalSelfAttentionLayer<float> single(device, steps, width, heads);
+  CausalSelfAttentionLayer<double> wide(device, steps, width, heads);
+  const std::vector<double> x = random_values(batch * single.input_size(), 5);
+  const std::vector<double> dy = random_values(batch * single.output_size(), 6);
+  const std::vector<float> x_float(x.begin(), x.end()), dy_float(dy.begin(), dy.end());
+  std::vector<float> y_float(dy.size()), dx_float(x.size());
+  std::vector<double> y(dy.size()), dx(x.size());
+  single.forward(device.math<float>(), batch, x_float.data(), y_float.data());
+  single.backward(device.math<float>(), batch, x_float.data(), y_float.data(), dy_float.data(),
+                  dx_float.data());
+  wide.forward(device.math<double>(), batch, x.data(), y.data());
+  wide.backward(device.math<double>(), batch, x.data(), y.data(), dy.data(), dx.data());
+  for (std::size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y_float[i], y[i], 1e-5) << "y at " << i;
+  for (std::size_t i = 0; i < dx.size(); ++i)
+    ASSERT_NEAR(dx_float[i], dx[i], 1e-5) << "dx at " << i;
+}
+
 TEST(GradientCheck, EmbeddingWithLearnedPositionsMatchesFiniteDifferences) {
   CpuDevice device(1);
   EmbeddingLayer<double> layer(7, 3, 4, {.learned_positions = true});

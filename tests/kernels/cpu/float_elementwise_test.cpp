@@ -82,19 +82,22 @@ TEST(FloatElementwise, GeluAndItsGradientMatchTheDoubleLoop) {
 
 TEST(FloatElementwise, CausalSoftmaxMatchesTheDoubleLoopWithZerosAfterTheDiagonal) {
   CpuDevice device(2);
-  const int rows = 67;
-  std::vector<float> scores = spread_values(std::size_t(rows) * rows, -40, 40);
+  const int heads = 3, rows = 67;  // each head's rows are causal within that head
+  std::vector<float> scores = spread_values(std::size_t(heads) * rows * rows, -40, 40);
   std::vector<double> expected = widened(scores);
-  device.math_float().causal_softmax_forward(rows, scores.data());
-  device.math_double().causal_softmax_forward(rows, expected.data());
-  for (int r = 0; r < rows; ++r)
-    for (int c = 0; c < rows; ++c) {
-      const std::size_t i = std::size_t(r) * rows + c;
-      if (c > r)
-        ASSERT_EQ(scores[i], 0.0f) << "row " << r << " column " << c << " is after the diagonal";
-      else
-        ASSERT_NEAR(scores[i], expected[i], 1e-6) << "row " << r << " column " << c;
-    }
+  device.math_float().causal_softmax_forward(heads, rows, scores.data());
+  device.math_double().causal_softmax_forward(heads, rows, expected.data());
+  for (int h = 0; h < heads; ++h)
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < rows; ++c) {
+        const std::size_t i = (std::size_t(h) * rows + r) * rows + c;
+        if (c > r)
+          ASSERT_EQ(scores[i], 0.0f)
+              << "head " << h << " row " << r << " column " << c << " is after the diagonal";
+        else
+          ASSERT_NEAR(scores[i], expected[i], 1e-6)
+              << "head " << h << " row " << r << " column " << c;
+      }
 }
 
 TEST(FloatElementwise, LayerNormMatchesTheDoubleLoop) {

@@ -98,5 +98,78 @@ TEST(FloatGemmPolicy, AnUnknownLibraryIsAUserErrorNamingTheVariable) {
   }
 }
 
+// The strided batches of an attention layer (model/causal_self_attention_layer.hpp): 3 heads of
+// width 8 over 20 steps, a head's Q, K and V columns 8 after the previous head's inside rows of
+// 3 x 32 values, its scores dense and steps^2 apart. Each batched call must equal the same GEMMs
+// made one at a time in double (fp32 within float rounding; bf16 within its 8-bit mantissa, and
+// not equal to fp32, or the bf16 copies were never made).
+struct BatchedCase {
+  const char* what;
+  Transpose transpose_a, transpose_b;
+  int m, n, k, lda, ldb, ldc;
+  std::ptrdiff_t stride_a, stride_b, stride_c;
+  float alpha, beta;
+};
+constexpr int steps = 20, head_width = 8, width = 32, heads = 3;
+constexpr std::ptrdiff_t scores = steps * steps;
+const BatchedCase batched_cases[] = {
+    {"S = Q K^T", Transpose::no, Transpose::yes, steps, steps, head_width, 3 * width, 3 * width,
+     steps, head_width, head_width, scores, 0.35f, 0},
+    {"O = P V", Transpose::no, Transpose::no, steps, head_width, steps, steps, 3 * width, width,
+     scores, head_width, head_width, 1, 0},
+    {"dV = P^T dO", Transpose::yes, Transpose::no, steps, head_width, steps, steps, width,
+     3 * width, scores, head_width, head_width, 1, 0},
+    {"dK = dS^T Q, accumulated", Transpose::yes, Transpose::no, steps, head_width, steps, steps,
+     3 * width, 3 * width, scores, head_width, head_width, 0.35f, 0.5f}};
+
+std::vector<float> batched_result(CpuDevice& device, const BatchedCase& c,
+                                  const std::vector<float>& a, const std::vector<float>& b,
+                                  std::vector<float> out) {
+  device.math_float().gemm_strided_batched(c.transpose_a, c.transpose_b, c.m, c.n, c.k, c.alpha,
+                                           a.data(), c.lda, c.stride_a, b.data(), c.ldb, c.stride_b,
+                                           c.beta, out.data(), c.ldc, c.stride_c, heads);
+  return out;
+}
+
+TEST(FloatGemmStridedBatched, AttentionHeadsMatchOneGemmAtATime) {
+  CpuDevice fp32(2), bf16(2, Precision::bf16);
+  std::mt19937 random(11);
+  std::uniform_real_distribution<float> value(-1, 1);
+  const std::size_t buffer = std::size_t(heads) * scores + std::size_t(steps) * 3 * width;
+  for (const BatchedCase& c : batched_cases) {
+    std::vector<float> a(buffer), b(buffer), out(buffer);
+    for (auto* v : {&a, &b, &out})
+      for (float& x : *v) x = value(random);
+    std::vector<double> expected(out.begin(), out.end());
+    for (int h = 0; h < heads; ++h)
+      for (int i = 0; i < c.m; ++i)
+        for (int j = 0; j < c.n; ++j) {
+          double sum = 0;
+          for (int p = 0; p < c.k; ++p) {
+            const float x = c.transpose_a == Transpose::yes
+                                ? a[h * c.stride_a + std::size_t(p) * c.lda + i]
+                                : a[h * c.stride_a + std::size_t(i) * c.lda + p];
+            const float y = c.transpose_b == Transpose::yes
+                                ? b[h * c.stride_b + std::size_t(j) * c.ldb + p]
+                                : b[h * c.stride_b + std::size_t(p) * c.ldb + j];
+            sum += double(x) * y;
+          }
+          double& result = expected[h * c.stride_c + std::size_t(i) * c.ldc + j];
+          result = c.alpha * sum + c.beta * result;
+        }
+    const auto float_out = batched_result(fp32, c, a, b, out);
+    const auto bf16_out = batched_result(bf16, c, a, b, out);
+    double worst = 0, worst_bf16 = 0;
+    for (std::size_t i = 0; i < buffer; ++i) {
+      worst = std::max(worst, std::abs(float_out[i] - expected[i]));
+      worst_bf16 = std::max(worst_bf16, std::abs(bf16_out[i] - expected[i]));
+    }
+    EXPECT_LT(worst, 1e-5 * (1 + std::sqrt(double(c.k)))) << c.what;
+    // bf16 operands: each product off by up to 2^-8 relative, k of them of size <= 1.
+    EXPECT_LT(worst_bf16, 2 * std::ldexp(1.0, -8) * c.k) << c.what;
+    EXPECT_NE(float_out, bf16_out) << c.what << ": the bf16 device multiplied in float";
+  }
+}
+
 }  // namespace
 }  // namespace dlscale::kernels

@@ -14,8 +14,8 @@
 #include <memory>
 #include <sstream>
 #include <string>
-#include <type_traits>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -312,6 +312,67 @@ TEST(CudaMathBf16, GemmStaysWithinOnePercentOfFloat) {
               EXPECT_EQ(actual[std::size_t(i) * ldc + j], c[std::size_t(i) * ldc + j])
                   << what << ": the padding of C changed";
         }
+}
+
+// DLSCALE_CUDA_BATCHED_GEMM=cublas: the strided batch of an attention layer's S = Q K^T (3
+// heads, each head's Q and K 8 columns after the previous head's inside rows of 96, scores
+// dense) and its accumulating dK = dS^T Q, as one cublasGemmStridedBatchedEx, against the CPU's
+// batch, in fp32, bf16 (within bf16's precision of float, and not equal to it) and double.
+TEST(CudaMathBatched, StridedBatchedGemmMatchesTheCpuInEveryPrecision) {
+  ::setenv("DLSCALE_CUDA_BATCHED_GEMM", "cublas", 1);
+  CudaDevice fp32(0, Precision::fp32), bf16(0, Precision::bf16);
+  ::unsetenv("DLSCALE_CUDA_BATCHED_GEMM");
+  ASSERT_TRUE(fp32.context().cublas_strided_batched);
+  constexpr int steps = 40, head_width = 8, row = 96, heads = 3;
+  constexpr std::ptrdiff_t scores = steps * steps;
+  const std::size_t buffer = std::size_t(heads) * scores + std::size_t(steps) * row;
+  const auto a = uniform_values<float>(buffer, -1, 1, 1201);
+  const auto b = uniform_values<float>(buffer, -1, 1, 1202);
+  const auto c = uniform_values<float>(buffer, -1, 1, 1203);
+  struct Case {
+    const char* what;
+    Transpose ta, tb;
+    int m, n, k, lda, ldb, ldc;
+    std::ptrdiff_t sa, sb, sc;
+    float beta;
+  };
+  for (const Case& g :
+       {Case{"S = Q K^T", Transpose::no, Transpose::yes, steps, steps, head_width, row, row, steps,
+             head_width, head_width, scores, 0.0f},
+        Case{"dK = dS^T Q + beta C", Transpose::yes, Transpose::no, steps, head_width, steps, steps,
+             row, row, scores, head_width, head_width, 0.5f}}) {
+    const auto run = [&]<typename T>(Device& device, const std::vector<T>& x,
+                                     const std::vector<T>& y, const std::vector<T>& z) {
+      auto da = upload(device, x), db = upload(device, y), dc = upload(device, z);
+      device.math<T>().gemm_strided_batched(g.ta, g.tb, g.m, g.n, g.k, T(0.35), da.data(), g.lda,
+                                            g.sa, db.data(), g.ldb, g.sb, T(g.beta), dc.data(),
+                                            g.ldc, g.sc, heads);
+      return download(device, dc);
+    };
+    const auto expected = run(*Devices::cpu, a, b, c);
+    const auto on_fp32 = run(fp32, a, b, c);
+    const auto on_bf16 = run(bf16, a, b, c);
+    EXPECT_LE(relative_l2(expected, on_fp32), 1e-6) << g.what << " fp32";
+    const double bf16_error = relative_l2(expected, on_bf16);
+    EXPECT_LE(bf16_error, bf16_relative_l2_tolerance) << g.what << " bf16";
+    EXPECT_GT(bf16_error, 1e-5) << g.what << ": bf16 equal to float's; did a bf16 GEMM run?";
+    const std::vector<double> wide_a(a.begin(), a.end()), wide_b(b.begin(), b.end()),
+        wide_c(c.begin(), c.end());
+    const auto expected_double = run(*Devices::cpu, wide_a, wide_b, wide_c);
+    const auto on_double = run(*Devices::gpu, wide_a, wide_b, wide_c);
+    ::setenv("DLSCALE_CUDA_BATCHED_GEMM", "cublas", 1);
+    CudaDevice batched_double(0, Precision::fp32);
+    ::unsetenv("DLSCALE_CUDA_BATCHED_GEMM");
+    const auto on_batched_double = run(batched_double, wide_a, wide_b, wide_c);
+    const auto largest_difference = [&](const std::vector<double>& actual) {
+      double largest = 0;
+      for (std::size_t i = 0; i < actual.size(); ++i)
+        largest = std::max(largest, std::abs(actual[i] - expected_double[i]));
+      return largest;
+    };
+    EXPECT_LE(largest_difference(on_double), 1e-13) << g.what << " double, one at a time";
+    EXPECT_LE(largest_difference(on_batched_double), 1e-13) << g.what << " double";
+  }
 }
 
 // The GPU rounds to bf16 as the MPI backend's bf16 sums do on the CPU (comm/bf16_sum.cpp): to
@@ -743,8 +804,8 @@ TYPED_TEST(CudaMathTest, LayerNormForwardAndBackwardMatchCpu) {
       auto& math = device.math<T>();
       math.layer_norm_forward(rows, width, device_x.data(), device_scale_shift.data(), y.data(),
                               mean.data(), variance.data());
-      math.layer_norm_backward(rows, width, device_x.data(), device_scale_shift.data(),
-                               mean.data(), variance.data(), device_dy.data(), dx.data(),
+      math.layer_norm_backward(rows, width, device_x.data(), device_scale_shift.data(), mean.data(),
+                               variance.data(), device_dy.data(), dx.data(),
                                scale_shift_gradient.data());
       return std::tuple{download(device, y), download(device, dx),
                         download(device, scale_shift_gradient)};
@@ -779,9 +840,8 @@ TYPED_TEST(CudaMathTest, GeluForwardAndBackwardMatchCpu) {
     };
     const auto [y, dx] = run(this->cpu());
     const auto [gpu_y, gpu_dx] = run(this->gpu());
-    expect_close("gelu_forward" + what, y, gpu_y, [&](std::size_t i) {
-      return 8 * epsilon<T> * (std::abs(double(x[i])) + 1);
-    });
+    expect_close("gelu_forward" + what, y, gpu_y,
+                 [&](std::size_t i) { return 8 * epsilon<T> * (std::abs(double(x[i])) + 1); });
     expect_close("gelu_backward" + what, dx, gpu_dx, [&](std::size_t i) {
       return 16 * epsilon<T> * (std::abs(double(x[i])) + 1) * std::abs(double(dy[i])) +
              underflow_floor<T>;
@@ -791,22 +851,24 @@ TYPED_TEST(CudaMathTest, GeluForwardAndBackwardMatchCpu) {
 
 TYPED_TEST(CudaMathTest, CausalSoftmaxMatchesCpuAndMasksTheFuture) {
   using T = TypeParam;
-  for (int rows : {1, 5, 1024}) {
-    const std::size_t count = std::size_t(rows) * rows;
+  for (const auto& [heads, rows] : {std::pair{1, 1}, std::pair{3, 5}, std::pair{2, 1024}}) {
+    const std::size_t count = std::size_t(heads) * rows * rows;
     const auto scores = uniform_values<T>(count, -30, 30, 51);
     const auto dp = uniform_values<T>(count, -1, 1, 52);
-    const std::string what = describe("<", type_name<T>(), "> rows=", rows);
+    const std::string what = describe("<", type_name<T>(), "> heads=", heads, " rows=", rows);
     const auto run = [&](Device& device) {
       auto p = upload(device, scores), gradient = upload(device, dp);
-      device.math<T>().causal_softmax_forward(rows, p.data());
-      device.math<T>().causal_softmax_backward(rows, p.data(), gradient.data());
+      device.math<T>().causal_softmax_forward(heads, rows, p.data());
+      device.math<T>().causal_softmax_backward(heads, rows, p.data(), gradient.data());
       return std::pair{download(device, p), download(device, gradient)};
     };
     const auto [p, ds] = run(this->cpu());
     const auto [gpu_p, gpu_ds] = run(this->gpu());
-    for (int r = 0; r < rows; ++r)
-      for (int c = r + 1; c < rows; ++c)
-        ASSERT_EQ(gpu_p[std::size_t(r) * rows + c], T(0)) << what << ": row " << r << " sees " << c;
+    for (int h = 0; h < heads; ++h)
+      for (int r = 0; r < rows; ++r)
+        for (int c = r + 1; c < rows; ++c)
+          ASSERT_EQ(gpu_p[(std::size_t(h) * rows + r) * rows + c], T(0))
+              << what << ": head " << h << " row " << r << " sees " << c;
     expect_close("causal_softmax_forward" + what, p, gpu_p, [&](std::size_t i) {
       return sigmoid_tolerance<T> * 4 * std::abs(double(p[i])) + underflow_floor<T>;
     });
