@@ -11,8 +11,14 @@
 #   DDP over gloo beside `dlscale --ranks`, and gloo's allreduce beside `dlscale comm`.
 #   Needs the peers: benchmarks/peers/install.sh (a virtual environment; network once).
 #   usage: benchmarks/compare_with_frameworks.sh [--models a,b] [--threads 1,N] [--rounds R]
-#          [--iters N] [--warmup N] [--scaling yes|no]
-#          (defaults: all ten models, 1 and nproc threads, 2 rounds, 5, 2, yes)
+#          [--iters N] [--warmup N] [--scaling yes|no] [--precisions fp32|bf16] [--batch B]
+#          (defaults: all ten models, 1 and nproc threads, 2 rounds, 5, 2, yes, fp32, each
+#          model's reference CPU batch)
+#   --models also takes the GPT family (gpt-tiny, gpt2-small, gpt2-medium) and gpt: specs, e.g.
+#   --models gpt-tiny,gpt:12,768,12,256,50257 --batch 2 (gpt2-small at 256 tokens); those are
+#   compared with PyTorch only (scaled_dot_product_attention, eager and torch.compile).
+#   bf16: dlscale-bench-step --precision bf16 beside PyTorch's CPU autocast to bfloat16, eager and
+#   compiled; TensorFlow is left out (its cells read "not run").
 #   Time: on a 2-core machine a round of all ten models at --iters 3 takes about 50 minutes, a
 #   third of it torch.compile compiling, and the scaling part 3 more; --models, --rounds 1 and
 #   --scaling no shorten it.
@@ -25,7 +31,7 @@
 #   usage: benchmarks/compare_with_frameworks.sh --device cuda [--models a,b] [--precisions fp32,tf32,bf16]
 #          [--iters N] [--warmup N]        (defaults: every case below, fp32,tf32,bf16, 30, 5)
 #   cases: fcn-s 64, fcn-s 4096, fcn-r 4096, alexnet-s 128, alexnet-r 1024, resnet-50 64,
-#          resnet-56 128, lstm-32 128, lstm-64 1024, vgg-16 64, mobilenet-v2 64
+#          resnet-56 128, lstm-32 128, lstm-64 1024, vgg-16 64, mobilenet-v2 64, gpt2-small 8
 #          (--models keeps the cases of those models; precisions: fp32, tf32, bf16)
 #
 # benchmarks/compare_with_frameworks.sh --parse-dlscale-summary FILE prints the median step
@@ -43,6 +49,7 @@ build_dir=${BUILD_DIR:-$here/../build}
 peers_python=$here/peers/.venv/bin/python
 python=${PYTHON:-$peers_python}
 device=cpu models='' threads='' precisions='' iters='' warmup='' rounds='' scaling='' summary_file=''
+batch=''
 while (($#)); do
   if (($# < 2)); then echo "option $1 needs a value (see the header of $0)" >&2; exit 2; fi
   case $1 in
@@ -54,6 +61,7 @@ while (($#)); do
     --warmup) warmup=$2 ;;
     --rounds) rounds=$2 ;;
     --scaling) scaling=$2 ;;
+    --batch) batch=$2 ;;
     --parse-dlscale-summary) summary_file=$2 ;;
     *) echo "unknown option $1 (see the header of $0)" >&2; exit 2 ;;
   esac
@@ -126,6 +134,7 @@ run_tool() {
     dlscale)
       "$build_dir/benchmarks/dlscale-bench-step" --models "$model" --threads "$thread_count" \
         --iters "$iters" --warmup "$warmup" --profile-iters 0 --sgemm-repeats 1 \
+        --precision "$precisions" ${batch:+--batch "$batch"} \
         >"$log.md" 2>"$log.err" || rc=$?
       # The step table's row, and the sgemm column as the run's yardstick.
       awk -F'|' -v round="$round" '
@@ -137,8 +146,11 @@ run_tool() {
     torch)
       "$python" "$here/pytorch_reference.py" --models "$model" --threads "$thread_count" \
         --iters "$iters" --warmup "$warmup" --dlscale "$build_dir/dlscale" \
+        --precision "$precisions" ${batch:+--batch "$batch"} \
         >"$log.out" 2>"$log.err" || rc=$?
-      sed "s/^/round $round /" "$log.out" >"$log.result" ;;
+      # The table's columns are per tool; the precision is the table's (its heading says it).
+      sed -e "s/^/round $round /" -e 's/^\(round [0-9]* RESULT torch-[a-z]*\)-bf16 /\1 /' \
+        "$log.out" >"$log.result" ;;
     tensorflow)
       "$python" "$here/peers/tensorflow_reference.py" --models "$model" --threads "$thread_count" \
         --iters "$iters" --warmup "$warmup" --dlscale "$build_dir/dlscale" \
@@ -146,7 +158,7 @@ run_tool() {
       sed "s/^/round $round /" "$log.out" >"$log.result" ;;
   esac
   if ! grep -q RESULT "$log.result"; then
-    echo "round $round RESULT $tool $model ${batch_of[$model]} $thread_count failed (exit $rc)" \
+    echo "round $round RESULT $tool $model ${batch:-${batch_of[$model]}} $thread_count failed (exit $rc)" \
       "$(grep -v '^\s*$' "$log.err" | tail -n1)" >"$log.result"
   fi
   cat "$log.result" >>"$results"
@@ -155,8 +167,11 @@ run_tool() {
 run_cpu() {
   local all_models=fcn-s,fcn-r,alexnet-r,alexnet-s,vgg-16,resnet-56,resnet-50,mobilenet-v2,lstm-32,lstm-64
   models=${models:-$all_models} threads=${threads:-1,$(nproc)} rounds=${rounds:-2}
-  iters=${iters:-5} warmup=${warmup:-2} scaling=${scaling:-yes}
+  iters=${iters:-5} warmup=${warmup:-2} scaling=${scaling:-yes} precisions=${precisions:-fp32}
   [[ $threads == 1,1 ]] && threads=1
+  [[ $precisions == fp32 || $precisions == bf16 ]] ||
+    { echo "--precisions: the CPU comparison runs one of fp32 or bf16, not '$precisions'" >&2; exit 2; }
+  [[ -z $batch || $batch =~ ^[1-9][0-9]*$ ]] || { echo "--batch must be a positive integer" >&2; exit 2; }
   local number
   for number in "$rounds" "$iters"; do
     [[ $number =~ ^[1-9][0-9]*$ ]] || { echo "--rounds and --iters must be positive integers" >&2; exit 2; }
@@ -176,13 +191,25 @@ run_cpu() {
   results=$raw_dir/results.txt
   : >"$results"
   declare -gA batch_of=()
-  local model batch thread_count
-  while read -r model batch; do batch_of[$model]=$batch; done \
-    < <("$build_dir/dlscale" --list-models | awk 'NR > 1 && $5 ~ /^[0-9]+$/ { print $1, $5 }')
-  IFS=, read -ra model_list <<<"$models"
+  local model thread_count
+  local reference_batch
+  # The "CPU batch" column, found by its header ("CPU batch" is one field in a row).
+  while read -r model reference_batch; do batch_of[$model]=$reference_batch; done \
+    < <("$build_dir/dlscale" --list-models | awk '
+          NR == 1 { for (i = 1; i <= NF; i++) if ($i == "CPU") column = i; next }
+          column && $column ~ /^[0-9]+$/ { print $1, $column }')
+  # Split on commas, but a field of digits continues the spec before it (gpt:2,64,4,32,128).
+  mapfile -t model_list < <(awk -v list="$models" 'BEGIN {
+    n = split(list, field, ",")
+    for (i = 1; i <= n; i++) {
+      if (field[i] ~ /^[0-9]+$/ && count && spec[count] ~ /:/) spec[count] = spec[count] "," field[i]
+      else spec[++count] = field[i]
+    }
+    for (i = 1; i <= count; i++) print spec[i] }')
   IFS=, read -ra thread_list <<<"$threads"
   for model in "${model_list[@]}"; do
-    [[ -n ${batch_of[$model]:-} ]] || { echo "--models: unknown model '$model' (built-in models: ${!batch_of[*]})" >&2; exit 2; }
+    if [[ $model == gpt:* ]]; then batch_of[$model]=8; continue; fi  # dlscale's default_gpt_batch
+    [[ -n ${batch_of[$model]:-} ]] || { echo "--models: unknown model '$model' (built-in models: ${!batch_of[*]}, or a gpt: spec)" >&2; exit 2; }
   done
   for thread_count in "${thread_list[@]}"; do
     [[ $thread_count =~ ^[1-9][0-9]*$ ]] || { echo "--threads: '$thread_count' is not a positive integer" >&2; exit 2; }
@@ -192,6 +219,8 @@ run_cpu() {
     for thread_count in "${thread_list[@]}"; do
       for model in "${model_list[@]}"; do
         for tool in "${tools[@]}"; do
+          # TensorFlow: the published zoo in fp32 only (no GPT reference, no bf16 policy here).
+          if [[ $tool == tensorflow && ($model == gpt* || $precisions == bf16) ]]; then continue; fi
           echo "[$((SECONDS - start)) s] round $round/$rounds, $thread_count thread(s): $tool $model" >&2
           run_tool "$round" "$tool" "$model" "$thread_count"
         done
@@ -200,10 +229,13 @@ run_cpu() {
     done
   done
 
-  echo "# dlscale against PyTorch, torch.compile and TensorFlow/Keras (CPU), median training step"
+  echo "# dlscale against PyTorch, torch.compile and TensorFlow/Keras (CPU, $precisions), median training step"
   echo
   echo "- $(uname -n): $(lscpu | sed -n 's/^Model name: *//p' | head -n1), $(nproc) cores; $(date -u '+%Y-%m-%d %H:%M UTC'); dlscale git $(git -C "$here" rev-parse --short=12 HEAD)$(git -C "$here" diff --quiet HEAD -- . 2>/dev/null || echo -dirty)"
   echo "- peers: $("$python" "$here/peers/report_versions.py" 2>/dev/null | paste -sd ';' -)"
+  if [[ $precisions == bf16 ]]; then
+    echo "- bf16: dlscale --precision bf16 (bf16 GEMMs and convolutions, float accumulation, weights and update); PyTorch: forward and loss under torch.autocast(\"cpu\", bfloat16)"
+  fi
   echo "- $rounds rounds, tools interleaved; $iters measured steps after $warmup warm-up per tool and round; each cell: median over rounds (range of the rounds) [first step's extra time: compilation]"
   echo "- dlscale's 4096³ sgemm next to each of its runs (GFLOP/s, t = threads): $(awk '$3 == "SGEMM" { print "t" $4 " " $5 }' "$results" | paste -sd ',' -)"
   echo "- full outputs: $raw_dir"
@@ -225,9 +257,9 @@ run_cuda() {
   # The GPU machine brings its own PyTorch; the CPU peers' environment is not carried there.
   [[ -x $python ]] || python=/usr/bin/python3
   local all_cases=(fcn-s:64 fcn-s:4096 fcn-r:4096 alexnet-s:128 alexnet-r:1024 resnet-50:64
-                   resnet-56:128 lstm-32:128 lstm-64:1024 vgg-16:64 mobilenet-v2:64)
+                   resnet-56:128 lstm-32:128 lstm-64:1024 vgg-16:64 mobilenet-v2:64 gpt2-small:8)
   precisions=${precisions:-fp32,tf32,bf16} iters=${iters:-30} warmup=${warmup:-5}
-  if [[ -n $threads ]]; then echo "--threads is for the CPU mode" >&2; exit 2; fi
+  if [[ -n $threads || -n $batch ]]; then echo "--threads and --batch are for the CPU mode" >&2; exit 2; fi
   [[ $iters =~ ^[0-9]+$ && $iters -ge 1 ]] || { echo "--iters must be a positive integer" >&2; exit 2; }
   [[ $warmup =~ ^[0-9]+$ ]] || { echo "--warmup must be a non-negative integer" >&2; exit 2; }
   local cases=() case model batch precision
@@ -241,7 +273,7 @@ run_cuda() {
         if [[ ${case%:*} == "$model" ]]; then cases+=("$case"); found=1; fi
       done
       if ((!found)); then
-        echo "--models: no GPU case for '$model' (models: fcn-s fcn-r alexnet-s alexnet-r resnet-50 resnet-56 lstm-32 lstm-64 vgg-16 mobilenet-v2)" >&2
+        echo "--models: no GPU case for '$model' (models: fcn-s fcn-r alexnet-s alexnet-r resnet-50 resnet-56 lstm-32 lstm-64 vgg-16 mobilenet-v2 gpt2-small)" >&2
         exit 2
       fi
     done
@@ -325,9 +357,7 @@ print(f"PyTorch {torch.__version__} (CUDA {torch.version.cuda}, cuDNN {torch.bac
 }
 
 case $device in
-  cpu)
-    if [[ -n $precisions ]]; then echo "--precisions is for --device cuda" >&2; exit 2; fi
-    run_cpu ;;
+  cpu) run_cpu ;;
   cuda) run_cuda ;;
   *) echo "unknown --device $device (cpu or cuda)" >&2; exit 2 ;;
 esac

@@ -7,7 +7,10 @@ import sys
 
 # Reference CPU batch per model, as `dlscale --list-models` prints it in its "CPU batch" column.
 BATCH = {"fcn-s": 64, "fcn-r": 1024, "alexnet-r": 1024, "alexnet-s": 16, "vgg-16": 16,
-         "resnet-56": 128, "resnet-50": 16, "mobilenet-v2": 16, "lstm-32": 128, "lstm-64": 128}
+         "resnet-56": 128, "resnet-50": 16, "mobilenet-v2": 16, "lstm-32": 128, "lstm-64": 128,
+         "gpt-tiny": 16, "gpt2-small": 8, "gpt2-medium": 4}
+# The CPU batch of a gpt: spec (dlscale's default_gpt_batch).
+DEFAULT_GPT_BATCH = 8
 
 
 def dlscale_parameter_counts(dlscale):
@@ -19,11 +22,19 @@ def dlscale_parameter_counts(dlscale):
                                  text=True, env=env).stdout
     except (OSError, subprocess.CalledProcessError) as error:
         sys.exit(f"cannot run {dlscale} --list-models: {error}")
+    rows = [line.split() for line in listing.splitlines()]
+    header = rows[0] if rows else []
+    if header[:3] != ["model", "family", "parameters"] or "CPU" not in header:
+        sys.exit(f"{dlscale} --list-models: no 'model family parameters ... CPU batch' header")
+    batch_column = header.index("CPU")  # "CPU batch" is two words in the header, one in a row
     counts = {}
-    for fields in (line.split() for line in listing.splitlines()):
-        if len(fields) > 4 and fields[0] in BATCH:
+    for fields in rows[1:]:
+        if len(fields) > batch_column and fields[0] in BATCH:
             counts[fields[0]] = int(fields[2].replace(",", ""))
-            if fields[4] != str(BATCH[fields[0]]):
+            if fields[batch_column] != str(BATCH[fields[0]]):
                 sys.exit(f"{dlscale} --list-models gives {fields[0]} a CPU batch of "
-                         f"{fields[4]}, the references {BATCH[fields[0]]}")
+                         f"{fields[batch_column]}, the references {BATCH[fields[0]]}")
+    missing = set(BATCH) - set(counts)
+    if missing:
+        sys.exit(f"{dlscale} --list-models does not list {', '.join(sorted(missing))}")
     return counts

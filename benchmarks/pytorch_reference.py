@@ -18,11 +18,11 @@ import time
 import torch
 from torch import nn
 
-from dlscale_models import BATCH, dlscale_parameter_counts
+from dlscale_models import BATCH, DEFAULT_GPT_BATCH, dlscale_parameter_counts
 
 # The GPU cases of benchmarks/compare_with_frameworks.sh --device cuda (model:batch).
 CUDA_CASES = ("fcn-s:64,fcn-s:4096,fcn-r:4096,alexnet-s:128,alexnet-r:1024,resnet-50:64,"
-              "resnet-56:128,lstm-32:128,lstm-64:1024,vgg-16:64,mobilenet-v2:64")
+              "resnet-56:128,lstm-32:128,lstm-64:1024,vgg-16:64,mobilenet-v2:64,gpt2-small:8")
 
 
 def fcn(sizes):
@@ -141,8 +141,87 @@ class LstmLm(nn.Module):
         return self.output(hidden).flatten(0, 1)
 
 
+class GptBlock(nn.Module):
+    """Pre-norm GPT-2 block: x + proj(attention(ln_1(x))), then x + mlp(ln_2(x)); attention
+    through scaled_dot_product_attention (causal), GELU in its tanh form as GPT-2 and dlscale."""
+
+    def __init__(self, width, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln_1, self.ln_2 = nn.LayerNorm(width), nn.LayerNorm(width)
+        self.qkv, self.projection = nn.Linear(width, 3 * width), nn.Linear(width, width)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(approximate="tanh"),
+                                 nn.Linear(4 * width, width))
+
+    def forward(self, x):
+        batch, steps, width = x.shape
+        q, k, v = (t.view(batch, steps, self.heads, width // self.heads).transpose(1, 2)
+                   for t in self.qkv(self.ln_1(x)).split(width, dim=2))
+        attention = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.projection(attention.transpose(1, 2).reshape(batch, steps, width))
+        return x + self.mlp(self.ln_2(x))
+
+
+class Gpt(nn.Module):
+    """dlscale's gpt:LAYERS,WIDTH,HEADS,SEQUENCE,VOCABULARY (nanoGPT's layout): token and
+    position embeddings, pre-norm blocks, a final layer norm and a head tied to the token
+    embedding; logits flattened to (batch x steps, vocabulary) for the cross-entropy."""
+
+    def __init__(self, layers, width, heads, sequence, vocabulary):
+        super().__init__()
+        self.tokens, self.positions = nn.Embedding(vocabulary, width), nn.Embedding(sequence, width)
+        self.blocks = nn.Sequential(*(GptBlock(width, heads) for _ in range(layers)))
+        self.ln_f = nn.LayerNorm(width)
+        self.register_buffer("steps", torch.arange(sequence), persistent=False)
+
+    def forward(self, tokens):
+        x = self.blocks(self.tokens(tokens) + self.positions(self.steps))
+        return nn.functional.linear(self.ln_f(x), self.tokens.weight).flatten(0, 1)
+
+
+# dlscale's built-in GPT shapes (layers, width, heads, sequence, vocabulary).
+GPT_SHAPES = {"gpt-tiny": (2, 64, 4, 32, 128), "gpt2-small": (12, 768, 12, 1024, 50257),
+              "gpt2-medium": (24, 1024, 16, 1024, 50257)}
+
+
+def gpt_shape(name):
+    """(layers, width, heads, sequence, vocabulary) of a built-in GPT name or a gpt: spec."""
+    if name in GPT_SHAPES:
+        return GPT_SHAPES[name]
+    fields = name[len("gpt:"):].split(",")
+    if not name.startswith("gpt:") or len(fields) != 5 or not all(f.isdigit() for f in fields):
+        sys.exit(f"bad GPT spec {name!r}: want gpt:LAYERS,WIDTH,HEADS,SEQUENCE,VOCABULARY")
+    return tuple(int(f) for f in fields)
+
+
+def is_gpt(name):
+    return name in GPT_SHAPES or name.startswith("gpt:")
+
+
+def gpt_parameter_count(name):
+    """dlscale's count (docs/workloads.md): L (12 W^2 + 13 W) + 2 W + V W + S W."""
+    layers, width, _, sequence, vocabulary = gpt_shape(name)
+    return layers * (12 * width * width + 13 * width) + 2 * width + (vocabulary + sequence) * width
+
+
+def split_models(text):
+    """'fcn-r,gpt:2,64,4,32,128,fcn-s' -> ['fcn-r', 'gpt:2,64,4,32,128', 'fcn-s']: a spec's own
+    fields are digits, and no model's name is (dlscale-bench-step splits the same way)."""
+    models = []
+    for field in text.split(","):
+        if field.isdigit() and models and ":" in models[-1]:
+            models[-1] += "," + field
+        else:
+            models.append(field)
+    return models
+
+
 def build(name, batch):
     """Returns (network, random input, random labels, parameters torch has beyond dlscale)."""
+    if is_gpt(name):
+        shape = gpt_shape(name)
+        tokens = torch.randint(0, shape[4], (batch, shape[3]))
+        return Gpt(*shape), tokens, torch.randint(0, shape[4], (batch * shape[3],)), 0
     if name.startswith("lstm-"):
         steps = int(name.split("-")[1])
         # torch's LSTM has two bias vectors per gate (b_ih and b_hh), dlscale one: 4 x 512 x 2.
@@ -331,7 +410,11 @@ def main():
         description="PyTorch training-step reference for dlscale (CPU: dlscale-bench-step)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--models", default="fcn-r,fcn-s",
-                        help="cpu: models, each at its reference CPU batch")
+                        help="cpu: models (built-in names or gpt: specs such as "
+                             "gpt:12,768,12,256,50257), each at its reference CPU batch")
+    parser.add_argument("--batch", type=int,
+                        help="cpu: samples per step of every model (default: each model's "
+                             "reference CPU batch)")
     parser.add_argument("--threads", default="1,2", help="cpu: thread counts")
     parser.add_argument("--modes", default="eager,compile",
                         help="cpu: eager, compile (torch.compile, inductor) or both")
@@ -358,14 +441,17 @@ def main():
         return main_cuda(args, dlscale_parameter_counts(args.dlscale))
     if args.cases is not None or args.precision == "tf32":
         sys.exit("--cases and --precision tf32 are for --device cuda")
-    models, thread_counts = args.models.split(","), [int(t) for t in args.threads.split(",")]
-    unknown = [m for m in models if m not in BATCH]
+    models, thread_counts = split_models(args.models), [int(t) for t in args.threads.split(",")]
+    unknown = [m for m in models if m not in BATCH and not m.startswith("gpt:")]
     if unknown:
-        sys.exit(f"unknown model(s) {unknown}; known: {', '.join(BATCH)}")
+        sys.exit(f"unknown model(s) {unknown}; known: {', '.join(BATCH)} and gpt: specs")
+    if args.batch is not None and args.batch < 1:
+        sys.exit("--batch must be at least 1")
     torch.manual_seed(0)
     torch.set_num_interop_threads(1)
     torch.set_float32_matmul_precision("highest")  # float32 everywhere, as dlscale
     expected = dlscale_parameter_counts(args.dlscale)
+    expected.update({m: gpt_parameter_count(m) for m in models if m.startswith("gpt:")})
 
     modes = args.modes.split(",")
     if set(modes) - {"eager", "compile"} or not modes:
@@ -381,7 +467,8 @@ def main():
               "than dlscale's single bias", file=sys.stderr)
     failures = 0
     for name in models:
-        network, inputs, labels, extra = build(name, BATCH[name])
+        batch = args.batch or BATCH.get(name, DEFAULT_GPT_BATCH)
+        network, inputs, labels, extra = build(name, batch)
         count = sum(p.numel() for p in network.parameters())
         if count != expected[name] + extra:
             sys.exit(f"{name}: {count:,} parameters in torch, {expected[name]:,} in dlscale")
@@ -393,7 +480,7 @@ def main():
                 # Line format read by benchmarks/compare_with_frameworks.sh: tool model batch
                 # threads median-step-s compile-s parameters, or "failed" and the reason.
                 tool = f"torch-{mode}" + ("-bf16" if args.precision == "bf16" else "")
-                prefix = f"RESULT {tool} {name} {BATCH[name]} {threads}"
+                prefix = f"RESULT {tool} {name} {batch} {threads}"
                 try:
                     if mode == "compile":
                         torch._dynamo.reset()  # compile afresh for this thread count

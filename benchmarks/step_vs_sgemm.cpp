@@ -48,7 +48,7 @@ constexpr int clock_reads_per_step = 5;
 constexpr std::array<Phase, 4> step_phases = {Phase::forward, Phase::backward, Phase::allreduce,
                                               Phase::update};
 
-// One model at its reference CPU batch (fcn-r 1024, fcn-s 64, ...).
+// One model at one batch (by default its reference CPU batch: fcn-r 1024, fcn-s 64, ...).
 struct WorkloadCase {
   std::string model;
   int batch;
@@ -66,6 +66,24 @@ struct Options {
   kernels::Precision precision = kernels::Precision::fp32;
 };
 
+// "fcn-r,gpt:2,64,4,32,128,fcn-s" -> fcn-r, gpt:2,64,4,32,128, fcn-s: a spec's own fields are
+// digits, and no model's name is.
+std::vector<std::string> split_model_list(const std::string& models) {
+  std::vector<std::string> list;
+  for (std::size_t start = 0; start <= models.size();) {
+    const std::size_t comma = std::min(models.find(',', start), models.size());
+    std::string field = models.substr(start, comma - start);
+    const bool digits =
+        !field.empty() && field.find_first_not_of("0123456789") == std::string::npos;
+    if (digits && !list.empty() && list.back().find(':') != std::string::npos)
+      list.back() += "," + field;
+    else
+      list.push_back(std::move(field));
+    start = comma + 1;
+  }
+  return list;
+}
+
 double seconds_since(Clock::time_point begin) {
   return std::chrono::duration<double>(Clock::now() - begin).count();
 }
@@ -74,6 +92,7 @@ std::optional<Options> parse_options(int argc, char** argv) {
   Options options;
   std::string threads = "1,2";
   std::string models = "fcn-r,fcn-s";
+  int batch = 0;
   std::string precision = kernels::precision_name(options.precision);
   po::options_description description(
       "dlscale-bench-step: training-step GFLOP/s of each model at its reference CPU batch\n"
@@ -83,7 +102,10 @@ std::optional<Options> parse_options(int argc, char** argv) {
       "threads,t", po::value(&threads)->default_value(threads),
       "comma-separated compute thread counts (OpenBLAS and OpenMP)")(
       "models,m", po::value(&models)->default_value(models),
-      "comma-separated models (dlscale --list-models), each at its reference CPU batch")(
+      "comma-separated models: built-in names (dlscale --list-models) or specs such as "
+      "gpt:12,768,12,256,50257 (a field of digits continues the spec before it)")(
+      "batch,b", po::value(&batch)->default_value(batch),
+      "samples per step of every model (0: each model's reference CPU batch)")(
       "iters,n",
       po::value(&options.measured_iterations)->default_value(options.measured_iterations),
       "measured training iterations per case")(
@@ -120,11 +142,10 @@ std::optional<Options> parse_options(int argc, char** argv) {
     throw UserError(
         fmt::format("--precision: the CPU computes in fp32 or bf16, not '{}'", precision));
   options.precision = *named;
-  for (std::size_t start = 0; start <= models.size();) {
-    const std::size_t comma = std::min(models.find(',', start), models.size());
-    const auto workload = workloads::make_workload(models.substr(start, comma - start));
-    options.cases.push_back({workload->name(), workload->default_batch()});
-    start = comma + 1;
+  if (batch < 0) throw UserError("--batch must not be negative");
+  for (const std::string& model : split_model_list(models)) {
+    const auto workload = workloads::make_workload(model);
+    options.cases.push_back({workload->name(), batch ? batch : workload->default_batch()});
   }
   if (options.measured_iterations < 1) throw UserError("--iters must be at least 1");
   if (options.warmup_iterations < 0) throw UserError("--warmup must not be negative");
@@ -198,6 +219,18 @@ class ProfiledMath final : public kernels::MathOps<float> {
           math_.gemm(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         });
   }
+  void gemm_strided_batched(Transpose transpose_a, Transpose transpose_b, int m, int n, int k,
+                            float alpha, const float* a, int lda, std::ptrdiff_t stride_a,
+                            const float* b, int ldb, std::ptrdiff_t stride_b, float beta, float* c,
+                            int ldc, std::ptrdiff_t stride_c, int count) override {
+    const auto letter = [](Transpose t) { return t == Transpose::yes ? 'T' : 'N'; };
+    timed(fmt::format("sgemm {}{} m={} n={} k={} x{}", letter(transpose_a), letter(transpose_b), m,
+                      n, k, count),
+          2.0 * m * n * double(k) * count, [&] {
+            math_.gemm_strided_batched(transpose_a, transpose_b, m, n, k, alpha, a, lda, stride_a,
+                                       b, ldb, stride_b, beta, c, ldc, stride_c, count);
+          });
+  }
   void add_row_bias(int rows, int cols, const float* bias, float* y) override {
     timed("add_row_bias", 0, [&] { math_.add_row_bias(rows, cols, bias, y); });
   }
@@ -249,12 +282,13 @@ class ProfiledMath final : public kernels::MathOps<float> {
   void gelu_backward(std::size_t count, const float* x, const float* dy, float* dx) override {
     timed("gelu_backward", 0, [&] { math_.gelu_backward(count, x, dy, dx); });
   }
-  void causal_softmax_forward(int rows, float* scores) override {
-    timed("causal_softmax_forward", 0, [&] { math_.causal_softmax_forward(rows, scores); });
+  void causal_softmax_forward(int heads, int rows, float* scores) override {
+    timed("causal_softmax_forward", 0, [&] { math_.causal_softmax_forward(heads, rows, scores); });
   }
-  void causal_softmax_backward(int rows, const float* probabilities, float* gradient) override {
+  void causal_softmax_backward(int heads, int rows, const float* probabilities,
+                               float* gradient) override {
     timed("causal_softmax_backward", 0,
-          [&] { math_.causal_softmax_backward(rows, probabilities, gradient); });
+          [&] { math_.causal_softmax_backward(heads, rows, probabilities, gradient); });
   }
   void softmax_cross_entropy(int rows, int classes, const float* logits, const std::int32_t* labels,
                              float* dlogits, float* loss) override {
