@@ -6,12 +6,14 @@
 //             dQ = dS K / sqrt(d);  dK = dS^T Q / sqrt(d)
 // Input per sample: [steps x 3 width], each step's Q, K and V side by side (one dense layer makes
 // all three); output: [steps x width]. The heads go through in passes of up to
-// `heads_per_pass`, each GEMM of a pass one strided-batched call (a head's Q, K and V are
-// head_width columns after the previous head's), so the library spreads one call over its
-// threads or SMs. Only one pass's [steps x steps] scores live in the layer's scratch, and backward
-// recomputes P rather than keeping every head's from forward (as FlashAttention does), so memory
-// grows with steps^2 a few times, not with batch x heads x steps^2.
-// FLOPs: 4 steps^2 width per sample forward (two GEMMs a head, causal half not subtracted).
+// attention_heads_per_pass, each GEMM of a pass one strided-batched call (a head's Q, K and V
+// are head_width columns after the previous head's), so the library spreads one call over its
+// threads or SMs; within a pass, blocks of query rows skip the keys after their last row. Only
+// one pass's [steps x steps] scores live in the layer's scratch, and backward recomputes P rather
+// than keeping every head's from forward (as FlashAttention does), so memory grows with steps^2
+// a few times, not with batch x heads x steps^2.
+// FLOPs counted: 4 steps^2 width per sample forward (two GEMMs a head, causal half not
+// subtracted: PaLM's convention, which MFU uses); the blocks execute fewer.
 #pragma once
 
 #include <algorithm>
@@ -25,6 +27,11 @@ namespace dlscale::model {
 // Heads per pass: four 256 x 256 score matrices already keep 16 cores busy, and four of a GPU's
 // 1024 x 1024 fill its SMs with tiles; more would only grow the scratch.
 inline constexpr int attention_heads_per_pass = 4;
+// Query rows per causal block on the CPU: 128-row GEMMs still run near the library's peak, and a
+// sequence of 256 skips a quarter of the attention GEMMs' work, one of 1,024 seven sixteenths.
+// A GPU takes the whole sequence as one block (more, smaller launches have not been measured
+// there; cuDNN's fused attention is where its skipping belongs).
+inline constexpr int attention_block_rows = 128;
 
 template <typename T>
 class CausalSelfAttentionLayer final : public Layer<T> {
@@ -34,11 +41,17 @@ class CausalSelfAttentionLayer final : public Layer<T> {
     return 2 * std::size_t(heads_in_a_pass(heads)) * steps * steps;
   }
 
-  CausalSelfAttentionLayer(kernels::Device& device, int steps, int width, int heads)
+  // block_rows 0: attention_block_rows on the CPU, the whole sequence on a GPU (tests choose
+  // smaller blocks to check uneven ones).
+  CausalSelfAttentionLayer(kernels::Device& device, int steps, int width, int heads,
+                           int block_rows = 0)
       : steps_(steps),
         width_(width),
         heads_(heads),
         head_width_(width / heads),
+        block_rows_(block_rows > 0            ? std::min(steps, block_rows)
+                    : device.memory_is_host() ? std::min(steps, attention_block_rows)
+                                              : steps),
         probabilities_(device, score_values()),
         probability_gradient_(device, score_values()) {}
 
@@ -55,16 +68,21 @@ class CausalSelfAttentionLayer final : public Layer<T> {
       for (int head = 0; head < heads_; head += heads_in_a_pass(heads_)) {
         const Pass pass = pass_at(sample, head, x);
         attention_weights(math, pass);
-        // O = P V, into each head's columns of the output.
-        math.gemm_strided_batched(kernels::Transpose::no, kernels::Transpose::no, steps_,
-                                  head_width_, steps_, T(1), probabilities_.data(), steps_,
-                                  score_stride(), pass.values, qkv_stride(), head_width_, T(0),
-                                  y + output_offset(sample, head), width_, head_width_, pass.heads);
+        // O = P V, into each head's columns of the output: a block of rows reads the values of
+        // its own and earlier steps only.
+        for_each_block([&](int first, int rows) {
+          batched(math, kernels::Transpose::no, kernels::Transpose::no, rows, head_width_,
+                  first + rows, T(1), scores_at(probabilities_.data(), first), steps_,
+                  score_stride(), pass.values, qkv_stride(), head_width_,
+                  y + output_offset(sample, head) + std::size_t(first) * width_, width_,
+                  head_width_, pass.heads);
+        });
       }
   }
 
   void backward(kernels::MathOps<T>& math, int batch, const T* x, const T* /*y*/,
                 const T* output_gradient, T* input_gradient) override {
+    const std::size_t qkv_row = std::size_t(qkv_stride());
     for (int sample = 0; sample < batch; ++sample)
       for (int head = 0; head < heads_; head += heads_in_a_pass(heads_)) {
         const Pass pass = pass_at(sample, head, x);
@@ -73,26 +91,34 @@ class CausalSelfAttentionLayer final : public Layer<T> {
         T* d_keys = d_queries + width_;
         T* d_values = d_queries + 2 * width_;
         attention_weights(math, pass);
-        // dV = P^T dO; dP = dO V^T, then dS in place.
-        math.gemm_strided_batched(kernels::Transpose::yes, kernels::Transpose::no, steps_,
-                                  head_width_, steps_, T(1), probabilities_.data(), steps_,
-                                  score_stride(), d_output, width_, head_width_, T(0), d_values,
-                                  qkv_stride(), head_width_, pass.heads);
-        math.gemm_strided_batched(kernels::Transpose::no, kernels::Transpose::yes, steps_, steps_,
-                                  head_width_, T(1), d_output, width_, head_width_, pass.values,
-                                  qkv_stride(), head_width_, T(0), probability_gradient_.data(),
-                                  steps_, score_stride(), pass.heads);
+        for_each_block([&](int first, int rows) {
+          // dV of the block's keys = P^T dO over the queries at and after them; dP of the
+          // block's queries = dO V^T over the keys at and before them.
+          batched(math, kernels::Transpose::yes, kernels::Transpose::no, rows, head_width_,
+                  steps_ - first, T(1), scores_at(probabilities_.data(), first) + first, steps_,
+                  score_stride(), d_output + std::size_t(first) * width_, width_, head_width_,
+                  d_values + first * qkv_row, qkv_stride(), head_width_, pass.heads);
+          batched(math, kernels::Transpose::no, kernels::Transpose::yes, rows, first + rows,
+                  head_width_, T(1), d_output + std::size_t(first) * width_, width_, head_width_,
+                  pass.values, qkv_stride(), head_width_,
+                  scores_at(probability_gradient_.data(), first), steps_, score_stride(),
+                  pass.heads);
+        });
         math.causal_softmax_backward(pass.heads, steps_, probabilities_.data(),
                                      probability_gradient_.data());
-        // dQ = dS K / sqrt(d); dK = dS^T Q / sqrt(d).
-        math.gemm_strided_batched(kernels::Transpose::no, kernels::Transpose::no, steps_,
-                                  head_width_, steps_, score_scale(), probability_gradient_.data(),
-                                  steps_, score_stride(), pass.keys, qkv_stride(), head_width_,
-                                  T(0), d_queries, qkv_stride(), head_width_, pass.heads);
-        math.gemm_strided_batched(kernels::Transpose::yes, kernels::Transpose::no, steps_,
-                                  head_width_, steps_, score_scale(), probability_gradient_.data(),
-                                  steps_, score_stride(), pass.queries, qkv_stride(), head_width_,
-                                  T(0), d_keys, qkv_stride(), head_width_, pass.heads);
+        for_each_block([&](int first, int rows) {
+          // dQ = dS K / sqrt(d) over the keys at and before the block's queries; dK = dS^T Q /
+          // sqrt(d) over the queries at and after the block's keys.
+          batched(math, kernels::Transpose::no, kernels::Transpose::no, rows, head_width_,
+                  first + rows, score_scale(), scores_at(probability_gradient_.data(), first),
+                  steps_, score_stride(), pass.keys, qkv_stride(), head_width_,
+                  d_queries + first * qkv_row, qkv_stride(), head_width_, pass.heads);
+          batched(math, kernels::Transpose::yes, kernels::Transpose::no, rows, head_width_,
+                  steps_ - first, score_scale(),
+                  scores_at(probability_gradient_.data(), first) + first, steps_, score_stride(),
+                  pass.queries + first * qkv_row, qkv_stride(), head_width_,
+                  d_keys + first * qkv_row, qkv_stride(), head_width_, pass.heads);
+        });
       }
   }
 
@@ -110,6 +136,7 @@ class CausalSelfAttentionLayer final : public Layer<T> {
     return std::size_t(heads_in_a_pass(heads_)) * steps_ * steps_;
   }
   std::ptrdiff_t score_stride() const { return std::ptrdiff_t(steps_) * steps_; }
+  T* scores_at(T* scores, int row) const { return scores + std::size_t(row) * steps_; }
   // A step's Q, K and V are one row of 3 width values.
   int qkv_stride() const { return 3 * width_; }
   T score_scale() const { return T(1 / std::sqrt(double(head_width_))); }
@@ -125,12 +152,33 @@ class CausalSelfAttentionLayer final : public Layer<T> {
             queries + 2 * width_};
   }
 
-  // probabilities_ = causal_softmax(Q K^T / sqrt(d)) for the heads of one pass.
+  // Calls f(first row, rows) for each block of query rows, in order. Row i attends to steps 0..i
+  // only, so a block's GEMMs stop at its last row's step, and the scores above the diagonal's
+  // blocks are never computed (causal block skipping, as FlashAttention's): with B blocks,
+  // (B - 1) / 2B of the attention GEMMs' work is skipped.
+  template <typename Block>
+  void for_each_block(Block&& f) const {
+    for (int first = 0; first < steps_; first += block_rows_)
+      f(first, std::min(block_rows_, steps_ - first));
+  }
+
+  static void batched(kernels::MathOps<T>& math, kernels::Transpose transpose_a,
+                      kernels::Transpose transpose_b, int m, int n, int k, T alpha, const T* a,
+                      int lda, std::ptrdiff_t stride_a, const T* b, int ldb,
+                      std::ptrdiff_t stride_b, T* c, int ldc, std::ptrdiff_t stride_c, int count) {
+    math.gemm_strided_batched(transpose_a, transpose_b, m, n, k, alpha, a, lda, stride_a, b, ldb,
+                              stride_b, T(0), c, ldc, stride_c, count);
+  }
+
+  // probabilities_ = causal_softmax(Q K^T / sqrt(d)) for the heads of one pass; each block of
+  // query rows is scored against the keys up to its last row (the rest is masked anyway).
   void attention_weights(kernels::MathOps<T>& math, const Pass& pass) {
-    math.gemm_strided_batched(kernels::Transpose::no, kernels::Transpose::yes, steps_, steps_,
-                              head_width_, score_scale(), pass.queries, qkv_stride(), head_width_,
-                              pass.keys, qkv_stride(), head_width_, T(0), probabilities_.data(),
-                              steps_, score_stride(), pass.heads);
+    for_each_block([&](int first, int rows) {
+      batched(math, kernels::Transpose::no, kernels::Transpose::yes, rows, first + rows,
+              head_width_, score_scale(), pass.queries + std::size_t(first) * qkv_stride(),
+              qkv_stride(), head_width_, pass.keys, qkv_stride(), head_width_,
+              scores_at(probabilities_.data(), first), steps_, score_stride(), pass.heads);
+    });
     math.causal_softmax_forward(pass.heads, steps_, probabilities_.data());
   }
 
@@ -138,6 +186,7 @@ class CausalSelfAttentionLayer final : public Layer<T> {
   int width_;
   int heads_;
   int head_width_;
+  int block_rows_;  // query rows per block: attention_block_rows on the CPU, all on a GPU
   kernels::DeviceArray<T> probabilities_;         // P of the pass being computed
   kernels::DeviceArray<T> probability_gradient_;  // dP, then dS, of that pass
 };

@@ -37,16 +37,18 @@ DnnlMatmul::Prepared& DnnlMatmul::prepared(const Shape& shape) {
                 matrix(m, n, ldc, false, count, stride_c),
                 {},
                 {}};
-  // Float inputs are read where they lie; bf16 ones from a dense copy the stage converts into.
-  const auto read = [&](const dnnl::memory::desc& given) {
-    return inputs_ == dnnl::memory::data_type::f32
-               ? given
-               : dnnl::memory::desc(
-                     given.dims(), inputs_,
-                     count == 1 ? dnnl::memory::format_tag::ab : dnnl::memory::format_tag::abc);
+  // Float inputs are read where they lie; bf16 ones from a dense copy the stage converts into,
+  // stored in the order the float one is (a transposed operand stays transposed: converting is
+  // then a straight pass over memory, not a transpose, and the matmul reads either order).
+  const auto read = [&](const dnnl::memory::desc& given, bool transposed) {
+    using tag = dnnl::memory::format_tag;
+    if (inputs_ == dnnl::memory::data_type::f32) return given;
+    const tag order =
+        count == 1 ? (transposed ? tag::ba : tag::ab) : (transposed ? tag::acb : tag::abc);
+    return dnnl::memory::desc(given.dims(), inputs_, order);
   };
-  made.a_read = LayoutStage(read(made.a));
-  made.b_read = LayoutStage(read(made.b));
+  made.a_read = LayoutStage(read(made.a, transpose_a));
+  made.b_read = LayoutStage(read(made.b, transpose_b));
   dnnl::primitive_attr attributes;
   if (alpha != 1.0f) attributes.set_output_scales(0, {alpha});
   if (beta != 0.0f) {
@@ -55,7 +57,8 @@ DnnlMatmul::Prepared& DnnlMatmul::prepared(const Shape& shape) {
     attributes.set_post_ops(sum);
   }
   const dnnl::matmul::primitive_desc description = DLSCALE_DNNL_CHECK(dnnl::matmul::primitive_desc(
-      dnnl::matmul::desc(read(made.a), read(made.b), made.c), attributes, engine_));
+      dnnl::matmul::desc(read(made.a, transpose_a), read(made.b, transpose_b), made.c), attributes,
+      engine_));
   require_address_space_for_a_primitive();
   made.primitive = DLSCALE_DNNL_CHECK(dnnl::matmul(description));
   return primitives_.emplace(shape, std::move(made)).first->second;

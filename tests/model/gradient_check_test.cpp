@@ -200,13 +200,21 @@ TEST(GradientCheck, CausalSelfAttentionInTwoPassesOfHeadsMatchesFiniteDifference
   check_layer(layer, 2);
 }
 
+// Blocks of 3 query rows over 7 steps (3, 3 and 1): each block's GEMMs stop at its last row's
+// step, and the keys' gradients gather the later blocks' queries.
+TEST(GradientCheck, CausalSelfAttentionInUnevenBlocksOfRowsMatchesFiniteDifferences) {
+  CpuDevice device(1);
+  CausalSelfAttentionLayer<double> layer(device, 7, 12, 6, 3);
+  check_layer(layer, 2);
+}
+
 // The float layer runs its heads through oneDNN's batched matmul, the double one through one GEMM
 // at a time: the same attention, within float rounding, forward and backward.
 TEST(GradientCheck, FloatAttentionAgreesWithTheDoubleLayer) {
   CpuDevice device(2);
   const int batch = 2, steps = 9, width = 24, heads = 6;
-  CausalSelfAttentionLayer<float> single(device, steps, width, heads);
-  CausalSelfAttentionLayer<double> wide(device, steps, width, heads);
+  CausalSelfAttentionLayer<float> single(device, steps, width, heads, 4);  // blocks of 4, 4, 1
+  CausalSelfAttentionLayer<double> wide(device, steps, width, heads, 9);   // one block
   const std::vector<double> x = random_values(batch * single.input_size(), 5);
   const std::vector<double> dy = random_values(batch * single.output_size(), 6);
   const std::vector<float> x_float(x.begin(), x.end()), dy_float(dy.begin(), dy.end());
