@@ -15,6 +15,7 @@
 #include "comm/collective_agreement.hpp"
 #include "comm/communicator_factory.hpp"
 #include "comm/mpi_session.hpp"
+#include "coordinator/point.hpp"
 #include "coordinator/sweep.hpp"
 #include "core/build_info.hpp"
 #include "core/errors.hpp"
@@ -191,6 +192,15 @@ coordinator::TrainingPlan plan_training(const RunOptions& options, const comm::M
   plan.probe_schedule.enabled = options.probe_node_sharing;
   plan.overwrite = options.overwrite;
   plan.quiet = options.quiet;
+  if (plan.check_memory_per_point) {
+    const std::string shortfall =
+        coordinator::shortfall_of_every_point(plan, *plan.device, placement);
+    if (!shortfall.empty())
+      throw UserError(fmt::format(
+          "no point of the sweep fits on {} of {}: even the smallest is {}; lower --batch, "
+          "choose a smaller model (a GPT spec's sequence is the largest term), or shard it",
+          plan.device->description(), host_name(), shortfall));
+  }
   if (mpi.world_rank() == 0) {
     plan.output_path = options.output_path.empty()
                            ? default_output_name(plan.workload->name(), mpi.world_size(), start)

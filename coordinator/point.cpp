@@ -3,6 +3,7 @@
 #include "coordinator/point.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <new>
 #include <optional>
 #include <string>
@@ -388,6 +389,26 @@ void fail_unless_it_fits(MPI_Comm group, const workloads::Workload& workload, in
         device.free_memory_bytes(), update_strategy(plan, point, placement));
     if (!shortfall.empty()) throw PointFailure(FailureCause::does_not_fit, shortfall);
   });
+}
+
+std::string shortfall_of_every_point(const TrainingPlan& plan, kernels::Device& device,
+                                     const comm::HostPlacement& placement) {
+  std::string least;
+  std::uint64_t least_bytes = std::numeric_limits<std::uint64_t>::max();
+  for (const SweepPoint& point : plan.points) {
+    const int batches = point_distinct_batches(plan, point);
+    const worker::UpdateStrategy strategy = update_strategy(plan, point, placement);
+    const std::string shortfall = worker::memory_shortfall(
+        *plan.workload, point.batch_per_rank, batches, point.precision,
+        ranks_per_device(placement.ranks_on_host,
+                         kernels::device_record(plan.device_kind).devices_per_host()),
+        device.free_memory_bytes(), strategy);
+    if (shortfall.empty()) return {};
+    const std::uint64_t bytes = worker::estimate_training_bytes(
+        *plan.workload, point.batch_per_rank, batches, point.precision, strategy);
+    if (bytes < least_bytes) least_bytes = bytes, least = shortfall;
+  }
+  return least;
 }
 
 // Says, before a node-sharing probe of `ranks` ranks runs, that it runs and what bounds it.

@@ -146,20 +146,27 @@ sharding_and_gpt_runs() {
   identical=$(grep -c "bit-identical on all 2 ranks" "$keep/sharding.out" || true)
   echo "== sharding: $identical of 3 strategies bit-identical"
   ((identical == 3)) || status=1
-  for precision in fp32 bf16; do
-    echo "== gpt2-small batch 8 $precision"
-    timeout 120 mpirun -np 1 "$build_dir/dlscale" --device cuda --comm nccl --model gpt2-small \
-      --batch 8 --precision "$precision" --iters 10 --warmup 3 --out "$keep/gpt.h5" \
-      --overwrite </dev/null || status=1
+  # Attention heads one cublasGemmEx at a time (the default) and as one strided-batched call.
+  for run in "fp32 loop" "bf16 loop" "bf16 cublas"; do
+    read -r precision batched <<<"$run"
+    echo "== gpt2-small batch 8 $precision, DLSCALE_CUDA_BATCHED_GEMM=$batched"
+    DLSCALE_CUDA_BATCHED_GEMM=$batched timeout 120 mpirun -x DLSCALE_CUDA_BATCHED_GEMM -np 1 \
+      "$build_dir/dlscale" --device cuda --comm nccl --model gpt2-small --batch 8 \
+      --precision "$precision" --iters 10 --warmup 3 --out "$keep/gpt.h5" --overwrite \
+      </dev/null || status=1
     rm -f "$keep/gpt.h5"
   done
-  "$build_dir/tests/dlscale_gpu_kernel_tests" --gtest_filter='*LayerNorm*:*Gelu*:*CausalSoftmax*' ||
-    status=1
+  echo "== PyTorch gpt2-small batch 8 bf16 (autocast, scaled_dot_product_attention)"
+  timeout 90 python3 benchmarks/pytorch_reference.py --device cuda --precision bf16 \
+    --cases gpt2-small:8 --iters 10 --warmup 3 --dlscale "$build_dir/dlscale" || status=1
+  "$build_dir/tests/dlscale_gpu_kernel_tests" \
+    --gtest_filter='*LayerNorm*:*Gelu*:*CausalSoftmax*:CudaMathBatched*' || status=1
   return $status
 }
 export -f sharding_and_gpt_runs
-stage sharding_gpt 90 200 sharding_and_gpt_runs
-grep -E '^== |^step |^throughput|^compute' "$keep/sharding_gpt.log" 2>/dev/null | tee -a "$log"
+stage sharding_gpt 120 260 sharding_and_gpt_runs
+grep -E '^== |^step |^throughput|^compute|MFU|^\| gpt2' "$keep/sharding_gpt.log" 2>/dev/null |
+  tee -a "$log"
 stage bound 60 120 env OUT="$keep" bash -c 'ctest_one "$@"' _ gpu_points_finish_within_a_bound
 stage training 60 120 ctest_one gpu_training_agrees_with_the_cpu
 stage profile 50 70 env OUT="$keep" DLSCALE_CUDNN_API=graph BUILD_DIR="$build_dir" \
