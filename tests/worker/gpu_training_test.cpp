@@ -1,6 +1,6 @@
 // A GPU trains as the CPU does: after 3 steps from the same weights on the same data, every
 // parameter of a CUDA run agrees with the CPU run's, for a fully connected net, CNNs with batch
-// norm and residual blocks, and an LSTM (the CNNs that amplify rounding: within what rounding
+// norm and residual blocks, an LSTM and GPTs (the CNNs that amplify rounding: within what rounding
 // alone does to the CPU's own three steps). The steps after the first are replayed CUDA graphs,
 // so this also checks that a captured step computes what an eager one does. Labelled `gpu`.
 #include <gtest/gtest.h>
@@ -135,7 +135,11 @@ INSTANTIATE_TEST_SUITE_P(Workloads, GpuTrainsLikeTheCpu,
                          ::testing::Values(Case{"fcn:64,48,32,10", 16, false},
                                            Case{"alexnet-r", 8, false}, Case{"resnet-56", 4, true},
                                            Case{"mobilenet-v2", 2, true},
-                                           Case{"lstm:12,32,2,100", 4, false}),
+                                           Case{"lstm:12,32,2,100", 4, false},
+                                           // issue 35: one pass of 4 heads, then two passes
+                                           // (8 heads) over 40 steps
+                                           Case{"gpt-tiny", 4, false},
+                                           Case{"gpt:2,64,8,40,128", 2, false}),
                          [](const auto& info) {
                            std::string name;
                            for (char c : info.param.model)
