@@ -194,7 +194,7 @@ coordinator::TrainingPlan plan_training(const RunOptions& options, const comm::M
   plan.quiet = options.quiet;
   if (plan.check_memory_per_point) {
     const std::string shortfall =
-        coordinator::shortfall_of_every_point(plan, *plan.device, placement);
+        coordinator::shortfall_of_every_point(plan, *plan.device, mpi.world_rank());
     if (!shortfall.empty())
       throw UserError(fmt::format(
           "no point of the sweep fits on {} of {}: even the smallest is {}; lower --batch, "

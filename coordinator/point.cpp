@@ -392,17 +392,20 @@ void fail_unless_it_fits(MPI_Comm group, const workloads::Workload& workload, in
 }
 
 std::string shortfall_of_every_point(const TrainingPlan& plan, kernels::Device& device,
-                                     const comm::HostPlacement& placement) {
+                                     int world_rank) {
   std::string least;
   std::uint64_t least_bytes = std::numeric_limits<std::uint64_t>::max();
   for (const SweepPoint& point : plan.points) {
+    // A rank outside a point says nothing of it; and the point's ranks that share this device
+    // are not known before its group exists, so each is held to the least it could need: its
+    // rank alone on the device.
+    if (world_rank >= point.ranks) return {};
     const int batches = point_distinct_batches(plan, point);
-    const worker::UpdateStrategy strategy = update_strategy(plan, point, placement);
-    const std::string shortfall = worker::memory_shortfall(
-        *plan.workload, point.batch_per_rank, batches, point.precision,
-        ranks_per_device(placement.ranks_on_host,
-                         kernels::device_record(plan.device_kind).devices_per_host()),
-        device.free_memory_bytes(), strategy);
+    // Sharded at most over all of its ranks (hybrid sharding shards over fewer): the least.
+    const worker::UpdateStrategy strategy = update_strategy(plan, point, {point.ranks, 0});
+    const std::string shortfall =
+        worker::memory_shortfall(*plan.workload, point.batch_per_rank, batches, point.precision, 1,
+                                 device.free_memory_bytes(), strategy);
     if (shortfall.empty()) return {};
     const std::uint64_t bytes = worker::estimate_training_bytes(
         *plan.workload, point.batch_per_rank, batches, point.precision, strategy);

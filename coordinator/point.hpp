@@ -30,11 +30,12 @@ void fail_unless_it_fits(MPI_Comm group, const workloads::Workload& workload, in
                          int batches, const SweepPoint& point, kernels::Device& device,
                          const TrainingPlan& plan, const comm::HostPlacement& placement);
 
-// Where no point of the plan fits this rank's device (each one's estimate above its free memory),
-// the shortfall of the point that needs least; else empty. A sweep that could measure nothing
-// is the user's mistake, as a single run that cannot fit is.
+// Where no point of the plan could fit this rank's device, the shortfall of the point that needs
+// least; else empty. Each point is held to one rank alone on the device, the least it could
+// need, so a sweep that could measure anything is never refused. A sweep that could measure
+// nothing is the user's mistake, as a single run that cannot fit is.
 std::string shortfall_of_every_point(const TrainingPlan& plan, kernels::Device& device,
-                                     const comm::HostPlacement& placement);
+                                     int world_rank);
 
 // Says, before a node-sharing probe of `ranks` ranks runs, that it runs and what bounds it.
 void announce_probe(const TrainingPlan& plan, int ranks, ProgressLine& progress);

@@ -4,6 +4,8 @@
 
 #include <cblas.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 
@@ -15,16 +17,37 @@ namespace dlscale::kernels {
 
 namespace {
 
-// Each library runs once untimed (oneDNN makes its primitive, OpenBLAS wakes its threads), then
-// alternately this many times; the best time of each decides. Alternating keeps a scheduler blip
-// from landing on one library only.
-constexpr int timed_runs_per_library = 3;
 // OpenBLAS takes a shape only when it is clearly faster. Where the two are close (on the Zen 4
 // this was measured on, every shape of every workload), the choice would otherwise flip from run
 // to run with the noise, and with it the rounding of every step.
 constexpr double openblas_margin = 0.9;
-// Seconds of an untimed first run beyond which one timed run per library decides.
-constexpr double long_enough_for_one_trial = 0.1;
+
+// The best seconds of each of two ways to compute the same GEMM(s). Each runs once untimed
+// (oneDNN makes its primitive, OpenBLAS wakes its threads), then they run alternately, so that a
+// scheduler blip cannot land on one of them only, as many times as the untimed runs' length calls
+// for: once for a GEMM of a tenth of a second or more (a language model's vocabulary GEMM runs
+// for seconds, and more trials of each of its shapes would add half a minute to the first step),
+// three times as a rule, and up to 64 times for GEMMs of microseconds, where a thread's wake-up
+// is as long as the GEMM itself (until the runs add up to 2 ms each).
+template <typename First, typename Second>
+std::array<double, 2> best_of_alternating_runs(First&& first, Second&& second) {
+  using Clock = std::chrono::steady_clock;
+  const auto seconds_of = [](auto&& work) {
+    const auto start = Clock::now();
+    work();
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  std::array<double, 2> best = {seconds_of(first), seconds_of(second)};
+  const double shorter = std::min(best[0], best[1]);
+  const int timed_runs =
+      shorter >= 0.1 ? 1 : std::clamp(int(2e-3 / std::max(shorter, 1e-9)), 3, 64);
+  for (int run = 0; run < timed_runs; ++run) {
+    const double first_seconds = seconds_of(first), second_seconds = seconds_of(second);
+    best[0] = run == 0 ? first_seconds : std::min(best[0], first_seconds);
+    best[1] = run == 0 ? second_seconds : std::min(best[1], second_seconds);
+  }
+  return best;
+}
 
 CBLAS_TRANSPOSE to_cblas(Transpose transpose) {
   return transpose == Transpose::yes ? CblasTrans : CblasNoTrans;
@@ -63,25 +86,13 @@ FloatGemmLibrary FastestFloatGemm::choose(Transpose transpose_a, Transpose trans
   // its real output exactly once.
   scratch_output_.resize(std::size_t(m) * ldc);
   float* scratch = scratch_output_.data();
-  using Clock = std::chrono::steady_clock;
-  const FloatGemmLibrary libraries[] = {FloatGemmLibrary::onednn, FloatGemmLibrary::openblas};
-  double best_seconds[2] = {0, 0};
-  int timed_runs = timed_runs_per_library;
-  for (int trial = -1; trial < timed_runs; ++trial) {
-    for (int i = 0; i < 2; ++i) {
-      const auto start = Clock::now();
-      run(libraries[i], transpose_a, transpose_b, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, scratch,
-          ldc);
-      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-      if (trial == 0 || (trial > 0 && seconds < best_seconds[i])) best_seconds[i] = seconds;
-      if (trial == -1) best_seconds[i] = seconds;
-    }
-    // A GEMM that takes long enough that a scheduler blip is small beside it is timed once per
-    // library: a language model's vocabulary GEMM runs for seconds, and three trials of each of
-    // its shapes would add half a minute to the first step.
-    if (trial == -1 && std::min(best_seconds[0], best_seconds[1]) > long_enough_for_one_trial)
-      timed_runs = 1;
-  }
+  const auto with = [&](FloatGemmLibrary library) {
+    return [=, this] {
+      run(library, transpose_a, transpose_b, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, scratch, ldc);
+    };
+  };
+  const std::array<double, 2> best_seconds =
+      best_of_alternating_runs(with(FloatGemmLibrary::onednn), with(FloatGemmLibrary::openblas));
   return best_seconds[1] < openblas_margin * best_seconds[0] ? FloatGemmLibrary::openblas
                                                              : FloatGemmLibrary::onednn;
 }
@@ -133,18 +144,8 @@ void FastestFloatGemm::multiply_batched(Transpose transpose_a, Transpose transpo
       // As choose(): trials write a scratch output, best of alternating timed runs decides.
       batched_scratch_output_.resize(std::size_t(stride_c) * (count - 1) + std::size_t(m) * ldc);
       float* scratch = batched_scratch_output_.data();
-      using Clock = std::chrono::steady_clock;
-      double best_seconds[2] = {0, 0};
-      for (int trial = -1; trial < timed_runs_per_library; ++trial)
-        for (int i = 0; i < 2; ++i) {
-          const auto start = Clock::now();
-          if (i == 0)
-            batched(scratch, 1.0f, 0.0f);
-          else
-            one_at_a_time(scratch, 1.0f, 0.0f);
-          const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-          if (trial == 0 || (trial > 0 && seconds < best_seconds[i])) best_seconds[i] = seconds;
-        }
+      const std::array<double, 2> best_seconds = best_of_alternating_runs(
+          [&] { batched(scratch, 1.0f, 0.0f); }, [&] { one_at_a_time(scratch, 1.0f, 0.0f); });
       found = batched_wins_.emplace(shape, best_seconds[0] <= best_seconds[1]).first;
     }
     batch_wins = found->second;
