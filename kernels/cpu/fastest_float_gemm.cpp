@@ -24,11 +24,10 @@ constexpr double openblas_margin = 0.9;
 
 // The best seconds of each of two ways to compute the same GEMM(s). Each runs once untimed
 // (oneDNN makes its primitive, OpenBLAS wakes its threads), then they run alternately, so that a
-// scheduler blip cannot land on one of them only, as many times as the untimed runs' length calls
-// for: once for a GEMM of a tenth of a second or more (a language model's vocabulary GEMM runs
-// for seconds, and more trials of each of its shapes would add half a minute to the first step),
-// three times as a rule, and up to 64 times for GEMMs of microseconds, where a thread's wake-up
-// is as long as the GEMM itself (until the runs add up to 2 ms each).
+// scheduler blip cannot land on one of them only: three times, or once for a GEMM of a tenth of a
+// second or more (a language model's vocabulary GEMM runs for seconds, and three trials of each of
+// its shapes would add half a minute to the first step). Timing tiny GEMMs up to 64 times was
+// tried and made the gpt-tiny step bimodal (docs/performance.md), so three it stays.
 template <typename First, typename Second>
 std::array<double, 2> best_of_alternating_runs(First&& first, Second&& second) {
   using Clock = std::chrono::steady_clock;
@@ -39,8 +38,7 @@ std::array<double, 2> best_of_alternating_runs(First&& first, Second&& second) {
   };
   std::array<double, 2> best = {seconds_of(first), seconds_of(second)};
   const double shorter = std::min(best[0], best[1]);
-  const int timed_runs =
-      shorter >= 0.1 ? 1 : std::clamp(int(2e-3 / std::max(shorter, 1e-9)), 3, 64);
+  const int timed_runs = shorter >= 0.1 ? 1 : 3;
   for (int run = 0; run < timed_runs; ++run) {
     const double first_seconds = seconds_of(first), second_seconds = seconds_of(second);
     best[0] = run == 0 ? first_seconds : std::min(best[0], first_seconds);
