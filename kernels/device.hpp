@@ -218,6 +218,11 @@ class Device {
   virtual std::unique_ptr<PoolingKernel> make_pooling(const PoolingGeometry& geometry) = 0;
   virtual std::unique_ptr<BatchNormKernel> make_batch_norm(const BatchNormGeometry& geometry) = 0;
   virtual std::unique_ptr<LstmKernel> make_lstm(const LstmGeometry& geometry) = 0;
+  // A fused causal attention, or none (the default): the layer then composes it from GEMMs and
+  // the causal softmax, as the CPU always does.
+  virtual std::unique_ptr<AttentionKernel> make_attention(const AttentionGeometry& /*geometry*/) {
+    return nullptr;
+  }
 
   virtual MathOps<float>& math_float() = 0;
   virtual MathOps<double>& math_double() = 0;

@@ -39,4 +39,27 @@ class LstmKernel {
                         float* parameter_gradient) = 0;
 };
 
+// Causal multi-head self-attention as one library call a pass (a fused, FlashAttention-style
+// kernel: the [steps x steps] scores never reach memory), for devices whose libraries have one.
+// model/causal_self_attention_layer.hpp defines the computation and composes it from GEMMs and
+// the causal softmax wherever Device::make_attention() returns none.
+struct AttentionGeometry {
+  int steps = 1;
+  int width = 0;  // of the model: heads x head width
+  int heads = 1;
+  int head_width() const { return width / heads; }
+};
+
+class AttentionKernel {
+ public:
+  virtual ~AttentionKernel() = default;
+  // x [batch x steps x 3 width] (each step's queries, keys and values side by side, head h in
+  // columns [h d, (h + 1) d) of each) -> y [batch x steps x width], heads side by side.
+  virtual void forward(int batch, const float* x, float* y) = 0;
+  // Writes input_gradient [batch x steps x 3 width]. Each backward() follows the forward() of the
+  // same x and may use what it kept.
+  virtual void backward(int batch, const float* x, const float* output_gradient,
+                        float* input_gradient) = 0;
+};
+
 }  // namespace dlscale::kernels

@@ -14,10 +14,15 @@
 // a few times, not with batch x heads x steps^2.
 // FLOPs counted: 4 steps^2 width per sample forward (two GEMMs a head, causal half not
 // subtracted: PaLM's convention, which MFU uses); the blocks execute fewer.
+// Where the device has a fused attention for float layers (Device::make_attention: cuDNN's
+// scaled-dot-product attention under DLSCALE_CUDNN_ATTENTION=sdpa and --precision bf16), the
+// whole batch goes through it in one call a pass instead, and the passes above are not run.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <type_traits>
 
 #include "kernels/device_array.hpp"
 #include "model/layer.hpp"
@@ -45,7 +50,8 @@ class CausalSelfAttentionLayer final : public Layer<T> {
   // smaller blocks to check uneven ones).
   CausalSelfAttentionLayer(kernels::Device& device, int steps, int width, int heads,
                            int block_rows = 0)
-      : steps_(steps),
+      : device_(device),
+        steps_(steps),
         width_(width),
         heads_(heads),
         head_width_(width / heads),
@@ -64,6 +70,12 @@ class CausalSelfAttentionLayer final : public Layer<T> {
   }
 
   void forward(kernels::MathOps<T>& math, int batch, const T* x, T* y) override {
+    if constexpr (std::is_same_v<T, float>) {
+      if (kernels::AttentionKernel* kernel = fused_kernel()) {
+        kernel->forward(batch, x, y);
+        return;
+      }
+    }
     for (int sample = 0; sample < batch; ++sample)
       for (int head = 0; head < heads_; head += heads_in_a_pass(heads_)) {
         const Pass pass = pass_at(sample, head, x);
@@ -82,6 +94,12 @@ class CausalSelfAttentionLayer final : public Layer<T> {
 
   void backward(kernels::MathOps<T>& math, int batch, const T* x, const T* /*y*/,
                 const T* output_gradient, T* input_gradient) override {
+    if constexpr (std::is_same_v<T, float>) {
+      if (kernels::AttentionKernel* kernel = fused_kernel()) {
+        kernel->backward(batch, x, output_gradient, input_gradient);
+        return;
+      }
+    }
     const std::size_t qkv_row = std::size_t(qkv_stride());
     for (int sample = 0; sample < batch; ++sample)
       for (int head = 0; head < heads_; head += heads_in_a_pass(heads_)) {
@@ -130,6 +148,16 @@ class CausalSelfAttentionLayer final : public Layer<T> {
     const T* keys;
     const T* values;
   };
+
+  // The device's fused attention, asked for once (float layers only: the double-precision
+  // gradient checks always compose it); null where the device has none.
+  kernels::AttentionKernel* fused_kernel() {
+    if (!fused_asked_) {
+      fused_ = device_.make_attention({steps_, width_, heads_});
+      fused_asked_ = true;
+    }
+    return fused_.get();
+  }
 
   static int heads_in_a_pass(int heads) { return std::min(heads, attention_heads_per_pass); }
   std::size_t score_values() const {
@@ -182,13 +210,16 @@ class CausalSelfAttentionLayer final : public Layer<T> {
     math.causal_softmax_forward(pass.heads, steps_, probabilities_.data());
   }
 
+  kernels::Device& device_;
   int steps_;
   int width_;
   int heads_;
   int head_width_;
   int block_rows_;  // query rows per block: attention_block_rows on the CPU, all on a GPU
-  kernels::DeviceArray<T> probabilities_;         // P of the pass being computed
-  kernels::DeviceArray<T> probability_gradient_;  // dP, then dS, of that pass
+  kernels::DeviceArray<T> probabilities_;            // P of the pass being computed
+  kernels::DeviceArray<T> probability_gradient_;     // dP, then dS, of that pass
+  std::unique_ptr<kernels::AttentionKernel> fused_;  // the device's fused attention, if any
+  bool fused_asked_ = false;
 };
 
 }  // namespace dlscale::model

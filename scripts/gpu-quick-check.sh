@@ -3,23 +3,26 @@
 # the whole fits a 15-minute GPU lease (one call of at most 9 minutes, after the machine's start):
 #
 #   build     scripts/gpu-check.sh --build-only, only the targets the checks below run
+#   gpt       the fused attention (DLSCALE_CUDNN_ATTENTION=sdpa) and tiled layer norm gradient
+#             (DLSCALE_CUDA_LAYER_NORM_GRADIENT=tiled): their tests, gpt2-small batch 8 with each
+#             and both beside PyTorch, and the per-layer times of the fastest
 #   graph     the graph path's own tests (ctest -R gpu_cudnn_graph_path): is it right at all?
 #   speed     scripts/gpu-check.sh --bench-only --graph-only over QUICK_CASES at QUICK_PRECISIONS:
 #             the legacy path and PyTorch (bench), then DLSCALE_CUDNN_API=graph (graph), side by side
-#   lstm      the bf16 LSTM (DLSCALE_CUDNN_LSTM=bf16): lstm-64 batch 1024 and lstm-32 batch 128
 #   kernels   dlscale_gpu_kernel_tests (every CUDA kernel against the CPU)
 #   bound     gpu_points_finish_within_a_bound (the fcn-s batch 4096 bf16 point that stopped)
 #   training  gpu_training_agrees_with_the_cpu
 #   profile   benchmarks/gpu_step_profile.sh vgg-16 64 bf16 under DLSCALE_CUDNN_API=graph
-#   rest      gpu_sampling_reads_nvml; tf32 speed of vgg-16 and resnet-50 (as speed);
+#   rest      gpu_sampling_reads_nvml; tf32 speed of vgg-16 and resnet-50 (as speed); the bf16
+#             LSTM beside the float one (lstm-64 batch 1024, lstm-32 batch 128);
 #             gpu_command_line_acceptance
 # A stage starts only when the time it needs is left of BUDGET seconds (default 520), and is
 # stopped when it would outlast the budget; the log says which stages ran, passed, failed or
 # were skipped. scripts/gpu-check.sh (no option) is the whole check, for a machine held longer.
 #
 # usage: scripts/gpu-quick-check.sh [--help]
-# env:   BUDGET, QUICK_CASES (default vgg-16:64 resnet-50:64 alexnet-r:1024 alexnet-s:128
-#        mobilenet-v2:64 resnet-56:128), QUICK_STAGES (the stages to run, by name, build always;
+# env:   BUDGET, QUICK_CASES (default mobilenet-v2:64 resnet-56:128 vgg-16:64 resnet-50:64
+#        alexnet-r:1024 alexnet-s:128: the two never measured on the graph path first), QUICK_STAGES (the stages to run, by name, build always;
 #        default all), QUICK_TARGETS (what the build stage builds), QUICK_PRECISIONS (default bf16; tf32 for vgg-16 and resnet-50 at the end), OUT (where
 #        quick.log and logs.tar.gz go; default .gpu-bundle/quick). Exit status: 0 when every stage
 #        ran and passed, 1 otherwise.
@@ -41,7 +44,7 @@ keep=$(mktemp -d)  # every stage's logs, packed into $out/logs.tar.gz after each
 log=$out/quick.log
 : >"$log"
 build_dir=$repo/build-gpu
-cases=${QUICK_CASES:-vgg-16:64 resnet-50:64 alexnet-r:1024 alexnet-s:128 mobilenet-v2:64 resnet-56:128}
+cases=${QUICK_CASES:-mobilenet-v2:64 resnet-56:128 vgg-16:64 resnet-50:64 alexnet-r:1024 alexnet-s:128}
 precisions=${QUICK_PRECISIONS:-bf16}
 all_passed=true
 
@@ -90,8 +93,8 @@ stage() {
   nproc
 } 2>&1 | tee -a "$log"
 
-targets=${QUICK_TARGETS:-dlscale dlscale_cuda dlscale_gpu_graph_tests dlscale_gpu_kernel_tests \
-dlscale_gpu_training_tests dlscale_gpu_sampling_tests dlscale-bench-layer-times}
+targets=${QUICK_TARGETS:-dlscale dlscale_cuda dlscale_gpu_graph_tests dlscale_gpu_attention_tests \
+dlscale_gpu_kernel_tests dlscale_gpu_training_tests dlscale_gpu_sampling_tests dlscale-bench-layer-times}
 if ! stage build 150 240 env BUILD_TARGETS="$targets" scripts/gpu-check.sh --build-only; then
   say "no build: stopping"
   exit 1
@@ -102,6 +105,38 @@ source .gpu-bundle/environment.sh
 ctest_one() { ctest --test-dir "$build_dir" -R "$1" --output-on-failure --no-tests=error; }
 export build_dir keep
 export -f ctest_one
+
+# The GPT on the GPU (docs/gpu.md, "A GPT on the GPU"): the fused attention's and the tiled layer
+# norm gradient's tests, then gpt2-small at batch 8 in bf16 with each setting and both (the
+# defaults first, which ran on an H200 at 193.6 ms a step), fp32 with the tiled gradient, and
+# PyTorch's eager bf16 step beside them.
+gpt_runs() {
+  local status=0
+  "$build_dir/tests/dlscale_gpu_attention_tests" || status=1
+  "$build_dir/tests/dlscale_gpu_kernel_tests" --gtest_filter='*LayerNorm*:CudaMathBatched*' ||
+    status=1
+  for run in "bf16 gemm serial" "bf16 sdpa serial" "bf16 gemm tiled" "bf16 sdpa tiled" \
+    "fp32 gemm tiled"; do
+    read -r precision attention gradient <<<"$run"
+    echo "== gpt2-small batch 8 $precision, DLSCALE_CUDNN_ATTENTION=$attention DLSCALE_CUDA_LAYER_NORM_GRADIENT=$gradient"
+    DLSCALE_CUDNN_ATTENTION=$attention DLSCALE_CUDA_LAYER_NORM_GRADIENT=$gradient timeout 120 \
+      mpirun -x DLSCALE_CUDNN_ATTENTION -x DLSCALE_CUDA_LAYER_NORM_GRADIENT -np 1 \
+      "$build_dir/dlscale" --device cuda --comm nccl --model gpt2-small --batch 8 \
+      --precision "$precision" --iters 10 --warmup 3 --out "$keep/gpt-$precision-$attention-$gradient.h5" \
+      --overwrite </dev/null || status=1
+  done
+  echo "== PyTorch gpt2-small batch 8 bf16 (autocast, scaled_dot_product_attention)"
+  timeout 90 python3 benchmarks/pytorch_reference.py --device cuda --precision bf16 \
+    --cases gpt2-small:8 --iters 10 --warmup 3 --dlscale "$build_dir/dlscale" || status=1
+  # Where the fastest dlscale step's time goes, layer by layer (CUDA events).
+  "$build_dir/benchmarks/dlscale-bench-layer-times" "$keep/gpt-bf16-sdpa-tiled.h5" || status=1
+  return $status
+}
+export -f gpt_runs
+stage gpt 150 240 gpt_runs
+grep -E '^== |^step |^throughput|^compute|MFU|^\| gpt2|^device ' "$keep/gpt.log" 2>/dev/null |
+  tee -a "$log"
+
 stage graph 60 120 ctest_one gpu_cudnn_graph_path
 
 graph_cases=() bench_models=()
@@ -113,6 +148,19 @@ stage speed 150 260 env BENCH_MODELS="$(IFS=,; echo "${bench_models[*]}")" BENCH
 [[ -f $keep/gpu-check-speed/summary.txt ]] &&
   grep -A 40 'graph: median step' "$keep/gpu-check-speed/summary.txt" | grep '^|' | tee -a "$log"
 
+
+stage kernels 45 90 "$build_dir/tests/dlscale_gpu_kernel_tests"
+
+stage bound 60 120 env OUT="$keep" bash -c 'ctest_one "$@"' _ gpu_points_finish_within_a_bound
+stage training 60 120 ctest_one gpu_training_agrees_with_the_cpu
+stage profile 50 70 env OUT="$keep" DLSCALE_CUDNN_API=graph BUILD_DIR="$build_dir" \
+  benchmarks/gpu_step_profile.sh vgg-16 64 bf16
+stage sampling 15 30 ctest_one gpu_sampling_reads_nvml
+stage tf32 60 120 env BENCH_MODELS=vgg-16,resnet-50 BENCH_PRECISIONS=tf32 BENCH_ITERS=20 \
+  BENCH_WARMUP=3 GRAPH_CASES="vgg-16:64 resnet-50:64" GRAPH_PRECISIONS=tf32 GRAPH_ITERS=20 \
+  GRAPH_WARMUP=3 GRAPH_RUN_TIMEOUT=60 GRAPH_TESTS=no scripts/gpu-check.sh --bench-only --graph-only
+[[ -f $keep/gpu-check-tf32/summary.txt ]] &&
+  grep -A 10 'graph: median step' "$keep/gpu-check-tf32/summary.txt" | grep '^|' | tee -a "$log"
 lstm_runs() {
   local model batch status=0
   for case in lstm-64:1024 lstm-32:128; do
@@ -131,52 +179,6 @@ lstm_runs() {
 export -f lstm_runs
 stage lstm 60 90 lstm_runs
 grep -E '^== |^step |^phase \(' "$keep/lstm.log" 2>/dev/null | tee -a "$log"
-
-stage kernels 45 90 "$build_dir/tests/dlscale_gpu_kernel_tests"
-
-# Issue 34 and 35 on the GPU, never run there before: ZeRO-1 and ZeRO-3 on two ranks sharing the
-# GPU (MPI stages the collectives through the host; NCCL needs a GPU per rank), which must end
-# bit-identical in every strategy; the GPT family in float and bf16.
-sharding_and_gpt_runs() {
-  local status=0 identical
-  timeout 150 mpirun -np 2 "$build_dir/dlscale" --device cuda --comm mpi --model resnet-56 \
-    --batch 32 --optimizer adamw --sharding none,optimizer,full --ranks 2 --iters 5 --warmup 1 \
-    --probe no --out "$keep/sharding.h5" --overwrite </dev/null | tee "$keep/sharding.out" ||
-    status=1
-  identical=$(grep -c "bit-identical on all 2 ranks" "$keep/sharding.out" || true)
-  echo "== sharding: $identical of 3 strategies bit-identical"
-  ((identical == 3)) || status=1
-  # Attention heads one cublasGemmEx at a time (the default) and as one strided-batched call.
-  for run in "fp32 loop" "bf16 loop" "bf16 cublas"; do
-    read -r precision batched <<<"$run"
-    echo "== gpt2-small batch 8 $precision, DLSCALE_CUDA_BATCHED_GEMM=$batched"
-    DLSCALE_CUDA_BATCHED_GEMM=$batched timeout 120 mpirun -x DLSCALE_CUDA_BATCHED_GEMM -np 1 \
-      "$build_dir/dlscale" --device cuda --comm nccl --model gpt2-small --batch 8 \
-      --precision "$precision" --iters 10 --warmup 3 --out "$keep/gpt.h5" --overwrite \
-      </dev/null || status=1
-    rm -f "$keep/gpt.h5"
-  done
-  echo "== PyTorch gpt2-small batch 8 bf16 (autocast, scaled_dot_product_attention)"
-  timeout 90 python3 benchmarks/pytorch_reference.py --device cuda --precision bf16 \
-    --cases gpt2-small:8 --iters 10 --warmup 3 --dlscale "$build_dir/dlscale" || status=1
-  "$build_dir/tests/dlscale_gpu_kernel_tests" \
-    --gtest_filter='*LayerNorm*:*Gelu*:*CausalSoftmax*:CudaMathBatched*' || status=1
-  return $status
-}
-export -f sharding_and_gpt_runs
-stage sharding_gpt 120 260 sharding_and_gpt_runs
-grep -E '^== |^step |^throughput|^compute|MFU|^\| gpt2' "$keep/sharding_gpt.log" 2>/dev/null |
-  tee -a "$log"
-stage bound 60 120 env OUT="$keep" bash -c 'ctest_one "$@"' _ gpu_points_finish_within_a_bound
-stage training 60 120 ctest_one gpu_training_agrees_with_the_cpu
-stage profile 50 70 env OUT="$keep" DLSCALE_CUDNN_API=graph BUILD_DIR="$build_dir" \
-  benchmarks/gpu_step_profile.sh vgg-16 64 bf16
-stage sampling 15 30 ctest_one gpu_sampling_reads_nvml
-stage tf32 60 120 env BENCH_MODELS=vgg-16,resnet-50 BENCH_PRECISIONS=tf32 BENCH_ITERS=20 \
-  BENCH_WARMUP=3 GRAPH_CASES="vgg-16:64 resnet-50:64" GRAPH_PRECISIONS=tf32 GRAPH_ITERS=20 \
-  GRAPH_WARMUP=3 GRAPH_RUN_TIMEOUT=60 GRAPH_TESTS=no scripts/gpu-check.sh --bench-only --graph-only
-[[ -f $keep/gpu-check-tf32/summary.txt ]] &&
-  grep -A 10 'graph: median step' "$keep/gpu-check-tf32/summary.txt" | grep '^|' | tee -a "$log"
 stage cli 130 160 ctest_one gpu_command_line_acceptance
 
 pack

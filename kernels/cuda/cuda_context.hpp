@@ -23,6 +23,14 @@ class ConvolutionGraphCache;
 enum class CudnnApi { legacy, graph };
 inline constexpr EnumNames<CudnnApi, 2> cudnn_api_names{{"legacy", "graph"}};  // DLSCALE_CUDNN_API
 
+// How a GPT's causal attention runs (DLSCALE_CUDNN_ATTENTION): gemm, composed from cuBLAS GEMMs
+// and dlscale's causal softmax, per sample and pass of heads
+// (model/causal_self_attention_layer.hpp), or sdpa, cuDNN's fused scaled-dot-product attention over
+// the whole batch (cudnn_attention.cpp; under --precision bf16 only, as cuDNN runs it on bf16
+// tensors; the other precisions stay on gemm). gemm is the default until sdpa has run on a GPU.
+enum class AttentionApi { gemm, sdpa };
+inline constexpr EnumNames<AttentionApi, 2> attention_api_names{{"gemm", "sdpa"}};
+
 struct CudaContext {
   int device = 0;
   cudaStream_t stream = nullptr;
@@ -34,10 +42,17 @@ struct CudaContext {
   // The graph convolutions' shared choices and workspace (cudnn_graph_convolution.cpp); null on
   // the legacy path.
   ConvolutionGraphCache* convolution_graphs = nullptr;
-  // DLSCALE_CUDA_BATCHED_GEMM=cublas: gemm_strided_batched (the heads of an attention layer) as
-  // one cublasGemmStridedBatchedEx; unset or "loop", one cublasGemmEx per matrix. The loop is
-  // the default until the batched call has run on a GPU.
-  bool cublas_strided_batched = false;
+  // gemm_strided_batched (the heads of an attention layer) as one cublasGemmStridedBatchedEx, the
+  // default since it ran on an H200 (its test passed; gpt2-small bf16 193.6 ms a step against
+  // 242.5 for the loop: docs/performance.md); DLSCALE_CUDA_BATCHED_GEMM=loop, one cublasGemmEx
+  // per matrix.
+  bool cublas_strided_batched = true;
+  AttentionApi attention = AttentionApi::gemm;
+  // DLSCALE_CUDA_LAYER_NORM_GRADIENT=tiled: the layer norm's scale and shift gradients summed by
+  // 32 x 32-thread tiles (as column sums are); unset or "serial", one thread per column over all
+  // rows (8,192 of them for gpt2-small at batch 8). Serial is the default until tiled has run on
+  // a GPU.
+  bool tiled_layer_norm_gradient = false;
 
   // ImageLayout::native on this device: NHWC on the graph path (what cuDNN's tensor-core
   // convolutions read and write), NCHW on the legacy one.

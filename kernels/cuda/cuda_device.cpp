@@ -17,6 +17,7 @@
 #include "kernels/cuda/nhwc_channel_kernels.hpp"
 #include "kernels/cuda/nhwc_pooling.hpp"
 #ifdef DLSCALE_HAVE_CUDNN_FRONTEND
+#include "kernels/cuda/cudnn_attention.hpp"
 #include "kernels/cuda/cudnn_graph_convolution.hpp"
 #endif
 
@@ -107,6 +108,21 @@ CudaDevice::CudaDevice(int gpu_index, Precision precision, CudnnApi cudnn_api)
     require_choice("DLSCALE_CUDA_BATCHED_GEMM", "batched GEMM", batched, {"loop", "cublas"});
     context_.cublas_strided_batched = std::string(batched) == "cublas";
   }
+  if (const char* tiled = std::getenv("DLSCALE_CUDA_LAYER_NORM_GRADIENT");
+      tiled != nullptr && *tiled != '\0') {
+    require_choice("DLSCALE_CUDA_LAYER_NORM_GRADIENT", "layer norm gradient", tiled,
+                   {"serial", "tiled"});
+    context_.tiled_layer_norm_gradient = std::string(tiled) == "tiled";
+  }
+  if (const char* attention = std::getenv("DLSCALE_CUDNN_ATTENTION");
+      attention != nullptr && *attention != '\0') {
+    require_choice("DLSCALE_CUDNN_ATTENTION", "attention", attention, attention_api_names.all());
+    context_.attention = *attention_api_names.named(attention);
+    if (context_.attention == AttentionApi::sdpa && !cudnn_graph_api_compiled())
+      throw UserError(
+          "DLSCALE_CUDNN_ATTENTION=sdpa: this build has no cuDNN frontend (run "
+          "scripts/fetch-cudnn-frontend.sh and configure again), or unset it");
+  }
   DLSCALE_CUDA_CHECK(cudaSetDevice(gpu_index));
   DLSCALE_CUDA_CHECK(cudaStreamCreateWithFlags(&context_.stream, cudaStreamNonBlocking));
   DLSCALE_CUBLAS_CHECK(cublasCreate(&context_.cublas));
@@ -165,6 +181,9 @@ DeviceProperties CudaDevice::properties() const {
       {"precision", precision_name(context_.precision)},
       // Which path the convolutions took, and with it the native layout (NCHW or NHWC).
       {"cudnn_api", cudnn_api_name(context_.cudnn_api)},
+      // How a GPT's attention ran: the fused cuDNN one only under bf16 (make_attention).
+      {"attention",
+       attention_api_names(fused_attention() ? AttentionApi::sdpa : AttentionApi::gemm)},
   };
 #ifdef DLSCALE_CUDNN_FRONTEND_VERSION
   if (context_.cudnn_api == CudnnApi::graph)
@@ -279,6 +298,18 @@ std::unique_ptr<BatchNormKernel> CudaDevice::make_batch_norm(const BatchNormGeom
 
 std::unique_ptr<LstmKernel> CudaDevice::make_lstm(const LstmGeometry& geometry) {
   return make_cudnn_lstm(context_, geometry);
+}
+
+bool CudaDevice::fused_attention() const {
+  return context_.attention == AttentionApi::sdpa && context_.precision == Precision::bf16;
+}
+
+std::unique_ptr<AttentionKernel> CudaDevice::make_attention(const AttentionGeometry& geometry) {
+#ifdef DLSCALE_HAVE_CUDNN_FRONTEND
+  if (fused_attention()) return make_cudnn_attention(context_, geometry);
+#endif
+  (void)geometry;
+  return nullptr;
 }
 
 MathOps<float>& CudaDevice::math_float() { return *math_float_; }

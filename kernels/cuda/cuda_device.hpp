@@ -55,6 +55,9 @@ class CudaDevice final : public Device {
   std::unique_ptr<PoolingKernel> make_pooling(const PoolingGeometry& geometry) override;
   std::unique_ptr<BatchNormKernel> make_batch_norm(const BatchNormGeometry& geometry) override;
   std::unique_ptr<LstmKernel> make_lstm(const LstmGeometry& geometry) override;
+  // cuDNN's fused attention where DLSCALE_CUDNN_ATTENTION=sdpa and the precision is bf16; else
+  // none, and the layer composes it from GEMMs.
+  std::unique_ptr<AttentionKernel> make_attention(const AttentionGeometry& geometry) override;
 
   MathOps<float>& math_float() override;
   MathOps<double>& math_double() override;
@@ -63,6 +66,8 @@ class CudaDevice final : public Device {
   const CudaContext& context() const { return context_; }
 
  private:
+  bool fused_attention() const;  // whether make_attention() makes cuDNN's
+
   CudaContext context_;
   void* cublas_workspace_ = nullptr;
   std::unique_ptr<Bf16Staging> bf16_staging_;  // allocates nothing until a bf16 kernel runs

@@ -8,8 +8,6 @@
 // memory around the call, so every engine sees the layout it is fastest on.
 #include "kernels/cuda/cudnn_graph_convolution.hpp"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -601,22 +599,6 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
 
 }  // namespace
 
-namespace {
-
-// The frontend calls cuDNN through this handle (NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING, see
-// CMakeLists.txt). cuDNN is mapped already, as the module links it: dlopen hands back its handle.
-void open_cudnn_for_the_frontend() {
-  if (cudnn_frontend::cudnn_dlhandle != nullptr) return;
-  cudnn_frontend::cudnn_dlhandle = dlopen("libcudnn.so.9", RTLD_NOW);
-  if (cudnn_frontend::cudnn_dlhandle == nullptr) {
-    const char* error = dlerror();
-    throw std::runtime_error(std::string("cuDNN frontend: cannot open libcudnn.so.9: ") +
-                             (error != nullptr ? error : "unknown error"));
-  }
-}
-
-}  // namespace
-
 std::unique_ptr<ConvolutionKernel> make_cudnn_graph_convolution(
     const CudaContext& context, const ConvolutionGeometry& geometry) {
   open_cudnn_for_the_frontend();
@@ -624,10 +606,5 @@ std::unique_ptr<ConvolutionKernel> make_cudnn_graph_convolution(
 }
 
 }  // namespace dlscale::kernels
-
-// The frontend's one handle on cuDNN (declared extern by its headers under dynamic loading).
-namespace cudnn_frontend {
-void* cudnn_dlhandle = nullptr;
-}  // namespace cudnn_frontend
 
 #pragma GCC diagnostic pop

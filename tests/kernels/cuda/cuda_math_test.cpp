@@ -314,15 +314,13 @@ TEST(CudaMathBf16, GemmStaysWithinOnePercentOfFloat) {
         }
 }
 
-// DLSCALE_CUDA_BATCHED_GEMM=cublas: the strided batch of an attention layer's S = Q K^T (3
-// heads, each head's Q and K 8 columns after the previous head's inside rows of 96, scores
+// The default (DLSCALE_CUDA_BATCHED_GEMM=cublas): the strided batch of an attention layer's S = Q
+// K^T (3 heads, each head's Q and K 8 columns after the previous head's inside rows of 96, scores
 // dense) and its accumulating dK = dS^T Q, as one cublasGemmStridedBatchedEx, against the CPU's
 // batch, in fp32, bf16 (within bf16's precision of float, and not equal to it) and double.
 TEST(CudaMathBatched, StridedBatchedGemmMatchesTheCpuInEveryPrecision) {
-  ::setenv("DLSCALE_CUDA_BATCHED_GEMM", "cublas", 1);
   CudaDevice fp32(0, Precision::fp32), bf16(0, Precision::bf16);
-  ::unsetenv("DLSCALE_CUDA_BATCHED_GEMM");
-  ASSERT_TRUE(fp32.context().cublas_strided_batched);
+  ASSERT_TRUE(fp32.context().cublas_strided_batched) << "the batched call is the default";
   constexpr int steps = 40, head_width = 8, row = 96, heads = 3;
   constexpr std::ptrdiff_t scores = steps * steps;
   const std::size_t buffer = std::size_t(heads) * scores + std::size_t(steps) * row;
@@ -359,11 +357,12 @@ TEST(CudaMathBatched, StridedBatchedGemmMatchesTheCpuInEveryPrecision) {
     const std::vector<double> wide_a(a.begin(), a.end()), wide_b(b.begin(), b.end()),
         wide_c(c.begin(), c.end());
     const auto expected_double = run(*Devices::cpu, wide_a, wide_b, wide_c);
-    const auto on_double = run(*Devices::gpu, wide_a, wide_b, wide_c);
-    ::setenv("DLSCALE_CUDA_BATCHED_GEMM", "cublas", 1);
-    CudaDevice batched_double(0, Precision::fp32);
+    ::setenv("DLSCALE_CUDA_BATCHED_GEMM", "loop", 1);
+    CudaDevice looping_double(0, Precision::fp32);
     ::unsetenv("DLSCALE_CUDA_BATCHED_GEMM");
-    const auto on_batched_double = run(batched_double, wide_a, wide_b, wide_c);
+    ASSERT_FALSE(looping_double.context().cublas_strided_batched);
+    const auto on_double = run(looping_double, wide_a, wide_b, wide_c);
+    const auto on_batched_double = run(*Devices::gpu, wide_a, wide_b, wide_c);
     const auto largest_difference = [&](const std::vector<double>& actual) {
       double largest = 0;
       for (std::size_t i = 0; i < actual.size(); ++i)
@@ -788,9 +787,18 @@ TYPED_TEST(CudaMathTest, SoftmaxCrossEntropyMatchesCpu) {
 template <typename T>
 constexpr double row_tolerance = std::is_same_v<T, float> ? 2e-5 : 1e-12;
 
+// Both ways of summing the scale and shift gradients: one thread per column (the default), and
+// DLSCALE_CUDA_LAYER_NORM_GRADIENT=tiled (4,099 rows: not a multiple of the tiles' 32 row lanes;
+// 40 columns: a partial second tile).
 TYPED_TEST(CudaMathTest, LayerNormForwardAndBackwardMatchCpu) {
   using T = TypeParam;
-  for (const auto& [rows, width] : {std::pair{1, 1}, std::pair{3, 7}, std::pair{257, 768}}) {
+  ::setenv("DLSCALE_CUDA_LAYER_NORM_GRADIENT", "tiled", 1);
+  CudaDevice tiled(0, Precision::fp32);
+  ::unsetenv("DLSCALE_CUDA_LAYER_NORM_GRADIENT");
+  ASSERT_TRUE(tiled.context().tiled_layer_norm_gradient);
+  ASSERT_FALSE(this->gpu().context().tiled_layer_norm_gradient);
+  for (const auto& [rows, width] :
+       {std::pair{1, 1}, std::pair{3, 7}, std::pair{257, 768}, std::pair{4099, 40}}) {
     const std::size_t count = std::size_t(rows) * width;
     const auto x = uniform_values<T>(count, -3, 5, 31);
     const auto scale_shift = uniform_values<T>(2 * std::size_t(width), -2, 2, 32);
@@ -812,6 +820,11 @@ TYPED_TEST(CudaMathTest, LayerNormForwardAndBackwardMatchCpu) {
     };
     const auto [y, dx, dscale] = run(this->cpu());
     const auto [gpu_y, gpu_dx, gpu_dscale] = run(this->gpu());
+    const auto [tiled_y, tiled_dx, tiled_dscale] = run(tiled);
+    EXPECT_EQ(tiled_y, gpu_y) << "layer_norm_forward" << what << ": the setting changed it";
+    EXPECT_EQ(tiled_dx, gpu_dx) << "layer_norm_backward dx" << what << ": the setting changed it";
+    expect_close(what + ": layer_norm_backward dscale, tiled", dscale, tiled_dscale,
+                 [&](std::size_t) { return row_tolerance<T> * 4 * rows; });
     // Normalised values are O(1) times the scale, plus the shift.
     expect_close("layer_norm_forward" + what, y, gpu_y, [&](std::size_t i) {
       return row_tolerance<T> * (std::abs(double(scale_shift[i % width])) * 4 +
