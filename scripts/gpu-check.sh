@@ -22,13 +22,13 @@
 #          status 2 and one line, then each image case of the comparison
 #          (GRAPH_CASES, default alexnet-s:128 alexnet-r:1024 resnet-50:64 resnet-56:128
 #          vgg-16:64 mobilenet-v2:64) at each of GRAPH_PRECISIONS (default fp32,tf32,bf16), run
-#          by dlscale with DLSCALE_CUDNN_API=graph (GRAPH_ITERS 30 measured steps after
-#          GRAPH_WARMUP 5, as the bench stage; each run stopped after GRAPH_RUN_TIMEOUT 120 s).
-#          Its median step goes beside the bench stage's legacy and PyTorch ones where the bench
-#          stage ran in the same invocation, else beside a legacy run made just before it; the
-#          table, with each run's loss (first -> last iteration) for both paths, goes to
-#          summary.txt. Not yet timed on a GPU: 18 runs (36 without the bench
-#          stage), estimated at 3 (6) minutes.
+#          by dlscale with DLSCALE_CUDNN_API=legacy and =graph (GRAPH_ITERS 30 measured steps
+#          after GRAPH_WARMUP 5, as the bench stage; each run stopped after GRAPH_RUN_TIMEOUT
+#          120 s). Where the bench stage ran in the same invocation its step stands for the path
+#          it ran on (dlscale's default: graph under bf16, legacy under fp32 and tf32) and only
+#          the other path runs here; the table, both paths beside PyTorch's step, with each run's
+#          loss (first -> last iteration), goes to summary.txt. Not yet timed on a GPU: 18 runs
+#          (36 without the bench stage), estimated at 3 (6) minutes.
 # With no option, all four run in that order; each --X-only option picks its stage, and several
 # may be given (--tests-only --bench-only: both, on an existing build). The bundle is unpacked and
 # the environment set for every stage.
@@ -291,13 +291,16 @@ if wants graph; then
     compare=benchmarks/compare_with_frameworks.sh
     read -ra graph_cases <<<"${GRAPH_CASES:-alexnet-s:128 alexnet-r:1024 resnet-50:64 resnet-56:128 vgg-16:64 mobilenet-v2:64}"
     IFS=, read -ra graph_precisions <<<"${GRAPH_PRECISIONS:-fp32,tf32,bf16}"
-    # The bench stage's table, where it ran: its dlscale column is the legacy path's (the
-    # environment sets no DLSCALE_CUDNN_API there) and its PyTorch column is kept beside.
-    declare -A bench_legacy=() bench_torch=()
-    if wants bench && [[ -s $logs/bench.md ]] && [[ -z ${DLSCALE_CUDNN_API:-} || ${DLSCALE_CUDNN_API} == legacy ]]; then
+    # The bench stage's table, where it ran: its dlscale column ran on the path that
+    # DLSCALE_CUDNN_API names, or where it is unset on dlscale's default (default_cudnn_api in
+    # kernels/cuda/cuda_device.hpp: graph under bf16, legacy otherwise), so only the other path
+    # runs here; its PyTorch column is kept beside.
+    bench_api() { echo "${DLSCALE_CUDNN_API:-$([[ $1 == bf16 ]] && echo graph || echo legacy)}"; }
+    declare -A bench_step=() bench_torch=()
+    if wants bench && [[ -s $logs/bench.md ]]; then
       while IFS='|' read -r _ model batch precision ours theirs _; do
         model=${model// /} batch=${batch// /} precision=${precision// /}
-        bench_legacy["$model $batch $precision"]=${ours// /}
+        bench_step["$model $batch $precision"]=${ours// /}
         bench_torch["$model $batch $precision"]=${theirs// /}
       done < <(grep -E '^\| [a-z0-9-]+ \| [0-9]+ \| (fp32|tf32|bf16) \|' "$logs/bench.md")
     fi
@@ -335,15 +338,21 @@ if wants graph; then
       model=${case%:*} batch=${case#*:}
       for precision in "${graph_precisions[@]}"; do
         key="$model $batch $precision"
-        legacy=${bench_legacy[$key]:-}
-        # Without the bench stage's number, legacy runs here, just before graph (same GPU state).
+        legacy='' graph=''
+        # The bench stage's number stands for the path it ran on; without it, legacy runs here
+        # just before graph (same GPU state).
+        if [[ -n ${bench_step[$key]:-} ]]; then
+          if [[ $(bench_api "$precision") == graph ]]; then graph=${bench_step[$key]}; else legacy=${bench_step[$key]}; fi
+        fi
         if [[ -z $legacy ]]; then legacy=$(graph_run legacy "$model" "$batch" "$precision") || graph_failed=1; fi
-        graph=$(graph_run graph "$model" "$batch" "$precision") || graph_failed=1
+        if [[ -z $graph ]]; then graph=$(graph_run graph "$model" "$batch" "$precision") || graph_failed=1; fi
         legacy_out=$graph_raw/$model-$batch-$precision-legacy.out
         [[ -f $legacy_out ]] || legacy_out=$logs/bench-raw/dlscale-$model-$batch-$precision.out
+        graph_out=$graph_raw/$model-$batch-$precision-graph.out
+        [[ -f $graph_out ]] || graph_out=$logs/bench-raw/dlscale-$model-$batch-$precision.out
         awk -v m="$model" -v b="$batch" -v p="$precision" -v a="$legacy" -v g="$graph" \
             -v t="${bench_torch[$key]:-n/a}" -v la="$(loss_of "$legacy_out")" \
-            -v lg="$(loss_of "$graph_raw/$model-$batch-$precision-graph.out")" 'BEGIN {
+            -v lg="$(loss_of "$graph_out")" 'BEGIN {
           number = "^[0-9]+(\\.[0-9]*)?([eE][-+]?[0-9]+)?$"
           ag = (a ~ number && g ~ number && g > 0) ? sprintf("%.2f", a / g) : "n/a"
           tg = (t ~ number && g ~ number && g > 0) ? sprintf("%.2f", t / g) : "n/a"

@@ -63,9 +63,9 @@ cudaEvent_t cuda_event_of(const DeviceEvent& event) {
   return static_cast<const CudaEvent&>(event).get();
 }
 
-CudnnApi cudnn_api_from_environment() {
+std::optional<CudnnApi> cudnn_api_from_environment() {
   const char* value = std::getenv("DLSCALE_CUDNN_API");
-  if (value == nullptr || std::string(value).empty()) return CudnnApi::legacy;
+  if (value == nullptr || std::string(value).empty()) return std::nullopt;
   require_choice("DLSCALE_CUDNN_API", "cuDNN API", value, cudnn_api_names.all());
   return *cudnn_api_names.named(value);
 }
@@ -87,8 +87,14 @@ int visible_gpu_count() {
   return count;
 }
 
-CudaDevice::CudaDevice(int gpu_index, Precision precision, CudnnApi cudnn_api)
+CudnnApi default_cudnn_api(Precision precision) {
+  return precision == Precision::bf16 && cudnn_graph_api_compiled() ? CudnnApi::graph
+                                                                    : CudnnApi::legacy;
+}
+
+CudaDevice::CudaDevice(int gpu_index, Precision precision, std::optional<CudnnApi> asked_api)
     : bf16_staging_(std::make_unique<Bf16Staging>()) {
+  const CudnnApi cudnn_api = asked_api.value_or(default_cudnn_api(precision));
   if (cudnn_api == CudnnApi::graph && !cudnn_graph_api_compiled())
     throw UserError(
         "DLSCALE_CUDNN_API=graph: this build has no cuDNN graph path (configured without the cuDNN "

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "kernels/cuda/cuda_context.hpp"
 #include "kernels/device.hpp"
@@ -13,9 +14,14 @@ namespace dlscale::kernels {
 class Bf16Staging;
 class ConvolutionGraphCache;
 
-// DLSCALE_CUDNN_API from the environment: unset or "legacy" (the default), or "graph". Any other
-// value is a UserError naming both. The one place the setting is read.
-CudnnApi cudnn_api_from_environment();
+// DLSCALE_CUDNN_API from the environment: "legacy" or "graph", or none where it is unset or empty
+// (then default_cudnn_api decides). Any other value is a UserError naming both. The one place
+// the setting is read.
+std::optional<CudnnApi> cudnn_api_from_environment();
+// The cuDNN API a device of this precision takes unless told: the graph path under bf16, where
+// it ran faster than legacy on an H200 for every image model measured (docs/gpu.md) and where
+// the build has it; legacy under fp32 and tf32, where the graph path has not been measured.
+CudnnApi default_cudnn_api(Precision precision);
 inline const char* cudnn_api_name(CudnnApi api) { return cudnn_api_names(api); }
 // Whether this build has the graph path (it was configured with the cuDNN frontend).
 bool cudnn_graph_api_compiled();
@@ -25,7 +31,9 @@ class CudaDevice final : public Device {
   // Takes GPU `gpu_index` (of those visible) for this process. `cudnn_api` picks the
   // convolutions' cuDNN API, and with it the native image layout (cuda_context.hpp); graph in a
   // build without the cuDNN frontend is refused with a UserError.
-  CudaDevice(int gpu_index, Precision precision, CudnnApi cudnn_api = cudnn_api_from_environment());
+  // None: default_cudnn_api(precision).
+  CudaDevice(int gpu_index, Precision precision,
+             std::optional<CudnnApi> cudnn_api = cudnn_api_from_environment());
   ~CudaDevice() override;
   CudaDevice(const CudaDevice&) = delete;
   CudaDevice& operator=(const CudaDevice&) = delete;

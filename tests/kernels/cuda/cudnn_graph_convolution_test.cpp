@@ -536,13 +536,21 @@ TEST(GraphPath, TheRunRecordsWhichCudnnApiRan) {
   }
 }
 
-// DLSCALE_CUDNN_API: unset or empty is legacy, "graph" is graph, anything else one line naming
-// the choices.
+// DLSCALE_CUDNN_API: unset or empty is the precision's default (graph under bf16, legacy
+// otherwise), "graph" is graph, "legacy" legacy, anything else one line naming the choices.
 TEST(GraphPath, TheSettingIsReadFromTheEnvironment) {
+  ASSERT_NO_FATAL_FAILURE(require_gpu());
   const char* saved = std::getenv("DLSCALE_CUDNN_API");
   const std::string restore = saved != nullptr ? saved : "";
   unsetenv("DLSCALE_CUDNN_API");
-  EXPECT_EQ(cudnn_api_from_environment(), CudnnApi::legacy);
+  EXPECT_EQ(cudnn_api_from_environment(), std::nullopt);
+  EXPECT_EQ(default_cudnn_api(Precision::bf16), CudnnApi::graph);
+  EXPECT_EQ(default_cudnn_api(Precision::fp32), CudnnApi::legacy);
+  EXPECT_EQ(default_cudnn_api(Precision::tf32), CudnnApi::legacy);
+  EXPECT_TRUE(CudaDevice(0, Precision::bf16).context().native_is_nhwc());
+  EXPECT_FALSE(CudaDevice(0, Precision::fp32).context().native_is_nhwc());
+  setenv("DLSCALE_CUDNN_API", "legacy", 1);
+  EXPECT_FALSE(CudaDevice(0, Precision::bf16).context().native_is_nhwc());
   setenv("DLSCALE_CUDNN_API", "graph", 1);
   EXPECT_EQ(cudnn_api_from_environment(), CudnnApi::graph);
   setenv("DLSCALE_CUDNN_API", "legacy", 1);

@@ -23,8 +23,8 @@
 #include "kernels/cpu/cpu_device.hpp"
 #include "kernels/cuda/cuda_device.hpp"
 #include "kernels/device_array.hpp"
-#include "tests/kernels/relative_error.hpp"
 #include "tests/kernels/finite_differences.hpp"
+#include "tests/kernels/relative_error.hpp"
 
 namespace dlscale::kernels {
 namespace {
@@ -357,7 +357,7 @@ class Bf16ConvolutionAgainstCpu : public CudnnKernels,
 
 TEST_P(Bf16ConvolutionAgainstCpu, StaysWithinOnePercentOfFloat) {
   const ConvolutionCase& c = GetParam();
-  CudaDevice bf16(0, Precision::bf16);
+  CudaDevice bf16(0, Precision::bf16, CudnnApi::legacy);
   ConvolutionRun on_gpu(bf16, c.geometry, c.batch);
   ConvolutionRun on_cpu(cpu(), in_nchw(c.geometry), c.batch);
   run(on_gpu);
@@ -478,7 +478,7 @@ TEST_P(Bf16LstmAgainstCpu, StaysWithinOnePercentOfFloat) {
     GTEST_SKIP() << "cuDNN " << cudnnGetVersion() << " has no bf16 RNN (9.13 and later)";
   const LstmCase& c = GetParam();
   ::setenv("DLSCALE_CUDNN_LSTM", "bf16", 1);
-  CudaDevice bf16(0, Precision::bf16);
+  CudaDevice bf16(0, Precision::bf16, CudnnApi::legacy);
   LstmRun on_gpu(bf16, c.geometry, c.batch), on_cpu(cpu(), c.geometry, c.batch);
   LstmRun first_layer(bf16, c.geometry, c.batch, false);
   ::unsetenv("DLSCALE_CUDNN_LSTM");
@@ -622,7 +622,7 @@ TEST_F(CudnnKernels, CapturedStepReplaysTheSameResults) {
 // LSTM, pooling and batch norm stay float. Once every kernel has run eagerly, a captured step
 // holds the rounding and widening too: a replay writes every output again, with the eager values.
 TEST_F(CudnnKernels, CapturedBf16StepReplaysTheEagerResults) {
-  CudaDevice bf16(0, Precision::bf16);
+  CudaDevice bf16(0, Precision::bf16, CudnnApi::legacy);
   const std::vector<NamedRun> kernels = kernels_that_reduce(bf16);
   const auto eager = eager_then_replayed(bf16, kernels);
   ASSERT_EQ(eager.size(), kernels.size());
