@@ -3,7 +3,8 @@
 # GPU): every built-in model under NCCL with the GPU named in the header, and six in bf16 with
 # bf16 sums (lstm-32 with the bf16 LSTM, the default, and again with the float one); two ranks
 # sharing the GPU through --comm mpi end bit-identical; two ranks on one GPU under NCCL get one
-# line and exit 2 within seconds; a NCCL allreduce sweep checks every sum.
+# line and exit 2 within seconds; a NCCL allreduce sweep checks every sum; a CPU job and a GPU
+# job of resnet-56 merge into one study.
 # usage: gpu_command_line_test.sh MPIEXEC DLSCALE
 set -uo pipefail
 mpiexec=$1 dlscale=$2
@@ -55,6 +56,28 @@ elapsed=$((SECONDS - start))
 
 "$mpiexec" -np 1 "$dlscale" comm --comm nccl -b 8 -e 256M -f 4 -n 5 -w 2 --out "$work/comm.h5" \
   >"$work/comm.out" 2>&1 || fail "dlscale comm --comm nccl failed: $(tail -3 "$work/comm.out")"
+
+# A CPU job and a GPU job of one workload in one study (issue 30, item 5): merge joins them, its
+# study table names both devices, and the report (where this Python has h5py, pandas and
+# matplotlib) puts them side by side. The merged file is kept beside the outputs.
+"$mpiexec" -np 1 "$dlscale" --device cpu --threads 1 --model resnet-56 --batch 32 --iters 3 \
+  --warmup 1 --out "$work/study-cpu.h5" >"$work/study-cpu.out" 2>&1 || fail "the CPU job failed"
+"$mpiexec" -np 1 "$dlscale" --device cuda --comm nccl --model resnet-56 --batch 32 --iters 3 \
+  --warmup 1 --out "$work/study-gpu.h5" >"$work/study-gpu.out" 2>&1 || fail "the GPU job failed"
+if ! "$dlscale" merge "$work/study-cpu.h5" "$work/study-gpu.h5" -o "$work/study.h5" \
+    >"$work/study-merge.out" 2>&1; then
+  fail "merge of the CPU and GPU jobs failed: $(tail -3 "$work/study-merge.out")"
+elif ! grep -q cuda "$work/study-merge.out" || ! grep -q cpu "$work/study-merge.out"; then
+  fail "merge's study table does not name both devices: $(head -20 "$work/study-merge.out")"
+elif python3 -c 'import h5py, pandas, matplotlib' 2>/dev/null; then
+  "$dlscale" report "$work/study.h5" >"$work/study-report.out" 2>&1 ||
+    fail "dlscale report of the merged study failed: $(tail -3 "$work/study-report.out")"
+  grep -q "Devices side by side" "$work/study-report.out" ||
+    fail "the report of the merged study has no devices table"
+else
+  echo "note: no Python with h5py, pandas and matplotlib here: the merged study's report was not drawn"
+fi
+[[ -f $work/study.h5 ]] && cp "$work/study.h5" "${OUT:-$work}/cpu_and_gpu_study.h5"
 
 cat "$work"/*.out > "${OUT:-$work}/gpu_command_line_outputs.txt" 2>/dev/null || true
 ((failures == 0)) && echo "all GPU command-line checks passed"
