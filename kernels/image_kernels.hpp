@@ -33,6 +33,11 @@ struct ConvolutionGeometry {
   bool bias = true;  // false where batch norm follows and would cancel it
   ImageLayout input_layout = ImageLayout::nchw;
   ImageLayout output_layout = ImageLayout::nchw;
+  // y = max(conv(x, W) + b, 0) in the same pass: VGG's and AlexNet's convolution and ReLU, fused
+  // as cuDNN and oneDNN offer it (one memory pass fewer forward). The backward is the
+  // convolution's alone: it is given the gradient with respect to conv(x, W) + b, which the
+  // layer masks where y is 0 (model/convolution_layer.hpp).
+  bool relu = false;
 
   ImageShape output() const {
     const auto out = [&](int size) { return (size + 2 * padding - kernel) / stride + 1; };
@@ -92,11 +97,14 @@ class BatchNormKernel {
 class ConvolutionKernel {
  public:
   virtual ~ConvolutionKernel() = default;
-  // bias and bias_gradient are ignored (may be null) when the geometry has no bias.
+  // bias and bias_gradient are ignored (may be null) when the geometry has no bias. With the
+  // geometry's relu, y is max(conv + bias, 0).
   virtual void forward(int batch, const float* x, const float* weights, const float* bias,
                        float* y) = 0;
-  // Writes weight and bias gradients, and the input gradient unless input_gradient is null. Each
-  // backward() follows the forward() of the same x and weights, and may reuse what it converted.
+  // Writes weight and bias gradients, and the input gradient unless input_gradient is null, from
+  // the gradient with respect to conv + bias (with the geometry's relu, the caller has masked it
+  // already). Each backward() follows the forward() of the same x and weights, and may reuse
+  // what it converted.
   virtual void backward(int batch, const float* x, const float* weights,
                         const float* output_gradient, float* input_gradient, float* weight_gradient,
                         float* bias_gradient) = 0;

@@ -35,7 +35,8 @@ model::LayerShape shape_of(const PlannedLayer& layer) {
   return std::visit(
       Overloaded{
           [](const kernels::ConvolutionGeometry& g) {
-            return model::LayerShape{g.input.size(), g.output().size(), g.parameter_count()};
+            return model::LayerShape{g.input.size(), g.output().size(), g.parameter_count(),
+                                     model::ConvolutionLayer::internal_values_of(g)};
           },
           [](const kernels::PoolingGeometry& g) {
             return model::LayerShape{g.input.size(), g.output().size()};
@@ -88,7 +89,7 @@ std::unique_ptr<model::Layer<float>> build_layer(kernels::Device& device, const 
   using LayerPointer = std::unique_ptr<model::Layer<float>>;
   return std::visit(Overloaded{
                         [&](const kernels::ConvolutionGeometry& g) -> LayerPointer {
-                          return std::make_unique<model::ConvolutionLayer>(device, g);
+                          return std::make_unique<model::ConvolutionLayer>(device, g, max_batch);
                         },
                         [&](const kernels::PoolingGeometry& g) -> LayerPointer {
                           return std::make_unique<model::PoolingLayer>(device, g);
@@ -141,13 +142,21 @@ PlanBuilder& PlanBuilder::batch_norm() {
   return *this;
 }
 
+// A ReLU right after a batch norm or convolution is fused into it (docs/workloads.md): one
+// memory pass fewer forward, and one activation fewer to keep.
 PlanBuilder& PlanBuilder::relu(float ceiling) {
-  if (!layers_.empty() && std::isinf(ceiling))
+  if (!layers_.empty() && std::isinf(ceiling)) {
     if (auto* batch_norm = std::get_if<PlannedBatchNorm>(&layers_.back());
         batch_norm != nullptr && !batch_norm->relu) {
       batch_norm->relu = true;
       return *this;
     }
+    if (auto* convolution = std::get_if<kernels::ConvolutionGeometry>(&layers_.back());
+        convolution != nullptr && !convolution->relu) {
+      convolution->relu = true;
+      return *this;
+    }
+  }
   layers_.push_back(PlannedRelu{size(), ceiling});
   return *this;
 }

@@ -133,11 +133,18 @@ class DnnlConvolution final : public ConvolutionKernel {
     const memory::desc weights_read = any_like(weights_desc_, inputs_);
     const memory::desc weights_written = any_like(weights_desc_, f32);
     const memory::dims strides = {g.stride, g.stride}, padding = {g.padding, g.padding};
+    // The fused ReLU is a post-op: applied to each output as it is written, no second pass.
+    dnnl::primitive_attr forward_attributes;
+    if (g.relu) {
+      dnnl::post_ops post_ops;
+      post_ops.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
+      forward_attributes.set_post_ops(post_ops);
+    }
     const auto forward_pd = DLSCALE_DNNL_CHECK(dnnl::convolution_forward::primitive_desc(
         dnnl::convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct,
                                         input_read, weights_read, bias_desc_, output_written,
                                         strides, padding, padding),
-        engine_));
+        forward_attributes, engine_));
     const auto data_pd = DLSCALE_DNNL_CHECK(dnnl::convolution_backward_data::primitive_desc(
         dnnl::convolution_backward_data::desc(algorithm::convolution_direct, input_written,
                                               weights_read, output_read, strides, padding, padding),

@@ -71,12 +71,16 @@ Dims nhwc_strides(const Dims& d) { return {d[1] * d[2] * d[3], 1, d[3] * d[1], d
 // One way to state a pass as a graph (`choose` says which variants are timed):
 //  - fuse_bias: forward writes conv(x, w) + bias in one graph (a pointwise add after the
 //    convolution); otherwise the bias is added afterwards.
+//  - fuse_relu: forward also applies the geometry's ReLU in the graph (a pointwise RELU_FWD after
+//    the bias, so only with the bias fused or none); otherwise a kernel of dlscale's own applies
+//    it afterwards, in the same pass as an unfused bias.
 //  - float_output: the output (y, dx or dw) is written in float even from bf16 operands; otherwise
 //    it is written in the operands' type and widened. With float operands both are float.
 //  - deterministic: only engines without the NONDETERMINISTIC note, so reruns and replays repeat
 //    bit for bit; an engine that sums with atomics is taken only where no other runs the pass.
 struct Variant {
   bool fuse_bias = false;
+  bool fuse_relu = false;
   bool float_output = true;
   bool deterministic = true;
 };
@@ -160,13 +164,17 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
     execute(choice, pack_for(choice.variant));
     finish_output(choice.variant, y_stage, y, output_order(), y_shape(batch));
     // Without a fused graph the bias broadcasts over batch, height and width: y += bias, in float
-    // (on NHWC by a kernel of dlscale's own: cuDNN's is slow there, nhwc_channel_kernels.hpp).
-    if (geometry_.bias && !choice.variant.fuse_bias) {
-      if (lies_as_nhwc(output_order(), y_shape(batch)))
-        add_channel_bias(y, bias, pixel_rows(batch), geometry_.output_channels, context_.stream);
-      else
-        DLSCALE_CUDNN_CHECK(cudnnAddTensor(context_.cudnn, &one, bias_, bias, &one, p.output, y));
-    }
+    // (on NHWC by a kernel of dlscale's own: cuDNN's is slow there, nhwc_channel_kernels.hpp),
+    // and the ReLU follows, in the same pass where the bias is added on NHWC. Element-wise, the
+    // ReLU alone does not care about the layout.
+    const bool bias_left = geometry_.bias && !choice.variant.fuse_bias;
+    const bool relu_left = geometry_.relu && !choice.variant.fuse_relu;
+    const bool nhwc = lies_as_nhwc(output_order(), y_shape(batch));
+    if (bias_left && !nhwc)
+      DLSCALE_CUDNN_CHECK(cudnnAddTensor(context_.cudnn, &one, bias_, bias, &one, p.output, y));
+    if ((bias_left && nhwc) || relu_left)
+      add_channel_bias(y, bias_left && nhwc ? bias : nullptr, relu_left, pixel_rows(batch),
+                       geometry_.output_channels, context_.stream);
   }
 
   void backward(int batch, const float* x, const float* weights, const float* output_gradient,
@@ -320,13 +328,17 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
 
   std::vector<Variant> variants(Pass pass) const {
     std::vector<Variant> result;
-    const bool fusing = pass == Pass::forward && geometry_.bias;
+    const bool forward = pass == Pass::forward;
     for (const bool fuse_bias : {true, false}) {
-      if (fuse_bias && !fusing) continue;
-      for (const bool float_output : {true, false}) {
-        if (!float_output && !in_bf16_) continue;
-        for (const bool deterministic : {true, false})
-          result.push_back({fuse_bias, float_output, deterministic});
+      if (fuse_bias && !(forward && geometry_.bias)) continue;
+      for (const bool fuse_relu : {true, false}) {
+        // The ReLU follows the bias: fused only after a fused bias, or where there is none.
+        if (fuse_relu && !(forward && geometry_.relu && (fuse_bias || !geometry_.bias))) continue;
+        for (const bool float_output : {true, false}) {
+          if (!float_output && !in_bf16_) continue;
+          for (const bool deterministic : {true, false})
+            result.push_back({fuse_bias, fuse_relu, float_output, deterministic});
+        }
       }
     }
     return result;
@@ -385,6 +397,11 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
                                         .set_mode(fe::PointwiseMode_t::ADD)
                                         .set_compute_data_type(fe::DataType_t::FLOAT));
         }
+        if (v.fuse_relu)
+          result = graph->pointwise(result, fe::graph::Pointwise_attributes()
+                                                .set_name("relu")
+                                                .set_mode(fe::PointwiseMode_t::RELU_FWD)
+                                                .set_compute_data_type(fe::DataType_t::FLOAT));
         result_uid = y_uid;
         result_dims = y_dims;
         break;
@@ -443,9 +460,10 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
 
   std::string shape_key(Pass pass, int batch) const {
     const auto& g = geometry_;
-    return fmt::format("{} {}x{}x{} -> {} k{} s{} p{} g{} bias{} batch{} {}", pass_name(pass),
-                       g.input.channels, g.input.height, g.input.width, g.output_channels, g.kernel,
-                       g.stride, g.padding, g.groups, int(g.bias), batch,
+    return fmt::format("{} {}x{}x{} -> {} k{} s{} p{} g{} bias{} relu{} batch{} {}",
+                       pass_name(pass), g.input.channels, g.input.height, g.input.width,
+                       g.output_channels, g.kernel, g.stride, g.padding, g.groups, int(g.bias),
+                       int(g.relu && pass == Pass::forward), batch,
                        precision_name(context_.precision));
   }
 
@@ -474,9 +492,10 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
       choice.variant = v;
       if (verbose_search())
         std::fprintf(stderr,
-                     "dlscale: cuDNN graph: %s: fuse_bias %d float_output %d "
+                     "dlscale: cuDNN graph: %s: fuse_bias %d fuse_relu %d float_output %d "
                      "deterministic %d: %s %.4f ms\n",
-                     key.c_str(), int(v.fuse_bias), int(v.float_output), int(v.deterministic),
+                     key.c_str(), int(v.fuse_bias), int(v.fuse_relu), int(v.float_output),
+                     int(v.deterministic),
                      choice.engine < 0 ? "no engine" : choice.engine_name.c_str(),
                      double(choice.milliseconds));
       return choice;

@@ -111,6 +111,9 @@ class CudnnConvolution final : public ConvolutionKernel {
                                                    g.output_channels, g.input.channels / g.groups,
                                                    g.kernel, g.kernel));
     if (g.bias) describe_channels(bias_, g.output_channels);
+    if (g.relu)
+      DLSCALE_CUDNN_CHECK(
+          cudnnSetActivationDescriptor(relu_, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0));
   }
 
   void forward(int batch, const float* x, const float* weights, const float* bias,
@@ -129,6 +132,12 @@ class CudnnConvolution final : public ConvolutionKernel {
     if (geometry_.bias)
       DLSCALE_CUDNN_CHECK(
           cudnnAddTensor(context_.cudnn, &one, bias_, bias, &one, p.float_output, y));
+    // The descriptor API fuses a ReLU only into cudnnConvolutionBiasActivationForward, for
+    // IMPLICIT_PRECOMP_GEMM alone: here it is a pass of its own, in place (the graph path fuses
+    // it).
+    if (geometry_.relu)
+      DLSCALE_CUDNN_CHECK(cudnnActivationForward(context_.cudnn, relu_, &one, p.float_output, y,
+                                                 &zero, p.float_output, y));
   }
 
   void backward(int batch, const float* x, const float* weights, const float* output_gradient,
@@ -326,6 +335,7 @@ class CudnnConvolution final : public ConvolutionKernel {
   cudnnMathType_t math_;       // that the algorithm search may choose
   FilterDescriptor weights_;
   TensorDescriptor bias_;
+  ActivationDescriptor relu_;  // geometry's relu only
   std::map<int, Plan> plans_;  // by batch size
 };
 

@@ -191,11 +191,14 @@ struct StoreParameterGradients {
 
 // --- Element-wise kernels ---------------------------------------------------------------------
 
-__global__ void add_channel_bias_kernel(float* y, const float* bias, std::int64_t count,
+// y += bias (where given), then max(y, 0) with the ReLU (NaN becomes 0, as batch norm's).
+__global__ void add_channel_bias_kernel(float* y, const float* bias, bool relu, std::int64_t count,
                                         int channels) {
   for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += std::int64_t(gridDim.x) * blockDim.x)
-    y[i] += bias[i % channels];
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const float value = bias != nullptr ? y[i] + bias[i % channels] : y[i];
+    y[i] = relu && !(value > 0.0f) ? 0.0f : value;
+  }
 }
 
 // y = (x - mean) * scale / sqrt(var + epsilon) + shift, then max(y, 0) with the ReLU.
@@ -308,12 +311,12 @@ void sum_channels(const float* x, std::int64_t rows, int channels, float* sums, 
   sum_rows(Values{x}, StoreSums{sums}, rows, channels, scratch, stream);
 }
 
-void add_channel_bias(float* y, const float* bias, std::int64_t rows, int channels,
+void add_channel_bias(float* y, const float* bias, bool relu, std::int64_t rows, int channels,
                       cudaStream_t stream) {
   const std::int64_t count = rows * channels;
-  if (count <= 0) return;
+  if (count <= 0 || (bias == nullptr && !relu)) return;
   add_channel_bias_kernel<<<elementwise_grid(count), elementwise_threads, 0, stream>>>(
-      y, bias, count, channels);
+      y, bias, relu, count, channels);
   DLSCALE_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -27,8 +27,9 @@ std::size_t channel_sums_scratch_bytes(std::int64_t rows, int channels);
 void sum_channels(const float* x, std::int64_t rows, int channels, float* sums, void* scratch,
                   cudaStream_t stream);
 
-// y[r * channels + c] += bias[c]: a convolution's bias, where no fused graph added it.
-void add_channel_bias(float* y, const float* bias, std::int64_t rows, int channels,
+// y[r * channels + c] += bias[c], then with `relu` y = max(y, 0): a convolution's bias and ReLU,
+// where no fused graph applied them. A null bias adds nothing (a ReLU alone, in any layout).
+void add_channel_bias(float* y, const float* bias, bool relu, std::int64_t rows, int channels,
                       cudaStream_t stream);
 
 // Batch norm in training mode (with its optional fused ReLU) on NHWC tensors, by the definition

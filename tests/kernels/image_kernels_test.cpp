@@ -63,7 +63,11 @@ const std::vector<ConvolutionGeometry> convolution_cases = {
     {{3, 9, 9}, 8, 3, 1, 1, 1, true, nchw, native},
     {{8, 6, 6}, 16, 3, 2, 1, 1, false, native, native},
     {{16, 5, 5}, 16, 3, 1, 1, 16, false, native, native},  // depthwise
-    {{16, 4, 4}, 8, 1, 1, 0, 1, true, native, nchw}};
+    {{16, 4, 4}, 8, 1, 1, 0, 1, true, native, nchw},
+    // With the ReLU fused (VGG's and AlexNet's convolutions), with and without bias.
+    {{3, 9, 9}, 8, 3, 1, 1, 1, true, nchw, native, true},
+    {{8, 6, 6}, 8, 3, 2, 1, 1, false, native, native, true},
+    {{4, 5, 5}, 6, 3, 1, 1, 1, true, nchw, nchw, true}};
 
 // resnet-56's own shapes, where oneDNN may pick other implementations than for tiny ones: held
 // to the oracle only (finite differences over 40,000 values would take minutes).
@@ -98,7 +102,17 @@ TEST_P(ConvolutionCase, ReferenceMatchesFiniteDifferences) {
   const auto loss = [&] {
     return dot(reference::convolution_forward(g, batch, x, weights, bias), output_weights);
   };
-  const auto grads = reference::convolution_backward(g, batch, x, weights, output_weights);
+  // The backward takes the gradient before the ReLU: output_weights where the output is positive.
+  std::vector<double> before_relu = output_weights;
+  if (g.relu) {
+    const auto y = reference::convolution_forward(g, batch, x, weights, bias);
+    std::size_t clipped = 0;
+    for (std::size_t i = 0; i < y.size(); ++i)
+      if (!(y[i] > 0)) before_relu[i] = 0, ++clipped;
+    ASSERT_GT(clipped, 0u) << "the ReLU must clip something";
+    ASSERT_LT(clipped, y.size()) << "the ReLU must pass something";
+  }
+  const auto grads = reference::convolution_backward(g, batch, x, weights, before_relu);
   expect_gradients_match(grads.input, numerical_gradient(x, loss), "input gradient");
   expect_gradients_match(grads.weights, numerical_gradient(weights, loss), "weight gradient");
   expect_gradients_match(grads.bias, numerical_gradient(bias, loss), "bias gradient");

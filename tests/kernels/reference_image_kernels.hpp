@@ -55,6 +55,8 @@ inline std::vector<double> convolution_forward(const ConvolutionGeometry& g, int
   for_each_convolution_term(g, batch, [&](std::size_t xi, std::size_t wi, std::size_t yi) {
     y[yi] += weights[wi] * x[xi];
   });
+  if (g.relu)
+    for (double& value : y) value = std::max(value, 0.0);
   return y;
 }
 
@@ -62,6 +64,8 @@ struct ConvolutionGradients {
   std::vector<double> input, weights, bias;
 };
 
+// dy is the gradient with respect to conv + bias, before any ReLU (as ConvolutionKernel takes it):
+// the geometry's relu is the caller's to mask.
 inline ConvolutionGradients convolution_backward(const ConvolutionGeometry& g, int batch,
                                                  const std::vector<double>& x,
                                                  const std::vector<double>& weights,

@@ -233,6 +233,12 @@ const ConvolutionCase convolution_cases[] = {
     {"last_layer_native_in_nchw_out", {{16, 8, 8}, 32, 3, 1, 1, 1, true, native, nchw}, 4},
     {"native_with_bias", {{32, 8, 8}, 64, 3, 1, 1, 1, true, native, native}, 8},
     {"native_pointwise_to_one_pixel", {{16, 1, 1}, 32, 1, 1, 0, 1, true, native, nchw}, 4},
+    // The ReLU fused into the convolution (VGG's, AlexNet's): in cuDNN's graph where an engine
+    // runs it, else with the bias by dlscale's kernel; into NHWC and into NCHW, without bias.
+    {"relu_first_layer", {{3, 16, 16}, 16, 3, 1, 1, 1, true, nchw, native, true}, 4},
+    {"relu_native_with_bias", {{32, 8, 8}, 64, 3, 1, 1, 1, true, native, native, true}, 8},
+    {"relu_last_layer_to_nchw", {{16, 8, 8}, 32, 3, 1, 1, 1, true, native, nchw, true}, 4},
+    {"relu_without_bias", {{8, 6, 6}, 16, 3, 2, 1, 1, false, native, native, true}},
 };
 
 struct PrecisionCase {
@@ -481,7 +487,8 @@ TEST_P(GraphPathCapture, CapturedStepReplaysTheEagerResultsBitForBit) {
   CudaDevice device(0, GetParam(), CudnnApi::graph);
   std::vector<std::unique_ptr<GraphConvolutionRun>> runs;
   runs.push_back(std::make_unique<GraphConvolutionRun>(
-      device, ConvolutionGeometry{{3, 32, 32}, 32, 3, 1, 1, 1, true, nchw, native}, 16, false));
+      device, ConvolutionGeometry{{3, 32, 32}, 32, 3, 1, 1, 1, true, nchw, native, true}, 16,
+      false));
   runs.push_back(std::make_unique<GraphConvolutionRun>(
       device, ConvolutionGeometry{{32, 28, 28}, 64, 3, 2, 1, 1, false, native, native}, 16));
   runs.push_back(std::make_unique<GraphConvolutionRun>(

@@ -332,6 +332,9 @@ const ConvolutionCase convolution_cases[] = {
     {"alexnet_11x11_stride_4", {{3, 35, 35}, 16, 11, 4, 2, 1}},
     {"wide_3x3", {{64, 14, 14}, 64, 3, 1, 1, 1, false}, 8},
     {"native_layouts", {{8, 6, 6}, 16, 3, 2, 1, 1, false, native, native}},
+    // The ReLU fused into the convolution (VGG's, AlexNet's), with and without bias.
+    {"relu_3x3", {{3, 9, 9}, 8, 3, 1, 1, 1, true, nchw, nchw, true}},
+    {"relu_native_without_bias", {{8, 6, 6}, 16, 3, 2, 1, 1, false, native, native, true}},
 };
 
 class ConvolutionAgainstCpu : public CudnnKernels,
