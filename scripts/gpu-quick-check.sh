@@ -12,7 +12,9 @@
 #   kernels   dlscale_gpu_kernel_tests (every CUDA kernel against the CPU)
 #   bound     gpu_points_finish_within_a_bound (the fcn-s batch 4096 bf16 point that stopped)
 #   training  gpu_training_agrees_with_the_cpu
-#   profile   benchmarks/gpu_step_profile.sh vgg-16 64 bf16 under DLSCALE_CUDNN_API=graph
+#   profile   benchmarks/gpu_step_profile.sh for each of QUICK_PROFILES (default the two bf16
+#             cases that missed PyTorch last: vgg-16:64:bf16 lstm-64:1024:bf16): per-layer CUDA
+#             event times beside torch.profiler's kernels
 #   rest      gpu_sampling_reads_nvml; tf32 speed of vgg-16 and resnet-50 (as speed); the bf16
 #             LSTM beside the float one (lstm-64 batch 1024, lstm-32 batch 128);
 #             gpu_command_line_acceptance
@@ -21,11 +23,12 @@
 # were skipped. scripts/gpu-check.sh (no option) is the whole check, for a machine held longer.
 #
 # usage: scripts/gpu-quick-check.sh [--help]
-# env:   BUDGET, QUICK_CASES (default mobilenet-v2:64 resnet-56:128 vgg-16:64 resnet-50:64
-#        alexnet-r:1024 alexnet-s:128: the two never measured on the graph path first), QUICK_STAGES (the stages to run, by name, build always;
-#        default all), QUICK_TARGETS (what the build stage builds), QUICK_PRECISIONS (default bf16; tf32 for vgg-16 and resnet-50 at the end), OUT (where
-#        quick.log and logs.tar.gz go; default .gpu-bundle/quick). Exit status: 0 when every stage
-#        ran and passed, 1 otherwise.
+# env:   BUDGET; QUICK_CASES (default mobilenet-v2:64 resnet-56:128 vgg-16:64 resnet-50:64
+#        alexnet-r:1024 alexnet-s:128: the two never measured on the graph path first);
+#        QUICK_STAGES (the stages to run, by name, build always; default all); QUICK_PROFILES
+#        (above); QUICK_TARGETS (what the build stage builds); QUICK_PRECISIONS (default bf16;
+#        tf32 for vgg-16 and resnet-50 at the end); OUT (where quick.log and logs.tar.gz go;
+#        default .gpu-bundle/quick). Exit status: 0 when every stage ran and passed, 1 otherwise.
 set -uo pipefail
 
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
@@ -34,7 +37,7 @@ if [[ ${1:-} == -h || ${1:-} == --help ]]; then
 fi
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$repo"
+cd "$repo" || exit 1
 budget=${BUDGET:-520}
 out=${OUT:-$repo/.gpu-bundle/quick}
 mkdir -p "$out"
@@ -153,8 +156,17 @@ stage kernels 45 90 "$build_dir/tests/dlscale_gpu_kernel_tests"
 
 stage bound 60 120 env OUT="$keep" bash -c 'ctest_one "$@"' _ gpu_points_finish_within_a_bound
 stage training 60 120 ctest_one gpu_training_agrees_with_the_cpu
-stage profile 50 70 env OUT="$keep" DLSCALE_CUDNN_API=graph BUILD_DIR="$build_dir" \
-  benchmarks/gpu_step_profile.sh vgg-16 64 bf16
+profiles() {
+  local profile status=0
+  for profile in ${QUICK_PROFILES:-vgg-16:64:bf16 lstm-64:1024:bf16}; do
+    IFS=: read -r model batch precision <<<"$profile"
+    OUT="$keep" BUILD_DIR="$build_dir" timeout 80 benchmarks/gpu_step_profile.sh "$model" \
+      "$batch" "$precision" || status=1
+  done
+  return $status
+}
+export -f profiles
+stage profile 60 170 profiles
 stage sampling 15 30 ctest_one gpu_sampling_reads_nvml
 stage tf32 60 120 env BENCH_MODELS=vgg-16,resnet-50 BENCH_PRECISIONS=tf32 BENCH_ITERS=20 \
   BENCH_WARMUP=3 GRAPH_CASES="vgg-16:64 resnet-50:64" GRAPH_PRECISIONS=tf32 GRAPH_ITERS=20 \
