@@ -290,8 +290,9 @@ run_cuda() {
   mkdir -p "$raw_dir"
   results_dir=$(mktemp -d)  # dlscale's HDF5 files; only the printed summaries are kept
   trap 'rm -rf "$results_dir"' EXIT
-  local mpirun=${MPIRUN:-mpirun} status=0 torch_info
+  local mpirun=${MPIRUN:-mpirun} status=0 torch_info began dlscale_wall=0 torch_wall=0
   declare -A dlscale_step=() torch_step=()
+  : >"$raw_dir/wall-seconds.txt"
 
   if ! torch_info=$("$python" -c 'import torch
 print(f"PyTorch {torch.__version__} (CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}) on {torch.cuda.get_device_name()}")' \
@@ -306,10 +307,14 @@ print(f"PyTorch {torch.__version__} (CUDA {torch.version.cuda}, cuDNN {torch.bac
     for precision in "${precision_list[@]}"; do
       local name=$model-$batch-$precision key="$model $batch $precision" rc=0 seconds
       echo "dlscale $model batch $batch $precision ..." >&2
+      began=$SECONDS
       "$mpirun" -np 1 "$build_dir/dlscale" --device cuda --comm nccl --precision "$precision" \
         --model "$model" --batch "$batch" --iters "$iters" --warmup "$warmup" \
         --out "$results_dir/$name.h5" --overwrite \
         </dev/null >"$raw_dir/dlscale-$name.out" 2>"$raw_dir/dlscale-$name.err" || rc=$?
+      # Wall seconds of the whole process, start-up included: what a GPU lease pays per case.
+      echo "dlscale $model $batch $precision $((SECONDS - began))" >>"$raw_dir/wall-seconds.txt"
+      dlscale_wall=$((dlscale_wall + SECONDS - began))
       if ((rc != 0)); then
         echo "dlscale $model batch $batch $precision failed (exit $rc): $(error_line "$raw_dir/dlscale-$name.err")" >&2
         dlscale_step[$key]=failed status=1
@@ -323,9 +328,12 @@ print(f"PyTorch {torch.__version__} (CUDA {torch.version.cuda}, cuDNN {torch.bac
 
   for precision in "${precision_list[@]}"; do
     echo "pytorch_reference.py --device cuda --precision $precision ..." >&2
+    began=$SECONDS
     "$python" "$here/pytorch_reference.py" --device cuda --precision "$precision" \
       --cases "$cases_csv" --iters "$iters" --warmup "$warmup" --dlscale "$build_dir/dlscale" \
       >"$raw_dir/pytorch-$precision.md" || { echo "pytorch_reference.py --precision $precision failed" >&2; status=1; }
+    echo "pytorch all $precision $((SECONDS - began))" >>"$raw_dir/wall-seconds.txt"
+    torch_wall=$((torch_wall + SECONDS - began))
     local row_model row_batch row_precision row_seconds
     while read -r row_model row_batch row_precision row_seconds; do
       torch_step["$row_model $row_batch $row_precision"]=$row_seconds
@@ -338,6 +346,7 @@ print(f"PyTorch {torch.__version__} (CUDA {torch.version.cuda}, cuDNN {torch.bac
   echo "- dlscale: \`mpirun -np 1 dlscale --device cuda --comm nccl --precision P\`, median of the step phase"
   echo "- PyTorch: eager, cudnn.benchmark=True; fp32: TF32 off, tf32: TF32 on (matmul and cuDNN), bf16: autocast to bfloat16"
   echo "- full outputs: $raw_dir"
+  echo "- wall time: dlscale ${dlscale_wall} s over ${#cases[@]} cases x ${#precision_list[@]} precisions (one process each, start-up included), PyTorch ${torch_wall} s (one process per precision); each run's in wall-seconds.txt"
   echo
   echo "| model | batch | precision | dlscale step s | PyTorch step s | PyTorch/dlscale |"
   echo "|---|---:|---:|---:|---:|---:|"
