@@ -123,28 +123,45 @@ __global__ void add_row_bias_kernel(std::size_t count, std::size_t cols, const T
 constexpr int column_tile = warp_size;  // columns per block: a warp reads 32 adjacent values
 constexpr int row_lanes = 32;           // rows a block reads at once
 
-// sums[c] = sum over r of dy[r][c]: lane y adds rows y, y + 32, ... in order, then the 32 lane
-// sums are added in lane order. One block per tile of 32 columns.
-template <typename T>
-__global__ void column_sums_kernel(std::size_t rows, std::size_t cols, const T* dy, T* sums) {
-  __shared__ T lane_sums[row_lanes][column_tile];
+// The tiled column sum of a row-major [rows x cols] matrix of terms, one block per tile of
+// column_tile columns: lane y adds terms.at(r, c) for rows r = y, y + 32, ... in order, then the
+// row_lanes lane sums are added in lane order and terms.store(c, total) writes each column's.
+// A fixed order, so runs and replays repeat bit for bit. Sum is the accumulator (a value with +=).
+template <typename Sum, typename Terms>
+__device__ void sum_columns_in_tiles(std::size_t rows, std::size_t cols, const Terms& terms) {
+  __shared__ Sum lane_sums[row_lanes][column_tile];
   for (std::size_t tile = std::size_t(blockIdx.x) * column_tile; tile < cols;
        tile += std::size_t(gridDim.x) * column_tile) {
     const std::size_t c = tile + threadIdx.x;
-    T sum = T(0);
+    Sum sum{};
     if (c < cols) {
 #pragma unroll 4
-      for (std::size_t r = threadIdx.y; r < rows; r += row_lanes) sum += dy[r * cols + c];
+      for (std::size_t r = threadIdx.y; r < rows; r += row_lanes) sum += terms.at(r, c);
     }
     lane_sums[threadIdx.y][threadIdx.x] = sum;
     __syncthreads();
     if (threadIdx.y == 0 && c < cols) {
-      T total = lane_sums[0][threadIdx.x];
+      Sum total = lane_sums[0][threadIdx.x];
       for (int lane = 1; lane < row_lanes; ++lane) total += lane_sums[lane][threadIdx.x];
-      sums[c] = total;
+      terms.store(c, total);
     }
     __syncthreads();
   }
+}
+
+// sums[c] = sum over r of dy[r][c], in T.
+template <typename T>
+struct ColumnOfDy {
+  std::size_t cols;
+  const T* dy;
+  T* sums;
+  __device__ T at(std::size_t r, std::size_t c) const { return dy[r * cols + c]; }
+  __device__ void store(std::size_t c, T total) const { sums[c] = total; }
+};
+
+template <typename T>
+__global__ void column_sums_kernel(std::size_t rows, std::size_t cols, const T* dy, T* sums) {
+  sum_columns_in_tiles<T>(rows, cols, ColumnOfDy<T>{cols, dy, sums});
 }
 
 // y = min(max(x, 0), ceiling), with std::max / std::min's comparisons (NaN passes through).
@@ -530,42 +547,40 @@ __global__ void layer_norm_parameter_gradient_kernel(std::size_t rows, std::size
   }
 }
 
-// The same sums in tiles of 32 columns, as column_sums_kernel: lane y adds rows y, y + 32, ...
-// in order, then the 32 lane sums are added in lane order. 32 times fewer sequential steps per
-// thread, 32 times more threads (DLSCALE_CUDA_LAYER_NORM_GRADIENT=tiled).
+// The same sums in the tiles of column sums (sum_columns_in_tiles): 32 times fewer sequential
+// steps per thread, 32 times more threads (DLSCALE_CUDA_LAYER_NORM_GRADIENT=tiled).
+struct ScaleShiftSums {
+  double scale, shift;
+  __device__ ScaleShiftSums& operator+=(const ScaleShiftSums& other) {
+    scale += other.scale;
+    shift += other.shift;
+    return *this;
+  }
+};
+
+template <typename T>
+struct LayerNormParameterTerms {
+  std::size_t width;
+  const T *x, *mean, *variance, *dy;
+  T* scale_shift_gradient;
+  __device__ ScaleShiftSums at(std::size_t r, std::size_t c) const {
+    const double inverse_deviation = 1.0 / sqrt(double(variance[r]) + layer_norm_epsilon);
+    const double gradient = double(dy[r * width + c]);
+    return {gradient * (double(x[r * width + c]) - double(mean[r])) * inverse_deviation, gradient};
+  }
+  __device__ void store(std::size_t c, const ScaleShiftSums& total) const {
+    scale_shift_gradient[c] = T(total.scale);
+    scale_shift_gradient[width + c] = T(total.shift);
+  }
+};
+
 template <typename T>
 __global__ void layer_norm_parameter_gradient_tiled_kernel(std::size_t rows, std::size_t width,
                                                            const T* x, const T* mean,
                                                            const T* variance, const T* dy,
                                                            T* scale_shift_gradient) {
-  __shared__ double scale_sums[row_lanes][column_tile];
-  __shared__ double shift_sums[row_lanes][column_tile];
-  for (std::size_t tile = std::size_t(blockIdx.x) * column_tile; tile < width;
-       tile += std::size_t(gridDim.x) * column_tile) {
-    const std::size_t c = tile + threadIdx.x;
-    double scale_sum = 0, shift_sum = 0;
-    if (c < width) {
-      for (std::size_t r = threadIdx.y; r < rows; r += row_lanes) {
-        const double inverse_deviation = 1.0 / sqrt(double(variance[r]) + layer_norm_epsilon);
-        const double gradient = double(dy[r * width + c]);
-        scale_sum += gradient * (double(x[r * width + c]) - double(mean[r])) * inverse_deviation;
-        shift_sum += gradient;
-      }
-    }
-    scale_sums[threadIdx.y][threadIdx.x] = scale_sum;
-    shift_sums[threadIdx.y][threadIdx.x] = shift_sum;
-    __syncthreads();
-    if (threadIdx.y == 0 && c < width) {
-      double scale_total = scale_sums[0][threadIdx.x], shift_total = shift_sums[0][threadIdx.x];
-      for (int lane = 1; lane < row_lanes; ++lane) {
-        scale_total += scale_sums[lane][threadIdx.x];
-        shift_total += shift_sums[lane][threadIdx.x];
-      }
-      scale_shift_gradient[c] = T(scale_total);
-      scale_shift_gradient[width + c] = T(shift_total);
-    }
-    __syncthreads();
-  }
+  sum_columns_in_tiles<ScaleShiftSums>(
+      rows, width, LayerNormParameterTerms<T>{width, x, mean, variance, dy, scale_shift_gradient});
 }
 
 template <typename T>
