@@ -34,9 +34,9 @@ struct ConvolutionGeometry {
   ImageLayout input_layout = ImageLayout::nchw;
   ImageLayout output_layout = ImageLayout::nchw;
   // y = max(conv(x, W) + b, 0) in the same pass: VGG's and AlexNet's convolution and ReLU, fused
-  // as cuDNN and oneDNN offer it (one memory pass fewer forward). The backward is the
-  // convolution's alone: it is given the gradient with respect to conv(x, W) + b, which the
-  // layer masks where y is 0 (model/convolution_layer.hpp).
+  // as cuDNN and oneDNN offer it (one memory pass fewer forward). Backward, the kernel masks the
+  // gradient with respect to y where y is 0 in the pass that first reads it (on the GPU's graph
+  // path, the one that rounds it to bf16 and sums the bias gradient), not in a pass of its own.
   bool relu = false;
 
   ImageShape output() const {
@@ -102,10 +102,11 @@ class ConvolutionKernel {
   virtual void forward(int batch, const float* x, const float* weights, const float* bias,
                        float* y) = 0;
   // Writes weight and bias gradients, and the input gradient unless input_gradient is null, from
-  // the gradient with respect to conv + bias (with the geometry's relu, the caller has masked it
-  // already). Each backward() follows the forward() of the same x and weights, and may reuse
-  // what it converted.
-  virtual void backward(int batch, const float* x, const float* weights,
+  // the gradient with respect to the output y. With the geometry's relu, y is that forward's
+  // output and the kernel masks the gradient where y is 0; without it, y is ignored (may be null).
+  // Each backward() follows the forward() of the same x and weights, and may reuse what it
+  // converted.
+  virtual void backward(int batch, const float* x, const float* weights, const float* y,
                         const float* output_gradient, float* input_gradient, float* weight_gradient,
                         float* bias_gradient) = 0;
 };

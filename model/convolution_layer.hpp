@@ -2,17 +2,14 @@
 // convolution kernel (oneDNN on the CPU). Weights and bias start as PyTorch's default does:
 // U(-a, a) with a = 1 / sqrt(fan_in), fan_in = Cin/groups * K * K, so deep plain (no batch norm)
 // networks such as VGG-16 start with a loss near ln(classes) rather than diverging.
-// With the geometry's relu, y = max(conv(x, W) + b, 0) from the kernel in one pass; backward
-// masks dy where y is 0 into a buffer of the layer's own (what a separate ReLU layer's input
-// gradient was), and the kernel's backward takes it from there.
+// With the geometry's relu, y = max(conv(x, W) + b, 0) from the kernel in one pass, and the
+// kernel's backward masks dy where y is 0 (kernels/image_kernels.hpp).
 #pragma once
 
 #include <cmath>
-#include <limits>
 #include <memory>
 
 #include "core/random.hpp"
-#include "kernels/device_array.hpp"
 #include "model/layer.hpp"
 
 namespace dlscale::model {
@@ -20,18 +17,14 @@ namespace dlscale::model {
 class ConvolutionLayer final : public Layer<float> {
  public:
   // The kernel is made on first use, so a layer list can be built to be counted or planned.
-  // max_batch sizes the masked gradient of a fused ReLU (none without one).
-  ConvolutionLayer(kernels::Device& device, const kernels::ConvolutionGeometry& geometry,
-                   int max_batch)
-      : device_(device),
-        geometry_(geometry),
-        relu_gradient_(geometry.relu ? kernels::DeviceArray<float>(
-                                           device, std::size_t(max_batch) * output_size())
-                                     : kernels::DeviceArray<float>()) {}
+  ConvolutionLayer(kernels::Device& device, const kernels::ConvolutionGeometry& geometry)
+      : device_(device), geometry_(geometry) {}
 
   std::string kind() const override { return geometry_.relu ? "convolution_relu" : "convolution"; }
   std::size_t internal_values_per_sample() const override { return internal_values_of(geometry_); }
-  // Per sample, of a fused ReLU's masked gradient; for plans made before any layer is.
+  // Per sample: a fused ReLU's masked gradient, which the kernel may keep (the CPU's and the
+  // legacy cuDNN path's do; the graph path's goes to its bf16 staging); for plans made before
+  // any layer is.
   static std::size_t internal_values_of(const kernels::ConvolutionGeometry& geometry) {
     return geometry.relu ? geometry.output().size() : 0;
   }
@@ -61,15 +54,9 @@ class ConvolutionLayer final : public Layer<float> {
   void forward(kernels::MathOps<float>& /*math*/, int batch, const float* x, float* y) override {
     kernel().forward(batch, x, weights_, bias_, y);
   }
-  void backward(kernels::MathOps<float>& math, int batch, const float* x, const float* y,
+  void backward(kernels::MathOps<float>& /*math*/, int batch, const float* x, const float* y,
                 const float* output_gradient, float* input_gradient) override {
-    const float* gradient = output_gradient;
-    if (geometry_.relu) {
-      math.relu_backward(std::size_t(batch) * output_size(), std::numeric_limits<float>::infinity(),
-                         y, output_gradient, relu_gradient_.data());
-      gradient = relu_gradient_.data();
-    }
-    kernel().backward(batch, x, weights_, gradient, input_gradient, weight_gradient_,
+    kernel().backward(batch, x, weights_, y, output_gradient, input_gradient, weight_gradient_,
                       bias_gradient_);
   }
 
@@ -81,7 +68,6 @@ class ConvolutionLayer final : public Layer<float> {
 
   kernels::Device& device_;
   kernels::ConvolutionGeometry geometry_;
-  kernels::DeviceArray<float> relu_gradient_;  // dy where y > 0: a fused ReLU's only
   std::unique_ptr<kernels::ConvolutionKernel> kernel_;
   float* weights_ = nullptr;
   float* bias_ = nullptr;

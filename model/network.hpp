@@ -80,7 +80,9 @@ class Network {
   // An upper bound on the bf16 copies that --precision bf16 adds on the device: each layer with
   // parameters may keep, per GEMM or convolution of its step (forward, input gradient, weight
   // gradient), a bf16 copy of both operands: its input twice, its weights twice and its output
-  // gradient twice. Layers computing in float (batch norm) are counted too: a bound.
+  // gradient twice. The copies of one call are staging that the next call reuses, except the
+  // input's of a graph-path convolution, kept from forward to backward (one per layer, well
+  // inside the bound). Layers computing in float (batch norm) are counted too: a bound.
   static std::size_t bf16_copy_bytes(const std::vector<LayerShape>& layers, int max_batch) {
     constexpr std::size_t bf16_bytes = 2;
     std::size_t values = 0;

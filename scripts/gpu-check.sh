@@ -13,7 +13,8 @@
 #          (for the graph path) come from the bundle's prefix/cudnn-frontend/include, or from
 #          .cudnn-frontend/include (scripts/fetch-cudnn-frontend.sh); without them the graph path
 #          is not compiled in and the graph stage fails
-#   tests  ctest --test-dir build-gpu -L gpu --output-on-failure (no test labelled gpu: a failure)
+#   tests  ctest --test-dir build-gpu -L gpu -j TEST_JOBS --output-on-failure (no test labelled gpu:
+#          a failure); the tests that read time or NVML's counters run alone (tests/CMakeLists.txt)
 #   bench  BUILD_DIR=build-gpu benchmarks/compare_with_frameworks.sh --device cuda, with the first
 #          python3 that imports torch; skipped (a failure under --bench-only) while that script
 #          has no --device option
@@ -36,7 +37,7 @@
 # bundle is unpacked and the environment set for every stage.
 #
 # Environment: BUILD_DIR (default build-gpu), BUILD_TARGETS (default: all), JOBS (default: every
-# core), CUDA_ARCHITECTURES
+# core), TEST_JOBS (GPU tests at once, default 4), CUDA_ARCHITECTURES
 # (default 90), CUDACXX (default /usr/local/cuda/bin/nvcc), PYTHON (for the bench stage),
 # OUT (if set, the logs and a summary are copied to $OUT/gpu-check/ at the end, even on failure),
 # BENCH_MODELS, BENCH_PRECISIONS, BENCH_ITERS, BENCH_WARMUP (the bench stage's --models,
@@ -217,7 +218,8 @@ if wants tests; then
   start=$SECONDS
   if [[ ! -f $build_dir/CTestTestfile.cmake ]]; then
     fail tests "$build_dir is not configured and built (run with --build-only first)"
-  elif ! logged tests ctest --test-dir "$build_dir" -L gpu --output-on-failure --no-tests=error; then
+  elif ! logged tests ctest --test-dir "$build_dir" -L gpu -j "${TEST_JOBS:-4}" --output-on-failure \
+         --no-tests=error; then
     fail tests "ctest -L gpu (see tests.log)"
   fi
   note "tests: $((SECONDS - start)) s"

@@ -89,7 +89,7 @@ std::unique_ptr<model::Layer<float>> build_layer(kernels::Device& device, const 
   using LayerPointer = std::unique_ptr<model::Layer<float>>;
   return std::visit(Overloaded{
                         [&](const kernels::ConvolutionGeometry& g) -> LayerPointer {
-                          return std::make_unique<model::ConvolutionLayer>(device, g, max_batch);
+                          return std::make_unique<model::ConvolutionLayer>(device, g);
                         },
                         [&](const kernels::PoolingGeometry& g) -> LayerPointer {
                           return std::make_unique<model::PoolingLayer>(device, g);

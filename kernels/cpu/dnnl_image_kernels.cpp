@@ -51,10 +51,20 @@ class DnnlConvolution final : public ConvolutionKernel {
     stream_.wait();
   }
 
-  void backward(int batch, const float* x, const float* weights, const float* output_gradient,
-                float* input_gradient, float* weight_gradient, float* bias_gradient) override {
+  void backward(int batch, const float* x, const float* weights, const float* y,
+                const float* output_gradient, float* input_gradient, float* weight_gradient,
+                float* bias_gradient) override {
     auto& p = primitives_for(batch);
-    const memory user_output_gradient = wrap(p.input_output[1], engine_, output_gradient);
+    memory user_output_gradient = wrap(p.input_output[1], engine_, output_gradient);
+    // The fused ReLU's backward: the gradient where y > 0, into the layer's own buffer (oneDNN's
+    // convolution primitives take no backward post-op).
+    if (geometry_.relu) {
+      DLSCALE_DNNL_CHECK(
+          p.relu_backward.execute(stream_, {{DNNL_ARG_DST, wrap(p.input_output[1], engine_, y)},
+                                            {DNNL_ARG_DIFF_DST, user_output_gradient},
+                                            {DNNL_ARG_DIFF_SRC, p.relu_gradient}}));
+      user_output_gradient = p.relu_gradient;
+    }
     const memory user_weight_gradient = wrap(weights_desc_, engine_, weight_gradient);
     const memory weight_gradient_target = p.weight_gradient.target(user_weight_gradient, engine_);
     const memory user_input = wrap(p.input_output[0], engine_, x);
@@ -106,6 +116,9 @@ class DnnlConvolution final : public ConvolutionKernel {
     bool weights_pass_reads_forward_input = false;
     bool data_pass_reads_weights_pass_output_gradient = false;
     bool data_pass_reads_forward_weights = false;
+    // A fused ReLU's backward, and the gradient it masks, in the network's layout of y.
+    dnnl::eltwise_backward relu_backward;
+    memory relu_gradient;
   };
 
   Primitives& primitives_for(int batch) {
@@ -171,6 +184,20 @@ class DnnlConvolution final : public ConvolutionKernel {
     p.data_pass_reads_weights_pass_output_gradient =
         data_pd.diff_dst_desc() == weights_pd.diff_dst_desc();
     p.data_pass_reads_forward_weights = data_pd.weights_desc() == forward_pd.weights_desc();
+    if (g.relu) {
+      // From y alone: ReLU's gradient is dy where y > 0, as where x > 0.
+      const memory::desc& y_desc = p.input_output[1];
+      const auto relu_forward_pd = DLSCALE_DNNL_CHECK(dnnl::eltwise_forward::primitive_desc(
+          dnnl::eltwise_forward::desc(prop_kind::forward_training,
+                                      algorithm::eltwise_relu_use_dst_for_bwd, y_desc, 0.0f),
+          engine_));
+      p.relu_backward =
+          dnnl::eltwise_backward(DLSCALE_DNNL_CHECK(dnnl::eltwise_backward::primitive_desc(
+              dnnl::eltwise_backward::desc(algorithm::eltwise_relu_use_dst_for_bwd, y_desc, y_desc,
+                                           0.0f),
+              engine_, relu_forward_pd)));
+      p.relu_gradient = memory(y_desc, engine_);
+    }
     return p;
   }
 

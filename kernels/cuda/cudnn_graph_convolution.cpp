@@ -5,7 +5,8 @@
 // cudnn.benchmark does. Choices are shared by every layer of the same shape on one device.
 // Tensors the network holds in another order (the NCHW input data, OIHW weights, an output
 // handed to a dense layer) or type (float under bf16) are converted into the device's staging
-// memory around the call, so every engine sees the layout it is fastest on.
+// memory around the call, so every engine sees the layout it is fastest on; the input's copy is
+// the layer's own, kept from forward for the filter gradient.
 #include "kernels/cuda/cudnn_graph_convolution.hpp"
 
 #include <algorithm>
@@ -147,11 +148,11 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
   void forward(int batch, const float* x, const float* weights, const float* bias,
                float* y) override {
     Plan& p = plan_for(batch);
-    const auto [x_stage, w_stage, y_stage] = context_.bf16_staging->byte_regions<3>(
-        {staged_bytes(input_order(), x_shape(batch)), staged_bytes(MemoryOrder::nchw, w_shape()),
+    const auto [w_stage, y_stage] = context_.bf16_staging->byte_regions<2>(
+        {staged_bytes(MemoryOrder::nchw, w_shape()),
          output_staging_bytes(output_order(), y_shape(batch))},
         context_.stream);
-    const void* x_in = operand(x, input_order(), x_stage, x_shape(batch));
+    const void* x_in = input_operand(p, batch, x);
     const void* w_in = operand(weights, MemoryOrder::nchw, w_stage, w_shape());
     const auto pack_for = [&](const Variant& v) {
       VariantPack pack{{x_uid, const_cast<void*>(x_in)},
@@ -177,30 +178,21 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
                        geometry_.output_channels, context_.stream);
   }
 
-  void backward(int batch, const float* x, const float* weights, const float* output_gradient,
-                float* input_gradient, float* weight_gradient, float* bias_gradient) override {
+  void backward(int batch, const float* x, const float* weights, const float* y,
+                const float* output_gradient, float* input_gradient, float* weight_gradient,
+                float* bias_gradient) override {
     Plan& p = plan_for(batch);
-    // The bias gradient sums the float output gradient over batch, height and width (on NHWC by
-    // a deterministic kernel of dlscale's own: cuDNN's took 13 ms of a vgg-16 layer on the H200).
-    if (geometry_.bias) {
-      if (lies_as_nhwc(output_order(), y_shape(batch)))
-        sum_channels(output_gradient, pixel_rows(batch), geometry_.output_channels, bias_gradient,
-                     p.bias_scratch.data(), context_.stream);
-      else
-        DLSCALE_CUDNN_CHECK(cudnnConvolutionBackwardBias(
-            context_.cudnn, &one, p.output, output_gradient, &zero, bias_, bias_gradient));
-    }
     const bool data_wanted = input_gradient != nullptr;  // not for a network's first layer
-    const auto [x_stage, dy_stage, w_stage, dw_stage, dx_stage] =
-        context_.bf16_staging->byte_regions<5>(
-            {staged_bytes(input_order(), x_shape(batch)),
-             staged_bytes(output_order(), y_shape(batch)),
-             data_wanted ? staged_bytes(MemoryOrder::nchw, w_shape()) : 0,
-             output_staging_bytes(MemoryOrder::nchw, w_shape()),
-             data_wanted ? output_staging_bytes(input_order(), x_shape(batch)) : 0},
-            context_.stream);
-    const void* x_in = operand(x, input_order(), x_stage, x_shape(batch));
-    const void* dy_in = operand(output_gradient, output_order(), dy_stage, y_shape(batch));
+    const auto [dy_stage, w_stage, dw_stage, dx_stage] = context_.bf16_staging->byte_regions<4>(
+        {output_gradient_staging_bytes(batch),
+         data_wanted ? staged_bytes(MemoryOrder::nchw, w_shape()) : 0,
+         output_staging_bytes(MemoryOrder::nchw, w_shape()),
+         data_wanted ? output_staging_bytes(input_order(), x_shape(batch)) : 0},
+        context_.stream);
+    // x as forward converted it (the same x, by the kernel's contract): no second pass over it.
+    const void* x_in = p.input_operand.size() > 0 ? p.input_operand.data() : x;
+    const void* dy_in =
+        output_gradient_operand(p, batch, y, output_gradient, dy_stage, bias_gradient);
 
     const auto filter_pack_for = [&](const Variant& v) {
       return VariantPack{
@@ -234,14 +226,23 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
     const PassChoice* filter = nullptr;
     TensorDescriptor output;
     DeviceBuffer bias_scratch;  // the bias gradient's partial sums, on NHWC
+    // x as the graphs read it (NHWC, in the operand type), converted by forward and read again
+    // by the filter pass; empty where the graphs read the network's x itself (float NHWC). Kept
+    // per layer, as PyTorch keeps a bf16 convolution's input for its backward under autocast.
+    DeviceBuffer input_operand;
+    DeviceBuffer relu_gradient;  // a fused ReLU's masked gradient where y is NCHW, float
   };
 
   Plan& plan_for(int batch) {
     return plan_of(plans_, batch, context_.stream, "cuDNN graph convolution", [&](Plan& p) {
       describe_images(p.output, batch, geometry_.output(), output_nhwc());
-      if (geometry_.bias && lies_as_nhwc(output_order(), y_shape(batch)))
+      const bool output_nhwc = lies_as_nhwc(output_order(), y_shape(batch));
+      if (geometry_.bias && output_nhwc)
         p.bias_scratch =
             DeviceBuffer(channel_sums_scratch_bytes(pixel_rows(batch), geometry_.output_channels));
+      p.input_operand = DeviceBuffer(staged_bytes(input_order(), x_shape(batch)));
+      if (geometry_.relu && !output_nhwc)
+        p.relu_gradient = DeviceBuffer(y_shape(batch).size() * sizeof(float));
     });
   }
 
@@ -304,6 +305,58 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
       convert_images(tensor, order, reinterpret_cast<float*>(stage), MemoryOrder::nhwc, shape,
                      context_.stream);
     return stage;
+  }
+
+  // x as the graphs read it: the network's tensor, or its copy converted into the plan's buffer.
+  const void* input_operand(Plan& p, int batch, const float* x) const {
+    if (p.input_operand.size() == 0) return x;
+    return operand(x, input_order(), p.input_operand.as<std::byte>(), x_shape(batch));
+  }
+
+  // Staging the output gradient needs: the operand-type NHWC copy that the pass preparing it
+  // writes, or none where the graphs read the network's float NHWC dy as it is.
+  std::size_t output_gradient_staging_bytes(int batch) const {
+    const ImageBatchShape shape = y_shape(batch);
+    if (lies_as_nhwc(output_order(), shape) && !in_bf16_ && !geometry_.relu) return 0;
+    return shape.size() * operand_bytes_;
+  }
+
+  // The output gradient as the backward graphs read it, and the bias gradient. Where dy lies as
+  // NHWC, one pass (prepare_output_gradient) masks it by a fused ReLU's y, writes the operand
+  // copy and sums the bias gradient in float before rounding: the mask, the bias gradient and
+  // the rounding were three passes over dy, two of them over float. Otherwise (an output handed
+  // to a dense layer, NCHW) the mask is a pass of its own and the rest as in the legacy path.
+  const void* output_gradient_operand(Plan& p, int batch, const float* y, const float* dy,
+                                      std::byte* stage, float* bias_gradient) {
+    const ImageBatchShape shape = y_shape(batch);
+    const float* relu_output = geometry_.relu ? y : nullptr;
+    const int channels = geometry_.output_channels;
+    if (lies_as_nhwc(output_order(), shape)) {
+      float* sums = geometry_.bias ? bias_gradient : nullptr;
+      void* scratch = p.bias_scratch.data();
+      if (output_gradient_staging_bytes(batch) == 0) {
+        if (sums != nullptr)
+          sum_channels(dy, pixel_rows(batch), channels, sums, scratch, context_.stream);
+        return dy;
+      }
+      if (in_bf16_)
+        prepare_output_gradient(dy, relu_output, reinterpret_cast<__nv_bfloat16*>(stage),
+                                pixel_rows(batch), channels, sums, scratch, context_.stream);
+      else
+        prepare_output_gradient(dy, relu_output, reinterpret_cast<float*>(stage), pixel_rows(batch),
+                                channels, sums, scratch, context_.stream);
+      return stage;
+    }
+    if (relu_output != nullptr) {
+      float* masked = p.relu_gradient.as<float>();
+      prepare_output_gradient(dy, relu_output, masked, std::int64_t(shape.size()), 1, nullptr,
+                              nullptr, context_.stream);
+      dy = masked;
+    }
+    if (geometry_.bias)
+      DLSCALE_CUDNN_CHECK(cudnnConvolutionBackwardBias(context_.cudnn, &one, p.output, dy, &zero,
+                                                       bias_, bias_gradient));
+    return operand(dy, output_order(), stage, shape);
   }
 
   // Where the graph writes an output: the network's float tensor itself where the variant writes

@@ -140,9 +140,18 @@ class CudnnConvolution final : public ConvolutionKernel {
                                                  &zero, p.float_output, y));
   }
 
-  void backward(int batch, const float* x, const float* weights, const float* output_gradient,
-                float* input_gradient, float* weight_gradient, float* bias_gradient) override {
+  void backward(int batch, const float* x, const float* weights, const float* y,
+                const float* output_gradient, float* input_gradient, float* weight_gradient,
+                float* bias_gradient) override {
     Plan& p = plan_for(batch);
+    // A fused ReLU's gradient: dy where y > 0, into the plan's own buffer (for ReLU, cuDNN's
+    // backward reads the same mask from y as from x).
+    if (geometry_.relu) {
+      DLSCALE_CUDNN_CHECK(cudnnActivationBackward(
+          context_.cudnn, relu_, &one, p.float_output, y, p.float_output, output_gradient,
+          p.float_output, y, &zero, p.float_output, p.relu_gradient.data()));
+      output_gradient = p.relu_gradient.as<float>();
+    }
     // The bias gradient sums the float output gradient, under bf16 too.
     if (geometry_.bias)
       DLSCALE_CUDNN_CHECK(cudnnConvolutionBackwardBias(
@@ -177,7 +186,8 @@ class CudnnConvolution final : public ConvolutionKernel {
     cudnnConvolutionFwdAlgo_t forward_algorithm{};
     cudnnConvolutionBwdDataAlgo_t data_algorithm{};
     cudnnConvolutionBwdFilterAlgo_t filter_algorithm{};
-    DeviceBuffer workspace;  // the largest any of the chosen algorithms needs
+    DeviceBuffer workspace;      // the largest any of the chosen algorithms needs
+    DeviceBuffer relu_gradient;  // a fused ReLU's masked output gradient, float
   };
 
   // Where the bf16 copies of one call live: input-sized, weight-sized and output-sized regions.
@@ -228,6 +238,7 @@ class CudnnConvolution final : public ConvolutionKernel {
       describe_images(p.input, batch, g.input, false, data_type_);
       describe_images(p.output, batch, g.output(), false, data_type_);
       describe_images(p.float_output, batch, g.output(), false);
+      if (g.relu) p.relu_gradient = DeviceBuffer(output_count(batch) * sizeof(float));
       for (cudnnConvolutionDescriptor_t convolution :
            {cudnnConvolutionDescriptor_t(p.forward_convolution),
             cudnnConvolutionDescriptor_t(p.data_convolution),

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <map>
 #include <stdexcept>
+#include <type_traits>
 
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/cudnn_support.hpp"
@@ -146,6 +147,22 @@ struct GradientTerms {
   }
 };
 
+// The output gradient through a fused ReLU (y null without one), also stored in `to`'s type.
+template <typename To>
+struct PreparedGradient {
+  const float* dy;
+  const float* y;
+  To* to;
+  __device__ float2 operator()(std::int64_t i, int) const {
+    const float gradient = y != nullptr && !(y[i] > 0.0f) ? 0.0f : dy[i];
+    if constexpr (std::is_same_v<To, __nv_bfloat16>)
+      to[i] = __float2bfloat16_rn(gradient);
+    else
+      to[i] = gradient;
+    return make_float2(gradient, 0.0f);
+  }
+};
+
 struct StoreSums {
   float* sums;
   __device__ void operator()(int c, double x, double) const { sums[c] = float(x); }
@@ -199,6 +216,14 @@ __global__ void add_channel_bias_kernel(float* y, const float* bias, bool relu, 
     const float value = bias != nullptr ? y[i] + bias[i % channels] : y[i];
     y[i] = relu && !(value > 0.0f) ? 0.0f : value;
   }
+}
+
+// Every element's term of a sum that is not wanted: what the term writes is all.
+template <typename Term>
+__global__ void elementwise_term_kernel(Term term, std::int64_t count) {
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    (void)term(i, 0);
 }
 
 // y = (x - mean) * scale / sqrt(var + epsilon) + shift, then max(y, 0) with the ReLU.
@@ -310,6 +335,26 @@ void sum_channels(const float* x, std::int64_t rows, int channels, float* sums, 
   if (rows <= 0 || channels <= 0) return;
   sum_rows(Values{x}, StoreSums{sums}, rows, channels, scratch, stream);
 }
+
+template <typename To>
+void prepare_output_gradient(const float* dy, const float* relu_output, To* to, std::int64_t rows,
+                             int channels, float* sums, void* scratch, cudaStream_t stream) {
+  const std::int64_t count = rows * channels;
+  if (count <= 0) return;
+  const PreparedGradient<To> term{dy, relu_output, to};
+  if (sums != nullptr) {
+    sum_rows(term, StoreSums{sums}, rows, channels, scratch, stream);
+    return;
+  }
+  elementwise_term_kernel<<<elementwise_grid(count), elementwise_threads, 0, stream>>>(term, count);
+  DLSCALE_CUDA_CHECK(cudaGetLastError());
+}
+
+template void prepare_output_gradient<float>(const float*, const float*, float*, std::int64_t, int,
+                                             float*, void*, cudaStream_t);
+template void prepare_output_gradient<__nv_bfloat16>(const float*, const float*, __nv_bfloat16*,
+                                                     std::int64_t, int, float*, void*,
+                                                     cudaStream_t);
 
 void add_channel_bias(float* y, const float* bias, bool relu, std::int64_t rows, int channels,
                       cudaStream_t stream) {

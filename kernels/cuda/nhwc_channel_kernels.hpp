@@ -8,6 +8,7 @@
 // graphs repeat their results bit for bit. Compiled by nvcc and by the host compiler.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -26,6 +27,16 @@ std::size_t channel_sums_scratch_bytes(std::int64_t rows, int channels);
 // channel_sums_scratch_bytes(rows, channels). Queued on `stream`.
 void sum_channels(const float* x, std::int64_t rows, int channels, float* sums, void* scratch,
                   cudaStream_t stream);
+
+// A convolution's output gradient as its backward graphs read it, from one pass over dy ([rows x
+// channels], NHWC): zero where a fused ReLU's output is 0 (relu_output is that y; null without a
+// ReLU), written to `to` (To = __nv_bfloat16 rounds as round_to_bf16 does; float copies), and
+// where `sums` is not null, summed per channel before rounding, in float, in sum_channels' order
+// and with its scratch: the bias gradient. Without sums the pass is element-wise, so any layout
+// and any (rows, channels) factoring of the count will do.
+template <typename To>
+void prepare_output_gradient(const float* dy, const float* relu_output, To* to, std::int64_t rows,
+                             int channels, float* sums, void* scratch, cudaStream_t stream);
 
 // y[r * channels + c] += bias[c], then with `relu` y = max(y, 0): a convolution's bias and ReLU,
 // where no fused graph applied them. A null bias adds nothing (a ReLU alone, in any layout).

@@ -38,11 +38,14 @@ class ExactConvolution final : public kernels::ConvolutionKernel {
             widened(g_.bias ? bias : nullptr, g_.bias ? g_.output_channels : 0)),
         y);
   }
-  void backward(int batch, const float* x, const float* weights, const float* output_gradient,
-                float* input_gradient, float* weight_gradient, float* bias_gradient) override {
+  void backward(int batch, const float* x, const float* weights, const float* y,
+                const float* output_gradient, float* input_gradient, float* weight_gradient,
+                float* bias_gradient) override {
+    const std::size_t output_count = batch * g_.output().size();
+    std::vector<double> dy = widened(output_gradient, output_count);
+    if (g_.relu) dy = reference::relu_masked(std::move(dy), widened(y, output_count));
     const auto gradients = reference::convolution_backward(
-        g_, batch, widened(x, batch * g_.input.size()), widened(weights, g_.weight_count()),
-        widened(output_gradient, batch * g_.output().size()));
+        g_, batch, widened(x, batch * g_.input.size()), widened(weights, g_.weight_count()), dy);
     narrow_into(gradients.input, input_gradient);
     narrow_into(gradients.weights, weight_gradient);
     if (g_.bias) narrow_into(gradients.bias, bias_gradient);

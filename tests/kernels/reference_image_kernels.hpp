@@ -64,8 +64,17 @@ struct ConvolutionGradients {
   std::vector<double> input, weights, bias;
 };
 
-// dy is the gradient with respect to conv + bias, before any ReLU (as ConvolutionKernel takes it):
-// the geometry's relu is the caller's to mask.
+// The gradient with respect to a fused ReLU's input: dy where its output y is positive, else 0.
+// A kernel masks by the y it wrote, so its tests mask the reference's dy with that same y (a y
+// computed again here could fall on the other side of 0 where the kernel rounded to bf16).
+inline std::vector<double> relu_masked(std::vector<double> dy, const std::vector<double>& y) {
+  for (std::size_t i = 0; i < dy.size(); ++i)
+    if (!(y.at(i) > 0)) dy[i] = 0;
+  return dy;
+}
+
+// dy is the gradient with respect to conv + bias, before any ReLU: the geometry's relu is the
+// caller's to mask (relu_masked).
 inline ConvolutionGradients convolution_backward(const ConvolutionGeometry& g, int batch,
                                                  const std::vector<double>& x,
                                                  const std::vector<double>& weights,

@@ -85,7 +85,8 @@ std::vector<std::vector<float>> convolution(Precision precision, const Convoluti
   std::vector<float> y(outputs), dx(inputs), dw(w.size()), db(bias.size());
   const auto kernel = device.make_convolution(g);
   kernel->forward(batch, x.data(), w.data(), bias.data(), y.data());
-  kernel->backward(batch, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data());
+  kernel->backward(batch, x.data(), w.data(), y.data(), dy.data(), dx.data(), dw.data(),
+                   db.data());
   return {y, dx, dw, db};
 }
 

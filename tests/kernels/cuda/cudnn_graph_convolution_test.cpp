@@ -156,9 +156,9 @@ class GraphConvolutionRun {
                      geometry_.bias ? bias_device_.data() : nullptr, y_device_.data());
   }
   void backward() {
-    kernel_->backward(batch_, x_device_.data(), weights_device_.data(), dy_device_.data(),
-                      with_input_gradient_ ? dx_device_.data() : nullptr, dw_device_.data(),
-                      geometry_.bias ? db_device_.data() : nullptr);
+    kernel_->backward(batch_, x_device_.data(), weights_device_.data(), y_device_.data(),
+                      dy_device_.data(), with_input_gradient_ ? dx_device_.data() : nullptr,
+                      dw_device_.data(), geometry_.bias ? db_device_.data() : nullptr);
   }
   void run() {
     poison();
@@ -170,12 +170,13 @@ class GraphConvolutionRun {
   std::vector<Comparison> against_reference() const {
     const auto& g = geometry_;
     const std::vector<double> y = reference::convolution_forward(g, batch_, x_, weights_, bias_);
-    const reference::ConvolutionGradients grads =
-        reference::convolution_backward(g, batch_, x_, weights_, dy_);
+    // A fused ReLU's gradient is masked where the kernel's own y is 0: so is the reference's dy.
+    const std::vector<double> device_y =
+        from_device_layout(y_device_.to_host(), g.output_layout, batch_, g.output());
+    const reference::ConvolutionGradients grads = reference::convolution_backward(
+        g, batch_, x_, weights_, g.relu ? reference::relu_masked(dy_, device_y) : dy_);
     std::vector<Comparison> result;
-    result.push_back({"output",
-                      from_device_layout(y_device_.to_host(), g.output_layout, batch_, g.output()),
-                      y});
+    result.push_back({"output", device_y, y});
     if (with_input_gradient_)
       result.push_back({"input gradient",
                         from_device_layout(dx_device_.to_host(), g.input_layout, batch_, g.input),
