@@ -61,6 +61,22 @@ class MathOps {
   // sums[c] = sum over r of dy[r][c].
   virtual void column_sums(int rows, int cols, const T* dy, T* sums) = 0;
 
+  // The backward of y = x W^T + b over `rows` rows of `inputs` values to `outputs` (a dense
+  // layer's, an output head's; W is [outputs x inputs]): weight_gradient = dy^T x, bias_gradient
+  // = dy's column sums unless null, input_gradient = dy W unless null. In one call so that a
+  // device whose GEMMs read converted copies (bf16 on the GPU) converts dy once for both GEMMs
+  // and sums the bias in that same pass; this default makes the three calls one by one.
+  virtual void linear_backward(int rows, int inputs, int outputs, const T* x, const T* weights,
+                               const T* output_gradient, T* weight_gradient, T* bias_gradient,
+                               T* input_gradient) {
+    gemm(Transpose::yes, Transpose::no, outputs, inputs, rows, T(1), output_gradient, outputs, x,
+         inputs, T(0), weight_gradient, inputs);
+    if (bias_gradient != nullptr) column_sums(rows, outputs, output_gradient, bias_gradient);
+    if (input_gradient != nullptr)
+      gemm(Transpose::no, Transpose::no, rows, inputs, outputs, T(1), output_gradient, outputs,
+           weights, inputs, T(0), input_gradient, inputs);
+  }
+
   // y = min(max(x, 0), ceiling): ReLU with an infinite ceiling, ReLU6 with 6. In place is fine.
   virtual void relu_forward(std::size_t count, T ceiling, const T* x, T* y) = 0;
   // dx = dy where the forward output y is strictly between 0 and the ceiling, else 0.

@@ -55,13 +55,8 @@ class DenseLayer final : public Layer<T> {
 
   void backward(kernels::MathOps<T>& math, int samples, const T* x, const T* /*y*/,
                 const T* output_gradient, T* input_gradient) override {
-    const int batch = samples * timesteps_;
-    math.gemm(kernels::Transpose::yes, kernels::Transpose::no, outputs_, inputs_, batch, T(1),
-              output_gradient, outputs_, x, inputs_, T(0), weight_gradient_, inputs_);
-    math.column_sums(batch, outputs_, output_gradient, bias_gradient_);
-    if (input_gradient != nullptr)
-      math.gemm(kernels::Transpose::no, kernels::Transpose::no, batch, inputs_, outputs_, T(1),
-                output_gradient, outputs_, weights_, inputs_, T(0), input_gradient, inputs_);
+    math.linear_backward(samples * timesteps_, inputs_, outputs_, x, weights_, output_gradient,
+                         weight_gradient_, bias_gradient_, input_gradient);
   }
 
  private:

@@ -40,13 +40,8 @@ class TiedOutputHead final : public Layer<T> {
 
   void backward(kernels::MathOps<T>& math, int samples, const T* x, const T* /*y*/,
                 const T* output_gradient, T* input_gradient) override {
-    const int rows = samples * steps_;
-    math.gemm(kernels::Transpose::yes, kernels::Transpose::no, vocabulary_, width_, rows, T(1),
-              output_gradient, vocabulary_, x, width_, T(0), embedding_.table_gradient(), width_);
-    if (input_gradient != nullptr)
-      math.gemm(kernels::Transpose::no, kernels::Transpose::no, rows, width_, vocabulary_, T(1),
-                output_gradient, vocabulary_, embedding_.table(), width_, T(0), input_gradient,
-                width_);
+    math.linear_backward(samples * steps_, width_, vocabulary_, x, embedding_.table(),
+                         output_gradient, embedding_.table_gradient(), nullptr, input_gradient);
   }
 
  private:

@@ -374,6 +374,65 @@ TEST(CudaMathBatched, StridedBatchedGemmMatchesTheCpuInEveryPrecision) {
   }
 }
 
+// A dense layer's backward in one call under bf16 (dy rounded once for both GEMMs, the bias
+// gradient summed in the same pass): its weight and input gradients bit for bit those of the
+// three separate calls it replaces (the same cuBLAS calls on the same bf16 copies), its bias
+// gradient within float rounding of theirs (a different order of additions), all three within
+// bf16's bound of the CPU's float; with a 10,000-word head's width and rows not a multiple of
+// anything, and without a bias or an input gradient (an output head, a first layer).
+TEST(CudaMathBf16, LinearBackwardRoundsTheOutputGradientOnceAndMatchesItsThreeCalls) {
+  CudaDevice bf16(0, Precision::bf16);
+  struct Case {
+    int rows, inputs, outputs;
+    bool bias, input_gradient;
+  };
+  for (const Case& c : {Case{1000, 64, 10000, true, true}, Case{333, 96, 257, false, true},
+                        Case{65, 40, 24, true, false}}) {
+    const std::string what = describe("rows=", c.rows, " inputs=", c.inputs, " outputs=", c.outputs,
+                                      " bias=", c.bias, " input gradient=", c.input_gradient);
+    const auto x = uniform_values<float>(std::size_t(c.rows) * c.inputs, -1, 1, 1301);
+    const auto w = uniform_values<float>(std::size_t(c.outputs) * c.inputs, -1, 1, 1302);
+    const auto dy = uniform_values<float>(std::size_t(c.rows) * c.outputs, -1, 1, 1303);
+    struct Gradients {
+      std::vector<float> weights, bias, input;
+    };
+    const auto run = [&](Device& device, bool one_call) {
+      auto dx_ = upload(device, x), dw_ = upload(device, w), ddy = upload(device, dy);
+      DeviceArray<float> weight_gradient(device, w.size()), bias_gradient(device, c.outputs),
+          input_gradient(device, x.size());
+      MathOps<float>& math = device.math_float();
+      float* bias_out = c.bias ? bias_gradient.data() : nullptr;
+      float* input_out = c.input_gradient ? input_gradient.data() : nullptr;
+      if (one_call)
+        math.linear_backward(c.rows, c.inputs, c.outputs, dx_.data(), dw_.data(), ddy.data(),
+                             weight_gradient.data(), bias_out, input_out);
+      else  // the calls the default makes, as the dense layer made them before
+        math.MathOps<float>::linear_backward(c.rows, c.inputs, c.outputs, dx_.data(), dw_.data(),
+                                             ddy.data(), weight_gradient.data(), bias_out,
+                                             input_out);
+      return Gradients{download(device, weight_gradient),
+                       c.bias ? download(device, bias_gradient) : std::vector<float>{},
+                       c.input_gradient ? download(device, input_gradient) : std::vector<float>{}};
+    };
+    const Gradients cpu = run(*Devices::cpu, true);
+    const Gradients fused = run(bf16, true);
+    const Gradients separate = run(bf16, false);
+    EXPECT_EQ(fused.weights, separate.weights) << what << ": weight gradient";
+    EXPECT_EQ(fused.input, separate.input) << what << ": input gradient";
+    if (c.bias) EXPECT_LE(relative_l2(separate.bias, fused.bias), 1e-5) << what << ": bias";
+    for (const auto& [name, expected, actual] :
+         {std::tuple{"weight gradient", &cpu.weights, &fused.weights},
+          std::tuple{"bias gradient", &cpu.bias, &fused.bias},
+          std::tuple{"input gradient", &cpu.input, &fused.input}}) {
+      ASSERT_EQ(expected->size(), actual->size()) << what << ": " << name;
+      if (expected->empty()) continue;
+      EXPECT_LE(relative_l2(*expected, *actual), bf16_relative_l2_tolerance)
+          << what << ": " << name;
+    }
+    EXPECT_GT(relative_l2(cpu.weights, fused.weights), 1e-4) << what << ": did a bf16 GEMM run?";
+  }
+}
+
 // The GPU rounds to bf16 as the MPI backend's bf16 sums do on the CPU (comm/bf16_sum.cpp): to
 // nearest, ties to even, bit for bit; NaN stays NaN; widening back is exact.
 TEST(CudaMathBf16, RoundingMatchesTheCpuBitForBit) {
