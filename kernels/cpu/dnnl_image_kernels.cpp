@@ -56,14 +56,19 @@ class DnnlConvolution final : public ConvolutionKernel {
                 float* bias_gradient) override {
     auto& p = primitives_for(batch);
     memory user_output_gradient = wrap(p.input_output[1], engine_, output_gradient);
-    // The fused ReLU's backward: the gradient where y > 0, into the layer's own buffer (oneDNN's
-    // convolution primitives take no backward post-op).
+    // The fused ReLU's backward: the gradient where y > 0, into the kernel's own buffer (oneDNN's
+    // convolution primitives take no backward post-op). One buffer for every batch size, as large
+    // as the largest so far: the memory plan counts one (ConvolutionLayer's internal values).
     if (geometry_.relu) {
+      if (!relu_gradient_ || relu_gradient_.get_desc().get_size() < p.input_output[1].get_size())
+        relu_gradient_ = memory(p.input_output[1], engine_);  // oneDNN's allocation, aligned
+      const memory masked = wrap(p.input_output[1], engine_,
+                                 static_cast<const float*>(relu_gradient_.get_data_handle()));
       DLSCALE_DNNL_CHECK(
           p.relu_backward.execute(stream_, {{DNNL_ARG_DST, wrap(p.input_output[1], engine_, y)},
                                             {DNNL_ARG_DIFF_DST, user_output_gradient},
-                                            {DNNL_ARG_DIFF_SRC, p.relu_gradient}}));
-      user_output_gradient = p.relu_gradient;
+                                            {DNNL_ARG_DIFF_SRC, masked}}));
+      user_output_gradient = masked;
     }
     const memory user_weight_gradient = wrap(weights_desc_, engine_, weight_gradient);
     const memory weight_gradient_target = p.weight_gradient.target(user_weight_gradient, engine_);
@@ -116,9 +121,8 @@ class DnnlConvolution final : public ConvolutionKernel {
     bool weights_pass_reads_forward_input = false;
     bool data_pass_reads_weights_pass_output_gradient = false;
     bool data_pass_reads_forward_weights = false;
-    // A fused ReLU's backward, and the gradient it masks, in the network's layout of y.
+    // A fused ReLU's backward, in the network's layout of y.
     dnnl::eltwise_backward relu_backward;
-    memory relu_gradient;
   };
 
   Primitives& primitives_for(int batch) {
@@ -196,7 +200,6 @@ class DnnlConvolution final : public ConvolutionKernel {
               dnnl::eltwise_backward::desc(algorithm::eltwise_relu_use_dst_for_bwd, y_desc, y_desc,
                                            0.0f),
               engine_, relu_forward_pd)));
-      p.relu_gradient = memory(y_desc, engine_);
     }
     return p;
   }
@@ -208,6 +211,7 @@ class DnnlConvolution final : public ConvolutionKernel {
   memory::data_type inputs_;  // what the primitives read: f32, or bf16
   memory::desc weights_desc_, bias_desc_;
   PrimitivesPerBatch<Primitives> primitives_;
+  memory relu_gradient_;  // a fused ReLU's masked output gradient, for the largest batch so far
 };
 
 class DnnlPooling final : public PoolingKernel {

@@ -28,14 +28,15 @@ std::vector<double> to_double(const std::vector<float>& values) {
   return {values.begin(), values.end()};
 }
 
-// A batch of images moved between layouts by a oneDNN reorder.
+// A batch of images (as many as the values hold) moved between layouts by a oneDNN reorder.
 std::vector<float> relayout(const CpuDevice& device, const ImageShape& shape, ImageLayout from,
                             ImageLayout to, std::vector<float> values) {
   const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   dnnl::stream stream(engine);
   std::vector<float> result(values.size());
-  dnnl::memory source(device.image_layouts().describe(batch, shape, from), engine, values.data());
-  dnnl::memory target(device.image_layouts().describe(batch, shape, to), engine, result.data());
+  const int images = int(values.size() / shape.size());
+  dnnl::memory source(device.image_layouts().describe(images, shape, from), engine, values.data());
+  dnnl::memory target(device.image_layouts().describe(images, shape, to), engine, result.data());
   dnnl::reorder(source, target).execute(stream, source, target);
   stream.wait();
   return result;
@@ -119,21 +120,21 @@ TEST_P(ConvolutionCase, ReferenceMatchesFiniteDifferences) {
   expect_gradients_match(grads.bias, numerical_gradient(bias, loss), "bias gradient");
 }
 
-void expect_onednn_convolution_matches_reference(const ConvolutionGeometry& g) {
+// One forward and backward of `kernel` (made by `device` for g) at `batch`, against the reference.
+void expect_onednn_convolution_matches_reference(const ConvolutionGeometry& g, CpuDevice& device,
+                                                 ConvolutionKernel& kernel, int batch) {
   // Inputs rounded to float first, so both sides compute on the same values.
   const auto x = to_double(to_float(random_values(batch * g.input.size(), 1)));
   const auto weights = to_double(to_float(random_values(g.weight_count(), 2)));
   const auto bias = to_double(to_float(random_values(g.bias ? g.output_channels : 0, 3)));
   const auto dy = to_double(to_float(random_values(batch * g.output().size(), 4)));
 
-  CpuDevice device(1);
-  auto kernel = device.make_convolution(g);
   const auto x_given = to_layout(device, g.input, g.input_layout, x);
   const auto dy_given = to_layout(device, g.output(), g.output_layout, dy);
   std::vector<float> y(dy.size()), dx(x.size()), dweights(weights.size()), dbias(bias.size());
-  kernel->forward(batch, x_given.data(), to_float(weights).data(), to_float(bias).data(), y.data());
-  kernel->backward(batch, x_given.data(), to_float(weights).data(), y.data(), dy_given.data(),
-                   dx.data(), dweights.data(), dbias.data());
+  kernel.forward(batch, x_given.data(), to_float(weights).data(), to_float(bias).data(), y.data());
+  kernel.backward(batch, x_given.data(), to_float(weights).data(), y.data(), dy_given.data(),
+                  dx.data(), dweights.data(), dbias.data());
 
   // With a fused ReLU the kernel masks dy where its own y is 0; so does the reference.
   const std::vector<double> y_plain = from_layout(device, g.output(), g.output_layout, y);
@@ -150,6 +151,23 @@ void expect_onednn_convolution_matches_reference(const ConvolutionGeometry& g) {
                   "input gradient");
   expect_near_all(to_double(dweights), expected.weights, float_tolerance, "weight gradient");
   expect_near_all(to_double(dbias), expected.bias, float_tolerance, "bias gradient");
+}
+
+void expect_onednn_convolution_matches_reference(const ConvolutionGeometry& g) {
+  CpuDevice device(1);
+  expect_onednn_convolution_matches_reference(g, device, *device.make_convolution(g), batch);
+}
+
+// A kernel keeps one masked-gradient buffer for a fused ReLU, grown to the largest batch so far:
+// a smaller batch after a larger one, and a larger one after that, still match the reference.
+TEST(ConvolutionKernel, OneKernelMasksAFusedReluAtEveryBatchSize) {
+  const ConvolutionGeometry g{{8, 6, 6}, 8, 3, 1, 1, 1, true, native, native, true};
+  CpuDevice device(1);
+  const auto kernel = device.make_convolution(g);
+  for (const int batch_size : {3, 1, 5, 2}) {
+    SCOPED_TRACE(::testing::Message() << "batch " << batch_size);
+    expect_onednn_convolution_matches_reference(g, device, *kernel, batch_size);
+  }
 }
 
 TEST_P(ConvolutionCase, OneDnnMatchesReference) {
