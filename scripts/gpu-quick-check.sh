@@ -8,7 +8,9 @@
 #             and both beside PyTorch, and the per-layer times of the fastest
 #   graph     the graph path's own tests (ctest -R gpu_cudnn_graph_path): is it right at all?
 #   speed     scripts/gpu-check.sh --bench-only --graph-only over QUICK_CASES at QUICK_PRECISIONS:
-#             the legacy path and PyTorch (bench), then DLSCALE_CUDNN_API=graph (graph), side by side
+#             dlscale's default path and PyTorch (bench), then the other path (graph), side by side;
+#             with DLSCALE_CUDNN_GRAPH_VERBOSE=1, so each run's stderr (raw.tar.gz) has the graph
+#             path's engine choices and what its search cost the first step
 #   kernels   dlscale_gpu_kernel_tests (every CUDA kernel against the CPU)
 #   bound     gpu_points_finish_within_a_bound (the fcn-s batch 4096 bf16 point that stopped)
 #   training  gpu_training_agrees_with_the_cpu
@@ -144,7 +146,7 @@ stage graph 60 120 ctest_one gpu_cudnn_graph_path
 
 graph_cases=() bench_models=()
 for case in $cases; do graph_cases+=("$case"); bench_models+=("${case%:*}"); done
-stage speed 150 260 env BENCH_MODELS="$(IFS=,; echo "${bench_models[*]}")" BENCH_PRECISIONS="$precisions" \
+stage speed 150 260 env DLSCALE_CUDNN_GRAPH_VERBOSE=1 BENCH_MODELS="$(IFS=,; echo "${bench_models[*]}")" BENCH_PRECISIONS="$precisions" \
   BENCH_ITERS=20 BENCH_WARMUP=3 GRAPH_CASES="${graph_cases[*]}" GRAPH_PRECISIONS="$precisions" \
   GRAPH_ITERS=20 GRAPH_WARMUP=3 GRAPH_RUN_TIMEOUT=90 GRAPH_TESTS=no \
   scripts/gpu-check.sh --bench-only --graph-only

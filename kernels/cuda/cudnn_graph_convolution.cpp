@@ -10,6 +10,7 @@
 #include "kernels/cuda/cudnn_graph_convolution.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -95,6 +96,8 @@ struct PassChoice {
   Variant variant;
   std::string engine_name;
   float milliseconds = 0;  // of timed_runs runs, as timed in the search
+  // What its search built: engines, and how many of them compiled a kernel (NVRTC) to do so.
+  int engines_built = 0, runtime_compiled = 0;
 };
 
 using VariantPack = std::unordered_map<std::int64_t, void*>;
@@ -538,7 +541,14 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
       return *(slot = &found->second);
     require_not_capturing(context_.stream, "cuDNN graph convolution engine search");
     std::string why = "no variant of the graph was tried";
+    // The search's own cost (building engines, runtime-compiled ones above all, and timing them)
+    // is paid once per shape, in the first step: printed with the choices, for profiles.
+    const auto search_start = std::chrono::steady_clock::now();
+    const auto seconds_since = [](std::chrono::steady_clock::time_point start) {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
     const auto timed = [&](const Variant& v) {
+      const auto start = std::chrono::steady_clock::now();
       PassChoice choice;
       if (auto graph = make_graph(pass, batch, v, why); graph != nullptr)
         choice = fastest_engine(std::move(graph), pack_for(v), why);
@@ -546,11 +556,13 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
       if (verbose_search())
         std::fprintf(stderr,
                      "dlscale: cuDNN graph: %s: fuse_bias %d fuse_relu %d float_output %d "
-                     "deterministic %d: %s %.4f ms\n",
+                     "deterministic %d: %s %.4f ms (%d engines built, %d runtime-compiled, "
+                     "%.2f s)\n",
                      key.c_str(), int(v.fuse_bias), int(v.fuse_relu), int(v.float_output),
                      int(v.deterministic),
                      choice.engine < 0 ? "no engine" : choice.engine_name.c_str(),
-                     double(choice.milliseconds));
+                     double(choice.milliseconds), choice.engines_built, choice.runtime_compiled,
+                     seconds_since(start));
       return choice;
     };
     PassChoice best;
@@ -570,6 +582,9 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
       throw std::runtime_error(
           fmt::format("cuDNN graph API: no engine runs the {} convolution ({}): {}",
                       pass_name(pass), shape_key(pass, batch), why));
+    if (verbose_search())
+      std::fprintf(stderr, "dlscale: cuDNN graph: %s: search took %.2f s\n", key.c_str(),
+                   seconds_since(search_start));
     return *(slot = &choices.emplace(key, std::move(best)).first->second);
   }
 
@@ -611,6 +626,8 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
       largest_workspace = std::max(largest_workspace, std::size_t(workspace_bytes));
     }
     PassChoice best;
+    best.engines_built = int(built.size());
+    best.runtime_compiled = runtime_compiled;
     if (built.empty()) return best;
     const DeviceBuffer scratch(largest_workspace);
     cudaEvent_t start = nullptr, stop = nullptr;
