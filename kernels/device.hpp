@@ -84,6 +84,22 @@ class MathOps {
   // y = a + b, element-wise. y may be a or b.
   virtual void add(std::size_t count, const T* a, const T* b, T* y) = 0;
 
+  // The three above on images in ImageLayout::native (a residual block's sum, its ReLU and their
+  // gradients; a ReLU6 between image layers), which a device may hold in an element type of its
+  // own: the GPU's graph path keeps them in bf16 where DLSCALE_CUDA_IMAGE_ACTIVATIONS=bf16, as
+  // autocast does. The pointers are then the network's buffers, read as that type. Where native
+  // images hold T, as on the CPU, these are the ops above.
+  virtual void native_image_relu_forward(std::size_t count, T ceiling, const T* x, T* y) {
+    relu_forward(count, ceiling, x, y);
+  }
+  virtual void native_image_relu_backward(std::size_t count, T ceiling, const T* y, const T* dy,
+                                          T* dx) {
+    relu_backward(count, ceiling, y, dy, dx);
+  }
+  virtual void native_image_add(std::size_t count, const T* a, const T* b, T* y) {
+    add(count, a, b, y);
+  }
+
   virtual void sigmoid_forward(std::size_t count, const T* x, T* y) = 0;
   // dx = dy * y * (1 - y), from the forward output y.
   virtual void sigmoid_backward(std::size_t count, const T* y, const T* dy, T* dx) = 0;
@@ -228,7 +244,8 @@ class Device {
   // (the CPU runs everything as it is called). Nothing may wait for the host during `work`.
   virtual std::unique_ptr<CapturedWork> capture(const std::function<void()>& work) = 0;
 
-  // Image layers, float only; each layer makes its own kernel.
+  // Image layers, float only (in ImageLayout::native a device may hold another element type:
+  // MathOps::native_image_add); each layer makes its own kernel.
   virtual std::unique_ptr<ConvolutionKernel> make_convolution(
       const ConvolutionGeometry& geometry) = 0;
   virtual std::unique_ptr<PoolingKernel> make_pooling(const PoolingGeometry& geometry) = 0;

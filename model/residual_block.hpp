@@ -33,12 +33,20 @@ class ResidualBlock final : public Layer<T> {
     return outputs + 2 * widest_input + block_output + shortcut_input_gradient;
   }
 
+  // Whether the block's input and its output are images in ImageLayout::native, which the
+  // device may hold in another element type: then the sums and the ReLU on them are the math's
+  // native_image_ ops.
+  struct NativeImages {
+    bool input = false, output = false;
+  };
+
   ResidualBlock(kernels::Device& device, Layers branch, Layers shortcut, bool relu_after,
-                int max_batch)
+                int max_batch, NativeImages native_images = {})
       : math_(device.template math<T>()),
         branch_(std::move(branch)),
         shortcut_(std::move(shortcut)),
-        relu_after_(relu_after) {
+        relu_after_(relu_after),
+        native_images_(native_images) {
     std::size_t widest_input = 0;
     for (auto* path : {&branch_, &shortcut_})
       for (auto& layer : *path) {
@@ -104,16 +112,24 @@ class ResidualBlock final : public Layer<T> {
     const T* shortcut_result =
         shortcut_.empty() ? x : run_forward(shortcut_, branch_.size(), batch, x);
     const std::size_t count = std::size_t(batch) * output_size();
-    math.add(count, branch_result, shortcut_result, y);
-    if (relu_after_) math.relu_forward(count, infinity, y, y);
+    if (native_images_.output) {
+      math.native_image_add(count, branch_result, shortcut_result, y);
+      if (relu_after_) math.native_image_relu_forward(count, infinity, y, y);
+    } else {
+      math.add(count, branch_result, shortcut_result, y);
+      if (relu_after_) math.relu_forward(count, infinity, y, y);
+    }
   }
 
   void backward(kernels::MathOps<T>& math, int batch, const T* x, const T* y,
                 const T* output_gradient, T* input_gradient) override {
     const T* gradient = output_gradient;
     if (relu_after_) {
-      math.relu_backward(std::size_t(batch) * output_size(), infinity, y, output_gradient,
-                         sum_gradient_.data());
+      const std::size_t count = std::size_t(batch) * output_size();
+      if (native_images_.output)
+        math.native_image_relu_backward(count, infinity, y, output_gradient, sum_gradient_.data());
+      else
+        math.relu_backward(count, infinity, y, output_gradient, sum_gradient_.data());
       gradient = sum_gradient_.data();
     }
     run_backward(branch_, 0, batch, x, gradient, input_gradient);
@@ -122,12 +138,15 @@ class ResidualBlock final : public Layer<T> {
       return;
     }
     const std::size_t count = std::size_t(batch) * input_size();
-    if (shortcut_.empty()) {
-      math.add(count, input_gradient, gradient, input_gradient);
-    } else {
+    const T* shortcut_gradient = gradient;  // the identity's
+    if (!shortcut_.empty()) {
       run_backward(shortcut_, branch_.size(), batch, x, gradient, shortcut_input_gradient_.data());
-      math.add(count, input_gradient, shortcut_input_gradient_.data(), input_gradient);
+      shortcut_gradient = shortcut_input_gradient_.data();
     }
+    if (native_images_.input)
+      math.native_image_add(count, input_gradient, shortcut_gradient, input_gradient);
+    else
+      math.add(count, input_gradient, shortcut_gradient, input_gradient);
   }
 
  private:
@@ -164,6 +183,7 @@ class ResidualBlock final : public Layer<T> {
   Layers branch_;
   Layers shortcut_;
   bool relu_after_;
+  NativeImages native_images_;
   std::vector<kernels::DeviceArray<T>> outputs_;  // branch layers', then shortcut layers'
   kernels::DeviceArray<T> gradient_buffers_[2];
   kernels::DeviceArray<T> sum_gradient_;

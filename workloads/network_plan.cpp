@@ -87,34 +87,35 @@ double forward_flops_of(const PlannedLayer& layer) {
 std::unique_ptr<model::Layer<float>> build_layer(kernels::Device& device, const PlannedLayer& layer,
                                                  int max_batch) {
   using LayerPointer = std::unique_ptr<model::Layer<float>>;
-  return std::visit(Overloaded{
-                        [&](const kernels::ConvolutionGeometry& g) -> LayerPointer {
-                          return std::make_unique<model::ConvolutionLayer>(device, g);
-                        },
-                        [&](const kernels::PoolingGeometry& g) -> LayerPointer {
-                          return std::make_unique<model::PoolingLayer>(device, g);
-                        },
-                        [&](const PlannedBatchNorm& b) -> LayerPointer {
-                          return std::make_unique<model::BatchNormLayer>(device, b);
-                        },
-                        [](const PlannedRelu& r) -> LayerPointer {
-                          return std::make_unique<model::ReluLayer<float>>(r.size, r.ceiling);
-                        },
-                        [](const PlannedDense& d) -> LayerPointer {
-                          return std::make_unique<model::DenseLayer<float>>(d.inputs, d.outputs);
-                        },
-                        [&](const Residual& r) -> LayerPointer {
-                          model::ResidualBlock<float>::Layers branch, shortcut;
-                          for (const auto& inner : r->branch)
-                            branch.push_back(build_layer(device, inner, max_batch));
-                          for (const auto& inner : r->shortcut)
-                            shortcut.push_back(build_layer(device, inner, max_batch));
-                          return std::make_unique<model::ResidualBlock<float>>(
-                              device, std::move(branch), std::move(shortcut), r->relu_after,
-                              max_batch);
-                        },
-                    },
-                    layer);
+  return std::visit(
+      Overloaded{
+          [&](const kernels::ConvolutionGeometry& g) -> LayerPointer {
+            return std::make_unique<model::ConvolutionLayer>(device, g);
+          },
+          [&](const kernels::PoolingGeometry& g) -> LayerPointer {
+            return std::make_unique<model::PoolingLayer>(device, g);
+          },
+          [&](const PlannedBatchNorm& b) -> LayerPointer {
+            return std::make_unique<model::BatchNormLayer>(device, b);
+          },
+          [](const PlannedRelu& r) -> LayerPointer {
+            return std::make_unique<model::ReluLayer<float>>(r.size, r.ceiling, r.native_image);
+          },
+          [](const PlannedDense& d) -> LayerPointer {
+            return std::make_unique<model::DenseLayer<float>>(d.inputs, d.outputs);
+          },
+          [&](const Residual& r) -> LayerPointer {
+            model::ResidualBlock<float>::Layers branch, shortcut;
+            for (const auto& inner : r->branch)
+              branch.push_back(build_layer(device, inner, max_batch));
+            for (const auto& inner : r->shortcut)
+              shortcut.push_back(build_layer(device, inner, max_batch));
+            return std::make_unique<model::ResidualBlock<float>>(
+                device, std::move(branch), std::move(shortcut), r->relu_after, max_batch,
+                model::ResidualBlock<float>::NativeImages{r->native_input, r->native_output});
+          },
+      },
+      layer);
 }
 
 void PlanBuilder::require_image(const char* layer) const {
@@ -157,7 +158,8 @@ PlanBuilder& PlanBuilder::relu(float ceiling) {
       return *this;
     }
   }
-  layers_.push_back(PlannedRelu{size(), ceiling});
+  layers_.push_back(
+      PlannedRelu{size(), ceiling, flattened_ == 0 && layout_ == kernels::ImageLayout::native});
   return *this;
 }
 
@@ -189,8 +191,10 @@ PlanBuilder& PlanBuilder::dense(int outputs) {
   // be compared value by value. The last pooling or convolution writes it (ReLUs in between are
   // element-wise); for the zoo that is a small pooled image, so the reorder costs nothing.
   if (flattened_ == 0 && layout_ != kernels::ImageLayout::nchw) {
+    // The ReLUs in between now run on the NCHW image (which holds floats on every device).
     auto last = layers_.rbegin();
-    while (last != layers_.rend() && std::holds_alternative<PlannedRelu>(*last)) ++last;
+    for (; last != layers_.rend() && std::holds_alternative<PlannedRelu>(*last); ++last)
+      std::get<PlannedRelu>(*last).native_image = false;
     if (last == layers_.rend())
       throw std::invalid_argument("a dense layer after an image needs a layer that writes it");
     if (auto* pooling = std::get_if<kernels::PoolingGeometry>(&*last))
@@ -222,7 +226,9 @@ PlanBuilder& PlanBuilder::residual(const std::function<void(PlanBuilder&)>& bran
   if (branch_builder.layout() != shortcut_builder.layout())
     throw std::invalid_argument("residual paths end in different layouts");
   layers_.push_back(std::make_shared<const PlannedResidual>(
-      PlannedResidual{branch_builder.layers(), shortcut_builder.layers(), relu_after}));
+      PlannedResidual{branch_builder.layers(), shortcut_builder.layers(), relu_after,
+                      layout_ == kernels::ImageLayout::native,
+                      branch_builder.layout() == kernels::ImageLayout::native}));
   image_ = branch_out;
   layout_ = branch_builder.layout();
   return *this;

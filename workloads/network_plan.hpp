@@ -20,6 +20,7 @@ using PlannedBatchNorm = kernels::BatchNormGeometry;
 struct PlannedRelu {
   std::size_t size;
   float ceiling;
+  bool native_image = false;  // on images in ImageLayout::native (ReluLayer)
 };
 struct PlannedDense {
   int inputs, outputs;
@@ -32,6 +33,8 @@ struct PlannedResidual {
   std::vector<PlannedLayer> branch;
   std::vector<PlannedLayer> shortcut;  // empty: identity
   bool relu_after;
+  // Whether the block's input and output lie in ImageLayout::native (ResidualBlock::NativeImages).
+  bool native_input = false, native_output = false;
 };
 
 model::LayerShape shape_of(const PlannedLayer& layer);

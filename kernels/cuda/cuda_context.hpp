@@ -31,6 +31,14 @@ inline constexpr EnumNames<CudnnApi, 2> cudnn_api_names{{"legacy", "graph"}};  /
 enum class AttentionApi { gemm, sdpa };
 inline constexpr EnumNames<AttentionApi, 2> attention_api_names{{"gemm", "sdpa"}};
 
+// The element type of images between layers (DLSCALE_CUDA_IMAGE_ACTIVATIONS) under
+// --precision bf16 on the graph path: float (every layer rounds its input to bf16 for cuDNN and
+// writes float), or bf16, as autocast keeps a channels-last network's activations and their
+// gradients (ImageLayout::native then means NHWC bf16; parameters, their gradients, the loss and
+// the update stay float). float is the default until bf16 has run on a GPU.
+enum class ImageActivations { float32, bf16 };
+inline constexpr EnumNames<ImageActivations, 2> image_activation_names{{"float", "bf16"}};
+
 struct CudaContext {
   int device = 0;
   cudaStream_t stream = nullptr;
@@ -53,10 +61,17 @@ struct CudaContext {
   // rows (8,192 of them for gpt2-small at batch 8). Serial is the default until tiled has run on
   // a GPU.
   bool tiled_layer_norm_gradient = false;
+  ImageActivations image_activations = ImageActivations::float32;  // as asked; see native_is_bf16
 
   // ImageLayout::native on this device: NHWC on the graph path (what cuDNN's tensor-core
   // convolutions read and write), NCHW on the legacy one.
   bool native_is_nhwc() const { return cudnn_api == CudnnApi::graph; }
+  // And its element type: bf16 where asked for on the graph path under --precision bf16 (every
+  // kernel that reads or writes ImageLayout::native then reads or writes bf16), else float.
+  bool native_is_bf16() const {
+    return native_is_nhwc() && precision == Precision::bf16 &&
+           image_activations == ImageActivations::bf16;
+  }
 
   // The cuDNN math type for float tensors: FMA only for fp32, tensor cores for tf32. Under bf16
   // the kernels that stay in float (the LSTM) compute as under fp32; convolutions, which run on

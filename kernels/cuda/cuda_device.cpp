@@ -120,6 +120,12 @@ CudaDevice::CudaDevice(int gpu_index, Precision precision, std::optional<CudnnAp
                    {"serial", "tiled"});
     context_.tiled_layer_norm_gradient = std::string(tiled) == "tiled";
   }
+  if (const char* activations = std::getenv("DLSCALE_CUDA_IMAGE_ACTIVATIONS");
+      activations != nullptr && *activations != '\0') {
+    require_choice("DLSCALE_CUDA_IMAGE_ACTIVATIONS", "image activation type", activations,
+                   image_activation_names.all());
+    context_.image_activations = *image_activation_names.named(activations);
+  }
   if (const char* attention = std::getenv("DLSCALE_CUDNN_ATTENTION");
       attention != nullptr && *attention != '\0') {
     require_choice("DLSCALE_CUDNN_ATTENTION", "attention", attention, attention_api_names.all());
@@ -187,6 +193,10 @@ DeviceProperties CudaDevice::properties() const {
       {"precision", precision_name(context_.precision)},
       // Which path the convolutions took, and with it the native layout (NCHW or NHWC).
       {"cudnn_api", cudnn_api_name(context_.cudnn_api)},
+      // The element type of images between layers (bf16 only on the graph path under bf16).
+      {"image_activations",
+       image_activation_names(context_.native_is_bf16() ? ImageActivations::bf16
+                                                        : ImageActivations::float32)},
       // How a GPT's attention ran: the fused cuDNN one only under bf16 (make_attention).
       {"attention",
        attention_api_names(fused_attention() ? AttentionApi::sdpa : AttentionApi::gemm)},
@@ -291,6 +301,10 @@ std::unique_ptr<PoolingKernel> CudaDevice::make_pooling(const PoolingGeometry& g
   // (nhwc_pooling.hpp).
   if (geometry.input_layout == ImageLayout::native && context_.native_is_nhwc())
     return make_nhwc_pooling(context_, geometry);
+  // cuDNN's pooling writes float; no zoo network pools its NCHW input data into a native image.
+  if (geometry.output_layout == ImageLayout::native && context_.native_is_bf16())
+    throw std::invalid_argument(
+        "DLSCALE_CUDA_IMAGE_ACTIVATIONS=bf16: pooling of the input data is not supported");
   return make_cudnn_pooling(context_, geometry);
 }
 

@@ -18,6 +18,7 @@
 
 #include "kernels/cuda/bf16_staging.hpp"
 #include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/element_values.cuh"
 #include "kernels/cuda/nhwc_channel_kernels.hpp"
 
 namespace dlscale::kernels {
@@ -185,6 +186,31 @@ __global__ void relu_backward_kernel(std::size_t count, T ceiling, const T* y, c
 template <typename T>
 __global__ void add_kernel(std::size_t count, const T* a, const T* b, T* y) {
   for (std::size_t i = thread_index(); i < count; i += grid_stride()) y[i] = a[i] + b[i];
+}
+
+// The three above on bf16 images (DLSCALE_CUDA_IMAGE_ACTIVATIONS=bf16), in float arithmetic,
+// each result rounded once.
+__global__ void bf16_relu_forward_kernel(std::size_t count, float ceiling, const __nv_bfloat16* x,
+                                         __nv_bfloat16* y) {
+  for (std::size_t i = thread_index(); i < count; i += grid_stride()) {
+    const float value = load_float(x[i]);
+    const float positive = value < 0.0f ? 0.0f : value;
+    y[i] = store_float<__nv_bfloat16>(ceiling < positive ? ceiling : positive);
+  }
+}
+
+__global__ void bf16_relu_backward_kernel(std::size_t count, float ceiling, const __nv_bfloat16* y,
+                                          const __nv_bfloat16* dy, __nv_bfloat16* dx) {
+  for (std::size_t i = thread_index(); i < count; i += grid_stride()) {
+    const float output = load_float(y[i]);
+    dx[i] = output > 0.0f && output < ceiling ? dy[i] : store_float<__nv_bfloat16>(0.0f);
+  }
+}
+
+__global__ void bf16_add_kernel(std::size_t count, const __nv_bfloat16* a, const __nv_bfloat16* b,
+                                __nv_bfloat16* y) {
+  for (std::size_t i = thread_index(); i < count; i += grid_stride())
+    y[i] = store_float<__nv_bfloat16>(load_float(a[i]) + load_float(b[i]));
 }
 
 // y = 1 / (1 + exp(-x))
@@ -748,9 +774,9 @@ class CudaMath final : public MathOps<T> {
         const auto [dy_bf16, x_bf16, w_bf16] =
             context_.bf16_staging->regions<3>({dy_count, x_count, w_count}, context_.stream);
         if (bias_gradient != nullptr)
-          prepare_output_gradient(output_gradient, nullptr, dy_bf16, rows, outputs, bias_gradient,
-                                  scratch(channel_sums_scratch_bytes(rows, outputs)),
-                                  context_.stream);
+          prepare_output_gradient<float, __nv_bfloat16>(
+              output_gradient, nullptr, dy_bf16, rows, outputs, bias_gradient,
+              scratch(channel_sums_scratch_bytes(rows, outputs)), context_.stream);
         else
           round_to_bf16(output_gradient, dy_bf16, dy_count, context_.stream);
         round_to_bf16(x, x_bf16, x_count, context_.stream);
@@ -806,6 +832,33 @@ class CudaMath final : public MathOps<T> {
   void add(std::size_t count, const T* a, const T* b, T* y) override {
     if (count == 0) return;
     add_kernel<<<grid_for(count), elementwise_threads, 0, context_.stream>>>(count, a, b, y);
+    DLSCALE_CUDA_CHECK(cudaGetLastError());
+  }
+
+  // Native images are bf16 where the context says so (cuda_context.hpp); else these are the
+  // float ops above.
+  void native_image_relu_forward(std::size_t count, T ceiling, const T* x, T* y) override {
+    if (!native_images_in_bf16()) return relu_forward(count, ceiling, x, y);
+    if (count == 0) return;
+    bf16_relu_forward_kernel<<<grid_for(count), elementwise_threads, 0, context_.stream>>>(
+        count, float(ceiling), as_bf16(x), as_bf16(y));
+    DLSCALE_CUDA_CHECK(cudaGetLastError());
+  }
+
+  void native_image_relu_backward(std::size_t count, T ceiling, const T* y, const T* dy,
+                                  T* dx) override {
+    if (!native_images_in_bf16()) return relu_backward(count, ceiling, y, dy, dx);
+    if (count == 0) return;
+    bf16_relu_backward_kernel<<<grid_for(count), elementwise_threads, 0, context_.stream>>>(
+        count, float(ceiling), as_bf16(y), as_bf16(dy), as_bf16(dx));
+    DLSCALE_CUDA_CHECK(cudaGetLastError());
+  }
+
+  void native_image_add(std::size_t count, const T* a, const T* b, T* y) override {
+    if (!native_images_in_bf16()) return add(count, a, b, y);
+    if (count == 0) return;
+    bf16_add_kernel<<<grid_for(count), elementwise_threads, 0, context_.stream>>>(
+        count, as_bf16(a), as_bf16(b), as_bf16(y));
     DLSCALE_CUDA_CHECK(cudaGetLastError());
   }
 
@@ -1031,6 +1084,14 @@ class CudaMath final : public MathOps<T> {
   }
 
  private:
+  // Only float math runs a network's image layers.
+  bool native_images_in_bf16() const {
+    return std::is_same_v<T, float> && context_.native_is_bf16();
+  }
+  static const __nv_bfloat16* as_bf16(const T* values) {
+    return reinterpret_cast<const __nv_bfloat16*>(values);
+  }
+  static __nv_bfloat16* as_bf16(T* values) { return reinterpret_cast<__nv_bfloat16*>(values); }
   // PyTorch autocast's GEMM: A and B rounded to bf16, products summed in float (CUBLAS_COMPUTE_32F
   // on bf16 inputs runs on tensor cores), C read and written in float.
   void gemm_bf16(Transpose transpose_a, Transpose transpose_b, int m, int n, int k, float alpha,

@@ -6,7 +6,10 @@
 // Tensors the network holds in another order (the NCHW input data, OIHW weights, an output
 // handed to a dense layer) or type (float under bf16) are converted into the device's staging
 // memory around the call, so every engine sees the layout it is fastest on; the input's copy is
-// the layer's own, kept from forward for the filter gradient.
+// the layer's own, kept from forward for the filter gradient. With bf16 images
+// (DLSCALE_CUDA_IMAGE_ACTIVATIONS=bf16) x, y and their gradients are the graphs' own operands and
+// outputs, read and written where they lie: only weights, their gradient and a first layer's
+// NCHW input are converted.
 #include "kernels/cuda/cudnn_graph_convolution.hpp"
 
 #include <algorithm>
@@ -153,20 +156,22 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
     Plan& p = plan_for(batch);
     const auto [w_stage, y_stage] = context_.bf16_staging->byte_regions<2>(
         {staged_bytes(MemoryOrder::nchw, w_shape()),
-         output_staging_bytes(output_order(), y_shape(batch))},
+         output_bf16() ? 0 : output_staging_bytes(output_order(), y_shape(batch))},
         context_.stream);
     const void* x_in = input_operand(p, batch, x);
     const void* w_in = operand(weights, MemoryOrder::nchw, w_stage, w_shape());
     const auto pack_for = [&](const Variant& v) {
-      VariantPack pack{{x_uid, const_cast<void*>(x_in)},
-                       {w_uid, const_cast<void*>(w_in)},
-                       {y_uid, output_target(v, y, output_order(), y_shape(batch), y_stage)}};
+      VariantPack pack{
+          {x_uid, const_cast<void*>(x_in)},
+          {w_uid, const_cast<void*>(w_in)},
+          {y_uid, output_bf16() ? static_cast<void*>(y)
+                                : output_target(v, y, output_order(), y_shape(batch), y_stage)}};
       if (v.fuse_bias) pack[bias_uid] = const_cast<float*>(bias);
       return pack;
     };
     const PassChoice& choice = choose(p.forward, Pass::forward, batch, pack_for);
     execute(choice, pack_for(choice.variant));
-    finish_output(choice.variant, y_stage, y, output_order(), y_shape(batch));
+    if (!output_bf16()) finish_output(choice.variant, y_stage, y, output_order(), y_shape(batch));
     // Without a fused graph the bias broadcasts over batch, height and width: y += bias, in float
     // (on NHWC by a kernel of dlscale's own: cuDNN's is slow there, nhwc_channel_kernels.hpp),
     // and the ReLU follows, in the same pass where the bias is added on NHWC. Element-wise, the
@@ -176,9 +181,15 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
     const bool nhwc = lies_as_nhwc(output_order(), y_shape(batch));
     if (bias_left && !nhwc)
       DLSCALE_CUDNN_CHECK(cudnnAddTensor(context_.cudnn, &one, bias_, bias, &one, p.output, y));
-    if ((bias_left && nhwc) || relu_left)
-      add_channel_bias(y, bias_left && nhwc ? bias : nullptr, relu_left, pixel_rows(batch),
-                       geometry_.output_channels, context_.stream);
+    if ((bias_left && nhwc) || relu_left) {
+      const float* channel_bias = bias_left && nhwc ? bias : nullptr;
+      if (output_bf16())
+        add_channel_bias(reinterpret_cast<__nv_bfloat16*>(y), channel_bias, relu_left,
+                         pixel_rows(batch), geometry_.output_channels, context_.stream);
+      else
+        add_channel_bias(y, channel_bias, relu_left, pixel_rows(batch), geometry_.output_channels,
+                         context_.stream);
+    }
   }
 
   void backward(int batch, const float* x, const float* weights, const float* y,
@@ -190,7 +201,7 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
         {output_gradient_staging_bytes(batch),
          data_wanted ? staged_bytes(MemoryOrder::nchw, w_shape()) : 0,
          output_staging_bytes(MemoryOrder::nchw, w_shape()),
-         data_wanted ? output_staging_bytes(input_order(), x_shape(batch)) : 0},
+         data_wanted && !input_bf16() ? output_staging_bytes(input_order(), x_shape(batch)) : 0},
         context_.stream);
     // x as forward converted it (the same x, by the kernel's contract): no second pass over it.
     const void* x_in = p.input_operand.size() > 0 ? p.input_operand.data() : x;
@@ -210,14 +221,16 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
     if (!data_wanted) return;
     const void* w_in = operand(weights, MemoryOrder::nchw, w_stage, w_shape());
     const auto data_pack_for = [&](const Variant& v) {
-      return VariantPack{
-          {dy_uid, const_cast<void*>(dy_in)},
-          {w_uid, const_cast<void*>(w_in)},
-          {dx_uid, output_target(v, input_gradient, input_order(), x_shape(batch), dx_stage)}};
+      return VariantPack{{dy_uid, const_cast<void*>(dy_in)},
+                         {w_uid, const_cast<void*>(w_in)},
+                         {dx_uid, input_bf16() ? static_cast<void*>(input_gradient)
+                                               : output_target(v, input_gradient, input_order(),
+                                                               x_shape(batch), dx_stage)}};
     };
     const PassChoice& data = choose(p.data, Pass::data, batch, data_pack_for);
     execute(data, data_pack_for(data.variant));
-    finish_output(data.variant, dx_stage, input_gradient, input_order(), x_shape(batch));
+    if (!input_bf16())
+      finish_output(data.variant, dx_stage, input_gradient, input_order(), x_shape(batch));
   }
 
  private:
@@ -230,8 +243,9 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
     TensorDescriptor output;
     DeviceBuffer bias_scratch;  // the bias gradient's partial sums, on NHWC
     // x as the graphs read it (NHWC, in the operand type), converted by forward and read again
-    // by the filter pass; empty where the graphs read the network's x itself (float NHWC). Kept
-    // per layer, as PyTorch keeps a bf16 convolution's input for its backward under autocast.
+    // by the filter pass; empty where the graphs read the network's x itself (float NHWC, or
+    // bf16 images). Kept per layer, as PyTorch keeps a bf16 convolution's input for its backward
+    // under autocast.
     DeviceBuffer input_operand;
     DeviceBuffer relu_gradient;  // a fused ReLU's masked gradient where y is NCHW, float
   };
@@ -243,7 +257,8 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
       if (geometry_.bias && output_nhwc)
         p.bias_scratch =
             DeviceBuffer(channel_sums_scratch_bytes(pixel_rows(batch), geometry_.output_channels));
-      p.input_operand = DeviceBuffer(staged_bytes(input_order(), x_shape(batch)));
+      if (!input_bf16())
+        p.input_operand = DeviceBuffer(staged_bytes(input_order(), x_shape(batch)));
       if (geometry_.relu && !output_nhwc)
         p.relu_gradient = DeviceBuffer(y_shape(batch).size() * sizeof(float));
     });
@@ -264,6 +279,10 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
     return geometry_.output_layout == ImageLayout::native && context_.native_is_nhwc();
   }
   MemoryOrder input_order() const { return input_nhwc() ? MemoryOrder::nhwc : MemoryOrder::nchw; }
+  // bf16 images (CudaContext::native_is_bf16): x and dx, or y and dy, are NHWC bf16 already, so
+  // the graphs read them and write them where they lie, and nothing is converted around them.
+  bool input_bf16() const { return input_nhwc() && context_.native_is_bf16(); }
+  bool output_bf16() const { return output_nhwc() && context_.native_is_bf16(); }
   MemoryOrder output_order() const { return output_nhwc() ? MemoryOrder::nhwc : MemoryOrder::nchw; }
 
   ImageBatchShape x_shape(int batch) const {
@@ -312,7 +331,7 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
 
   // x as the graphs read it: the network's tensor, or its copy converted into the plan's buffer.
   const void* input_operand(Plan& p, int batch, const float* x) const {
-    if (p.input_operand.size() == 0) return x;
+    if (input_bf16() || p.input_operand.size() == 0) return x;
     return operand(x, input_order(), p.input_operand.as<std::byte>(), x_shape(batch));
   }
 
@@ -320,6 +339,7 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
   // writes, or none where the graphs read the network's float NHWC dy as it is.
   std::size_t output_gradient_staging_bytes(int batch) const {
     const ImageBatchShape shape = y_shape(batch);
+    if (output_bf16()) return geometry_.relu ? shape.size() * sizeof(__nv_bfloat16) : 0;
     if (lies_as_nhwc(output_order(), shape) && !in_bf16_ && !geometry_.relu) return 0;
     return shape.size() * operand_bytes_;
   }
@@ -337,23 +357,37 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
     if (lies_as_nhwc(output_order(), shape)) {
       float* sums = geometry_.bias ? bias_gradient : nullptr;
       void* scratch = p.bias_scratch.data();
+      if (output_bf16()) {  // dy is the bf16 operand already: only masked where there is a ReLU
+        const auto* dy_bf16 = reinterpret_cast<const __nv_bfloat16*>(dy);
+        if (!geometry_.relu) {
+          if (sums != nullptr)
+            sum_channels(dy_bf16, pixel_rows(batch), channels, sums, scratch, context_.stream);
+          return dy;
+        }
+        prepare_output_gradient(dy_bf16, reinterpret_cast<const __nv_bfloat16*>(y),
+                                reinterpret_cast<__nv_bfloat16*>(stage), pixel_rows(batch),
+                                channels, sums, scratch, context_.stream);
+        return stage;
+      }
       if (output_gradient_staging_bytes(batch) == 0) {
         if (sums != nullptr)
           sum_channels(dy, pixel_rows(batch), channels, sums, scratch, context_.stream);
         return dy;
       }
       if (in_bf16_)
-        prepare_output_gradient(dy, relu_output, reinterpret_cast<__nv_bfloat16*>(stage),
-                                pixel_rows(batch), channels, sums, scratch, context_.stream);
+        prepare_output_gradient<float, __nv_bfloat16>(
+            dy, relu_output, reinterpret_cast<__nv_bfloat16*>(stage), pixel_rows(batch), channels,
+            sums, scratch, context_.stream);
       else
-        prepare_output_gradient(dy, relu_output, reinterpret_cast<float*>(stage), pixel_rows(batch),
-                                channels, sums, scratch, context_.stream);
+        prepare_output_gradient<float, float>(dy, relu_output, reinterpret_cast<float*>(stage),
+                                              pixel_rows(batch), channels, sums, scratch,
+                                              context_.stream);
       return stage;
     }
     if (relu_output != nullptr) {
       float* masked = p.relu_gradient.as<float>();
-      prepare_output_gradient(dy, relu_output, masked, std::int64_t(shape.size()), 1, nullptr,
-                              nullptr, context_.stream);
+      prepare_output_gradient<float, float>(dy, relu_output, masked, std::int64_t(shape.size()), 1,
+                                            nullptr, nullptr, context_.stream);
       dy = masked;
     }
     if (geometry_.bias)
@@ -385,13 +419,16 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
   std::vector<Variant> variants(Pass pass) const {
     std::vector<Variant> result;
     const bool forward = pass == Pass::forward;
+    // Outputs that are bf16 images are written in bf16 where they lie.
+    const bool bf16_output_only =
+        (forward && output_bf16()) || (pass == Pass::data && input_bf16());
     for (const bool fuse_bias : {true, false}) {
       if (fuse_bias && !(forward && geometry_.bias)) continue;
       for (const bool fuse_relu : {true, false}) {
         // The ReLU follows the bias: fused only after a fused bias, or where there is none.
         if (fuse_relu && !(forward && geometry_.relu && (fuse_bias || !geometry_.bias))) continue;
         for (const bool float_output : {true, false}) {
-          if (!float_output && !in_bf16_) continue;
+          if ((!float_output && !in_bf16_) || (float_output && bf16_output_only)) continue;
           for (const bool deterministic : {true, false})
             result.push_back({fuse_bias, fuse_relu, float_output, deterministic});
         }
@@ -516,11 +553,14 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
 
   std::string shape_key(Pass pass, int batch) const {
     const auto& g = geometry_;
-    return fmt::format("{} {}x{}x{} -> {} k{} s{} p{} g{} bias{} relu{} batch{} {}",
+    // Where the pass writes a bf16 image, only its bf16-writing variants are candidates.
+    const bool bf16_image_output =
+        (pass == Pass::forward && output_bf16()) || (pass == Pass::data && input_bf16());
+    return fmt::format("{} {}x{}x{} -> {} k{} s{} p{} g{} bias{} relu{} batch{} {}{}",
                        pass_name(pass), g.input.channels, g.input.height, g.input.width,
                        g.output_channels, g.kernel, g.stride, g.padding, g.groups, int(g.bias),
                        int(g.relu && pass == Pass::forward), batch,
-                       precision_name(context_.precision));
+                       precision_name(context_.precision), bf16_image_output ? " bf16-image" : "");
   }
 
   // The pass's choice for this batch size: the cached one of the same shape, or made now. Every

@@ -10,6 +10,7 @@
 
 #include "kernels/cuda/bf16_staging.hpp"
 #include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/element_values.cuh"
 
 namespace dlscale::kernels {
 
@@ -22,10 +23,8 @@ template <typename To, typename From>
 __device__ To convert_value(From value) {
   if constexpr (std::is_same_v<From, To>)
     return value;
-  else if constexpr (std::is_same_v<To, __nv_bfloat16>)
-    return __float2bfloat16_rn(value);
   else
-    return __bfloat162float(value);
+    return store_float<To>(load_float(value));
 }
 
 // to[n][c][r] = from[n][r][c] for every matrix n of `batch`, each `rows` x `columns` in `from`.

@@ -17,6 +17,7 @@
 
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/cudnn_support.hpp"
+#include "kernels/cuda/element_values.cuh"
 
 namespace dlscale::kernels {
 
@@ -120,45 +121,53 @@ unsigned elementwise_grid(std::int64_t count) {
 
 // --- Terms and finishes ---------------------------------------------------------------------
 
+// T, here and below: the tensors' element type, float or bf16 (bf16 images); sums in float.
+template <typename T>
 struct Values {  // x
-  const float* x;
-  __device__ float2 operator()(std::int64_t i, int) const { return make_float2(x[i], 0.0f); }
+  const T* x;
+  __device__ float2 operator()(std::int64_t i, int) const {
+    return make_float2(load_float(x[i]), 0.0f);
+  }
 };
 
+template <typename T>
 struct CentredSquares {  // (x - mean)^2
-  const float* x;
+  const T* x;
   const float* mean;
   __device__ float2 operator()(std::int64_t i, int c) const {
-    const float centred = x[i] - mean[c];
+    const float centred = load_float(x[i]) - mean[c];
     return make_float2(centred * centred, 0.0f);
   }
 };
 
 // The output gradient through the fused ReLU (it passes where y > 0; y is null without one), and
 // that gradient times the centred input.
+template <typename T>
+__device__ float through_relu(const T* dy, const T* y, std::int64_t i) {
+  return y != nullptr && !(load_float(y[i]) > 0.0f) ? 0.0f : load_float(dy[i]);
+}
+
+template <typename T>
 struct GradientTerms {
-  const float* dy;
-  const float* y;
-  const float* x;
+  const T* dy;
+  const T* y;
+  const T* x;
   const float* mean;
   __device__ float2 operator()(std::int64_t i, int c) const {
-    const float gradient = y != nullptr && !(y[i] > 0.0f) ? 0.0f : dy[i];
-    return make_float2(gradient, gradient * (x[i] - mean[c]));
+    const float gradient = through_relu(dy, y, i);
+    return make_float2(gradient, gradient * (load_float(x[i]) - mean[c]));
   }
 };
 
 // The output gradient through a fused ReLU (y null without one), also stored in `to`'s type.
-template <typename To>
+template <typename From, typename To>
 struct PreparedGradient {
-  const float* dy;
-  const float* y;
+  const From* dy;
+  const From* y;
   To* to;
   __device__ float2 operator()(std::int64_t i, int) const {
-    const float gradient = y != nullptr && !(y[i] > 0.0f) ? 0.0f : dy[i];
-    if constexpr (std::is_same_v<To, __nv_bfloat16>)
-      to[i] = __float2bfloat16_rn(gradient);
-    else
-      to[i] = gradient;
+    const float gradient = through_relu(dy, y, i);
+    to[i] = store_float<To>(gradient);
     return make_float2(gradient, 0.0f);
   }
 };
@@ -209,12 +218,13 @@ struct StoreParameterGradients {
 // --- Element-wise kernels ---------------------------------------------------------------------
 
 // y += bias (where given), then max(y, 0) with the ReLU (NaN becomes 0, as batch norm's).
-__global__ void add_channel_bias_kernel(float* y, const float* bias, bool relu, std::int64_t count,
+template <typename T>
+__global__ void add_channel_bias_kernel(T* y, const float* bias, bool relu, std::int64_t count,
                                         int channels) {
   for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += std::int64_t(gridDim.x) * blockDim.x) {
-    const float value = bias != nullptr ? y[i] + bias[i % channels] : y[i];
-    y[i] = relu && !(value > 0.0f) ? 0.0f : value;
+    const float value = bias != nullptr ? load_float(y[i]) + bias[i % channels] : load_float(y[i]);
+    y[i] = store_float<T>(relu && !(value > 0.0f) ? 0.0f : value);
   }
 }
 
@@ -227,30 +237,32 @@ __global__ void elementwise_term_kernel(Term term, std::int64_t count) {
 }
 
 // y = (x - mean) * scale / sqrt(var + epsilon) + shift, then max(y, 0) with the ReLU.
-__global__ void normalize_kernel(const float* x, const float* mean, const float* scaled_inverse,
+template <typename T>
+__global__ void normalize_kernel(const T* x, const float* mean, const float* scaled_inverse,
                                  const float* shift, bool relu, std::int64_t count, int channels,
-                                 float* y) {
+                                 T* y) {
   for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += std::int64_t(gridDim.x) * blockDim.x) {
     const int c = int(i % channels);
-    const float value = (x[i] - mean[c]) * scaled_inverse[c] + shift[c];
-    y[i] = relu && !(value > 0.0f) ? 0.0f : value;
+    const float value = (load_float(x[i]) - mean[c]) * scaled_inverse[c] + shift[c];
+    y[i] = store_float<T>(relu && !(value > 0.0f) ? 0.0f : value);
   }
 }
 
 // dx = scale / sqrt(var + epsilon) * (g - mean(g) - x_hat * mean(g * x_hat)), with g the output
 // gradient through the ReLU: the batch-statistics gradient of Ioffe & Szegedy (2015).
-__global__ void input_gradient_kernel(const float* dy, const float* y, const float* x,
-                                      const float* mean, const float* inverse_deviation,
-                                      const float* scaled_inverse, const float* mean_gradient,
-                                      const float* mean_gradient_x_hat, std::int64_t count,
-                                      int channels, float* dx) {
+template <typename T>
+__global__ void input_gradient_kernel(const T* dy, const T* y, const T* x, const float* mean,
+                                      const float* inverse_deviation, const float* scaled_inverse,
+                                      const float* mean_gradient, const float* mean_gradient_x_hat,
+                                      std::int64_t count, int channels, T* dx) {
   for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += std::int64_t(gridDim.x) * blockDim.x) {
     const int c = int(i % channels);
-    const float gradient = y != nullptr && !(y[i] > 0.0f) ? 0.0f : dy[i];
-    const float x_hat = (x[i] - mean[c]) * inverse_deviation[c];
-    dx[i] = scaled_inverse[c] * (gradient - mean_gradient[c] - x_hat * mean_gradient_x_hat[c]);
+    const float gradient = through_relu(dy, y, i);
+    const float x_hat = (load_float(x[i]) - mean[c]) * inverse_deviation[c];
+    dx[i] = store_float<T>(scaled_inverse[c] *
+                           (gradient - mean_gradient[c] - x_hat * mean_gradient_x_hat[c]));
   }
 }
 
@@ -262,6 +274,7 @@ class NhwcBatchNorm final : public BatchNormKernel {
       : context_(context),
         geometry_(geometry),
         channels_(geometry.shape.channels),
+        in_bf16_(geometry.layout == ImageLayout::native && context.native_is_bf16()),
         // mean, 1/deviation, scale/deviation, mean(g), mean(g x_hat): one float each per channel
         per_channel_(5 * std::size_t(channels_) * sizeof(float)) {
     if (channels_ < 1) throw std::invalid_argument("NHWC batch norm: no channels");
@@ -269,16 +282,10 @@ class NhwcBatchNorm final : public BatchNormKernel {
 
   void forward(int batch, const float* x, const float* scale, const float* shift,
                float* y) override {
-    const std::int64_t rows = rows_of(batch), count = rows * channels_;
-    void* scratch = plan_for(batch).data();
-    sum_rows(Values{x}, StoreMean{mean(), double(rows)}, rows, channels_, scratch, context_.stream);
-    sum_rows(
-        CentredSquares{x, mean()},
-        StoreDeviation{scale, inverse_deviation(), scaled_inverse(), double(rows), double(epsilon)},
-        rows, channels_, scratch, context_.stream);
-    normalize_kernel<<<elementwise_grid(count), elementwise_threads, 0, context_.stream>>>(
-        x, mean(), scaled_inverse(), shift, geometry_.relu, count, channels_, y);
-    DLSCALE_CUDA_CHECK(cudaGetLastError());
+    if (in_bf16_)
+      forward_as(batch, as_bf16(x), scale, shift, as_bf16(y));
+    else
+      forward_as(batch, x, scale, shift, y);
     last_output_ = y;
   }
 
@@ -286,9 +293,38 @@ class NhwcBatchNorm final : public BatchNormKernel {
                 const float* output_gradient, float* input_gradient, float* scale_gradient,
                 float* shift_gradient) override {
     if (last_output_ == nullptr) throw std::logic_error("NHWC batch norm: backward before forward");
-    const std::int64_t rows = rows_of(batch), count = rows * channels_;
     const float* relu_output = geometry_.relu ? last_output_ : nullptr;
-    sum_rows(GradientTerms{output_gradient, relu_output, x, mean()},
+    if (in_bf16_)
+      backward_as(batch, as_bf16(x), as_bf16(relu_output), as_bf16(output_gradient),
+                  as_bf16(input_gradient), scale_gradient, shift_gradient);
+    else
+      backward_as(batch, x, relu_output, output_gradient, input_gradient, scale_gradient,
+                  shift_gradient);
+  }
+
+ private:
+  // T: the images' element type, float or bf16 (statistics, parameters and their gradients are
+  // float either way).
+  template <typename T>
+  void forward_as(int batch, const T* x, const float* scale, const float* shift, T* y) {
+    const std::int64_t rows = rows_of(batch), count = rows * channels_;
+    void* scratch = plan_for(batch).data();
+    sum_rows(Values<T>{x}, StoreMean{mean(), double(rows)}, rows, channels_, scratch,
+             context_.stream);
+    sum_rows(
+        CentredSquares<T>{x, mean()},
+        StoreDeviation{scale, inverse_deviation(), scaled_inverse(), double(rows), double(epsilon)},
+        rows, channels_, scratch, context_.stream);
+    normalize_kernel<<<elementwise_grid(count), elementwise_threads, 0, context_.stream>>>(
+        x, mean(), scaled_inverse(), shift, geometry_.relu, count, channels_, y);
+    DLSCALE_CUDA_CHECK(cudaGetLastError());
+  }
+
+  template <typename T>
+  void backward_as(int batch, const T* x, const T* relu_output, const T* output_gradient,
+                   T* input_gradient, float* scale_gradient, float* shift_gradient) {
+    const std::int64_t rows = rows_of(batch), count = rows * channels_;
+    sum_rows(GradientTerms<T>{output_gradient, relu_output, x, mean()},
              StoreParameterGradients{inverse_deviation(), scale_gradient, shift_gradient,
                                      mean_gradient(), mean_gradient_x_hat(), double(rows)},
              rows, channels_, plan_for(batch).data(), context_.stream);
@@ -299,7 +335,11 @@ class NhwcBatchNorm final : public BatchNormKernel {
     DLSCALE_CUDA_CHECK(cudaGetLastError());
   }
 
- private:
+  static const __nv_bfloat16* as_bf16(const float* values) {
+    return reinterpret_cast<const __nv_bfloat16*>(values);
+  }
+  static __nv_bfloat16* as_bf16(float* values) { return reinterpret_cast<__nv_bfloat16*>(values); }
+
   std::int64_t rows_of(int batch) const {
     return std::int64_t(batch) * geometry_.shape.height * geometry_.shape.width;
   }
@@ -319,6 +359,7 @@ class NhwcBatchNorm final : public BatchNormKernel {
   CudaContext context_;
   BatchNormGeometry geometry_;
   int channels_;
+  bool in_bf16_;  // x, y and their gradients are bf16 images
   DeviceBuffer per_channel_;
   std::map<int, DeviceBuffer> scratch_;  // by batch size
   const float* last_output_ = nullptr;   // the ReLU's output, for its gradient mask
@@ -330,18 +371,23 @@ std::size_t channel_sums_scratch_bytes(std::int64_t rows, int channels) {
   return std::size_t(slabs_for(rows, channels).count) * std::size_t(channels) * sizeof(float2);
 }
 
-void sum_channels(const float* x, std::int64_t rows, int channels, float* sums, void* scratch,
+template <typename T>
+void sum_channels(const T* x, std::int64_t rows, int channels, float* sums, void* scratch,
                   cudaStream_t stream) {
   if (rows <= 0 || channels <= 0) return;
-  sum_rows(Values{x}, StoreSums{sums}, rows, channels, scratch, stream);
+  sum_rows(Values<T>{x}, StoreSums{sums}, rows, channels, scratch, stream);
 }
 
-template <typename To>
-void prepare_output_gradient(const float* dy, const float* relu_output, To* to, std::int64_t rows,
+template void sum_channels<float>(const float*, std::int64_t, int, float*, void*, cudaStream_t);
+template void sum_channels<__nv_bfloat16>(const __nv_bfloat16*, std::int64_t, int, float*, void*,
+                                          cudaStream_t);
+
+template <typename From, typename To>
+void prepare_output_gradient(const From* dy, const From* relu_output, To* to, std::int64_t rows,
                              int channels, float* sums, void* scratch, cudaStream_t stream) {
   const std::int64_t count = rows * channels;
   if (count <= 0) return;
-  const PreparedGradient<To> term{dy, relu_output, to};
+  const PreparedGradient<From, To> term{dy, relu_output, to};
   if (sums != nullptr) {
     sum_rows(term, StoreSums{sums}, rows, channels, scratch, stream);
     return;
@@ -350,13 +396,19 @@ void prepare_output_gradient(const float* dy, const float* relu_output, To* to, 
   DLSCALE_CUDA_CHECK(cudaGetLastError());
 }
 
-template void prepare_output_gradient<float>(const float*, const float*, float*, std::int64_t, int,
-                                             float*, void*, cudaStream_t);
-template void prepare_output_gradient<__nv_bfloat16>(const float*, const float*, __nv_bfloat16*,
-                                                     std::int64_t, int, float*, void*,
-                                                     cudaStream_t);
+template void prepare_output_gradient<float, float>(const float*, const float*, float*,
+                                                    std::int64_t, int, float*, void*, cudaStream_t);
+template void prepare_output_gradient<float, __nv_bfloat16>(const float*, const float*,
+                                                            __nv_bfloat16*, std::int64_t, int,
+                                                            float*, void*, cudaStream_t);
+template void prepare_output_gradient<__nv_bfloat16, __nv_bfloat16>(const __nv_bfloat16*,
+                                                                    const __nv_bfloat16*,
+                                                                    __nv_bfloat16*, std::int64_t,
+                                                                    int, float*, void*,
+                                                                    cudaStream_t);
 
-void add_channel_bias(float* y, const float* bias, bool relu, std::int64_t rows, int channels,
+template <typename T>
+void add_channel_bias(T* y, const float* bias, bool relu, std::int64_t rows, int channels,
                       cudaStream_t stream) {
   const std::int64_t count = rows * channels;
   if (count <= 0 || (bias == nullptr && !relu)) return;
@@ -364,6 +416,10 @@ void add_channel_bias(float* y, const float* bias, bool relu, std::int64_t rows,
       y, bias, relu, count, channels);
   DLSCALE_CUDA_CHECK(cudaGetLastError());
 }
+
+template void add_channel_bias<float>(float*, const float*, bool, std::int64_t, int, cudaStream_t);
+template void add_channel_bias<__nv_bfloat16>(__nv_bfloat16*, const float*, bool, std::int64_t, int,
+                                              cudaStream_t);
 
 std::unique_ptr<BatchNormKernel> make_nhwc_batch_norm(const CudaContext& context,
                                                       const BatchNormGeometry& geometry) {

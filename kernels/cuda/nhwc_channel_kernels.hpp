@@ -1,8 +1,8 @@
-// Per-channel work on channels-last (NHWC) float tensors, seen as [rows x channels] row-major
-// matrices with rows = batch x height x width: a convolution's bias and its gradient, and batch
-// norm. cuDNN's descriptor API runs these slowly on NHWC tensors (H200, issue 30: its batch norm
-// and bias gradient took most of resnet-50's and vgg-16's bf16 steps on the graph path, where the
-// convolutions themselves took a few milliseconds), so the graph path runs its own. Every sum
+// Per-channel work on channels-last (NHWC) float (or bf16) tensors, seen as [rows x channels]
+// row-major matrices with rows = batch x height x width: a convolution's bias and its gradient, and
+// batch norm. cuDNN's descriptor API runs these slowly on NHWC tensors (H200, issue 30: its batch
+// norm and bias gradient took most of resnet-50's and vgg-16's bf16 steps on the graph path, where
+// the convolutions themselves took a few milliseconds), so the graph path runs its own. Every sum
 // over rows is taken in a fixed order (blocks sum slabs of rows into partial sums, then one
 // block per channel adds the partials in double, in a fixed tree), so runs and replayed CUDA
 // graphs repeat their results bit for bit. Compiled by nvcc and by the host compiler.
@@ -23,9 +23,11 @@ namespace dlscale::kernels {
 // Device memory (bytes) that sum_channels needs as scratch for these dimensions.
 std::size_t channel_sums_scratch_bytes(std::int64_t rows, int channels);
 
-// sums[c] = sum over r of x[r * channels + c]: a convolution's bias gradient. `scratch` holds
-// channel_sums_scratch_bytes(rows, channels). Queued on `stream`.
-void sum_channels(const float* x, std::int64_t rows, int channels, float* sums, void* scratch,
+// sums[c] = sum over r of x[r * channels + c], in float: a convolution's bias gradient. `scratch`
+// holds channel_sums_scratch_bytes(rows, channels). Queued on `stream`. T is float or bf16 (bf16
+// images, CudaContext::native_is_bf16), here and below.
+template <typename T>
+void sum_channels(const T* x, std::int64_t rows, int channels, float* sums, void* scratch,
                   cudaStream_t stream);
 
 // A convolution's output gradient as its backward graphs read it, from one pass over dy ([rows x
@@ -33,19 +35,23 @@ void sum_channels(const float* x, std::int64_t rows, int channels, float* sums, 
 // ReLU), written to `to` (To = __nv_bfloat16 rounds as round_to_bf16 does; float copies), and
 // where `sums` is not null, summed per channel before rounding, in float, in sum_channels' order
 // and with its scratch: the bias gradient. Without sums the pass is element-wise, so any layout
-// and any (rows, channels) factoring of the count will do.
-template <typename To>
-void prepare_output_gradient(const float* dy, const float* relu_output, To* to, std::int64_t rows,
+// and any (rows, channels) factoring of the count will do. From -> To: float -> float,
+// float -> bf16, bf16 -> bf16.
+template <typename From, typename To>
+void prepare_output_gradient(const From* dy, const From* relu_output, To* to, std::int64_t rows,
                              int channels, float* sums, void* scratch, cudaStream_t stream);
 
 // y[r * channels + c] += bias[c], then with `relu` y = max(y, 0): a convolution's bias and ReLU,
 // where no fused graph applied them. A null bias adds nothing (a ReLU alone, in any layout).
-void add_channel_bias(float* y, const float* bias, bool relu, std::int64_t rows, int channels,
+// In float, the result rounded once where T is bf16.
+template <typename T>
+void add_channel_bias(T* y, const float* bias, bool relu, std::int64_t rows, int channels,
                       cudaStream_t stream);
 
 // Batch norm in training mode (with its optional fused ReLU) on NHWC tensors, by the definition
 // of BatchNormGeometry: batch statistics (mean, then the biased variance from the centred values),
-// y = scale * (x - mean) / sqrt(var + epsilon) + shift.
+// y = scale * (x - mean) / sqrt(var + epsilon) + shift. On bf16 images x, y and their gradients
+// are bf16; statistics, sums and arithmetic stay float.
 std::unique_ptr<BatchNormKernel> make_nhwc_batch_norm(const CudaContext& context,
                                                       const BatchNormGeometry& geometry);
 

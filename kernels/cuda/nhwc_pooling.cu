@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <map>
 #include <stdexcept>
+#include <type_traits>
 
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/cudnn_support.hpp"
+#include "kernels/cuda/element_values.cuh"
 
 namespace dlscale::kernels {
 
@@ -39,8 +41,9 @@ struct Window {
 };
 
 // y at `out` strides; for max pooling, the winner's position in its window per output element
-// (NHWC order).
-__global__ void pooling_forward_kernel(const float* x, float* y, std::uint8_t* positions, Window g,
+// (NHWC order). In and Out: float, or bf16 for bf16 images (values compared and summed in float).
+template <typename In, typename Out>
+__global__ void pooling_forward_kernel(const In* x, Out* y, std::uint8_t* positions, Window g,
                                        Strides out, std::int64_t count) {
   for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += std::int64_t(gridDim.x) * blockDim.x) {
@@ -51,7 +54,7 @@ __global__ void pooling_forward_kernel(const float* x, float* y, std::uint8_t* p
     const int oh = int(rest % g.out_height);
     const std::int64_t n = rest / g.out_height;
     const int h0 = oh * g.stride - g.padding, w0 = ow * g.stride - g.padding;
-    const float* image = x + n * std::int64_t(g.in_height) * g.in_width * g.channels + c;
+    const In* image = x + n * std::int64_t(g.in_height) * g.in_width * g.channels + c;
     float best = 0.0f, sum = 0.0f;
     int best_position = -1;
     for (int kh = 0; kh < g.kernel; ++kh) {
@@ -60,7 +63,7 @@ __global__ void pooling_forward_kernel(const float* x, float* y, std::uint8_t* p
       for (int kw = 0; kw < g.kernel; ++kw) {
         const int w = w0 + kw;
         if (w < 0 || w >= g.in_width) continue;
-        const float value = image[(std::int64_t(h) * g.in_width + w) * g.channels];
+        const float value = load_float(image[(std::int64_t(h) * g.in_width + w) * g.channels]);
         sum += value;
         if (best_position < 0 || value > best) {
           best = value;
@@ -70,16 +73,17 @@ __global__ void pooling_forward_kernel(const float* x, float* y, std::uint8_t* p
     }
     if (g.max) {
       positions[i] = std::uint8_t(best_position < 0 ? 0 : best_position);
-      y[out.at(n, c, oh, ow)] = best;
+      y[out.at(n, c, oh, ow)] = store_float<Out>(best);
     } else {
-      y[out.at(n, c, oh, ow)] = sum / float(g.kernel * g.kernel);
+      y[out.at(n, c, oh, ow)] = store_float<Out>(sum / float(g.kernel * g.kernel));
     }
   }
 }
 
 // dx (NHWC) from dy at `out` strides: each input gathers from every window that holds it, rows
-// of windows in order, then columns.
-__global__ void pooling_backward_kernel(const float* dy, const std::uint8_t* positions, float* dx,
+// of windows in order, then columns, in float. dy has y's type (Out), dx x's (In).
+template <typename In, typename Out>
+__global__ void pooling_backward_kernel(const Out* dy, const std::uint8_t* positions, In* dx,
                                         Window g, Strides out, std::int64_t count) {
   const float average_share = 1.0f / float(g.kernel * g.kernel);
   for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
@@ -100,7 +104,7 @@ __global__ void pooling_backward_kernel(const float* dy, const std::uint8_t* pos
       const int kh = h - (oh * g.stride - g.padding);
       for (int ow = ow_first; ow <= ow_last; ++ow) {
         const int kw = w - (ow * g.stride - g.padding);
-        const float from = dy[out.at(n, c, oh, ow)];
+        const float from = load_float(dy[out.at(n, c, oh, ow)]);
         if (!g.max) {
           gradient += from * average_share;
         } else {
@@ -110,7 +114,7 @@ __global__ void pooling_backward_kernel(const float* dy, const std::uint8_t* pos
         }
       }
     }
-    dx[i] = gradient;
+    dx[i] = store_float<In>(gradient);
   }
 }
 
@@ -138,14 +142,18 @@ class NhwcPooling final : public PoolingKernel {
                geometry.kind == PoolingKind::max};
     const bool out_nhwc = geometry.output_layout == ImageLayout::native && context.native_is_nhwc();
     out_ = strides_of(out, out_nhwc);
+    in_bf16_ = geometry.input_layout == ImageLayout::native && context.native_is_bf16();
+    out_bf16_ = geometry.output_layout == ImageLayout::native && context.native_is_bf16();
   }
 
   void forward(int batch, const float* x, float* y) override {
     const std::int64_t count = std::int64_t(batch) * geometry_.output().size();
     if (count == 0) return;
     std::uint8_t* positions = positions_for(batch);
-    pooling_forward_kernel<<<grid_for(count), threads, 0, context_.stream>>>(x, y, positions,
-                                                                             window_, out_, count);
+    with_types(x, y, [&](const auto* in, auto* out) {
+      pooling_forward_kernel<<<grid_for(count), threads, 0, context_.stream>>>(
+          in, out, positions, window_, out_, count);
+    });
     DLSCALE_CUDA_CHECK(cudaGetLastError());
     forwarded_ = true;
   }
@@ -154,12 +162,34 @@ class NhwcPooling final : public PoolingKernel {
     if (!forwarded_) throw std::logic_error("NHWC pooling: backward before forward");
     const std::int64_t count = std::int64_t(batch) * geometry_.input.size();
     if (count == 0) return;
-    pooling_backward_kernel<<<grid_for(count), threads, 0, context_.stream>>>(
-        output_gradient, positions_for(batch), input_gradient, window_, out_, count);
+    const std::uint8_t* positions = positions_for(batch);
+    with_types(input_gradient, output_gradient, [&](auto* dx, const auto* dy) {
+      pooling_backward_kernel<<<grid_for(count), threads, 0, context_.stream>>>(
+          dy, positions, dx, window_, out_, count);
+    });
     DLSCALE_CUDA_CHECK(cudaGetLastError());
   }
 
  private:
+  // Calls run(in, out) with the input-side and output-side tensors as the types they hold: bf16
+  // where they are native images of a device that keeps those in bf16, else float.
+  template <typename InSide, typename OutSide, typename Run>
+  void with_types(InSide* in, OutSide* out, Run&& run) const {
+    using InBf16 = std::conditional_t<std::is_const_v<InSide>, const __nv_bfloat16, __nv_bfloat16>;
+    using OutBf16 =
+        std::conditional_t<std::is_const_v<OutSide>, const __nv_bfloat16, __nv_bfloat16>;
+    const auto in_bf16 = reinterpret_cast<InBf16*>(in);
+    const auto out_bf16 = reinterpret_cast<OutBf16*>(out);
+    if (in_bf16_ && out_bf16_)
+      run(in_bf16, out_bf16);
+    else if (in_bf16_)
+      run(in_bf16, out);
+    else if (out_bf16_)
+      run(in, out_bf16);
+    else
+      run(in, out);
+  }
+
   // Max pooling's window positions for a batch size, made on its first call (before capture).
   std::uint8_t* positions_for(int batch) {
     if (!window_.max) return nullptr;
@@ -174,7 +204,8 @@ class NhwcPooling final : public PoolingKernel {
   PoolingGeometry geometry_;
   Window window_{};
   Strides out_{};
-  std::map<int, DeviceBuffer> positions_;  // by batch size
+  bool in_bf16_ = false, out_bf16_ = false;  // x and dx, y and dy: bf16 images (else float)
+  std::map<int, DeviceBuffer> positions_;    // by batch size
   bool forwarded_ = false;
 };
 

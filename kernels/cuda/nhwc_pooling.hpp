@@ -5,7 +5,9 @@
 // backward needs neither x nor y; each input's gradient gathers from the windows that hold it in
 // a fixed order, with no atomics, so runs and replays repeat bit for bit. Semantics as the CPU's
 // oneDNN and cuDNN's modes: max over the window's in-range inputs (the first of equal maxima),
-// average over the whole window, padding counted in the divisor.
+// average over the whole window, padding counted in the divisor. Native images are read and
+// written in bf16 where the device keeps them so (CudaContext::native_is_bf16), compared and
+// summed in float; an NCHW output before a dense layer is float.
 #pragma once
 
 #include <memory>

@@ -5,8 +5,11 @@
 // so this also checks that a captured step computes what an eager one does. Labelled `gpu`.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -39,6 +42,12 @@ struct Case {
 };
 
 void PrintTo(const Case& c, std::ostream* out) { *out << c.model << " batch " << c.batch; }
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  std::string name;
+  for (char c : info.param.model) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return name + "_batch" + std::to_string(info.param.batch);
+}
 
 class GpuTrainsLikeTheCpu : public ::testing::TestWithParam<Case> {};
 
@@ -140,12 +149,86 @@ INSTANTIATE_TEST_SUITE_P(Workloads, GpuTrainsLikeTheCpu,
                                            // (8 heads) over 40 steps
                                            Case{"gpt-tiny", 4, false},
                                            Case{"gpt:2,64,8,40,128", 2, false}),
-                         [](const auto& info) {
-                           std::string name;
-                           for (char c : info.param.model)
-                             name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-                           return name + "_batch" + std::to_string(info.param.batch);
-                         });
+                         case_name);
+
+// bf16 images (DLSCALE_CUDA_IMAGE_ACTIVATIONS=bf16: activations and their gradients bf16 between
+// image layers, as autocast keeps them) against float images, both under --precision bf16 on the
+// graph path, each against the fp32 GPU: bf16 images round every activation and gradient once
+// more, so their first gradients may stray further from fp32's than bf16 math alone takes them,
+// but not by more than a small factor (or a floor of 5% of a layer's largest gradient, for layers
+// that bf16 math leaves nearly exact). A kernel that read bf16 as float, or wrote float where
+// bf16 is read, is off by orders of magnitude. Then three trained steps (the later two replayed
+// CUDA graphs) keep their losses within 2% of the float images'. The networks cover every kernel
+// that reads or writes bf16 images: convolution with a fused ReLU, max pooling into a dense layer
+// (alexnet-r); batch norm with its ReLU, the residual sum and ReLU, global average pooling
+// (resnet-56); depthwise convolution and ReLU6 (mobilenet-v2).
+class Bf16ImagesStayWithinBf16Rounding : public ::testing::TestWithParam<Case> {};
+
+// The environment variable set for one scope, restored after it.
+class ScopedSetting {
+ public:
+  ScopedSetting(const char* name, const char* value) : name_(name) {
+    if (const char* saved = std::getenv(name)) saved_ = saved;
+    setenv(name, value, 1);
+  }
+  ~ScopedSetting() {
+    if (saved_)
+      setenv(name_, saved_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+  ScopedSetting(const ScopedSetting&) = delete;
+  ScopedSetting& operator=(const ScopedSetting&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> saved_;
+};
+
+TEST_P(Bf16ImagesStayWithinBf16Rounding, FirstGradientsAndThreeSteps) {
+  if (!kernels::cudnn_graph_api_compiled())
+    GTEST_SKIP() << "this build has no cuDNN graph path, where bf16 images live";
+  const auto& [model, batch, amplifies_rounding] = GetParam();
+  const ScopedSetting graph("DLSCALE_CUDNN_API", "graph");
+  kernels::CudaDevice fp32(0, kernels::Precision::fp32);
+  const testing::FirstGradients reference = testing::first_gradients(fp32, model, batch);
+  const auto run_with = [&](const char* images) {
+    const ScopedSetting setting("DLSCALE_CUDA_IMAGE_ACTIVATIONS", images);
+    kernels::CudaDevice bf16(0, kernels::Precision::bf16);
+    EXPECT_EQ(bf16.context().native_is_bf16(), std::string(images) == "bf16");
+    return std::pair{testing::first_gradients(bf16, model, batch),
+                     testing::train_three_steps(bf16, model, batch)};
+  };
+  const auto [float_images, float_steps] = run_with("float");
+  const auto [bf16_images, bf16_steps] = run_with("bf16");
+  const auto math_only = testing::relative_layer_differences(reference, float_images);
+  const auto with_images = testing::relative_layer_differences(reference, bf16_images);
+  std::string table = fmt::format(
+      "{} batch {}: layer, largest gradient difference from fp32 as a "
+      "share of the layer's largest (float images, bf16 images)\n",
+      model, batch);
+  std::string beyond;
+  std::size_t with_parameters = 0;
+  for (const auto& layer : reference.layers) {
+    if (layer.count == 0) continue;
+    const std::size_t l = with_parameters++;
+    table +=
+        fmt::format("  {:3} {:20} {:9.4f} {:9.4f}\n", l, layer.kind, math_only[l], with_images[l]);
+    if (!(with_images[l] <= std::max(4 * math_only[l], 0.05)))
+      beyond += fmt::format(" {} ({}: {:.4f} against {:.4f})", l, layer.kind, with_images[l],
+                            math_only[l]);
+  }
+  std::cout << table;
+  EXPECT_TRUE(beyond.empty()) << model << ": bf16 images beyond bf16 rounding in layers" << beyond;
+  for (int step = 0; step < testing::three_steps; ++step)
+    EXPECT_NEAR(bf16_steps.loss[step], float_steps.loss[step], 0.02 * float_steps.loss[step])
+        << model << ", loss of step " << step;
+}
+
+INSTANTIATE_TEST_SUITE_P(ImageWorkloads, Bf16ImagesStayWithinBf16Rounding,
+                         ::testing::Values(Case{"alexnet-r", 8, false}, Case{"resnet-56", 4, true},
+                                           Case{"mobilenet-v2", 2, true}),
+                         case_name);
 
 }  // namespace
 }  // namespace dlscale::worker
