@@ -11,6 +11,8 @@
 #             dlscale's default path and PyTorch (bench), then the other path (graph), side by side;
 #             with DLSCALE_CUDNN_GRAPH_VERBOSE=1, so each run's stderr (raw.tar.gz) has the graph
 #             path's engine choices and what its search cost the first step
+#   images    bf16 images between layers (DLSCALE_CUDA_IMAGE_ACTIVATIONS=bf16): their tests, then
+#             QUICK_IMAGE_CASES' bf16 steps with float and with bf16 images
 #   kernels   dlscale_gpu_kernel_tests (every CUDA kernel against the CPU)
 #   bound     gpu_points_finish_within_a_bound (the fcn-s batch 4096 bf16 point that stopped)
 #   training  gpu_training_agrees_with_the_cpu
@@ -153,6 +155,32 @@ stage speed 150 260 env DLSCALE_CUDNN_GRAPH_VERBOSE=1 BENCH_MODELS="$(IFS=,; ech
 [[ -f $keep/gpu-check-speed/summary.txt ]] &&
   grep -A 40 'graph: median step' "$keep/gpu-check-speed/summary.txt" | grep '^|' | tee -a "$log"
 
+# bf16 images between layers (DLSCALE_CUDA_IMAGE_ACTIVATIONS=bf16, off by default until this
+# has run): the setting's test and the three networks' gradients and steps against float images
+# (gpu_training_agrees_with_the_cpu's Bf16Images suite), then each image model's bf16 step with
+# float and with bf16 images, one after the other.
+images_runs() {
+  local status=0 case model batch images
+  "$build_dir/tests/dlscale_gpu_graph_tests" --gtest_filter='*Bf16Images*' || status=1
+  mpirun -np 1 "$build_dir/tests/dlscale_gpu_training_tests" --gtest_filter='*Bf16Images*' ||
+    status=1
+  for case in ${QUICK_IMAGE_CASES:-vgg-16:64 resnet-50:64 mobilenet-v2:64 alexnet-r:1024}; do
+    model=${case%:*} batch=${case#*:}
+    for images in float bf16; do
+      echo "== $model batch $batch bf16 DLSCALE_CUDA_IMAGE_ACTIVATIONS=$images"
+      DLSCALE_CUDA_IMAGE_ACTIVATIONS=$images timeout 60 mpirun -x DLSCALE_CUDA_IMAGE_ACTIVATIONS \
+        -np 1 "$build_dir/dlscale" --device cuda --comm nccl --precision bf16 --model "$model" \
+        --batch "$batch" --iters 20 --warmup 3 --out "$keep/images.h5" --overwrite </dev/null ||
+        status=1
+      rm -f "$keep/images.h5"
+    done
+  done
+  return $status
+}
+export -f images_runs
+stage images 120 200 images_runs
+grep -E '^== |^step |^\[  FAILED|^ +[0-9]+ [a-z_]+ +[0-9.]+ +[0-9.]+$|batch [0-9]+: layer' \
+  "$keep/images.log" 2>/dev/null | tee -a "$log"
 
 stage kernels 45 90 "$build_dir/tests/dlscale_gpu_kernel_tests"
 

@@ -7,9 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 #include <iostream>
-#include <optional>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -19,6 +17,7 @@
 
 #include "kernels/cpu/cpu_device.hpp"
 #include "kernels/cuda/cuda_device.hpp"
+#include "tests/kernels/scoped_setting.hpp"
 #include "tests/workloads/float_gradient_yardstick.hpp"
 #include "tests/workloads/layer_gradient_comparison.hpp"
 #include "tests/workloads/three_step_spread.hpp"
@@ -164,36 +163,15 @@ INSTANTIATE_TEST_SUITE_P(Workloads, GpuTrainsLikeTheCpu,
 // (resnet-56); depthwise convolution and ReLU6 (mobilenet-v2).
 class Bf16ImagesStayWithinBf16Rounding : public ::testing::TestWithParam<Case> {};
 
-// The environment variable set for one scope, restored after it.
-class ScopedSetting {
- public:
-  ScopedSetting(const char* name, const char* value) : name_(name) {
-    if (const char* saved = std::getenv(name)) saved_ = saved;
-    setenv(name, value, 1);
-  }
-  ~ScopedSetting() {
-    if (saved_)
-      setenv(name_, saved_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-  ScopedSetting(const ScopedSetting&) = delete;
-  ScopedSetting& operator=(const ScopedSetting&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> saved_;
-};
-
 TEST_P(Bf16ImagesStayWithinBf16Rounding, FirstGradientsAndThreeSteps) {
   if (!kernels::cudnn_graph_api_compiled())
     GTEST_SKIP() << "this build has no cuDNN graph path, where bf16 images live";
   const auto& [model, batch, amplifies_rounding] = GetParam();
-  const ScopedSetting graph("DLSCALE_CUDNN_API", "graph");
+  const testing::ScopedSetting graph("DLSCALE_CUDNN_API", "graph");
   kernels::CudaDevice fp32(0, kernels::Precision::fp32);
   const testing::FirstGradients reference = testing::first_gradients(fp32, model, batch);
   const auto run_with = [&](const char* images) {
-    const ScopedSetting setting("DLSCALE_CUDA_IMAGE_ACTIVATIONS", images);
+    const testing::ScopedSetting setting("DLSCALE_CUDA_IMAGE_ACTIVATIONS", images);
     kernels::CudaDevice bf16(0, kernels::Precision::bf16);
     EXPECT_EQ(bf16.context().native_is_bf16(), std::string(images) == "bf16");
     return std::pair{testing::first_gradients(bf16, model, batch),

@@ -26,6 +26,7 @@
 #include "tests/kernels/finite_differences.hpp"
 #include "tests/kernels/reference_image_kernels.hpp"
 #include "tests/kernels/relative_error.hpp"
+#include "tests/kernels/scoped_setting.hpp"
 
 namespace dlscale::kernels {
 namespace {
@@ -76,15 +77,40 @@ std::vector<double> nhwc_to_nchw(const std::vector<double>& from, int batch,
   return to;
 }
 
-// A tensor as the device holds it (NHWC where the layout is native), from and to plain NCHW.
+// A tensor as the device holds it (NHWC where the layout is native, and there in bf16 on a device
+// that keeps bf16 images: rounded, packed into the first half of the float buffer's bytes), from
+// and to plain NCHW.
 std::vector<float> to_device_layout(const std::vector<double>& values, ImageLayout layout,
-                                    int batch, const ImageShape& shape) {
-  return as_floats(layout == native ? nchw_to_nhwc(values, batch, shape) : values);
+                                    int batch, const ImageShape& shape, bool bf16_images = false) {
+  std::vector<float> floats =
+      as_floats(layout == native ? nchw_to_nhwc(values, batch, shape) : values);
+  if (layout != native || !bf16_images) return floats;
+  std::vector<std::uint16_t> rounded(floats.size());
+  comm::round_to_bf16(floats, rounded);
+  std::vector<float> packed(floats.size(), 0.0f);
+  std::memcpy(packed.data(), rounded.data(), rounded.size() * sizeof(std::uint16_t));
+  return packed;
 }
 std::vector<double> from_device_layout(const std::vector<float>& values, ImageLayout layout,
-                                       int batch, const ImageShape& shape) {
-  const std::vector<double> as_doubles(values.begin(), values.end());
+                                       int batch, const ImageShape& shape,
+                                       bool bf16_images = false) {
+  std::vector<double> as_doubles(values.begin(), values.end());
+  if (layout == native && bf16_images) {
+    std::vector<std::uint16_t> packed(values.size());
+    std::memcpy(packed.data(), values.data(), packed.size() * sizeof(std::uint16_t));
+    std::vector<float> widened(values.size());
+    comm::widen_from_bf16(packed, widened);
+    as_doubles.assign(widened.begin(), widened.end());
+  }
   return layout == native ? nhwc_to_nchw(as_doubles, batch, shape) : as_doubles;
+}
+
+// A graph-path bf16 device that keeps images in bf16 (DLSCALE_CUDA_IMAGE_ACTIVATIONS=bf16), or
+// one that keeps them in float.
+CudaDevice graph_device(Precision precision, bool bf16_images) {
+  const dlscale::testing::ScopedSetting images("DLSCALE_CUDA_IMAGE_ACTIVATIONS",
+                                               bf16_images ? "bf16" : "float");
+  return CudaDevice(0, precision, CudnnApi::graph);
 }
 
 struct Comparison {
@@ -125,6 +151,7 @@ class GraphConvolutionRun {
         geometry_(g),
         batch_(batch),
         with_input_gradient_(with_input_gradient),
+        bf16_images_(device.context().native_is_bf16()),
         kernel_(device.make_convolution(g)),
         x_(random_doubles(std::size_t(batch) * g.input.size(), 1)),
         weights_(random_doubles(
@@ -140,10 +167,11 @@ class GraphConvolutionRun {
         dx_device_(device, x_.size()),
         dw_device_(device, weights_.size()),
         db_device_(device, std::max<std::size_t>(bias_.size(), 1)) {
-    x_device_.copy_from_host(to_device_layout(x_, g.input_layout, batch, g.input));
+    x_device_.copy_from_host(to_device_layout(x_, g.input_layout, batch, g.input, bf16_images_));
     weights_device_.copy_from_host(as_floats(weights_));
     if (g.bias) bias_device_.copy_from_host(as_floats(bias_));
-    dy_device_.copy_from_host(to_device_layout(dy_, g.output_layout, batch, g.output()));
+    dy_device_.copy_from_host(
+        to_device_layout(dy_, g.output_layout, batch, g.output(), bf16_images_));
   }
 
   // NaN in every output, so that a comparison fails unless the kernel writes all of it again.
@@ -172,15 +200,16 @@ class GraphConvolutionRun {
     const std::vector<double> y = reference::convolution_forward(g, batch_, x_, weights_, bias_);
     // A fused ReLU's gradient is masked where the kernel's own y is 0: so is the reference's dy.
     const std::vector<double> device_y =
-        from_device_layout(y_device_.to_host(), g.output_layout, batch_, g.output());
+        from_device_layout(y_device_.to_host(), g.output_layout, batch_, g.output(), bf16_images_);
     const reference::ConvolutionGradients grads = reference::convolution_backward(
         g, batch_, x_, weights_, g.relu ? reference::relu_masked(dy_, device_y) : dy_);
     std::vector<Comparison> result;
     result.push_back({"output", device_y, y});
     if (with_input_gradient_)
-      result.push_back({"input gradient",
-                        from_device_layout(dx_device_.to_host(), g.input_layout, batch_, g.input),
-                        grads.input});
+      result.push_back(
+          {"input gradient",
+           from_device_layout(dx_device_.to_host(), g.input_layout, batch_, g.input, bf16_images_),
+           grads.input});
     result.push_back(
         {"weight gradient", from_device_layout(dw_device_.to_host(), nchw, 0, {}), grads.weights});
     if (g.bias) {
@@ -200,6 +229,7 @@ class GraphConvolutionRun {
   ConvolutionGeometry geometry_;
   int batch_;
   bool with_input_gradient_;
+  bool bf16_images_;  // native x, y and their gradients are bf16 on the device
   std::unique_ptr<ConvolutionKernel> kernel_;
   std::vector<double> x_, weights_, bias_, dy_;
   DeviceArray<float> x_device_, weights_device_, bias_device_, dy_device_;
@@ -282,6 +312,27 @@ INSTANTIATE_TEST_SUITE_P(GraphPath, GraphConvolutionAgainstReference,
                                   precision_name(test.param.precision);
                          });
 
+// The same cases on bf16 images (DLSCALE_CUDA_IMAGE_ACTIVATIONS=bf16): native x and dy are read,
+// and native y and dx written, as bf16 where they lie; held to the reference as bf16 operands
+// are (the outputs' own rounding is 0.4% at most, within the 1% bound).
+class GraphConvolutionOnBf16Images : public ::testing::TestWithParam<ConvolutionCase> {};
+
+TEST_P(GraphConvolutionOnBf16Images, ForwardAndBothBackwardPassesMatch) {
+  ASSERT_NO_FATAL_FAILURE(require_gpu());
+  CudaDevice device = graph_device(Precision::bf16, true);
+  ASSERT_TRUE(device.context().native_is_bf16());
+  GraphConvolutionRun run(device, GetParam().geometry, GetParam().batch);
+  run.run();
+  for (const Comparison& comparison : run.against_reference())
+    expect_within(comparison, Precision::bf16, fp32_tolerance);
+}
+
+INSTANTIATE_TEST_SUITE_P(GraphPath, GraphConvolutionOnBf16Images,
+                         ::testing::ValuesIn(convolution_cases),
+                         [](const ::testing::TestParamInfo<ConvolutionCase>& test) {
+                           return std::string(test.param.name);
+                         });
+
 // A network's first layer gets no input gradient: the other gradients must still be right.
 TEST(GraphPath, FirstLayerWithoutInputGradientMatchesTheReference) {
   ASSERT_NO_FATAL_FAILURE(require_gpu());
@@ -326,28 +377,34 @@ const PoolingCase pooling_cases[] = {
 
 class GraphPathPooling : public ::testing::TestWithParam<PoolingCase> {};
 
+// On float images, and on bf16 images (DLSCALE_CUDA_IMAGE_ACTIVATIONS=bf16: native x, y and
+// their gradients bf16, held as bf16 tensors are; an NCHW output stays float).
 TEST_P(GraphPathPooling, MatchesTheReferenceInNhwc) {
   ASSERT_NO_FATAL_FAILURE(require_gpu());
   const PoolingGeometry& g = GetParam().geometry;
   const int batch = 3;
-  CudaDevice device(0, Precision::fp32, CudnnApi::graph);
-  const std::unique_ptr<PoolingKernel> kernel = device.make_pooling(g);
-  const std::vector<double> x = random_doubles(std::size_t(batch) * g.input.size(), 5);
-  const std::vector<double> dy = random_doubles(std::size_t(batch) * g.output().size(), 6);
-  DeviceArray<float> x_device(device, x.size()), dy_device(device, dy.size()),
-      y_device(device, dy.size()), dx_device(device, x.size());
-  x_device.copy_from_host(to_device_layout(x, g.input_layout, batch, g.input));
-  dy_device.copy_from_host(to_device_layout(dy, g.output_layout, batch, g.output()));
-  kernel->forward(batch, x_device.data(), y_device.data());
-  kernel->backward(batch, dy_device.data(), dx_device.data());
-  expect_within(
-      {"output", from_device_layout(y_device.to_host(), g.output_layout, batch, g.output()),
-       reference::pooling_forward(g, batch, x)},
-      Precision::fp32, pooling_tolerance);
-  expect_within(
-      {"input gradient", from_device_layout(dx_device.to_host(), g.input_layout, batch, g.input),
-       reference::pooling_backward(g, batch, x, dy)},
-      Precision::fp32, pooling_tolerance);
+  for (const bool bf16 : {false, true}) {
+    SCOPED_TRACE(bf16 ? "bf16 images" : "float images");
+    const Precision precision = bf16 ? Precision::bf16 : Precision::fp32;
+    CudaDevice device = graph_device(precision, bf16);
+    const std::unique_ptr<PoolingKernel> kernel = device.make_pooling(g);
+    const std::vector<double> x = random_doubles(std::size_t(batch) * g.input.size(), 5);
+    const std::vector<double> dy = random_doubles(std::size_t(batch) * g.output().size(), 6);
+    DeviceArray<float> x_device(device, x.size()), dy_device(device, dy.size()),
+        y_device(device, dy.size()), dx_device(device, x.size());
+    x_device.copy_from_host(to_device_layout(x, g.input_layout, batch, g.input, bf16));
+    dy_device.copy_from_host(to_device_layout(dy, g.output_layout, batch, g.output(), bf16));
+    kernel->forward(batch, x_device.data(), y_device.data());
+    kernel->backward(batch, dy_device.data(), dx_device.data());
+    expect_within(
+        {"output", from_device_layout(y_device.to_host(), g.output_layout, batch, g.output(), bf16),
+         reference::pooling_forward(g, batch, x)},
+        precision, pooling_tolerance);
+    expect_within({"input gradient",
+                   from_device_layout(dx_device.to_host(), g.input_layout, batch, g.input, bf16),
+                   reference::pooling_backward(g, batch, x, dy)},
+                  precision, pooling_tolerance);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(GraphPath, GraphPathPooling, ::testing::ValuesIn(pooling_cases),
@@ -368,11 +425,23 @@ struct BatchNormCase {
 
 class GraphPathBatchNorm : public ::testing::TestWithParam<BatchNormCase> {};
 
+void check_batch_norm(const BatchNormCase& c, bool bf16);
+
+// On float images, and on bf16 images (x, y and their gradients bf16; statistics, scale and shift
+// and their gradients float), held as bf16 tensors are.
 TEST_P(GraphPathBatchNorm, MatchesTheReferenceInNhwc) {
   ASSERT_NO_FATAL_FAILURE(require_gpu());
-  const auto& [name, shape, batch, relu, wants_input_gradient] = GetParam();
+  for (const bool bf16 : {false, true}) {
+    SCOPED_TRACE(bf16 ? "bf16 images" : "float images");
+    check_batch_norm(GetParam(), bf16);
+  }
+}
+
+void check_batch_norm(const BatchNormCase& c, bool bf16) {
+  const auto& [name, shape, batch, relu, wants_input_gradient] = c;
   const int channels = shape.channels;
-  CudaDevice device(0, Precision::fp32, CudnnApi::graph);
+  const Precision precision = bf16 ? Precision::bf16 : Precision::fp32;
+  CudaDevice device = graph_device(precision, bf16);
   const std::unique_ptr<BatchNormKernel> kernel = device.make_batch_norm({shape, native, relu});
   const std::size_t count = std::size_t(batch) * shape.size();
   const std::vector<double> x = random_doubles(count, 7), scale = random_doubles(channels, 8),
@@ -380,8 +449,8 @@ TEST_P(GraphPathBatchNorm, MatchesTheReferenceInNhwc) {
   DeviceArray<float> x_device(device, count), scale_device(device, channels),
       shift_device(device, channels), dy_device(device, count), y_device(device, count),
       dx_device(device, count), dscale_device(device, channels), dshift_device(device, channels);
-  x_device.copy_from_host(to_device_layout(x, native, batch, shape));
-  dy_device.copy_from_host(to_device_layout(dy, native, batch, shape));
+  x_device.copy_from_host(to_device_layout(x, native, batch, shape, bf16));
+  dy_device.copy_from_host(to_device_layout(dy, native, batch, shape, bf16));
   scale_device.copy_from_host(as_floats(scale));
   shift_device.copy_from_host(as_floats(shift));
   kernel->forward(batch, x_device.data(), scale_device.data(), shift_device.data(),
@@ -389,7 +458,7 @@ TEST_P(GraphPathBatchNorm, MatchesTheReferenceInNhwc) {
   kernel->backward(batch, x_device.data(), scale_device.data(), shift_device.data(),
                    dy_device.data(), wants_input_gradient ? dx_device.data() : nullptr,
                    dscale_device.data(), dshift_device.data());
-  const std::vector<double> y = from_device_layout(y_device.to_host(), native, batch, shape);
+  const std::vector<double> y = from_device_layout(y_device.to_host(), native, batch, shape, bf16);
   // The ReLU passes the gradient where the kernel's own output is positive (a value within
   // rounding of 0 may fall either way; the mask is the kernel's, the arithmetic is checked).
   std::vector<double> masked_dy = dy;
@@ -411,9 +480,10 @@ TEST_P(GraphPathBatchNorm, MatchesTheReferenceInNhwc) {
       {"shift gradient", host(dshift_device), expected.shift_gradient}};
   if (wants_input_gradient)
     comparisons.push_back({"input gradient",
-                           from_device_layout(dx_device.to_host(), native, batch, shape),
+                           from_device_layout(dx_device.to_host(), native, batch, shape, bf16),
                            expected.input_gradient});
-  for (const Comparison& c : comparisons) expect_within(c, Precision::fp32, batch_norm_tolerance);
+  for (const Comparison& comparison : comparisons)
+    expect_within(comparison, precision, batch_norm_tolerance);
 }
 
 const BatchNormCase batch_norm_cases[] = {
@@ -575,6 +645,47 @@ TEST(GraphPath, TheSettingIsReadFromTheEnvironment) {
     setenv("DLSCALE_CUDNN_API", restore.c_str(), 1);
   else
     unsetenv("DLSCALE_CUDNN_API");
+}
+
+// DLSCALE_CUDA_IMAGE_ACTIVATIONS: bf16 images only where asked for, on the graph path and under
+// bf16 (fp32 and tf32 keep float images: the setting may stay set across a sweep of precisions),
+// recorded as the device property image_activations; an unknown value is one line naming the
+// choices.
+TEST(GraphPath, Bf16ImagesOnlyWhereAskedForUnderBf16OnTheGraphPath) {
+  ASSERT_NO_FATAL_FAILURE(require_gpu());
+  const auto image_activations = [](const CudaDevice& device) {
+    const auto properties = device.properties();
+    const auto found = std::find_if(properties.begin(), properties.end(),
+                                    [](const auto& p) { return p.first == "image_activations"; });
+    return found != properties.end() ? found->second : std::string("absent");
+  };
+  const dlscale::testing::ScopedSetting default_api("DLSCALE_CUDNN_API", nullptr);
+  {
+    const dlscale::testing::ScopedSetting unset("DLSCALE_CUDA_IMAGE_ACTIVATIONS", nullptr);
+    EXPECT_EQ(image_activations(CudaDevice(0, Precision::bf16)), "float");
+  }
+  {
+    const dlscale::testing::ScopedSetting bf16("DLSCALE_CUDA_IMAGE_ACTIVATIONS", "bf16");
+    const CudaDevice device(0, Precision::bf16);
+    EXPECT_TRUE(device.context().native_is_bf16());
+    EXPECT_EQ(image_activations(device), "bf16");
+    EXPECT_FALSE(CudaDevice(0, Precision::fp32, CudnnApi::graph).context().native_is_bf16());
+    EXPECT_FALSE(CudaDevice(0, Precision::tf32, CudnnApi::graph).context().native_is_bf16());
+    EXPECT_FALSE(CudaDevice(0, Precision::bf16, CudnnApi::legacy).context().native_is_bf16());
+  }
+  {
+    const dlscale::testing::ScopedSetting float_images("DLSCALE_CUDA_IMAGE_ACTIVATIONS", "float");
+    EXPECT_FALSE(CudaDevice(0, Precision::bf16).context().native_is_bf16());
+  }
+  const dlscale::testing::ScopedSetting half("DLSCALE_CUDA_IMAGE_ACTIVATIONS", "half");
+  try {
+    const CudaDevice refused(0, Precision::bf16);
+    ADD_FAILURE() << "DLSCALE_CUDA_IMAGE_ACTIVATIONS=half was accepted";
+  } catch (const UserError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "DLSCALE_CUDA_IMAGE_ACTIVATIONS: unknown image activation type 'half' (available: "
+              "float, bf16)");
+  }
 }
 
 }  // namespace
