@@ -12,12 +12,20 @@
 // O (bf16) and the statistics live from a forward to its backward, so the kernel owns them.
 //
 // Backward asks for cuDNN's deterministic algorithm first (replayed steps then repeat bit for
-// bit), and takes the other only where that cannot be built.
+// bit), and takes the other only where that cannot be built (saying so on stderr).
+//
+// Where the number of steps is no multiple of 128, both graphs carry a padding mask whose
+// sequence lengths are all the steps (it masks nothing): cuDNN frontend 1.20 otherwise adds such a
+// mask itself on cuDNN 9.15.0 and older, with lengths copied from host memory at every execute,
+// which a CUDA graph cannot capture (cudnn-frontend's "workaround padding mask";
+// TransformerEngine refuses cuDNN attention under CUDA graphs for that case). Ours are in device
+// memory, written once per batch size before any capture.
 #include "kernels/cuda/cudnn_attention.hpp"
 
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
@@ -29,6 +37,7 @@
 
 #include "core/errors.hpp"
 #include "kernels/cuda/bf16_staging.hpp"
+#include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/cudnn_frontend_check.hpp"
 #include "kernels/cuda/cudnn_support.hpp"
 
@@ -48,7 +57,9 @@ enum Uid : std::int64_t {
   do_uid,
   dq_uid,
   dk_uid,
-  dv_uid
+  dv_uid,
+  query_lengths_uid,
+  key_lengths_uid
 };
 
 using VariantPack = std::unordered_map<std::int64_t, void*>;
@@ -83,6 +94,7 @@ class CudnnAttention final : public AttentionKernel {
                      {v_uid, qkv + 2 * geometry_.width},
                      {o_uid, p.output.data()},
                      {stats_uid, p.statistics.data()}};
+    if (needs_padding_mask()) with_sequence_lengths(p, pack);
     execute(p.forward, pack);
     widen_to_float(p.output.as<__nv_bfloat16>(), y, output_count(batch), context_.stream);
   }
@@ -104,6 +116,7 @@ class CudnnAttention final : public AttentionKernel {
                      {dq_uid, d_qkv},
                      {dk_uid, d_qkv + w},
                      {dv_uid, d_qkv + 2 * w}};
+    if (needs_padding_mask()) with_sequence_lengths(p, pack);
     execute(p.backward, pack);
     // dQ, dK and dV together cover every column of every step: the whole gradient.
     widen_to_float(d_qkv, input_gradient, qkv_count(batch), context_.stream);
@@ -114,9 +127,13 @@ class CudnnAttention final : public AttentionKernel {
   // backward.
   struct Plan {
     BuiltGraph forward, backward;
-    DeviceBuffer output;      // O, bf16 [batch x steps x width]
-    DeviceBuffer statistics;  // float [batch x heads x steps]: each row's log-sum-exp
+    DeviceBuffer output;            // O, bf16 [batch x steps x width]
+    DeviceBuffer statistics;        // float [batch x heads x steps]: each row's log-sum-exp
+    DeviceBuffer sequence_lengths;  // int32 [batch], every one the steps (needs_padding_mask)
   };
+
+  // The padding mask of the file's header: where the steps are no multiple of 128.
+  bool needs_padding_mask() const { return geometry_.steps % 128 != 0; }
 
   std::size_t qkv_count(int batch) const {
     return std::size_t(batch) * geometry_.steps * 3 * geometry_.width;
@@ -132,6 +149,13 @@ class CudnnAttention final : public AttentionKernel {
       p.output = DeviceBuffer(output_count(batch) * sizeof(__nv_bfloat16));
       p.statistics =
           DeviceBuffer(std::size_t(batch) * geometry_.heads * geometry_.steps * sizeof(float));
+      if (needs_padding_mask()) {
+        const std::vector<std::int32_t> lengths(std::size_t(batch), geometry_.steps);
+        p.sequence_lengths = DeviceBuffer(lengths.size() * sizeof(std::int32_t));
+        DLSCALE_CUDA_CHECK(cudaMemcpy(p.sequence_lengths.data(), lengths.data(),
+                                      lengths.size() * sizeof(std::int32_t),
+                                      cudaMemcpyHostToDevice));
+      }
     });
   }
 
@@ -150,6 +174,27 @@ class CudnnAttention final : public AttentionKernel {
     return {std::int64_t(geometry_.heads) * geometry_.steps, geometry_.steps, 1, 1};
   }
   float scale() const { return float(1 / std::sqrt(double(geometry_.head_width()))); }
+
+  // The padding mask's sequence lengths of queries and of keys: [batch, 1, 1, 1] int32 each,
+  // both read from the plan's one buffer (every length is the steps).
+  template <typename Attributes>
+  void add_padding_mask(fe::graph::Graph& graph, int batch, Attributes& attributes) const {
+    const auto lengths = [&](const char* name, Uid uid) {
+      return graph.tensor(fe::graph::Tensor_attributes()
+                              .set_name(name)
+                              .set_uid(uid)
+                              .set_dim({batch, 1, 1, 1})
+                              .set_stride({1, 1, 1, 1})
+                              .set_data_type(fe::DataType_t::INT32));
+    };
+    attributes.set_padding_mask(true)
+        .set_seq_len_q(lengths("query_lengths", query_lengths_uid))
+        .set_seq_len_kv(lengths("key_lengths", key_lengths_uid));
+  }
+  static void with_sequence_lengths(Plan& p, VariantPack& pack) {
+    pack[query_lengths_uid] = p.sequence_lengths.data();
+    pack[key_lengths_uid] = p.sequence_lengths.data();
+  }
 
   static std::shared_ptr<fe::graph::Graph> new_graph() {
     auto graph = std::make_shared<fe::graph::Graph>();
@@ -174,16 +219,16 @@ class CudnnAttention final : public AttentionKernel {
   std::shared_ptr<fe::graph::Graph> make_forward_graph(int batch) const {
     auto graph = new_graph();
     const Dims dims = head_dims(batch);
-    auto [o, statistics] =
-        graph->sdpa(input(*graph, "q", q_uid, dims, qkv_strides()),
-                    input(*graph, "k", k_uid, dims, qkv_strides()),
-                    input(*graph, "v", v_uid, dims, qkv_strides()),
-                    fe::graph::SDPA_attributes()
-                        .set_name("attention")
-                        .set_generate_stats(true)
-                        .set_attn_scale(scale())
-                        .set_diagonal_alignment(fe::DiagonalAlignment_t::TOP_LEFT)
-                        .set_diagonal_band_right_bound(0));
+    auto attributes = fe::graph::SDPA_attributes()
+                          .set_name("attention")
+                          .set_generate_stats(true)
+                          .set_attn_scale(scale())
+                          .set_diagonal_alignment(fe::DiagonalAlignment_t::TOP_LEFT)
+                          .set_diagonal_band_right_bound(0);
+    if (needs_padding_mask()) add_padding_mask(*graph, batch, attributes);
+    auto [o, statistics] = graph->sdpa(input(*graph, "q", q_uid, dims, qkv_strides()),
+                                       input(*graph, "k", k_uid, dims, qkv_strides()),
+                                       input(*graph, "v", v_uid, dims, qkv_strides()), attributes);
     output(*o, o_uid, dims, output_strides());
     output(*statistics, stats_uid, statistics_dims(batch), statistics_strides());
     statistics->set_data_type(fe::DataType_t::FLOAT);
@@ -196,18 +241,19 @@ class CudnnAttention final : public AttentionKernel {
     auto statistics =
         input(*graph, "statistics", stats_uid, statistics_dims(batch), statistics_strides());
     statistics->set_data_type(fe::DataType_t::FLOAT);
-    auto [dq, dk, dv] =
-        graph->sdpa_backward(input(*graph, "q", q_uid, dims, qkv_strides()),
-                             input(*graph, "k", k_uid, dims, qkv_strides()),
-                             input(*graph, "v", v_uid, dims, qkv_strides()),
-                             input(*graph, "o", o_uid, dims, output_strides()),
-                             input(*graph, "do", do_uid, dims, output_strides()), statistics,
-                             fe::graph::SDPA_backward_attributes()
-                                 .set_name("attention_backward")
-                                 .set_attn_scale(scale())
-                                 .set_diagonal_alignment(fe::DiagonalAlignment_t::TOP_LEFT)
-                                 .set_diagonal_band_right_bound(0)
-                                 .set_deterministic_algorithm(deterministic));
+    auto attributes = fe::graph::SDPA_backward_attributes()
+                          .set_name("attention_backward")
+                          .set_attn_scale(scale())
+                          .set_diagonal_alignment(fe::DiagonalAlignment_t::TOP_LEFT)
+                          .set_diagonal_band_right_bound(0)
+                          .set_deterministic_algorithm(deterministic);
+    if (needs_padding_mask()) add_padding_mask(*graph, batch, attributes);
+    auto [dq, dk, dv] = graph->sdpa_backward(input(*graph, "q", q_uid, dims, qkv_strides()),
+                                             input(*graph, "k", k_uid, dims, qkv_strides()),
+                                             input(*graph, "v", v_uid, dims, qkv_strides()),
+                                             input(*graph, "o", o_uid, dims, output_strides()),
+                                             input(*graph, "do", do_uid, dims, output_strides()),
+                                             statistics, attributes);
     output(*dq, dq_uid, dims, qkv_strides());
     output(*dk, dk_uid, dims, qkv_strides());
     output(*dv, dv_uid, dims, qkv_strides());
@@ -218,6 +264,11 @@ class CudnnAttention final : public AttentionKernel {
     std::string why;
     if (BuiltGraph built = try_build(make_backward_graph(batch, true), why); built.graph)
       return built;
+    // Replayed steps will not repeat bit for bit: say so, with cuDNN's reason.
+    std::fprintf(stderr,
+                 "dlscale: cuDNN attention: no deterministic backward for batch %d, %d steps, %d "
+                 "heads of %d (%s); using the non-deterministic one\n",
+                 batch, geometry_.steps, geometry_.heads, geometry_.head_width(), why.c_str());
     return build(make_backward_graph(batch, false), "backward", batch);
   }
 

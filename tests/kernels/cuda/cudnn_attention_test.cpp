@@ -21,6 +21,7 @@
 #include "model/causal_self_attention_layer.hpp"
 #include "tests/kernels/finite_differences.hpp"
 #include "tests/kernels/relative_error.hpp"
+#include "tests/kernels/scoped_setting.hpp"
 
 namespace dlscale::kernels {
 namespace {
@@ -29,13 +30,10 @@ constexpr double bf16_relative_l2 = 0.01;  // as the bf16 GEMMs and convolutions
 
 void require_gpu() { ASSERT_GT(visible_gpu_count(), 0) << "the attention tests need a GPU"; }
 
-// A CUDA device made with DLSCALE_CUDNN_ATTENTION set to `setting` (unset if null); the
-// variable is unset again however the constructor ends.
+// A CUDA device made with DLSCALE_CUDNN_ATTENTION set to `setting` (unset if null, whatever the
+// environment says); the variable is restored however the constructor ends.
 std::unique_ptr<CudaDevice> device_with(const char* setting, Precision precision) {
-  struct Unset {
-    ~Unset() { ::unsetenv("DLSCALE_CUDNN_ATTENTION"); }
-  } unset;
-  if (setting != nullptr) ::setenv("DLSCALE_CUDNN_ATTENTION", setting, 1);
+  const dlscale::testing::ScopedSetting attention("DLSCALE_CUDNN_ATTENTION", setting);
   return std::make_unique<CudaDevice>(0, precision);
 }
 
