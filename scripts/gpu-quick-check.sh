@@ -161,7 +161,9 @@ stage speed 150 260 env DLSCALE_CUDNN_GRAPH_VERBOSE=1 BENCH_MODELS="$(IFS=,; ech
 # float and with bf16 images, one after the other.
 images_runs() {
   local status=0 case model batch images
-  "$build_dir/tests/dlscale_gpu_graph_tests" --gtest_filter='*Bf16Images*' || status=1
+  "$build_dir/tests/dlscale_gpu_graph_tests" \
+    --gtest_filter='*Bf16Images*:*GraphPathPooling*:*GraphPathBatchNorm*' || status=1
+  "$build_dir/tests/dlscale_gpu_kernel_tests" --gtest_filter='*NativeImage*' || status=1
   mpirun -np 1 "$build_dir/tests/dlscale_gpu_training_tests" --gtest_filter='*Bf16Images*' ||
     status=1
   for case in ${QUICK_IMAGE_CASES:-vgg-16:64 resnet-50:64 mobilenet-v2:64 alexnet-r:1024}; do

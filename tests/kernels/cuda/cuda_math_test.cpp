@@ -26,6 +26,7 @@
 #include "kernels/cuda/cuda_device.hpp"
 #include "kernels/device_array.hpp"
 #include "tests/kernels/relative_error.hpp"
+#include "tests/kernels/scoped_setting.hpp"
 
 namespace dlscale::kernels {
 namespace {
@@ -483,6 +484,61 @@ TEST(CudaMathBf16, RoundingMatchesTheCpuBitForBit) {
                     << " and " << cpu_widened[i] << ")";
   }
   EXPECT_EQ(failures, 0u) << failures << " of " << values.size() << " roundings differ";
+}
+
+// The element-wise ops on bf16 images (DLSCALE_CUDA_IMAGE_ACTIVATIONS=bf16: a residual block's
+// sum, its ReLU, a ReLU6 and their gradients) read and write bf16 where the images lie, compute in
+// float and round once: bit for bit what the host computes from the same bf16 values. An odd
+// count, so that the last value sits in the first half of a float's bytes.
+TEST(CudaMathBf16, NativeImageOpsOnBf16ImagesRoundOnceAsTheHostDoes) {
+  if (!cudnn_graph_api_compiled()) GTEST_SKIP() << "no cuDNN graph path in this build";
+  const dlscale::testing::ScopedSetting images("DLSCALE_CUDA_IMAGE_ACTIVATIONS", "bf16");
+  CudaDevice bf16(0, Precision::bf16, CudnnApi::graph);
+  ASSERT_TRUE(bf16.context().native_is_bf16());
+  MathOps<float>& math = bf16.math_float();
+  constexpr std::size_t count = 10001;
+  const auto bf16_bits = [](const std::vector<float>& values) {
+    std::vector<std::uint16_t> bits(values.size());
+    comm::round_to_bf16(values, bits);
+    return bits;
+  };
+  const std::vector<std::uint16_t> a = bf16_bits(uniform_values<float>(count, -8, 8, 991)),
+                                   b = bf16_bits(uniform_values<float>(count, -8, 8, 992)),
+                                   dy = bf16_bits(uniform_values<float>(count, -1, 1, 993));
+  auto a_device = upload(bf16, a), b_device = upload(bf16, b), dy_device = upload(bf16, dy);
+  DeviceArray<std::uint16_t> out(bf16, count);
+  const auto as_float = [](auto& array) { return reinterpret_cast<float*>(array.data()); };
+  const auto value = [](std::uint16_t bits) { return comm::from_bf16(bits); };
+  const auto expect_bits = [&](const char* what, const std::vector<std::uint16_t>& expected) {
+    const std::vector<std::uint16_t> actual = download(bf16, out);
+    std::size_t failures = 0;
+    for (std::size_t i = 0; i < count; ++i)
+      if (actual[i] != expected[i] && ++failures <= 3)
+        ADD_FAILURE() << what << ": index " << i << ": bf16 bits " << std::hex << actual[i]
+                      << " where " << expected[i] << " was expected" << std::dec;
+    EXPECT_EQ(failures, 0u) << what;
+  };
+
+  math.native_image_add(count, as_float(a_device), as_float(b_device), as_float(out));
+  std::vector<std::uint16_t> expected(count);
+  for (std::size_t i = 0; i < count; ++i) expected[i] = comm::to_bf16(value(a[i]) + value(b[i]));
+  expect_bits("add", expected);
+
+  for (const float ceiling : {std::numeric_limits<float>::infinity(), 6.0f}) {
+    const std::string name = ceiling == 6.0f ? "relu6" : "relu";
+    math.native_image_relu_forward(count, ceiling, as_float(a_device), as_float(out));
+    std::vector<std::uint16_t> relu(count);
+    for (std::size_t i = 0; i < count; ++i)
+      relu[i] = comm::to_bf16(std::min(std::max(value(a[i]), 0.0f), ceiling));
+    expect_bits((name + " forward").c_str(), relu);
+    // The gradient, from that output: dy where 0 < y < ceiling, else 0.
+    auto y_device = upload(bf16, relu);
+    math.native_image_relu_backward(count, ceiling, as_float(y_device), as_float(dy_device),
+                                    as_float(out));
+    for (std::size_t i = 0; i < count; ++i)
+      expected[i] = value(relu[i]) > 0 && value(relu[i]) < ceiling ? dy[i] : comm::to_bf16(0.0f);
+    expect_bits((name + " backward").c_str(), expected);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

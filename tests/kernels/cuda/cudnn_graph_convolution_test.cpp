@@ -105,6 +105,13 @@ std::vector<double> from_device_layout(const std::vector<float>& values, ImageLa
   return layout == native ? nhwc_to_nchw(as_doubles, batch, shape) : as_doubles;
 }
 
+// The values rounded to bf16 (and widened back) where `round` is true.
+std::vector<double> maybe_bf16(std::vector<double> values, bool round) {
+  if (round)
+    for (double& value : values) value = comm::from_bf16(comm::to_bf16(float(value)));
+  return values;
+}
+
 // A graph-path bf16 device that keeps images in bf16 (DLSCALE_CUDA_IMAGE_ACTIVATIONS=bf16), or
 // one that keeps them in float.
 CudaDevice graph_device(Precision precision, bool bf16_images) {
@@ -174,10 +181,14 @@ class GraphConvolutionRun {
         to_device_layout(dy_, g.output_layout, batch, g.output(), bf16_images_));
   }
 
-  // NaN in every output, so that a comparison fails unless the kernel writes all of it again.
+  // NaN in every output, so that a comparison fails unless the kernel writes all of it again:
+  // bits 0x7FC07FC0 are a NaN as a float and as each of the two bf16 values of bf16 images.
   void poison() {
+    const std::uint32_t bits = 0x7FC07FC0u;
+    float nan = 0;
+    std::memcpy(&nan, &bits, sizeof nan);
     for (DeviceArray<float>* out : {&y_device_, &dx_device_, &dw_device_, &db_device_})
-      out->copy_from_host(std::vector<float>(out->size(), std::numeric_limits<float>::quiet_NaN()));
+      out->copy_from_host(std::vector<float>(out->size(), nan));
   }
   void forward() {
     kernel_->forward(batch_, x_device_.data(), weights_device_.data(),
@@ -270,6 +281,12 @@ const ConvolutionCase convolution_cases[] = {
     {"relu_native_with_bias", {{32, 8, 8}, 64, 3, 1, 1, 1, true, native, native, true}, 8},
     {"relu_last_layer_to_nchw", {{16, 8, 8}, 32, 3, 1, 1, 1, true, native, nchw, true}, 4},
     {"relu_without_bias", {{8, 6, 6}, 16, 3, 2, 1, 1, false, native, native, true}},
+    // mobilenet-v2's and alexnet's shapes between native images (on bf16 images only engines
+    // that write bf16 may run them).
+    {"grouped_native", {{8, 6, 6}, 12, 3, 1, 1, 4, true, native, native}},
+    {"depthwise_native", {{32, 9, 9}, 32, 3, 1, 1, 32, false, native, native}},
+    {"depthwise_stride_2_native", {{16, 7, 7}, 16, 3, 2, 1, 16, false, native, native}},
+    {"native_11x11_stride_4", {{16, 35, 35}, 16, 11, 4, 2, 1, true, native, native, true}},
 };
 
 struct PrecisionCase {
@@ -388,8 +405,12 @@ TEST_P(GraphPathPooling, MatchesTheReferenceInNhwc) {
     const Precision precision = bf16 ? Precision::bf16 : Precision::fp32;
     CudaDevice device = graph_device(precision, bf16);
     const std::unique_ptr<PoolingKernel> kernel = device.make_pooling(g);
-    const std::vector<double> x = random_doubles(std::size_t(batch) * g.input.size(), 5);
-    const std::vector<double> dy = random_doubles(std::size_t(batch) * g.output().size(), 6);
+    // On bf16 images the device holds x and dy rounded: so does the reference, or rounding that
+    // ties two values of a max window would send the gradient to a different input.
+    const std::vector<double> x =
+        maybe_bf16(random_doubles(std::size_t(batch) * g.input.size(), 5), bf16);
+    const std::vector<double> dy =
+        maybe_bf16(random_doubles(std::size_t(batch) * g.output().size(), 6), bf16);
     DeviceArray<float> x_device(device, x.size()), dy_device(device, dy.size()),
         y_device(device, dy.size()), dx_device(device, x.size());
     x_device.copy_from_host(to_device_layout(x, g.input_layout, batch, g.input, bf16));
