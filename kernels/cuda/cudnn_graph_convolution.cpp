@@ -283,6 +283,10 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
   // the graphs read them and write them where they lie, and nothing is converted around them.
   bool input_bf16() const { return input_nhwc() && context_.native_is_bf16(); }
   bool output_bf16() const { return output_nhwc() && context_.native_is_bf16(); }
+  // Whether the pass's output (y forward, dx backward-data) is a bf16 image.
+  bool writes_bf16_image(Pass pass) const {
+    return (pass == Pass::forward && output_bf16()) || (pass == Pass::data && input_bf16());
+  }
   MemoryOrder output_order() const { return output_nhwc() ? MemoryOrder::nhwc : MemoryOrder::nchw; }
 
   ImageBatchShape x_shape(int batch) const {
@@ -420,8 +424,7 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
     std::vector<Variant> result;
     const bool forward = pass == Pass::forward;
     // Outputs that are bf16 images are written in bf16 where they lie.
-    const bool bf16_output_only =
-        (forward && output_bf16()) || (pass == Pass::data && input_bf16());
+    const bool bf16_output_only = writes_bf16_image(pass);
     for (const bool fuse_bias : {true, false}) {
       if (fuse_bias && !(forward && geometry_.bias)) continue;
       for (const bool fuse_relu : {true, false}) {
@@ -554,8 +557,7 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
   std::string shape_key(Pass pass, int batch) const {
     const auto& g = geometry_;
     // Where the pass writes a bf16 image, only its bf16-writing variants are candidates.
-    const bool bf16_image_output =
-        (pass == Pass::forward && output_bf16()) || (pass == Pass::data && input_bf16());
+    const bool bf16_image_output = writes_bf16_image(pass);
     return fmt::format("{} {}x{}x{} -> {} k{} s{} p{} g{} bias{} relu{} batch{} {}{}",
                        pass_name(pass), g.input.channels, g.input.height, g.input.width,
                        g.output_channels, g.kernel, g.stride, g.padding, g.groups, int(g.bias),
@@ -620,8 +622,12 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
     }
     if (best.engine < 0)
       throw std::runtime_error(
-          fmt::format("cuDNN graph API: no engine runs the {} convolution ({}): {}",
-                      pass_name(pass), shape_key(pass, batch), why));
+          fmt::format("cuDNN graph API: no engine runs the {} convolution ({}): {}{}",
+                      pass_name(pass), shape_key(pass, batch), why,
+                      writes_bf16_image(pass)
+                          ? " (it writes a bf16 image: DLSCALE_CUDA_IMAGE_ACTIVATIONS=float "
+                            "writes float images, which more engines do)"
+                          : ""));
     if (verbose_search())
       std::fprintf(stderr, "dlscale: cuDNN graph: %s: search took %.2f s\n", key.c_str(),
                    seconds_since(search_start));
