@@ -686,9 +686,7 @@ class CudaMath final : public MathOps<T> {
  public:
   // Keeps a reference: the CudaDevice owns the context and outlives its math.
   explicit CudaMath(const CudaContext& context) : context_(context) {}
-  ~CudaMath() override {
-    if (scratch_ != nullptr) (void)cudaFree(scratch_);  // nothing to report from a destructor
-  }
+  ~CudaMath() override = default;
   CudaMath(const CudaMath&) = delete;
   CudaMath& operator=(const CudaMath&) = delete;
 
@@ -1139,32 +1137,22 @@ class CudaMath final : public MathOps<T> {
     return unsigned(std::min(std::size_t(rows), wave));
   }
 
-  // Device memory for the softmax's row losses and the embedding's sort, grown on demand. The
-  // first (eager) step reaches the largest size, so nothing is allocated inside a graph capture.
+  // Device memory for the softmax's row losses, the embedding's sort, the column sums of a bf16
+  // linear backward and the layer norm's per-row values, grown on demand, never during a graph
+  // capture (the first, eager, step reaches the largest size). What it outgrows is kept, as
+  // Bf16Staging keeps it: a graph captured earlier may still point into it, and a later eager call
+  // of a larger size (another batch, a held-out evaluation) must not free it under that graph.
   std::byte* scratch(std::size_t bytes) {
-    if (bytes <= scratch_bytes_) return scratch_;
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    DLSCALE_CUDA_CHECK(cudaStreamIsCapturing(context_.stream, &capture));
-    if (capture != cudaStreamCaptureStatusNone)
-      throw std::logic_error(
-          "CUDA math: scratch memory must grow during a graph capture; run "
-          "the step once before capturing it");
-    if (scratch_ != nullptr) {
-      // cudaFree waits for the device, so no queued kernel still reads the old buffer.
-      DLSCALE_CUDA_CHECK(cudaFree(scratch_));
-      scratch_ = nullptr;
-      scratch_bytes_ = 0;
-    }
-    const std::size_t size = round_up(bytes, scratch_alignment);
-    DLSCALE_CUDA_CHECK(cudaMalloc(&scratch_, size));
-    scratch_bytes_ = size;
-    return scratch_;
+    if (!scratch_.empty() && bytes <= scratch_.back().size())
+      return scratch_.back().as<std::byte>();
+    require_not_capturing(context_.stream, "CUDA math scratch");
+    scratch_.emplace_back(round_up(bytes, scratch_alignment));
+    return scratch_.back().as<std::byte>();
   }
 
   const CudaContext& context_;
   int multiprocessors_ = 0;
-  std::byte* scratch_ = nullptr;
-  std::size_t scratch_bytes_ = 0;
+  std::vector<DeviceBuffer> scratch_;  // the last one is in use
 };
 
 }  // namespace

@@ -5,8 +5,9 @@
 // coalesced), writing one partial per slab and channel; then one block per channel adds its
 // slabs' partials in double, in a fixed tree. Slabs are sized so that about slab_blocks blocks run
 // whatever the shape: vgg-16's first layers have 3.2 million rows of 64 channels, resnet-50's
-// last 3,136 rows of 2,048. (MathOps::column_sums in cuda_math.cu, for dense layers' bias
-// gradients over a batch of rows, needs no slabs and no scratch: its rows are a batch size.)
+// last 3,136 rows of 2,048. (MathOps::column_sums in cuda_math.cu, for a float dense layer's
+// bias gradient over a batch of rows, needs no slabs and no scratch: its rows are a batch size.
+// Under bf16 a dense layer's backward sums its bias here, in the pass that rounds dy.)
 #include "kernels/cuda/nhwc_channel_kernels.hpp"
 
 #include <algorithm>

@@ -358,9 +358,12 @@ TEST(CudaMathBatched, StridedBatchedGemmMatchesTheCpuInEveryPrecision) {
     const std::vector<double> wide_a(a.begin(), a.end()), wide_b(b.begin(), b.end()),
         wide_c(c.begin(), c.end());
     const auto expected_double = run(*Devices::cpu, wide_a, wide_b, wide_c);
-    ::setenv("DLSCALE_CUDA_BATCHED_GEMM", "loop", 1);
-    CudaDevice looping_double(0, Precision::fp32);
-    ::unsetenv("DLSCALE_CUDA_BATCHED_GEMM");
+    const auto looping = [] {
+      const dlscale::testing::ScopedSetting loop("DLSCALE_CUDA_BATCHED_GEMM", "loop");
+      return std::make_unique<CudaDevice>(0, Precision::fp32);
+    };
+    const std::unique_ptr<CudaDevice> looping_device = looping();
+    CudaDevice& looping_double = *looping_device;
     ASSERT_FALSE(looping_double.context().cublas_strided_batched);
     const auto on_double = run(looping_double, wide_a, wide_b, wide_c);
     const auto on_batched_double = run(*Devices::gpu, wide_a, wide_b, wide_c);
@@ -907,9 +910,11 @@ constexpr double row_tolerance = std::is_same_v<T, float> ? 2e-5 : 1e-12;
 // 40 columns: a partial second tile).
 TYPED_TEST(CudaMathTest, LayerNormForwardAndBackwardMatchCpu) {
   using T = TypeParam;
-  ::setenv("DLSCALE_CUDA_LAYER_NORM_GRADIENT", "tiled", 1);
-  CudaDevice tiled(0, Precision::fp32);
-  ::unsetenv("DLSCALE_CUDA_LAYER_NORM_GRADIENT");
+  const auto tiled_device = [] {
+    const dlscale::testing::ScopedSetting setting("DLSCALE_CUDA_LAYER_NORM_GRADIENT", "tiled");
+    return std::make_unique<CudaDevice>(0, Precision::fp32);
+  }();
+  CudaDevice& tiled = *tiled_device;
   ASSERT_TRUE(tiled.context().tiled_layer_norm_gradient);
   ASSERT_FALSE(this->gpu().context().tiled_layer_norm_gradient);
   for (const auto& [rows, width] :

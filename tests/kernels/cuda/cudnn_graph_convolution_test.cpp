@@ -371,6 +371,17 @@ TEST(GraphPath, LayersOfTheSameShapeEachComputeTheirOwn) {
   second.run();
   for (const Comparison& comparison : second.against_reference())
     expect_within(comparison, Precision::fp32, fp32_tolerance);
+  // The same shape with a fused ReLU, and without again: a forward choice made with the ReLU
+  // must not run a layer without it, nor the other way round.
+  ConvolutionGeometry with_relu = g;
+  with_relu.relu = true;
+  GraphConvolutionRun rectified(device, with_relu, 4), plain(device, g, 4);
+  rectified.run();
+  plain.run();
+  for (const Comparison& comparison : rectified.against_reference())
+    expect_within(comparison, Precision::fp32, fp32_tolerance);
+  for (const Comparison& comparison : plain.against_reference())
+    expect_within(comparison, Precision::fp32, fp32_tolerance);
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -300,7 +300,7 @@ class CudnnKernels : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_GT(visible_gpu_count(), 0) << "the cuDNN kernel tests need a GPU";
-    gpu_ = std::make_unique<CudaDevice>(0, Precision::fp32);
+    gpu_ = std::make_unique<CudaDevice>(0, Precision::fp32, CudnnApi::legacy);
   }
   CudaDevice& gpu() { return *gpu_; }
   CpuDevice& cpu() { return cpu_; }
@@ -644,7 +644,7 @@ TEST_F(CudnnKernels, CapturedBf16StepReplaysTheEagerResults) {
 
 // tf32 may use tensor cores (10-bit mantissa products): close to fp32, not equal.
 TEST_F(CudnnKernels, Tf32ConvolutionStaysNearFp32) {
-  CudaDevice tf32(0, Precision::tf32);
+  CudaDevice tf32(0, Precision::tf32, CudnnApi::legacy);
   const ConvolutionGeometry geometry{{64, 16, 16}, 64, 3, 1, 1, 1};
   ConvolutionRun exact(gpu(), geometry, 8), fast(tf32, geometry, 8);
   run(exact);
