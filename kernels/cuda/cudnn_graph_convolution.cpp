@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -169,27 +170,31 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
       if (v.fuse_bias) pack[bias_uid] = const_cast<float*>(bias);
       return pack;
     };
-    const PassChoice& choice = choose(p.forward, Pass::forward, batch, pack_for);
+    // What a variant leaves to do after its graph: y moved out of staging, and without a fused
+    // graph the bias broadcast over batch, height and width (y += bias, in float; on NHWC by a
+    // kernel of dlscale's own: cuDNN's is slow there, nhwc_channel_kernels.hpp), the ReLU in the
+    // same pass where the bias is added on NHWC (element-wise, the ReLU alone does not care about
+    // the layout). Timed with the graph in the search, so a variant pays for what it leaves.
+    const auto complete = [&](const Variant& v) {
+      if (!output_bf16()) finish_output(v, y_stage, y, output_order(), y_shape(batch));
+      const bool bias_left = geometry_.bias && !v.fuse_bias;
+      const bool relu_left = geometry_.relu && !v.fuse_relu;
+      const bool nhwc = lies_as_nhwc(output_order(), y_shape(batch));
+      if (bias_left && !nhwc)
+        DLSCALE_CUDNN_CHECK(cudnnAddTensor(context_.cudnn, &one, bias_, bias, &one, p.output, y));
+      if ((bias_left && nhwc) || relu_left) {
+        const float* channel_bias = bias_left && nhwc ? bias : nullptr;
+        if (output_bf16())
+          add_channel_bias(reinterpret_cast<__nv_bfloat16*>(y), channel_bias, relu_left,
+                           pixel_rows(batch), geometry_.output_channels, context_.stream);
+        else
+          add_channel_bias(y, channel_bias, relu_left, pixel_rows(batch), geometry_.output_channels,
+                           context_.stream);
+      }
+    };
+    const PassChoice& choice = choose(p.forward, Pass::forward, batch, pack_for, complete);
     execute(choice, pack_for(choice.variant));
-    if (!output_bf16()) finish_output(choice.variant, y_stage, y, output_order(), y_shape(batch));
-    // Without a fused graph the bias broadcasts over batch, height and width: y += bias, in float
-    // (on NHWC by a kernel of dlscale's own: cuDNN's is slow there, nhwc_channel_kernels.hpp),
-    // and the ReLU follows, in the same pass where the bias is added on NHWC. Element-wise, the
-    // ReLU alone does not care about the layout.
-    const bool bias_left = geometry_.bias && !choice.variant.fuse_bias;
-    const bool relu_left = geometry_.relu && !choice.variant.fuse_relu;
-    const bool nhwc = lies_as_nhwc(output_order(), y_shape(batch));
-    if (bias_left && !nhwc)
-      DLSCALE_CUDNN_CHECK(cudnnAddTensor(context_.cudnn, &one, bias_, bias, &one, p.output, y));
-    if ((bias_left && nhwc) || relu_left) {
-      const float* channel_bias = bias_left && nhwc ? bias : nullptr;
-      if (output_bf16())
-        add_channel_bias(reinterpret_cast<__nv_bfloat16*>(y), channel_bias, relu_left,
-                         pixel_rows(batch), geometry_.output_channels, context_.stream);
-      else
-        add_channel_bias(y, channel_bias, relu_left, pixel_rows(batch), geometry_.output_channels,
-                         context_.stream);
-    }
+    complete(choice.variant);
   }
 
   void backward(int batch, const float* x, const float* weights, const float* y,
@@ -214,9 +219,13 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
           {dy_uid, const_cast<void*>(dy_in)},
           {dw_uid, output_target(v, weight_gradient, MemoryOrder::nchw, w_shape(), dw_stage)}};
     };
-    const PassChoice& filter = choose(p.filter, Pass::filter, batch, filter_pack_for);
+    const auto filter_complete = [&](const Variant& v) {
+      finish_output(v, dw_stage, weight_gradient, MemoryOrder::nchw, w_shape());
+    };
+    const PassChoice& filter =
+        choose(p.filter, Pass::filter, batch, filter_pack_for, filter_complete);
     execute(filter, filter_pack_for(filter.variant));
-    finish_output(filter.variant, dw_stage, weight_gradient, MemoryOrder::nchw, w_shape());
+    filter_complete(filter.variant);
 
     if (!data_wanted) return;
     const void* w_in = operand(weights, MemoryOrder::nchw, w_stage, w_shape());
@@ -227,10 +236,12 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
                                                : output_target(v, input_gradient, input_order(),
                                                                x_shape(batch), dx_stage)}};
     };
-    const PassChoice& data = choose(p.data, Pass::data, batch, data_pack_for);
+    const auto data_complete = [&](const Variant& v) {
+      if (!input_bf16()) finish_output(v, dx_stage, input_gradient, input_order(), x_shape(batch));
+    };
+    const PassChoice& data = choose(p.data, Pass::data, batch, data_pack_for, data_complete);
     execute(data, data_pack_for(data.variant));
-    if (!input_bf16())
-      finish_output(data.variant, dx_stage, input_gradient, input_order(), x_shape(batch));
+    data_complete(data.variant);
   }
 
  private:
@@ -572,10 +583,13 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
   // runs the pass are the non-deterministic variants tried, in order. Unlike the legacy search, a
   // non-deterministic engine is never taken for speed: on the H200 none was more than 1% faster
   // than the deterministic one for vgg-16's shapes, and with them a replayed step would not
-  // repeat its results bit for bit. `pack_for` gives the buffers a variant
-  // runs on; timing writes the pass's output, which the call then overwrites.
-  template <typename PackFor>
-  const PassChoice& choose(const PassChoice*& slot, Pass pass, int batch, PackFor&& pack_for) {
+  // repeat its results bit for bit. `pack_for` gives the buffers a variant runs on, and
+  // `complete` queues what the variant leaves to do after its graph (moving its output out of
+  // staging, the bias and ReLU it did not fuse): each engine is timed with it, as the call runs
+  // it. Timing writes the pass's output, which the call then overwrites.
+  template <typename PackFor, typename Complete>
+  const PassChoice& choose(const PassChoice*& slot, Pass pass, int batch, PackFor&& pack_for,
+                           Complete&& complete) {
     if (slot != nullptr) return *slot;
     auto& choices = context_.convolution_graphs->choices;
     const std::string key = shape_key(pass, batch);
@@ -593,7 +607,8 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
       const auto start = std::chrono::steady_clock::now();
       PassChoice choice;
       if (auto graph = make_graph(pass, batch, v, why); graph != nullptr)
-        choice = fastest_engine(std::move(graph), pack_for(v), why);
+        choice = fastest_engine(
+            std::move(graph), pack_for(v), [&] { complete(v); }, why);
       choice.variant = v;
       if (verbose_search())
         std::fprintf(stderr,
@@ -646,10 +661,11 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
 
   // Builds up to candidate_limit of the graph's engines (in heuristics order, skipping those the
   // filters barred, runtime-compiled ones past runtime_compiled_limit, and any that fail to
-  // build), runs each once, then times `timed_runs` runs of each with CUDA events on the stream
-  // and keeps the fastest. engine = -1 where none ran.
+  // build), runs each once, then times `timed_runs` runs of each with CUDA events on the stream,
+  // each run followed by `after` (what the variant leaves to do), and keeps the fastest.
+  // engine = -1 where none ran.
   PassChoice fastest_engine(std::shared_ptr<fe::graph::Graph> graph, const VariantPack& pack,
-                            std::string& why) {
+                            const std::function<void()>& after, std::string& why) {
     std::vector<std::int64_t> built;
     std::size_t largest_workspace = 0;
     int runtime_compiled = 0;
@@ -688,11 +704,13 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
         why = status.get_message();
         continue;
       }
+      after();
       DLSCALE_CUDA_CHECK(cudaEventRecord(start, context_.stream));
       for (int run = 0; run < timed_runs; ++run) {
         run_pack = pack;
         DLSCALE_CUDNN_FRONTEND_CHECK(
             graph->execute_plan_at_index(context_.cudnn, run_pack, scratch.data(), engine));
+        after();
       }
       DLSCALE_CUDA_CHECK(cudaEventRecord(stop, context_.stream));
       DLSCALE_CUDA_CHECK(cudaEventSynchronize(stop));
