@@ -402,8 +402,11 @@ TEST(CudaMathBf16, LinearBackwardRoundsTheOutputGradientOnceAndMatchesItsThreeCa
     };
     const auto run = [&](Device& device, bool one_call) {
       auto dx_ = upload(device, x), dw_ = upload(device, w), ddy = upload(device, dy);
-      DeviceArray<float> weight_gradient(device, w.size()), bias_gradient(device, c.outputs),
-          input_gradient(device, x.size());
+      // NaN in every output first, so that a comparison fails unless the call writes all of it.
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      auto weight_gradient = upload(device, std::vector<float>(w.size(), nan));
+      auto bias_gradient = upload(device, std::vector<float>(std::size_t(c.outputs), nan));
+      auto input_gradient = upload(device, std::vector<float>(x.size(), nan));
       MathOps<float>& math = device.math_float();
       float* bias_out = c.bias ? bias_gradient.data() : nullptr;
       float* input_out = c.input_gradient ? input_gradient.data() : nullptr;
