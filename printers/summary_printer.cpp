@@ -190,8 +190,11 @@ std::string format_summary(const results::RunRecord& record,
   if (!record.partial_reason.empty())
     fmt::format_to(line, "partial         {}\n", record.partial_reason);
   fmt::format_to(line, "device          {}", environment.cpu_model);
+  // And the GPU settings that change what a step runs, where they are not the defaults.
   for (const auto& [name, value] : environment.device_properties)
-    if (name == "cuda_driver" || name == "cudnn" || name == "cudnn_api" || name == "onednn_isa")
+    if (name == "cuda_driver" || name == "cudnn" || name == "cudnn_api" || name == "onednn_isa" ||
+        (name == "image_activations" && value == "bf16") ||
+        (name == "attention" && value == "sdpa"))
       fmt::format_to(line, ", {} {}", name, value);
   fmt::format_to(line, "\n\n");
 

@@ -57,6 +57,24 @@ TEST(SummaryYardstick, ComputeIsAFractionOfTheFasterMeasurement) {
       << summary;
 }
 
+// The device line names the GPU settings that change what a step runs, where they are not the
+// defaults: bf16 images and cuDNN's fused attention; the defaults add nothing.
+TEST(SummaryDevice, NamesNonDefaultGpuSettings) {
+  auto run = run_at(118, 215, 236);
+  run.environment.device_properties = {
+      {"cudnn_api", "graph"}, {"image_activations", "float"}, {"attention", "gemm"}};
+  const std::string defaults = lines_labelled(format_summary(run), "device");
+  EXPECT_NE(defaults.find(", cudnn_api graph"), std::string::npos) << defaults;
+  EXPECT_EQ(defaults.find("image_activations"), std::string::npos) << defaults;
+  EXPECT_EQ(defaults.find("attention"), std::string::npos) << defaults;
+  run.environment.device_properties = {
+      {"cudnn_api", "graph"}, {"image_activations", "bf16"}, {"attention", "sdpa"}};
+  const std::string chosen = lines_labelled(format_summary(run), "device");
+  EXPECT_NE(chosen.find(", cudnn_api graph, image_activations bf16, attention sdpa"),
+            std::string::npos)
+      << chosen;
+}
+
 // Under --precision bf16 the yardstick is a bf16 GEMM, and the line says so.
 TEST(SummaryYardstick, NamesTheYardsticksPrecision) {
   auto run = run_at(118, 215, 236);
