@@ -141,13 +141,13 @@ struct CentredSquares {  // (x - mean)^2
   }
 };
 
-// The output gradient through the fused ReLU (it passes where y > 0; y is null without one), and
-// that gradient times the centred input.
+// The output gradient through a fused ReLU: it passes where y > 0 (y is null without one).
 template <typename T>
 __device__ float through_relu(const T* dy, const T* y, std::int64_t i) {
   return y != nullptr && !(load_float(y[i]) > 0.0f) ? 0.0f : load_float(dy[i]);
 }
 
+// That gradient, and it times the centred input.
 template <typename T>
 struct GradientTerms {
   const T* dy;
