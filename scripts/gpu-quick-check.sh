@@ -180,7 +180,7 @@ images_runs() {
   return $status
 }
 export -f images_runs
-stage images 120 200 images_runs
+stage images 150 240 images_runs
 grep -E '^== |^step |^\[  FAILED|^ +[0-9]+ [a-z_]+ +[0-9.]+ +[0-9.]+$|batch [0-9]+: layer' \
   "$keep/images.log" 2>/dev/null | tee -a "$log"
 
