@@ -190,12 +190,11 @@ std::string format_summary(const results::RunRecord& record,
   if (!record.partial_reason.empty())
     fmt::format_to(line, "partial         {}\n", record.partial_reason);
   fmt::format_to(line, "device          {}", environment.cpu_model);
-  // And the GPU settings that change what a step runs, where they are not the defaults.
   for (const auto& [name, value] : environment.device_properties)
-    if (name == "cuda_driver" || name == "cudnn" || name == "cudnn_api" || name == "onednn_isa" ||
-        (name == "image_activations" && value == "bf16") ||
-        (name == "attention" && value == "sdpa"))
+    if (name == "cuda_driver" || name == "cudnn" || name == "cudnn_api" || name == "onednn_isa")
       fmt::format_to(line, ", {} {}", name, value);
+    else if (name == "changed_settings")  // what the device ran other than its defaults
+      fmt::format_to(line, ", {}", value);
   fmt::format_to(line, "\n\n");
 
   // A unit per phase, from its longest time: one rank's allreduce is a millionth of its step,

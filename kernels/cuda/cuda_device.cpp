@@ -6,6 +6,7 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/errors.hpp"
 
@@ -205,6 +206,15 @@ DeviceProperties CudaDevice::properties() const {
   if (context_.cudnn_api == CudnnApi::graph)
     result.emplace_back("cudnn_frontend", DLSCALE_CUDNN_FRONTEND_VERSION);
 #endif
+  // The settings that ran other than their defaults, for the summary's device line.
+  std::vector<std::string> changed;
+  if (context_.native_is_bf16())
+    changed.push_back(
+        fmt::format("image_activations {}", image_activation_names(ImageActivations::bf16)));
+  if (fused_attention())
+    changed.push_back(fmt::format("attention {}", attention_api_names(AttentionApi::sdpa)));
+  if (!changed.empty())
+    result.emplace_back("changed_settings", fmt::format("{}", fmt::join(changed, ", ")));
   return result;
 }
 
