@@ -685,22 +685,29 @@ TEST(GraphPath, TheSettingIsReadFromTheEnvironment) {
 // choices.
 TEST(GraphPath, Bf16ImagesOnlyWhereAskedForUnderBf16OnTheGraphPath) {
   ASSERT_NO_FATAL_FAILURE(require_gpu());
-  const auto image_activations = [](const CudaDevice& device) {
+  const auto property = [](const CudaDevice& device, const char* name) {
     const auto properties = device.properties();
     const auto found = std::find_if(properties.begin(), properties.end(),
-                                    [](const auto& p) { return p.first == "image_activations"; });
+                                    [&](const auto& p) { return p.first == name; });
     return found != properties.end() ? found->second : std::string("absent");
   };
+  const auto image_activations = [&](const CudaDevice& device) {
+    return property(device, "image_activations");
+  };
   const dlscale::testing::ScopedSetting default_api("DLSCALE_CUDNN_API", nullptr);
+  const dlscale::testing::ScopedSetting default_attention("DLSCALE_CUDNN_ATTENTION", nullptr);
   {
     const dlscale::testing::ScopedSetting unset("DLSCALE_CUDA_IMAGE_ACTIVATIONS", nullptr);
-    EXPECT_EQ(image_activations(CudaDevice(0, Precision::bf16)), "float");
+    const CudaDevice device(0, Precision::bf16);
+    EXPECT_EQ(image_activations(device), "float");
+    EXPECT_EQ(property(device, "changed_settings"), "absent");
   }
   {
     const dlscale::testing::ScopedSetting bf16("DLSCALE_CUDA_IMAGE_ACTIVATIONS", "bf16");
     const CudaDevice device(0, Precision::bf16);
     EXPECT_TRUE(device.context().native_is_bf16());
     EXPECT_EQ(image_activations(device), "bf16");
+    EXPECT_EQ(property(device, "changed_settings"), "image_activations bf16");
     EXPECT_FALSE(CudaDevice(0, Precision::fp32, CudnnApi::graph).context().native_is_bf16());
     EXPECT_FALSE(CudaDevice(0, Precision::tf32, CudnnApi::graph).context().native_is_bf16());
     EXPECT_FALSE(CudaDevice(0, Precision::bf16, CudnnApi::legacy).context().native_is_bf16());
