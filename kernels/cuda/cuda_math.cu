@@ -1086,10 +1086,6 @@ class CudaMath final : public MathOps<T> {
   bool native_images_in_bf16() const {
     return std::is_same_v<T, float> && context_.native_is_bf16();
   }
-  static const __nv_bfloat16* as_bf16(const T* values) {
-    return reinterpret_cast<const __nv_bfloat16*>(values);
-  }
-  static __nv_bfloat16* as_bf16(T* values) { return reinterpret_cast<__nv_bfloat16*>(values); }
   // PyTorch autocast's GEMM: A and B rounded to bf16, products summed in float (CUBLAS_COMPUTE_32F
   // on bf16 inputs runs on tensor cores), C read and written in float.
   void gemm_bf16(Transpose transpose_a, Transpose transpose_b, int m, int n, int k, float alpha,

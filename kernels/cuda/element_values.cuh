@@ -21,4 +21,15 @@ __device__ inline T store_float(float value) {
     return value;
 }
 
+// A network buffer (float-typed, as the Device seam passes every tensor) read as the bf16 images
+// it holds where the device keeps them in bf16.
+template <typename T>
+inline const __nv_bfloat16* as_bf16(const T* values) {
+  return reinterpret_cast<const __nv_bfloat16*>(values);
+}
+template <typename T>
+inline __nv_bfloat16* as_bf16(T* values) {
+  return reinterpret_cast<__nv_bfloat16*>(values);
+}
+
 }  // namespace dlscale::kernels

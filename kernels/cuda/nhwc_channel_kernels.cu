@@ -336,11 +336,6 @@ class NhwcBatchNorm final : public BatchNormKernel {
     DLSCALE_CUDA_CHECK(cudaGetLastError());
   }
 
-  static const __nv_bfloat16* as_bf16(const float* values) {
-    return reinterpret_cast<const __nv_bfloat16*>(values);
-  }
-  static __nv_bfloat16* as_bf16(float* values) { return reinterpret_cast<__nv_bfloat16*>(values); }
-
   std::int64_t rows_of(int batch) const {
     return std::int64_t(batch) * geometry_.shape.height * geometry_.shape.width;
   }
