@@ -12,7 +12,8 @@
 #             with DLSCALE_CUDNN_GRAPH_VERBOSE=1, so each run's stderr (raw.tar.gz) has the graph
 #             path's engine choices and what its search cost the first step
 #   images    bf16 images between layers (DLSCALE_CUDA_IMAGE_ACTIVATIONS=bf16): their tests, then
-#             QUICK_IMAGE_CASES' bf16 steps with float and with bf16 images
+#             QUICK_IMAGE_CASES' bf16 steps with float and with bf16 images, and PyTorch's
+#             bf16 step of the same cases after them
 #   kernels   dlscale_gpu_kernel_tests (every CUDA kernel against the CPU)
 #   bound     gpu_points_finish_within_a_bound (the fcn-s batch 4096 bf16 point that stopped)
 #   training  gpu_training_agrees_with_the_cpu
@@ -177,11 +178,16 @@ images_runs() {
       rm -f "$keep/images.h5"
     done
   done
+  # PyTorch's bf16 step (autocast, channels_last) for the same cases, in the same lease.
+  echo "== PyTorch bf16"
+  timeout 120 python3 benchmarks/pytorch_reference.py --device cuda --precision bf16 \
+    --cases "$(tr ' ' , <<<"${QUICK_IMAGE_CASES:-vgg-16:64 resnet-50:64 mobilenet-v2:64 alexnet-r:1024}")" \
+    --iters 20 --warmup 3 --dlscale "$build_dir/dlscale" || status=1
   return $status
 }
 export -f images_runs
 stage images 150 240 images_runs
-grep -E '^== |^step |^\[  FAILED|^ +[0-9]+ [a-z_]+ +[0-9.]+ +[0-9.]+$|batch [0-9]+: layer' \
+grep -E '^== |^step |^\[  FAILED|^\| |^ +[0-9]+ [a-z_]+ +[0-9.]+ +[0-9.]+$|batch [0-9]+: layer' \
   "$keep/images.log" 2>/dev/null | tee -a "$log"
 
 stage kernels 45 90 "$build_dir/tests/dlscale_gpu_kernel_tests"
