@@ -193,7 +193,7 @@ grep -E '^== |^step |^\[  FAILED|^\| |^ +[0-9]+ [a-z_]+ +[0-9.]+ +[0-9.]+$|batch
 stage kernels 45 90 "$build_dir/tests/dlscale_gpu_kernel_tests"
 
 stage bound 60 120 env OUT="$keep" bash -c 'ctest_one "$@"' _ gpu_points_finish_within_a_bound
-stage training 60 120 ctest_one gpu_training_agrees_with_the_cpu
+stage training 90 180 ctest_one gpu_training_agrees_with_the_cpu
 profiles() {
   local profile status=0
   for profile in ${QUICK_PROFILES:-vgg-16:64:bf16 lstm-64:1024:bf16}; do

@@ -131,6 +131,7 @@ CudaDevice::CudaDevice(int gpu_index, Precision precision, std::optional<CudnnAp
       attention != nullptr && *attention != '\0') {
     require_choice("DLSCALE_CUDNN_ATTENTION", "attention", attention, attention_api_names.all());
     context_.attention = *attention_api_names.named(attention);
+    context_.attention_asked = true;
     if (context_.attention == AttentionApi::sdpa && !cudnn_graph_api_compiled())
       throw UserError(
           "DLSCALE_CUDNN_ATTENTION=sdpa: this build has no cuDNN frontend (run "
@@ -200,19 +201,22 @@ DeviceProperties CudaDevice::properties() const {
                                                         : ImageActivations::float32)},
       // How a GPT's attention ran: the fused cuDNN one only under bf16 (make_attention).
       {"attention",
-       attention_api_names(fused_attention() ? AttentionApi::sdpa : AttentionApi::gemm)},
+       attention_api_names(fused_attention() && !last_attention_composed_ ? AttentionApi::sdpa
+                                                                          : AttentionApi::gemm)},
   };
 #ifdef DLSCALE_CUDNN_FRONTEND_VERSION
   if (context_.cudnn_api == CudnnApi::graph)
     result.emplace_back("cudnn_frontend", DLSCALE_CUDNN_FRONTEND_VERSION);
 #endif
-  // The settings that ran other than their defaults, for the summary's device line.
+  // The settings that ran other than their defaults (cuda_context.hpp), for the summary's device
+  // line: where they changed what this precision and path run.
   std::vector<std::string> changed;
   if (context_.native_is_bf16())
     changed.push_back(
         fmt::format("image_activations {}", image_activation_names(ImageActivations::bf16)));
-  if (fused_attention())
-    changed.push_back(fmt::format("attention {}", attention_api_names(AttentionApi::sdpa)));
+  if (context_.precision == Precision::bf16 && context_.attention != AttentionApi::sdpa)
+    changed.push_back(fmt::format("attention {}", attention_api_names(context_.attention)));
+  if (!context_.tiled_layer_norm_gradient) changed.push_back("layer_norm_gradient serial");
   if (!changed.empty())
     result.emplace_back("changed_settings", fmt::format("{}", fmt::join(changed, ", ")));
   return result;
@@ -331,12 +335,20 @@ std::unique_ptr<LstmKernel> CudaDevice::make_lstm(const LstmGeometry& geometry) 
 }
 
 bool CudaDevice::fused_attention() const {
-  return context_.attention == AttentionApi::sdpa && context_.precision == Precision::bf16;
+  return context_.attention == AttentionApi::sdpa && context_.precision == Precision::bf16 &&
+         cudnn_graph_api_compiled();
 }
 
 std::unique_ptr<AttentionKernel> CudaDevice::make_attention(const AttentionGeometry& geometry) {
+  last_attention_composed_ = true;
+  if (!fused_attention()) return nullptr;
 #ifdef DLSCALE_HAVE_CUDNN_FRONTEND
-  if (fused_attention()) return make_cudnn_attention(context_, geometry);
+  // By default, a model whose heads cuDNN cannot read keeps the composed attention (the attention
+  // property says so); asked for, sdpa refuses it in one line.
+  if (context_.attention_asked || cudnn_attention_reads(geometry)) {
+    last_attention_composed_ = false;
+    return make_cudnn_attention(context_, geometry);
+  }
 #endif
   (void)geometry;
   return nullptr;

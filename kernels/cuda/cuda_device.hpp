@@ -63,8 +63,8 @@ class CudaDevice final : public Device {
   std::unique_ptr<PoolingKernel> make_pooling(const PoolingGeometry& geometry) override;
   std::unique_ptr<BatchNormKernel> make_batch_norm(const BatchNormGeometry& geometry) override;
   std::unique_ptr<LstmKernel> make_lstm(const LstmGeometry& geometry) override;
-  // cuDNN's fused attention where DLSCALE_CUDNN_ATTENTION=sdpa and the precision is bf16; else
-  // none, and the layer composes it from GEMMs.
+  // cuDNN's fused attention under bf16 (DLSCALE_CUDNN_ATTENTION, default sdpa) where cuDNN reads
+  // the model's heads; else none, and the layer composes it from GEMMs.
   std::unique_ptr<AttentionKernel> make_attention(const AttentionGeometry& geometry) override;
 
   MathOps<float>& math_float() override;
@@ -75,6 +75,9 @@ class CudaDevice final : public Device {
 
  private:
   bool fused_attention() const;  // whether make_attention() makes cuDNN's
+  // The last make_attention() left the attention to the layer's GEMMs (a model whose heads
+  // cuDNN cannot read keeps them by default): the attention property then says gemm.
+  bool last_attention_composed_ = false;
 
   CudaContext context_;
   void* cublas_workspace_ = nullptr;

@@ -75,10 +75,7 @@ class CudnnAttention final : public AttentionKernel {
  public:
   CudnnAttention(const CudaContext& context, const AttentionGeometry& geometry)
       : context_(context), geometry_(geometry) {
-    const int d = geometry.head_width();
-    // cuDNN's flash attention reads 16-byte vectors of a head: K and V start width and 2 width
-    // values after Q, so both widths must be multiples of 8 bf16 values.
-    if (geometry.heads < 1 || geometry.width % geometry.heads != 0 || d % 8 != 0)
+    if (!cudnn_attention_reads(geometry))
       throw UserError(fmt::format(
           "DLSCALE_CUDNN_ATTENTION=sdpa: cuDNN's attention needs a head width that is a multiple "
           "of 8 (this model: width {} over {} heads); unset it for this model",
@@ -280,7 +277,7 @@ class CudnnAttention final : public AttentionKernel {
     if (!built.graph)
       throw UserError(fmt::format(
           "DLSCALE_CUDNN_ATTENTION=sdpa: cuDNN runs no {} attention for batch {}, {} steps, {} "
-          "heads of {} ({}); unset it for this model",
+          "heads of {} ({}); DLSCALE_CUDNN_ATTENTION=gemm runs the composed attention",
           pass, batch, geometry_.steps, geometry_.heads, geometry_.head_width(), why));
     return built;
   }
@@ -322,6 +319,11 @@ class CudnnAttention final : public AttentionKernel {
 };
 
 }  // namespace
+
+bool cudnn_attention_reads(const AttentionGeometry& geometry) {
+  return geometry.heads >= 1 && geometry.width % geometry.heads == 0 &&
+         geometry.head_width() % 8 == 0;
+}
 
 std::unique_ptr<AttentionKernel> make_cudnn_attention(const CudaContext& context,
                                                       const AttentionGeometry& geometry) {

@@ -908,18 +908,20 @@ TYPED_TEST(CudaMathTest, SoftmaxCrossEntropyMatchesCpu) {
 template <typename T>
 constexpr double row_tolerance = std::is_same_v<T, float> ? 2e-5 : 1e-12;
 
-// Both ways of summing the scale and shift gradients: one thread per column (the default), and
-// DLSCALE_CUDA_LAYER_NORM_GRADIENT=tiled (4,099 rows: not a multiple of the tiles' 32 row lanes;
-// 40 columns: a partial second tile).
+// Both ways of summing the scale and shift gradients: by 32 x 32 tiles (the default; 4,099 rows:
+// not a multiple of the tiles' 32 row lanes; 40 columns: a partial second tile), and one thread
+// per column (DLSCALE_CUDA_LAYER_NORM_GRADIENT=serial).
 TYPED_TEST(CudaMathTest, LayerNormForwardAndBackwardMatchCpu) {
   using T = TypeParam;
-  const auto tiled_device = [] {
-    const dlscale::testing::ScopedSetting setting("DLSCALE_CUDA_LAYER_NORM_GRADIENT", "tiled");
+  const auto device_with = [](const char* gradient) {
+    const dlscale::testing::ScopedSetting setting("DLSCALE_CUDA_LAYER_NORM_GRADIENT", gradient);
     return std::make_unique<CudaDevice>(0, Precision::fp32);
-  }();
+  };
+  const auto tiled_device = device_with(nullptr);
+  const auto serial_device = device_with("serial");
   CudaDevice& tiled = *tiled_device;
   ASSERT_TRUE(tiled.context().tiled_layer_norm_gradient);
-  ASSERT_FALSE(this->gpu().context().tiled_layer_norm_gradient);
+  ASSERT_FALSE(serial_device->context().tiled_layer_norm_gradient);
   for (const auto& [rows, width] :
        {std::pair{1, 1}, std::pair{3, 7}, std::pair{257, 768}, std::pair{4099, 40}}) {
     const std::size_t count = std::size_t(rows) * width;
@@ -942,11 +944,11 @@ TYPED_TEST(CudaMathTest, LayerNormForwardAndBackwardMatchCpu) {
                         download(device, scale_shift_gradient)};
     };
     const auto [y, dx, dscale] = run(this->cpu());
-    const auto [gpu_y, gpu_dx, gpu_dscale] = run(this->gpu());
-    const auto [tiled_y, tiled_dx, tiled_dscale] = run(tiled);
-    EXPECT_EQ(tiled_y, gpu_y) << "layer_norm_forward" << what << ": the setting changed it";
-    EXPECT_EQ(tiled_dx, gpu_dx) << "layer_norm_backward dx" << what << ": the setting changed it";
-    expect_close(what + ": layer_norm_backward dscale, tiled", dscale, tiled_dscale,
+    const auto [gpu_y, gpu_dx, gpu_dscale] = run(tiled);
+    const auto [serial_y, serial_dx, serial_dscale] = run(*serial_device);
+    EXPECT_EQ(serial_y, gpu_y) << "layer_norm_forward" << what << ": the setting changed it";
+    EXPECT_EQ(serial_dx, gpu_dx) << "layer_norm_backward dx" << what << ": the setting changed it";
+    expect_close(what + ": layer_norm_backward dscale, serial", dscale, serial_dscale,
                  [&](std::size_t) { return row_tolerance<T> * 4 * rows; });
     // Normalised values are O(1) times the scale, plus the shift.
     expect_close("layer_norm_forward" + what, y, gpu_y, [&](std::size_t i) {

@@ -177,7 +177,7 @@ TEST(CudnnAttention, TheLayerHandsItsWorkToTheFusedKernel) {
     return std::pair{y.to_host(), dx.to_host()};
   };
   auto fused = device_with("sdpa", Precision::bf16);
-  auto composed = device_with(nullptr, Precision::bf16);
+  auto composed = device_with("gemm", Precision::bf16);
   const auto [fused_y, fused_dx] = run_layer(*fused);
   const auto [composed_y, composed_dx] = run_layer(*composed);
   // The same kernel again: what the layer handed over came back unchanged.
@@ -224,22 +224,27 @@ TEST(CudnnAttention, CapturedStepReplaysTheEagerResults) {
       << "backward";
 }
 
-// Only bf16 runs fused (cuDNN's attention reads bf16 or fp16 tensors); the default is the
-// composed attention; a wrong setting or a head width cuDNN cannot read is one UserError.
+// Only bf16 runs fused (cuDNN's attention reads bf16 or fp16 tensors), by default; gemm keeps the
+// composed attention; by default a head width cuDNN cannot read keeps it too (and the attention
+// property says so), while asked-for sdpa refuses it, and a wrong setting, in one UserError.
 TEST(CudnnAttention, TheSettingChoosesAndRefusesPlainly) {
   ASSERT_NO_FATAL_FAILURE(require_gpu());
-  EXPECT_EQ(device_with(nullptr, Precision::bf16)->make_attention({64, 128, 2}), nullptr);
+  EXPECT_NE(device_with(nullptr, Precision::bf16)->make_attention({64, 128, 2}), nullptr);
   EXPECT_EQ(device_with("gemm", Precision::bf16)->make_attention({64, 128, 2}), nullptr);
   EXPECT_EQ(device_with("sdpa", Precision::fp32)->make_attention({64, 128, 2}), nullptr);
-  EXPECT_EQ(device_with("sdpa", Precision::tf32)->make_attention({64, 128, 2}), nullptr);
+  EXPECT_EQ(device_with(nullptr, Precision::tf32)->make_attention({64, 128, 2}), nullptr);
   EXPECT_NE(device_with("sdpa", Precision::bf16)->make_attention({64, 128, 2}), nullptr);
-  const auto property = [](CudaDevice& device) {
-    for (const auto& [name, value] : device.properties())
-      if (name == "attention") return value;
+  const auto property = [](CudaDevice& device, const char* name) {
+    for (const auto& [property_name, value] : device.properties())
+      if (property_name == name) return value;
     return std::string("(none)");
   };
-  EXPECT_EQ(property(*device_with("sdpa", Precision::bf16)), "sdpa");
-  EXPECT_EQ(property(*device_with("sdpa", Precision::fp32)), "gemm");
+  EXPECT_EQ(property(*device_with(nullptr, Precision::bf16), "attention"), "sdpa");
+  EXPECT_EQ(property(*device_with("sdpa", Precision::fp32), "attention"), "gemm");
+  EXPECT_EQ(property(*device_with("gemm", Precision::bf16), "changed_settings"), "attention gemm");
+  const auto unreadable = device_with(nullptr, Precision::bf16);
+  EXPECT_EQ(unreadable->make_attention({64, 60, 3}), nullptr) << "a head width of 20, by default";
+  EXPECT_EQ(property(*unreadable, "attention"), "gemm");
   try {
     device_with("flash", Precision::bf16);
     ADD_FAILURE() << "DLSCALE_CUDNN_ATTENTION=flash was accepted";

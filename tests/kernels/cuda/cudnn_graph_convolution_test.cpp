@@ -309,7 +309,7 @@ class GraphConvolutionAgainstReference : public ::testing::TestWithParam<Precisi
 TEST_P(GraphConvolutionAgainstReference, ForwardAndBothBackwardPassesMatch) {
   ASSERT_NO_FATAL_FAILURE(require_gpu());
   const PrecisionCase& c = GetParam();
-  CudaDevice device(0, c.precision, CudnnApi::graph);
+  CudaDevice device = graph_device(c.precision, false);  // bf16 images: the suite below
   GraphConvolutionRun run(device, c.convolution.geometry, c.convolution.batch);
   run.run();
   for (const Comparison& comparison : run.against_reference()) {
@@ -587,44 +587,50 @@ class GraphPathCapture : public ::testing::TestWithParam<Precision> {};
 
 TEST_P(GraphPathCapture, CapturedStepReplaysTheEagerResultsBitForBit) {
   ASSERT_NO_FATAL_FAILURE(require_gpu());
-  CudaDevice device(0, GetParam(), CudnnApi::graph);
-  std::vector<std::unique_ptr<GraphConvolutionRun>> runs;
-  runs.push_back(std::make_unique<GraphConvolutionRun>(
-      device, ConvolutionGeometry{{3, 32, 32}, 32, 3, 1, 1, 1, true, nchw, native, true}, 16,
-      false));
-  runs.push_back(std::make_unique<GraphConvolutionRun>(
-      device, ConvolutionGeometry{{32, 28, 28}, 64, 3, 2, 1, 1, false, native, native}, 16));
-  runs.push_back(std::make_unique<GraphConvolutionRun>(
-      device, ConvolutionGeometry{{64, 14, 14}, 64, 3, 1, 1, 64, false, native, native}, 16));
-  runs.push_back(std::make_unique<GraphConvolutionRun>(
-      device, ConvolutionGeometry{{64, 14, 14}, 128, 1, 1, 0, 1, true, native, nchw}, 16));
-  std::vector<std::vector<std::vector<float>>> eager;
-  for (auto& run : runs) {
-    run->run();
-    eager.push_back(run->raw_outputs());
-  }
-  const std::unique_ptr<CapturedWork> step = device.capture([&] {
+  // Under bf16 on float images (the default) and on bf16 images.
+  const std::vector<bool> image_types =
+      GetParam() == Precision::bf16 ? std::vector<bool>{false, true} : std::vector<bool>{false};
+  for (const bool bf16_images : image_types) {
+    SCOPED_TRACE(bf16_images ? "bf16 images" : "float images");
+    CudaDevice device = graph_device(GetParam(), bf16_images);
+    std::vector<std::unique_ptr<GraphConvolutionRun>> runs;
+    runs.push_back(std::make_unique<GraphConvolutionRun>(
+        device, ConvolutionGeometry{{3, 32, 32}, 32, 3, 1, 1, 1, true, nchw, native, true}, 16,
+        false));
+    runs.push_back(std::make_unique<GraphConvolutionRun>(
+        device, ConvolutionGeometry{{32, 28, 28}, 64, 3, 2, 1, 1, false, native, native}, 16));
+    runs.push_back(std::make_unique<GraphConvolutionRun>(
+        device, ConvolutionGeometry{{64, 14, 14}, 64, 3, 1, 1, 64, false, native, native}, 16));
+    runs.push_back(std::make_unique<GraphConvolutionRun>(
+        device, ConvolutionGeometry{{64, 14, 14}, 128, 1, 1, 0, 1, true, native, nchw}, 16));
+    std::vector<std::vector<std::vector<float>>> eager;
     for (auto& run : runs) {
-      run->forward();
-      run->backward();
+      run->run();
+      eager.push_back(run->raw_outputs());
     }
-  });
-  ASSERT_NE(step, nullptr);
-  for (auto& run : runs) run->poison();
-  step->replay();
-  device.synchronize();
-  const char* names[] = {"output", "input gradient", "weight gradient", "bias gradient"};
-  for (std::size_t r = 0; r < runs.size(); ++r) {
-    const auto replayed = runs[r]->raw_outputs();
-    for (std::size_t t = 0; t < replayed.size(); ++t)
-      for (std::size_t i = 0; i < replayed[t].size(); ++i)
-        if (std::memcmp(&replayed[t][i], &eager[r][t][i], sizeof(float)) != 0 &&
-            !(std::isnan(replayed[t][i]) && std::isnan(eager[r][t][i]))) {  // unwritten slots
-          ADD_FAILURE() << "layer " << r << ", " << names[t] << ": replay differs at index " << i
-                        << std::setprecision(9) << " (" << replayed[t][i] << " vs "
-                        << eager[r][t][i] << ")";
-          break;
-        }
+    const std::unique_ptr<CapturedWork> step = device.capture([&] {
+      for (auto& run : runs) {
+        run->forward();
+        run->backward();
+      }
+    });
+    ASSERT_NE(step, nullptr);
+    for (auto& run : runs) run->poison();
+    step->replay();
+    device.synchronize();
+    const char* names[] = {"output", "input gradient", "weight gradient", "bias gradient"};
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+      const auto replayed = runs[r]->raw_outputs();
+      for (std::size_t t = 0; t < replayed.size(); ++t)
+        for (std::size_t i = 0; i < replayed[t].size(); ++i)
+          if (std::memcmp(&replayed[t][i], &eager[r][t][i], sizeof(float)) != 0 &&
+              !(std::isnan(replayed[t][i]) && std::isnan(eager[r][t][i]))) {  // unwritten slots
+            ADD_FAILURE() << "layer " << r << ", " << names[t] << ": replay differs at index " << i
+                          << std::setprecision(9) << " (" << replayed[t][i] << " vs "
+                          << eager[r][t][i] << ")";
+            break;
+          }
+    }
   }
 }
 
@@ -681,8 +687,8 @@ TEST(GraphPath, TheSettingIsReadFromTheEnvironment) {
 
 // DLSCALE_CUDA_IMAGE_ACTIVATIONS: bf16 images only where asked for, on the graph path and under
 // bf16 (fp32 and tf32 keep float images: the setting may stay set across a sweep of precisions),
-// recorded as the device property image_activations; an unknown value is one line naming the
-// choices.
+// recorded as the device property image_activations, and in changed_settings (absent where every
+// setting has its default); an unknown value is one line naming the choices.
 TEST(GraphPath, Bf16ImagesOnlyWhereAskedForUnderBf16OnTheGraphPath) {
   ASSERT_NO_FATAL_FAILURE(require_gpu());
   const auto property = [](const CudaDevice& device, const char* name) {
@@ -696,6 +702,8 @@ TEST(GraphPath, Bf16ImagesOnlyWhereAskedForUnderBf16OnTheGraphPath) {
   };
   const dlscale::testing::ScopedSetting default_api("DLSCALE_CUDNN_API", nullptr);
   const dlscale::testing::ScopedSetting default_attention("DLSCALE_CUDNN_ATTENTION", nullptr);
+  const dlscale::testing::ScopedSetting default_gradient("DLSCALE_CUDA_LAYER_NORM_GRADIENT",
+                                                         nullptr);
   {
     const dlscale::testing::ScopedSetting unset("DLSCALE_CUDA_IMAGE_ACTIVATIONS", nullptr);
     const CudaDevice device(0, Precision::bf16);
