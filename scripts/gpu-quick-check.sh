@@ -3,9 +3,11 @@
 # the whole fits a 15-minute GPU lease (one call of at most 9 minutes, after the machine's start):
 #
 #   build     scripts/gpu-check.sh --build-only, only the targets the checks below run
-#   gpt       the fused attention (DLSCALE_CUDNN_ATTENTION=sdpa) and tiled layer norm gradient
-#             (DLSCALE_CUDA_LAYER_NORM_GRADIENT=tiled): their tests, gpt2-small batch 8 with each
-#             and both beside PyTorch, and the per-layer times of the fastest
+#   gpt       the fused attention and tiled layer norm gradient (the defaults) and the padded
+#             bf16 rows of the output head's gradient (DLSCALE_CUDA_PADDED_BF16_ROWS=yes): their
+#             tests; gpt2-small batch 8 with the defaults, with padded rows, with the composed
+#             attention and serial gradient, and in fp32, beside PyTorch; per-layer times of the
+#             first two
 #   graph     the graph path's own tests (ctest -R gpu_cudnn_graph_path): is it right at all?
 #   speed     scripts/gpu-check.sh --bench-only --graph-only over QUICK_CASES at QUICK_PRECISIONS:
 #             dlscale's default path and PyTorch (bench), then the other path (graph), side by side;
@@ -114,30 +116,34 @@ ctest_one() { ctest --test-dir "$build_dir" -R "$1" --output-on-failure --no-tes
 export build_dir keep
 export -f ctest_one
 
-# The GPT on the GPU (docs/gpu.md, "A GPT on the GPU"): the fused attention's and the tiled layer
-# norm gradient's tests, then gpt2-small at batch 8 in bf16 with each setting and both (the
-# defaults first, which ran on an H200 at 193.6 ms a step), fp32 with the tiled gradient, and
-# PyTorch's eager bf16 step beside them.
+# The GPT on the GPU (docs/gpu.md, "A GPT on the GPU"): the fused attention's, the layer norm's
+# and the dense backward's tests, then gpt2-small at batch 8 in bf16 with the defaults (46.2 ms a
+# step on an H200, 2026-11-27), with padded bf16 rows, with the earlier kernels (185.3 ms), fp32,
+# and PyTorch's eager bf16 step beside them.
 gpt_runs() {
   local status=0
   "$build_dir/tests/dlscale_gpu_attention_tests" || status=1
-  "$build_dir/tests/dlscale_gpu_kernel_tests" --gtest_filter='*LayerNorm*:CudaMathBatched*' ||
+  "$build_dir/tests/dlscale_gpu_kernel_tests" \
+    --gtest_filter='*LayerNorm*:CudaMathBatched*:*LinearBackward*' ||
     status=1
-  for run in "bf16 gemm serial" "bf16 sdpa serial" "bf16 gemm tiled" "bf16 sdpa tiled" \
-    "fp32 gemm tiled"; do
-    read -r precision attention gradient <<<"$run"
-    echo "== gpt2-small batch 8 $precision, DLSCALE_CUDNN_ATTENTION=$attention DLSCALE_CUDA_LAYER_NORM_GRADIENT=$gradient"
-    DLSCALE_CUDNN_ATTENTION=$attention DLSCALE_CUDA_LAYER_NORM_GRADIENT=$gradient timeout 120 \
-      mpirun -x DLSCALE_CUDNN_ATTENTION -x DLSCALE_CUDA_LAYER_NORM_GRADIENT -np 1 \
+  for run in "bf16 sdpa tiled no" "bf16 sdpa tiled yes" "bf16 gemm serial no" \
+    "fp32 gemm tiled no"; do
+    read -r precision attention gradient padded <<<"$run"
+    echo "== gpt2-small batch 8 $precision, DLSCALE_CUDNN_ATTENTION=$attention DLSCALE_CUDA_LAYER_NORM_GRADIENT=$gradient DLSCALE_CUDA_PADDED_BF16_ROWS=$padded"
+    DLSCALE_CUDNN_ATTENTION=$attention DLSCALE_CUDA_LAYER_NORM_GRADIENT=$gradient \
+      DLSCALE_CUDA_PADDED_BF16_ROWS=$padded timeout 120 mpirun -x DLSCALE_CUDNN_ATTENTION \
+      -x DLSCALE_CUDA_LAYER_NORM_GRADIENT -x DLSCALE_CUDA_PADDED_BF16_ROWS -np 1 \
       "$build_dir/dlscale" --device cuda --comm nccl --model gpt2-small --batch 8 \
-      --precision "$precision" --iters 10 --warmup 3 --out "$keep/gpt-$precision-$attention-$gradient.h5" \
-      --overwrite </dev/null || status=1
+      --precision "$precision" --iters 10 --warmup 3 \
+      --out "$keep/gpt-$precision-$attention-$gradient-$padded.h5" --overwrite </dev/null ||
+      status=1
   done
   echo "== PyTorch gpt2-small batch 8 bf16 (autocast, scaled_dot_product_attention)"
   timeout 90 python3 benchmarks/pytorch_reference.py --device cuda --precision bf16 \
     --cases gpt2-small:8 --iters 10 --warmup 3 --dlscale "$build_dir/dlscale" || status=1
   # Where the fastest dlscale step's time goes, layer by layer (CUDA events).
-  "$build_dir/benchmarks/dlscale-bench-layer-times" "$keep/gpt-bf16-sdpa-tiled.h5" || status=1
+  "$build_dir/benchmarks/dlscale-bench-layer-times" "$keep/gpt-bf16-sdpa-tiled-no.h5" || status=1
+  "$build_dir/benchmarks/dlscale-bench-layer-times" "$keep/gpt-bf16-sdpa-tiled-yes.h5" || status=1
   return $status
 }
 export -f gpt_runs
@@ -156,10 +162,11 @@ stage speed 150 260 env DLSCALE_CUDNN_GRAPH_VERBOSE=1 BENCH_MODELS="$(IFS=,; ech
 [[ -f $keep/gpu-check-speed/summary.txt ]] &&
   grep -A 40 'graph: median step' "$keep/gpu-check-speed/summary.txt" | grep '^|' | tee -a "$log"
 
-# bf16 images between layers (DLSCALE_CUDA_IMAGE_ACTIVATIONS=bf16, off by default until this
-# has run): the setting's test and the three networks' gradients and steps against float images
-# (gpu_training_agrees_with_the_cpu's Bf16Images suite), then each image model's bf16 step with
-# float and with bf16 images, one after the other.
+# bf16 images between layers (DLSCALE_CUDA_IMAGE_ACTIVATIONS=bf16, the default since an H200 ran
+# this stage on 2026-11-27): the setting's test, the three networks' gradients and steps against
+# float images and the replayed steps against eager ones (gpu_training_agrees_with_the_cpu's
+# Bf16Images tests), then each image model's bf16 step with float and with bf16 images, one after
+# the other, and PyTorch's.
 images_runs() {
   local status=0 case model batch images
   "$build_dir/tests/dlscale_gpu_graph_tests" \

@@ -38,10 +38,10 @@ inline constexpr EnumNames<AttentionApi, 2> attention_api_names{{"gemm", "sdpa"}
 // --precision bf16 on the graph path: float (every layer rounds its input to bf16 for cuDNN and
 // writes float), or bf16, as autocast keeps a channels-last network's activations and their
 // gradients (ImageLayout::native then means NHWC bf16; parameters, their gradients, the loss and
-// the update stay float). float is the default: on an H200 (2026-11-27) bf16 images made bf16
-// steps of resnet-50 1.40x, mobilenet-v2 1.51x and vgg-16 1.22x faster and their kernels' tests
-// passed, but resnet-56's losses after three steps fell below float images' in three runs of
-// three (docs/gpu.md), which rounding alone is not yet shown to explain.
+// the update stay float). bf16 is the default since it ran on an H200 (2026-11-27): bf16 steps
+// of resnet-50 1.40x, mobilenet-v2 1.51x and vgg-16 1.22x faster than with float images, its
+// kernels' tests passed, and resnet-56's lower losses after three steps were reproduced by a CPU
+// emulation of the same rounding (docs/gpu.md).
 enum class ImageActivations { float32, bf16 };
 inline constexpr EnumNames<ImageActivations, 2> image_activation_names{{"float", "bf16"}};
 
@@ -68,12 +68,16 @@ struct CudaContext {
   // against 185.3 for serial); DLSCALE_CUDA_LAYER_NORM_GRADIENT=serial, one thread per column
   // over all rows (8,192 of them for gpt2-small at batch 8).
   bool tiled_layer_norm_gradient = true;
-  ImageActivations image_activations = ImageActivations::float32;  // as asked; see native_is_bf16
+  // DLSCALE_CUDA_PADDED_BF16_ROWS=yes: a dense layer without bias (a tied output head) rounds its
+  // output gradient into bf16 rows padded to 8 values, so that cuBLAS reads aligned rows where the
+  // width is no multiple of 8 (GPT-2's 50,257 words). Off until it has run on a GPU.
+  bool padded_bf16_rows = false;
+  ImageActivations image_activations = ImageActivations::bf16;  // as asked; see native_is_bf16
 
   // ImageLayout::native on this device: NHWC on the graph path (what cuDNN's tensor-core
   // convolutions read and write), NCHW on the legacy one.
   bool native_is_nhwc() const { return cudnn_api == CudnnApi::graph; }
-  // And its element type: bf16 where asked for on the graph path under --precision bf16 (every
+  // And its element type: bf16 (unless asked for float) on the graph path under bf16 (every
   // kernel that reads or writes ImageLayout::native then reads or writes bf16), else float.
   bool native_is_bf16() const {
     return native_is_nhwc() && precision == Precision::bf16 &&

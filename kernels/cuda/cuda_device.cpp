@@ -121,6 +121,11 @@ CudaDevice::CudaDevice(int gpu_index, Precision precision, std::optional<CudnnAp
                    {"serial", "tiled"});
     context_.tiled_layer_norm_gradient = std::string(tiled) == "tiled";
   }
+  if (const char* padded = std::getenv("DLSCALE_CUDA_PADDED_BF16_ROWS");
+      padded != nullptr && *padded != '\0') {
+    require_choice("DLSCALE_CUDA_PADDED_BF16_ROWS", "padded bf16 rows", padded, yes_no_names.all());
+    context_.padded_bf16_rows = *yes_no_names.named(padded);
+  }
   if (const char* activations = std::getenv("DLSCALE_CUDA_IMAGE_ACTIVATIONS");
       activations != nullptr && *activations != '\0') {
     require_choice("DLSCALE_CUDA_IMAGE_ACTIVATIONS", "image activation type", activations,
@@ -211,12 +216,15 @@ DeviceProperties CudaDevice::properties() const {
   // The settings that ran other than their defaults (cuda_context.hpp), for the summary's device
   // line: where they changed what this precision and path run.
   std::vector<std::string> changed;
-  if (context_.native_is_bf16())
+  if (context_.native_is_nhwc() && context_.precision == Precision::bf16 &&
+      context_.image_activations != ImageActivations::bf16)
     changed.push_back(
-        fmt::format("image_activations {}", image_activation_names(ImageActivations::bf16)));
+        fmt::format("image_activations {}", image_activation_names(context_.image_activations)));
   if (context_.precision == Precision::bf16 && context_.attention != AttentionApi::sdpa)
     changed.push_back(fmt::format("attention {}", attention_api_names(context_.attention)));
   if (!context_.tiled_layer_norm_gradient) changed.push_back("layer_norm_gradient serial");
+  if (context_.padded_bf16_rows)
+    changed.push_back(fmt::format("padded_bf16_rows {}", yes_no_names(true)));
   if (!changed.empty())
     result.emplace_back("changed_settings", fmt::format("{}", fmt::join(changed, ", ")));
   return result;
@@ -318,7 +326,8 @@ std::unique_ptr<PoolingKernel> CudaDevice::make_pooling(const PoolingGeometry& g
   // cuDNN's pooling writes float; no zoo network pools its NCHW input data into a native image.
   if (geometry.output_layout == ImageLayout::native && context_.native_is_bf16())
     throw std::invalid_argument(
-        "DLSCALE_CUDA_IMAGE_ACTIVATIONS=bf16: pooling of the input data is not supported");
+        "bf16 images: pooling of the input data into one is not supported "
+        "(DLSCALE_CUDA_IMAGE_ACTIVATIONS=float keeps float images)");
   return make_cudnn_pooling(context_, geometry);
 }
 

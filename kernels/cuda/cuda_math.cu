@@ -470,6 +470,14 @@ __global__ void round_to_bf16_kernel(std::size_t count, const float* from, __nv_
     to[i] = __float2bfloat16_rn(from[i]);
 }
 
+// to[row * to_stride + col] = from[row * cols + col] rounded: a row-major matrix copied into rows
+// of `to_stride` values (the values between a row's end and the next row are not written).
+__global__ void round_rows_to_bf16_kernel(std::size_t count, std::size_t cols, const float* from,
+                                          __nv_bfloat16* to, std::size_t to_stride) {
+  for (MatrixWalk at(cols); at.i < count; at.next())
+    to[at.row * to_stride + at.col] = __float2bfloat16_rn(from[at.i]);
+}
+
 __global__ void widen_to_float_kernel(std::size_t count, const __nv_bfloat16* from, float* to) {
   for (std::size_t i = thread_index(); i < count; i += grid_stride())
     to[i] = __bfloat162float(from[i]);
@@ -766,7 +774,12 @@ class CudaMath final : public MathOps<T> {
                        T* input_gradient) override {
     if constexpr (std::is_same_v<T, float>) {
       if (context_.precision == Precision::bf16 && rows > 0 && inputs > 0 && outputs > 0) {
-        const std::size_t dy_count = std::size_t(rows) * outputs;
+        // The bf16 copy of dy is what both GEMMs read most of: with rows padded to 8 values (16
+        // bytes; DLSCALE_CUDA_PADDED_BF16_ROWS=yes, a layer without bias) cuBLAS can load them as
+        // vectors where a width like GPT-2's 50,257 words leaves every row misaligned.
+        const int dy_stride =
+            context_.padded_bf16_rows && bias_gradient == nullptr ? (outputs + 7) / 8 * 8 : outputs;
+        const std::size_t dy_count = std::size_t(rows) * dy_stride;
         const std::size_t x_count = std::size_t(rows) * inputs;
         const std::size_t w_count = input_gradient != nullptr ? std::size_t(outputs) * inputs : 0;
         const auto [dy_bf16, x_bf16, w_bf16] =
@@ -775,20 +788,22 @@ class CudaMath final : public MathOps<T> {
           prepare_output_gradient<float, __nv_bfloat16>(
               output_gradient, nullptr, dy_bf16, rows, outputs, bias_gradient,
               scratch(channel_sums_scratch_bytes(rows, outputs)), context_.stream);
+        else if (dy_stride != outputs)
+          round_rows_to_bf16(output_gradient, dy_bf16, rows, outputs, dy_stride);
         else
           round_to_bf16(output_gradient, dy_bf16, dy_count, context_.stream);
         round_to_bf16(x, x_bf16, x_count, context_.stream);
         const float one = 1, zero = 0;
         // Column-major, as in gemm(): dW^T [inputs x outputs] = x^T dy, dx^T = W^T dy^T.
-        DLSCALE_CUBLAS_CHECK(cublasGemmEx(context_.cublas, CUBLAS_OP_N, CUBLAS_OP_T, inputs,
-                                          outputs, rows, &one, x_bf16, CUDA_R_16BF, inputs, dy_bf16,
-                                          CUDA_R_16BF, outputs, &zero, weight_gradient, CUDA_R_32F,
-                                          inputs, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        DLSCALE_CUBLAS_CHECK(cublasGemmEx(
+            context_.cublas, CUBLAS_OP_N, CUBLAS_OP_T, inputs, outputs, rows, &one, x_bf16,
+            CUDA_R_16BF, inputs, dy_bf16, CUDA_R_16BF, dy_stride, &zero, weight_gradient,
+            CUDA_R_32F, inputs, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
         if (input_gradient == nullptr) return;
         round_to_bf16(weights, w_bf16, w_count, context_.stream);
         DLSCALE_CUBLAS_CHECK(cublasGemmEx(context_.cublas, CUBLAS_OP_N, CUBLAS_OP_N, inputs, rows,
                                           outputs, &one, w_bf16, CUDA_R_16BF, inputs, dy_bf16,
-                                          CUDA_R_16BF, outputs, &zero, input_gradient, CUDA_R_32F,
+                                          CUDA_R_16BF, dy_stride, &zero, input_gradient, CUDA_R_32F,
                                           inputs, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
         return;
       }
@@ -1131,6 +1146,15 @@ class CudaMath final : public MathOps<T> {
     const std::size_t wave =
         std::size_t(multiprocessors()) * (max_threads_per_multiprocessor / elementwise_threads);
     return unsigned(std::min(std::size_t(rows), wave));
+  }
+
+  // A row-major [rows x cols] float matrix rounded into bf16 rows of `stride` values.
+  void round_rows_to_bf16(const float* from, __nv_bfloat16* to, int rows, int cols, int stride) {
+    const std::size_t count = std::size_t(rows) * std::size_t(cols);
+    if (count == 0) return;
+    round_rows_to_bf16_kernel<<<conversion_grid(count), elementwise_threads, 0, context_.stream>>>(
+        count, std::size_t(cols), from, to, std::size_t(stride));
+    DLSCALE_CUDA_CHECK(cudaGetLastError());
   }
 
   // Device memory for the softmax's row losses, the embedding's sort, the column sums of a bf16

@@ -9,6 +9,7 @@ usage: stalled_step_test.py MPIEXEC DLSCALE
 Exits 77 (skipped) where this process may not trace its descendants."""
 import ctypes
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -58,7 +59,9 @@ def main():
         # Training has begun once its progress line counts iterations (an iteration has ended,
         # so the watchdog knows how long one takes).
         deadline = time.monotonic() + 300
-        while "iteration" not in read_errors() or rank_process(job.pid) is None:
+        # A progress line ("iteration 40/100001"), not the header's "1 + 100000 iterations": the
+        # watchdog judges a step only once one has finished and shown how long it takes.
+        while not re.search(r"iteration \d+/", read_errors()) or rank_process(job.pid) is None:
             if job.poll() is not None:
                 fail("the run ended before it was stopped", read_errors())
             if time.monotonic() > deadline:

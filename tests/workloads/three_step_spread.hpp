@@ -35,16 +35,21 @@ namespace dlscale::testing {
 constexpr std::uint64_t three_steps_seed = 5;
 constexpr int three_steps = 3;
 
-// One rank alone: train() sums nothing for it, so this stands in for MPI.
+// One rank alone: train() sums nothing for it, so this stands in for MPI. A device that captures
+// steps replays them unless `capturable` is false (every step then runs eagerly).
 class OneRankCommunicator final : public comm::AllreduceOnlyCommunicator {
  public:
+  explicit OneRankCommunicator(bool capturable = true) : capturable_(capturable) {}
   int rank() const override { return 0; }
   int size() const override { return 1; }
   void allreduce_sum(std::span<float>) override {}
   void start_allreduce_sum(std::span<float>, const kernels::DeviceEvent&) override {}
   void wait_all() override {}
   double last_exchange_seconds() override { return 0; }
-  bool can_be_captured() const override { return true; }
+  bool can_be_captured() const override { return capturable_; }
+
+ private:
+  bool capturable_;
 };
 
 struct ThreeSteps {
@@ -67,11 +72,12 @@ inline std::vector<workloads::HostBatch> three_step_batches(const std::string& m
 }
 
 // Three steps of SGD (learning rate 0.01, momentum 0.9) from the seed's weights, through the
-// training loop, so a device that captures steps replays them.
+// training loop, so a device that captures steps replays them (unless `capture` is false).
 inline ThreeSteps train_three_steps(kernels::Device& device, const std::string& model, int batch,
-                                    const std::vector<workloads::HostBatch>& batches) {
+                                    const std::vector<workloads::HostBatch>& batches,
+                                    bool capture = true) {
   const auto workload = workloads::make_workload(model);
-  OneRankCommunicator alone;
+  OneRankCommunicator alone(capture);
   const worker::DeviceDataset data(device, batch, batches);
   auto network = workload->build_network(device, batch);
   network->initialize(three_steps_seed);

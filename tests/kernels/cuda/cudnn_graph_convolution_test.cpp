@@ -287,6 +287,8 @@ const ConvolutionCase convolution_cases[] = {
     {"depthwise_native", {{32, 9, 9}, 32, 3, 1, 1, 32, false, native, native}},
     {"depthwise_stride_2_native", {{16, 7, 7}, 16, 3, 2, 1, 16, false, native, native}},
     {"native_11x11_stride_4", {{16, 35, 35}, 16, 11, 4, 2, 1, true, native, native, true}},
+    // A ResNet's projection shortcut: its input gradient is zero at the pixels the stride skips.
+    {"pointwise_stride_2_native", {{16, 32, 32}, 32, 1, 2, 0, 1, false, native, native}, 4},
 };
 
 struct PrecisionCase {
@@ -587,9 +589,9 @@ class GraphPathCapture : public ::testing::TestWithParam<Precision> {};
 
 TEST_P(GraphPathCapture, CapturedStepReplaysTheEagerResultsBitForBit) {
   ASSERT_NO_FATAL_FAILURE(require_gpu());
-  // Under bf16 on float images (the default) and on bf16 images.
+  // Under bf16 on bf16 images (the default) and on float images.
   const std::vector<bool> image_types =
-      GetParam() == Precision::bf16 ? std::vector<bool>{false, true} : std::vector<bool>{false};
+      GetParam() == Precision::bf16 ? std::vector<bool>{true, false} : std::vector<bool>{false};
   for (const bool bf16_images : image_types) {
     SCOPED_TRACE(bf16_images ? "bf16 images" : "float images");
     CudaDevice device = graph_device(GetParam(), bf16_images);
@@ -685,11 +687,12 @@ TEST(GraphPath, TheSettingIsReadFromTheEnvironment) {
     unsetenv("DLSCALE_CUDNN_API");
 }
 
-// DLSCALE_CUDA_IMAGE_ACTIVATIONS: bf16 images only where asked for, on the graph path and under
-// bf16 (fp32 and tf32 keep float images: the setting may stay set across a sweep of precisions),
-// recorded as the device property image_activations, and in changed_settings (absent where every
-// setting has its default); an unknown value is one line naming the choices.
-TEST(GraphPath, Bf16ImagesOnlyWhereAskedForUnderBf16OnTheGraphPath) {
+// DLSCALE_CUDA_IMAGE_ACTIVATIONS: bf16 images by default on the graph path under bf16, and only
+// there (fp32 and tf32 keep float images: the setting may stay set across a sweep of
+// precisions); float where asked for. Recorded as the device property image_activations, and in
+// changed_settings where it is not the default (absent where every setting has its default); an
+// unknown value is one line naming the choices.
+TEST(GraphPath, Bf16ImagesByDefaultUnderBf16OnTheGraphPathOnly) {
   ASSERT_NO_FATAL_FAILURE(require_gpu());
   const auto property = [](const CudaDevice& device, const char* name) {
     const auto properties = device.properties();
@@ -707,22 +710,22 @@ TEST(GraphPath, Bf16ImagesOnlyWhereAskedForUnderBf16OnTheGraphPath) {
   {
     const dlscale::testing::ScopedSetting unset("DLSCALE_CUDA_IMAGE_ACTIVATIONS", nullptr);
     const CudaDevice device(0, Precision::bf16);
-    EXPECT_EQ(image_activations(device), "float");
-    EXPECT_EQ(property(device, "changed_settings"), "absent");
-  }
-  {
-    const dlscale::testing::ScopedSetting bf16("DLSCALE_CUDA_IMAGE_ACTIVATIONS", "bf16");
-    const CudaDevice device(0, Precision::bf16);
     EXPECT_TRUE(device.context().native_is_bf16());
     EXPECT_EQ(image_activations(device), "bf16");
-    EXPECT_EQ(property(device, "changed_settings"), "image_activations bf16");
+    EXPECT_EQ(property(device, "changed_settings"), "absent");
     EXPECT_FALSE(CudaDevice(0, Precision::fp32, CudnnApi::graph).context().native_is_bf16());
     EXPECT_FALSE(CudaDevice(0, Precision::tf32, CudnnApi::graph).context().native_is_bf16());
     EXPECT_FALSE(CudaDevice(0, Precision::bf16, CudnnApi::legacy).context().native_is_bf16());
+    EXPECT_EQ(property(CudaDevice(0, Precision::fp32), "changed_settings"), "absent");
   }
   {
     const dlscale::testing::ScopedSetting float_images("DLSCALE_CUDA_IMAGE_ACTIVATIONS", "float");
-    EXPECT_FALSE(CudaDevice(0, Precision::bf16).context().native_is_bf16());
+    const CudaDevice device(0, Precision::bf16);
+    EXPECT_FALSE(device.context().native_is_bf16());
+    EXPECT_EQ(image_activations(device), "float");
+    EXPECT_EQ(property(device, "changed_settings"), "image_activations float");
+    EXPECT_EQ(property(CudaDevice(0, Precision::fp32), "changed_settings"), "absent")
+        << "float images are what fp32 runs anyway";
   }
   const dlscale::testing::ScopedSetting half("DLSCALE_CUDA_IMAGE_ACTIVATIONS", "half");
   try {
