@@ -223,7 +223,7 @@ DeviceProperties CudaDevice::properties() const {
   if (context_.precision == Precision::bf16 && context_.attention != AttentionApi::sdpa)
     changed.push_back(fmt::format("attention {}", attention_api_names(context_.attention)));
   if (!context_.tiled_layer_norm_gradient) changed.push_back("layer_norm_gradient serial");
-  if (context_.padded_bf16_rows)
+  if (context_.padded_bf16_rows && context_.precision == Precision::bf16)
     changed.push_back(fmt::format("padded_bf16_rows {}", yes_no_names(true)));
   if (!changed.empty())
     result.emplace_back("changed_settings", fmt::format("{}", fmt::join(changed, ", ")));
@@ -352,9 +352,13 @@ std::unique_ptr<AttentionKernel> CudaDevice::make_attention(const AttentionGeome
   last_attention_composed_ = true;
   if (!fused_attention()) return nullptr;
 #ifdef DLSCALE_HAVE_CUDNN_FRONTEND
-  // By default, a model whose heads cuDNN cannot read keeps the composed attention (the attention
-  // property says so); asked for, sdpa refuses it in one line.
-  if (context_.attention_asked || cudnn_attention_reads(geometry)) {
+  // By default, a model whose heads cuDNN may not run keeps the composed attention (the attention
+  // property says so); asked for, sdpa tries them, and refuses what cuDNN cannot run in one line.
+  int compute_capability_major = 0;
+  DLSCALE_CUDA_CHECK(cudaDeviceGetAttribute(&compute_capability_major,
+                                            cudaDevAttrComputeCapabilityMajor, context_.device));
+  if (context_.attention_asked ||
+      cudnn_attention_runs_everywhere(geometry, compute_capability_major)) {
     last_attention_composed_ = false;
     return make_cudnn_attention(context_, geometry);
   }

@@ -270,15 +270,17 @@ class CudnnAttention final : public AttentionKernel {
   }
 
   // The graph's first engine by cuDNN's heuristics (mode A, then the fallback list), built; a
-  // UserError naming the shape where cuDNN has none (the sdpa setting was the user's choice).
+  // UserError naming the shape where cuDNN has none, and the setting that avoids it.
   BuiltGraph build(std::shared_ptr<fe::graph::Graph> graph, const char* pass, int batch) {
     std::string why;
     BuiltGraph built = try_build(std::move(graph), why);
     if (!built.graph)
-      throw UserError(fmt::format(
-          "DLSCALE_CUDNN_ATTENTION=sdpa: cuDNN runs no {} attention for batch {}, {} steps, {} "
-          "heads of {} ({}); DLSCALE_CUDNN_ATTENTION=gemm runs the composed attention",
-          pass, batch, geometry_.steps, geometry_.heads, geometry_.head_width(), why));
+      throw UserError(
+          fmt::format("{}: cuDNN runs no {} attention for batch {}, {} steps, {} heads of {} ({}); "
+                      "DLSCALE_CUDNN_ATTENTION=gemm runs the composed attention",
+                      context_.attention_asked ? "DLSCALE_CUDNN_ATTENTION=sdpa"
+                                               : "cuDNN's fused attention (the default under bf16)",
+                      pass, batch, geometry_.steps, geometry_.heads, geometry_.head_width(), why));
     return built;
   }
 
@@ -323,6 +325,12 @@ class CudnnAttention final : public AttentionKernel {
 bool cudnn_attention_reads(const AttentionGeometry& geometry) {
   return geometry.heads >= 1 && geometry.width % geometry.heads == 0 &&
          geometry.head_width() % 8 == 0;
+}
+
+bool cudnn_attention_runs_everywhere(const AttentionGeometry& geometry,
+                                     int compute_capability_major) {
+  return cudnn_attention_reads(geometry) && geometry.head_width() <= 128 &&
+         compute_capability_major >= 8;
 }
 
 std::unique_ptr<AttentionKernel> make_cudnn_attention(const CudaContext& context,

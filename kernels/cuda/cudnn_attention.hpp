@@ -15,6 +15,13 @@ namespace dlscale::kernels {
 // and V start width and 2 width values after Q, so the head width must be a multiple of 8.
 bool cudnn_attention_reads(const AttentionGeometry& geometry);
 
+// Whether, besides, every GPU and cuDNN 9 that runs it runs these heads forward and backward:
+// cuDNN's attention needs compute capability 8.0 or newer, and its backward a head width of at
+// most 128 before Hopper (cuDNN's support matrix). Where the fused attention is the default
+// rather than asked for, other models keep the composed attention.
+bool cudnn_attention_runs_everywhere(const AttentionGeometry& geometry,
+                                     int compute_capability_major);
+
 // A UserError where it does not read them (DLSCALE_CUDNN_ATTENTION=sdpa was asked for).
 std::unique_ptr<AttentionKernel> make_cudnn_attention(const CudaContext& context,
                                                       const AttentionGeometry& geometry);

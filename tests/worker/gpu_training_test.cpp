@@ -165,16 +165,17 @@ INSTANTIATE_TEST_SUITE_P(Workloads, GpuTrainsLikeTheCpu,
 // mobilenet-v2 (batch 2) up to 1.2 and 1.8 of a layer's largest gradient from fp32's (an H200,
 // 2026-11-27), and float images' own third-step loss ended at 1.26, 1.44 and 1.62 in three
 // processes (engines chosen by timing). There the later losses of bf16 images must fall inside
-// the spread of float images' losses over inputs moved by a bf16 ulp (five samples, widened by
-// their own range: the tail beyond the largest of five). On that H200 resnet-56's bf16 images
+// the spread of float images' losses over inputs moved by about a bf16 ulp (five samples, widened
+// by their own range: the tail beyond the largest of five). On that H200 resnet-56's bf16 images
 // ended its third step at 0.69 to 1.01, below all three float-image runs. The networks cover every
 // kernel that reads or writes bf16 images: convolution with a fused ReLU, max pooling into a dense
 // layer (alexnet-r); batch norm with its ReLU, the residual sum and ReLU, global average pooling
 // (resnet-56); depthwise convolution and ReLU6 (mobilenet-v2).
 class Bf16ImagesStayWithinBf16Rounding : public ::testing::TestWithParam<Case> {};
 
-// Every value moved by one bf16 ulp (a relative 2^-8) up or down, the direction drawn from `seed`
-// and `stream`: the rounding bf16 images add, where a float ulp would vanish in bf16 math.
+// Every value moved by about a bf16 ulp (a relative 2^-8: half an ulp to one) up or down, the
+// direction drawn from `seed` and `stream`: the rounding bf16 images add, where a float ulp would
+// vanish in bf16 math.
 void move_by_a_bf16_ulp(std::vector<float>& values, std::uint64_t seed, std::uint64_t stream) {
   const CounterRandom random(seed, stream);
   for (std::size_t i = 0; i < values.size(); ++i)

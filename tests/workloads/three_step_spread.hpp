@@ -35,21 +35,16 @@ namespace dlscale::testing {
 constexpr std::uint64_t three_steps_seed = 5;
 constexpr int three_steps = 3;
 
-// One rank alone: train() sums nothing for it, so this stands in for MPI. A device that captures
-// steps replays them unless `capturable` is false (every step then runs eagerly).
+// One rank alone: train() sums nothing for it, so this stands in for MPI.
 class OneRankCommunicator final : public comm::AllreduceOnlyCommunicator {
  public:
-  explicit OneRankCommunicator(bool capturable = true) : capturable_(capturable) {}
   int rank() const override { return 0; }
   int size() const override { return 1; }
   void allreduce_sum(std::span<float>) override {}
   void start_allreduce_sum(std::span<float>, const kernels::DeviceEvent&) override {}
   void wait_all() override {}
   double last_exchange_seconds() override { return 0; }
-  bool can_be_captured() const override { return capturable_; }
-
- private:
-  bool capturable_;
+  bool can_be_captured() const override { return true; }
 };
 
 struct ThreeSteps {
@@ -72,19 +67,26 @@ inline std::vector<workloads::HostBatch> three_step_batches(const std::string& m
 }
 
 // Three steps of SGD (learning rate 0.01, momentum 0.9) from the seed's weights, through the
-// training loop, so a device that captures steps replays them (unless `capture` is false).
+// training loop, so a device that captures steps replays them; unless `capture` is false: then a
+// learning-rate warm-up over all three steps from the rate itself (so the same rate, bit for bit)
+// keeps every step eager, as the loop captures none while the rate may still change.
 inline ThreeSteps train_three_steps(kernels::Device& device, const std::string& model, int batch,
                                     const std::vector<workloads::HostBatch>& batches,
                                     bool capture = true) {
   const auto workload = workloads::make_workload(model);
-  OneRankCommunicator alone(capture);
+  OneRankCommunicator alone;
   const worker::DeviceDataset data(device, batch, batches);
   auto network = workload->build_network(device, batch);
   network->initialize(three_steps_seed);
   model::SgdMomentum<float> optimizer(device, network->parameters().size(), 0.01f, 0.9f);
+  worker::TrainingSchedule schedule{0, three_steps};
+  if (!capture) {
+    schedule.learning_rate_start = optimizer.learning_rate();
+    schedule.learning_rate_warmup = three_steps;
+  }
   const worker::RankMeasurements measured =
       worker::train(*network, optimizer, data, alone,
-                    worker::make_gradient_exchange(*network, 0, true), device, {0, three_steps});
+                    worker::make_gradient_exchange(*network, 0, true), device, schedule);
   ThreeSteps result{std::vector<float>(network->parameters().size()), measured.loss};
   device.copy_to_host(result.parameters.data(), network->parameters().data(),
                       result.parameters.size() * sizeof(float));

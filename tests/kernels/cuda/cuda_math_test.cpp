@@ -387,7 +387,11 @@ TEST(CudaMathBatched, StridedBatchedGemmMatchesTheCpuInEveryPrecision) {
 // DLSCALE_CUDA_PADDED_BF16_ROWS=yes (dy's bf16 rows padded to 8 values where there is no bias) the
 // same gradients within float rounding (another GEMM kernel may add in another order).
 TEST(CudaMathBf16, LinearBackwardRoundsTheOutputGradientOnceAndMatchesItsThreeCalls) {
-  CudaDevice bf16(0, Precision::bf16);
+  const auto default_device = [] {
+    const dlscale::testing::ScopedSetting setting("DLSCALE_CUDA_PADDED_BF16_ROWS", nullptr);
+    return std::make_unique<CudaDevice>(0, Precision::bf16);
+  }();
+  CudaDevice& bf16 = *default_device;
   const auto padded_device = [] {
     const dlscale::testing::ScopedSetting setting("DLSCALE_CUDA_PADDED_BF16_ROWS", "yes");
     return std::make_unique<CudaDevice>(0, Precision::bf16);

@@ -225,8 +225,9 @@ TEST(CudnnAttention, CapturedStepReplaysTheEagerResults) {
 }
 
 // Only bf16 runs fused (cuDNN's attention reads bf16 or fp16 tensors), by default; gemm keeps the
-// composed attention; by default a head width cuDNN cannot read keeps it too (and the attention
-// property says so), while asked-for sdpa refuses it, and a wrong setting, in one UserError.
+// composed attention; by default a head width cuDNN may not run keeps it too (and the attention
+// property says so), while asked-for sdpa refuses one it cannot read, and a wrong setting, in one
+// UserError.
 TEST(CudnnAttention, TheSettingChoosesAndRefusesPlainly) {
   ASSERT_NO_FATAL_FAILURE(require_gpu());
   EXPECT_NE(device_with(nullptr, Precision::bf16)->make_attention({64, 128, 2}), nullptr);
@@ -244,6 +245,8 @@ TEST(CudnnAttention, TheSettingChoosesAndRefusesPlainly) {
   EXPECT_EQ(property(*device_with("gemm", Precision::bf16), "changed_settings"), "attention gemm");
   const auto unreadable = device_with(nullptr, Precision::bf16);
   EXPECT_EQ(unreadable->make_attention({64, 60, 3}), nullptr) << "a head width of 20, by default";
+  EXPECT_EQ(device_with(nullptr, Precision::bf16)->make_attention({64, 512, 2}), nullptr)
+      << "a head width of 256, by default (not every GPU's cuDNN runs its backward)";
   EXPECT_EQ(property(*unreadable, "attention"), "gemm");
   try {
     device_with("flash", Precision::bf16);
