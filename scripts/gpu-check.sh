@@ -9,15 +9,18 @@
 # Run it from anywhere in the repository, with .gpu-bundle/gpu-deps.tar.xz carried there. Stages:
 #   build  unpack the bundle into .gpu-bundle/prefix (again only when the archive changed), then
 #          configure build-gpu/ (Release, DLSCALE_WITH_CUDA=ON, nvcc from /usr/local/cuda, sm_90,
-#          tests on) against the bundle, and build it on every core. The cuDNN frontend headers
+#          tests on) against the bundle, and build on every core what the stages below run
+#          (dlscale, the GPU tests, dlscale-bench-layer-times; BUILD_TARGETS=all: everything,
+#          the CPU tests too: about a minute more on 16 cores). The cuDNN frontend headers
 #          (for the graph path) come from the bundle's prefix/cudnn-frontend/include, or from
 #          .cudnn-frontend/include (scripts/fetch-cudnn-frontend.sh); without them the graph path
 #          is not compiled in and the graph stage fails
 #   tests  ctest --test-dir build-gpu -L gpu -j TEST_JOBS --output-on-failure (no test labelled gpu:
 #          a failure); the tests that read time or NVML's counters run alone (tests/CMakeLists.txt)
-#   bench  BUILD_DIR=build-gpu benchmarks/compare_with_frameworks.sh --device cuda, with the first
-#          python3 that imports torch; skipped (a failure under --bench-only) while that script
-#          has no --device option
+#   bench  BUILD_DIR=build-gpu benchmarks/compare_with_frameworks.sh --device cuda --iters 20
+#          --warmup 3 (a GPU step's median over 20 steps moves by well under 1% between runs),
+#          with the first python3 that imports torch; skipped (a failure under --bench-only)
+#          while that script has no --device option
 #   graph  the graph path (DLSCALE_CUDNN_API=graph): its GPU tests (ctest -R gpu_cudnn_graph_path,
 #          unless the tests stage ran them already), DLSCALE_CUDNN_API=backend refused with exit
 #          status 2 and one line, then each image case of the comparison
@@ -36,12 +39,13 @@
 # stage, and several may be given (--tests-only --bench-only: both, on an existing build). The
 # bundle is unpacked and the environment set for every stage.
 #
-# Environment: BUILD_DIR (default build-gpu), BUILD_TARGETS (default: all), JOBS (default: every
+# Environment: BUILD_DIR (default build-gpu), BUILD_TARGETS (default: what the stages run), JOBS (default: every
 # core), TEST_JOBS (GPU tests at once, default 4), CUDA_ARCHITECTURES
 # (default 90), CUDACXX (default /usr/local/cuda/bin/nvcc), PYTHON (for the bench stage),
 # OUT (if set, the logs and a summary are copied to $OUT/gpu-check/ at the end, even on failure),
 # BENCH_MODELS, BENCH_PRECISIONS, BENCH_ITERS, BENCH_WARMUP (the bench stage's --models,
-# --precisions, --iters, --warmup), GRAPH_TESTS=no (the graph stage without its ctest run).
+# --precisions, --iters (default 20), --warmup (default 3)), GRAPH_TESTS=no (the graph stage
+# without its ctest run).
 # The environment this script sets is kept in .gpu-bundle/environment.sh for later commands.
 # Logs are kept in .gpu-bundle/logs/. Runs as root: Open MPI is told to allow it.
 # Exit status: 0 when every chosen stage passed, 1 naming each stage that failed, 2 on bad usage.
@@ -191,8 +195,12 @@ if wants build; then
       >>"$summary" || true
     { echo "found:"; grep -E '^(dnnl|OpenBLAS|spdlog|fmt|Boost|boost_program_options|GTest)_DIR:' \
         "$build_dir/CMakeCache.txt" | sed 's/^/  /' || true; } >>"$summary"
+    # What the stages run: dlscale, its CUDA module and the GPU tests (the graph path's two only where the
+    # frontend was found), and the per-layer times of benchmarks/gpu_step_profile.sh.
+    targets="dlscale dlscale_cuda dlscale_gpu_kernel_tests dlscale_gpu_training_tests dlscale_gpu_sampling_tests dlscale-bench-layer-times"
+    ((${#frontend_option[@]})) && targets+=" dlscale_gpu_graph_tests dlscale_gpu_attention_tests"
     target_option=()
-    [[ -n ${BUILD_TARGETS:-} ]] && read -ra target_option <<<"--target $BUILD_TARGETS"
+    [[ ${BUILD_TARGETS:-} != all ]] && read -ra target_option <<<"--target ${BUILD_TARGETS:-$targets}"
     if ! logged build cmake --build "$build_dir" --parallel "$jobs" "${target_option[@]}"; then
       fail build "cmake --build (see build.log)"
     elif [[ ! -x $build_dir/dlscale ]]; then
@@ -251,8 +259,7 @@ if wants bench; then
     bench_options=(--device cuda)
     [[ -n ${BENCH_MODELS:-} ]] && bench_options+=(--models "$BENCH_MODELS")
     [[ -n ${BENCH_PRECISIONS:-} ]] && bench_options+=(--precisions "$BENCH_PRECISIONS")
-    [[ -n ${BENCH_ITERS:-} ]] && bench_options+=(--iters "$BENCH_ITERS")
-    [[ -n ${BENCH_WARMUP:-} ]] && bench_options+=(--warmup "$BENCH_WARMUP")
+    bench_options+=(--iters "${BENCH_ITERS:-20}" --warmup "${BENCH_WARMUP:-3}")
     echo "+ BUILD_DIR=$build_dir PYTHON=$python $compare ${bench_options[*]}" >"$logs/bench.log"
     if ! { BUILD_DIR=$build_dir PYTHON=$python RAW_DIR=$logs/bench-raw \
              "$compare" "${bench_options[@]}" | tee "$logs/bench.md"; } 2>&1 | tee -a "$logs/bench.log"; then

@@ -3,16 +3,20 @@
 # the whole fits a 15-minute GPU lease (one call of at most 9 minutes, after the machine's start):
 #
 #   build     scripts/gpu-check.sh --build-only, only the targets the checks below run
-#   gpt       the fused attention and tiled layer norm gradient (the defaults) and the padded
-#             bf16 rows of the output head's gradient (DLSCALE_CUDA_PADDED_BF16_ROWS=yes): their
-#             tests; gpt2-small batch 8 with the defaults, with padded rows, with the composed
-#             attention and serial gradient, and in fp32, beside PyTorch; per-layer times of the
-#             first two
+#   gpt       the fused attention and tiled layer norm gradient (the defaults), the padded bf16
+#             rows of the output head's gradient (DLSCALE_CUDA_PADDED_BF16_ROWS=yes) and the loss's
+#             batched loads (DLSCALE_CUDA_BATCHED_LOADS=yes): their tests; gpt2-small batch 8 with
+#             the defaults, with padded rows, with padded rows and batched loads, and in fp32,
+#             beside PyTorch; per-layer times of the three bf16 runs
 #   graph     the graph path's own tests (ctest -R gpu_cudnn_graph_path): is it right at all?
 #   speed     scripts/gpu-check.sh --bench-only --graph-only over QUICK_CASES at QUICK_PRECISIONS:
 #             dlscale's default path and PyTorch (bench), then the other path (graph), side by side;
 #             with DLSCALE_CUDNN_GRAPH_VERBOSE=1, so each run's stderr (raw.tar.gz) has the graph
 #             path's engine choices and what its search cost the first step
+#   table     issue 30's whole table: scripts/gpu-check.sh --bench-only --graph-only, every case of
+#             benchmarks/compare_with_frameworks.sh --device cuda at fp32, tf32 and bf16 beside
+#             PyTorch (20 steps after 3), then the image cases at fp32 and tf32 on the graph path
+#             too (their default is legacy): which path each precision should default to
 #   images    bf16 images between layers (DLSCALE_CUDA_IMAGE_ACTIVATIONS=bf16): their tests, then
 #             QUICK_IMAGE_CASES' bf16 steps with float and with bf16 images, and PyTorch's
 #             bf16 step of the same cases after them
@@ -22,8 +26,9 @@
 #   profile   benchmarks/gpu_step_profile.sh for each of QUICK_PROFILES (default the two bf16
 #             cases that missed PyTorch last: vgg-16:64:bf16 lstm-64:1024:bf16): per-layer CUDA
 #             event times beside torch.profiler's kernels
-#   rest      gpu_sampling_reads_nvml; tf32 speed of vgg-16 and resnet-50 (as speed); the bf16
-#             LSTM beside the float one (lstm-64 batch 1024, lstm-32 batch 128);
+#   rest      gpu_sampling_reads_nvml; tf32 speed of vgg-16 and resnet-50 (as speed); the LSTMs
+#             (lstm-64 batch 1024, lstm-32 batch 128) in bf16 with and without batched loads and
+#             in tf32 (TF32 now, never FP16: docs/gpu.md), and the LSTM kernel tests;
 #             gpu_command_line_acceptance
 # A stage starts only when the time it needs is left of BUDGET seconds (default 520), and is
 # stopped when it would outlast the budget; the log says which stages ran, passed, failed or
@@ -124,26 +129,27 @@ gpt_runs() {
   local status=0
   "$build_dir/tests/dlscale_gpu_attention_tests" || status=1
   "$build_dir/tests/dlscale_gpu_kernel_tests" \
-    --gtest_filter='*LayerNorm*:CudaMathBatched*:*LinearBackward*' ||
+    --gtest_filter='*LayerNorm*:CudaMathBatched*:*LinearBackward*:*SoftmaxCrossEntropy*' ||
     status=1
-  for run in "bf16 sdpa tiled no" "bf16 sdpa tiled yes" "bf16 gemm serial no" \
-    "fp32 gemm tiled no"; do
-    read -r precision attention gradient padded <<<"$run"
-    echo "== gpt2-small batch 8 $precision, DLSCALE_CUDNN_ATTENTION=$attention DLSCALE_CUDA_LAYER_NORM_GRADIENT=$gradient DLSCALE_CUDA_PADDED_BF16_ROWS=$padded"
-    DLSCALE_CUDNN_ATTENTION=$attention DLSCALE_CUDA_LAYER_NORM_GRADIENT=$gradient \
-      DLSCALE_CUDA_PADDED_BF16_ROWS=$padded timeout 120 mpirun -x DLSCALE_CUDNN_ATTENTION \
-      -x DLSCALE_CUDA_LAYER_NORM_GRADIENT -x DLSCALE_CUDA_PADDED_BF16_ROWS -np 1 \
+  # precision, padded bf16 rows, batched loads (attention and layer norm gradient: the defaults)
+  for run in "bf16 no no" "bf16 yes no" "bf16 yes yes" "fp32 no no"; do
+    read -r precision padded batched <<<"$run"
+    echo "== gpt2-small batch 8 $precision, DLSCALE_CUDA_PADDED_BF16_ROWS=$padded DLSCALE_CUDA_BATCHED_LOADS=$batched"
+    DLSCALE_CUDA_PADDED_BF16_ROWS=$padded DLSCALE_CUDA_BATCHED_LOADS=$batched timeout 120 \
+      mpirun -x DLSCALE_CUDA_PADDED_BF16_ROWS -x DLSCALE_CUDA_BATCHED_LOADS -np 1 \
       "$build_dir/dlscale" --device cuda --comm nccl --model gpt2-small --batch 8 \
       --precision "$precision" --iters 10 --warmup 3 \
-      --out "$keep/gpt-$precision-$attention-$gradient-$padded.h5" --overwrite </dev/null ||
+      --out "$keep/gpt-$precision-$padded-$batched.h5" --overwrite </dev/null ||
       status=1
   done
   echo "== PyTorch gpt2-small batch 8 bf16 (autocast, scaled_dot_product_attention)"
   timeout 90 python3 benchmarks/pytorch_reference.py --device cuda --precision bf16 \
     --cases gpt2-small:8 --iters 10 --warmup 3 --dlscale "$build_dir/dlscale" || status=1
-  # Where the fastest dlscale step's time goes, layer by layer (CUDA events).
-  "$build_dir/benchmarks/dlscale-bench-layer-times" "$keep/gpt-bf16-sdpa-tiled-no.h5" || status=1
-  "$build_dir/benchmarks/dlscale-bench-layer-times" "$keep/gpt-bf16-sdpa-tiled-yes.h5" || status=1
+  # Where each bf16 step's time goes, layer by layer (CUDA events).
+  for run in no-no yes-no yes-yes; do
+    echo "== layer times, bf16, padded rows - batched loads: $run"
+    "$build_dir/benchmarks/dlscale-bench-layer-times" "$keep/gpt-bf16-$run.h5" || status=1
+  done
   return $status
 }
 export -f gpt_runs
@@ -161,6 +167,12 @@ stage speed 150 260 env DLSCALE_CUDNN_GRAPH_VERBOSE=1 BENCH_MODELS="$(IFS=,; ech
   scripts/gpu-check.sh --bench-only --graph-only
 [[ -f $keep/gpu-check-speed/summary.txt ]] &&
   grep -A 40 'graph: median step' "$keep/gpu-check-speed/summary.txt" | grep '^|' | tee -a "$log"
+
+stage table 240 420 env BENCH_ITERS=20 BENCH_WARMUP=3 GRAPH_PRECISIONS=fp32,tf32 GRAPH_ITERS=20 \
+  GRAPH_WARMUP=3 GRAPH_RUN_TIMEOUT=90 GRAPH_TESTS=no scripts/gpu-check.sh --bench-only --graph-only
+[[ -f $keep/gpu-check-table/bench.md ]] && grep '^|' "$keep/gpu-check-table/bench.md" | tee -a "$log"
+[[ -f $keep/gpu-check-table/summary.txt ]] &&
+  grep -A 40 'graph: median step' "$keep/gpu-check-table/summary.txt" | grep '^|' | tee -a "$log"
 
 # bf16 images between layers (DLSCALE_CUDA_IMAGE_ACTIVATIONS=bf16, the default since an H200 ran
 # this stage on 2026-11-27): the setting's test, the three networks' gradients and steps against
@@ -219,22 +231,32 @@ stage tf32 60 120 env BENCH_MODELS=vgg-16,resnet-50 BENCH_PRECISIONS=tf32 BENCH_
 [[ -f $keep/gpu-check-tf32/summary.txt ]] &&
   grep -A 10 'graph: median step' "$keep/gpu-check-tf32/summary.txt" | grep '^|' | tee -a "$log"
 lstm_runs() {
-  local model batch status=0
+  local model batch status=0 run precision batched
+  "$build_dir/tests/dlscale_gpu_kernel_tests" --gtest_filter='*Lstm*:*LSTM*:*Tf32*:*Fp32*' ||
+    status=1
   for case in lstm-64:1024 lstm-32:128; do
     model=${case%:*} batch=${case#*:}
-    for lstm in float bf16; do
-      echo "== $model batch $batch bf16 DLSCALE_CUDNN_LSTM=$lstm"
-      DLSCALE_CUDNN_LSTM=$lstm timeout 90 mpirun -np 1 "$build_dir/dlscale" --device cuda \
-        --comm nccl --precision bf16 --model "$model" --batch "$batch" --iters 20 --warmup 3 \
-        --out "$keep/lstm.h5" --overwrite </dev/null || status=1
+    # precision, batched loads (the bf16 LSTM is bf16's default)
+    for run in "bf16 no" "bf16 yes" "tf32 no"; do
+      read -r precision batched <<<"$run"
+      echo "== $model batch $batch $precision DLSCALE_CUDA_BATCHED_LOADS=$batched"
+      DLSCALE_CUDA_BATCHED_LOADS=$batched timeout 90 mpirun -x DLSCALE_CUDA_BATCHED_LOADS -np 1 \
+        "$build_dir/dlscale" --device cuda --comm nccl --precision "$precision" --model "$model" \
+        --batch "$batch" --iters 20 --warmup 3 --out "$keep/lstm.h5" --overwrite </dev/null ||
+        status=1
       rm -f "$keep/lstm.h5"
     done
   done
-  "$build_dir/tests/dlscale_gpu_kernel_tests" --gtest_filter='*Lstm*:*LSTM*' || status=1
+  echo "== PyTorch lstm-64 batch 1024 and lstm-32 batch 128, bf16 and tf32"
+  for precision in bf16 tf32; do
+    timeout 60 python3 benchmarks/pytorch_reference.py --device cuda --precision "$precision" \
+      --cases lstm-64:1024,lstm-32:128 --iters 20 --warmup 3 --dlscale "$build_dir/dlscale" ||
+      status=1
+  done
   return $status
 }
 export -f lstm_runs
-stage lstm 60 90 lstm_runs
+stage lstm 60 150 lstm_runs
 grep -E '^== |^step |^phase \(' "$keep/lstm.log" 2>/dev/null | tee -a "$log"
 stage cli 130 160 ctest_one gpu_command_line_acceptance
 

@@ -72,6 +72,11 @@ struct CudaContext {
   // output gradient into bf16 rows padded to 8 values, so that cuBLAS reads aligned rows where the
   // width is no multiple of 8 (GPT-2's 50,257 words). Off until it has run on a GPU.
   bool padded_bf16_rows = false;
+  // DLSCALE_CUDA_BATCHED_LOADS=yes: the softmax cross-entropy, which streams every row of logits
+  // (50,257 words for GPT-2, 10,000 for the LSTMs) three times, has each thread read four values
+  // before using any, keeping more reads in flight; the results are the same bit for bit. Off
+  // until it has run on a GPU.
+  bool batched_loads = false;
   ImageActivations image_activations = ImageActivations::bf16;  // as asked; see native_is_bf16
 
   // ImageLayout::native on this device: NHWC on the graph path (what cuDNN's tensor-core
@@ -84,11 +89,14 @@ struct CudaContext {
            image_activations == ImageActivations::bf16;
   }
 
-  // The cuDNN math type for float tensors: FMA only for fp32, tensor cores for tf32. Under bf16
-  // the kernels that stay in float (the LSTM) compute as under fp32; convolutions, which run on
-  // bf16 tensors there, take tensor cores (cudnn_image_kernels.cpp).
+  // The cuDNN math type for float tensors: FMA only for fp32; for tf32 the default math, which
+  // lets float tensors onto tensor cores in TF32 (PyTorch's allow_tf32 asks for the same).
+  // CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION would also let cuDNN convert float data to FP16, whose
+  // range ends at 65504: a different precision from the one the run names. Under bf16 the kernels
+  // that stay in float (the float LSTM) compute as under fp32; convolutions, which run on bf16
+  // tensors there, take tensor cores (cudnn_image_kernels.cpp).
   cudnnMathType_t cudnn_math() const {
-    return precision == Precision::tf32 ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION : CUDNN_FMA_MATH;
+    return precision == Precision::tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
   }
 };
 

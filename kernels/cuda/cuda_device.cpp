@@ -126,6 +126,11 @@ CudaDevice::CudaDevice(int gpu_index, Precision precision, std::optional<CudnnAp
     require_choice("DLSCALE_CUDA_PADDED_BF16_ROWS", "padded bf16 rows", padded, yes_no_names.all());
     context_.padded_bf16_rows = *yes_no_names.named(padded);
   }
+  if (const char* batched = std::getenv("DLSCALE_CUDA_BATCHED_LOADS");
+      batched != nullptr && *batched != '\0') {
+    require_choice("DLSCALE_CUDA_BATCHED_LOADS", "batched loads", batched, yes_no_names.all());
+    context_.batched_loads = *yes_no_names.named(batched);
+  }
   if (const char* activations = std::getenv("DLSCALE_CUDA_IMAGE_ACTIVATIONS");
       activations != nullptr && *activations != '\0') {
     require_choice("DLSCALE_CUDA_IMAGE_ACTIVATIONS", "image activation type", activations,
@@ -225,6 +230,8 @@ DeviceProperties CudaDevice::properties() const {
   if (!context_.tiled_layer_norm_gradient) changed.push_back("layer_norm_gradient serial");
   if (context_.padded_bf16_rows && context_.precision == Precision::bf16)
     changed.push_back(fmt::format("padded_bf16_rows {}", yes_no_names(true)));
+  if (context_.batched_loads)
+    changed.push_back(fmt::format("batched_loads {}", yes_no_names(true)));
   if (!changed.empty())
     result.emplace_back("changed_settings", fmt::format("{}", fmt::join(changed, ", ")));
   return result;

@@ -57,7 +57,8 @@ DeviceBuffer search_workspace() {
 
 // The fastest of cuDNN's timed results that is acceptable here:
 //  - of the requested math: with fp32 (CUDNN_FMA_MATH) no result that used tensor cores; tf32
-//    and bf16 allow either;
+//    and bf16 allow either, but never one that converted float data to FP16
+//    (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, which cuDNN's search may time even so);
 //  - within the workspace limit;
 //  - deterministic unless a non-deterministic one is more than 10% faster. Atomics-based
 //    algorithms sum in a different order on every run, so reruns do not reproduce bit for bit;
@@ -73,7 +74,7 @@ const Perf& fastest_acceptable(const std::vector<Perf>& results, int returned, c
     const Perf& result = results[i];
     if (result.status != CUDNN_STATUS_SUCCESS ||
         (math == CUDNN_FMA_MATH && result.mathType != CUDNN_FMA_MATH) ||
-        result.memory > workspace_bytes)
+        result.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION || result.memory > workspace_bytes)
       continue;
     if (fastest == nullptr || result.time < fastest->time) fastest = &result;
     if (result.determinism == CUDNN_DETERMINISTIC &&

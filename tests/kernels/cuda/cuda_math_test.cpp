@@ -916,6 +916,33 @@ TYPED_TEST(CudaMathTest, SoftmaxCrossEntropyMatchesCpu) {
       }
 }
 
+// DLSCALE_CUDA_BATCHED_LOADS=yes (four reads in flight per thread) changes no bit of the softmax
+// cross-entropy: each thread visits its columns in the same order. Rows shorter than a block,
+// longer by a part of a batch, GPT-2's 50,257 words, a label past the classes (a NaN loss row).
+TYPED_TEST(CudaMathTest, SoftmaxCrossEntropyBatchedLoadsChangeNoBit) {
+  using T = TypeParam;
+  const auto batched_device = [] {
+    const dlscale::testing::ScopedSetting setting("DLSCALE_CUDA_BATCHED_LOADS", "yes");
+    return std::make_unique<CudaDevice>(0, Precision::fp32);
+  }();
+  ASSERT_TRUE(batched_device->context().batched_loads);
+  ASSERT_FALSE(this->gpu().context().batched_loads) << "batched loads are off by default";
+  std::uint64_t seed = 90;
+  for (const auto [rows, classes] : {std::pair{1, 1}, std::pair{7, 10}, std::pair{33, 255},
+                                     std::pair{5, 1000}, std::pair{3, 1025}, std::pair{4, 50257}}) {
+    const auto logits = uniform_values<T>(std::size_t(rows) * classes, -30, 30, seed++);
+    auto labels = random_labels(rows, classes, seed++);
+    if (rows > 1) labels[1] = classes;  // no such class: that row's loss is NaN on both
+    const auto plain = run_softmax_cross_entropy(this->gpu(), rows, classes, logits, labels);
+    const auto batched = run_softmax_cross_entropy(*batched_device, rows, classes, logits, labels);
+    const std::string what = describe("<", type_name<T>(), "> rows=", rows, " classes=", classes);
+    expect_bit_identical("softmax_cross_entropy dlogits, batched loads" + what, plain.dlogits,
+                         batched.dlogits);
+    expect_bit_identical("softmax_cross_entropy loss, batched loads" + what,
+                         std::vector<T>{plain.loss}, std::vector<T>{batched.loss});
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The transformer's element-wise kernels: layer norm, GELU, the causal softmax. Each row's sums
 // run in another order on the GPU, and tanh and exp differ by an ulp or two: relative to the

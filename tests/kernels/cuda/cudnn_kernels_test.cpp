@@ -3,8 +3,9 @@
 // and without its ReLU) and the LSTM, forward and backward on both devices; bf16 convolutions
 // within 1% (relative L2) of the CPU's float ones. Then the GPU alone: backward twice is
 // bit-identical, a captured CUDA graph replays the very same results (and under bf16, with its
-// bf16 copies, results as close as bf16 reruns can be), and tf32 convolution stays within 1e-2 of
-// fp32. Built and run only on machines with a GPU.
+// bf16 copies, results as close as bf16 reruns can be), tf32 convolutions and LSTMs stay within
+// 1e-2 of fp32 and never convert to FP16, and fp32 convolutions stay off tensor cores. Built and
+// run only on machines with a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -107,16 +108,34 @@ class KernelRun {
   std::vector<std::pair<std::string, DeviceArray<float>>> outputs_;
 };
 
+// A convolution's inputs on the host (bias empty for a geometry without one).
+struct ConvolutionInputs {
+  std::vector<float> x, weights, bias, output_gradient;
+};
+
+// Seeded random inputs: weights scaled by the fan-in, x by `x_scale`.
+ConvolutionInputs random_convolution_inputs(const ConvolutionGeometry& g, int batch,
+                                            double x_scale = 1) {
+  const double fan_in = double(g.input.channels / g.groups) * g.kernel * g.kernel;
+  return {random_floats(std::size_t(batch) * g.input.size(), 1, x_scale),
+          random_floats(g.weight_count(), 2, 1 / std::sqrt(fan_in)),
+          g.bias ? random_floats(std::size_t(g.output_channels), 3) : std::vector<float>{},
+          random_floats(std::size_t(batch) * g.output().size(), 4)};
+}
+
 class ConvolutionRun final : public KernelRun {
  public:
   ConvolutionRun(Device& device, const ConvolutionGeometry& g, int batch,
                  bool with_input_gradient = true)
+      : ConvolutionRun(device, g, batch, random_convolution_inputs(g, batch), with_input_gradient) {
+  }
+  ConvolutionRun(Device& device, const ConvolutionGeometry& g, int batch,
+                 const ConvolutionInputs& inputs, bool with_input_gradient = true)
       : KernelRun(device), batch_(batch), kernel_(device.make_convolution(g)) {
-    const double fan_in = double(g.input.channels / g.groups) * g.kernel * g.kernel;
-    x_ = input(random_floats(std::size_t(batch) * g.input.size(), 1));
-    weights_ = input(random_floats(g.weight_count(), 2, 1 / std::sqrt(fan_in)));
-    bias_ = g.bias ? input(random_floats(std::size_t(g.output_channels), 3)) : nullptr;
-    output_gradient_ = input(random_floats(std::size_t(batch) * g.output().size(), 4));
+    x_ = input(inputs.x);
+    weights_ = input(inputs.weights);
+    bias_ = g.bias ? input(inputs.bias) : nullptr;
+    output_gradient_ = input(inputs.output_gradient);
     y_ = output("output", std::size_t(batch) * g.output().size());
     if (with_input_gradient)
       input_gradient_ = output("input gradient", std::size_t(batch) * g.input.size());
@@ -193,13 +212,17 @@ class BatchNormRun final : public KernelRun {
 
 class LstmRun final : public KernelRun {
  public:
-  LstmRun(Device& device, const LstmGeometry& g, int batch, bool with_input_gradient = true)
+  // The sequence's values are scaled by `x_scale`, the parameters by `parameter_scale` on top of
+  // their own scale.
+  LstmRun(Device& device, const LstmGeometry& g, int batch, bool with_input_gradient = true,
+          double x_scale = 1, double parameter_scale = 1)
       : KernelRun(device), batch_(batch), kernel_(device.make_lstm(g)) {
     const std::size_t inputs = std::size_t(batch) * g.steps * g.inputs;
     const std::size_t outputs = std::size_t(batch) * g.steps * g.hidden;
-    x_ = input(random_floats(inputs, 11));
+    x_ = input(random_floats(inputs, 11, x_scale));
     // Scaled so the gates neither saturate nor vanish at any width.
-    parameters_ = input(random_floats(g.parameter_count(), 12, 1 / std::sqrt(g.inputs + g.hidden)));
+    parameters_ = input(
+        random_floats(g.parameter_count(), 12, parameter_scale / std::sqrt(g.inputs + g.hidden)));
     output_gradient_ = input(random_floats(outputs, 13));
     y_ = output("output", outputs);
     if (with_input_gradient) input_gradient_ = output("input gradient", inputs);
@@ -642,11 +665,68 @@ TEST_F(CudnnKernels, CapturedBf16StepReplaysTheEagerResults) {
                        kernels[k].name + ", replayed under bf16");
 }
 
-// tf32 may use tensor cores (10-bit mantissa products): close to fp32, not equal.
-TEST_F(CudnnKernels, Tf32ConvolutionStaysNearFp32) {
-  CudaDevice tf32(0, Precision::tf32, CudnnApi::legacy);
+// The convolution paths this build has: legacy, and graph where the cuDNN frontend was found.
+std::vector<CudnnApi> compiled_cudnn_apis() {
+  if (cudnn_graph_api_compiled()) return {CudnnApi::legacy, CudnnApi::graph};
+  return {CudnnApi::legacy};
+}
+
+// Beyond FP16's largest value (65504): where a float tensor converted to FP16 would hold infinities
+// and sums of mixed-sign products of them NaN, TF32 (float's 8-bit exponent) keeps them finite.
+constexpr double beyond_fp16_range = 1e5;
+
+// tf32 may use tensor cores (10-bit mantissa products): close to fp32, not equal. It never
+// converts float data to FP16, which CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION would let cuDNN do:
+// inputs beyond FP16's range stay finite and near fp32's results, on either convolution path.
+TEST_F(CudnnKernels, Tf32ConvolutionStaysNearFp32EvenBeyondFp16sRange) {
   const ConvolutionGeometry geometry{{64, 16, 16}, 64, 3, 1, 1, 1};
-  ConvolutionRun exact(gpu(), geometry, 8), fast(tf32, geometry, 8);
+  for (const double x_scale : {1.0, beyond_fp16_range}) {
+    const ConvolutionInputs inputs = random_convolution_inputs(geometry, 8, x_scale);
+    ConvolutionRun exact(gpu(), geometry, 8, inputs);
+    run(exact);
+    for (const CudnnApi api : compiled_cudnn_apis()) {
+      SCOPED_TRACE(::testing::Message() << cudnn_api_name(api) << ", inputs scaled by " << x_scale);
+      CudaDevice tf32(0, Precision::tf32, api);
+      ConvolutionRun fast(tf32, geometry, 8, inputs);
+      run(fast);
+      expect_close(fast, exact, tf32_tolerance);
+    }
+  }
+}
+
+// fp32 runs no convolution on tensor cores: TF32 keeps 10 of float's 23 mantissa bits. Every
+// value here is 1 + 2^-12, which TF32 rounds to 1, and every weight 1, so each output, input
+// gradient and weight gradient is a sum of equal products that float algorithms (FFT and Winograd
+// among them) keep within about 1e-6 of the CPU's, and TF32 would miss by 2^-12 to 2^-11 of itself.
+TEST_F(CudnnKernels, Fp32ConvolutionsStayOffTensorCores) {
+  const ConvolutionGeometry geometry{{64, 16, 16}, 64, 3, 1, 1, 1, false};
+  constexpr int batch = 8;
+  const float just_above_one = 1.0f + std::ldexp(1.0f, -12);
+  const ConvolutionInputs inputs{
+      std::vector<float>(std::size_t(batch) * geometry.input.size(), just_above_one),
+      std::vector<float>(geometry.weight_count(), 1.0f),
+      {},
+      std::vector<float>(std::size_t(batch) * geometry.output().size(), just_above_one)};
+  ConvolutionRun on_cpu(cpu(), geometry, batch, inputs);
+  run(on_cpu);
+  for (const CudnnApi api : compiled_cudnn_apis()) {
+    SCOPED_TRACE(cudnn_api_name(api));
+    CudaDevice fp32(0, Precision::fp32, api);
+    ConvolutionRun on_gpu(fp32, geometry, batch, inputs);
+    run(on_gpu);
+    expect_close(on_gpu, on_cpu, 1e-5);
+  }
+}
+
+// The float LSTM under tf32 takes TF32 tensor cores, never FP16: a sequence beyond FP16's range
+// (its parameters scaled down as much, so the gates stay in their working range) trains as under
+// fp32, where FP16 would turn the gates' sums into NaN.
+TEST_F(CudnnKernels, Tf32LstmStaysNearFp32EvenBeyondFp16sRange) {
+  const LstmGeometry geometry{8, 64, 64};
+  constexpr int batch = 4;
+  CudaDevice tf32(0, Precision::tf32, CudnnApi::legacy);
+  LstmRun exact(gpu(), geometry, batch, true, beyond_fp16_range, 1 / beyond_fp16_range);
+  LstmRun fast(tf32, geometry, batch, true, beyond_fp16_range, 1 / beyond_fp16_range);
   run(exact);
   run(fast);
   expect_close(fast, exact, tf32_tolerance);
