@@ -27,8 +27,9 @@
 #             cases that missed PyTorch last: vgg-16:64:bf16 lstm-64:1024:bf16): per-layer CUDA
 #             event times beside torch.profiler's kernels
 #   rest      gpu_sampling_reads_nvml; tf32 speed of vgg-16 and resnet-50 (as speed); the LSTMs
-#             (lstm-64 batch 1024, lstm-32 batch 128) in bf16 with and without batched loads and
-#             in tf32 (TF32 now, never FP16: docs/gpu.md), and the LSTM kernel tests;
+#             (lstm-64 batch 1024, lstm-32 batch 128) in bf16 and fp32 with and without batched
+#             loads and in tf32 (TF32 now, never FP16: docs/gpu.md), beside PyTorch, and the
+#             LSTM and precision kernel tests;
 #             gpu_command_line_acceptance
 # A stage starts only when the time it needs is left of BUDGET seconds (default 520), and is
 # stopped when it would outlast the budget; the log says which stages ran, passed, failed or
@@ -237,7 +238,7 @@ lstm_runs() {
   for case in lstm-64:1024 lstm-32:128; do
     model=${case%:*} batch=${case#*:}
     # precision, batched loads (the bf16 LSTM is bf16's default)
-    for run in "bf16 no" "bf16 yes" "tf32 no"; do
+    for run in "bf16 no" "bf16 yes" "fp32 no" "fp32 yes" "tf32 no"; do
       read -r precision batched <<<"$run"
       echo "== $model batch $batch $precision DLSCALE_CUDA_BATCHED_LOADS=$batched"
       DLSCALE_CUDA_BATCHED_LOADS=$batched timeout 90 mpirun -x DLSCALE_CUDA_BATCHED_LOADS -np 1 \
@@ -247,8 +248,8 @@ lstm_runs() {
       rm -f "$keep/lstm.h5"
     done
   done
-  echo "== PyTorch lstm-64 batch 1024 and lstm-32 batch 128, bf16 and tf32"
-  for precision in bf16 tf32; do
+  echo "== PyTorch lstm-64 batch 1024 and lstm-32 batch 128, bf16, fp32 and tf32"
+  for precision in bf16 fp32 tf32; do
     timeout 60 python3 benchmarks/pytorch_reference.py --device cuda --precision "$precision" \
       --cases lstm-64:1024,lstm-32:128 --iters 20 --warmup 3 --dlscale "$build_dir/dlscale" ||
       status=1

@@ -943,6 +943,54 @@ TYPED_TEST(CudaMathTest, SoftmaxCrossEntropyBatchedLoadsChangeNoBit) {
   }
 }
 
+// The element-wise kernels that DLSCALE_CUDA_BATCHED_LOADS=yes gives four reads in flight per
+// thread (the dense layer's bias, the residual add, in place too, and GELU both ways): the same
+// results bit for bit, over counts below one grid-stride pass, past a whole number of batches,
+// and beyond one wave of the grid.
+TYPED_TEST(CudaMathTest, ElementwiseBatchedLoadsChangeNoBit) {
+  using T = TypeParam;
+  const auto batched_device = [] {
+    const dlscale::testing::ScopedSetting setting("DLSCALE_CUDA_BATCHED_LOADS", "yes");
+    return std::make_unique<CudaDevice>(0, Precision::fp32);
+  }();
+  std::uint64_t seed = 110;
+  for (const auto [rows, cols] : {std::pair{1, 3}, std::pair{37, 1000}, std::pair{4099, 2304}}) {
+    const std::size_t count = std::size_t(rows) * cols;
+    const std::string what = describe("<", type_name<T>(), "> rows=", rows, " cols=", cols);
+    const auto x = uniform_values<T>(count, -4, 4, seed++);
+    const auto dy = uniform_values<T>(count, -1, 1, seed++);
+    const auto bias = uniform_values<T>(std::size_t(cols), -1, 1, seed++);
+    // Every kernel on one device, each result downloaded.
+    const auto run = [&](Device& device) {
+      MathOps<T>& math = device.math<T>();
+      std::vector<std::vector<T>> results;
+      auto y = upload(device, x);
+      auto d_bias = upload(device, bias);
+      math.add_row_bias(rows, cols, d_bias.data(), y.data());
+      results.push_back(download(device, y));
+      auto d_dy = upload(device, dy), sum = upload(device, x);
+      math.add(count, sum.data(), d_dy.data(), sum.data());  // in place, as a residual add may be
+      results.push_back(download(device, sum));
+      auto d_x = upload(device, x);
+      DeviceArray<T> out(device, count);
+      math.add(count, d_x.data(), d_dy.data(), out.data());
+      results.push_back(download(device, out));
+      math.gelu_forward(count, d_x.data(), out.data());
+      results.push_back(download(device, out));
+      math.gelu_backward(count, d_x.data(), d_dy.data(), out.data());
+      results.push_back(download(device, out));
+      return results;
+    };
+    const auto plain = run(this->gpu()), batched = run(*batched_device);
+    const char* names[] = {"add_row_bias", "add in place", "add", "gelu_forward", "gelu_backward"};
+    ASSERT_EQ(plain.size(), std::size(names));
+    for (std::size_t k = 0; k < plain.size(); ++k)
+      expect_bit_identical(std::string(names[k]) + ", batched loads" + what, plain[k], batched[k]);
+    // And the bias really was added (a kernel that wrote nothing would agree with itself too).
+    EXPECT_EQ(plain[0][count - 1], x[count - 1] + bias[std::size_t(cols) - 1]) << what;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The transformer's element-wise kernels: layer norm, GELU, the causal softmax. Each row's sums
 // run in another order on the GPU, and tanh and exp differ by an ulp or two: relative to the
