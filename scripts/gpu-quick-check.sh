@@ -13,10 +13,13 @@
 #             dlscale's default path and PyTorch (bench), then the other path (graph), side by side;
 #             with DLSCALE_CUDNN_GRAPH_VERBOSE=1, so each run's stderr (raw.tar.gz) has the graph
 #             path's engine choices and what its search cost the first step
-#   table     issue 30's whole table: scripts/gpu-check.sh --bench-only --graph-only, every case of
-#             benchmarks/compare_with_frameworks.sh --device cuda at fp32, tf32 and bf16 beside
-#             PyTorch (20 steps after 3), then the image cases at fp32 and tf32 on the graph path
-#             too (their default is legacy): which path each precision should default to
+#   table_fp32, table_tf32, table_bf16
+#             issue 30's table, one precision a stage (each about 12 dlscale processes of 10 to
+#             30 s, start-up and search included, and one PyTorch pass): every case of
+#             benchmarks/compare_with_frameworks.sh --device cuda beside PyTorch (20 steps after
+#             3, scripts/gpu-check.sh --bench-only); at fp32 and tf32 then the image cases on the
+#             graph path too (--graph-only; their default is legacy): which path each precision
+#             should default to. Each is a call of its own (QUICK_STAGES="build table_fp32")
 #   images    bf16 images between layers (DLSCALE_CUDA_IMAGE_ACTIVATIONS=bf16): their tests, then
 #             QUICK_IMAGE_CASES' bf16 steps with float and with bf16 images, and PyTorch's
 #             bf16 step of the same cases after them
@@ -130,7 +133,7 @@ gpt_runs() {
   local status=0
   "$build_dir/tests/dlscale_gpu_attention_tests" || status=1
   "$build_dir/tests/dlscale_gpu_kernel_tests" \
-    --gtest_filter='*LayerNorm*:CudaMathBatched*:*LinearBackward*:*SoftmaxCrossEntropy*' ||
+    --gtest_filter='*LayerNorm*:CudaMathBatched*:*LinearBackward*:*SoftmaxCrossEntropy*:*BatchedLoads*' ||
     status=1
   # precision, padded bf16 rows, batched loads (attention and layer norm gradient: the defaults)
   for run in "bf16 no no" "bf16 yes no" "bf16 yes yes" "fp32 no no"; do
@@ -169,11 +172,19 @@ stage speed 150 260 env DLSCALE_CUDNN_GRAPH_VERBOSE=1 BENCH_MODELS="$(IFS=,; ech
 [[ -f $keep/gpu-check-speed/summary.txt ]] &&
   grep -A 40 'graph: median step' "$keep/gpu-check-speed/summary.txt" | grep '^|' | tee -a "$log"
 
-stage table 240 420 env BENCH_ITERS=20 BENCH_WARMUP=3 GRAPH_PRECISIONS=fp32,tf32 GRAPH_ITERS=20 \
-  GRAPH_WARMUP=3 GRAPH_RUN_TIMEOUT=90 GRAPH_TESTS=no scripts/gpu-check.sh --bench-only --graph-only
-[[ -f $keep/gpu-check-table/bench.md ]] && grep '^|' "$keep/gpu-check-table/bench.md" | tee -a "$log"
-[[ -f $keep/gpu-check-table/summary.txt ]] &&
-  grep -A 40 'graph: median step' "$keep/gpu-check-table/summary.txt" | grep '^|' | tee -a "$log"
+for precision in fp32 tf32 bf16; do
+  # bf16's default is the graph path already: legacy's bf16 beside it would only cost time.
+  paths=(--bench-only --graph-only)
+  [[ $precision == bf16 ]] && paths=(--bench-only)
+  stage "table_$precision" 300 520 env BENCH_PRECISIONS=$precision BENCH_ITERS=20 BENCH_WARMUP=3 \
+    GRAPH_PRECISIONS=$precision GRAPH_ITERS=20 GRAPH_WARMUP=3 GRAPH_RUN_TIMEOUT=90 GRAPH_TESTS=no \
+    scripts/gpu-check.sh "${paths[@]}"
+  [[ -f $keep/gpu-check-table_$precision/bench.md ]] &&
+    grep '^|' "$keep/gpu-check-table_$precision/bench.md" | tee -a "$log"
+  [[ -f $keep/gpu-check-table_$precision/summary.txt ]] &&
+    grep -A 40 'graph: median step' "$keep/gpu-check-table_$precision/summary.txt" | grep '^|' |
+    tee -a "$log"
+done
 
 # bf16 images between layers (DLSCALE_CUDA_IMAGE_ACTIVATIONS=bf16, the default since an H200 ran
 # this stage on 2026-11-27): the setting's test, the three networks' gradients and steps against
@@ -233,8 +244,7 @@ stage tf32 60 120 env BENCH_MODELS=vgg-16,resnet-50 BENCH_PRECISIONS=tf32 BENCH_
   grep -A 10 'graph: median step' "$keep/gpu-check-tf32/summary.txt" | grep '^|' | tee -a "$log"
 lstm_runs() {
   local model batch status=0 run precision batched
-  "$build_dir/tests/dlscale_gpu_kernel_tests" --gtest_filter='*Lstm*:*LSTM*:*Tf32*:*Fp32*' ||
-    status=1
+  "$build_dir/tests/dlscale_gpu_kernel_tests" --gtest_filter='*Lstm*:*LSTM*' || status=1
   for case in lstm-64:1024 lstm-32:128; do
     model=${case%:*} batch=${case#*:}
     # precision, batched loads (the bf16 LSTM is bf16's default)
@@ -257,7 +267,7 @@ lstm_runs() {
   return $status
 }
 export -f lstm_runs
-stage lstm 60 150 lstm_runs
+stage lstm 180 240 lstm_runs
 grep -E '^== |^step |^phase \(' "$keep/lstm.log" 2>/dev/null | tee -a "$log"
 stage cli 130 160 ctest_one gpu_command_line_acceptance
 

@@ -15,11 +15,15 @@
 
 namespace dlscale::kernels {
 
-// Defined in cuda_math.cu, the device's nvcc-compiled file; both queue one kernel on `stream`.
+// Defined in cuda_math.cu, the device's nvcc-compiled file; both queue one kernel on `stream`,
+// with four reads in flight per thread where `batched_loads` (CudaContext::batched_loads; the
+// same values either way).
 // to[i] = from[i] rounded to the nearest bf16, ties to even (__float2bfloat16_rn); NaN stays NaN.
-void round_to_bf16(const float* from, __nv_bfloat16* to, std::size_t count, cudaStream_t stream);
+void round_to_bf16(const float* from, __nv_bfloat16* to, std::size_t count, cudaStream_t stream,
+                   bool batched_loads = false);
 // to[i] = from[i], exactly: every bf16 value is a float value.
-void widen_to_float(const __nv_bfloat16* from, float* to, std::size_t count, cudaStream_t stream);
+void widen_to_float(const __nv_bfloat16* from, float* to, std::size_t count, cudaStream_t stream,
+                    bool batched_loads = false);
 
 // Device memory for the bf16 copies of the work queued on one stream. Each call hands out
 // regions for one library call; work queued on the same stream afterwards may reuse them, so one

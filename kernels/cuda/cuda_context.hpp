@@ -73,10 +73,10 @@ struct CudaContext {
   // width is no multiple of 8 (GPT-2's 50,257 words). Off until it has run on a GPU.
   bool padded_bf16_rows = false;
   // DLSCALE_CUDA_BATCHED_LOADS=yes: the softmax cross-entropy, which streams every row of logits
-  // (50,257 words for GPT-2, 10,000 for the LSTMs) three times, and the element-wise kernels of a
-  // dense layer's bias, the residual add and GELU have each thread read four values before using
-  // any, keeping more reads in flight; the results are the same bit for bit. Off until it has run
-  // on a GPU.
+  // (50,257 words for GPT-2, 10,000 for the LSTMs) three times, the element-wise kernels of a
+  // dense layer's bias, the residual add and GELU, and the bf16 rounding and widening of GEMM,
+  // attention and LSTM operands have each thread read four values before using any, keeping more
+  // reads in flight; the results are the same bit for bit. Off until it has run on a GPU.
   bool batched_loads = false;
   ImageActivations image_activations = ImageActivations::bf16;  // as asked; see native_is_bf16
 

@@ -532,9 +532,11 @@ __global__ void squared_norm_kernel(std::size_t count, const T* x, double* squar
   add_block_total(sum, squared_norm);
 }
 
+template <int batch>
 __global__ void round_to_bf16_kernel(std::size_t count, const float* from, __nv_bfloat16* to) {
-  for (std::size_t i = thread_index(); i < count; i += grid_stride())
-    to[i] = __float2bfloat16_rn(from[i]);
+  grid_stride_in_batches<batch>(
+      count, [&](std::size_t i) { return from[i]; },
+      [&](std::size_t i, float value) { to[i] = __float2bfloat16_rn(value); });
 }
 
 // to[row * to_stride + col] = from[row * cols + col] rounded: a row-major matrix copied into rows
@@ -545,9 +547,11 @@ __global__ void round_rows_to_bf16_kernel(std::size_t count, std::size_t cols, c
     to[at.row * to_stride + at.col] = __float2bfloat16_rn(from[at.i]);
 }
 
+template <int batch>
 __global__ void widen_to_float_kernel(std::size_t count, const __nv_bfloat16* from, float* to) {
-  for (std::size_t i = thread_index(); i < count; i += grid_stride())
-    to[i] = __bfloat162float(from[i]);
+  grid_stride_in_batches<batch>(
+      count, [&](std::size_t i) { return from[i]; },
+      [&](std::size_t i, __nv_bfloat16 value) { to[i] = __bfloat162float(value); });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -816,8 +820,8 @@ class CudaMath final : public MathOps<T> {
             std::size_t(stride_b) * (count - 1) + stored(transpose_b, k, n, ldb);
         const auto [a_bf16, b_bf16] =
             context_.bf16_staging->regions<2>({a_count, b_count}, context_.stream);
-        round_to_bf16(a, a_bf16, a_count, context_.stream);
-        round_to_bf16(b, b_bf16, b_count, context_.stream);
+        round_to_bf16(a, a_bf16, a_count, context_.stream, context_.batched_loads);
+        round_to_bf16(b, b_bf16, b_count, context_.stream, context_.batched_loads);
         DLSCALE_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
             context_.cublas, to_cublas(transpose_b), to_cublas(transpose_a), n, m, k, &alpha,
             b_bf16, CUDA_R_16BF, ldb, stride_b, a_bf16, CUDA_R_16BF, lda, stride_a, &beta, c,
@@ -864,8 +868,9 @@ class CudaMath final : public MathOps<T> {
         else if (dy_stride != outputs)
           round_rows_to_bf16(output_gradient, dy_bf16, rows, outputs, dy_stride);
         else
-          round_to_bf16(output_gradient, dy_bf16, dy_count, context_.stream);
-        round_to_bf16(x, x_bf16, x_count, context_.stream);
+          round_to_bf16(output_gradient, dy_bf16, dy_count, context_.stream,
+                        context_.batched_loads);
+        round_to_bf16(x, x_bf16, x_count, context_.stream, context_.batched_loads);
         const float one = 1, zero = 0;
         // Column-major, as in gemm(): dW^T [inputs x outputs] = x^T dy, dx^T = W^T dy^T.
         DLSCALE_CUBLAS_CHECK(cublasGemmEx(
@@ -873,7 +878,7 @@ class CudaMath final : public MathOps<T> {
             CUDA_R_16BF, inputs, dy_bf16, CUDA_R_16BF, dy_stride, &zero, weight_gradient,
             CUDA_R_32F, inputs, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
         if (input_gradient == nullptr) return;
-        round_to_bf16(weights, w_bf16, w_count, context_.stream);
+        round_to_bf16(weights, w_bf16, w_count, context_.stream, context_.batched_loads);
         DLSCALE_CUBLAS_CHECK(cublasGemmEx(context_.cublas, CUBLAS_OP_N, CUBLAS_OP_N, inputs, rows,
                                           outputs, &one, w_bf16, CUDA_R_16BF, inputs, dy_bf16,
                                           CUDA_R_16BF, dy_stride, &zero, input_gradient, CUDA_R_32F,
@@ -1193,8 +1198,8 @@ class CudaMath final : public MathOps<T> {
         transpose_b == Transpose::no ? stored_count(k, n, ldb) : stored_count(n, k, ldb);
     const auto [a_bf16, b_bf16] =
         context_.bf16_staging->regions<2>({a_count, b_count}, context_.stream);
-    round_to_bf16(a, a_bf16, a_count, context_.stream);
-    round_to_bf16(b, b_bf16, b_count, context_.stream);
+    round_to_bf16(a, a_bf16, a_count, context_.stream, context_.batched_loads);
+    round_to_bf16(b, b_bf16, b_count, context_.stream, context_.batched_loads);
     DLSCALE_CUBLAS_CHECK(cublasGemmEx(context_.cublas, to_cublas(transpose_b),
                                       to_cublas(transpose_a), n, m, k, &alpha, b_bf16, CUDA_R_16BF,
                                       ldb, a_bf16, CUDA_R_16BF, lda, &beta, c, CUDA_R_32F, ldc,
@@ -1259,16 +1264,19 @@ class CudaMath final : public MathOps<T> {
 
 }  // namespace
 
-void round_to_bf16(const float* from, __nv_bfloat16* to, std::size_t count, cudaStream_t stream) {
+void round_to_bf16(const float* from, __nv_bfloat16* to, std::size_t count, cudaStream_t stream,
+                   bool batched_loads) {
   if (count == 0) return;
-  round_to_bf16_kernel<<<conversion_grid(count), elementwise_threads, 0, stream>>>(count, from, to);
+  const auto kernel = batched_loads ? round_to_bf16_kernel<4> : round_to_bf16_kernel<1>;
+  kernel<<<conversion_grid(count), elementwise_threads, 0, stream>>>(count, from, to);
   DLSCALE_CUDA_CHECK(cudaGetLastError());
 }
 
-void widen_to_float(const __nv_bfloat16* from, float* to, std::size_t count, cudaStream_t stream) {
+void widen_to_float(const __nv_bfloat16* from, float* to, std::size_t count, cudaStream_t stream,
+                    bool batched_loads) {
   if (count == 0) return;
-  widen_to_float_kernel<<<conversion_grid(count), elementwise_threads, 0, stream>>>(count, from,
-                                                                                    to);
+  const auto kernel = batched_loads ? widen_to_float_kernel<4> : widen_to_float_kernel<1>;
+  kernel<<<conversion_grid(count), elementwise_threads, 0, stream>>>(count, from, to);
   DLSCALE_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -85,7 +85,7 @@ class CudnnAttention final : public AttentionKernel {
   void forward(int batch, const float* x, float* y) override {
     Plan& p = plan_for(batch);
     const auto [qkv] = context_.bf16_staging->regions<1>({qkv_count(batch)}, context_.stream);
-    round_to_bf16(x, qkv, qkv_count(batch), context_.stream);
+    round_to_bf16(x, qkv, qkv_count(batch), context_.stream, context_.batched_loads);
     VariantPack pack{{q_uid, qkv},
                      {k_uid, qkv + geometry_.width},
                      {v_uid, qkv + 2 * geometry_.width},
@@ -93,7 +93,8 @@ class CudnnAttention final : public AttentionKernel {
                      {stats_uid, p.statistics.data()}};
     if (needs_padding_mask()) with_sequence_lengths(p, pack);
     execute(p.forward, pack);
-    widen_to_float(p.output.as<__nv_bfloat16>(), y, output_count(batch), context_.stream);
+    widen_to_float(p.output.as<__nv_bfloat16>(), y, output_count(batch), context_.stream,
+                   context_.batched_loads);
   }
 
   void backward(int batch, const float* x, const float* output_gradient,
@@ -101,8 +102,9 @@ class CudnnAttention final : public AttentionKernel {
     Plan& p = plan_for(batch);
     const auto [qkv, d_output, d_qkv] = context_.bf16_staging->regions<3>(
         {qkv_count(batch), output_count(batch), qkv_count(batch)}, context_.stream);
-    round_to_bf16(x, qkv, qkv_count(batch), context_.stream);
-    round_to_bf16(output_gradient, d_output, output_count(batch), context_.stream);
+    round_to_bf16(x, qkv, qkv_count(batch), context_.stream, context_.batched_loads);
+    round_to_bf16(output_gradient, d_output, output_count(batch), context_.stream,
+                  context_.batched_loads);
     const int w = geometry_.width;
     VariantPack pack{{q_uid, qkv},
                      {k_uid, qkv + w},
@@ -116,7 +118,8 @@ class CudnnAttention final : public AttentionKernel {
     if (needs_padding_mask()) with_sequence_lengths(p, pack);
     execute(p.backward, pack);
     // dQ, dK and dV together cover every column of every step: the whole gradient.
-    widen_to_float(d_qkv, input_gradient, qkv_count(batch), context_.stream);
+    widen_to_float(d_qkv, input_gradient, qkv_count(batch), context_.stream,
+                   context_.batched_loads);
   }
 
  private:

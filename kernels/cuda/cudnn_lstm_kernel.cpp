@@ -101,7 +101,7 @@ class CudnnLstm final : public LstmKernel {
     void* output = y;
     if (in_bf16_) {  // kept for backward: the staging's regions are reused by the next call
       round_to_bf16(x, p.input_bf16.as<__nv_bfloat16>(), sequence_count(batch, geometry_.inputs),
-                    context_.stream);
+                    context_.stream, context_.batched_loads);
       input = p.input_bf16.data();
       output = p.output_bf16.data();
     }
@@ -113,7 +113,7 @@ class CudnnLstm final : public LstmKernel {
         p.reserve.data()));
     if (in_bf16_)
       widen_to_float(p.output_bf16.as<__nv_bfloat16>(), y, sequence_count(batch, geometry_.hidden),
-                     context_.stream);
+                     context_.stream, context_.batched_loads);
   }
 
   // Runs against the weight space and reserve space of the last forward(), which the network
@@ -130,7 +130,8 @@ class CudnnLstm final : public LstmKernel {
     void* data_gradient = input_gradient;
     if (in_bf16_) {
       round_to_bf16(output_gradient, p.output_gradient_bf16.as<__nv_bfloat16>(),
-                    sequence_count(batch, geometry_.hidden), context_.stream);
+                    sequence_count(batch, geometry_.hidden), context_.stream,
+                    context_.batched_loads);
       input = p.input_bf16.data();
       output = p.output_bf16.data();
       output_bf16_gradient = p.output_gradient_bf16.data();
@@ -151,7 +152,8 @@ class CudnnLstm final : public LstmKernel {
         p.workspace.data(), p.reserve.size(), p.reserve.data()));
     if (in_bf16_ && input_gradient != nullptr)
       widen_to_float(p.input_gradient_bf16.as<__nv_bfloat16>(), input_gradient,
-                     sequence_count(batch, geometry_.inputs), context_.stream);
+                     sequence_count(batch, geometry_.inputs), context_.stream,
+                     context_.batched_loads);
     // cuDNN adds weight gradients into its buffer (CUDNN_WGRAD_MODE_ADD); dlscale overwrites.
     DLSCALE_CUDA_CHECK(
         cudaMemsetAsync(weight_gradients_.data(), 0, weight_gradients_.size(), context_.stream));
@@ -328,7 +330,7 @@ class CudnnLstm final : public LstmKernel {
     }
     if (in_bf16_)
       round_to_bf16(space, weights_.as<__nv_bfloat16>(), weights_.size() / element_bytes_,
-                    context_.stream);
+                    context_.stream, context_.batched_loads);
   }
 
   // The inverse of copy_parameters_in, from cuDNN's weight gradient to dlscale's layout.
@@ -341,7 +343,8 @@ class CudnnLstm final : public LstmKernel {
     const float* space = weight_gradients_.as<float>();
     if (in_bf16_) {
       widen_to_float(weight_gradients_.as<__nv_bfloat16>(), float_space_.as<float>(),
-                     weight_gradients_.size() / element_bytes_, context_.stream);
+                     weight_gradients_.size() / element_bytes_, context_.stream,
+                     context_.batched_loads);
       space = float_space_.as<float>();
     }
     for (int gate = 0; gate < gates; ++gate) {

@@ -457,7 +457,9 @@ TEST(CudaMathBf16, LinearBackwardRoundsTheOutputGradientOnceAndMatchesItsThreeCa
 }
 
 // The GPU rounds to bf16 as the MPI backend's bf16 sums do on the CPU (comm/bf16_sum.cpp): to
-// nearest, ties to even, bit for bit; NaN stays NaN; widening back is exact.
+// nearest, ties to even, bit for bit; NaN stays NaN; widening back is exact. With one read in
+// flight per thread and with four (DLSCALE_CUDA_BATCHED_LOADS): 3 million values, so that the
+// grid-stride loop makes whole batches and a tail.
 TEST(CudaMathBf16, RoundingMatchesTheCpuBitForBit) {
   CudaDevice& gpu = *Devices::gpu;
   constexpr float infinity = std::numeric_limits<float>::infinity();
@@ -476,36 +478,39 @@ TEST(CudaMathBf16, RoundingMatchesTheCpuBitForBit) {
       1.0f + 3 * 0x1p-8f,         // halfway again: ties to even, up to 1 + 2^-6
       1.0f + 0x1p-8f + 0x1p-20f,  // just above halfway: up
       -(1.0f + 0x1p-8f)};
-  const auto random = uniform_values<float>(100000, -1e4, 1e4, 990);
+  const auto random = uniform_values<float>(3000000, -1e4, 1e4, 990);
   values.insert(values.end(), random.begin(), random.end());
-
-  auto from = upload(gpu, values);
-  DeviceArray<std::uint16_t> rounded(gpu, values.size());
-  DeviceArray<float> widened(gpu, values.size());
-  round_to_bf16(from.data(), reinterpret_cast<__nv_bfloat16*>(rounded.data()), values.size(),
-                gpu.context().stream);
-  widen_to_float(reinterpret_cast<const __nv_bfloat16*>(rounded.data()), widened.data(),
-                 values.size(), gpu.context().stream);
-  const auto gpu_rounded = download(gpu, rounded);
-  const auto gpu_widened = download(gpu, widened);
-
   std::vector<std::uint16_t> cpu_rounded(values.size());
   std::vector<float> cpu_widened(values.size());
   comm::round_to_bf16(values, cpu_rounded);
   comm::widen_from_bf16(cpu_rounded, cpu_widened);
-  std::size_t failures = 0;
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const bool agree = std::isnan(values[i])
-                           ? std::isnan(gpu_widened[i])
-                           : gpu_rounded[i] == cpu_rounded[i] &&
-                                 std::memcmp(&gpu_widened[i], &cpu_widened[i], sizeof(float)) == 0;
-    if (!agree && ++failures <= 5)
-      ADD_FAILURE() << std::setprecision(9) << "index " << i << ": " << values[i]
-                    << " rounds to bf16 bits " << std::hex << gpu_rounded[i] << " on the GPU, "
-                    << cpu_rounded[i] << " on the CPU" << std::dec << " (widened " << gpu_widened[i]
-                    << " and " << cpu_widened[i] << ")";
+
+  for (const bool batched_loads : {false, true}) {
+    auto from = upload(gpu, values);
+    DeviceArray<std::uint16_t> rounded(gpu, values.size());
+    DeviceArray<float> widened(gpu, values.size());
+    round_to_bf16(from.data(), reinterpret_cast<__nv_bfloat16*>(rounded.data()), values.size(),
+                  gpu.context().stream, batched_loads);
+    widen_to_float(reinterpret_cast<const __nv_bfloat16*>(rounded.data()), widened.data(),
+                   values.size(), gpu.context().stream, batched_loads);
+    const auto gpu_rounded = download(gpu, rounded);
+    const auto gpu_widened = download(gpu, widened);
+    std::size_t failures = 0;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const bool agree = std::isnan(values[i]) ? std::isnan(gpu_widened[i])
+                                               : gpu_rounded[i] == cpu_rounded[i] &&
+                                                     std::memcmp(&gpu_widened[i], &cpu_widened[i],
+                                                                 sizeof(float)) == 0;
+      if (!agree && ++failures <= 5)
+        ADD_FAILURE() << std::setprecision(9) << "batched loads " << batched_loads << ", index "
+                      << i << ": " << values[i] << " rounds to bf16 bits " << std::hex
+                      << gpu_rounded[i] << " on the GPU, " << cpu_rounded[i] << " on the CPU"
+                      << std::dec << " (widened " << gpu_widened[i] << " and " << cpu_widened[i]
+                      << ")";
+    }
+    EXPECT_EQ(failures, 0u) << failures << " of " << values.size()
+                            << " roundings differ, batched loads " << batched_loads;
   }
-  EXPECT_EQ(failures, 0u) << failures << " of " << values.size() << " roundings differ";
 }
 
 // The element-wise ops on bf16 images (DLSCALE_CUDA_IMAGE_ACTIVATIONS=bf16: a residual block's
@@ -953,6 +958,7 @@ TYPED_TEST(CudaMathTest, ElementwiseBatchedLoadsChangeNoBit) {
     const dlscale::testing::ScopedSetting setting("DLSCALE_CUDA_BATCHED_LOADS", "yes");
     return std::make_unique<CudaDevice>(0, Precision::fp32);
   }();
+  ASSERT_TRUE(batched_device->context().batched_loads);
   std::uint64_t seed = 110;
   for (const auto [rows, cols] : {std::pair{1, 3}, std::pair{37, 1000}, std::pair{4099, 2304}}) {
     const std::size_t count = std::size_t(rows) * cols;
