@@ -654,7 +654,7 @@ std::string run_help_text() {
           "                                     graph path (default bf16, as autocast keeps them)\n"
           "  DLSCALE_CUDA_BATCHED_GEMM=cublas|loop, DLSCALE_CUDA_LAYER_NORM_GRADIENT=\n"
           "  tiled|serial, DLSCALE_CUDA_PADDED_BF16_ROWS=no|yes, DLSCALE_CUDA_BATCHED_LOADS=\n"
-          "  no|yes, DLSCALE_CUDNN_GRAPH_VERBOSE=1:\n"
+          "  no|yes, DLSCALE_CUDNN_WORKSPACE_MIB=512, DLSCALE_CUDNN_GRAPH_VERBOSE=1:\n"
           "  docs/gpu.md; DLSCALE_PYTHON (for report): docs/report.md. Under mpirun, pass\n"
           "  them on with -x NAME.\n\n"
           "Exit status: 0 on success, 2 for a bad option or input, 1 for a failure while running,\n"

@@ -20,6 +20,9 @@
 #             3, scripts/gpu-check.sh --bench-only); at fp32 and tf32 then the image cases on the
 #             graph path too (--graph-only; their default is legacy): which path each precision
 #             should default to. Each is a call of its own (QUICK_STAGES="build table_fp32")
+#   workspace vgg-16 batch 64 and alexnet-r batch 1024 at fp32 and tf32 (the legacy path, their
+#             default) with the convolution workspace limit at its default (512 MiB) and at
+#             DLSCALE_CUDNN_WORKSPACE_MIB=4096: do larger algorithms close their gap to PyTorch?
 #   images    bf16 images between layers (DLSCALE_CUDA_IMAGE_ACTIVATIONS=bf16): their tests, then
 #             QUICK_IMAGE_CASES' bf16 steps with float and with bf16 images, and PyTorch's
 #             bf16 step of the same cases after them
@@ -185,6 +188,29 @@ for precision in fp32 tf32 bf16; do
     grep -A 40 'graph: median step' "$keep/gpu-check-table_$precision/summary.txt" | grep '^|' |
     tee -a "$log"
 done
+
+# The legacy convolutions' workspace limit at fp32 and tf32, where vgg-16 and alexnet-r trailed
+# PyTorch most (docs/gpu.md, "Workspace").
+workspace_runs() {
+  local case model batch precision mib status=0
+  for case in vgg-16:64 alexnet-r:1024; do
+    model=${case%:*} batch=${case#*:}
+    for precision in fp32 tf32; do
+      for mib in 512 4096; do
+        echo "== $model batch $batch $precision DLSCALE_CUDNN_WORKSPACE_MIB=$mib"
+        DLSCALE_CUDNN_WORKSPACE_MIB=$mib timeout 90 mpirun -x DLSCALE_CUDNN_WORKSPACE_MIB -np 1 \
+          "$build_dir/dlscale" --device cuda --comm nccl --precision "$precision" \
+          --model "$model" --batch "$batch" --iters 20 --warmup 3 --out "$keep/workspace.h5" \
+          --overwrite </dev/null || status=1
+        rm -f "$keep/workspace.h5"
+      done
+    done
+  done
+  return $status
+}
+export -f workspace_runs
+stage workspace 150 300 workspace_runs
+grep -E '^== |^step ' "$keep/workspace.log" 2>/dev/null | tee -a "$log"
 
 # bf16 images between layers (DLSCALE_CUDA_IMAGE_ACTIVATIONS=bf16, the default since an H200 ran
 # this stage on 2026-11-27): the setting's test, the three networks' gradients and steps against

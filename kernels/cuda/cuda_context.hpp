@@ -9,12 +9,20 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+#include <cstddef>
+
 #include "kernels/device.hpp"
 
 namespace dlscale::kernels {
 
 class Bf16Staging;
 class ConvolutionGraphCache;
+class ConvolutionWorkspace;
+
+// The most workspace one convolution algorithm or engine may ask for unless
+// DLSCALE_CUDNN_WORKSPACE_MIB says otherwise (and never more than a quarter of the free memory
+// when the layer is first searched). Only candidates that fit are timed.
+inline constexpr std::size_t default_convolution_workspace_limit = std::size_t(512) << 20;
 
 // Which cuDNN API the image kernels' convolutions run on (DLSCALE_CUDNN_API): legacy, the
 // descriptor API in NCHW (cudnn_image_kernels.cpp), or graph, cuDNN's graph API through the cuDNN
@@ -56,6 +64,9 @@ struct CudaContext {
   // The graph convolutions' shared choices and workspace (cudnn_graph_convolution.cpp); null on
   // the legacy path.
   ConvolutionGraphCache* convolution_graphs = nullptr;
+  // The convolutions' one workspace (cudnn_support.hpp), and what one algorithm may ask of it.
+  ConvolutionWorkspace* convolution_workspace = nullptr;
+  std::size_t convolution_workspace_limit = default_convolution_workspace_limit;
   // gemm_strided_batched (the heads of an attention layer) as one cublasGemmStridedBatchedEx, the
   // default since it ran on an H200 (its test passed; gpt2-small bf16 193.6 ms a step against
   // 242.5 for the loop: docs/performance.md); DLSCALE_CUDA_BATCHED_GEMM=loop, one cublasGemmEx

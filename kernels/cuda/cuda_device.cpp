@@ -2,6 +2,7 @@
 // factories that hand the shared context to the cuBLAS and cuDNN kernels.
 #include "kernels/cuda/cuda_device.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -58,6 +59,21 @@ std::string version_text(int packed, int major_divisor, int minor_divisor) {
   return fmt::format("{}.{}", packed / major_divisor, packed % major_divisor / minor_divisor);
 }
 
+// DLSCALE_CUDNN_WORKSPACE_MIB: the most workspace one convolution algorithm may ask for, in MiB.
+std::size_t workspace_limit_from(const std::string& mib) {
+  constexpr std::size_t most_mib = std::size_t(1) << 20;  // 1 TiB: beyond any GPU's memory
+  const bool digits =
+      !mib.empty() && mib.size() <= 7 &&
+      std::all_of(mib.begin(), mib.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const std::size_t value = digits ? std::stoull(mib) : 0;
+  if (value == 0 || value > most_mib)
+    throw UserError(fmt::format(
+        "DLSCALE_CUDNN_WORKSPACE_MIB: '{}' is not a whole number of MiB from 1 to {} (the most "
+        "workspace one convolution algorithm may ask for; default {})",
+        mib, most_mib, default_convolution_workspace_limit >> 20));
+  return value << 20;
+}
+
 }  // namespace
 
 cudaEvent_t cuda_event_of(const DeviceEvent& event) {
@@ -94,7 +110,8 @@ CudnnApi default_cudnn_api(Precision precision) {
 }
 
 CudaDevice::CudaDevice(int gpu_index, Precision precision, std::optional<CudnnApi> asked_api)
-    : bf16_staging_(std::make_unique<Bf16Staging>()) {
+    : bf16_staging_(std::make_unique<Bf16Staging>()),
+      convolution_workspace_(std::make_unique<ConvolutionWorkspace>()) {
   const CudnnApi cudnn_api = asked_api.value_or(default_cudnn_api(precision));
   if (cudnn_api == CudnnApi::graph && !cudnn_graph_api_compiled())
     throw UserError(
@@ -110,6 +127,9 @@ CudaDevice::CudaDevice(int gpu_index, Precision precision, std::optional<CudnnAp
   }
 #endif
   context_.bf16_staging = bf16_staging_.get();
+  context_.convolution_workspace = convolution_workspace_.get();
+  if (const char* mib = std::getenv("DLSCALE_CUDNN_WORKSPACE_MIB"); mib != nullptr && *mib != '\0')
+    context_.convolution_workspace_limit = workspace_limit_from(mib);
   if (const char* batched = std::getenv("DLSCALE_CUDA_BATCHED_GEMM");
       batched != nullptr && *batched != '\0') {
     require_choice("DLSCALE_CUDA_BATCHED_GEMM", "batched GEMM", batched, {"loop", "cublas"});
@@ -232,6 +252,9 @@ DeviceProperties CudaDevice::properties() const {
     changed.push_back(fmt::format("padded_bf16_rows {}", yes_no_names(true)));
   if (context_.batched_loads)
     changed.push_back(fmt::format("batched_loads {}", yes_no_names(true)));
+  if (context_.convolution_workspace_limit != default_convolution_workspace_limit)
+    changed.push_back(
+        fmt::format("convolution_workspace_mib {}", context_.convolution_workspace_limit >> 20));
   if (!changed.empty())
     result.emplace_back("changed_settings", fmt::format("{}", fmt::join(changed, ", ")));
   return result;

@@ -109,25 +109,11 @@ using VariantPack = std::unordered_map<std::int64_t, void*>;
 }  // namespace
 
 // What the graph convolutions of one device share: the choices made for each shape (so a layer
-// repeated 20 times in a ResNet is searched once), and one workspace. Every pass runs on the
-// device's one stream, so one workspace serves them all. It grows only on first calls (never
-// during a capture), and keeps what it has outgrown: a graph captured earlier may point into it.
+// repeated 20 times in a ResNet is searched once). Their workspace is the device's one
+// convolution workspace (CudaContext::convolution_workspace).
 class ConvolutionGraphCache {
  public:
   std::map<std::string, PassChoice> choices;
-
-  void* workspace(std::size_t bytes, cudaStream_t stream) {
-    if (bytes == 0) return nullptr;
-    if (buffers_.empty() || buffers_.back().size() < bytes) {
-      require_not_capturing(stream, "cuDNN graph convolution workspace");
-      const std::size_t grown = buffers_.empty() ? 0 : 2 * buffers_.back().size();
-      buffers_.emplace_back(std::max(bytes, grown));
-    }
-    return buffers_.back().data();
-  }
-
- private:
-  std::vector<DeviceBuffer> buffers_;  // the last one is in use
 };
 
 std::shared_ptr<ConvolutionGraphCache> make_convolution_graph_cache() {
@@ -561,7 +547,7 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
     std::size_t free_bytes = 0, total_bytes = 0;
     DLSCALE_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
     graph->deselect_workspace_greater_than(
-        std::int64_t(std::min(convolution_workspace_limit, free_bytes / 4)));
+        std::int64_t(std::min(context_.convolution_workspace_limit, free_bytes / 4)));
     return graph;
   }
 
@@ -735,8 +721,7 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
   }
 
   void execute(const PassChoice& choice, VariantPack pack) {
-    void* workspace =
-        context_.convolution_graphs->workspace(choice.workspace_bytes, context_.stream);
+    void* workspace = context_.convolution_workspace->get(choice.workspace_bytes, context_.stream);
     DLSCALE_CUDNN_FRONTEND_CHECK(
         choice.graph->execute_plan_at_index(context_.cudnn, pack, workspace, choice.engine));
   }

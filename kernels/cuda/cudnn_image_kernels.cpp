@@ -49,10 +49,10 @@ using ActivationDescriptor =
 // Convolution
 
 // The search's own scratch: the limit, or a quarter of what is free if that is less.
-DeviceBuffer search_workspace() {
+DeviceBuffer search_workspace(std::size_t limit) {
   std::size_t free_bytes = 0, total_bytes = 0;
   DLSCALE_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  return DeviceBuffer(std::min(convolution_workspace_limit, free_bytes / 4));
+  return DeviceBuffer(std::min(limit, free_bytes / 4));
 }
 
 // The fastest of cuDNN's timed results that is acceptable here:
@@ -187,8 +187,8 @@ class CudnnConvolution final : public ConvolutionKernel {
     cudnnConvolutionFwdAlgo_t forward_algorithm{};
     cudnnConvolutionBwdDataAlgo_t data_algorithm{};
     cudnnConvolutionBwdFilterAlgo_t filter_algorithm{};
-    DeviceBuffer workspace;      // the largest any of the chosen algorithms needs
-    DeviceBuffer relu_gradient;  // a fused ReLU's masked output gradient, float
+    std::size_t workspace_bytes = 0;  // the most any of the chosen algorithms needs
+    DeviceBuffer relu_gradient;       // a fused ReLU's masked output gradient, float
   };
 
   // Where the bf16 copies of one call live: input-sized, weight-sized and output-sized regions.
@@ -214,15 +214,14 @@ class CudnnConvolution final : public ConvolutionKernel {
     if (!p.forward_chosen) choose_forward(p, x, weights, y);
     DLSCALE_CUDNN_CHECK(cudnnConvolutionForward(
         context_.cudnn, &one, p.input, x, weights_, weights, p.forward_convolution,
-        p.forward_algorithm, p.workspace.data(), p.workspace.size(), &zero, p.output, y));
+        p.forward_algorithm, workspace(p), p.workspace_bytes, &zero, p.output, y));
   }
 
   void convolve_filter(Plan& p, const void* x, const void* output_gradient, void* weight_gradient) {
     if (!p.filter_chosen) choose_filter(p, x, output_gradient, weight_gradient);
-    DLSCALE_CUDNN_CHECK(
-        cudnnConvolutionBackwardFilter(context_.cudnn, &one, p.input, x, p.output, output_gradient,
-                                       p.filter_convolution, p.filter_algorithm, p.workspace.data(),
-                                       p.workspace.size(), &zero, weights_, weight_gradient));
+    DLSCALE_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+        context_.cudnn, &one, p.input, x, p.output, output_gradient, p.filter_convolution,
+        p.filter_algorithm, workspace(p), p.workspace_bytes, &zero, weights_, weight_gradient));
   }
 
   void convolve_data(Plan& p, const void* weights, const void* output_gradient,
@@ -230,7 +229,7 @@ class CudnnConvolution final : public ConvolutionKernel {
     if (!p.data_chosen) choose_data(p, weights, output_gradient, input_gradient);
     DLSCALE_CUDNN_CHECK(cudnnConvolutionBackwardData(
         context_.cudnn, &one, weights_, weights, p.output, output_gradient, p.data_convolution,
-        p.data_algorithm, p.workspace.data(), p.workspace.size(), &zero, p.input, input_gradient));
+        p.data_algorithm, workspace(p), p.workspace_bytes, &zero, p.input, input_gradient));
   }
 
   Plan& plan_for(int batch) {
@@ -273,7 +272,7 @@ class CudnnConvolution final : public ConvolutionKernel {
     std::vector<Perf> results(std::size_t(std::max(count, 1)));
     std::size_t searched_bytes = 0;
     {
-      const DeviceBuffer scratch = search_workspace();
+      const DeviceBuffer scratch = search_workspace(context_.convolution_workspace_limit);
       searched_bytes = scratch.size();
       find(count, &returned, results.data(), scratch.data(), scratch.size());
     }
@@ -331,13 +330,14 @@ class CudnnConvolution final : public ConvolutionKernel {
     p.filter_chosen = true;
   }
 
-  // One workspace per batch size serves all three passes, so it grows to the largest need.
-  // Growing happens only on first calls; the stream is drained first, as the forward pass just
-  // queued may still be using the old buffer.
+  // The device's one convolution workspace (cudnn_support.hpp) serves all three passes of every
+  // layer; a plan records the most its algorithms need, and the workspace grows to that on the
+  // first calls.
   void reserve_workspace(Plan& p, std::size_t bytes) {
-    if (p.workspace.size() >= bytes) return;
-    DLSCALE_CUDA_CHECK(cudaStreamSynchronize(context_.stream));
-    p.workspace = DeviceBuffer(bytes);
+    p.workspace_bytes = std::max(p.workspace_bytes, bytes);
+  }
+  void* workspace(const Plan& p) {
+    return context_.convolution_workspace->get(p.workspace_bytes, context_.stream);
   }
 
   CudaContext context_;

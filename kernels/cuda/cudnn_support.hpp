@@ -3,11 +3,13 @@
 // plans made on a first call.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <map>
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/image_kernels.hpp"
@@ -89,9 +91,26 @@ Plan& plan_of(std::map<int, Plan>& plans, int batch, cudaStream_t stream, const 
   return entry->second;
 }
 
-// The most workspace one convolution algorithm or engine may ask for. Only candidates that fit are
-// timed, and the winner's workspace stays allocated as long as the layer.
-constexpr std::size_t convolution_workspace_limit = std::size_t(512) << 20;
+// The workspace every convolution of a device shares, on either path (legacy or graph): every
+// pass runs on the device's one stream, so one buffer serves them all, each layer's algorithm
+// asking for at most CudaContext::convolution_workspace_limit. It grows only on first calls (never
+// during a capture), and keeps what it has outgrown: work queued earlier, or a graph captured
+// earlier, may still point into it.
+class ConvolutionWorkspace {
+ public:
+  void* get(std::size_t bytes, cudaStream_t stream) {
+    if (bytes == 0) return nullptr;
+    if (buffers_.empty() || buffers_.back().size() < bytes) {
+      require_not_capturing(stream, "cuDNN convolution workspace");
+      const std::size_t grown = buffers_.empty() ? 0 : 2 * buffers_.back().size();
+      buffers_.emplace_back(std::max(bytes, grown));
+    }
+    return buffers_.back().data();
+  }
+
+ private:
+  std::vector<DeviceBuffer> buffers_;  // the last one is in use
+};
 
 // A batch of images for cuDNN's descriptor API, packed NCHW or NHWC (the dimensions are given in
 // N, C, H, W order either way; the format says how they lie in memory).

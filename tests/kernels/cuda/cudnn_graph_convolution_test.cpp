@@ -708,6 +708,8 @@ TEST(GraphPath, Bf16ImagesByDefaultUnderBf16OnTheGraphPathOnly) {
   const dlscale::testing::ScopedSetting default_gradient("DLSCALE_CUDA_LAYER_NORM_GRADIENT",
                                                          nullptr);
   const dlscale::testing::ScopedSetting default_rows("DLSCALE_CUDA_PADDED_BF16_ROWS", nullptr);
+  const dlscale::testing::ScopedSetting default_loads("DLSCALE_CUDA_BATCHED_LOADS", nullptr);
+  const dlscale::testing::ScopedSetting default_workspace("DLSCALE_CUDNN_WORKSPACE_MIB", nullptr);
   {
     const dlscale::testing::ScopedSetting unset("DLSCALE_CUDA_IMAGE_ACTIVATIONS", nullptr);
     const CudaDevice device(0, Precision::bf16);

@@ -22,11 +22,13 @@
 #include <utility>
 #include <vector>
 
+#include "core/errors.hpp"
 #include "kernels/cpu/cpu_device.hpp"
 #include "kernels/cuda/cuda_device.hpp"
 #include "kernels/device_array.hpp"
 #include "tests/kernels/finite_differences.hpp"
 #include "tests/kernels/relative_error.hpp"
+#include "tests/kernels/scoped_setting.hpp"
 
 namespace dlscale::kernels {
 namespace {
@@ -719,6 +721,66 @@ TEST_F(CudnnKernels, Fp32ConvolutionsStayOffTensorCores) {
     ConvolutionRun on_gpu(fp32, geometry, batch, inputs);
     run(on_gpu);
     expect_close(on_gpu, on_cpu, 1e-5);
+  }
+}
+
+// DLSCALE_CUDNN_WORKSPACE_MIB: the most workspace one convolution algorithm may ask for (512 MiB
+// by default), recorded in changed_settings where it is not the default; anything but a whole
+// number of MiB from 1 to 2^20 is refused in one line. Under an 8 MiB limit a convolution still
+// runs (on an algorithm that needs little or none) and agrees with the CPU, on either path; and
+// the layers of a device share one workspace (cudnn_support.hpp), so two of them run in turn.
+TEST_F(CudnnKernels, WorkspaceLimitIsASettingEveryConvolutionKeeps) {
+  const auto changed_settings = [](const CudaDevice& device) {
+    for (const auto& [name, value] : device.properties())
+      if (name == "changed_settings") return value;
+    return std::string("absent");
+  };
+  const dlscale::testing::ScopedSetting default_loads("DLSCALE_CUDA_BATCHED_LOADS", nullptr);
+  const dlscale::testing::ScopedSetting default_rows("DLSCALE_CUDA_PADDED_BF16_ROWS", nullptr);
+  const dlscale::testing::ScopedSetting default_gradient("DLSCALE_CUDA_LAYER_NORM_GRADIENT",
+                                                         nullptr);
+  {
+    const dlscale::testing::ScopedSetting unset("DLSCALE_CUDNN_WORKSPACE_MIB", nullptr);
+    const CudaDevice device(0, Precision::fp32, CudnnApi::legacy);
+    EXPECT_EQ(device.context().convolution_workspace_limit, default_convolution_workspace_limit);
+    EXPECT_EQ(changed_settings(device), "absent");
+  }
+  {
+    const dlscale::testing::ScopedSetting large("DLSCALE_CUDNN_WORKSPACE_MIB", "4096");
+    const CudaDevice device(0, Precision::fp32, CudnnApi::legacy);
+    EXPECT_EQ(device.context().convolution_workspace_limit, std::size_t(4096) << 20);
+    EXPECT_EQ(changed_settings(device), "convolution_workspace_mib 4096");
+  }
+  for (const char* bad : {"0", "x", "4096M", "-1", "2000000"}) {
+    const dlscale::testing::ScopedSetting setting("DLSCALE_CUDNN_WORKSPACE_MIB", bad);
+    try {
+      const CudaDevice refused(0, Precision::fp32, CudnnApi::legacy);
+      ADD_FAILURE() << "DLSCALE_CUDNN_WORKSPACE_MIB=" << bad << " was accepted";
+    } catch (const UserError& error) {
+      EXPECT_EQ(std::string(error.what())
+                    .rfind(std::string("DLSCALE_CUDNN_WORKSPACE_MIB: '") + bad +
+                               "' is not a whole number of MiB",
+                           0),
+                0u)
+          << error.what();
+    }
+  }
+  const dlscale::testing::ScopedSetting small("DLSCALE_CUDNN_WORKSPACE_MIB", "8");
+  const ConvolutionGeometry geometry{{64, 16, 16}, 64, 3, 1, 1, 1};
+  const ConvolutionGeometry strided{{64, 16, 16}, 32, 3, 2, 1, 1};
+  ConvolutionRun on_cpu(cpu(), geometry, 8), strided_on_cpu(cpu(), strided, 8);
+  run(on_cpu);
+  run(strided_on_cpu);
+  for (const CudnnApi api : compiled_cudnn_apis()) {
+    SCOPED_TRACE(cudnn_api_name(api));
+    CudaDevice limited(0, Precision::fp32, api);
+    ASSERT_EQ(limited.context().convolution_workspace_limit, std::size_t(8) << 20);
+    ConvolutionRun first(limited, geometry, 8), second(limited, strided, 8);
+    run(first);
+    run(second);
+    run(first);  // after the second layer's first call: the shared workspace may have moved
+    expect_close(first, on_cpu, convolution_tolerance);
+    expect_close(second, strided_on_cpu, convolution_tolerance);
   }
 }
 
