@@ -110,8 +110,7 @@ CudnnApi default_cudnn_api(Precision precision) {
 }
 
 CudaDevice::CudaDevice(int gpu_index, Precision precision, std::optional<CudnnApi> asked_api)
-    : bf16_staging_(std::make_unique<Bf16Staging>()),
-      convolution_workspace_(std::make_unique<ConvolutionWorkspace>()) {
+    : bf16_staging_(std::make_unique<Bf16Staging>()) {
   const CudnnApi cudnn_api = asked_api.value_or(default_cudnn_api(precision));
   if (cudnn_api == CudnnApi::graph && !cudnn_graph_api_compiled())
     throw UserError(
@@ -127,9 +126,11 @@ CudaDevice::CudaDevice(int gpu_index, Precision precision, std::optional<CudnnAp
   }
 #endif
   context_.bf16_staging = bf16_staging_.get();
-  context_.convolution_workspace = convolution_workspace_.get();
   if (const char* mib = std::getenv("DLSCALE_CUDNN_WORKSPACE_MIB"); mib != nullptr && *mib != '\0')
     context_.convolution_workspace_limit = workspace_limit_from(mib);
+  convolution_workspace_ =
+      std::make_unique<ConvolutionWorkspace>(context_.convolution_workspace_limit);
+  context_.convolution_workspace = convolution_workspace_.get();
   if (const char* batched = std::getenv("DLSCALE_CUDA_BATCHED_GEMM");
       batched != nullptr && *batched != '\0') {
     require_choice("DLSCALE_CUDA_BATCHED_GEMM", "batched GEMM", batched, {"loop", "cublas"});

@@ -96,19 +96,26 @@ Plan& plan_of(std::map<int, Plan>& plans, int batch, cudaStream_t stream, const 
 // asking for at most CudaContext::convolution_workspace_limit. It grows only on first calls (never
 // during a capture), and keeps what it has outgrown: work queued earlier, or a graph captured
 // earlier, may still point into it.
+// It grows by doubling, to save reallocations, but never past `limit` (what one algorithm may ask
+// for): the buffer in use stays within the limit, and those kept, under it in all.
 class ConvolutionWorkspace {
  public:
+  explicit ConvolutionWorkspace(std::size_t limit) : limit_(limit) {}
+
   void* get(std::size_t bytes, cudaStream_t stream) {
     if (bytes == 0) return nullptr;
     if (buffers_.empty() || buffers_.back().size() < bytes) {
       require_not_capturing(stream, "cuDNN convolution workspace");
-      const std::size_t grown = buffers_.empty() ? 0 : 2 * buffers_.back().size();
-      buffers_.emplace_back(std::max(bytes, grown));
+      const std::size_t doubled = buffers_.empty() ? 0 : 2 * buffers_.back().size();
+      buffers_.emplace_back(std::max(bytes, std::min(doubled, limit_)));
     }
     return buffers_.back().data();
   }
+  // The buffer in use, in bytes (0 before any convolution asked for workspace).
+  std::size_t size() const { return buffers_.empty() ? 0 : buffers_.back().size(); }
 
  private:
+  std::size_t limit_;
   std::vector<DeviceBuffer> buffers_;  // the last one is in use
 };
 

@@ -921,15 +921,18 @@ TYPED_TEST(CudaMathTest, SoftmaxCrossEntropyMatchesCpu) {
       }
 }
 
+// An fp32 device made with DLSCALE_CUDA_BATCHED_LOADS=yes.
+std::unique_ptr<CudaDevice> device_with_batched_loads() {
+  const dlscale::testing::ScopedSetting setting("DLSCALE_CUDA_BATCHED_LOADS", "yes");
+  return std::make_unique<CudaDevice>(0, Precision::fp32);
+}
+
 // DLSCALE_CUDA_BATCHED_LOADS=yes (four reads in flight per thread) changes no bit of the softmax
 // cross-entropy: each thread visits its columns in the same order. Rows shorter than a block,
 // longer by a part of a batch, GPT-2's 50,257 words, a label past the classes (a NaN loss row).
 TYPED_TEST(CudaMathTest, SoftmaxCrossEntropyBatchedLoadsChangeNoBit) {
   using T = TypeParam;
-  const auto batched_device = [] {
-    const dlscale::testing::ScopedSetting setting("DLSCALE_CUDA_BATCHED_LOADS", "yes");
-    return std::make_unique<CudaDevice>(0, Precision::fp32);
-  }();
+  const auto batched_device = device_with_batched_loads();
   ASSERT_TRUE(batched_device->context().batched_loads);
   ASSERT_FALSE(this->gpu().context().batched_loads) << "batched loads are off by default";
   std::uint64_t seed = 90;
@@ -954,10 +957,7 @@ TYPED_TEST(CudaMathTest, SoftmaxCrossEntropyBatchedLoadsChangeNoBit) {
 // and beyond one wave of the grid.
 TYPED_TEST(CudaMathTest, ElementwiseBatchedLoadsChangeNoBit) {
   using T = TypeParam;
-  const auto batched_device = [] {
-    const dlscale::testing::ScopedSetting setting("DLSCALE_CUDA_BATCHED_LOADS", "yes");
-    return std::make_unique<CudaDevice>(0, Precision::fp32);
-  }();
+  const auto batched_device = device_with_batched_loads();
   ASSERT_TRUE(batched_device->context().batched_loads);
   std::uint64_t seed = 110;
   for (const auto [rows, cols] : {std::pair{1, 3}, std::pair{37, 1000}, std::pair{4099, 2304}}) {

@@ -25,6 +25,7 @@
 #include "core/errors.hpp"
 #include "kernels/cpu/cpu_device.hpp"
 #include "kernels/cuda/cuda_device.hpp"
+#include "kernels/cuda/cudnn_support.hpp"
 #include "kernels/device_array.hpp"
 #include "tests/kernels/finite_differences.hpp"
 #include "tests/kernels/relative_error.hpp"
@@ -727,8 +728,9 @@ TEST_F(CudnnKernels, Fp32ConvolutionsStayOffTensorCores) {
 // DLSCALE_CUDNN_WORKSPACE_MIB: the most workspace one convolution algorithm may ask for (512 MiB
 // by default), recorded in changed_settings where it is not the default; anything but a whole
 // number of MiB from 1 to 2^20 is refused in one line. Under an 8 MiB limit a convolution still
-// runs (on an algorithm that needs little or none) and agrees with the CPU, on either path; and
-// the layers of a device share one workspace (cudnn_support.hpp), so two of them run in turn.
+// runs (on an algorithm that needs little or none) and agrees with the CPU, on either path; the
+// layers of a device share one workspace (cudnn_support.hpp), so two of them run in turn, and it
+// never grows past the limit.
 TEST_F(CudnnKernels, WorkspaceLimitIsASettingEveryConvolutionKeeps) {
   const auto changed_settings = [](const CudaDevice& device) {
     for (const auto& [name, value] : device.properties())
@@ -781,6 +783,8 @@ TEST_F(CudnnKernels, WorkspaceLimitIsASettingEveryConvolutionKeeps) {
     run(first);  // after the second layer's first call: the shared workspace may have moved
     expect_close(first, on_cpu, convolution_tolerance);
     expect_close(second, strided_on_cpu, convolution_tolerance);
+    EXPECT_LE(limited.context().convolution_workspace->size(), std::size_t(8) << 20)
+        << "the shared workspace grew past the limit";
   }
 }
 
