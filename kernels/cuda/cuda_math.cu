@@ -541,10 +541,23 @@ __global__ void round_to_bf16_kernel(std::size_t count, const float* from, __nv_
 
 // to[row * to_stride + col] = from[row * cols + col] rounded: a row-major matrix copied into rows
 // of `to_stride` values (the values between a row's end and the next row are not written).
+// `batch`: each thread's reads in flight, as add_row_bias_kernel's walk.
+template <int batch>
 __global__ void round_rows_to_bf16_kernel(std::size_t count, std::size_t cols, const float* from,
                                           __nv_bfloat16* to, std::size_t to_stride) {
-  for (MatrixWalk at(cols); at.i < count; at.next())
-    to[at.row * to_stride + at.col] = __float2bfloat16_rn(from[at.i]);
+  MatrixWalk at(cols);
+  while (at.i + (batch - 1) * at.stride < count) {
+    std::size_t index[batch];
+    float value[batch];
+#pragma unroll
+    for (int k = 0; k < batch; ++k, at.next()) {
+      index[k] = at.row * to_stride + at.col;
+      value[k] = from[at.i];
+    }
+#pragma unroll
+    for (int k = 0; k < batch; ++k) to[index[k]] = __float2bfloat16_rn(value[k]);
+  }
+  for (; at.i < count; at.next()) to[at.row * to_stride + at.col] = __float2bfloat16_rn(from[at.i]);
 }
 
 template <int batch>
@@ -1239,7 +1252,9 @@ class CudaMath final : public MathOps<T> {
   void round_rows_to_bf16(const float* from, __nv_bfloat16* to, int rows, int cols, int stride) {
     const std::size_t count = std::size_t(rows) * std::size_t(cols);
     if (count == 0) return;
-    round_rows_to_bf16_kernel<<<conversion_grid(count), elementwise_threads, 0, context_.stream>>>(
+    const auto kernel =
+        context_.batched_loads ? round_rows_to_bf16_kernel<4> : round_rows_to_bf16_kernel<1>;
+    kernel<<<conversion_grid(count), elementwise_threads, 0, context_.stream>>>(
         count, std::size_t(cols), from, to, std::size_t(stride));
     DLSCALE_CUDA_CHECK(cudaGetLastError());
   }

@@ -385,7 +385,8 @@ TEST(CudaMathBatched, StridedBatchedGemmMatchesTheCpuInEveryPrecision) {
 // bf16's bound of the CPU's float; with a 10,000-word head's width and rows not a multiple of
 // anything, and without a bias or an input gradient (an output head, a first layer). With
 // DLSCALE_CUDA_PADDED_BF16_ROWS=yes (dy's bf16 rows padded to 8 values where there is no bias) the
-// same gradients within float rounding (another GEMM kernel may add in another order).
+// same gradients within float rounding (another GEMM kernel may add in another order), and with
+// DLSCALE_CUDA_BATCHED_LOADS=yes too the very same ones.
 TEST(CudaMathBf16, LinearBackwardRoundsTheOutputGradientOnceAndMatchesItsThreeCalls) {
   const auto default_device = [] {
     const dlscale::testing::ScopedSetting setting("DLSCALE_CUDA_PADDED_BF16_ROWS", nullptr);
@@ -396,7 +397,13 @@ TEST(CudaMathBf16, LinearBackwardRoundsTheOutputGradientOnceAndMatchesItsThreeCa
     const dlscale::testing::ScopedSetting setting("DLSCALE_CUDA_PADDED_BF16_ROWS", "yes");
     return std::make_unique<CudaDevice>(0, Precision::bf16);
   }();
+  const auto padded_batched_device = [] {
+    const dlscale::testing::ScopedSetting setting("DLSCALE_CUDA_PADDED_BF16_ROWS", "yes");
+    const dlscale::testing::ScopedSetting loads("DLSCALE_CUDA_BATCHED_LOADS", "yes");
+    return std::make_unique<CudaDevice>(0, Precision::bf16);
+  }();
   ASSERT_TRUE(padded_device->context().padded_bf16_rows);
+  ASSERT_TRUE(padded_batched_device->context().batched_loads);
   ASSERT_FALSE(bf16.context().padded_bf16_rows) << "padding is off by default";
   struct Case {
     int rows, inputs, outputs;
@@ -437,6 +444,11 @@ TEST(CudaMathBf16, LinearBackwardRoundsTheOutputGradientOnceAndMatchesItsThreeCa
     const Gradients fused = run(bf16, true);
     const Gradients separate = run(bf16, false);
     const Gradients padded = run(*padded_device, true);
+    // DLSCALE_CUDA_BATCHED_LOADS=yes: the same roundings, read four at a time.
+    const Gradients padded_batched = run(*padded_batched_device, true);
+    EXPECT_EQ(padded.weights, padded_batched.weights) << what << ": batched loads";
+    EXPECT_EQ(padded.bias, padded_batched.bias) << what << ": batched loads";
+    EXPECT_EQ(padded.input, padded_batched.input) << what << ": batched loads";
     EXPECT_LE(relative_l2(fused.weights, padded.weights), 1e-5) << what << ": padded rows";
     if (c.input_gradient)
       EXPECT_LE(relative_l2(fused.input, padded.input), 1e-5) << what << ": padded rows";
