@@ -328,8 +328,8 @@ __global__ void embedding_gradient_kernel(std::size_t rows, std::size_t width, u
 // Calls visit(c, row[c]) for this thread's columns of a row, c = threadIdx.x + k * blockDim.x in
 // increasing k (the order of a plain block-strided loop, so a thread's sums come out bit for bit
 // the same), reading `batch` of them before visiting any: a thread then keeps `batch` reads in
-// flight where the plain loop keeps one, which leaves most of a GPU's memory bandwidth unused
-// (a full H100 holds about 1 MB of single float reads in flight; its bandwidth wants about 3).
+// flight where the plain loop keeps one and so leaves most of a GPU's memory bandwidth unused (a
+// full H100 holds about 1 MB of single float reads in flight; its bandwidth wants about 3 MB).
 template <int batch, typename T, typename Visit>
 __device__ void for_each_in_row(const T* __restrict__ row, std::size_t count, Visit&& visit) {
   const std::size_t stride = blockDim.x;
