@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "comm/bf16_sum.hpp"
+#include "core/errors.hpp"
 #include "core/random.hpp"
 #include "kernels/cpu/cpu_device.hpp"
 #include "kernels/cuda/bf16_staging.hpp"
@@ -937,6 +938,37 @@ TYPED_TEST(CudaMathTest, SoftmaxCrossEntropyMatchesCpu) {
 std::unique_ptr<CudaDevice> device_with_batched_loads() {
   const dlscale::testing::ScopedSetting setting("DLSCALE_CUDA_BATCHED_LOADS", "yes");
   return std::make_unique<CudaDevice>(0, Precision::fp32);
+}
+
+// DLSCALE_CUDA_BATCHED_LOADS takes no or yes, is recorded in changed_settings where yes, and
+// refuses anything else in one line before the device is made.
+TEST(CudaMathSettings, BatchedLoadsIsNoOrYes) {
+  const dlscale::testing::ScopedSetting default_workspace("DLSCALE_CUDNN_WORKSPACE_MIB", nullptr);
+  const dlscale::testing::ScopedSetting default_rows("DLSCALE_CUDA_PADDED_BF16_ROWS", nullptr);
+  const dlscale::testing::ScopedSetting default_gradient("DLSCALE_CUDA_LAYER_NORM_GRADIENT",
+                                                         nullptr);
+  const auto changed_settings = [](const CudaDevice& device) {
+    for (const auto& [name, value] : device.properties())
+      if (name == "changed_settings") return value;
+    return std::string("absent");
+  };
+  EXPECT_EQ(changed_settings(*device_with_batched_loads()), "batched_loads yes");
+  {
+    const dlscale::testing::ScopedSetting no("DLSCALE_CUDA_BATCHED_LOADS", "no");
+    const CudaDevice device(0, Precision::fp32);
+    EXPECT_FALSE(device.context().batched_loads);
+    EXPECT_EQ(changed_settings(device), "absent");
+  }
+  const dlscale::testing::ScopedSetting bad("DLSCALE_CUDA_BATCHED_LOADS", "4");
+  try {
+    const CudaDevice refused(0, Precision::fp32);
+    ADD_FAILURE() << "DLSCALE_CUDA_BATCHED_LOADS=4 was accepted";
+  } catch (const UserError& error) {
+    EXPECT_EQ(
+        std::string(error.what()).rfind("DLSCALE_CUDA_BATCHED_LOADS: unknown batched loads '4'", 0),
+        0u)
+        << error.what();
+  }
 }
 
 // DLSCALE_CUDA_BATCHED_LOADS=yes (four reads in flight per thread) changes no bit of the softmax
