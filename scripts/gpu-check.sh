@@ -32,15 +32,17 @@
 #          it ran on (dlscale's default: graph under bf16, legacy under fp32 and tf32) and only
 #          the other path runs here; the table, both paths beside PyTorch's step, with each run's
 #          loss (first -> last iteration), goes to summary.txt. Not yet timed on a GPU: 18 runs
-#          (36 without the bench stage), estimated at 3 (6) minutes.
+#          (36 without the bench stage) of 10 to 30 s each by the earlier leases' stage times.
+# The whole check (no option) needs about 20 minutes by that estimate, more than one call of a
+# GPU lease: scripts/gpu-quick-check.sh runs the same checks in stages that fit one call each.
 # With no option, build, tests and bench run in that order: the acceptance check of issue 30 (the
 # graph stage, a comparison of the two convolution paths, only when asked: bf16 runs on the graph
 # path by default now, and the stage would add up to 36 runs). Each --X-only option picks its
 # stage, and several may be given (--tests-only --bench-only: both, on an existing build). The
 # bundle is unpacked and the environment set for every stage.
 #
-# Environment: BUILD_DIR (default build-gpu), BUILD_TARGETS (default: what the stages run), JOBS (default: every
-# core), TEST_JOBS (GPU tests at once, default 4), CUDA_ARCHITECTURES
+# Environment: BUILD_DIR (default build-gpu), BUILD_TARGETS (default: what the stages run; all:
+# everything), JOBS (default: every core), TEST_JOBS (GPU tests at once, default 4), CUDA_ARCHITECTURES
 # (default 90), CUDACXX (default /usr/local/cuda/bin/nvcc), PYTHON (for the bench stage),
 # OUT (if set, the logs and a summary are copied to $OUT/gpu-check/ at the end, even on failure),
 # BENCH_MODELS, BENCH_PRECISIONS, BENCH_ITERS, BENCH_WARMUP (the bench stage's --models,
