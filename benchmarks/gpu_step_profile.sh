@@ -25,7 +25,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 dlscale_run=("$mpirun" -np 1 "$build_dir/dlscale" --device cuda --comm nccl --model "$model"
              --batch "$batch" --precision "$precision" --iters 20 --warmup 5 --sample-interval 0)
 {
-  echo "## dlscale: $model batch $batch $precision (DLSCALE_CUDNN_API=${DLSCALE_CUDNN_API:-unset: graph under bf16, else legacy})"
+  echo "## dlscale: $model batch $batch $precision (DLSCALE_CUDNN_API=${DLSCALE_CUDNN_API:-unset: legacy under fp32, else graph})"
   "${dlscale_run[@]}" --out "$work/run.h5" >"$work/dlscale.out" 2>&1 || {
     echo "dlscale failed:"; tail -5 "$work/dlscale.out"; }
   [[ -f $work/run.h5 ]] && "$build_dir/benchmarks/dlscale-bench-layer-times" "$work/run.h5"

@@ -466,8 +466,11 @@ std::string format_study(const results::StudySummary& study,
   if (one_rank_count)
     fmt::format_to(line,
                    "every point has {} rank{}: no scaling table (speedup and efficiency need two "
-                   "rank counts)\n",
-                   study.points.front().ranks, study.points.front().ranks == 1 ? "" : "s");
+                   "rank counts){}\n",
+                   study.points.front().ranks, study.points.front().ranks == 1 ? "" : "s",
+                   study.points.size() > 1
+                       ? "; its configurations side by side, samples/s relative to the first:"
+                       : "");
   if (!study.points.empty() && !one_rank_count)
     fmt::format_to(line,
                    "{} scaling against {} rank{}{}: efficiency with its 95% bootstrap interval; "
@@ -504,6 +507,30 @@ std::string format_study(const results::StudySummary& study,
                    key_columns(configuration_header, "ranks", "threads", "repeat"), "iter ms",
                    "samples/s", token_columns("tokens/s", "MFU"), "speedup", "efficiency",
                    "Karp-Flatt", "comm", "imbalance", "other", energy_header, "straggler");
+  // One rank count of several configurations (a CPU job and a GPU job merged, a precision sweep
+  // at one rank count) still compares them: each beside the first, in samples/s.
+  if (one_rank_count && study.points.size() > 1) {
+    fmt::format_to(line, "{} {:>10} {:>12}{} {:>9}{}\n",
+                   key_columns(configuration_header, "ranks", "threads", "repeat"), "iter ms",
+                   "samples/s", token_columns("tokens/s", "MFU"), "relative", energy_header);
+    const double first = study.points.front().throughput_samples_per_second;
+    for (const auto& p : study.points) {
+      std::string energy;
+      for (const auto& [name, joules] : p.energy_joules_per_sample)
+        energy += fmt::format(" {:>12.4g}", joules);
+      fmt::format_to(
+          line, "{} {:>10.2f} {:>12.1f}{} {:>9}{}\n",
+          key_columns(configuration_of(p), p.ranks, p.threads, p.repeat),
+          p.iteration_seconds * 1e3, p.throughput_samples_per_second,
+          token_columns(
+              std::isfinite(p.tokens_per_second) ? tokens_rate(p.tokens_per_second) : "-",
+              std::isfinite(p.model_flops_utilisation)
+                  ? fmt::format("{:.1f}%", 100 * p.model_flops_utilisation)
+                  : "-"),
+          first > 0 ? fmt::format("{:.2f}x", p.throughput_samples_per_second / first) : "-",
+          energy);
+    }
+  }
   std::vector<std::string> karp_flatt_reasons;  // each once, under the table
   bool too_noisy = false;
   for (const auto& p : study.points) {

@@ -29,7 +29,7 @@
 #          by dlscale with DLSCALE_CUDNN_API=legacy and =graph (GRAPH_ITERS 30 measured steps
 #          after GRAPH_WARMUP 5, as the bench stage; each run stopped after GRAPH_RUN_TIMEOUT
 #          120 s). Where the bench stage ran in the same invocation its step stands for the path
-#          it ran on (dlscale's default: graph under bf16, legacy under fp32 and tf32) and only
+#          it ran on (dlscale's default: graph under bf16 and tf32, legacy under fp32) and only
 #          the other path runs here; the table, both paths beside PyTorch's step, with each run's
 #          loss (first -> last iteration), goes to summary.txt. Not yet timed on a GPU: 18 runs
 #          (36 without the bench stage) of 10 to 30 s each by the earlier leases' stage times.
@@ -306,9 +306,9 @@ if wants graph; then
     IFS=, read -ra graph_precisions <<<"${GRAPH_PRECISIONS:-fp32,tf32,bf16}"
     # The bench stage's table, where it ran: its dlscale column ran on the path that
     # DLSCALE_CUDNN_API names, or where it is unset on dlscale's default (default_cudnn_api in
-    # kernels/cuda/cuda_device.hpp: graph under bf16, legacy otherwise), so only the other path
+    # kernels/cuda/cuda_device.hpp: legacy under fp32, graph otherwise), so only the other path
     # runs here; its PyTorch column is kept beside.
-    bench_api() { echo "${DLSCALE_CUDNN_API:-$([[ $1 == bf16 ]] && echo graph || echo legacy)}"; }
+    bench_api() { echo "${DLSCALE_CUDNN_API:-$([[ $1 == fp32 ]] && echo legacy || echo graph)}"; }
     declare -A bench_step=() bench_torch=()
     if wants bench && [[ -s $logs/bench.md ]]; then
       while IFS='|' read -r _ model batch precision ours theirs _; do

@@ -105,7 +105,7 @@ int visible_gpu_count() {
 }
 
 CudnnApi default_cudnn_api(Precision precision) {
-  return precision == Precision::bf16 && cudnn_graph_api_compiled() ? CudnnApi::graph
+  return precision != Precision::fp32 && cudnn_graph_api_compiled() ? CudnnApi::graph
                                                                     : CudnnApi::legacy;
 }
 
@@ -249,10 +249,10 @@ DeviceProperties CudaDevice::properties() const {
   if (context_.precision == Precision::bf16 && context_.attention != AttentionApi::sdpa)
     changed.push_back(fmt::format("attention {}", attention_api_names(context_.attention)));
   if (!context_.tiled_layer_norm_gradient) changed.push_back("layer_norm_gradient serial");
-  if (context_.padded_bf16_rows && context_.precision == Precision::bf16)
-    changed.push_back(fmt::format("padded_bf16_rows {}", yes_no_names(true)));
-  if (context_.batched_loads)
-    changed.push_back(fmt::format("batched_loads {}", yes_no_names(true)));
+  if (!context_.padded_bf16_rows && context_.precision == Precision::bf16)
+    changed.push_back(fmt::format("padded_bf16_rows {}", yes_no_names(false)));
+  if (!context_.batched_loads)
+    changed.push_back(fmt::format("batched_loads {}", yes_no_names(false)));
   if (context_.convolution_workspace_limit != default_convolution_workspace_limit)
     changed.push_back(
         fmt::format("convolution_workspace_mib {}", context_.convolution_workspace_limit >> 20));

@@ -305,6 +305,37 @@ std::string row_starting(const std::string& table, const std::string& start, int
   return "";
 }
 
+// A CPU job and a GPU job of one rank each, merged: no scaling table, but the two side by side,
+// each device's samples/s beside the first's and its MFU against its own GEMM (issue 30, item 5).
+TEST(StudyTable, OneRankCountOfTwoDevicesShowsThemSideBySide) {
+  results::StudySummary study = study_of(1, 1, 1, std::nan(""));
+  study.points.pop_back();
+  study.points[0].iteration_seconds = 0.4;
+  study.points[0].throughput_samples_per_second = 80;
+  study.points[0].model_flops_utilisation = 0.5;
+  study.points[0].energy_joules_per_sample = {{"cpu_package", 2.5}};
+  results::StudyPoint gpu = study.points[0];
+  gpu.device = "cuda";
+  gpu.iteration_seconds = 0.1;
+  gpu.throughput_samples_per_second = 320;
+  gpu.model_flops_utilisation = 0.25;
+  gpu.energy_joules_per_sample = {{"gpu_board", 0.625}};
+  study.points.push_back(gpu);
+  const std::string table = format_study(study);
+  EXPECT_NE(table.find("every point has 1 rank: no scaling table"), std::string::npos) << table;
+  EXPECT_NE(row_starting(table, "device").find("relative"), std::string::npos) << table;
+  const std::string cpu = row_starting(table, "cpu fp32");
+  const std::string cuda = row_starting(table, "cuda fp32");
+  EXPECT_NE(cpu.find("400.00"), std::string::npos) << table;
+  EXPECT_NE(cpu.find("1.00x"), std::string::npos) << table;
+  EXPECT_NE(cuda.find("100.00"), std::string::npos) << table;
+  EXPECT_NE(cuda.find("320.0"), std::string::npos) << table;
+  EXPECT_NE(cuda.find("25.0%"), std::string::npos) << table;
+  EXPECT_NE(cuda.find("4.00x"), std::string::npos) << table;
+  EXPECT_NE(cuda.find("0.625"), std::string::npos) << table;
+  EXPECT_EQ(table.find("Karp-Flatt"), std::string::npos) << "a scaling header:\n" << table;
+}
+
 TEST(StudyConvergence, MeasuredRatiosShowTheIntervalTheEvaluationSpacingAllows) {
   const std::string table = format_study(converged_study());
   const std::string four = row_starting(table, "     4", 1);  // the convergence table's row

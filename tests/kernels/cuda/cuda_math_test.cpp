@@ -389,23 +389,22 @@ TEST(CudaMathBatched, StridedBatchedGemmMatchesTheCpuInEveryPrecision) {
 // same gradients within float rounding (another GEMM kernel may add in another order), and with
 // DLSCALE_CUDA_BATCHED_LOADS=yes too the very same ones.
 TEST(CudaMathBf16, LinearBackwardRoundsTheOutputGradientOnceAndMatchesItsThreeCalls) {
-  const auto default_device = [] {
-    const dlscale::testing::ScopedSetting setting("DLSCALE_CUDA_PADDED_BF16_ROWS", nullptr);
+  const auto device_with = [](const char* padded_rows, const char* batched_loads) {
+    const dlscale::testing::ScopedSetting rows("DLSCALE_CUDA_PADDED_BF16_ROWS", padded_rows);
+    const dlscale::testing::ScopedSetting loads("DLSCALE_CUDA_BATCHED_LOADS", batched_loads);
     return std::make_unique<CudaDevice>(0, Precision::bf16);
-  }();
-  CudaDevice& bf16 = *default_device;
-  const auto padded_device = [] {
-    const dlscale::testing::ScopedSetting setting("DLSCALE_CUDA_PADDED_BF16_ROWS", "yes");
-    return std::make_unique<CudaDevice>(0, Precision::bf16);
-  }();
-  const auto padded_batched_device = [] {
-    const dlscale::testing::ScopedSetting setting("DLSCALE_CUDA_PADDED_BF16_ROWS", "yes");
-    const dlscale::testing::ScopedSetting loads("DLSCALE_CUDA_BATCHED_LOADS", "yes");
-    return std::make_unique<CudaDevice>(0, Precision::bf16);
-  }();
+  };
+  const auto default_device = device_with(nullptr, nullptr);
+  ASSERT_TRUE(default_device->context().padded_bf16_rows) << "padded rows are the default";
+  ASSERT_TRUE(default_device->context().batched_loads) << "batched loads are the default";
+  const auto unpadded_device = device_with("no", "no");
+  CudaDevice& bf16 = *unpadded_device;
+  const auto padded_device = device_with("yes", "no");
+  const auto padded_batched_device = device_with("yes", "yes");
   ASSERT_TRUE(padded_device->context().padded_bf16_rows);
+  ASSERT_FALSE(padded_device->context().batched_loads);
   ASSERT_TRUE(padded_batched_device->context().batched_loads);
-  ASSERT_FALSE(bf16.context().padded_bf16_rows) << "padding is off by default";
+  ASSERT_FALSE(bf16.context().padded_bf16_rows) << "DLSCALE_CUDA_PADDED_BF16_ROWS=no";
   struct Case {
     int rows, inputs, outputs;
     bool bias, input_gradient;
@@ -934,14 +933,14 @@ TYPED_TEST(CudaMathTest, SoftmaxCrossEntropyMatchesCpu) {
       }
 }
 
-// An fp32 device made with DLSCALE_CUDA_BATCHED_LOADS=yes.
-std::unique_ptr<CudaDevice> device_with_batched_loads() {
-  const dlscale::testing::ScopedSetting setting("DLSCALE_CUDA_BATCHED_LOADS", "yes");
+// An fp32 device made with DLSCALE_CUDA_BATCHED_LOADS set to `batched_loads` (nullptr: unset).
+std::unique_ptr<CudaDevice> fp32_device_with_loads(const char* batched_loads) {
+  const dlscale::testing::ScopedSetting setting("DLSCALE_CUDA_BATCHED_LOADS", batched_loads);
   return std::make_unique<CudaDevice>(0, Precision::fp32);
 }
 
-// DLSCALE_CUDA_BATCHED_LOADS takes no or yes, is recorded in changed_settings where yes, and
-// refuses anything else in one line before the device is made.
+// DLSCALE_CUDA_BATCHED_LOADS takes no or yes (the default), is recorded in changed_settings where
+// no, and refuses anything else in one line before the device is made.
 TEST(CudaMathSettings, BatchedLoadsIsNoOrYes) {
   const dlscale::testing::ScopedSetting default_workspace("DLSCALE_CUDNN_WORKSPACE_MIB", nullptr);
   const dlscale::testing::ScopedSetting default_rows("DLSCALE_CUDA_PADDED_BF16_ROWS", nullptr);
@@ -952,13 +951,14 @@ TEST(CudaMathSettings, BatchedLoadsIsNoOrYes) {
       if (name == "changed_settings") return value;
     return std::string("absent");
   };
-  EXPECT_EQ(changed_settings(*device_with_batched_loads()), "batched_loads yes");
-  {
-    const dlscale::testing::ScopedSetting no("DLSCALE_CUDA_BATCHED_LOADS", "no");
-    const CudaDevice device(0, Precision::fp32);
-    EXPECT_FALSE(device.context().batched_loads);
-    EXPECT_EQ(changed_settings(device), "absent");
+  for (const char* yes : {static_cast<const char*>(nullptr), "yes"}) {
+    const auto device = fp32_device_with_loads(yes);
+    EXPECT_TRUE(device->context().batched_loads) << (yes ? yes : "unset");
+    EXPECT_EQ(changed_settings(*device), "absent") << (yes ? yes : "unset");
   }
+  const auto one_at_a_time = fp32_device_with_loads("no");
+  EXPECT_FALSE(one_at_a_time->context().batched_loads);
+  EXPECT_EQ(changed_settings(*one_at_a_time), "batched_loads no");
   const dlscale::testing::ScopedSetting bad("DLSCALE_CUDA_BATCHED_LOADS", "4");
   try {
     const CudaDevice refused(0, Precision::fp32);
@@ -976,16 +976,17 @@ TEST(CudaMathSettings, BatchedLoadsIsNoOrYes) {
 // longer by a part of a batch, GPT-2's 50,257 words, a label past the classes (a NaN loss row).
 TYPED_TEST(CudaMathTest, SoftmaxCrossEntropyBatchedLoadsChangeNoBit) {
   using T = TypeParam;
-  const auto batched_device = device_with_batched_loads();
+  const auto batched_device = fp32_device_with_loads("yes");
+  const auto plain_device = fp32_device_with_loads("no");
   ASSERT_TRUE(batched_device->context().batched_loads);
-  ASSERT_FALSE(this->gpu().context().batched_loads) << "batched loads are off by default";
+  ASSERT_FALSE(plain_device->context().batched_loads);
   std::uint64_t seed = 90;
   for (const auto [rows, classes] : {std::pair{1, 1}, std::pair{7, 10}, std::pair{33, 255},
                                      std::pair{5, 1000}, std::pair{3, 1025}, std::pair{4, 50257}}) {
     const auto logits = uniform_values<T>(std::size_t(rows) * classes, -30, 30, seed++);
     auto labels = random_labels(rows, classes, seed++);
     if (rows > 1) labels[1] = classes;  // no such class: that row's loss is NaN on both
-    const auto plain = run_softmax_cross_entropy(this->gpu(), rows, classes, logits, labels);
+    const auto plain = run_softmax_cross_entropy(*plain_device, rows, classes, logits, labels);
     const auto batched = run_softmax_cross_entropy(*batched_device, rows, classes, logits, labels);
     const std::string what = describe("<", type_name<T>(), "> rows=", rows, " classes=", classes);
     expect_bit_identical("softmax_cross_entropy dlogits, batched loads" + what, plain.dlogits,
@@ -1001,8 +1002,10 @@ TYPED_TEST(CudaMathTest, SoftmaxCrossEntropyBatchedLoadsChangeNoBit) {
 // and beyond one wave of the grid.
 TYPED_TEST(CudaMathTest, ElementwiseBatchedLoadsChangeNoBit) {
   using T = TypeParam;
-  const auto batched_device = device_with_batched_loads();
+  const auto batched_device = fp32_device_with_loads("yes");
+  const auto plain_device = fp32_device_with_loads("no");
   ASSERT_TRUE(batched_device->context().batched_loads);
+  ASSERT_FALSE(plain_device->context().batched_loads);
   std::uint64_t seed = 110;
   for (const auto [rows, cols] : {std::pair{1, 3}, std::pair{37, 1000}, std::pair{4099, 2304}}) {
     const std::size_t count = std::size_t(rows) * cols;
@@ -1031,7 +1034,7 @@ TYPED_TEST(CudaMathTest, ElementwiseBatchedLoadsChangeNoBit) {
       results.push_back(download(device, out));
       return results;
     };
-    const auto plain = run(this->gpu()), batched = run(*batched_device);
+    const auto plain = run(*plain_device), batched = run(*batched_device);
     const char* names[] = {"add_row_bias", "add in place", "add", "gelu_forward", "gelu_backward"};
     ASSERT_EQ(plain.size(), std::size(names));
     for (std::size_t k = 0; k < plain.size(); ++k)

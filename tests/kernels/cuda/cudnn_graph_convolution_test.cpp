@@ -654,7 +654,7 @@ TEST(GraphPath, TheRunRecordsWhichCudnnApiRan) {
   }
 }
 
-// DLSCALE_CUDNN_API: unset or empty is the precision's default (graph under bf16, legacy
+// DLSCALE_CUDNN_API: unset or empty is the precision's default (legacy under fp32, graph
 // otherwise), "graph" is graph, "legacy" legacy, anything else one line naming the choices.
 TEST(GraphPath, TheSettingIsReadFromTheEnvironment) {
   ASSERT_NO_FATAL_FAILURE(require_gpu());
@@ -664,7 +664,8 @@ TEST(GraphPath, TheSettingIsReadFromTheEnvironment) {
   EXPECT_EQ(cudnn_api_from_environment(), std::nullopt);
   EXPECT_EQ(default_cudnn_api(Precision::bf16), CudnnApi::graph);
   EXPECT_EQ(default_cudnn_api(Precision::fp32), CudnnApi::legacy);
-  EXPECT_EQ(default_cudnn_api(Precision::tf32), CudnnApi::legacy);
+  EXPECT_EQ(default_cudnn_api(Precision::tf32), CudnnApi::graph);
+  EXPECT_TRUE(CudaDevice(0, Precision::tf32).context().native_is_nhwc());
   EXPECT_TRUE(CudaDevice(0, Precision::bf16).context().native_is_nhwc());
   EXPECT_FALSE(CudaDevice(0, Precision::fp32).context().native_is_nhwc());
   setenv("DLSCALE_CUDNN_API", "legacy", 1);
