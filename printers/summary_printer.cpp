@@ -520,13 +520,12 @@ std::string format_study(const results::StudySummary& study,
         energy += fmt::format(" {:>12.4g}", joules);
       fmt::format_to(
           line, "{} {:>10.2f} {:>12.1f}{} {:>9}{}\n",
-          key_columns(configuration_of(p), p.ranks, p.threads, p.repeat),
-          p.iteration_seconds * 1e3, p.throughput_samples_per_second,
-          token_columns(
-              std::isfinite(p.tokens_per_second) ? tokens_rate(p.tokens_per_second) : "-",
-              std::isfinite(p.model_flops_utilisation)
-                  ? fmt::format("{:.1f}%", 100 * p.model_flops_utilisation)
-                  : "-"),
+          key_columns(configuration_of(p), p.ranks, p.threads, p.repeat), p.iteration_seconds * 1e3,
+          p.throughput_samples_per_second,
+          token_columns(std::isfinite(p.tokens_per_second) ? tokens_rate(p.tokens_per_second) : "-",
+                        std::isfinite(p.model_flops_utilisation)
+                            ? fmt::format("{:.1f}%", 100 * p.model_flops_utilisation)
+                            : "-"),
           first > 0 ? fmt::format("{:.2f}x", p.throughput_samples_per_second / first) : "-",
           energy);
     }
