@@ -308,9 +308,11 @@ print(f"PyTorch {torch.__version__} (CUDA {torch.version.cuda}, cuDNN {torch.bac
       local name=$model-$batch-$precision key="$model $batch $precision" rc=0 seconds
       echo "dlscale $model batch $batch $precision ..." >&2
       began=$SECONDS
+      # --log-level debug: the .err file tells where the start-up's seconds went (the device, the
+      # GEMM yardstick, the network, the data).
       "$mpirun" -np 1 "$build_dir/dlscale" --device cuda --comm nccl --precision "$precision" \
         --model "$model" --batch "$batch" --iters "$iters" --warmup "$warmup" \
-        --out "$results_dir/$name.h5" --overwrite \
+        --out "$results_dir/$name.h5" --overwrite --log-level debug \
         </dev/null >"$raw_dir/dlscale-$name.out" 2>"$raw_dir/dlscale-$name.err" || rc=$?
       # Wall seconds of the whole process, start-up included: what a GPU lease pays per case.
       echo "dlscale $model $batch $precision $((SECONDS - began))" >>"$raw_dir/wall-seconds.txt"

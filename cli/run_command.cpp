@@ -21,6 +21,7 @@
 #include "core/errors.hpp"
 #include "core/host_info.hpp"
 #include "core/number_format.hpp"
+#include "core/run_clock.hpp"
 #include "kernels/device_factory.hpp"
 #include "results/output_file.hpp"
 #include "worker/memory_plan.hpp"
@@ -161,7 +162,10 @@ coordinator::TrainingPlan plan_training(const RunOptions& options, const comm::M
   plan.device_kind = device.kind;
   plan.device_settings = {options.threads.front(), options.precisions.front(),
                           placement.local_rank};
+  const RunClock device_clock;
   plan.device = device.make(plan.device_settings);
+  // A GPU's context, cuBLAS and cuDNN take seconds to start: part of a short run's wall time.
+  spdlog::debug("{} device made in {:.2f} s", device.name, device_clock.seconds());
   // A single run that cannot fit is the user's mistake; a sweep keeps such a point as a result.
   plan.check_memory_per_point = plan.points.size() > 1;
   if (!plan.check_memory_per_point) {
@@ -256,10 +260,10 @@ int run_command(int argc, char** argv) {
     coordinator::TrainingPlan plan;
     comm::agree_on_success(mpi.world(), [&] {
       options = parse_run_options(std::vector<std::string>(argv + 1, argv + argc));
+      configure_log_level(rank, options.log_level);  // before the plan: it makes the device
       if (options.action == RunOptions::Action::train)
         plan = plan_training(options, mpi, placement, start);
     });
-    configure_log_level(rank, options.log_level);
     if (options.action == RunOptions::Action::train)
       warn_if_cores_oversubscribed(options, plan, placement);
     switch (options.action) {

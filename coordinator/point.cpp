@@ -7,8 +7,10 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "analysis/run_summary.hpp"
@@ -21,6 +23,7 @@
 #include "core/errors.hpp"
 #include "core/host_info.hpp"
 #include "core/number_format.hpp"
+#include "core/run_clock.hpp"
 #include "model/adamw.hpp"
 #include "model/sgd_momentum.hpp"
 #include "worker/data_parallel_strategy.hpp"
@@ -177,12 +180,32 @@ struct PointMeasurement {
   int stop_signal = 0;          // the one the group agreed on, or 0
 };
 
+// Where a point's set-up time goes, logged at --log-level debug: a short benchmark point (23
+// steps of a few ms on a GPU) spends more of its wall time in set-up than in training.
+class SetUpLaps {
+ public:
+  void lap(const char* what) {
+    const double now = clock_.seconds();
+    laps_.push_back(fmt::format("{} {:.2f} s", what, now - last_));
+    last_ = now;
+  }
+  std::string summary() const {
+    return fmt::format("{}; {:.2f} s in all", fmt::join(laps_, ", "), last_);
+  }
+
+ private:
+  RunClock clock_;
+  double last_ = 0;
+  std::vector<std::string> laps_;
+};
+
 // A point's set-up on every rank of `group`: the memory check, the communicator, the yardstick,
 // the network, optimizer and data, the gradient buckets, the samplers and the node-sharing
 // probe. Throws PointFailure, on every rank of the group, where the point does not fit.
 PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kernels::Device& device,
                         MPI_Comm group, ProgressLine& progress, StallWatchdog& watchdog) {
   watchdog.begin_point(point.ranks);
+  SetUpLaps laps;
   const workloads::Workload& workload = *plan.workload;
   PointSetUp run;
   run.schedule = point_schedule(plan, point);
@@ -196,6 +219,7 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
   run.memory_estimate_bytes = double(worker::estimate_training_bytes(
       workload, batch, batches, point.precision, update_strategy(plan, point, run.placement)));
 
+  laps.lap("memory check");
   run.communicator =
       comm::make_gradient_communicator(plan.comm_backend, group, device, plan.grad_dtype);
   if (point.sharding != results::Sharding::none &&
@@ -219,10 +243,13 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
   // Once before the point's network and data are allocated and once after they are freed, so
   // that its buffers never compete with the point's for device memory; the two show whether the
   // machine's rate moved during the point.
+  laps.lap("communicator");
   run.gemm_gflops_before = measure_yardstick(device, group);
+  laps.lap("GEMM yardstick");
   set_up_or_fail_point(group, [&] {
     run.network = workload.build_network(device, batch);
     run.network->initialize(point.seed);
+    laps.lap("network");
     // Fully sharded, the buckets are the units of sharding, as FSDP's wrapped modules are.
     const double bucket_mb =
         point.sharding == results::Sharding::full ? plan.shard_unit_mb : plan.bucket_mb;
@@ -235,8 +262,10 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
                        worker::updated_parameter_count(point.sharding, run.exchange.buckets,
                                                        run.network->parameter_count(), shard_ranks),
                        float(run.learning_rate));
+    laps.lap("buckets and optimizer");
     run.data = std::make_unique<worker::DeviceDataset>(device, workload, batch, batches, point.seed,
                                                        run.communicator->rank());
+    laps.lap("data");
     if (run.schedule.evaluate_every > 0)
       run.held_out = std::make_unique<worker::HeldOutSet>(
           device, workload, batch, plan.evaluation_samples, point.seed, run.communicator->rank(),
@@ -248,6 +277,8 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
   run.node_sharing = worker::probe_node_sharing(
       *run.network, *run.data, device, group, plan.schedule.total_iterations(),
       [&] { watchdog.progressed(); }, plan.probe_schedule);
+  laps.lap("samplers and node-sharing probe");
+  spdlog::debug("set-up of the point: {}", laps.summary());
   return run;
 }
 

@@ -18,10 +18,11 @@
 #             30 s, start-up and search included, and one PyTorch pass): every case of
 #             benchmarks/compare_with_frameworks.sh --device cuda beside PyTorch (20 steps after
 #             3, scripts/gpu-check.sh --bench-only); at fp32 and tf32 then the image cases on the
-#             graph path too (--graph-only; their default is legacy): which path each precision
-#             should default to. Each is a call of its own (QUICK_STAGES="build table_fp32")
-#   workspace vgg-16 batch 64 and alexnet-r batch 1024 at fp32 and tf32 (the legacy path, their
-#             default) with the convolution workspace limit at its default (512 MiB) and at
+#             other convolution path too (--graph-only: graph at fp32, legacy at tf32): which path
+#             each precision should default to. Each is a call of its own
+#             (QUICK_STAGES="build table_fp32")
+#   workspace vgg-16 batch 64 and alexnet-r batch 1024 at fp32 and tf32 (legacy and graph, their
+#             defaults) with the convolution workspace limit at its default (512 MiB) and at
 #             DLSCALE_CUDNN_WORKSPACE_MIB=4096: do larger algorithms close their gap to PyTorch?
 #   images    bf16 images between layers (DLSCALE_CUDA_IMAGE_ACTIVATIONS=bf16): their tests, then
 #             QUICK_IMAGE_CASES' bf16 steps with float and with bf16 images, and PyTorch's
@@ -29,8 +30,8 @@
 #   kernels   dlscale_gpu_kernel_tests (every CUDA kernel against the CPU)
 #   bound     gpu_points_finish_within_a_bound (the fcn-s batch 4096 bf16 point that stopped)
 #   training  gpu_training_agrees_with_the_cpu
-#   profile   benchmarks/gpu_step_profile.sh for each of QUICK_PROFILES (default the two bf16
-#             cases that missed PyTorch last: vgg-16:64:bf16 lstm-64:1024:bf16): per-layer CUDA
+#   profile   benchmarks/gpu_step_profile.sh for each of QUICK_PROFILES (default the cases that
+#             missed PyTorch last: lstm-64:1024:fp32 lstm-64:1024:tf32): per-layer CUDA
 #             event times beside torch.profiler's kernels
 #   rest      gpu_sampling_reads_nvml; tf32 speed of vgg-16 and resnet-50 (as speed); the LSTMs
 #             (lstm-64 batch 1024, lstm-32 batch 128) in bf16 and fp32 with and without batched
@@ -176,7 +177,9 @@ stage speed 150 260 env DLSCALE_CUDNN_GRAPH_VERBOSE=1 BENCH_MODELS="$(IFS=,; ech
   grep -A 40 'graph: median step' "$keep/gpu-check-speed/summary.txt" | grep '^|' | tee -a "$log"
 
 for precision in fp32 tf32 bf16; do
-  # bf16's default is the graph path already: legacy's bf16 beside it would only cost time.
+  # bf16's default is the graph path, and legacy's bf16 beside it would only cost time; tf32's
+  # default is the graph path too since 2026-11-27, with legacy beside it for the models that
+  # were not timed on both.
   paths=(--bench-only --graph-only)
   [[ $precision == bf16 ]] && paths=(--bench-only)
   stage "table_$precision" 300 520 env BENCH_PRECISIONS=$precision BENCH_ITERS=20 BENCH_WARMUP=3 \
@@ -189,8 +192,8 @@ for precision in fp32 tf32 bf16; do
     tee -a "$log"
 done
 
-# The legacy convolutions' workspace limit at fp32 and tf32, where vgg-16 and alexnet-r trailed
-# PyTorch most (docs/gpu.md, "Workspace").
+# The convolutions' workspace limit at fp32 (legacy path) and tf32 (graph path, its default since
+# 2026-11-27), where vgg-16 and alexnet-r trailed PyTorch most (docs/gpu.md, "Workspace").
 workspace_runs() {
   local case model batch precision mib status=0
   for case in vgg-16:64 alexnet-r:1024; do
@@ -253,7 +256,7 @@ stage bound 60 120 env OUT="$keep" bash -c 'ctest_one "$@"' _ gpu_points_finish_
 stage training 90 180 ctest_one gpu_training_agrees_with_the_cpu
 profiles() {
   local profile status=0
-  for profile in ${QUICK_PROFILES:-vgg-16:64:bf16 lstm-64:1024:bf16}; do
+  for profile in ${QUICK_PROFILES:-lstm-64:1024:fp32 lstm-64:1024:tf32}; do
     IFS=: read -r model batch precision <<<"$profile"
     OUT="$keep" BUILD_DIR="$build_dir" timeout 80 benchmarks/gpu_step_profile.sh "$model" \
       "$batch" "$precision" || status=1
