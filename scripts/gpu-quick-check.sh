@@ -182,7 +182,7 @@ for precision in fp32 tf32 bf16; do
   # were not timed on both.
   paths=(--bench-only --graph-only)
   [[ $precision == bf16 ]] && paths=(--bench-only)
-  stage "table_$precision" 300 520 env BENCH_PRECISIONS=$precision BENCH_ITERS=20 BENCH_WARMUP=3 \
+  stage "table_$precision" 200 520 env BENCH_PRECISIONS=$precision BENCH_ITERS=20 BENCH_WARMUP=3 \
     GRAPH_PRECISIONS=$precision GRAPH_ITERS=20 GRAPH_WARMUP=3 GRAPH_RUN_TIMEOUT=90 GRAPH_TESTS=no \
     scripts/gpu-check.sh "${paths[@]}"
   [[ -f $keep/gpu-check-table_$precision/bench.md ]] &&
