@@ -327,10 +327,11 @@ def repeats_display(results):
     return shown
 
 
-def side_by_side_display(results, column, values, peak_memory=False):
+def side_by_side_display(results, column, values, peak_memory=False, efficiency=True):
     """The values of a swept `column` (precision, sharding) side by side: for each rank count (and
     the other swept settings, where they vary) that every value ran, each one's iteration time,
-    samples/s and efficiency (means over the repeats), with peak_memory also its exposed
+    samples/s and, with efficiency (False where every point has one rank count, which has
+    nothing to scale against), efficiency (means over the repeats), with peak_memory also its exposed
     communication (a fraction of the iteration) and its ranks' peak resident memory, and each
     value's speedup over the first one the sweep ran, in samples/s. None where the study holds
     one value, or no configuration that all of them ran."""
@@ -363,7 +364,8 @@ def side_by_side_display(results, column, values, peak_memory=False):
     for v in values:
         shown[f"{v} iteration {unit}"] = (rows[v]["iteration_seconds"] * factor).map(significant)
         shown[f"{v} samples/s"] = rows[v]["throughput_samples_per_second"].map(significant)
-        shown[f"{v} efficiency"] = rows[v]["efficiency"].map(percent)
+        if efficiency:
+            shown[f"{v} efficiency"] = rows[v]["efficiency"].map(percent)
         if peak_memory:
             shown[f"{v} exposed comm"] = rows[v]["gap_communication"].map(fraction)
             shown[f"{v} peak RSS MiB"] = rows[v]["peak_rss_mib"].map(significant)
@@ -601,7 +603,9 @@ def header_lines(results, predicted_for=None):
     for label, name in [("command line", "command_line"), ("started", "start_time_utc"),
                         ("device", "device"), ("CPU", "cpu_model"), ("BLAS", "blas"),
                         ("MPI", "mpi_library_version")]:
-        if known(name) is not None:
+        if name == "device" and len(results.devices()) > 1:  # a merged CPU and GPU study
+            lines.append((label, ", ".join(results.devices())))
+        elif known(name) is not None:
             lines.append((label, known(name)))
     if predicted_for is not None:
         lines.append(("predicted for", f"{predicted_for} (dlscale predict)"))
@@ -690,24 +694,28 @@ def sections(results):
                       f"{'; – marks a point that failed' if failed else ''}"
                       + "".join("; " + note for note in notes) + ")",
                       study_table))
+    if results.study is not None:
+        # A CPU job and a GPU job, or a sweep of precisions or strategies, compare side by side
+        # at one rank count as well (without efficiency there).
         devices = devices_display(results)
         if devices is not None:
             parts.append(("Devices side by side (each at the fewest ranks it ran, means over "
                           "repeats; MFU: GFLOP/s as a share of the GEMM each device measured of "
                           "itself in the same run; 'vs' is the speedup in samples/s)", devices))
-        side_by_side = side_by_side_display(results, STUDY_PRECISION, results.precisions())
+        side_by_side = side_by_side_display(results, STUDY_PRECISION, results.precisions(),
+                                            efficiency=not one_rank_count)
         if side_by_side is not None:
             parts.append((f"Precisions side by side (means over repeats at each configuration "
                           f"every precision ran; 'vs' is the speedup in samples/s over "
                           f"{printable(results.precisions()[0])})", side_by_side))
         strategies = results.shardings()
-        side_by_side = side_by_side_display(results, STUDY_SHARDING, strategies, True)
+        side_by_side = side_by_side_display(results, STUDY_SHARDING, strategies, True,
+                                            efficiency=not one_rank_count)
         if side_by_side is not None:
             parts.append((f"Strategies side by side (--sharding; means over repeats at each "
                           f"configuration every strategy ran; exposed communication as a share of "
                           f"the iteration, peak resident memory of the run's ranks; 'vs' is the "
                           f"speedup in samples/s over {printable(strategies[0])})", side_by_side))
-    if results.study is not None:
         convergence = convergence_display(results)
         if convergence is not None:
             parts.append((CONVERGENCE_HEADING, convergence))

@@ -118,8 +118,27 @@ def main():
                  refused.stderr)
         if os.path.exists(os.path.join(work, "refused.h5")):
             fail("a refused merge left a file")
+
+        # One job of one rank on each device, as a first comparison often is: no scaling table,
+        # but merge and the report still put the two side by side.
+        run([mpiexec, "-np", "1", dlscale, "--model", "fcn:64,32,10", "--batch", "16", "--iters",
+             "6", "--warmup", "1", "--sample-interval", "0", "--out", "cpu1.h5"], work)
+        shutil.copy(os.path.join(work, "cpu1.h5"), os.path.join(work, "gpu1.h5"))
+        as_gpu_job(os.path.join(work, "gpu1.h5"))
+        merged = run([dlscale, "merge", "cpu1.h5", "gpu1.h5", "-o", "both1.h5"], work).stdout
+        rows = {line.split()[0]: line for line in merged.splitlines()
+                if line.startswith(("cpu fp32", "cuda fp32"))}
+        if set(rows) != {"cpu", "cuda"} or "4.00x" not in rows["cuda"]:
+            fail("merge of one-rank CPU and GPU jobs does not show them side by side with the "
+                 "GPU's 4.00x", merged)
+        text = run([dlscale, "report", "both1.h5"], work).stdout
+        if "Devices side by side" not in text or "4.00x" not in text:
+            fail("the report of one-rank CPU and GPU jobs has no devices table", text)
+        if "device: cpu, cuda" not in text:
+            fail("the report's header does not name both devices", text[:1500])
         print("ok: a CPU and a GPU job merged into one study, each device against its own "
-              "baseline; the report puts them side by side; one device's runs must sum alike")
+              "baseline; the report puts them side by side, at one rank count too; one device's "
+              "runs must sum alike")
 
 
 main()
