@@ -24,7 +24,7 @@
 #   --scaling no shorten it.
 #
 # GPU: for each case (model batch) and precision, one single-rank dlscale run
-#   mpirun -np 1 $BUILD_DIR/dlscale --device cuda --comm nccl --precision P --model M --batch B ...
+#   mpirun --bind-to none -np 1 $BUILD_DIR/dlscale --device cuda --comm nccl --precision P --model M --batch B ...
 # whose printed summary gives the median of the step phase; then pytorch_reference.py
 # --device cuda once per precision over the same cases. A failed case reads "failed" in its cell,
 # the others go on, and the script exits non-zero at the end.
@@ -309,8 +309,11 @@ print(f"PyTorch {torch.__version__} (CUDA {torch.version.cuda}, cuDNN {torch.bac
       echo "dlscale $model batch $batch $precision ..." >&2
       began=$SECONDS
       # --log-level debug: the .err file tells where the start-up's seconds went (the device, the
-      # GEMM yardstick, the network, the data).
-      "$mpirun" -np 1 "$build_dir/dlscale" --device cuda --comm nccl --precision "$precision" \
+      # GEMM yardstick, the network, the data). --bind-to none: the process may use every core,
+      # as PyTorch's does, so its synthetic data is made on all of them (fcn-s at batch 4096 makes
+      # 219 million values before training: about 13 s on one core of the 2-core development VM).
+      "$mpirun" --bind-to none -np 1 "$build_dir/dlscale" --device cuda --comm nccl \
+        --precision "$precision" \
         --model "$model" --batch "$batch" --iters "$iters" --warmup "$warmup" \
         --out "$results_dir/$name.h5" --overwrite --log-level debug \
         </dev/null >"$raw_dir/dlscale-$name.out" 2>"$raw_dir/dlscale-$name.err" || rc=$?
@@ -345,7 +348,7 @@ print(f"PyTorch {torch.__version__} (CUDA {torch.version.cuda}, cuDNN {torch.bac
   echo "# dlscale vs $torch_info, median training step"
   echo
   echo "- cases (model:batch): $cases_csv; precisions: $precisions; $iters measured steps after $warmup warm-up, each tool"
-  echo "- dlscale: \`mpirun -np 1 dlscale --device cuda --comm nccl --precision P\`, median of the step phase"
+  echo "- dlscale: \`mpirun --bind-to none -np 1 dlscale --device cuda --comm nccl --precision P\`, median of the step phase"
   echo "- PyTorch: eager, cudnn.benchmark=True; fp32: TF32 off, tf32: TF32 on (matmul and cuDNN), bf16: autocast to bfloat16"
   echo "- full outputs: $raw_dir"
   echo "- wall time: dlscale ${dlscale_wall} s over ${#cases[@]} cases x ${#precision_list[@]} precisions (one process each, start-up included), PyTorch ${torch_wall} s (one process per precision); each run's in wall-seconds.txt"
