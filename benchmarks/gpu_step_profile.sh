@@ -22,7 +22,7 @@ keep=${OUT:+$OUT/profile-$model-$batch-$precision}
 [[ -z $keep ]] || mkdir -p "$keep"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-dlscale_run=("$mpirun" -np 1 "$build_dir/dlscale" --device cuda --comm nccl --model "$model"
+dlscale_run=("$mpirun" --bind-to none -np 1 "$build_dir/dlscale" --device cuda --comm nccl --model "$model"
              --batch "$batch" --precision "$precision" --iters 20 --warmup 5 --sample-interval 0)
 {
   echo "## dlscale: $model batch $batch $precision (DLSCALE_CUDNN_API=${DLSCALE_CUDNN_API:-unset: legacy under fp32, else graph})"

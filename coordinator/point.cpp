@@ -277,7 +277,7 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
   run.node_sharing = worker::probe_node_sharing(
       *run.network, *run.data, device, group, plan.schedule.total_iterations(),
       [&] { watchdog.progressed(); }, plan.probe_schedule);
-  laps.lap("samplers and node-sharing probe");
+  laps.lap("held-out set, samplers and node-sharing probe");
   spdlog::debug("set-up of the point: {}", laps.summary());
   return run;
 }

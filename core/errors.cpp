@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/printable_text.hpp"
+
 namespace dlscale {
 
 LibraryError::LibraryError(std::string_view library, std::string_view call, std::string_view file,
@@ -17,7 +19,8 @@ LibraryError::LibraryError(std::string_view library, std::string_view call, std:
 void require_choice(std::string_view option, std::string_view what, const std::string& value,
                     const std::vector<std::string>& choices) {
   if (std::find(choices.begin(), choices.end(), value) != choices.end()) return;
-  throw UserError(fmt::format("{}: unknown {} '{}' (available: {})", option, what, value,
+  // printable: a value with a newline or an escape sequence still makes one line.
+  throw UserError(fmt::format("{}: unknown {} '{}' (available: {})", option, what, printable(value),
                               fmt::join(choices, ", ")));
 }
 

@@ -489,11 +489,29 @@ std::string format_study(const results::StudySummary& study,
     return fmt::format("{}{}", language_model ? fmt::format(" {:>10}", tokens) : "",
                        has_mfu ? fmt::format(" {:>6}", mfu) : "");
   };
+  // Every energy measurement any point has, in the order the points name them: a merged CPU and
+  // GPU study's points measure different ones (cpu_package, gpu_board), each in its own column.
+  std::vector<std::string> energy_names;
+  for (const auto& p : study.points)
+    for (const auto& [name, joules] : p.energy_joules_per_sample)
+      if (std::find(energy_names.begin(), energy_names.end(), name) == energy_names.end())
+        energy_names.push_back(name);
   std::string energy_header;
-  for (const auto& [name, joules] : study.points.empty()
-                                        ? decltype(study.points.front().energy_joules_per_sample){}
-                                        : study.points.front().energy_joules_per_sample)
+  for (const auto& name : energy_names)
     energy_header += fmt::format(" {:>12}", name.substr(0, name.find('_')) + " J/sample");
+  // A point's value in each of those columns, "-" where it did not measure one.
+  const auto energy_columns = [&](const results::StudyPoint& p) {
+    std::string columns;
+    for (const auto& name : energy_names) {
+      const auto found =
+          std::find_if(p.energy_joules_per_sample.begin(), p.energy_joules_per_sample.end(),
+                       [&](const auto& measured) { return measured.first == name; });
+      columns += found != p.energy_joules_per_sample.end()
+                     ? fmt::format(" {:>12.4g}", found->second)
+                     : fmt::format(" {:>12}", "-");
+    }
+    return columns;
+  };
   // The configuration's columns: precision, ranks, threads and repeat, each where it varies.
   const auto key_columns = [&](const auto& precision, const auto& ranks, const auto& threads,
                                const auto& repeat) {
@@ -515,9 +533,6 @@ std::string format_study(const results::StudySummary& study,
                    "samples/s", token_columns("tokens/s", "MFU"), "relative", energy_header);
     const double first = study.points.front().throughput_samples_per_second;
     for (const auto& p : study.points) {
-      std::string energy;
-      for (const auto& [name, joules] : p.energy_joules_per_sample)
-        energy += fmt::format(" {:>12.4g}", joules);
       fmt::format_to(
           line, "{} {:>10.2f} {:>12.1f}{} {:>9}{}\n",
           key_columns(configuration_of(p), p.ranks, p.threads, p.repeat), p.iteration_seconds * 1e3,
@@ -527,7 +542,7 @@ std::string format_study(const results::StudySummary& study,
                             ? fmt::format("{:.1f}%", 100 * p.model_flops_utilisation)
                             : "-"),
           first > 0 ? fmt::format("{:.2f}x", p.throughput_samples_per_second / first) : "-",
-          energy);
+          energy_columns(p));
     }
   }
   std::vector<std::string> karp_flatt_reasons;  // each once, under the table
@@ -543,9 +558,6 @@ std::string format_study(const results::StudySummary& study,
         p.ranks != study.baseline_ranks &&
         analysis::interval_too_wide(p.efficiency, p.efficiency_ci_low, p.efficiency_ci_high);
     too_noisy = too_noisy || noisy;
-    std::string energy;
-    for (const auto& [name, joules] : p.energy_joules_per_sample)
-      energy += fmt::format(" {:>12.4g}", joules);
     fmt::format_to(
         line,
         "{} {:>10.2f} {:>12.1f}{} {:>8.2f} {:>6.1f}% [{:>4.0f},{:>4.0f}]{} {:>10} "
@@ -561,7 +573,7 @@ std::string format_study(const results::StudySummary& study,
         std::isnan(p.karp_flatt)    ? "-"
         : karp_flatt_reason.empty() ? fmt::format("{:.3f}", p.karp_flatt)
                                     : fmt::format("{:.3f}!", p.karp_flatt),
-        p.gap_communication * 100, p.gap_load_imbalance * 100, p.gap_other * 100, energy,
+        p.gap_communication * 100, p.gap_load_imbalance * 100, p.gap_other * 100, energy_columns(p),
         p.ranks == 1 ? "-" : fmt::format("rank {} on {}", p.straggler_rank, p.straggler_host));
   }
   for (const auto& f : failed_points)

@@ -322,10 +322,10 @@ if wants graph; then
       local name=$2-$3-$4-$1 seconds
       note "graph: dlscale $2 batch $3 $4 DLSCALE_CUDNN_API=$1" >&2
       if DLSCALE_CUDNN_API=$1 timeout "${GRAPH_RUN_TIMEOUT:-120}" \
-           mpirun -np 1 -x DLSCALE_CUDNN_API "$build_dir/dlscale" --device cuda --comm nccl \
-           --precision "$4" --model "$2" --batch "$3" \
+           mpirun --bind-to none -np 1 -x DLSCALE_CUDNN_API "$build_dir/dlscale" --device cuda \
+           --comm nccl --precision "$4" --model "$2" --batch "$3" \
            --iters "${GRAPH_ITERS:-30}" --warmup "${GRAPH_WARMUP:-5}" \
-           --out "$graph_raw/$name.h5" --overwrite \
+           --out "$graph_raw/$name.h5" --overwrite --log-level debug \
            </dev/null >"$graph_raw/$name.out" 2>"$graph_raw/$name.err" &&
          seconds=$("$compare" --parse-dlscale-summary "$graph_raw/$name.out" 2>>"$graph_raw/$name.err"); then
         rm -f "$graph_raw/$name.h5"

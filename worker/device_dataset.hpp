@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/host_info.hpp"
 #include "kernels/device_array.hpp"
 #include "workloads/workload.hpp"
 
@@ -22,8 +23,10 @@ class DeviceDataset {
   DeviceDataset(kernels::Device& device, const workloads::Workload& workload, int batch,
                 int distinct_batches, std::uint64_t seed, int rank)
       : batch_(batch), workload_(&workload), seed_(seed), rank_(rank) {
-    // Every batch of a workload has the first one's sizes.
-    const workloads::HostBatch first = workload.make_batch(batch, seed, rank, 0);
+    // Every batch of a workload has the first one's sizes. The set-up makes them on every CPU
+    // the rank may use; prepare(), between iterations, on one.
+    const int threads = std::max(allowed_cpu_count(), 1);
+    const workloads::HostBatch first = workload.make_batch(batch, seed, rank, 0, threads);
     for (int index = 0; index < distinct_batches; ++index) {
       inputs_.emplace_back(device, first.inputs.size());
       labels_.emplace_back(device, first.labels.size());
@@ -33,7 +36,7 @@ class DeviceDataset {
     made_.assign(inputs_.size(), false);
     made_.front() = true;
     for (int index = 1; index < std::min(distinct_batches, made_before_training); ++index)
-      make(std::size_t(index));
+      make(std::size_t(index), threads);
   }
 
   // Batches given explicitly, each of `batch` samples.
@@ -79,8 +82,9 @@ class DeviceDataset {
   // At least what the warm-up, the node-sharing probe and a captured step cycle through at first.
   static constexpr int made_before_training = 8;
 
-  void make(std::size_t index) const {
-    const workloads::HostBatch host = workload_->make_batch(batch_, seed_, rank_, int(index));
+  void make(std::size_t index, int threads = 1) const {
+    const workloads::HostBatch host =
+        workload_->make_batch(batch_, seed_, rank_, int(index), threads);
     inputs_[index].copy_from_host(host.inputs);
     labels_[index].copy_from_host(host.labels);
     made_[index] = true;

@@ -43,8 +43,10 @@ std::unique_ptr<model::Network<float>> CnnWorkload::build_network(kernels::Devic
   return std::make_unique<model::Network<float>>(device, std::move(layers), batch);
 }
 
-HostBatch CnnWorkload::make_batch(int batch, std::uint64_t seed, int rank, int batch_index) const {
-  return make_prototype_batch(batch, int(input_.size()), classes_, seed, rank, batch_index);
+HostBatch CnnWorkload::make_batch(int batch, std::uint64_t seed, int rank, int batch_index,
+                                  int threads) const {
+  return make_prototype_batch(batch, int(input_.size()), classes_, seed, rank, batch_index,
+                              threads);
 }
 
 double CnnWorkload::best_accuracy(std::uint64_t /*seed*/) const {

@@ -43,9 +43,10 @@ std::unique_ptr<model::Network<float>> FcnWorkload::build_network(kernels::Devic
   return std::make_unique<model::Network<float>>(device, make_layers<float>(), batch);
 }
 
-HostBatch FcnWorkload::make_batch(int batch, std::uint64_t seed, int rank, int batch_index) const {
+HostBatch FcnWorkload::make_batch(int batch, std::uint64_t seed, int rank, int batch_index,
+                                  int threads) const {
   return make_prototype_batch(batch, layer_sizes_.front(), layer_sizes_.back(), seed, rank,
-                              batch_index);
+                              batch_index, threads);
 }
 
 double FcnWorkload::best_accuracy(std::uint64_t /*seed*/) const {

@@ -24,7 +24,8 @@ class FcnWorkload final : public Workload {
 
   std::unique_ptr<model::Network<float>> build_network(kernels::Device& device,
                                                        int batch) const override;
-  HostBatch make_batch(int batch, std::uint64_t seed, int rank, int batch_index) const override;
+  HostBatch make_batch(int batch, std::uint64_t seed, int rank, int batch_index,
+                       int threads = 1) const override;
   double best_accuracy(std::uint64_t seed) const override;
 
   // The layers in any precision: float to train, double for gradient checks.

@@ -89,7 +89,9 @@ std::unique_ptr<model::Network<float>> GptWorkload::build_network(kernels::Devic
                                                  shape_.vocabulary);
 }
 
-HostBatch GptWorkload::make_batch(int batch, std::uint64_t seed, int rank, int batch_index) const {
+// Token sequences are cheap to make: one thread (`threads` is for the image and FCN data).
+HostBatch GptWorkload::make_batch(int batch, std::uint64_t seed, int rank, int batch_index,
+                                  int /*threads*/) const {
   return make_markov_batch(batch, shape_.sequence, shape_.vocabulary, seed, rank, batch_index);
 }
 

@@ -49,7 +49,8 @@ class GptWorkload final : public Workload {
 
   std::unique_ptr<model::Network<float>> build_network(kernels::Device& device,
                                                        int batch) const override;
-  HostBatch make_batch(int batch, std::uint64_t seed, int rank, int batch_index) const override;
+  HostBatch make_batch(int batch, std::uint64_t seed, int rank, int batch_index,
+                       int threads = 1) const override;
   double best_accuracy(std::uint64_t seed) const override;
   double best_loss(std::uint64_t seed) const override;
   bool layers_share_parameters() const override { return true; }

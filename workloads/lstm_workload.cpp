@@ -63,7 +63,9 @@ std::unique_ptr<model::Network<float>> LstmWorkload::build_network(kernels::Devi
   return std::make_unique<model::Network<float>>(device, std::move(layers), batch, vocabulary_);
 }
 
-HostBatch LstmWorkload::make_batch(int batch, std::uint64_t seed, int rank, int batch_index) const {
+// Token sequences are cheap to make: one thread (`threads` is for the image and FCN data).
+HostBatch LstmWorkload::make_batch(int batch, std::uint64_t seed, int rank, int batch_index,
+                                   int /*threads*/) const {
   return make_markov_batch(batch, steps_, vocabulary_, seed, rank, batch_index);
 }
 

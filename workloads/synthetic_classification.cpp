@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <limits>
 
-#include "core/host_info.hpp"
 #include "core/random.hpp"
 
 namespace dlscale::workloads {
@@ -17,7 +16,7 @@ constexpr double noise_stddev = 1.0;
 }  // namespace
 
 HostBatch make_prototype_batch(int batch, int input_size, int classes, std::uint64_t seed, int rank,
-                               int batch_index) {
+                               int batch_index, int threads) {
   const CounterRandom prototypes(seed, prototype_stream);
   // Streams are distinct per (rank, batch): ranks never see each other's samples.
   const CounterRandom samples(
@@ -27,10 +26,10 @@ HostBatch make_prototype_batch(int batch, int input_size, int classes, std::uint
   data.inputs.resize(std::size_t(batch) * input_size);
   // About 60 ns a value on one core, two Box-Muller normals each: an image model's eight batches
   // before training took seconds of every point's set-up (vgg-16 at batch 64, 77 million values).
-  // Each sample is a pure function of its index, so the process's CPUs share them, and every
-  // value is the same whatever their number. (Set-up is untimed: no compute runs beside it.)
-  const int threads = std::clamp(allowed_cpu_count(), 1, batch);
-#pragma omp parallel for num_threads(threads) schedule(static)
+  // Each sample is a pure function of its index, so `threads` share them, and every value is the
+  // same whatever their number.
+  const int team = std::clamp(threads, 1, std::max(batch, 1));
+#pragma omp parallel for num_threads(team) schedule(static) if (team > 1)
   for (int b = 0; b < batch; ++b) {
     // Index 0 of each sample's stride picks the label; the rest make the noise.
     const std::uint64_t sample_base = std::uint64_t(b) * (std::uint64_t(input_size) + 1);

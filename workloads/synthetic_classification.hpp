@@ -9,9 +9,10 @@
 
 namespace dlscale::workloads {
 
-// Rank `rank`'s mini-batch number `batch_index`: inputs [batch x input_size], one label each.
+// Rank `rank`'s mini-batch number `batch_index`: inputs [batch x input_size], one label each,
+// made on up to `threads` CPUs (the same values on any number).
 HostBatch make_prototype_batch(int batch, int input_size, int classes, std::uint64_t seed, int rank,
-                               int batch_index);
+                               int batch_index, int threads = 1);
 
 // The Bayes accuracy of the task: nearest prototype, as the classes are equally likely and the
 // noise is the same isotropic Gaussian for each. Two prototypes are about sqrt(2 x input_size)

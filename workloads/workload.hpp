@@ -51,8 +51,12 @@ class Workload {
   virtual std::unique_ptr<model::Network<float>> build_network(kernels::Device& device,
                                                                int batch) const = 0;
 
-  // Synthetic, learnable data, a pure function of (seed, rank, batch_index); never timed.
-  virtual HostBatch make_batch(int batch, std::uint64_t seed, int rank, int batch_index) const = 0;
+  // Synthetic, learnable data, a pure function of (seed, rank, batch_index); never timed. Made on
+  // up to `threads` CPUs where the workload's data is costly to make (the same values on any
+  // number): the set-up passes the rank's CPUs, a batch made between iterations passes 1, so that
+  // no burst of threads runs beside training.
+  virtual HostBatch make_batch(int batch, std::uint64_t seed, int rank, int batch_index,
+                               int threads = 1) const = 0;
 
   // Held-out data from the same task: the stream of a rank that no launch has, so never trained
   // on. Every rank of every point draws the same batches for the same batch size.

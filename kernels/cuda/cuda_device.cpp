@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "core/errors.hpp"
+#include "core/printable_text.hpp"
 
 #include "kernels/cuda/bf16_staging.hpp"
 #include "kernels/cuda/cuda_check.hpp"
@@ -70,7 +71,7 @@ std::size_t workspace_limit_from(const std::string& mib) {
     throw UserError(fmt::format(
         "DLSCALE_CUDNN_WORKSPACE_MIB: '{}' is not a whole number of MiB from 1 to {} (the most "
         "workspace one convolution algorithm may ask for; default {})",
-        mib, most_mib, default_convolution_workspace_limit >> 20));
+        printable(mib), most_mib, default_convolution_workspace_limit >> 20));
   return value << 20;
 }
 
@@ -234,6 +235,11 @@ DeviceProperties CudaDevice::properties() const {
       {"attention",
        attention_api_names(fused_attention() && !last_attention_composed_ ? AttentionApi::sdpa
                                                                           : AttentionApi::gemm)},
+      // Recorded as they ran, whatever the defaults of the version that wrote the file: both
+      // became defaults on 2026-11-27, so changed_settings alone reads differently before that.
+      {"padded_bf16_rows",
+       yes_no_names(context_.padded_bf16_rows && context_.precision == Precision::bf16)},
+      {"batched_loads", yes_no_names(context_.batched_loads)},
   };
 #ifdef DLSCALE_CUDNN_FRONTEND_VERSION
   if (context_.cudnn_api == CudnnApi::graph)

@@ -23,6 +23,7 @@
 #include <cstdlib>
 
 #include "core/errors.hpp"
+#include "core/printable_text.hpp"
 #include "kernels/cuda/bf16_staging.hpp"
 #include "kernels/cuda/cudnn_support.hpp"
 
@@ -56,7 +57,8 @@ bool lstm_in_bf16(const CudaContext& context) {
       setting == nullptr ? lstm_setting_names(LstmSetting::bf16_lstm) : setting;
   const auto named = lstm_setting_names.named(asked);
   if (!named)
-    throw UserError("DLSCALE_CUDNN_LSTM='" + asked.substr(0, 40) + "': expected float or bf16");
+    throw UserError("DLSCALE_CUDNN_LSTM='" + printable(asked.substr(0, 40)) +
+                    "': expected float or bf16");
   return *named == LstmSetting::bf16_lstm && context.precision == Precision::bf16 &&
          cudnnGetVersion() >= first_cudnn_with_bf16_rnn;
 }

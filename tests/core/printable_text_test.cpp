@@ -1,5 +1,6 @@
 // printable(): what a damaged or hostile file's text becomes before it reaches a terminal.
 #include "core/printable_text.hpp"
+#include "core/errors.hpp"
 
 #include <gtest/gtest.h>
 
@@ -29,6 +30,19 @@ TEST(PrintableText, EscapesBytesThatAreNotUtf8) {
   EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");           // overlong '/'
   EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a UTF-16 surrogate
   EXPECT_EQ(printable("ok\xe5\x90"), "ok\\xe5\\x90");       // cut short at the end
+}
+
+// A refused setting's value is echoed printable: an environment variable holding a newline or an
+// escape sequence still gives one line.
+TEST(PrintableText, ARefusedChoiceIsEchoedOnOneLine) {
+  try {
+    require_choice("DLSCALE_CUDNN_API", "cuDNN API", "graph\n\x1b[2J", {"legacy", "graph"});
+    ADD_FAILURE() << "an unknown value was accepted";
+  } catch (const UserError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "DLSCALE_CUDNN_API: unknown cuDNN API 'graph\\n\\x1b[2J' (available: legacy, "
+              "graph)");
+  }
 }
 
 }  // namespace

@@ -332,7 +332,14 @@ TEST(StudyTable, OneRankCountOfTwoDevicesShowsThemSideBySide) {
   EXPECT_NE(cuda.find("320.0"), std::string::npos) << table;
   EXPECT_NE(cuda.find("25.0%"), std::string::npos) << table;
   EXPECT_NE(cuda.find("4.00x"), std::string::npos) << table;
-  EXPECT_NE(cuda.find("0.625"), std::string::npos) << table;
+  // Each device's energy in its own column: the CPU's package, the GPU's board, a dash where a
+  // device did not measure one.
+  const std::string header = row_starting(table, "device");
+  ASSERT_NE(header.find("cpu J/sample"), std::string::npos) << table;
+  ASSERT_NE(header.find("gpu J/sample"), std::string::npos) << table;
+  EXPECT_LT(header.find("cpu J/sample"), header.find("gpu J/sample")) << table;
+  EXPECT_NE(cpu.find("2.5            -"), std::string::npos) << table;
+  EXPECT_NE(cuda.find("-        0.625"), std::string::npos) << table;
   EXPECT_EQ(table.find("Karp-Flatt"), std::string::npos) << "a scaling header:\n" << table;
 }
 

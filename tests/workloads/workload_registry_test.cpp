@@ -1,7 +1,6 @@
 // Workload shapes, sizes, spec parsing and synthetic data, against docs/workloads.md.
 #include <gtest/gtest.h>
 
-#include <sched.h>
 #include <set>
 
 #include "core/errors.hpp"
@@ -104,25 +103,19 @@ TEST(SyntheticData, IsDeterministicAndDiffersByRank) {
   EXPECT_NE(first.inputs, workload->make_batch(32, 5, 0, 1).inputs);
 }
 
-// The samples of a batch are made on every CPU the process may use: the same values whether it
-// may use one or all of them (compared against a batch made with the process pinned to one CPU).
-TEST(SyntheticData, IsTheSameOnOneCpuAsOnAll) {
-  const auto workload = make_workload("fcn:3000,8,10");
-  cpu_set_t all;
-  ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
-  const auto shared = workload->make_batch(37, 5, 2, 3);
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-    if (CPU_ISSET(cpu, &all)) {
-      CPU_SET(cpu, &one);
-      break;
+// A batch's samples may be made by several threads (the set-up passes the rank's CPUs): the same
+// values on one thread as on several, for an image and an FCN workload, over a batch that does
+// not divide among them evenly.
+TEST(SyntheticData, IsTheSameOnOneThreadAsOnSeveral) {
+  for (const char* spec : {"fcn:3000,8,10", "alexnet-r"}) {
+    const auto workload = make_workload(spec);
+    const auto alone = workload->make_batch(37, 5, 2, 3, 1);
+    for (const int threads : {2, 3, 8}) {
+      const auto shared = workload->make_batch(37, 5, 2, 3, threads);
+      EXPECT_EQ(shared.inputs, alone.inputs) << spec << ", " << threads << " threads";
+      EXPECT_EQ(shared.labels, alone.labels) << spec << ", " << threads << " threads";
     }
-  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
-  const auto alone = workload->make_batch(37, 5, 2, 3);
-  ASSERT_EQ(sched_setaffinity(0, sizeof all, &all), 0);
-  EXPECT_EQ(shared.inputs, alone.inputs);
-  EXPECT_EQ(shared.labels, alone.labels);
+  }
 }
 
 TEST(SyntheticData, LabelsCoverSeveralClassesInRange) {

@@ -939,26 +939,29 @@ std::unique_ptr<CudaDevice> fp32_device_with_loads(const char* batched_loads) {
   return std::make_unique<CudaDevice>(0, Precision::fp32);
 }
 
-// DLSCALE_CUDA_BATCHED_LOADS takes no or yes (the default), is recorded in changed_settings where
-// no, and refuses anything else in one line before the device is made.
+// DLSCALE_CUDA_BATCHED_LOADS takes no or yes (the default), is recorded as the device property
+// batched_loads and in changed_settings where no, and refuses anything else in one line before
+// the device is made.
 TEST(CudaMathSettings, BatchedLoadsIsNoOrYes) {
   const dlscale::testing::ScopedSetting default_workspace("DLSCALE_CUDNN_WORKSPACE_MIB", nullptr);
   const dlscale::testing::ScopedSetting default_rows("DLSCALE_CUDA_PADDED_BF16_ROWS", nullptr);
   const dlscale::testing::ScopedSetting default_gradient("DLSCALE_CUDA_LAYER_NORM_GRADIENT",
                                                          nullptr);
-  const auto changed_settings = [](const CudaDevice& device) {
+  const auto property = [](const CudaDevice& device, const char* wanted) {
     for (const auto& [name, value] : device.properties())
-      if (name == "changed_settings") return value;
+      if (name == wanted) return value;
     return std::string("absent");
   };
   for (const char* yes : {static_cast<const char*>(nullptr), "yes"}) {
     const auto device = fp32_device_with_loads(yes);
     EXPECT_TRUE(device->context().batched_loads) << (yes ? yes : "unset");
-    EXPECT_EQ(changed_settings(*device), "absent") << (yes ? yes : "unset");
+    EXPECT_EQ(property(*device, "changed_settings"), "absent") << (yes ? yes : "unset");
+    EXPECT_EQ(property(*device, "batched_loads"), "yes") << (yes ? yes : "unset");
   }
   const auto one_at_a_time = fp32_device_with_loads("no");
   EXPECT_FALSE(one_at_a_time->context().batched_loads);
-  EXPECT_EQ(changed_settings(*one_at_a_time), "batched_loads no");
+  EXPECT_EQ(property(*one_at_a_time, "changed_settings"), "batched_loads no");
+  EXPECT_EQ(property(*one_at_a_time, "batched_loads"), "no");
   const dlscale::testing::ScopedSetting bad("DLSCALE_CUDA_BATCHED_LOADS", "4");
   try {
     const CudaDevice refused(0, Precision::fp32);
