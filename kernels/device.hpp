@@ -61,6 +61,16 @@ class MathOps {
   // sums[c] = sum over r of dy[r][c].
   virtual void column_sums(int rows, int cols, const T* dy, T* sums) = 0;
 
+  // y = x W^T + b over `rows` rows of `inputs` values to `outputs` (a dense layer's forward; W is
+  // [outputs x inputs], b null for none). In one call so that a device can add the bias inside
+  // its GEMM (the GPU's cuBLASLt epilogue); this default is the GEMM and then add_row_bias.
+  virtual void linear_forward(int rows, int inputs, int outputs, const T* x, const T* weights,
+                              const T* bias, T* y) {
+    gemm(Transpose::no, Transpose::yes, rows, outputs, inputs, T(1), x, inputs, weights, inputs,
+         T(0), y, outputs);
+    if (bias != nullptr) add_row_bias(rows, outputs, bias, y);
+  }
+
   // The backward of y = x W^T + b over `rows` rows of `inputs` values to `outputs` (a dense
   // layer's, an output head's; W is [outputs x inputs]): weight_gradient = dy^T x, bias_gradient
   // = dy's column sums unless null, input_gradient = dy W unless null. In one call so that a

@@ -48,9 +48,7 @@ class DenseLayer final : public Layer<T> {
 
   void forward(kernels::MathOps<T>& math, int samples, const T* x, T* y) override {
     const int batch = samples * timesteps_;
-    math.gemm(kernels::Transpose::no, kernels::Transpose::yes, batch, outputs_, inputs_, T(1), x,
-              inputs_, weights_, inputs_, T(0), y, outputs_);
-    math.add_row_bias(batch, outputs_, bias_, y);
+    math.linear_forward(batch, inputs_, outputs_, x, weights_, bias_, y);
   }
 
   void backward(kernels::MathOps<T>& math, int samples, const T* x, const T* /*y*/,

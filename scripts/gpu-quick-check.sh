@@ -38,7 +38,11 @@
 #             (lstm-64 batch 1024, lstm-32 batch 128) in bf16 and fp32 with and without batched
 #             loads and in tf32 (TF32 now, never FP16: docs/gpu.md), beside PyTorch, and the
 #             LSTM and precision kernel tests;
-#             gpu_command_line_acceptance
+#   epilogue  the dense layers' bias added in cuBLASLt's GEMM epilogue
+#             (DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=yes, off by default): its tests, then lstm-64 batch
+#             1024 in bf16, fp32 and tf32 and gpt2-small batch 8 in bf16, each without and with it
+#             (PyTorch's steps of these cases are the lstm and gpt stages')
+#   cli       gpu_command_line_acceptance
 # A stage starts only when the time it needs is left of BUDGET seconds (default 520), and is
 # stopped when it would outlast the budget; the log says which stages ran, passed, failed or
 # were skipped. scripts/gpu-check.sh (no option) is the whole check, for a machine held longer.
@@ -305,6 +309,29 @@ lstm_runs() {
 export -f lstm_runs
 stage lstm 180 240 lstm_runs
 grep -E '^== |^step |^phase \(' "$keep/lstm.log" 2>/dev/null | tee -a "$log"
+# A dense layer's bias in cuBLASLt's GEMM epilogue (docs/gpu.md, "The bias in the GEMM"): the
+# largest bias pass is lstm-64's 10,000-word head, 655 million logits at batch 1024.
+epilogue_runs() {
+  local status=0 run model batch precision epilogue
+  "$build_dir/tests/dlscale_gpu_kernel_tests" --gtest_filter='*BiasEpilogue*' || status=1
+  for run in "lstm-64 1024 bf16" "lstm-64 1024 fp32" "lstm-64 1024 tf32" "gpt2-small 8 bf16"; do
+    read -r model batch precision <<<"$run"
+    for epilogue in no yes; do
+      echo "== $model batch $batch $precision DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=$epilogue"
+      DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=$epilogue timeout 90 \
+        mpirun --bind-to none -x DLSCALE_CUDA_GEMM_BIAS_EPILOGUE -np 1 \
+        "$build_dir/dlscale" --device cuda --comm nccl --precision "$precision" --model "$model" \
+        --batch "$batch" --iters 20 --warmup 3 --out "$keep/epilogue.h5" --overwrite </dev/null ||
+        status=1
+      rm -f "$keep/epilogue.h5"
+    done
+  done
+  return $status
+}
+export -f epilogue_runs
+stage epilogue 120 240 epilogue_runs
+grep -E '^== |^step ' "$keep/epilogue.log" 2>/dev/null | tee -a "$log"
+
 stage cli 130 160 ctest_one gpu_command_line_acceptance
 
 pack

@@ -18,6 +18,7 @@ namespace dlscale::kernels {
 class Bf16Staging;
 class ConvolutionGraphCache;
 class ConvolutionWorkspace;
+class BiasGemm;
 
 // The most workspace one convolution algorithm or engine may ask for unless
 // DLSCALE_CUDNN_WORKSPACE_MIB says otherwise (and never more than a quarter of the free memory
@@ -93,6 +94,11 @@ struct CudaContext {
   // (2026-11-27: its bit-for-bit tests passed; gpt2-small bf16 41.0 ms a step against 43.6,
   // lstm-64 bf16 18.7 against 20.8); DLSCALE_CUDA_BATCHED_LOADS=no, one read at a time.
   bool batched_loads = true;
+  // DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=yes: a dense layer's forward adds its bias inside the GEMM,
+  // cuBLASLt's bias epilogue (cublaslt_bias_gemm.hpp), as PyTorch's addmm does, where the GEMM and
+  // then a bias kernel read and write the output twice; the same sums, rounded once instead of
+  // twice. Null (the GEMM and the bias kernel) unless asked for: written 2026-11-27 without a GPU.
+  BiasGemm* bias_gemm = nullptr;
   ImageActivations image_activations = ImageActivations::bf16;  // as asked; see native_is_bf16
 
   // ImageLayout::native on this device: NHWC on the graph path (what cuDNN's tensor-core

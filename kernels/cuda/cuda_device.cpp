@@ -13,6 +13,7 @@
 #include "core/printable_text.hpp"
 
 #include "kernels/cuda/bf16_staging.hpp"
+#include "kernels/cuda/cublaslt_bias_gemm.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/cuda_math.hpp"
 #include "kernels/cuda/cudnn_image_kernels.hpp"
@@ -153,6 +154,13 @@ CudaDevice::CudaDevice(int gpu_index, Precision precision, std::optional<CudnnAp
     require_choice("DLSCALE_CUDA_BATCHED_LOADS", "batched loads", batched, yes_no_names.all());
     context_.batched_loads = *yes_no_names.named(batched);
   }
+  bool bias_epilogue = false;
+  if (const char* epilogue = std::getenv("DLSCALE_CUDA_GEMM_BIAS_EPILOGUE");
+      epilogue != nullptr && *epilogue != '\0') {
+    require_choice("DLSCALE_CUDA_GEMM_BIAS_EPILOGUE", "GEMM bias epilogue", epilogue,
+                   yes_no_names.all());
+    bias_epilogue = *yes_no_names.named(epilogue);
+  }
   if (const char* activations = std::getenv("DLSCALE_CUDA_IMAGE_ACTIVATIONS");
       activations != nullptr && *activations != '\0') {
     require_choice("DLSCALE_CUDA_IMAGE_ACTIVATIONS", "image activation type", activations,
@@ -178,6 +186,10 @@ CudaDevice::CudaDevice(int gpu_index, Precision precision, std::optional<CudnnAp
       cublasSetWorkspace(context_.cublas, cublas_workspace_, cublas_workspace_bytes));
   DLSCALE_CUDNN_CHECK(cudnnCreate(&context_.cudnn));
   DLSCALE_CUDNN_CHECK(cudnnSetStream(context_.cudnn, context_.stream));
+  if (bias_epilogue) {
+    bias_gemm_ = std::make_unique<BiasGemm>();
+    context_.bias_gemm = bias_gemm_.get();
+  }
   math_float_ = make_cuda_math_float(context_);
   math_double_ = make_cuda_math_double(context_);
 }
@@ -186,6 +198,7 @@ CudaDevice::~CudaDevice() {
   math_float_.reset();
   math_double_.reset();
   if (context_.stream != nullptr) cudaStreamSynchronize(context_.stream);
+  bias_gemm_.reset();
   convolution_graphs_.reset();  // its execution plans before the cuDNN handle they were made with
   if (context_.cudnn != nullptr) cudnnDestroy(context_.cudnn);
   if (context_.cublas != nullptr) cublasDestroy(context_.cublas);
@@ -240,6 +253,7 @@ DeviceProperties CudaDevice::properties() const {
       {"padded_bf16_rows",
        yes_no_names(context_.padded_bf16_rows && context_.precision == Precision::bf16)},
       {"batched_loads", yes_no_names(context_.batched_loads)},
+      {"gemm_bias_epilogue", yes_no_names(context_.bias_gemm != nullptr)},
   };
 #ifdef DLSCALE_CUDNN_FRONTEND_VERSION
   if (context_.cudnn_api == CudnnApi::graph)
@@ -259,6 +273,8 @@ DeviceProperties CudaDevice::properties() const {
     changed.push_back(fmt::format("padded_bf16_rows {}", yes_no_names(false)));
   if (!context_.batched_loads)
     changed.push_back(fmt::format("batched_loads {}", yes_no_names(false)));
+  if (context_.bias_gemm != nullptr)
+    changed.push_back(fmt::format("gemm_bias_epilogue {}", yes_no_names(true)));
   if (context_.convolution_workspace_limit != default_convolution_workspace_limit)
     changed.push_back(
         fmt::format("convolution_workspace_mib {}", context_.convolution_workspace_limit >> 20));

@@ -468,6 +468,92 @@ TEST(CudaMathBf16, LinearBackwardRoundsTheOutputGradientOnceAndMatchesItsThreeCa
   }
 }
 
+// DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=yes: a dense layer's forward as one cuBLASLt matmul adding the
+// bias in its epilogue gives what the GEMM and the bias kernel give, within float rounding (the
+// same products, summed by another kernel and rounded once), in every precision; over a
+// 10,000-word head's width, widths that are no multiple of anything, and a bias large beside
+// the products (so that a bias left out could not pass). A bias off a 16-byte boundary is left
+// to the GEMM and the bias kernel, with the same results.
+TEST(CudaMathLinearForward, BiasEpilogueMatchesTheGemmAndBiasKernel) {
+  for (const Precision precision : {Precision::fp32, Precision::tf32, Precision::bf16}) {
+    const auto device_with = [&](const char* epilogue) {
+      const dlscale::testing::ScopedSetting setting("DLSCALE_CUDA_GEMM_BIAS_EPILOGUE", epilogue);
+      return std::make_unique<CudaDevice>(0, precision);
+    };
+    const auto fused_device = device_with("yes");
+    const auto plain_device = device_with("no");
+    ASSERT_NE(fused_device->context().bias_gemm, nullptr);
+    ASSERT_EQ(plain_device->context().bias_gemm, nullptr);
+    struct Case {
+      int rows, inputs, outputs;
+    };
+    for (const Case& c :
+         {Case{1000, 64, 10000}, Case{333, 96, 257}, Case{65, 40, 24}, Case{8, 768, 2304}}) {
+      const std::string what = describe(precision_name(precision), " rows=", c.rows,
+                                        " inputs=", c.inputs, " outputs=", c.outputs);
+      const auto x = uniform_values<float>(std::size_t(c.rows) * c.inputs, -1, 1, 1401);
+      const auto w = uniform_values<float>(std::size_t(c.outputs) * c.inputs, -1, 1, 1402);
+      // One spare value in front, so that the bias can also start off a 16-byte boundary.
+      const auto bias = uniform_values<float>(std::size_t(c.outputs) + 1, 10, 20, 1403);
+      const auto run = [&](Device& device, std::size_t bias_offset) {
+        auto d_x = upload(device, x), d_w = upload(device, w), d_bias = upload(device, bias);
+        auto y = upload(device, std::vector<float>(std::size_t(c.rows) * c.outputs,
+                                                   std::numeric_limits<float>::quiet_NaN()));
+        device.math_float().linear_forward(c.rows, c.inputs, c.outputs, d_x.data(), d_w.data(),
+                                           d_bias.data() + bias_offset, y.data());
+        return download(device, y);
+      };
+      const auto plain = run(*plain_device, 0);
+      const auto fused = run(*fused_device, 0);
+      ASSERT_EQ(plain.size(), fused.size()) << what;
+      EXPECT_TRUE(std::all_of(fused.begin(), fused.end(), [](float v) { return std::isfinite(v); }))
+          << what << ": the fused call left values unwritten";
+      EXPECT_LE(relative_l2(plain, fused), 1e-6) << what;
+      const auto plain_shifted = run(*plain_device, 1);
+      const auto unaligned = run(*fused_device, 1);
+      EXPECT_EQ(plain_shifted, unaligned) << what << ": a bias off 16 bytes";
+    }
+  }
+}
+
+// DLSCALE_CUDA_GEMM_BIAS_EPILOGUE takes no (the default) or yes, is recorded as the device
+// property gemm_bias_epilogue and in changed_settings where yes, and refuses anything else in
+// one line before the device is made.
+TEST(CudaMathSettings, GemmBiasEpilogueIsNoOrYes) {
+  const dlscale::testing::ScopedSetting default_workspace("DLSCALE_CUDNN_WORKSPACE_MIB", nullptr);
+  const dlscale::testing::ScopedSetting default_loads("DLSCALE_CUDA_BATCHED_LOADS", nullptr);
+  const dlscale::testing::ScopedSetting default_gradient("DLSCALE_CUDA_LAYER_NORM_GRADIENT",
+                                                         nullptr);
+  const auto property = [](const CudaDevice& device, const char* wanted) {
+    for (const auto& [name, value] : device.properties())
+      if (name == wanted) return value;
+    return std::string("absent");
+  };
+  for (const char* no : {static_cast<const char*>(nullptr), "no"}) {
+    const dlscale::testing::ScopedSetting setting("DLSCALE_CUDA_GEMM_BIAS_EPILOGUE", no);
+    const CudaDevice device(0, Precision::fp32);
+    EXPECT_EQ(device.context().bias_gemm, nullptr) << (no ? no : "unset");
+    EXPECT_EQ(property(device, "gemm_bias_epilogue"), "no") << (no ? no : "unset");
+    EXPECT_EQ(property(device, "changed_settings"), "absent") << (no ? no : "unset");
+  }
+  {
+    const dlscale::testing::ScopedSetting yes("DLSCALE_CUDA_GEMM_BIAS_EPILOGUE", "yes");
+    const CudaDevice device(0, Precision::fp32);
+    EXPECT_NE(device.context().bias_gemm, nullptr);
+    EXPECT_EQ(property(device, "gemm_bias_epilogue"), "yes");
+    EXPECT_EQ(property(device, "changed_settings"), "gemm_bias_epilogue yes");
+  }
+  const dlscale::testing::ScopedSetting bad("DLSCALE_CUDA_GEMM_BIAS_EPILOGUE", "on");
+  try {
+    const CudaDevice refused(0, Precision::fp32);
+    ADD_FAILURE() << "DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=on was accepted";
+  } catch (const UserError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "DLSCALE_CUDA_GEMM_BIAS_EPILOGUE: unknown GEMM bias epilogue 'on' (available: no, "
+              "yes)");
+  }
+}
+
 // The GPU rounds to bf16 as the MPI backend's bf16 sums do on the CPU (comm/bf16_sum.cpp): to
 // nearest, ties to even, bit for bit; NaN stays NaN; widening back is exact. With one read in
 // flight per thread and with four (DLSCALE_CUDA_BATCHED_LOADS): 3 million values, so that the
