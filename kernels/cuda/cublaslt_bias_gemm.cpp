@@ -57,7 +57,7 @@ BiasGemm::~BiasGemm() {
 
 BiasGemm::Key BiasGemm::key_of(int rows, int inputs, int outputs, cudaDataType_t operand_type,
                                cublasComputeType_t compute, const void* x, const void* weights,
-                               const float* y) {
+                               const float* bias, const float* y) {
   return {rows,
           inputs,
           outputs,
@@ -65,15 +65,19 @@ BiasGemm::Key BiasGemm::key_of(int rows, int inputs, int outputs, cudaDataType_t
           int(compute),
           alignment_of(x),
           alignment_of(weights),
+          alignment_of(bias),
           alignment_of(y)};
 }
 
 bool BiasGemm::supports(int rows, int inputs, int outputs, cudaDataType_t operand_type,
                         cublasComputeType_t compute, const void* x, const void* weights,
                         const float* bias, const float* y) {
-  // A bias off a 16-byte boundary fails in some of cuBLASLt's kernels (Marian requires 16 too).
-  if (bias == nullptr || alignment_of(bias) < 16) return false;
-  const Key key = key_of(rows, inputs, outputs, operand_type, compute, x, weights, y);
+  // A bias off a 16-byte boundary fails in some of cuBLASLt's kernels (Marian requires 16 too);
+  // and PyTorch keeps a dimension of 1 off this path (an fp32 bias epilogue that dropped the bias
+  // of a one-row output was reported on older GPUs).
+  if (bias == nullptr || alignment_of(bias) < 16 || rows < 2 || inputs < 2 || outputs < 2)
+    return false;
+  const Key key = key_of(rows, inputs, outputs, operand_type, compute, x, weights, bias, y);
   if (const auto found = plans_.find(key); found != plans_.end()) return found->second != nullptr;
 
   auto plan = std::make_unique<Plan>();
@@ -89,6 +93,10 @@ bool BiasGemm::supports(int rows, int inputs, int outputs, cudaDataType_t operan
   const cudaDataType_t bias_type = CUDA_R_32F;  // the float parameters, also under bf16
   DLSCALE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
       plan->operation, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type));
+  // The heuristic reads the bias pointer's alignment from the descriptor (cublasLt.h): the real
+  // one, as PyTorch's gemm_and_bias sets it, not the null that would pass for 256-byte aligned.
+  DLSCALE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+      plan->operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
   DLSCALE_CUBLAS_CHECK(
       cublasLtMatrixLayoutCreate(&plan->weights, operand_type, inputs, outputs, inputs));
   DLSCALE_CUBLAS_CHECK(
@@ -134,7 +142,7 @@ void BiasGemm::run(int rows, int inputs, int outputs, cudaDataType_t operand_typ
                    cublasComputeType_t compute, const void* x, const void* weights,
                    const float* bias, float* y, cudaStream_t stream) {
   const Plan& plan =
-      *plans_.at(key_of(rows, inputs, outputs, operand_type, compute, x, weights, y));
+      *plans_.at(key_of(rows, inputs, outputs, operand_type, compute, x, weights, bias, y));
   // The bias pointer may differ from layer to layer of one shape: set on every call (a host-side
   // descriptor attribute, so a captured step keeps the value it had when captured).
   DLSCALE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
@@ -143,6 +151,7 @@ void BiasGemm::run(int rows, int inputs, int outputs, cudaDataType_t operand_typ
   DLSCALE_CUBLAS_CHECK(cublasLtMatmul(handle_, plan.operation, &one, weights, plan.weights, x,
                                       plan.inputs, &zero, y, plan.outputs, y, plan.outputs,
                                       &plan.algorithm, workspace_, workspace_bytes, stream));
+  ++runs_;
 }
 
 }  // namespace dlscale::kernels

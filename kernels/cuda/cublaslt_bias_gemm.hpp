@@ -34,19 +34,22 @@ class BiasGemm {
   void run(int rows, int inputs, int outputs, cudaDataType_t operand_type,
            cublasComputeType_t compute, const void* x, const void* weights, const float* bias,
            float* y, cudaStream_t stream);
+  // The matmuls run() has queued: what a test reads to know the epilogue ran at all.
+  std::size_t runs() const { return runs_; }
 
  private:
   struct Plan;
-  // rows, inputs, outputs, operand type, compute type, and the alignments of x, W, y (bytes, up
-  // to 256)
-  using Key = std::tuple<int, int, int, int, int, int, int, int>;
+  // rows, inputs, outputs, operand type, compute type, and the alignments of x, W, the bias and
+  // y (bytes, up to 256)
+  using Key = std::tuple<int, int, int, int, int, int, int, int, int>;
   static Key key_of(int rows, int inputs, int outputs, cudaDataType_t operand_type,
                     cublasComputeType_t compute, const void* x, const void* weights,
-                    const float* y);
+                    const float* bias, const float* y);
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
   std::map<Key, std::unique_ptr<Plan>> plans_;  // null where cuBLASLt offered no algorithm
+  std::size_t runs_ = 0;
 };
 
 }  // namespace dlscale::kernels

@@ -811,6 +811,41 @@ class CudaMath final : public MathOps<T> {
     }
   }
 
+  // With DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=yes, one cuBLASLt matmul that adds the bias in its
+  // epilogue (on bf16 copies of x and W under bf16, as gemm_bf16 reads them); else, and for a
+  // shape or alignment cuBLASLt offers nothing for, the GEMM and then add_row_bias.
+  void linear_forward(int rows, int inputs, int outputs, const T* x, const T* weights,
+                      const T* bias, T* y) override {
+    if constexpr (std::is_same_v<T, float>) {
+      if (BiasGemm* fused = context_.bias_gemm; fused != nullptr && bias != nullptr) {
+        if (context_.precision == Precision::bf16) {
+          const std::size_t x_count = std::size_t(rows) * inputs;
+          const std::size_t w_count = std::size_t(outputs) * inputs;
+          const auto [x_bf16, w_bf16] =
+              context_.bf16_staging->regions<2>({x_count, w_count}, context_.stream);
+          if (fused->supports(rows, inputs, outputs, CUDA_R_16BF, CUBLAS_COMPUTE_32F, x_bf16,
+                              w_bf16, bias, y)) {
+            round_to_bf16(x, x_bf16, x_count, context_.stream, context_.batched_loads);
+            round_to_bf16(weights, w_bf16, w_count, context_.stream, context_.batched_loads);
+            fused->run(rows, inputs, outputs, CUDA_R_16BF, CUBLAS_COMPUTE_32F, x_bf16, w_bf16, bias,
+                       y, context_.stream);
+            return;
+          }
+        } else {
+          const cublasComputeType_t compute = context_.precision == Precision::tf32
+                                                  ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                  : CUBLAS_COMPUTE_32F;
+          if (fused->supports(rows, inputs, outputs, CUDA_R_32F, compute, x, weights, bias, y)) {
+            fused->run(rows, inputs, outputs, CUDA_R_32F, compute, x, weights, bias, y,
+                       context_.stream);
+            return;
+          }
+        }
+      }
+    }
+    MathOps<T>::linear_forward(rows, inputs, outputs, x, weights, bias, y);
+  }
+
   void gemm_strided_batched(Transpose transpose_a, Transpose transpose_b, int m, int n, int k,
                             T alpha, const T* a, int lda, std::ptrdiff_t stride_a, const T* b,
                             int ldb, std::ptrdiff_t stride_b, T beta, T* c, int ldc,
@@ -1198,41 +1233,6 @@ class CudaMath final : public MathOps<T> {
   }
 
  private:
-  // With DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=yes, one cuBLASLt matmul that adds the bias in its
-  // epilogue (on bf16 copies of x and W under bf16, as gemm_bf16 reads them); else, and for a
-  // shape or alignment cuBLASLt offers nothing for, the GEMM and then add_row_bias.
-  void linear_forward(int rows, int inputs, int outputs, const T* x, const T* weights,
-                      const T* bias, T* y) override {
-    if constexpr (std::is_same_v<T, float>) {
-      if (BiasGemm* fused = context_.bias_gemm; fused != nullptr && bias != nullptr) {
-        if (context_.precision == Precision::bf16) {
-          const std::size_t x_count = std::size_t(rows) * inputs;
-          const std::size_t w_count = std::size_t(outputs) * inputs;
-          const auto [x_bf16, w_bf16] =
-              context_.bf16_staging->regions<2>({x_count, w_count}, context_.stream);
-          if (fused->supports(rows, inputs, outputs, CUDA_R_16BF, CUBLAS_COMPUTE_32F, x_bf16,
-                              w_bf16, bias, y)) {
-            round_to_bf16(x, x_bf16, x_count, context_.stream, context_.batched_loads);
-            round_to_bf16(weights, w_bf16, w_count, context_.stream, context_.batched_loads);
-            fused->run(rows, inputs, outputs, CUDA_R_16BF, CUBLAS_COMPUTE_32F, x_bf16, w_bf16, bias,
-                       y, context_.stream);
-            return;
-          }
-        } else {
-          const cublasComputeType_t compute = context_.precision == Precision::tf32
-                                                  ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                  : CUBLAS_COMPUTE_32F;
-          if (fused->supports(rows, inputs, outputs, CUDA_R_32F, compute, x, weights, bias, y)) {
-            fused->run(rows, inputs, outputs, CUDA_R_32F, compute, x, weights, bias, y,
-                       context_.stream);
-            return;
-          }
-        }
-      }
-    }
-    MathOps<T>::linear_forward(rows, inputs, outputs, x, weights, bias, y);
-  }
-
   // Only float math runs a network's image layers.
   bool native_images_in_bf16() const {
     return std::is_same_v<T, float> && context_.native_is_bf16();
