@@ -496,6 +496,14 @@ std::string format_study(const results::StudySummary& study,
     for (const auto& [name, joules] : p.energy_joules_per_sample)
       if (std::find(energy_names.begin(), energy_names.end(), name) == energy_names.end())
         energy_names.push_back(name);
+  // A point's tokens/s and MFU, "-" where it has none.
+  const auto point_token_columns = [&](const results::StudyPoint& p) {
+    return token_columns(
+        std::isfinite(p.tokens_per_second) ? tokens_rate(p.tokens_per_second) : "-",
+        std::isfinite(p.model_flops_utilisation)
+            ? fmt::format("{:.1f}%", 100 * p.model_flops_utilisation)
+            : "-");
+  };
   std::string energy_header;
   for (const auto& name : energy_names)
     energy_header += fmt::format(" {:>12}", name.substr(0, name.find('_')) + " J/sample");
@@ -536,11 +544,7 @@ std::string format_study(const results::StudySummary& study,
       fmt::format_to(
           line, "{} {:>10.2f} {:>12.1f}{} {:>9}{}\n",
           key_columns(configuration_of(p), p.ranks, p.threads, p.repeat), p.iteration_seconds * 1e3,
-          p.throughput_samples_per_second,
-          token_columns(std::isfinite(p.tokens_per_second) ? tokens_rate(p.tokens_per_second) : "-",
-                        std::isfinite(p.model_flops_utilisation)
-                            ? fmt::format("{:.1f}%", 100 * p.model_flops_utilisation)
-                            : "-"),
+          p.throughput_samples_per_second, point_token_columns(p),
           first > 0 ? fmt::format("{:.2f}x", p.throughput_samples_per_second / first) : "-",
           energy_columns(p));
     }
@@ -563,13 +567,8 @@ std::string format_study(const results::StudySummary& study,
         "{} {:>10.2f} {:>12.1f}{} {:>8.2f} {:>6.1f}% [{:>4.0f},{:>4.0f}]{} {:>10} "
         "{:>6.1f}% {:>8.1f}% {:>6.1f}%{}  {}\n",
         key_columns(configuration_of(p), p.ranks, p.threads, p.repeat), p.iteration_seconds * 1e3,
-        p.throughput_samples_per_second,
-        token_columns(std::isfinite(p.tokens_per_second) ? tokens_rate(p.tokens_per_second) : "-",
-                      std::isfinite(p.model_flops_utilisation)
-                          ? fmt::format("{:.1f}%", 100 * p.model_flops_utilisation)
-                          : "-"),
-        p.speedup, p.efficiency * 100, p.efficiency_ci_low * 100, p.efficiency_ci_high * 100,
-        noisy ? "?" : " ",
+        p.throughput_samples_per_second, point_token_columns(p), p.speedup, p.efficiency * 100,
+        p.efficiency_ci_low * 100, p.efficiency_ci_high * 100, noisy ? "?" : " ",
         std::isnan(p.karp_flatt)    ? "-"
         : karp_flatt_reason.empty() ? fmt::format("{:.3f}", p.karp_flatt)
                                     : fmt::format("{:.3f}!", p.karp_flatt),

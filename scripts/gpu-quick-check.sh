@@ -201,6 +201,21 @@ for precision in fp32 tf32 bf16; do
     tee -a "$log"
 done
 
+# run_with SETTING VALUE MODEL BATCH PRECISION: one dlscale run of 20 steps after 3 with the
+# environment variable SETTING=VALUE (passed on by mpirun), its summary on stdout after a
+# "== MODEL batch BATCH PRECISION SETTING=VALUE" line; stopped after 90 s.
+run_with() {
+  local setting=$1 value=$2 model=$3 batch=$4 precision=$5 status=0
+  echo "== $model batch $batch $precision $setting=$value"
+  env "$setting=$value" timeout 90 mpirun --bind-to none -x "$setting" -np 1 \
+    "$build_dir/dlscale" --device cuda --comm nccl --precision "$precision" --model "$model" \
+    --batch "$batch" --iters 20 --warmup 3 --out "$keep/run_with.h5" --overwrite </dev/null ||
+    status=1
+  rm -f "$keep/run_with.h5"
+  return $status
+}
+export -f run_with
+
 # The convolutions' workspace limit at fp32 (legacy path) and tf32 (graph path, its default since
 # 2026-11-27), where vgg-16 and alexnet-r trailed PyTorch most (docs/gpu.md, "Workspace").
 workspace_runs() {
@@ -209,13 +224,7 @@ workspace_runs() {
     model=${case%:*} batch=${case#*:}
     for precision in fp32 tf32; do
       for mib in 512 4096; do
-        echo "== $model batch $batch $precision DLSCALE_CUDNN_WORKSPACE_MIB=$mib"
-        DLSCALE_CUDNN_WORKSPACE_MIB=$mib timeout 90 \
-          mpirun --bind-to none -x DLSCALE_CUDNN_WORKSPACE_MIB -np 1 \
-          "$build_dir/dlscale" --device cuda --comm nccl --precision "$precision" \
-          --model "$model" --batch "$batch" --iters 20 --warmup 3 --out "$keep/workspace.h5" \
-          --overwrite </dev/null || status=1
-        rm -f "$keep/workspace.h5"
+        run_with DLSCALE_CUDNN_WORKSPACE_MIB "$mib" "$model" "$batch" "$precision" || status=1
       done
     done
   done
@@ -240,12 +249,7 @@ images_runs() {
   for case in ${QUICK_IMAGE_CASES:-vgg-16:64 resnet-50:64 mobilenet-v2:64 alexnet-r:1024}; do
     model=${case%:*} batch=${case#*:}
     for images in float bf16; do
-      echo "== $model batch $batch bf16 DLSCALE_CUDA_IMAGE_ACTIVATIONS=$images"
-      DLSCALE_CUDA_IMAGE_ACTIVATIONS=$images timeout 60 mpirun --bind-to none -x DLSCALE_CUDA_IMAGE_ACTIVATIONS \
-        -np 1 "$build_dir/dlscale" --device cuda --comm nccl --precision bf16 --model "$model" \
-        --batch "$batch" --iters 20 --warmup 3 --out "$keep/images.h5" --overwrite </dev/null ||
-        status=1
-      rm -f "$keep/images.h5"
+      run_with DLSCALE_CUDA_IMAGE_ACTIVATIONS "$images" "$model" "$batch" bf16 || status=1
     done
   done
   # PyTorch's bf16 step (autocast, channels_last) for the same cases, in the same lease.
@@ -289,13 +293,7 @@ lstm_runs() {
     # precision, batched loads (the bf16 LSTM is bf16's default; batched loads every precision's)
     for run in "bf16 no" "bf16 yes" "fp32 no" "fp32 yes" "tf32 yes"; do
       read -r precision batched <<<"$run"
-      echo "== $model batch $batch $precision DLSCALE_CUDA_BATCHED_LOADS=$batched"
-      DLSCALE_CUDA_BATCHED_LOADS=$batched timeout 90 \
-        mpirun --bind-to none -x DLSCALE_CUDA_BATCHED_LOADS -np 1 \
-        "$build_dir/dlscale" --device cuda --comm nccl --precision "$precision" --model "$model" \
-        --batch "$batch" --iters 20 --warmup 3 --out "$keep/lstm.h5" --overwrite </dev/null ||
-        status=1
-      rm -f "$keep/lstm.h5"
+      run_with DLSCALE_CUDA_BATCHED_LOADS "$batched" "$model" "$batch" "$precision" || status=1
     done
   done
   echo "== PyTorch lstm-64 batch 1024 and lstm-32 batch 128, bf16, fp32 and tf32"
@@ -317,13 +315,8 @@ epilogue_runs() {
   for run in "lstm-64 1024 bf16" "lstm-64 1024 fp32" "lstm-64 1024 tf32" "gpt2-small 8 bf16"; do
     read -r model batch precision <<<"$run"
     for epilogue in no yes; do
-      echo "== $model batch $batch $precision DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=$epilogue"
-      DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=$epilogue timeout 90 \
-        mpirun --bind-to none -x DLSCALE_CUDA_GEMM_BIAS_EPILOGUE -np 1 \
-        "$build_dir/dlscale" --device cuda --comm nccl --precision "$precision" --model "$model" \
-        --batch "$batch" --iters 20 --warmup 3 --out "$keep/epilogue.h5" --overwrite </dev/null ||
+      run_with DLSCALE_CUDA_GEMM_BIAS_EPILOGUE "$epilogue" "$model" "$batch" "$precision" ||
         status=1
-      rm -f "$keep/epilogue.h5"
     done
   done
   return $status

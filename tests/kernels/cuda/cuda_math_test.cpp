@@ -469,6 +469,13 @@ TEST(CudaMathBf16, LinearBackwardRoundsTheOutputGradientOnceAndMatchesItsThreeCa
   }
 }
 
+// The device's property `wanted`, or "absent".
+std::string device_property(const CudaDevice& device, const char* wanted) {
+  for (const auto& [name, value] : device.properties())
+    if (name == wanted) return value;
+  return "absent";
+}
+
 // DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=yes: a dense layer's forward as one cuBLASLt matmul adding the
 // bias in its epilogue gives what the GEMM and the bias kernel give, within float rounding (the
 // same products, summed by another kernel and rounded once), in every precision; over a
@@ -532,24 +539,19 @@ TEST(CudaMathSettings, GemmBiasEpilogueIsNoOrYes) {
   const dlscale::testing::ScopedSetting default_loads("DLSCALE_CUDA_BATCHED_LOADS", nullptr);
   const dlscale::testing::ScopedSetting default_gradient("DLSCALE_CUDA_LAYER_NORM_GRADIENT",
                                                          nullptr);
-  const auto property = [](const CudaDevice& device, const char* wanted) {
-    for (const auto& [name, value] : device.properties())
-      if (name == wanted) return value;
-    return std::string("absent");
-  };
   for (const char* no : {static_cast<const char*>(nullptr), "no"}) {
     const dlscale::testing::ScopedSetting setting("DLSCALE_CUDA_GEMM_BIAS_EPILOGUE", no);
     const CudaDevice device(0, Precision::fp32);
     EXPECT_EQ(device.context().bias_gemm, nullptr) << (no ? no : "unset");
-    EXPECT_EQ(property(device, "gemm_bias_epilogue"), "no") << (no ? no : "unset");
-    EXPECT_EQ(property(device, "changed_settings"), "absent") << (no ? no : "unset");
+    EXPECT_EQ(device_property(device, "gemm_bias_epilogue"), "no") << (no ? no : "unset");
+    EXPECT_EQ(device_property(device, "changed_settings"), "absent") << (no ? no : "unset");
   }
   {
     const dlscale::testing::ScopedSetting yes("DLSCALE_CUDA_GEMM_BIAS_EPILOGUE", "yes");
     const CudaDevice device(0, Precision::fp32);
     EXPECT_NE(device.context().bias_gemm, nullptr);
-    EXPECT_EQ(property(device, "gemm_bias_epilogue"), "yes");
-    EXPECT_EQ(property(device, "changed_settings"), "gemm_bias_epilogue yes");
+    EXPECT_EQ(device_property(device, "gemm_bias_epilogue"), "yes");
+    EXPECT_EQ(device_property(device, "changed_settings"), "gemm_bias_epilogue yes");
   }
   const dlscale::testing::ScopedSetting bad("DLSCALE_CUDA_GEMM_BIAS_EPILOGUE", "on");
   try {
@@ -1041,21 +1043,16 @@ TEST(CudaMathSettings, BatchedLoadsIsNoOrYes) {
   const dlscale::testing::ScopedSetting default_rows("DLSCALE_CUDA_PADDED_BF16_ROWS", nullptr);
   const dlscale::testing::ScopedSetting default_gradient("DLSCALE_CUDA_LAYER_NORM_GRADIENT",
                                                          nullptr);
-  const auto property = [](const CudaDevice& device, const char* wanted) {
-    for (const auto& [name, value] : device.properties())
-      if (name == wanted) return value;
-    return std::string("absent");
-  };
   for (const char* yes : {static_cast<const char*>(nullptr), "yes"}) {
     const auto device = fp32_device_with_loads(yes);
     EXPECT_TRUE(device->context().batched_loads) << (yes ? yes : "unset");
-    EXPECT_EQ(property(*device, "changed_settings"), "absent") << (yes ? yes : "unset");
-    EXPECT_EQ(property(*device, "batched_loads"), "yes") << (yes ? yes : "unset");
+    EXPECT_EQ(device_property(*device, "changed_settings"), "absent") << (yes ? yes : "unset");
+    EXPECT_EQ(device_property(*device, "batched_loads"), "yes") << (yes ? yes : "unset");
   }
   const auto one_at_a_time = fp32_device_with_loads("no");
   EXPECT_FALSE(one_at_a_time->context().batched_loads);
-  EXPECT_EQ(property(*one_at_a_time, "changed_settings"), "batched_loads no");
-  EXPECT_EQ(property(*one_at_a_time, "batched_loads"), "no");
+  EXPECT_EQ(device_property(*one_at_a_time, "changed_settings"), "batched_loads no");
+  EXPECT_EQ(device_property(*one_at_a_time, "batched_loads"), "no");
   const dlscale::testing::ScopedSetting bad("DLSCALE_CUDA_BATCHED_LOADS", "4");
   try {
     const CudaDevice refused(0, Precision::fp32);
