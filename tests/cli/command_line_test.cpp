@@ -124,6 +124,31 @@ TEST_F(CommandLine, GoodRunWritesResultsAndReportsIdenticalParameters) {
         << "left behind: " << entry.path();
 }
 
+// --log-level debug says, on rank 0 alone, how long the device took to make and where each
+// point's set-up went (a short GPU benchmark spends more of its wall time there than training);
+// --log-level warn, applied before the plan is made, leaves out even the info line.
+TEST_F(CommandLine, LogLevelDebugTellsWhereTheSetUpWent) {
+  const auto count = [](const std::string& text, const std::string& what) {
+    std::size_t found = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++found;
+    return found;
+  };
+  const Outcome debug = run_dlscale(
+      "--model fcn:16,8,4 --batch 4 --iters 2 --ranks 1,2 --log-level debug --out debug.h5");
+  EXPECT_EQ(debug.rank_exit_codes[0], 0);
+  const std::string said = dlscale::testing::read_text_file(directory_ / "stderr.txt");
+  EXPECT_EQ(count(said, "dlscale: debug: cpu device made in "), 1u) << said;
+  EXPECT_EQ(count(said, "dlscale: debug: set-up of the point: "), 2u) << "one per point:\n" << said;
+  for (const char* part : {"GEMM yardstick ", "network ", "data ", " s in all"})
+    EXPECT_NE(said.find(part), std::string::npos) << part << " in:\n" << said;
+  const Outcome quiet =
+      run_dlscale("--model fcn:16,8,4 --batch 4 --iters 2 --log-level warn --out quiet.h5");
+  EXPECT_EQ(quiet.rank_exit_codes[0], 0);
+  const std::string quiet_said = dlscale::testing::read_text_file(directory_ / "stderr.txt");
+  EXPECT_EQ(quiet_said.find("dlscale: info: "), std::string::npos) << quiet_said;
+  EXPECT_EQ(quiet_said.find("dlscale: debug: "), std::string::npos) << quiet_said;
+}
+
 TEST_F(CommandLine, OverwriteReplacesAnEarlierResultsFile) {
   std::ofstream(directory_ / "again.h5") << "earlier results";
   const Outcome outcome =
