@@ -23,6 +23,12 @@ const char* bound_name(Bound bound) {
   }
 }
 
+bool trained_on_a_gpu(const results::RunRecord& record) {
+  const auto& properties = record.environment.device_properties;
+  return std::any_of(properties.begin(), properties.end(),
+                     [](const auto& property) { return property.first == "gpu_name"; });
+}
+
 RunVerdict run_verdict(const results::RunRecord& record) {
   RunVerdict verdict;
   // A record whose timings were not kept (one made by hand) has no shares to split.
@@ -67,12 +73,8 @@ RunVerdict run_verdict(const results::RunRecord& record) {
     if (m.name == "process_allowed_cpus") verdict.allowed_cpus = m.mean;
     if (m.name == "process_cpu_cores") verdict.cores_used = m.mean;
   }
-  // Cores used say nothing of a GPU run (its device names a GPU): its host thread may sleep
-  // while the device computes.
-  const auto& properties = record.environment.device_properties;
-  const bool computes_on_host_cores =
-      std::none_of(properties.begin(), properties.end(),
-                   [](const auto& property) { return property.first == "gpu_name"; });
+  // Cores used say nothing of a GPU run: its host thread may sleep while the device computes.
+  const bool computes_on_host_cores = !trained_on_a_gpu(record);
   verdict.oversubscribed =
       (std::isfinite(verdict.allowed_cpus) && verdict.allowed_cpus < verdict.threads) ||
       (computes_on_host_cores && std::isfinite(verdict.cores_used) &&

@@ -54,6 +54,10 @@ struct RunVerdict {
 
 RunVerdict run_verdict(const results::RunRecord& record);
 
+// Whether the run trained on a GPU: its device names one (a gpu_name property). Its host cores
+// then mostly wait, and its tensors live in the GPU's memory, not the process's.
+bool trained_on_a_gpu(const results::RunRecord& record);
+
 // A study's verdict: that of its run with the most ranks (where scaling loses the most; the last
 // such, a repeat's), and how many points were oversubscribed or saw their yardstick move.
 struct StudyVerdict {

@@ -315,14 +315,24 @@ std::string format_summary(const results::RunRecord& record,
   if (!absent_as_above.empty())
     fmt::format_to(line, "{:<16}absent, for the reasons given above: {}\n",
                    first_measurement ? "measured" : "", fmt::join(absent_as_above, ", "));
-  // The estimate that admitted the point, beside the largest peak any rank measured.
+  // The estimate that admitted the point, beside the largest peak measured of the memory it
+  // estimates: a CPU run's process (any rank's resident peak), a GPU run's device (NVML's memory
+  // in use; the host process of a GPU run holds none of the training's tensors).
   if (const double estimate = record.environment.memory_estimate_bytes; estimate > 0) {
     fmt::format_to(line,
                    "memory          {} per rank estimated before training for the network, "
                    "optimizer state, shards and data (not the libraries)",
                    with_units(estimate, "bytes"));
+    const bool on_gpu = analysis::trained_on_a_gpu(record);
+    const std::string peak_name =
+        on_gpu ? "gpu_memory_used_bytes" : results::schema::peak_resident_bytes;
     for (const auto& m : analysis::summarize_measurements(record))
-      if (m.name == results::schema::peak_resident_bytes && m.sources > 0)
+      if (m.name == peak_name && m.sources > 0 && on_gpu)
+        fmt::format_to(line,
+                       "; the GPU held {} at its peak (NVML: every process on it, the libraries "
+                       "included)",
+                       with_units(m.peak, m.units));
+      else if (m.name == peak_name && m.sources > 0)
         fmt::format_to(line, "; the whole process peaked at {}", with_units(m.peak, m.units));
     fmt::format_to(line, "\n");
   }

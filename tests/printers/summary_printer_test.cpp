@@ -542,6 +542,28 @@ TEST(SummaryAbsentReasons, EachReasonOncePerLaunch) {
   EXPECT_NE(second.find("noise scale     absent, as above\n"), std::string::npos) << second;
 }
 
+// The memory estimate is of where the training's tensors live: a CPU run's beside its process's
+// resident peak, a GPU run's beside what NVML saw in use on the GPU (its host process holds
+// 1.7 GiB where the GPU held 8.6: mobilenet-v2 in bf16 on an H200).
+TEST(SummaryMemory, TheEstimateStandsBesideThePeakOfTheMemoryItEstimates) {
+  auto run = run_at(118, 236, 236);
+  run.environment.memory_estimate_bytes = 10.0 * (1 << 30);
+  auto host = measured("peak_resident_bytes", "bytes", 1.7 * (1 << 30), 1);
+  host.headline = results::Headline::peak;
+  auto device = measured("gpu_memory_used_bytes", "bytes", 8.6 * (1 << 30), 1);
+  device.headline = results::Headline::mean_and_peak;
+  run.measurements = {host, device};
+  const std::string cpu = lines_labelled(format_summary(run), "memory");
+  EXPECT_NE(cpu.find("; the whole process peaked at 1.7 GiB\n"), std::string::npos) << cpu;
+  EXPECT_EQ(cpu.find("GPU held"), std::string::npos) << cpu;
+  run.environment.device_properties.emplace_back("gpu_name", "NVIDIA H200");
+  const std::string gpu = lines_labelled(format_summary(run), "memory");
+  EXPECT_NE(gpu.find("; the GPU held 8.6 GiB at its peak (NVML: every process on it"),
+            std::string::npos)
+      << gpu;
+  EXPECT_EQ(gpu.find("process peaked"), std::string::npos) << gpu;
+}
+
 // Issue 31 item 9: each phase in a unit its longest time is at least one of, named on its row: a
 // 330 ns allreduce reads 330.000 ns, not 0.000 in the step's milliseconds.
 TEST(SummaryPhaseTable, EachPhaseInItsOwnUnit) {
