@@ -199,7 +199,7 @@ if wants build; then
         "$build_dir/CMakeCache.txt" | sed 's/^/  /' || true; } >>"$summary"
     # What the stages run: dlscale, its CUDA module and the GPU tests (the graph path's two only where the
     # frontend was found), and the per-layer times of benchmarks/gpu_step_profile.sh.
-    targets="dlscale dlscale_cuda dlscale_gpu_kernel_tests dlscale_gpu_training_tests dlscale_gpu_sampling_tests dlscale-bench-layer-times"
+    targets="dlscale dlscale_cuda dlscale_gpu_kernel_tests dlscale_gpu_training_tests dlscale_gpu_sampling_tests dlscale-bench-layer-times dlscale-bench-cudnn-lstm"
     ((${#frontend_option[@]})) && targets+=" dlscale_gpu_graph_tests dlscale_gpu_attention_tests"
     target_option=()
     [[ ${BUILD_TARGETS:-} != all ]] && read -ra target_option <<<"--target ${BUILD_TARGETS:-$targets}"

@@ -31,6 +31,10 @@
 #   kernels   dlscale_gpu_kernel_tests (every CUDA kernel against the CPU)
 #   bound     gpu_points_finish_within_a_bound (the fcn-s batch 4096 bf16 point that stopped)
 #   training  gpu_training_agrees_with_the_cpu
+#   lstm_calls
+#             dlscale-bench-cudnn-lstm: lstm-64's and lstm-32's LSTM stacks on cuDNN alone, one
+#             call per layer (dlscale's way) against one for the stack (PyTorch's), batch-major
+#             against sequence-major, in every precision
 #   profile   benchmarks/gpu_step_profile.sh for each of QUICK_PROFILES (default the cases that
 #             missed their goal on 2026-11-27: lstm-64:1024:bf16 lstm-64:1024:tf32
 #             alexnet-r:1024:tf32 gpt2-small:8:tf32): per-layer CUDA event times beside
@@ -123,7 +127,8 @@ stage() {
 } 2>&1 | tee -a "$log"
 
 targets=${QUICK_TARGETS:-dlscale dlscale_cuda dlscale_gpu_graph_tests dlscale_gpu_attention_tests \
-dlscale_gpu_kernel_tests dlscale_gpu_training_tests dlscale_gpu_sampling_tests dlscale-bench-layer-times}
+dlscale_gpu_kernel_tests dlscale_gpu_training_tests dlscale_gpu_sampling_tests dlscale-bench-layer-times \
+dlscale-bench-cudnn-lstm}
 if ! stage build 150 240 env BUILD_TARGETS="$targets" scripts/gpu-check.sh --build-only; then
   say "no build: stopping"
   exit 1
@@ -279,6 +284,16 @@ profiles() {
   return $status
 }
 export -f profiles
+# The LSTM stacks on cuDNN alone: one call per layer (dlscale's way) against one call for the
+# stack (PyTorch's), batch-major against sequence-major, for lstm-64 at batch 1024 and lstm-32 at
+# 128 in every precision: whether a stacked call would close lstm-64's gap.
+lstm_call_runs() {
+  "$build_dir/benchmarks/dlscale-bench-cudnn-lstm" --steps 64 --batch 1024 &&
+    "$build_dir/benchmarks/dlscale-bench-cudnn-lstm" --steps 32 --batch 128
+}
+export -f lstm_call_runs
+stage lstm_calls 30 90 lstm_call_runs
+grep '^|' "$keep/lstm_calls.log" 2>/dev/null | tee -a "$log"
 stage profile 90 300 profiles
 stage sampling 15 30 ctest_one gpu_sampling_reads_nvml
 stage tf32 60 120 env BENCH_MODELS=vgg-16,resnet-50 BENCH_PRECISIONS=tf32 BENCH_ITERS=20 \
