@@ -260,7 +260,12 @@ class Device {
       const ConvolutionGeometry& geometry) = 0;
   virtual std::unique_ptr<PoolingKernel> make_pooling(const PoolingGeometry& geometry) = 0;
   virtual std::unique_ptr<BatchNormKernel> make_batch_norm(const BatchNormGeometry& geometry) = 0;
+  // An LSTM layer's kernel; for a stack (geometry.layers > 1) only where runs_lstm_stacks().
   virtual std::unique_ptr<LstmKernel> make_lstm(const LstmGeometry& geometry) = 0;
+  // Whether make_lstm takes a stack of layers and runs it as one: a library that overlaps one
+  // layer's steps with the next one's (cuDNN's multi-layer RNN, as PyTorch's nn.LSTM runs it).
+  // Elsewhere a workload builds its stack of one-layer LSTMs.
+  virtual bool runs_lstm_stacks() const { return false; }
   // A fused causal attention, or none (the default): the layer then composes it from GEMMs and
   // the causal softmax, as the CPU always does.
   virtual std::unique_ptr<AttentionKernel> make_attention(const AttentionGeometry& /*geometry*/) {

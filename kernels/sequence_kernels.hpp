@@ -9,21 +9,34 @@
 
 namespace dlscale::kernels {
 
+// One LSTM layer, or a stack of `layers` of them (the first from `inputs`, the others from the
+// layer below's `hidden` outputs), as PyTorch's nn.LSTM(num_layers=layers) is one module.
 struct LstmGeometry {
   int steps = 1;
   int inputs = 0;
   int hidden = 0;
+  int layers = 1;
 
-  // Parameters, in this order: W_x [inputs x 4 x hidden], W_h [hidden x 4 x hidden], b [4 x
-  // hidden].
+  // Layer `index` of the stack alone (its inputs: `inputs` for the first, `hidden` above it).
+  LstmGeometry layer(int index) const { return {steps, index == 0 ? inputs : hidden, hidden, 1}; }
+  // One layer's parameters, in this order: W_x [inputs x 4 x hidden], W_h [hidden x 4 x hidden],
+  // b [4 x hidden]. A stack's are its layers', first layer first.
   std::size_t input_weight_count() const { return std::size_t(inputs) * 4 * hidden; }
   std::size_t recurrent_weight_count() const { return std::size_t(hidden) * 4 * hidden; }
-  std::size_t parameter_count() const {
+  std::size_t layer_parameter_count() const {
     return input_weight_count() + recurrent_weight_count() + 4 * std::size_t(hidden);
   }
-  // 2 * 4h * (x + h) per step, forward (docs/workloads.md counts 6x for training).
+  std::size_t parameter_count() const {
+    std::size_t count = 0;
+    for (int index = 0; index < layers; ++index) count += layer(index).layer_parameter_count();
+    return count;
+  }
+  // 2 * 4h * (x + h) per step and layer, forward (docs/workloads.md counts 6x for training).
   double forward_flops_per_sample() const {
-    return 2.0 * steps * 4.0 * hidden * (double(inputs) + hidden);
+    double flops = 0;
+    for (int index = 0; index < layers; ++index)
+      flops += 2.0 * steps * 4.0 * hidden * (double(layer(index).inputs) + hidden);
+    return flops;
   }
 };
 

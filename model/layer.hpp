@@ -45,9 +45,13 @@ class Layer {
 
   // Where this layer's parameters and gradients live (device memory, parameter_count() each).
   virtual void bind(T* /*parameters*/, T* /*gradients*/) {}
-  // Fills this layer's slice of the initial parameters, on the host.
+  // Fills this layer's slice of the initial parameters, on the host, from the seed's random
+  // streams layer_index .. layer_index + random_streams() - 1.
   virtual void initialize(std::span<T> /*host_parameters*/, std::uint64_t /*seed*/,
                           std::uint64_t /*layer_index*/) const {}
+  // One stream a layer; a stack of layers in one (an LSTM stack) one for each of them, so that it
+  // starts from the parameters its layers would start from apart, and so do the layers after it.
+  virtual std::uint64_t random_streams() const { return 1; }
 
   virtual void forward(kernels::MathOps<T>& math, int batch, const T* x, T* y) = 0;
   // Writes the parameter gradients (overwriting, not accumulating) and, unless input_gradient is

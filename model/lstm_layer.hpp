@@ -1,5 +1,6 @@
-// One LSTM layer over the whole sequence, run by the device's LSTM kernel. Weights and biases start
-// as PyTorch's do: U(-a, a) with a = 1 / sqrt(hidden).
+// One LSTM layer over the whole sequence, run by the device's LSTM kernel, or a stack of them in
+// one kernel where the device runs stacks (Device::runs_lstm_stacks). Weights and biases start as
+// PyTorch's do: U(-a, a) with a = 1 / sqrt(hidden).
 #pragma once
 
 #include <cmath>
@@ -29,13 +30,21 @@ class LstmLayer final : public Layer<float> {
     parameters_ = parameters;
     gradients_ = gradients;
   }
+  // Each layer of a stack from its own stream, as it would be initialized alone.
   void initialize(std::span<float> host_parameters, std::uint64_t seed,
                   std::uint64_t layer_index) const override {
-    const CounterRandom random(seed, layer_index);
     const double limit = 1.0 / std::sqrt(double(geometry_.hidden));
-    for (std::size_t i = 0; i < host_parameters.size(); ++i)
-      host_parameters[i] = float((2 * random.uniform(i) - 1) * limit);
+    std::size_t offset = 0;
+    for (int layer = 0; layer < geometry_.layers; ++layer) {
+      const CounterRandom random(seed, layer_index + std::uint64_t(layer));
+      const auto block =
+          host_parameters.subspan(offset, geometry_.layer(layer).layer_parameter_count());
+      for (std::size_t i = 0; i < block.size(); ++i)
+        block[i] = float((2 * random.uniform(i) - 1) * limit);
+      offset += block.size();
+    }
   }
+  std::uint64_t random_streams() const override { return std::uint64_t(geometry_.layers); }
 
   void forward(kernels::MathOps<float>& /*math*/, int batch, const float* x, float* y) override {
     kernel().forward(batch, x, parameters_, y);

@@ -107,10 +107,12 @@ class Network {
   void initialize(std::uint64_t seed) {
     std::vector<T> host(parameters_.size());
     std::size_t offset = 0;
-    for (std::size_t i = 0; i < layers_.size(); ++i) {
-      const std::size_t count = layers_[i]->parameter_count();
-      layers_[i]->initialize(std::span<T>(host).subspan(offset, count), seed, i);
+    std::uint64_t stream = 0;  // the layer's index, counting each layer of a stack
+    for (const auto& layer : layers_) {
+      const std::size_t count = layer->parameter_count();
+      layer->initialize(std::span<T>(host).subspan(offset, count), seed, stream);
       offset += count;
+      stream += layer->random_streams();
     }
     parameters_.copy_from_host(host);
   }

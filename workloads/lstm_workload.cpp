@@ -57,8 +57,17 @@ std::unique_ptr<model::Network<float>> LstmWorkload::build_network(kernels::Devi
                                                                    int batch) const {
   std::vector<std::unique_ptr<model::Layer<float>>> layers;
   layers.push_back(std::make_unique<model::EmbeddingLayer<float>>(vocabulary_, hidden_, steps_));
-  for (int layer = 0; layer < layers_; ++layer)
-    layers.push_back(std::make_unique<model::LstmLayer>(device, lstm_geometry()));
+  // The stack as one layer where the device runs it in one call (its gradients then come at
+  // once, as those of PyTorch's nn.LSTM(num_layers) do); else a layer each. The parameters, their
+  // order and their initial values are the same either way.
+  if (layers_ > 1 && device.runs_lstm_stacks()) {
+    kernels::LstmGeometry stack = lstm_geometry();
+    stack.layers = layers_;
+    layers.push_back(std::make_unique<model::LstmLayer>(device, stack));
+  } else {
+    for (int layer = 0; layer < layers_; ++layer)
+      layers.push_back(std::make_unique<model::LstmLayer>(device, lstm_geometry()));
+  }
   layers.push_back(std::make_unique<model::DenseLayer<float>>(hidden_, vocabulary_, steps_));
   return std::make_unique<model::Network<float>>(device, std::move(layers), batch, vocabulary_);
 }

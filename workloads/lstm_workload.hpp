@@ -31,7 +31,7 @@ class LstmWorkload final : public Workload {
   double best_loss(std::uint64_t seed) const override;
 
  private:
-  kernels::LstmGeometry lstm_geometry() const { return {steps_, hidden_, hidden_}; }
+  kernels::LstmGeometry lstm_geometry() const { return {steps_, hidden_, hidden_, 1}; }
 
   std::string name_;
   int steps_, hidden_, layers_, vocabulary_;

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <limits>
 #include <new>
+#include <stdexcept>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -630,6 +631,8 @@ std::unique_ptr<BatchNormKernel> CpuDevice::make_batch_norm(const BatchNormGeome
 }
 
 std::unique_ptr<LstmKernel> CpuDevice::make_lstm(const LstmGeometry& geometry) {
+  if (geometry.layers != 1)
+    throw std::logic_error("the CPU device runs one LSTM layer a kernel (runs_lstm_stacks)");
   return make_dnnl_lstm(dnnl_engine_, dnnl_stream_, geometry, dnnl_inputs_of(precision_));
 }
 

@@ -99,6 +99,13 @@ struct CudaContext {
   // then a bias kernel read and write the output twice; the same sums, rounded once instead of
   // twice. Null (the GEMM and the bias kernel) unless asked for: written 2026-11-27 without a GPU.
   BiasGemm* bias_gemm = nullptr;
+  // DLSCALE_CUDNN_LSTM_STACK=yes: a stack of LSTM layers (lstm-32 and lstm-64 have two) runs as
+  // one cuDNN RNN of that many layers, as PyTorch's nn.LSTM(num_layers) does, where cuDNN may run
+  // one layer's step beside the next layer's; the workload then builds the stack as one layer
+  // (Device::runs_lstm_stacks), whose gradients come at once. Off (a cuDNN call per layer) until
+  // it has run on a GPU: written 2026-11-27 without one (dlscale-bench-cudnn-lstm measures the
+  // two ways on cuDNN alone).
+  bool lstm_stacks = false;
   ImageActivations image_activations = ImageActivations::bf16;  // as asked; see native_is_bf16
 
   // ImageLayout::native on this device: NHWC on the graph path (what cuDNN's tensor-core

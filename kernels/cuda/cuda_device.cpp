@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 
 #include <fmt/format.h>
@@ -161,6 +162,11 @@ CudaDevice::CudaDevice(int gpu_index, Precision precision, std::optional<CudnnAp
                    yes_no_names.all());
     bias_epilogue = *yes_no_names.named(epilogue);
   }
+  if (const char* stack = std::getenv("DLSCALE_CUDNN_LSTM_STACK");
+      stack != nullptr && *stack != '\0') {
+    require_choice("DLSCALE_CUDNN_LSTM_STACK", "LSTM stack", stack, yes_no_names.all());
+    context_.lstm_stacks = *yes_no_names.named(stack);
+  }
   if (const char* activations = std::getenv("DLSCALE_CUDA_IMAGE_ACTIVATIONS");
       activations != nullptr && *activations != '\0') {
     require_choice("DLSCALE_CUDA_IMAGE_ACTIVATIONS", "image activation type", activations,
@@ -254,6 +260,7 @@ DeviceProperties CudaDevice::properties() const {
        yes_no_names(context_.padded_bf16_rows && context_.precision == Precision::bf16)},
       {"batched_loads", yes_no_names(context_.batched_loads)},
       {"gemm_bias_epilogue", yes_no_names(context_.bias_gemm != nullptr)},
+      {"lstm_stack", yes_no_names(context_.lstm_stacks)},
   };
 #ifdef DLSCALE_CUDNN_FRONTEND_VERSION
   if (context_.cudnn_api == CudnnApi::graph)
@@ -275,6 +282,7 @@ DeviceProperties CudaDevice::properties() const {
     changed.push_back(fmt::format("batched_loads {}", yes_no_names(false)));
   if (context_.bias_gemm != nullptr)
     changed.push_back(fmt::format("gemm_bias_epilogue {}", yes_no_names(true)));
+  if (context_.lstm_stacks) changed.push_back(fmt::format("lstm_stack {}", yes_no_names(true)));
   if (context_.convolution_workspace_limit != default_convolution_workspace_limit)
     changed.push_back(
         fmt::format("convolution_workspace_mib {}", context_.convolution_workspace_limit >> 20));
@@ -393,8 +401,12 @@ std::unique_ptr<BatchNormKernel> CudaDevice::make_batch_norm(const BatchNormGeom
 }
 
 std::unique_ptr<LstmKernel> CudaDevice::make_lstm(const LstmGeometry& geometry) {
+  if (geometry.layers != 1 && !runs_lstm_stacks())
+    throw std::logic_error("an LSTM stack on the GPU needs DLSCALE_CUDNN_LSTM_STACK=yes");
   return make_cudnn_lstm(context_, geometry);
 }
+
+bool CudaDevice::runs_lstm_stacks() const { return context_.lstm_stacks; }
 
 bool CudaDevice::fused_attention() const {
   return context_.attention == AttentionApi::sdpa && context_.precision == Precision::bf16 &&

@@ -65,6 +65,7 @@ class CudaDevice final : public Device {
   std::unique_ptr<PoolingKernel> make_pooling(const PoolingGeometry& geometry) override;
   std::unique_ptr<BatchNormKernel> make_batch_norm(const BatchNormGeometry& geometry) override;
   std::unique_ptr<LstmKernel> make_lstm(const LstmGeometry& geometry) override;
+  bool runs_lstm_stacks() const override;
   // cuDNN's fused attention under bf16 (DLSCALE_CUDNN_ATTENTION, default sdpa) where cuDNN reads
   // the model's heads; else none, and the layer composes it from GEMMs.
   std::unique_ptr<AttentionKernel> make_attention(const AttentionGeometry& geometry) override;

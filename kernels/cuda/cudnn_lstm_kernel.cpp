@@ -1,14 +1,15 @@
-// cuDNN LSTM on the v8 RNN API: one layer, left to right, zero initial state, batch-major
-// sequences, one bias per gate. dlscale's parameters are W_x [inputs x 4 x hidden],
-// W_h [hidden x 4 x hidden] and b [4 x hidden]; cuDNN keeps, per gate, a row-major
-// [hidden x inputs] (or [hidden x hidden]) matrix and a bias vector in its own weight space.
-// Forward transposes the parameters in and backward transposes the weight gradient out, with
-// cuBLAS geam on the same stream: eight small transposes next to the recurrent GEMMs.
-// Under --precision bf16 (where cuDNN offers bf16 RNNs, 9.13 and later, and the setting below
-// asks for it), the sequences and the weight space are bf16 and cuDNN computes in float, as
-// PyTorch's autocast runs its cuDNN LSTM: the transposes go through a float copy of the weight
-// space, which one kernel rounds in (and widens the gradient out of); dlscale's parameters, their
-// gradients and the update stay float.
+// cuDNN LSTM on the v8 RNN API: one layer, or a stack of them in one call
+// (DLSCALE_CUDNN_LSTM_STACK, cuda_context.hpp: cuDNN may then run one layer's step beside the
+// next layer's), left to right, zero initial state, batch-major sequences, one bias per gate.
+// dlscale's parameters are, per layer, W_x [inputs x 4 x hidden], W_h [hidden x 4 x hidden] and b
+// [4 x hidden]; cuDNN keeps, per layer and gate, a row-major [hidden x inputs] (or [hidden x
+// hidden]) matrix and a bias vector in its own weight space. Forward transposes the parameters in
+// and backward transposes the weight gradient out, with cuBLAS geam on the same stream: eight small
+// transposes next to the recurrent GEMMs. Under --precision bf16 (where cuDNN offers bf16
+// RNNs, 9.13 and later, and the setting below asks for it), the sequences and the weight space are
+// bf16 and cuDNN computes in float, as PyTorch's autocast runs its cuDNN LSTM: the transposes go
+// through a float copy of the weight space, which one kernel rounds in (and widens the gradient out
+// of); dlscale's parameters, their gradients and the update stay float.
 #include "kernels/cuda/cudnn_lstm_kernel.hpp"
 
 #include <array>
@@ -70,8 +71,8 @@ class CudnnLstm final : public LstmKernel {
     const auto& g = geometry_;
     data_type_ = in_bf16_ ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
     element_bytes_ = in_bf16_ ? sizeof(__nv_bfloat16) : sizeof(float);
-    // A single layer applies no dropout; cuDNN still wants a descriptor, so one with rate 0
-    // (which needs no random state).
+    // No dropout between a stack's layers (nor any in one layer); cuDNN still wants a
+    // descriptor, so one with rate 0 (which needs no random state).
     DLSCALE_CUDNN_CHECK(cudnnSetDropoutDescriptor(dropout_, context_.cudnn, 0.0f, nullptr, 0, 0));
     // One bias per gate (CUDNN_RNN_SINGLE_INP_BIAS), as dlscale, oneDNN and the reference have;
     // cuDNN's default double bias would add a second, recurrent one. Padded I/O is what allows
@@ -80,7 +81,7 @@ class CudnnLstm final : public LstmKernel {
         rnn_, CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM, CUDNN_RNN_SINGLE_INP_BIAS, CUDNN_UNIDIRECTIONAL,
         CUDNN_LINEAR_INPUT, data_type_, CUDNN_DATA_FLOAT,
         in_bf16_ ? CUDNN_TENSOR_OP_MATH : context_.cudnn_math(), g.inputs, g.hidden,
-        /*projSize=*/g.hidden, /*numLayers=*/1, dropout_, CUDNN_RNN_PADDED_IO_ENABLED));
+        /*projSize=*/g.hidden, /*numLayers=*/g.layers, dropout_, CUDNN_RNN_PADDED_IO_ENABLED));
     std::size_t weight_bytes = 0;
     DLSCALE_CUDNN_CHECK(cudnnGetRNNWeightSpaceSize(context_.cudnn, rnn_, &weight_bytes));
     weights_ = DeviceBuffer(weight_bytes);
@@ -170,7 +171,7 @@ class CudnnLstm final : public LstmKernel {
  private:
   struct Plan {
     RnnDataDescriptor input, output;  // [batch x steps x inputs or hidden]
-    TensorDescriptor state;           // [1 x batch x hidden], for the (null) h and c
+    TensorDescriptor state;           // [layers x batch x hidden], for the (null) h and c
     DeviceBuffer sequence_lengths;    // int32 per sample, all `steps`, in device memory
     DeviceBuffer workspace, reserve;  // reserve: what forward keeps for backward
     DeviceBuffer discarded_gradient;  // input gradient of a first layer, made when first needed
@@ -207,7 +208,7 @@ class CudnnLstm final : public LstmKernel {
     DLSCALE_CUDNN_CHECK(
         cudnnSetRNNDataDescriptor(p.output, data_type_, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
                                   g.steps, batch, g.hidden, lengths.data(), nullptr));
-    const int dimensions[3] = {1, batch, g.hidden};
+    const int dimensions[3] = {g.layers, batch, g.hidden};
     const int strides[3] = {batch * g.hidden, g.hidden, 1};
     DLSCALE_CUDNN_CHECK(cudnnSetTensorNdDescriptor(p.state, data_type_, 3, dimensions, strides));
     if (in_bf16_) {
@@ -232,10 +233,10 @@ class CudnnLstm final : public LstmKernel {
     p.reserve = DeviceBuffer(reserve_bytes);
   }
 
-  // Where cuDNN keeps each gate's matrices and bias inside its weight space, as offsets in
-  // elements (the weight-gradient space, and under bf16 the float copy, have the same layout).
-  // Checked against the layout the transposes assume, so a cuDNN that stored them otherwise
-  // fails here instead of training on garbage.
+  // Where cuDNN keeps each layer's gate matrices and biases inside its weight space, as offsets
+  // in elements (the weight-gradient space, and under bf16 the float copy, have the same
+  // layout). Checked against the layout the transposes assume, so a cuDNN that stored them
+  // otherwise fails here instead of training on garbage.
   void locate_gate_parameters() {
     const auto& g = geometry_;
     TensorDescriptor matrix, bias;
@@ -243,22 +244,27 @@ class CudnnLstm final : public LstmKernel {
     const auto offset_of = [&](const void* address) {
       return (static_cast<const std::byte*>(address) - base) / std::ptrdiff_t(element_bytes_);
     };
-    for (int layer = 0; layer < 2 * gates; ++layer) {
-      const bool input_side = layer < gates;  // 0-3: W_x per gate; 4-7: W_h per gate
-      void* matrix_address = nullptr;
-      void* bias_address = nullptr;
-      DLSCALE_CUDNN_CHECK(cudnnGetRNNWeightParams(context_.cudnn, rnn_, 0, weights_.size(),
-                                                  weights_.data(), layer, matrix, &matrix_address,
-                                                  bias, &bias_address));
-      const int columns = input_side ? g.inputs : g.hidden;
-      expect_matrix(matrix, matrix_address, g.hidden, columns, layer);
-      matrix_offsets_[std::size_t(layer)] = offset_of(matrix_address);
-      if (input_side) {
-        expect_vector(bias, bias_address, g.hidden, layer);
-        bias_offsets_[std::size_t(layer)] = offset_of(bias_address);
+    matrix_offsets_.resize(std::size_t(g.layers));
+    bias_offsets_.resize(std::size_t(g.layers));
+    for (int stacked = 0; stacked < g.layers; ++stacked) {
+      const auto s = std::size_t(stacked);
+      for (int layer = 0; layer < 2 * gates; ++layer) {
+        const bool input_side = layer < gates;  // 0-3: W_x per gate; 4-7: W_h per gate
+        void* matrix_address = nullptr;
+        void* bias_address = nullptr;
+        DLSCALE_CUDNN_CHECK(cudnnGetRNNWeightParams(context_.cudnn, rnn_, stacked, weights_.size(),
+                                                    weights_.data(), layer, matrix, &matrix_address,
+                                                    bias, &bias_address));
+        const int columns = input_side ? g.layer(stacked).inputs : g.hidden;
+        expect_matrix(matrix, matrix_address, g.hidden, columns, layer);
+        matrix_offsets_[s][std::size_t(layer)] = offset_of(matrix_address);
+        if (input_side) {
+          expect_vector(bias, bias_address, g.hidden, layer);
+          bias_offsets_[s][std::size_t(layer)] = offset_of(bias_address);
+        }
+        // With a single input bias, the recurrent linear layers have none: bias_address is null
+        // (and were there one, it would stay zero).
       }
-      // With a single input bias, the recurrent linear layers have none: bias_address is null
-      // (and were there one, it would stay zero).
     }
   }
 
@@ -312,23 +318,31 @@ class CudnnLstm final : public LstmKernel {
   }
 
   // dlscale's W_x holds gate `gate` of input i at row i, columns gate*H .. gate*H + H - 1 of an
-  // [inputs x 4H] matrix; cuDNN's gate matrix is its transpose, [H x inputs]. Likewise W_h.
+  // [inputs x 4H] matrix; cuDNN's gate matrix is its transpose, [H x inputs]. Likewise W_h. A
+  // stack's layers follow one another, in dlscale's parameters as in cuDNN's pseudo-layers.
   void copy_parameters_in(const float* parameters) {
     const auto& g = geometry_;
     const int four_hidden = gates * g.hidden;
-    const float* input_weights = parameters;
-    const float* recurrent_weights = parameters + g.input_weight_count();
-    const float* bias = recurrent_weights + g.recurrent_weight_count();
     float* space = in_bf16_ ? float_space_.as<float>() : weights_.as<float>();
-    for (int gate = 0; gate < gates; ++gate) {
-      const std::size_t column = std::size_t(gate) * g.hidden;
-      transpose(g.hidden, g.inputs, input_weights + column, four_hidden,
-                space + matrix_offsets_[gate], g.inputs);
-      transpose(g.hidden, g.hidden, recurrent_weights + column, four_hidden,
-                space + matrix_offsets_[gates + gate], g.hidden);
-      DLSCALE_CUDA_CHECK(cudaMemcpyAsync(space + bias_offsets_[gate], bias + column,
-                                         g.hidden * sizeof(float), cudaMemcpyDeviceToDevice,
-                                         context_.stream));
+    const float* block = parameters;
+    for (int stacked = 0; stacked < g.layers; ++stacked) {
+      const LstmGeometry one = g.layer(stacked);
+      const auto& matrices = matrix_offsets_[std::size_t(stacked)];
+      const auto& biases = bias_offsets_[std::size_t(stacked)];
+      const float* input_weights = block;
+      const float* recurrent_weights = block + one.input_weight_count();
+      const float* bias = recurrent_weights + one.recurrent_weight_count();
+      for (int gate = 0; gate < gates; ++gate) {
+        const std::size_t column = std::size_t(gate) * g.hidden;
+        transpose(g.hidden, one.inputs, input_weights + column, four_hidden,
+                  space + matrices[std::size_t(gate)], one.inputs);
+        transpose(g.hidden, g.hidden, recurrent_weights + column, four_hidden,
+                  space + matrices[std::size_t(gates + gate)], g.hidden);
+        DLSCALE_CUDA_CHECK(cudaMemcpyAsync(space + biases[std::size_t(gate)], bias + column,
+                                           g.hidden * sizeof(float), cudaMemcpyDeviceToDevice,
+                                           context_.stream));
+      }
+      block += one.layer_parameter_count();
     }
     if (in_bf16_)
       round_to_bf16(space, weights_.as<__nv_bfloat16>(), weights_.size() / element_bytes_,
@@ -339,9 +353,6 @@ class CudnnLstm final : public LstmKernel {
   void copy_gradients_out(float* parameter_gradient) const {
     const auto& g = geometry_;
     const int four_hidden = gates * g.hidden;
-    float* input_weights = parameter_gradient;
-    float* recurrent_weights = parameter_gradient + g.input_weight_count();
-    float* bias = recurrent_weights + g.recurrent_weight_count();
     const float* space = weight_gradients_.as<float>();
     if (in_bf16_) {
       widen_to_float(weight_gradients_.as<__nv_bfloat16>(), float_space_.as<float>(),
@@ -349,15 +360,25 @@ class CudnnLstm final : public LstmKernel {
                      context_.batched_loads);
       space = float_space_.as<float>();
     }
-    for (int gate = 0; gate < gates; ++gate) {
-      const std::size_t column = std::size_t(gate) * g.hidden;
-      transpose(g.inputs, g.hidden, space + matrix_offsets_[gate], g.inputs, input_weights + column,
-                four_hidden);
-      transpose(g.hidden, g.hidden, space + matrix_offsets_[gates + gate], g.hidden,
-                recurrent_weights + column, four_hidden);
-      DLSCALE_CUDA_CHECK(cudaMemcpyAsync(bias + column, space + bias_offsets_[gate],
-                                         g.hidden * sizeof(float), cudaMemcpyDeviceToDevice,
-                                         context_.stream));
+    float* block = parameter_gradient;
+    for (int stacked = 0; stacked < g.layers; ++stacked) {
+      const LstmGeometry one = g.layer(stacked);
+      const auto& matrices = matrix_offsets_[std::size_t(stacked)];
+      const auto& biases = bias_offsets_[std::size_t(stacked)];
+      float* input_weights = block;
+      float* recurrent_weights = block + one.input_weight_count();
+      float* bias = recurrent_weights + one.recurrent_weight_count();
+      for (int gate = 0; gate < gates; ++gate) {
+        const std::size_t column = std::size_t(gate) * g.hidden;
+        transpose(one.inputs, g.hidden, space + matrices[std::size_t(gate)], one.inputs,
+                  input_weights + column, four_hidden);
+        transpose(g.hidden, g.hidden, space + matrices[std::size_t(gates + gate)], g.hidden,
+                  recurrent_weights + column, four_hidden);
+        DLSCALE_CUDA_CHECK(cudaMemcpyAsync(bias + column, space + biases[std::size_t(gate)],
+                                           g.hidden * sizeof(float), cudaMemcpyDeviceToDevice,
+                                           context_.stream));
+      }
+      block += one.layer_parameter_count();
     }
   }
 
@@ -370,8 +391,8 @@ class CudnnLstm final : public LstmKernel {
   std::size_t element_bytes_ = sizeof(float);
   DeviceBuffer weights_, weight_gradients_;  // cuDNN's weight space and its gradient
   DeviceBuffer float_space_;  // bf16 only: their float copy, where the transposes run
-  std::array<std::ptrdiff_t, 2 * gates> matrix_offsets_{};
-  std::array<std::ptrdiff_t, gates> bias_offsets_{};
+  std::vector<std::array<std::ptrdiff_t, 2 * gates>> matrix_offsets_;  // per layer of the stack
+  std::vector<std::array<std::ptrdiff_t, gates>> bias_offsets_;
   std::map<int, Plan> plans_;  // by batch size; a map, so plans never move
 };
 

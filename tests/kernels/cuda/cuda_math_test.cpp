@@ -13,6 +13,7 @@
 #include <limits>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -561,6 +562,42 @@ TEST(CudaMathSettings, GemmBiasEpilogueIsNoOrYes) {
     EXPECT_EQ(std::string(error.what()),
               "DLSCALE_CUDA_GEMM_BIAS_EPILOGUE: unknown GEMM bias epilogue 'on' (available: no, "
               "yes)");
+  }
+}
+
+// DLSCALE_CUDNN_LSTM_STACK takes no (the default) or yes, is recorded as the device property
+// lstm_stack and in changed_settings where yes, and refuses anything else in one line before
+// the device is made; without it the device makes no kernel for a stack.
+TEST(CudaMathSettings, LstmStackIsNoOrYes) {
+  const dlscale::testing::ScopedSetting default_workspace("DLSCALE_CUDNN_WORKSPACE_MIB", nullptr);
+  const dlscale::testing::ScopedSetting default_loads("DLSCALE_CUDA_BATCHED_LOADS", nullptr);
+  const dlscale::testing::ScopedSetting default_gradient("DLSCALE_CUDA_LAYER_NORM_GRADIENT",
+                                                         nullptr);
+  const dlscale::testing::ScopedSetting default_epilogue("DLSCALE_CUDA_GEMM_BIAS_EPILOGUE",
+                                                         nullptr);
+  for (const char* no : {static_cast<const char*>(nullptr), "no"}) {
+    const dlscale::testing::ScopedSetting setting("DLSCALE_CUDNN_LSTM_STACK", no);
+    CudaDevice device(0, Precision::fp32);
+    EXPECT_FALSE(device.runs_lstm_stacks()) << (no ? no : "unset");
+    EXPECT_EQ(device_property(device, "lstm_stack"), "no") << (no ? no : "unset");
+    EXPECT_EQ(device_property(device, "changed_settings"), "absent") << (no ? no : "unset");
+    EXPECT_THROW(device.make_lstm({4, 8, 8, 2}), std::logic_error) << (no ? no : "unset");
+  }
+  {
+    const dlscale::testing::ScopedSetting yes("DLSCALE_CUDNN_LSTM_STACK", "yes");
+    CudaDevice device(0, Precision::fp32);
+    EXPECT_TRUE(device.runs_lstm_stacks());
+    EXPECT_EQ(device_property(device, "lstm_stack"), "yes");
+    EXPECT_EQ(device_property(device, "changed_settings"), "lstm_stack yes");
+    EXPECT_NE(device.make_lstm({4, 8, 8, 2}), nullptr);
+  }
+  const dlscale::testing::ScopedSetting bad("DLSCALE_CUDNN_LSTM_STACK", "2");
+  try {
+    const CudaDevice refused(0, Precision::fp32);
+    ADD_FAILURE() << "DLSCALE_CUDNN_LSTM_STACK=2 was accepted";
+  } catch (const UserError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "DLSCALE_CUDNN_LSTM_STACK: unknown LSTM stack '2' (available: no, yes)");
   }
 }
 

@@ -27,6 +27,7 @@
 #include "kernels/cuda/cuda_device.hpp"
 #include "kernels/cuda/cudnn_support.hpp"
 #include "kernels/device_array.hpp"
+#include "tests/kernels/composed_lstm_stack.hpp"
 #include "tests/kernels/finite_differences.hpp"
 #include "tests/kernels/relative_error.hpp"
 #include "tests/kernels/scoped_setting.hpp"
@@ -479,7 +480,7 @@ INSTANTIATE_TEST_SUITE_P(CudnnKernels, BatchNormAgainstCpu, ::testing::ValuesIn(
 
 struct LstmCase {
   const char* name;
-  LstmGeometry geometry;  // steps, inputs, hidden
+  LstmGeometry geometry;  // steps, inputs, hidden, layers
   int batch;
 };
 void PrintTo(const LstmCase& c, std::ostream* out) { *out << c.name; }
@@ -542,6 +543,55 @@ TEST_P(Bf16LstmAgainstCpu, StaysWithinOnePercentOfFloat) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CudnnKernels, Bf16LstmAgainstCpu, ::testing::ValuesIn(lstm_cases),
+                         case_name<LstmCase>);
+
+// A stack of LSTM layers in one cuDNN call (DLSCALE_CUDNN_LSTM_STACK=yes) against the same layers
+// run one after another on the CPU's oneDNN (ComposedLstmStack): in float as close as one layer
+// is, for each layer (each adds its own rounding); under bf16 within 1% relative L2 of the CPU's
+// float and not equal to it. The first layer reads another width than the hidden state.
+const LstmCase stack_cases[] = {
+    {"two_layers", {5, 7, 6, 2}, 3},
+    {"two_wide_layers", {20, 64, 128, 2}, 16},
+    {"three_layers", {6, 16, 32, 3}, 4},
+};
+
+class StackedLstmAgainstCpu : public CudnnKernels,
+                              public ::testing::WithParamInterface<LstmCase> {};
+
+TEST_P(StackedLstmAgainstCpu, MatchesItsLayersOnOneDnn) {
+  const LstmCase& c = GetParam();
+  const dlscale::testing::ScopedSetting stack("DLSCALE_CUDNN_LSTM_STACK", "yes");
+  CudaDevice stacked(0, Precision::fp32, CudnnApi::legacy);
+  ASSERT_TRUE(stacked.runs_lstm_stacks());
+  dlscale::testing::CpuDeviceRunningLstmStacks cpu_stacks;
+  LstmRun on_gpu(stacked, c.geometry, c.batch), on_cpu(cpu_stacks, c.geometry, c.batch);
+  run(on_gpu);
+  run(on_cpu);
+  expect_close(on_gpu, on_cpu, lstm_tolerance * c.geometry.layers);
+}
+
+TEST_P(StackedLstmAgainstCpu, InBf16StaysWithinOnePercentOfFloat) {
+  constexpr std::size_t first_cudnn_with_bf16_rnn = 91300;
+  if (cudnnGetVersion() < first_cudnn_with_bf16_rnn)
+    GTEST_SKIP() << "cuDNN " << cudnnGetVersion() << " has no bf16 RNN (9.13 and later)";
+  const LstmCase& c = GetParam();
+  const dlscale::testing::ScopedSetting stack("DLSCALE_CUDNN_LSTM_STACK", "yes");
+  const dlscale::testing::ScopedSetting bf16_lstm("DLSCALE_CUDNN_LSTM", nullptr);  // bf16
+  CudaDevice bf16(0, Precision::bf16, CudnnApi::legacy);
+  dlscale::testing::CpuDeviceRunningLstmStacks cpu_stacks;
+  LstmRun on_gpu(bf16, c.geometry, c.batch), on_cpu(cpu_stacks, c.geometry, c.batch);
+  run(on_gpu);
+  run(on_cpu);
+  const std::vector<Tensor> actual = on_gpu.outputs(), expected = on_cpu.outputs();
+  ASSERT_EQ(actual.size(), expected.size());
+  for (std::size_t t = 0; t < actual.size(); ++t) {
+    const double error = relative_l2(expected[t].values, actual[t].values);
+    EXPECT_LE(error, bf16_relative_l2_tolerance) << expected[t].name;
+    EXPECT_GT(error, 1e-5) << expected[t].name << ": equal to float's; did bf16 run?";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(CudnnKernels, StackedLstmAgainstCpu, ::testing::ValuesIn(stack_cases),
                          case_name<LstmCase>);
 
 // A network's first layer gets no input gradient: the other gradients must still be right.
