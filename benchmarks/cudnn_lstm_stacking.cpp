@@ -8,8 +8,10 @@
 // Each pass (forward in training mode, backward data, backward weights) is timed with CUDA events
 // around each cuDNN call, --iters times after --warmup; the table gives each pass's median, the
 // median of the three together, and that total against the per-layer batch-major one's. Only the
-// cuDNN calls are timed: not dlscale's weight transposes, its bf16 rounding of the sequences or
-// the loss, which are the same for every variant.
+// cuDNN calls are timed (with the clearing of the weight gradient before its pass, as dlscale
+// clears it): not dlscale's weight transposes, its bf16 rounding of the sequences or the loss,
+// which are the same for every variant. bf16 needs cuDNN 9.13 or later (its row says so where
+// the cuDNN is older).
 //   usage: dlscale-bench-cudnn-lstm [--steps 64] [--batch 1024] [--hidden 512] [--layers 2]
 //          [--precisions fp32,tf32,bf16] [--iters 20] [--warmup 3]
 //   (the defaults are lstm-64 at batch 1024; lstm-32 at batch 128: --steps 32 --batch 128)
@@ -349,6 +351,13 @@ int main(int argc, char** argv) try {
       "| dlscale's total / this |\n|---|---|---:|---:|---:|---:|---:|\n");
   for (const auto& name : o.precisions) {
     const PrecisionChoice precision = precision_choice(name);
+    constexpr std::size_t first_cudnn_with_bf16_rnn = 91300;  // as kernels/cuda/cudnn_lstm_kernel
+    if (precision.data_type == CUDNN_DATA_BFLOAT16 &&
+        cudnnGetVersion() < first_cudnn_with_bf16_rnn) {
+      fmt::print("| {} | not run: cuDNN {} has no bf16 RNN (9.13 and later) | | | | | |\n", name,
+                 cudnnGetVersion());
+      continue;
+    }
     double baseline = 0;
     for (const Variant& variant : variants) {
       const PassMedians m = time_variant(cudnn, stream, o, precision, variant);

@@ -326,14 +326,19 @@ std::string format_summary(const results::RunRecord& record,
     const bool on_gpu = analysis::trained_on_a_gpu(record);
     const std::string peak_name =
         on_gpu ? "gpu_memory_used_bytes" : results::schema::peak_resident_bytes;
-    for (const auto& m : analysis::summarize_measurements(record))
-      if (m.name == peak_name && m.sources > 0 && on_gpu)
+    bool peak_measured = false;
+    for (const auto& m : analysis::summarize_measurements(record)) {
+      if (m.name != peak_name || m.sources == 0) continue;
+      peak_measured = true;
+      if (on_gpu)
         fmt::format_to(line,
                        "; the GPU held {} at its peak (NVML: every process on it, the libraries "
                        "included)",
                        with_units(m.peak, m.units));
-      else if (m.name == peak_name && m.sources > 0)
+      else
         fmt::format_to(line, "; the whole process peaked at {}", with_units(m.peak, m.units));
+    }
+    if (on_gpu && !peak_measured) fmt::format_to(line, "; the GPU's peak was not sampled (NVML)");
     fmt::format_to(line, "\n");
   }
   if (record.ranks == 1)

@@ -256,10 +256,12 @@ class CudnnLstm final : public LstmKernel {
                                                     weights_.data(), layer, matrix, &matrix_address,
                                                     bias, &bias_address));
         const int columns = input_side ? g.layer(stacked).inputs : g.hidden;
-        expect_matrix(matrix, matrix_address, g.hidden, columns, layer);
+        const std::string which =
+            "layer " + std::to_string(stacked) + "'s linear layer " + std::to_string(layer);
+        expect_matrix(matrix, matrix_address, g.hidden, columns, which);
         matrix_offsets_[s][std::size_t(layer)] = offset_of(matrix_address);
         if (input_side) {
-          expect_vector(bias, bias_address, g.hidden, layer);
+          expect_vector(bias, bias_address, g.hidden, which);
           bias_offsets_[s][std::size_t(layer)] = offset_of(bias_address);
         }
         // With a single input bias, the recurrent linear layers have none: bias_address is null
@@ -271,25 +273,24 @@ class CudnnLstm final : public LstmKernel {
   // A [1 x rows x columns] tensor of the RNN's data type with rows of `columns` contiguous
   // elements.
   void expect_matrix(cudnnTensorDescriptor_t descriptor, const void* address, int rows, int columns,
-                     int layer) const {
+                     const std::string& which) const {
     int dimensions[8] = {}, strides[8] = {};
     const int rank = describe(descriptor, address, dimensions, strides);
     if (rank != 3 || dimensions[0] != 1 || dimensions[1] != rows || dimensions[2] != columns ||
         strides[1] != columns || strides[2] != 1)
-      throw std::runtime_error("cuDNN LSTM: linear layer " + std::to_string(layer) +
-                               " is not a row-major [hidden x " + std::to_string(columns) +
-                               "] matrix of the RNN's data type");
+      throw std::runtime_error("cuDNN LSTM: " + which + " is not a row-major [hidden x " +
+                               std::to_string(columns) + "] matrix of the RNN's data type");
   }
 
   // `count` elements, one per hidden unit (a vector: only the count matters).
   void expect_vector(cudnnTensorDescriptor_t descriptor, const void* address, int count,
-                     int layer) const {
+                     const std::string& which) const {
     int dimensions[8] = {}, strides[8] = {};
     const int rank = describe(descriptor, address, dimensions, strides);
     long elements = rank > 0 ? 1 : 0;
     for (int d = 0; d < rank; ++d) elements *= dimensions[d];
     if (elements != count)
-      throw std::runtime_error("cuDNN LSTM: linear layer " + std::to_string(layer) +
+      throw std::runtime_error("cuDNN LSTM: " + which +
                                " has no bias of one element per hidden unit");
   }
 

@@ -562,6 +562,11 @@ TEST(SummaryMemory, TheEstimateStandsBesideThePeakOfTheMemoryItEstimates) {
             std::string::npos)
       << gpu;
   EXPECT_EQ(gpu.find("process peaked"), std::string::npos) << gpu;
+  run.measurements = {host};  // no NVML: the host's peak is not the GPU's
+  const std::string unsampled = lines_labelled(format_summary(run), "memory");
+  EXPECT_NE(unsampled.find("; the GPU's peak was not sampled (NVML)\n"), std::string::npos)
+      << unsampled;
+  EXPECT_EQ(unsampled.find("process peaked"), std::string::npos) << unsampled;
 }
 
 // Issue 31 item 9: each phase in a unit its longest time is at least one of, named on its row: a
