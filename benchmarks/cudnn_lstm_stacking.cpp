@@ -43,13 +43,6 @@ namespace {
 using namespace dlscale::kernels;
 namespace po = boost::program_options;
 
-using RnnDescriptor =
-    CudnnDescriptor<cudnnRNNDescriptor_t, cudnnCreateRNNDescriptor, cudnnDestroyRNNDescriptor>;
-using RnnDataDescriptor = CudnnDescriptor<cudnnRNNDataDescriptor_t, cudnnCreateRNNDataDescriptor,
-                                          cudnnDestroyRNNDataDescriptor>;
-using DropoutDescriptor = CudnnDescriptor<cudnnDropoutDescriptor_t, cudnnCreateDropoutDescriptor,
-                                          cudnnDestroyDropoutDescriptor>;
-
 struct Options {
   int steps = 64, batch = 1024, hidden = 512, layers = 2, iters = 20, warmup = 3;
   std::vector<std::string> precisions{"fp32", "tf32", "bf16"};

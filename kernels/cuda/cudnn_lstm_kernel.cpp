@@ -34,13 +34,6 @@ namespace {
 
 constexpr int gates = 4;  // i, f, g, o in dlscale and in cuDNN (linear layers 0-3 and 4-7)
 
-using RnnDescriptor =
-    CudnnDescriptor<cudnnRNNDescriptor_t, cudnnCreateRNNDescriptor, cudnnDestroyRNNDescriptor>;
-using RnnDataDescriptor = CudnnDescriptor<cudnnRNNDataDescriptor_t, cudnnCreateRNNDataDescriptor,
-                                          cudnnDestroyRNNDataDescriptor>;
-using DropoutDescriptor = CudnnDescriptor<cudnnDropoutDescriptor_t, cudnnCreateDropoutDescriptor,
-                                          cudnnDestroyDropoutDescriptor>;
-
 // cuDNN runs RNNs on bf16 sequences and weights (with float math) from 9.13 on (PyTorch enabled
 // its bf16 cuDNN RNN for that release: pytorch/pytorch#164411).
 constexpr std::size_t first_cudnn_with_bf16_rnn = 91300;

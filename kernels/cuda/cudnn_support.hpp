@@ -32,6 +32,13 @@ class CudnnDescriptor {
 
 using TensorDescriptor = CudnnDescriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor,
                                          cudnnDestroyTensorDescriptor>;
+// The RNN API's (the LSTM kernel, dlscale-bench-cudnn-lstm).
+using RnnDescriptor =
+    CudnnDescriptor<cudnnRNNDescriptor_t, cudnnCreateRNNDescriptor, cudnnDestroyRNNDescriptor>;
+using RnnDataDescriptor = CudnnDescriptor<cudnnRNNDataDescriptor_t, cudnnCreateRNNDataDescriptor,
+                                          cudnnDestroyRNNDataDescriptor>;
+using DropoutDescriptor = CudnnDescriptor<cudnnDropoutDescriptor_t, cudnnCreateDropoutDescriptor,
+                                          cudnnDestroyDropoutDescriptor>;
 
 // Device memory a kernel owns: allocated on a first call, never while a step runs.
 class DeviceBuffer {

@@ -514,6 +514,16 @@ INSTANTIATE_TEST_SUITE_P(CudnnKernels, LstmAgainstCpu, ::testing::ValuesIn(lstm_
 // equal to float, or no bf16 LSTM ran. The case without an input gradient is a first layer.
 class Bf16LstmAgainstCpu : public CudnnKernels, public ::testing::WithParamInterface<LstmCase> {};
 
+// Each of a bf16 run's tensors within 1% relative L2 of the float run's, and not equal to it.
+void expect_bf16_of_float(const std::vector<Tensor>& actual, const std::vector<Tensor>& expected) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (std::size_t t = 0; t < actual.size(); ++t) {
+    const double error = relative_l2(expected[t].values, actual[t].values);
+    EXPECT_LE(error, bf16_relative_l2_tolerance) << expected[t].name;
+    EXPECT_GT(error, 1e-5) << expected[t].name << ": equal to float's; did bf16 run?";
+  }
+}
+
 TEST_P(Bf16LstmAgainstCpu, StaysWithinOnePercentOfFloat) {
   constexpr std::size_t first_cudnn_with_bf16_rnn = 91300;
   if (cudnnGetVersion() < first_cudnn_with_bf16_rnn)
@@ -527,13 +537,8 @@ TEST_P(Bf16LstmAgainstCpu, StaysWithinOnePercentOfFloat) {
   run(on_gpu);
   run(on_cpu);
   run(first_layer);
-  const std::vector<Tensor> actual = on_gpu.outputs(), expected = on_cpu.outputs();
-  ASSERT_EQ(actual.size(), expected.size());
-  for (std::size_t t = 0; t < actual.size(); ++t) {
-    const double error = relative_l2(expected[t].values, actual[t].values);
-    EXPECT_LE(error, bf16_relative_l2_tolerance) << expected[t].name;
-    EXPECT_GT(error, 1e-5) << expected[t].name << ": equal to float's; did bf16 run?";
-  }
+  const std::vector<Tensor> actual = on_gpu.outputs();
+  expect_bf16_of_float(actual, on_cpu.outputs());
   const std::vector<Tensor> without_input_gradient = first_layer.outputs();
   for (const Tensor& tensor : without_input_gradient)
     for (const Tensor& with : actual)
@@ -582,13 +587,7 @@ TEST_P(StackedLstmAgainstCpu, InBf16StaysWithinOnePercentOfFloat) {
   LstmRun on_gpu(bf16, c.geometry, c.batch), on_cpu(cpu_stacks, c.geometry, c.batch);
   run(on_gpu);
   run(on_cpu);
-  const std::vector<Tensor> actual = on_gpu.outputs(), expected = on_cpu.outputs();
-  ASSERT_EQ(actual.size(), expected.size());
-  for (std::size_t t = 0; t < actual.size(); ++t) {
-    const double error = relative_l2(expected[t].values, actual[t].values);
-    EXPECT_LE(error, bf16_relative_l2_tolerance) << expected[t].name;
-    EXPECT_GT(error, 1e-5) << expected[t].name << ": equal to float's; did bf16 run?";
-  }
+  expect_bf16_of_float(on_gpu.outputs(), on_cpu.outputs());
 }
 
 INSTANTIATE_TEST_SUITE_P(CudnnKernels, StackedLstmAgainstCpu, ::testing::ValuesIn(stack_cases),
