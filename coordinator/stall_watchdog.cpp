@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -94,6 +95,12 @@ bool runs_open_mpi_launcher(pid_t pid) {
   return false;
 }
 
+// fork(2) as the bare system call. glibc's fork() first takes every malloc arena's lock (and runs
+// the atfork handlers of the libraries, Open MPI's among them), so it waits forever where the
+// stalled thread was stopped holding one: the watchdog then never exits (a step stopped inside
+// malloc, stalled_step_test.py). The children run only system calls.
+pid_t raw_fork() { return pid_t(::syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0)); }
+
 void sleep_seconds(double seconds) {
   timespec duration{time_t(seconds), long((seconds - double(time_t(seconds))) * 1e9)};
   while (::nanosleep(&duration, &duration) != 0 && errno == EINTR) {
@@ -109,9 +116,9 @@ void interrupt_launcher_if_it_hangs() {
   constexpr double grace_seconds = 10;
   const pid_t launcher = getppid();
   if (!runs_open_mpi_launcher(launcher)) return;
-  if (::fork() != 0) return;  // the parent goes on to exit; a failed fork changes nothing
+  if (raw_fork() != 0) return;  // the parent goes on to exit; a failed fork changes nothing
   ::setsid();
-  if (::fork() != 0) ::_exit(0);  // the grandchild is no longer the exiting rank's child
+  if (raw_fork() != 0) ::_exit(0);  // the grandchild is no longer the exiting rank's child
   sleep_seconds(grace_seconds);
   if (!runs_open_mpi_launcher(launcher)) ::_exit(0);
   ::kill(launcher, SIGINT);
@@ -314,10 +321,15 @@ void StallWatchdog::diagnose(double now) {
                   named(behind), seconds_text(timeout)));
 }
 
+// Runs on the watchdog's thread while the stalled one may hold any lock it took (its malloc arena,
+// a stream's): the diagnosis is made with this thread's own allocations (glibc gives each thread
+// an arena of its own), and the streams are flushed and the launcher's watch forked without
+// taking the locks of the others.
 void StallWatchdog::end_job(const std::string& diagnosis) {
   stopping_ = true;
   on_stall_(diagnosis);
-  std::fflush(nullptr);
+  ::fflush_unlocked(stdout);
+  ::fflush_unlocked(stderr);
   interrupt_launcher_if_it_hangs();
   std::_Exit(settings_.exit_status);
 }
