@@ -655,6 +655,7 @@ std::string run_help_text() {
           "  DLSCALE_CUDA_BATCHED_GEMM=cublas|loop, DLSCALE_CUDA_LAYER_NORM_GRADIENT=\n"
           "  tiled|serial, DLSCALE_CUDA_PADDED_BF16_ROWS=no|yes, DLSCALE_CUDA_BATCHED_LOADS=\n"
           "  no|yes, DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=no|yes, DLSCALE_CUDNN_WORKSPACE_MIB=512,\n"
+          "  DLSCALE_CUDNN_LSTM_STACK=no|yes, DLSCALE_CUDNN_BUILD_THREADS=1,\n"
           "  DLSCALE_CUDNN_GRAPH_VERBOSE=1:\n"
           "  docs/gpu.md; DLSCALE_PYTHON (for report): docs/report.md. Under mpirun, pass\n"
           "  them on with -x NAME.\n\n"

@@ -9,9 +9,10 @@
 # Run it from anywhere in the repository, with .gpu-bundle/gpu-deps.tar.xz carried there. Stages:
 #   build  unpack the bundle into .gpu-bundle/prefix (again only when the archive changed), then
 #          configure build-gpu/ (Release, DLSCALE_WITH_CUDA=ON, nvcc from /usr/local/cuda, sm_90,
-#          tests on) against the bundle, and build on every core what the stages below run
-#          (dlscale, the GPU tests, dlscale-bench-layer-times; BUILD_TARGETS=all: everything,
-#          the CPU tests too: about a minute more on 16 cores). The cuDNN frontend headers
+#          tests on) against the bundle, and build on every core what the stages below run (the
+#          target dlscale_gpu_check: dlscale, the GPU tests, the GPU benchmarks; BUILD_TARGETS:
+#          other targets, built one after another; all: everything, the CPU tests too: about a
+#          minute more on 16 cores). The cuDNN frontend headers
 #          (for the graph path) come from the bundle's prefix/cudnn-frontend/include, or from
 #          .cudnn-frontend/include (scripts/fetch-cudnn-frontend.sh); without them the graph path
 #          is not compiled in and the graph stage fails
@@ -33,8 +34,11 @@
 #          the other path runs here; the table, both paths beside PyTorch's step, with each run's
 #          loss (first -> last iteration), goes to summary.txt. Not yet timed on a GPU: 18 runs
 #          (36 without the bench stage) of 10 to 30 s each by the earlier leases' stage times.
-# The whole check (no option) needs about 20 minutes by that estimate, more than one call of a
-# GPU lease: scripts/gpu-quick-check.sh runs the same checks in stages that fit one call each.
+# The whole check (no option: build, tests, bench) took about 13 minutes by the stage times of
+# the 2026-11-27 evening lease on an H200 (build 127 s, tests about 160 s, bench about 430 s for
+# three precisions), more than one call of a GPU lease (docs/gpu.md, "The next lease", says what
+# has been done since to shorten it): scripts/gpu-quick-check.sh runs the same checks in stages
+# that fit one call each.
 # With no option, build, tests and bench run in that order: the acceptance check of issue 30 (the
 # graph stage, a comparison of the two convolution paths, only when asked: bf16 runs on the graph
 # path by default now, and the stage would add up to 36 runs). Each --X-only option picks its
@@ -197,12 +201,11 @@ if wants build; then
       >>"$summary" || true
     { echo "found:"; grep -E '^(dnnl|OpenBLAS|spdlog|fmt|Boost|boost_program_options|GTest)_DIR:' \
         "$build_dir/CMakeCache.txt" | sed 's/^/  /' || true; } >>"$summary"
-    # What the stages run: dlscale, its CUDA module and the GPU tests (the graph path's two only where the
-    # frontend was found), and the per-layer times of benchmarks/gpu_step_profile.sh.
-    targets="dlscale dlscale_cuda dlscale_gpu_kernel_tests dlscale_gpu_training_tests dlscale_gpu_sampling_tests dlscale-bench-layer-times dlscale-bench-cudnn-lstm"
-    ((${#frontend_option[@]})) && targets+=" dlscale_gpu_graph_tests dlscale_gpu_attention_tests"
+    # What the stages run (dlscale, its CUDA module, the GPU tests, the graph path's two only where
+    # the frontend was found, and the GPU benchmarks) is one target, dlscale_gpu_check
+    # (CMakeLists.txt), so that make compiles all of it at once on every core.
     target_option=()
-    [[ ${BUILD_TARGETS:-} != all ]] && read -ra target_option <<<"--target ${BUILD_TARGETS:-$targets}"
+    [[ ${BUILD_TARGETS:-} != all ]] && read -ra target_option <<<"--target ${BUILD_TARGETS:-dlscale_gpu_check}"
     if ! logged build cmake --build "$build_dir" --parallel "$jobs" "${target_option[@]}"; then
       fail build "cmake --build (see build.log)"
     elif [[ ! -x $build_dir/dlscale ]]; then
@@ -236,6 +239,29 @@ if wants tests; then
 fi
 
 # --- bench -------------------------------------------------------------------------------------
+# Per dlscale process of the bench: wall seconds, the cuDNN graph engine search's seconds (its
+# passes' "search took" lines), the engines it built and how many of them compiled with NVRTC.
+search_seconds_per_process() {
+  local err wall
+  echo "engine search per bench process (wall s; search s, engines built, runtime-compiled):"
+  for err in "$logs"/bench-raw/dlscale-*.err; do
+    [[ -f $err ]] || continue
+    wall=$(awk -v name="$(basename "$err" .err)" '
+      { key = "dlscale-" $2 "-" $3 "-" $4 } key == name { print $5 }' \
+      "$logs/bench-raw/wall-seconds.txt" 2>/dev/null)
+    awk -v name="$(basename "$err" .err)" -v wall="${wall:-?}" '
+      / search took / { for (i = 1; i < NF; ++i) if ($i == "took") search += $(i + 1) }
+      / engines built, / {
+        for (i = 1; i < NF; ++i) {
+          if ($(i + 1) == "engines") built += substr($i, 2)
+          if ($(i + 1) == "runtime-compiled,") compiled += $i
+        }
+      }
+      END { printf "  %-32s %4s s; %7.2f s, %4d built, %3d runtime-compiled\n",
+            name, wall, search, built, compiled }' "$err"
+  done
+}
+
 if wants bench; then
   start=$SECONDS
   compare=benchmarks/compare_with_frameworks.sh
@@ -263,10 +289,15 @@ if wants bench; then
     [[ -n ${BENCH_PRECISIONS:-} ]] && bench_options+=(--precisions "$BENCH_PRECISIONS")
     bench_options+=(--iters "${BENCH_ITERS:-20}" --warmup "${BENCH_WARMUP:-3}")
     echo "+ BUILD_DIR=$build_dir PYTHON=$python $compare ${bench_options[*]}" >"$logs/bench.log"
-    if ! { BUILD_DIR=$build_dir PYTHON=$python RAW_DIR=$logs/bench-raw \
-             "$compare" "${bench_options[@]}" | tee "$logs/bench.md"; } 2>&1 | tee -a "$logs/bench.log"; then
+    # DLSCALE_CUDNN_GRAPH_VERBOSE=1: each dlscale process's .err records its engine search (each
+    # variant's engines built, runtime-compiled and seconds), which its first step, unmeasured,
+    # pays: the search's cost, per process, is summed into summary.txt below.
+    if ! { DLSCALE_CUDNN_GRAPH_VERBOSE=1 BUILD_DIR=$build_dir PYTHON=$python \
+             RAW_DIR=$logs/bench-raw "$compare" "${bench_options[@]}" | tee "$logs/bench.md"; } 2>&1 |
+         tee -a "$logs/bench.log"; then
       fail bench "$compare --device cuda (see bench.log)"
     fi
+    search_seconds_per_process >>"$summary"
   fi
   note "bench: $((SECONDS - start)) s"
 fi

@@ -31,6 +31,9 @@
 #   kernels   dlscale_gpu_kernel_tests (every CUDA kernel against the CPU)
 #   bound     gpu_points_finish_within_a_bound (the fcn-s batch 4096 bf16 point that stopped)
 #   training  gpu_training_agrees_with_the_cpu
+#   search    the graph path's engine search on threads (DLSCALE_CUDNN_BUILD_THREADS=8, off by
+#             default): its tests, then mobilenet-v2 and vgg-16 at batch 64 in bf16 with one
+#             thread and with eight, each run's wall seconds, search seconds and step
 #   lstm_stack
 #             dlscale-bench-cudnn-lstm: lstm-64's and lstm-32's LSTM stacks on cuDNN alone, one
 #             call per layer (dlscale's way) against one for the stack (PyTorch's), batch-major
@@ -127,9 +130,7 @@ stage() {
   nproc
 } 2>&1 | tee -a "$log"
 
-targets=${QUICK_TARGETS:-dlscale dlscale_cuda dlscale_gpu_graph_tests dlscale_gpu_attention_tests \
-dlscale_gpu_kernel_tests dlscale_gpu_training_tests dlscale_gpu_sampling_tests dlscale-bench-layer-times \
-dlscale-bench-cudnn-lstm}
+targets=${QUICK_TARGETS:-dlscale_gpu_check}
 if ! stage build 150 240 env BUILD_TARGETS="$targets" scripts/gpu-check.sh --build-only; then
   say "no build: stopping"
   exit 1
@@ -285,6 +286,38 @@ profiles() {
   return $status
 }
 export -f profiles
+# The engine search on threads (DLSCALE_CUDNN_BUILD_THREADS, docs/gpu.md "Engines"): its tests,
+# then mobilenet-v2 and vgg-16 at batch 64 in bf16 (mobilenet-v2's first step searched for 21.8 s
+# on an H200) with one thread and with eight: each run's wall seconds, its search's own seconds
+# (DLSCALE_CUDNN_GRAPH_VERBOSE=1, each run's lines kept in search-*.err) and its step, which
+# should not change (the same engines are built and timed).
+search_runs() {
+  local status=0 case model batch threads began err
+  "$build_dir/tests/dlscale_gpu_graph_tests" \
+    --gtest_filter='*EnginesBuiltOnThreads*:*BuildThreads*' || status=1
+  for case in mobilenet-v2:64 vgg-16:64; do
+    model=${case%:*} batch=${case#*:}
+    for threads in 1 8; do
+      err=$keep/search-$model-$threads.err
+      echo "== $model batch $batch bf16 DLSCALE_CUDNN_BUILD_THREADS=$threads"
+      began=$SECONDS
+      DLSCALE_CUDNN_BUILD_THREADS=$threads DLSCALE_CUDNN_GRAPH_VERBOSE=1 timeout 120 \
+        mpirun --bind-to none -x DLSCALE_CUDNN_BUILD_THREADS -x DLSCALE_CUDNN_GRAPH_VERBOSE -np 1 \
+        "$build_dir/dlscale" --device cuda --comm nccl --precision bf16 --model "$model" \
+        --batch "$batch" --iters 20 --warmup 3 --out "$keep/search.h5" --overwrite \
+        </dev/null 2>"$err" || status=1
+      echo "== wall $((SECONDS - began)) s, search $(awk '/ search took / {
+          for (i = 1; i < NF; ++i) if ($i == "took") s += $(i + 1) }
+        END { printf "%.2f s", s }' "$err")"
+      rm -f "$keep/search.h5"
+    done
+  done
+  return $status
+}
+export -f search_runs
+stage search 90 200 search_runs
+grep -E '^== |^step ' "$keep/search.log" 2>/dev/null | tee -a "$log"
+
 # The LSTM stacks (docs/gpu.md, "An LSTM stack in one cuDNN call"): on cuDNN alone, one call per
 # layer (dlscale's way) against one call for the stack (PyTorch's), batch-major against
 # sequence-major, for lstm-64 at batch 1024 and lstm-32 at 128 in every precision; the stacked

@@ -106,6 +106,13 @@ struct CudaContext {
   // it has run on a GPU: written 2026-11-27 without one (dlscale-bench-cudnn-lstm measures the
   // two ways on cuDNN alone).
   bool lstm_stacks = false;
+  // DLSCALE_CUDNN_BUILD_THREADS=N: the graph path's engine search builds the candidates of a
+  // pass N at a time, each on a thread of its own (cudnn_graph_convolution.cpp), where one thread
+  // builds them one after another (NVRTC's compiles above all: mobilenet-v2's first step took
+  // 21.8 s on an H200, nearly all of it the search). The same engines are built and timed, one at
+  // a time on the stream, so the choice is the one thread's; only the first step's wall time
+  // changes. 1 (one thread) until it has run on a GPU: written 2026-11-27 without one.
+  int engine_build_threads = 1;
   ImageActivations image_activations = ImageActivations::bf16;  // as asked; see native_is_bf16
 
   // ImageLayout::native on this device: NHWC on the graph path (what cuDNN's tensor-core

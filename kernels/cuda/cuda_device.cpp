@@ -77,6 +77,22 @@ std::size_t workspace_limit_from(const std::string& mib) {
   return value << 20;
 }
 
+// DLSCALE_CUDNN_BUILD_THREADS: how many of a pass's candidate engines the graph path builds at
+// once (cuda_context.hpp).
+int engine_build_threads_from(const std::string& threads) {
+  constexpr int most_threads = 64;
+  const bool digits =
+      !threads.empty() && threads.size() <= 3 &&
+      std::all_of(threads.begin(), threads.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const int value = digits ? std::stoi(threads) : 0;
+  if (value < 1 || value > most_threads)
+    throw UserError(fmt::format(
+        "DLSCALE_CUDNN_BUILD_THREADS: '{}' is not a number of threads from 1 to {} (how many "
+        "candidate engines of a convolution the graph path builds at once; default 1)",
+        printable(threads), most_threads));
+  return value;
+}
+
 }  // namespace
 
 cudaEvent_t cuda_event_of(const DeviceEvent& event) {
@@ -167,6 +183,9 @@ CudaDevice::CudaDevice(int gpu_index, Precision precision, std::optional<CudnnAp
     require_choice("DLSCALE_CUDNN_LSTM_STACK", "LSTM stack", stack, yes_no_names.all());
     context_.lstm_stacks = *yes_no_names.named(stack);
   }
+  if (const char* threads = std::getenv("DLSCALE_CUDNN_BUILD_THREADS");
+      threads != nullptr && *threads != '\0')
+    context_.engine_build_threads = engine_build_threads_from(threads);
   if (const char* activations = std::getenv("DLSCALE_CUDA_IMAGE_ACTIVATIONS");
       activations != nullptr && *activations != '\0') {
     require_choice("DLSCALE_CUDA_IMAGE_ACTIVATIONS", "image activation type", activations,
@@ -286,6 +305,8 @@ DeviceProperties CudaDevice::properties() const {
   if (context_.convolution_workspace_limit != default_convolution_workspace_limit)
     changed.push_back(
         fmt::format("convolution_workspace_mib {}", context_.convolution_workspace_limit >> 20));
+  if (context_.engine_build_threads != 1 && context_.cudnn_api == CudnnApi::graph)
+    changed.push_back(fmt::format("cudnn_build_threads {}", context_.engine_build_threads));
   if (!changed.empty())
     result.emplace_back("changed_settings", fmt::format("{}", fmt::join(changed, ", ")));
   return result;

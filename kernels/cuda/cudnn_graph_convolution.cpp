@@ -24,6 +24,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -645,6 +646,70 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
     return verbose;
   }
 
+  // The engines of the graph that the search times, built: the first candidate_limit in
+  // heuristics order that build, at most runtime_compiled_limit of them compiled with NVRTC (the
+  // later ones that would compile are skipped). With DLSCALE_CUDNN_BUILD_THREADS=N above 1 they
+  // are built N at a time, each on a thread of its own, as the cuDNN frontend's
+  // parallel_compilation sample builds the plans of one graph: NVRTC's compiles and cuDNN's
+  // finalisation are host work that one thread otherwise pays one after another. Each round takes
+  // the next indices in order, as many as slots remain and threads allow, and ends before a
+  // runtime-compiled one that this round's own could push past the limit (it is considered again
+  // once they are built or failed), so the engines built, and so the engine chosen, are those of
+  // one thread. A failure is kept in `why`, in heuristics order.
+  std::vector<std::int64_t> build_candidates(fe::graph::Graph& graph, int& runtime_compiled,
+                                             std::string& why) const {
+    const std::int64_t count = graph.get_execution_plan_count();
+    const int threads = std::max(1, context_.engine_build_threads);
+    std::vector<std::int64_t> built;
+    runtime_compiled = 0;
+    std::int64_t next = 0;
+    while (next < count && std::ssize(built) < candidate_limit) {
+      struct Candidate {
+        std::int64_t index;
+        bool compiles;
+        fe::error_t status;
+      };
+      std::vector<Candidate> round;
+      int compiling = runtime_compiled;  // built, and in this round
+      const int slots = std::min(int(candidate_limit - std::ssize(built)), threads);
+      for (; next < count && std::ssize(round) < slots; ++next) {
+        std::vector<fe::BehaviorNote_t> notes;
+        DLSCALE_CUDNN_FRONTEND_CHECK(graph.get_behavior_notes_for_plan_at_index(next, notes));
+        const bool compiles = std::find(notes.begin(), notes.end(),
+                                        fe::BehaviorNote_t::RUNTIME_COMPILATION) != notes.end();
+        if (compiles && runtime_compiled >= runtime_compiled_limit) continue;  // never
+        if (compiles && compiling >= runtime_compiled_limit) break;            // after this round
+        compiling += compiles;
+        round.push_back({next, compiles, {}});
+      }
+      if (round.size() == 1) {
+        round[0].status = graph.build_plan_at_index(round[0].index);
+      } else {
+        std::vector<std::thread> builders;
+        builders.reserve(round.size());
+        for (Candidate& candidate : round)
+          builders.emplace_back([&graph, &candidate] {
+            try {
+              candidate.status = graph.build_plan_at_index(candidate.index);
+            } catch (const std::exception& error) {
+              candidate.status = {fe::error_code_t::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
+                                  error.what()};
+            }
+          });
+        for (std::thread& builder : builders) builder.join();
+      }
+      for (Candidate& candidate : round) {
+        if (candidate.status.is_bad()) {
+          why = candidate.status.get_message();
+          continue;
+        }
+        built.push_back(candidate.index);
+        runtime_compiled += candidate.compiles;
+      }
+    }
+    return built;
+  }
+
   // Builds up to candidate_limit of the graph's engines (in heuristics order, skipping those the
   // filters barred, runtime-compiled ones past runtime_compiled_limit, and any that fail to
   // build), runs each once, then times `timed_runs` runs of each with CUDA events on the stream,
@@ -652,25 +717,13 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
   // engine = -1 where none ran.
   PassChoice fastest_engine(std::shared_ptr<fe::graph::Graph> graph, const VariantPack& pack,
                             const std::function<void()>& after, std::string& why) {
-    std::vector<std::int64_t> built;
-    std::size_t largest_workspace = 0;
     int runtime_compiled = 0;
-    for (std::int64_t i = 0;
-         i < graph->get_execution_plan_count() && std::ssize(built) < candidate_limit; ++i) {
-      std::vector<fe::BehaviorNote_t> notes;
-      DLSCALE_CUDNN_FRONTEND_CHECK(graph->get_behavior_notes_for_plan_at_index(i, notes));
-      const bool compiles = std::find(notes.begin(), notes.end(),
-                                      fe::BehaviorNote_t::RUNTIME_COMPILATION) != notes.end();
-      if (compiles && runtime_compiled >= runtime_compiled_limit) continue;
-      auto status = graph->build_plan_at_index(i);
-      if (status.is_bad()) {
-        why = status.get_message();
-        continue;
-      }
-      built.push_back(i);
-      runtime_compiled += compiles;
+    const std::vector<std::int64_t> built = build_candidates(*graph, runtime_compiled, why);
+    std::size_t largest_workspace = 0;
+    for (const std::int64_t engine : built) {
       std::int64_t workspace_bytes = 0;
-      DLSCALE_CUDNN_FRONTEND_CHECK(graph->get_workspace_size_plan_at_index(i, workspace_bytes));
+      DLSCALE_CUDNN_FRONTEND_CHECK(
+          graph->get_workspace_size_plan_at_index(engine, workspace_bytes));
       largest_workspace = std::max(largest_workspace, std::size_t(workspace_bytes));
     }
     PassChoice best;

@@ -711,6 +711,7 @@ TEST(GraphPath, Bf16ImagesByDefaultUnderBf16OnTheGraphPathOnly) {
   const dlscale::testing::ScopedSetting default_rows("DLSCALE_CUDA_PADDED_BF16_ROWS", nullptr);
   const dlscale::testing::ScopedSetting default_loads("DLSCALE_CUDA_BATCHED_LOADS", nullptr);
   const dlscale::testing::ScopedSetting default_workspace("DLSCALE_CUDNN_WORKSPACE_MIB", nullptr);
+  const dlscale::testing::ScopedSetting default_threads("DLSCALE_CUDNN_BUILD_THREADS", nullptr);
   {
     const dlscale::testing::ScopedSetting unset("DLSCALE_CUDA_IMAGE_ACTIVATIONS", nullptr);
     const CudaDevice device(0, Precision::bf16);
@@ -739,6 +740,73 @@ TEST(GraphPath, Bf16ImagesByDefaultUnderBf16OnTheGraphPathOnly) {
     EXPECT_EQ(std::string(error.what()),
               "DLSCALE_CUDA_IMAGE_ACTIVATIONS: unknown image activation type 'half' (available: "
               "float, bf16)");
+  }
+}
+
+// DLSCALE_CUDNN_BUILD_THREADS=8: each pass's candidate engines built eight at a time, on threads
+// of their own, in every precision (bf16 on bf16 images, as by default): the passes still match
+// the reference, and a replayed step its eager one bit for bit (the engines were timed as one
+// thread times them).
+TEST(GraphPath, EnginesBuiltOnThreadsMatchTheReference) {
+  ASSERT_NO_FATAL_FAILURE(require_gpu());
+  const dlscale::testing::ScopedSetting threads("DLSCALE_CUDNN_BUILD_THREADS", "8");
+  for (const Precision precision : {Precision::fp32, Precision::tf32, Precision::bf16}) {
+    SCOPED_TRACE(precision_name(precision));
+    CudaDevice device = graph_device(precision, precision == Precision::bf16);
+    ASSERT_EQ(device.context().engine_build_threads, 8);
+    for (const char* name : {"same_3x3", "wide_3x3", "relu_native_with_bias", "depthwise_native",
+                             "pointwise_stride_2_native"}) {
+      SCOPED_TRACE(name);
+      const auto c = std::find_if(
+          std::begin(convolution_cases), std::end(convolution_cases),
+          [&](const ConvolutionCase& known) { return std::string(known.name) == name; });
+      ASSERT_NE(c, std::end(convolution_cases));
+      GraphConvolutionRun run(device, c->geometry, c->batch);
+      run.run();
+      for (const Comparison& comparison : run.against_reference())
+        expect_within(comparison, precision, fp32_tolerance);
+    }
+  }
+}
+
+// DLSCALE_CUDNN_BUILD_THREADS: 1 by default (absent from changed_settings); a number from 1 to
+// 64, listed in changed_settings on the graph path; anything else one line naming the range.
+TEST(GraphPath, BuildThreadsAreOneByDefaultAndABadValueIsOneLine) {
+  ASSERT_NO_FATAL_FAILURE(require_gpu());
+  const auto changed_settings = [](const CudaDevice& device) {
+    const auto properties = device.properties();
+    const auto found = std::find_if(properties.begin(), properties.end(),
+                                    [](const auto& p) { return p.first == "changed_settings"; });
+    return found != properties.end() ? found->second : std::string("absent");
+  };
+  const dlscale::testing::ScopedSetting images("DLSCALE_CUDA_IMAGE_ACTIVATIONS", nullptr);
+  {
+    const dlscale::testing::ScopedSetting unset("DLSCALE_CUDNN_BUILD_THREADS", nullptr);
+    const CudaDevice device(0, Precision::bf16, CudnnApi::graph);
+    EXPECT_EQ(device.context().engine_build_threads, 1);
+    EXPECT_EQ(changed_settings(device).find("cudnn_build_threads"), std::string::npos);
+  }
+  {
+    const dlscale::testing::ScopedSetting sixteen("DLSCALE_CUDNN_BUILD_THREADS", "16");
+    const CudaDevice device(0, Precision::bf16, CudnnApi::graph);
+    EXPECT_EQ(device.context().engine_build_threads, 16);
+    EXPECT_NE(changed_settings(device).find("cudnn_build_threads 16"), std::string::npos)
+        << changed_settings(device);
+  }
+  for (const char* bad : {"0", "65", "eight", "-1", "4 ", "1000"}) {
+    const dlscale::testing::ScopedSetting setting("DLSCALE_CUDNN_BUILD_THREADS", bad);
+    try {
+      const CudaDevice refused(0, Precision::bf16, CudnnApi::graph);
+      ADD_FAILURE() << "DLSCALE_CUDNN_BUILD_THREADS=" << bad << " was accepted";
+    } catch (const UserError& error) {
+      EXPECT_EQ(std::string(error.what())
+                    .rfind(std::string("DLSCALE_CUDNN_BUILD_THREADS: '") + bad +
+                               "' is not a number of threads from 1 "
+                               "to 64",
+                           0),
+                0u)
+          << error.what();
+    }
   }
 }
 
