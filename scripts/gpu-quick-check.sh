@@ -328,6 +328,8 @@ lstm_stack_runs() {
   local status=0 case model steps batch precision stack
   "$build_dir/tests/dlscale_gpu_kernel_tests" --gtest_filter='*StackedLstm*:*LstmStack*' ||
     status=1
+  mpirun -np 1 "$build_dir/tests/dlscale_gpu_training_tests" --gtest_filter='LstmStack.*' ||
+    status=1
   for case in lstm-64:64:1024 lstm-32:32:128; do
     IFS=: read -r model steps batch <<<"$case"
     timeout 90 "$build_dir/benchmarks/dlscale-bench-cudnn-lstm" --steps "$steps" --batch "$batch" ||

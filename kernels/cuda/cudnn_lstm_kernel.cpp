@@ -257,8 +257,13 @@ class CudnnLstm final : public LstmKernel {
           expect_vector(bias, bias_address, g.hidden, which);
           bias_offsets_[s][std::size_t(layer)] = offset_of(bias_address);
         }
-        // With a single input bias, the recurrent linear layers have none: bias_address is null
-        // (and were there one, it would stay zero).
+        // With a single input bias, the recurrent linear layers have none: cuDNN gives a null
+        // bias address for them. Were there one, it would hold neither a parameter nor zero
+        // under bf16, where the whole float gradient space is rounded back into the weight
+        // space each step: refused here rather than trained on.
+        else if (bias_address != nullptr)
+          throw std::runtime_error("cuDNN LSTM: " + which +
+                                   " has a bias, where a single input bias leaves none");
       }
     }
   }
