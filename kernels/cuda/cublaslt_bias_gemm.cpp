@@ -46,7 +46,12 @@ struct BiasGemm::Plan {
 
 BiasGemm::BiasGemm() {
   DLSCALE_CUBLAS_CHECK(cublasLtCreate(&handle_));
-  DLSCALE_CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes));
+  try {
+    DLSCALE_CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes));
+  } catch (...) {  // no destructor runs for a constructor that throws
+    cublasLtDestroy(handle_);
+    throw;
+  }
 }
 
 BiasGemm::~BiasGemm() {
@@ -127,8 +132,10 @@ bool BiasGemm::supports(int rows, int inputs, int outputs, cudaDataType_t operan
                                             plan->outputs, plan->outputs, preference, 1, &result,
                                             &found);
   cublasLtMatmulPreferenceDestroy(preference);
-  // No algorithm (NOT_SUPPORTED, or none returned): the caller takes its GEMM and bias kernel.
-  if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && found == 0)) {
+  // No algorithm (NOT_SUPPORTED, none returned, or one whose own state is not a success, when
+  // the result's other fields are not to be read): the caller takes its GEMM and bias kernel.
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED ||
+      (status == CUBLAS_STATUS_SUCCESS && (found == 0 || result.state != CUBLAS_STATUS_SUCCESS))) {
     plans_.emplace(key, nullptr);
     return false;
   }

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <functional>
 #include <limits>
 #include <map>
@@ -115,10 +116,18 @@ using VariantPack = std::unordered_map<std::int64_t, void*>;
 class ConvolutionGraphCache {
  public:
   std::map<std::string, PassChoice> choices;
+  // Every variant the searches timed, by shape key and variant: the engines built and how many
+  // of them were runtime-compiled (engines_built_per_search).
+  std::map<std::string, std::pair<int, int>> searched;
 };
 
 std::shared_ptr<ConvolutionGraphCache> make_convolution_graph_cache() {
   return std::make_shared<ConvolutionGraphCache>();
+}
+
+std::map<std::string, std::pair<int, int>> engines_built_per_search(
+    const ConvolutionGraphCache& cache) {
+  return cache.searched;
 }
 
 namespace {
@@ -597,6 +606,10 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
         choice = fastest_engine(
             std::move(graph), pack_for(v), [&] { complete(v); }, why);
       choice.variant = v;
+      context_.convolution_graphs->searched[fmt::format(
+          "{}: fuse_bias {} fuse_relu {} float_output {} deterministic {}", key, int(v.fuse_bias),
+          int(v.fuse_relu), int(v.float_output), int(v.deterministic))] = {choice.engines_built,
+                                                                           choice.runtime_compiled};
       if (verbose_search())
         std::fprintf(stderr,
                      "dlscale: cuDNN graph: %s: fuse_bias %d fuse_relu %d float_output %d "
@@ -668,6 +681,7 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
         std::int64_t index;
         bool compiles;
         fe::error_t status;
+        std::exception_ptr thrown;
       };
       std::vector<Candidate> round;
       int compiling = runtime_compiled;  // built, and in this round
@@ -680,24 +694,30 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
         if (compiles && runtime_compiled >= runtime_compiled_limit) continue;  // never
         if (compiles && compiling >= runtime_compiled_limit) break;            // after this round
         compiling += compiles;
-        round.push_back({next, compiles, {}});
+        round.push_back({next, compiles, {}, nullptr});
       }
+      // Each candidate built alike, inline or on a thread of its own: a thread first makes the
+      // context's GPU its current device (a new thread's is device 0, another rank's GPU on a
+      // node of several), and whatever a build throws is kept and thrown again after the
+      // round, in heuristics order, as one thread's search would have thrown it.
+      const auto build = [&graph, device = context_.device](Candidate& candidate, bool on_thread) {
+        try {
+          if (on_thread) DLSCALE_CUDA_CHECK(cudaSetDevice(device));
+          candidate.status = graph.build_plan_at_index(candidate.index);
+        } catch (...) {
+          candidate.thrown = std::current_exception();
+        }
+      };
       if (round.size() == 1) {
-        round[0].status = graph.build_plan_at_index(round[0].index);
+        build(round[0], false);
       } else {
-        std::vector<std::thread> builders;
+        // jthreads join when destroyed, also where starting a later one throws.
+        std::vector<std::jthread> builders;
         builders.reserve(round.size());
-        for (Candidate& candidate : round)
-          builders.emplace_back([&graph, &candidate] {
-            try {
-              candidate.status = graph.build_plan_at_index(candidate.index);
-            } catch (const std::exception& error) {
-              candidate.status = {fe::error_code_t::GRAPH_EXECUTION_PLAN_CREATION_FAILED,
-                                  error.what()};
-            }
-          });
-        for (std::thread& builder : builders) builder.join();
+        for (Candidate& candidate : round) builders.emplace_back(build, std::ref(candidate), true);
       }
+      for (const Candidate& candidate : round)
+        if (candidate.thrown) std::rethrow_exception(candidate.thrown);
       for (Candidate& candidate : round) {
         if (candidate.status.is_bad()) {
           why = candidate.status.get_message();

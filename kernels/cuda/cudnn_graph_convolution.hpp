@@ -5,7 +5,10 @@
 // found the frontend (DLSCALE_HAVE_CUDNN_FRONTEND).
 #pragma once
 
+#include <map>
 #include <memory>
+#include <string>
+#include <utility>
 
 #include "kernels/cuda/cuda_context.hpp"
 #include "kernels/image_kernels.hpp"
@@ -15,6 +18,12 @@ namespace dlscale::kernels {
 // What the graph convolutions of one device share (the engines chosen per shape, one workspace);
 // the device owns it and hands it to its kernels through CudaContext::convolution_graphs.
 std::shared_ptr<ConvolutionGraphCache> make_convolution_graph_cache();
+
+// What the engine searches on this device built, for each pass's shape and each variant of its
+// graph they timed: the engines built and how many of them compiled with NVRTC (the search's
+// cost, and what DLSCALE_CUDNN_BUILD_THREADS must leave as one thread builds it).
+std::map<std::string, std::pair<int, int>> engines_built_per_search(
+    const ConvolutionGraphCache& cache);
 
 std::unique_ptr<ConvolutionKernel> make_cudnn_graph_convolution(
     const CudaContext& context, const ConvolutionGeometry& geometry);

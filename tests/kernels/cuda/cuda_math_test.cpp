@@ -528,6 +528,26 @@ TEST(CudaMathLinearForward, BiasEpilogueMatchesTheGemmAndBiasKernel) {
       EXPECT_EQ(fused_device->context().bias_gemm->runs(), runs_before + 1)
           << what << ": an unaligned bias went to the epilogue";
       EXPECT_EQ(plain_shifted, unaligned) << what << ": a bias off 16 bytes";
+      // Two layers of one shape, each with its own bias, both buffers alive (so that the second
+      // cannot land where the first was): the plan is shared, the bias pointer is each call's.
+      const auto other_bias = uniform_values<float>(std::size_t(c.outputs), -20, -10, 1404);
+      const auto two_layers = [&](Device& device) {
+        auto d_x = upload(device, x), d_w = upload(device, w);
+        auto first_bias = upload(device, bias), second_bias = upload(device, other_bias);
+        auto y = upload(device, std::vector<float>(std::size_t(c.rows) * c.outputs));
+        auto y_other = upload(device, std::vector<float>(std::size_t(c.rows) * c.outputs));
+        device.math_float().linear_forward(c.rows, c.inputs, c.outputs, d_x.data(), d_w.data(),
+                                           first_bias.data(), y.data());
+        device.math_float().linear_forward(c.rows, c.inputs, c.outputs, d_x.data(), d_w.data(),
+                                           second_bias.data(), y_other.data());
+        return download(device, y_other);
+      };
+      const auto plain_other = two_layers(*plain_device);
+      const auto fused_other = two_layers(*fused_device);
+      EXPECT_EQ(fused_device->context().bias_gemm->runs(), runs_before + 3)
+          << what << ": two layers of one shape did not both take the epilogue";
+      EXPECT_LE(relative_l2(plain_other, fused_other), precision == Precision::tf32 ? 2e-4 : 1e-6)
+          << what << ": the second layer's bias";
     }
   }
 }
