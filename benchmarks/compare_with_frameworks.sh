@@ -24,8 +24,9 @@
 #   --scaling no shorten it.
 #
 # GPU: for each case (model batch) and precision, one single-rank dlscale run
-#   mpirun --bind-to none -np 1 $BUILD_DIR/dlscale --device cuda --comm nccl --precision P --model M --batch B ...
-# whose printed summary gives the median of the step phase; then pytorch_reference.py
+#   mpirun --bind-to none -np 1 $BUILD_DIR/dlscale --device cuda --comm nccl --precision P --model M --batch B --no-yardstick ...
+# whose printed summary gives the median of the step phase (--no-yardstick: the GEMM rate, which
+# the comparison does not use, is not timed, about 2 s a process); then pytorch_reference.py
 # --device cuda once per precision over the same cases. A failed case reads "failed" in its cell,
 # the others go on, and the script exits non-zero at the end.
 #   usage: benchmarks/compare_with_frameworks.sh --device cuda [--models a,b] [--precisions fp32,tf32,bf16]
@@ -309,12 +310,12 @@ print(f"PyTorch {torch.__version__} (CUDA {torch.version.cuda}, cuDNN {torch.bac
       echo "dlscale $model batch $batch $precision ..." >&2
       began=$SECONDS
       # --log-level debug: the .err file tells where the start-up's seconds went (the device, the
-      # GEMM yardstick, the network, the data). --bind-to none: the process may use every core,
+      # communicator, the network, the data). --bind-to none: the process may use every core,
       # as PyTorch's does, so its synthetic data is made on all of them (fcn-s at batch 4096 makes
       # 219 million values before training: about 13 s on one core of the 2-core development VM).
       "$mpirun" --bind-to none -np 1 "$build_dir/dlscale" --device cuda --comm nccl \
         --precision "$precision" \
-        --model "$model" --batch "$batch" --iters "$iters" --warmup "$warmup" \
+        --model "$model" --batch "$batch" --iters "$iters" --warmup "$warmup" --no-yardstick \
         --out "$results_dir/$name.h5" --overwrite --log-level debug \
         </dev/null >"$raw_dir/dlscale-$name.out" 2>"$raw_dir/dlscale-$name.err" || rc=$?
       # Wall seconds of the whole process, start-up included: what a GPU lease pays per case.

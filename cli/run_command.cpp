@@ -194,6 +194,7 @@ coordinator::TrainingPlan plan_training(const RunOptions& options, const comm::M
   plan.point_timeout_seconds = options.point_timeout_seconds;
   plan.stall_timeout_seconds = options.stall_timeout_seconds;
   plan.probe_schedule.enabled = options.probe_node_sharing;
+  plan.gemm_yardstick = options.gemm_yardstick;
   plan.overwrite = options.overwrite;
   plan.quiet = options.quiet;
   if (plan.check_memory_per_point) {

@@ -198,7 +198,12 @@ po::options_description option_descriptions(RunOptions& options, RawNumbers& raw
       "seconds between resource samples on every rank (process and host CPU, memory, GPU "
       "utilisation and power through NVML, CPU package energy through RAPL); 0 turns "
       "sampling off")(
-      "probe", po::value(&raw.probe)->default_value(raw.probe), probe_help().c_str());
+      "probe", po::value(&raw.probe)->default_value(raw.probe), probe_help().c_str())(
+      "no-yardstick", po::bool_switch(),
+      "leave out the GEMM yardstick, rank 0's fastest square GEMM at the run's precision, "
+      "timed for at least 0.5 s before and again after each point: the summary then gives no "
+      "MFU and the results file records device_gemm_gflops as 0 (not measured). For quick "
+      "comparisons of step time");
   // clang-format on
 
   po::options_description gradients("Gradient exchange");
@@ -503,6 +508,7 @@ void check_values(RunOptions& options, const RawNumbers& raw, const po::variable
     throw UserError(
         fmt::format("--bucket-mb must be between 0 and 1e6 MiB, got {}", options.bucket_mb));
   options.overlap = !values["no-overlap"].as<bool>();
+  options.gemm_yardstick = !values["no-yardstick"].as<bool>();
   if (!(options.shard_unit_mb > 0) || options.shard_unit_mb > 1e6)
     throw UserError(fmt::format(
         "--shard-unit-mb must be above 0 and at most 1e6 MiB (a unit is at least one layer), "

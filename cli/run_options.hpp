@@ -39,9 +39,9 @@ struct RunOptions {
   // Of a sweep: weak (--batch per rank) or strong.
   std::string scaling = results::scaling_name(results::Scaling::weak);
   bool scaling_given = false;
-  std::optional<int> global_batch;       // strong scaling: split over the ranks of each point
-  double bucket_mb = 25;                 // gradient bucket size; 0 = one bucket
-  double shard_unit_mb = 25;             // --sharding full: parameters gathered per unit
+  std::optional<int> global_batch;  // strong scaling: split over the ranks of each point
+  double bucket_mb = 25;            // gradient bucket size; 0 = one bucket
+  double shard_unit_mb = 25;        // --sharding full: parameters gathered per unit
   results::ShardingGroup sharding_group = results::ShardingGroup::all;
   bool overlap = true;                   // sum buckets during backward (non-blocking)
   double sample_interval_seconds = 0.2;  // resource sampling; 0 turns it off
@@ -49,6 +49,7 @@ struct RunOptions {
   double stall_timeout_seconds = -1;     // see coordinator::StallSettings: -1 automatic, 0 off
   bool oversubscribe = false;            // allow more threads per rank than logical CPUs
   bool probe_node_sharing = true;        // the node-sharing probe for `dlscale predict` (--probe)
+  bool gemm_yardstick = true;  // the GEMM rate before and after each point (--no-yardstick)
 
   // Convergence: held-out evaluation, a target to train each point to, and the large-batch
   // learning-rate rule (Goyal et al. 2017).

@@ -244,8 +244,10 @@ PointSetUp set_up_point(const TrainingPlan& plan, const SweepPoint& point, kerne
   // that its buffers never compete with the point's for device memory; the two show whether the
   // machine's rate moved during the point.
   laps.lap("communicator");
-  run.gemm_gflops_before = measure_yardstick(device, group);
-  laps.lap("GEMM yardstick");
+  if (plan.gemm_yardstick) {
+    run.gemm_gflops_before = measure_yardstick(device, group);
+    laps.lap("GEMM yardstick");
+  }
   set_up_or_fail_point(group, [&] {
     run.network = workload.build_network(device, batch);
     run.network->initialize(point.seed);
@@ -366,7 +368,8 @@ std::optional<results::RunRecord> record_point(const TrainingPlan& plan, const S
   // Not kept in the heap for the next points, whose memory checks and peaks would count it.
   return_free_memory_to_the_system();
   // A stop signal asks for a quick exit, so the run keeps the yardstick from before only.
-  const double gemm_gflops_after = measured.stop_signal == 0 ? measure_yardstick(device, group) : 0;
+  const double gemm_gflops_after =
+      plan.gemm_yardstick && measured.stop_signal == 0 ? measure_yardstick(device, group) : 0;
 
   results::RunEnvironment point_environment = environment;
   point_environment.cpu_model = device.description();

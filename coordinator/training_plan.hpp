@@ -67,6 +67,9 @@ struct TrainingPlan {
   double stall_timeout_seconds = -1;     // see StallSettings: -1 automatic, 0 off
   // The node-sharing probe before each point of two or more ranks and beyond the sweep (--probe).
   worker::NodeSharingProbeSchedule probe_schedule;
+  // The GEMM yardstick before and after each point (--no-yardstick: neither; the run records no
+  // GEMM rate, so no MFU).
+  bool gemm_yardstick = true;
   // A sweep keeps a point that does not fit as a failed point; a single run was refused instead.
   bool check_memory_per_point = false;
   std::filesystem::path output_path;  // rank 0 only, checked writable

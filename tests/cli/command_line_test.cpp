@@ -149,6 +149,20 @@ TEST_F(CommandLine, LogLevelDebugTellsWhereTheSetUpWent) {
   EXPECT_EQ(quiet_said.find("dlscale: debug: "), std::string::npos) << quiet_said;
 }
 
+// --no-yardstick: no GEMM timed before or after the point (the set-up says nothing of one), and
+// the summary says that no yardstick was measured where it would give the MFU.
+TEST_F(CommandLine, NoYardstickLeavesTheGemmRateUnmeasured) {
+  const Outcome outcome = run_dlscale(
+      "--model fcn:16,8,4 --batch 4 --iters 2 --no-yardstick --log-level debug --out plain.h5");
+  EXPECT_EQ(outcome.rank_exit_codes[0], 0);
+  const std::string said = dlscale::testing::read_text_file(directory_ / "stderr.txt");
+  EXPECT_NE(said.find("dlscale: debug: set-up of the point: "), std::string::npos) << said;
+  EXPECT_EQ(said.find("GEMM yardstick "), std::string::npos) << said;
+  EXPECT_NE(outcome.stdout_text.find("no GEMM yardstick measured"), std::string::npos)
+      << outcome.stdout_text;
+  EXPECT_EQ(outcome.stdout_text.find("MFU"), std::string::npos) << outcome.stdout_text;
+}
+
 TEST_F(CommandLine, OverwriteReplacesAnEarlierResultsFile) {
   std::ofstream(directory_ / "again.h5") << "earlier results";
   const Outcome outcome =

@@ -45,7 +45,7 @@ check_case() {
   # --bind-to none: the process makes its synthetic data on every core (fcn-s at batch 4096 makes
   # 219 million values before its first step: seconds on one core), as the comparison's runs do.
   "$mpiexec" --bind-to none -np 1 "$dlscale" --device cuda --comm nccl "$@" \
-    --stall-timeout "$stall_timeout" \
+    --stall-timeout "$stall_timeout" --no-yardstick \
     --out "$work/$name.h5" >"$work/$name.out" 2>"$work/$name.err" &
   launcher=$!
   started=$SECONDS

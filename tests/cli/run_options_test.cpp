@@ -75,6 +75,11 @@ TEST(RunOptions, TheNodeSharingProbeRunsUnlessProbeNo) {
   EXPECT_EQ(error_of({"--probe", "maybe"}), "--probe must be yes or no, got 'maybe'");
 }
 
+TEST(RunOptions, TheGemmYardstickRunsUnlessNoYardstick) {
+  EXPECT_TRUE(parse_run_options({}).gemm_yardstick);
+  EXPECT_FALSE(parse_run_options({"--no-yardstick"}).gemm_yardstick);
+}
+
 TEST(RunOptions, ATargetEvaluatesEveryTenStepsAndLimitsSamplesNotIterations) {
   const auto options = parse_run_options({"--target-accuracy", "0.8", "--lr-scaling", "linear",
                                           "--warmup-steps", "5", "--max-samples", "1000"});
