@@ -35,10 +35,11 @@
 #             default): its tests, then mobilenet-v2 and vgg-16 at batch 64 in bf16 with one
 #             thread and with eight, each run's wall seconds, search seconds and step
 #   lstm_stack
-#             dlscale-bench-cudnn-lstm: lstm-64's and lstm-32's LSTM stacks on cuDNN alone, one
-#             call per layer (dlscale's way) against one for the stack (PyTorch's), batch-major
-#             against sequence-major, in every precision; the stacked kernel's tests; both models
-#             with DLSCALE_CUDNN_LSTM_STACK=no and yes in every precision, beside PyTorch
+#             the stacked kernel's and network's tests; dlscale-bench-cudnn-lstm: lstm-64's LSTM
+#             stack on cuDNN alone, one call per layer (dlscale's way) against one for the stack
+#             (PyTorch's), batch-major against sequence-major, in every precision; lstm-64 with
+#             DLSCALE_CUDNN_LSTM_STACK=no, yes, and yes with the bias epilogue, in every
+#             precision, beside PyTorch (QUICK_STACK_CASES: lstm-32:32:128 too)
 #   profile   benchmarks/gpu_step_profile.sh for each of QUICK_PROFILES (default the cases that
 #             missed their goal on 2026-11-27: lstm-64:1024:bf16 lstm-64:1024:tf32
 #             alexnet-r:1024:tf32 gpt2-small:8:tf32): per-layer CUDA event times beside
@@ -60,9 +61,10 @@
 # env:   BUDGET; QUICK_CASES (default mobilenet-v2:64 resnet-56:128 vgg-16:64 resnet-50:64
 #        alexnet-r:1024 alexnet-s:128: the two never measured on the graph path first);
 #        QUICK_STAGES (the stages to run, by name, build always; default all); QUICK_PROFILES
-#        (above); QUICK_TARGETS (what the build stage builds); QUICK_PRECISIONS (default bf16;
-#        tf32 for vgg-16 and resnet-50 at the end); OUT (where quick.log and logs.tar.gz go;
-#        default .gpu-bundle/quick). Exit status: 0 when every stage ran and passed, 1 otherwise.
+#        (above); QUICK_STACK_CASES (above); QUICK_TARGETS (what the build stage builds);
+#        QUICK_PRECISIONS (default bf16; tf32 for vgg-16 and resnet-50 at the end); OUT (where
+#        quick.log and logs.tar.gz go; default .gpu-bundle/quick). Exit status: 0 when every
+#        stage ran and passed, 1 otherwise.
 set -uo pipefail
 
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
@@ -318,25 +320,34 @@ export -f search_runs
 stage search 90 200 search_runs
 grep -E '^== |^step ' "$keep/search.log" 2>/dev/null | tee -a "$log"
 
-# The LSTM stacks (docs/gpu.md, "An LSTM stack in one cuDNN call"): on cuDNN alone, one call per
-# layer (dlscale's way) against one call for the stack (PyTorch's), batch-major against
-# sequence-major, for lstm-64 at batch 1024 and lstm-32 at 128 in every precision; the stacked
-# kernel's tests; then both models' steps with DLSCALE_CUDNN_LSTM_STACK=no and yes in every
-# precision, and PyTorch's after them.
-# lstm-64 (the case that misses) first: where the budget cuts the stage, lstm-32 is what is lost.
+# The LSTM stacks (docs/gpu.md, "An LSTM stack in one cuDNN call"): the stacked kernel's and
+# the stacked network's tests; on cuDNN alone, one call per layer (dlscale's way) against one
+# call for the stack (PyTorch's), batch-major against sequence-major, in every precision; then
+# the model's steps with DLSCALE_CUDNN_LSTM_STACK=no, with yes, and with yes and the bias
+# epilogue (DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=yes, the two changes lstm-64's miss is laid to, as
+# they would become defaults together), bf16 and tf32 first, and PyTorch's after them. For
+# QUICK_STACK_CASES (default lstm-64 at batch 1024, the case that misses; lstm-32:32:128 adds
+# lstm-32), the first case first: where the budget cuts the stage, the later ones are lost.
 lstm_stack_runs() {
-  local status=0 case model steps batch precision stack
+  local status=0 case model steps batch precision stack epilogue
   "$build_dir/tests/dlscale_gpu_kernel_tests" --gtest_filter='*StackedLstm*:*LstmStack*' ||
     status=1
   mpirun -np 1 "$build_dir/tests/dlscale_gpu_training_tests" --gtest_filter='LstmStack.*' ||
     status=1
-  for case in lstm-64:64:1024 lstm-32:32:128; do
+  for case in ${QUICK_STACK_CASES:-lstm-64:64:1024}; do
     IFS=: read -r model steps batch <<<"$case"
     timeout 90 "$build_dir/benchmarks/dlscale-bench-cudnn-lstm" --steps "$steps" --batch "$batch" ||
       status=1
     for precision in bf16 tf32 fp32; do
-      for stack in no yes; do
-        run_with DLSCALE_CUDNN_LSTM_STACK "$stack" "$model" "$batch" "$precision" || status=1
+      for settings in "no no" "yes no" "yes yes"; do
+        read -r stack epilogue <<<"$settings"
+        echo "== $model batch $batch $precision DLSCALE_CUDNN_LSTM_STACK=$stack DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=$epilogue"
+        DLSCALE_CUDNN_LSTM_STACK=$stack DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=$epilogue timeout 90 \
+          mpirun --bind-to none -x DLSCALE_CUDNN_LSTM_STACK -x DLSCALE_CUDA_GEMM_BIAS_EPILOGUE \
+          -np 1 "$build_dir/dlscale" --device cuda --comm nccl --precision "$precision" \
+          --model "$model" --batch "$batch" --iters 20 --warmup 3 --no-yardstick \
+          --out "$keep/stack.h5" --overwrite </dev/null || status=1
+        rm -f "$keep/stack.h5"
       done
     done
     for precision in bf16 tf32 fp32; do
@@ -347,7 +358,7 @@ lstm_stack_runs() {
   return $status
 }
 export -f lstm_stack_runs
-stage lstm_stack 60 420 lstm_stack_runs
+stage lstm_stack 60 300 lstm_stack_runs
 grep -E '^\||^== |^step ' "$keep/lstm_stack.log" 2>/dev/null | tee -a "$log"
 stage sampling 15 30 ctest_one gpu_sampling_reads_nvml
 stage tf32 60 120 env BENCH_MODELS=vgg-16,resnet-50 BENCH_PRECISIONS=tf32 BENCH_ITERS=20 \
