@@ -248,7 +248,7 @@ search_seconds_per_process() {
     [[ -f $err ]] || continue
     wall=$(awk -v name="$(basename "$err" .err)" '
       { key = "dlscale-" $2 "-" $3 "-" $4 } key == name { print $5 }' \
-      "$logs/bench-raw/wall-seconds.txt" 2>/dev/null)
+      "$logs/bench-raw/wall-seconds.txt" 2>/dev/null || true)
     awk -v name="$(basename "$err" .err)" -v wall="${wall:-?}" '
       / search took / { for (i = 1; i < NF; ++i) if ($i == "took") search += $(i + 1) }
       / engines built, / {
