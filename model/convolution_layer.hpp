@@ -9,6 +9,7 @@
 #include <cmath>
 #include <memory>
 
+#include "core/parallel_fill.hpp"
 #include "core/random.hpp"
 #include "model/layer.hpp"
 
@@ -47,8 +48,8 @@ class ConvolutionLayer final : public Layer<float> {
     const CounterRandom random(seed, layer_index);
     const double fan_in = double(geometry_.weight_count()) / geometry_.output_channels;
     const double limit = 1.0 / std::sqrt(fan_in);
-    for (std::size_t i = 0; i < host_parameters.size(); ++i)
-      host_parameters[i] = float((2 * random.uniform(i) - 1) * limit);
+    fill_in_parallel(host_parameters,
+                     [&](std::size_t i) { return float((2 * random.uniform(i) - 1) * limit); });
   }
 
   void forward(kernels::MathOps<float>& /*math*/, int batch, const float* x, float* y) override {

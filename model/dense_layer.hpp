@@ -9,6 +9,7 @@
 
 #include <cmath>
 
+#include "core/parallel_fill.hpp"
 #include "core/random.hpp"
 #include "model/layer.hpp"
 
@@ -41,8 +42,8 @@ class DenseLayer final : public Layer<T> {
     const CounterRandom random(seed, layer_index);
     const double limit = std::sqrt(6.0 / (inputs_ + outputs_));
     const std::size_t weight_count = std::size_t(outputs_) * inputs_;
-    for (std::size_t i = 0; i < weight_count; ++i)
-      host_parameters[i] = T((2 * random.uniform(i) - 1) * limit);
+    fill_in_parallel(host_parameters.first(weight_count),
+                     [&](std::size_t i) { return T((2 * random.uniform(i) - 1) * limit); });
     for (std::size_t i = weight_count; i < host_parameters.size(); ++i) host_parameters[i] = T(0);
   }
 

@@ -4,6 +4,7 @@
 // gradient.
 #pragma once
 
+#include "core/parallel_fill.hpp"
 #include "core/random.hpp"
 #include "model/layer.hpp"
 
@@ -38,8 +39,9 @@ class EmbeddingLayer final : public Layer<T> {
   void initialize(std::span<T> host_parameters, std::uint64_t seed,
                   std::uint64_t layer_index) const override {
     const CounterRandom random(seed, layer_index);
-    for (std::size_t i = 0; i < host_parameters.size(); ++i)
-      host_parameters[i] = T(options_.initial_deviation * random.normal(i));
+    fill_in_parallel(host_parameters, [&](std::size_t i) {
+      return T(options_.initial_deviation * random.normal(i));
+    });
   }
 
   // An output head that reuses the token table (TiedOutputHead) reads it and writes its part of

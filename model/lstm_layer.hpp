@@ -6,6 +6,7 @@
 #include <cmath>
 #include <memory>
 
+#include "core/parallel_fill.hpp"
 #include "core/random.hpp"
 #include "model/layer.hpp"
 
@@ -39,8 +40,8 @@ class LstmLayer final : public Layer<float> {
       const CounterRandom random(seed, layer_index + std::uint64_t(layer));
       const auto block =
           host_parameters.subspan(offset, geometry_.layer(layer).layer_parameter_count());
-      for (std::size_t i = 0; i < block.size(); ++i)
-        block[i] = float((2 * random.uniform(i) - 1) * limit);
+      fill_in_parallel(block,
+                       [&](std::size_t i) { return float((2 * random.uniform(i) - 1) * limit); });
       offset += block.size();
     }
   }
