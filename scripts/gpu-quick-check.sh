@@ -211,16 +211,19 @@ for precision in fp32 tf32 bf16; do
     tee -a "$log"
 done
 
-# run_with SETTING VALUE MODEL BATCH PRECISION: one dlscale run of 20 steps after 3 with the
-# environment variable SETTING=VALUE (passed on by mpirun), its summary on stdout after a
-# "== MODEL batch BATCH PRECISION SETTING=VALUE" line; stopped after 90 s.
+# run_with "NAME=VALUE ..." MODEL BATCH PRECISION: one dlscale run of 20 steps after 3 (no
+# yardstick: only the step is read) with each setting in the environment (passed on by mpirun),
+# its summary on stdout and its stderr on this function's, after a "== ..." header line.
 run_with() {
-  local setting=$1 value=$2 model=$3 batch=$4 precision=$5 status=0
-  echo "== $model batch $batch $precision $setting=$value"
-  env "$setting=$value" timeout 90 mpirun --bind-to none -x "$setting" -np 1 \
+  local settings=$1 model=$2 batch=$3 precision=$4 status=0 setting
+  local assignments=() passed=()
+  read -ra assignments <<<"$settings"
+  for setting in "${assignments[@]}"; do passed+=(-x "${setting%%=*}"); done
+  echo "== $model batch $batch $precision $settings"
+  env "${assignments[@]}" timeout 120 mpirun --bind-to none "${passed[@]}" -np 1 \
     "$build_dir/dlscale" --device cuda --comm nccl --precision "$precision" --model "$model" \
-    --batch "$batch" --iters 20 --warmup 3 --out "$keep/run_with.h5" --overwrite </dev/null ||
-    status=1
+    --batch "$batch" --iters 20 --warmup 3 --no-yardstick --out "$keep/run_with.h5" \
+    --overwrite </dev/null || status=1
   rm -f "$keep/run_with.h5"
   return $status
 }
@@ -234,7 +237,7 @@ workspace_runs() {
     model=${case%:*} batch=${case#*:}
     for precision in fp32 tf32; do
       for mib in 512 4096; do
-        run_with DLSCALE_CUDNN_WORKSPACE_MIB "$mib" "$model" "$batch" "$precision" || status=1
+        run_with "DLSCALE_CUDNN_WORKSPACE_MIB=$mib" "$model" "$batch" "$precision" || status=1
       done
     done
   done
@@ -259,7 +262,7 @@ images_runs() {
   for case in ${QUICK_IMAGE_CASES:-vgg-16:64 resnet-50:64 mobilenet-v2:64 alexnet-r:1024}; do
     model=${case%:*} batch=${case#*:}
     for images in float bf16; do
-      run_with DLSCALE_CUDA_IMAGE_ACTIVATIONS "$images" "$model" "$batch" bf16 || status=1
+      run_with "DLSCALE_CUDA_IMAGE_ACTIVATIONS=$images" "$model" "$batch" bf16 || status=1
     done
   done
   # PyTorch's bf16 step (autocast, channels_last) for the same cases, in the same lease.
@@ -301,17 +304,12 @@ search_runs() {
     model=${case%:*} batch=${case#*:}
     for threads in 1 8; do
       err=$keep/search-$model-$threads.err
-      echo "== $model batch $batch bf16 DLSCALE_CUDNN_BUILD_THREADS=$threads"
       began=$SECONDS
-      CUDA_CACHE_DISABLE=1 DLSCALE_CUDNN_BUILD_THREADS=$threads DLSCALE_CUDNN_GRAPH_VERBOSE=1 \
-        timeout 120 mpirun --bind-to none -x CUDA_CACHE_DISABLE -x DLSCALE_CUDNN_BUILD_THREADS \
-        -x DLSCALE_CUDNN_GRAPH_VERBOSE -np 1 "$build_dir/dlscale" --device cuda --comm nccl \
-        --precision bf16 --model "$model" --batch "$batch" --iters 20 --warmup 3 --no-yardstick \
-        --out "$keep/search.h5" --overwrite </dev/null 2>"$err" || status=1
+      run_with "CUDA_CACHE_DISABLE=1 DLSCALE_CUDNN_BUILD_THREADS=$threads \
+DLSCALE_CUDNN_GRAPH_VERBOSE=1" "$model" "$batch" bf16 2>"$err" || status=1
       echo "== wall $((SECONDS - began)) s, search $(awk '/ search took / {
           for (i = 1; i < NF; ++i) if ($i == "took") s += $(i + 1) }
         END { printf "%.2f s", s }' "$err")"
-      rm -f "$keep/search.h5"
     done
   done
   return $status
@@ -331,7 +329,7 @@ stage training 90 180 ctest_one gpu_training_agrees_with_the_cpu
 # QUICK_STACK_CASES (default lstm-64 at batch 1024, the case that misses; lstm-32:32:128 adds
 # lstm-32), the first case first: where the budget cuts the stage, the later ones are lost.
 lstm_stack_runs() {
-  local status=0 case model steps batch precision stack epilogue
+  local status=0 case model steps batch precision settings stack epilogue
   "$build_dir/tests/dlscale_gpu_kernel_tests" --gtest_filter='*StackedLstm*:*LstmStack*' ||
     status=1
   mpirun -np 1 "$build_dir/tests/dlscale_gpu_training_tests" --gtest_filter='LstmStack.*' ||
@@ -343,13 +341,8 @@ lstm_stack_runs() {
     for precision in bf16 tf32 fp32; do
       for settings in "no no" "yes no" "yes yes"; do
         read -r stack epilogue <<<"$settings"
-        echo "== $model batch $batch $precision DLSCALE_CUDNN_LSTM_STACK=$stack DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=$epilogue"
-        DLSCALE_CUDNN_LSTM_STACK=$stack DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=$epilogue timeout 90 \
-          mpirun --bind-to none -x DLSCALE_CUDNN_LSTM_STACK -x DLSCALE_CUDA_GEMM_BIAS_EPILOGUE \
-          -np 1 "$build_dir/dlscale" --device cuda --comm nccl --precision "$precision" \
-          --model "$model" --batch "$batch" --iters 20 --warmup 3 --no-yardstick \
-          --out "$keep/stack.h5" --overwrite </dev/null || status=1
-        rm -f "$keep/stack.h5"
+        run_with "DLSCALE_CUDNN_LSTM_STACK=$stack DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=$epilogue" \
+          "$model" "$batch" "$precision" || status=1
       done
     done
     for precision in bf16 tf32 fp32; do
@@ -376,7 +369,7 @@ lstm_runs() {
     # precision, batched loads (the bf16 LSTM is bf16's default; batched loads every precision's)
     for run in "bf16 no" "bf16 yes" "fp32 no" "fp32 yes" "tf32 yes"; do
       read -r precision batched <<<"$run"
-      run_with DLSCALE_CUDA_BATCHED_LOADS "$batched" "$model" "$batch" "$precision" || status=1
+      run_with "DLSCALE_CUDA_BATCHED_LOADS=$batched" "$model" "$batch" "$precision" || status=1
     done
   done
   echo "== PyTorch lstm-64 batch 1024 and lstm-32 batch 128, bf16, fp32 and tf32"
@@ -398,7 +391,7 @@ epilogue_runs() {
   for run in "lstm-64 1024 bf16" "lstm-64 1024 fp32" "lstm-64 1024 tf32" "gpt2-small 8 bf16"; do
     read -r model batch precision <<<"$run"
     for epilogue in no yes; do
-      run_with DLSCALE_CUDA_GEMM_BIAS_EPILOGUE "$epilogue" "$model" "$batch" "$precision" ||
+      run_with "DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=$epilogue" "$model" "$batch" "$precision" ||
         status=1
     done
   done
