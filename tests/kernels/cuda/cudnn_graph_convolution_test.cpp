@@ -689,6 +689,13 @@ TEST(GraphPath, TheSettingIsReadFromTheEnvironment) {
     unsetenv("DLSCALE_CUDNN_API");
 }
 
+// The device's property `name`, or "absent".
+std::string device_property(const CudaDevice& device, const char* name) {
+  for (const auto& [key, value] : device.properties())
+    if (key == name) return value;
+  return "absent";
+}
+
 // DLSCALE_CUDA_IMAGE_ACTIVATIONS: bf16 images by default on the graph path under bf16, and only
 // there (fp32 and tf32 keep float images: the setting may stay set across a sweep of
 // precisions); float where asked for. Recorded as the device property image_activations, and in
@@ -696,14 +703,8 @@ TEST(GraphPath, TheSettingIsReadFromTheEnvironment) {
 // unknown value is one line naming the choices.
 TEST(GraphPath, Bf16ImagesByDefaultUnderBf16OnTheGraphPathOnly) {
   ASSERT_NO_FATAL_FAILURE(require_gpu());
-  const auto property = [](const CudaDevice& device, const char* name) {
-    const auto properties = device.properties();
-    const auto found = std::find_if(properties.begin(), properties.end(),
-                                    [&](const auto& p) { return p.first == name; });
-    return found != properties.end() ? found->second : std::string("absent");
-  };
   const auto image_activations = [&](const CudaDevice& device) {
-    return property(device, "image_activations");
+    return device_property(device, "image_activations");
   };
   const dlscale::testing::ScopedSetting default_api("DLSCALE_CUDNN_API", nullptr);
   const dlscale::testing::ScopedSetting default_attention("DLSCALE_CUDNN_ATTENTION", nullptr);
@@ -718,19 +719,19 @@ TEST(GraphPath, Bf16ImagesByDefaultUnderBf16OnTheGraphPathOnly) {
     const CudaDevice device(0, Precision::bf16);
     EXPECT_TRUE(device.context().native_is_bf16());
     EXPECT_EQ(image_activations(device), "bf16");
-    EXPECT_EQ(property(device, "changed_settings"), "absent");
+    EXPECT_EQ(device_property(device, "changed_settings"), "absent");
     EXPECT_FALSE(CudaDevice(0, Precision::fp32, CudnnApi::graph).context().native_is_bf16());
     EXPECT_FALSE(CudaDevice(0, Precision::tf32, CudnnApi::graph).context().native_is_bf16());
     EXPECT_FALSE(CudaDevice(0, Precision::bf16, CudnnApi::legacy).context().native_is_bf16());
-    EXPECT_EQ(property(CudaDevice(0, Precision::fp32), "changed_settings"), "absent");
+    EXPECT_EQ(device_property(CudaDevice(0, Precision::fp32), "changed_settings"), "absent");
   }
   {
     const dlscale::testing::ScopedSetting float_images("DLSCALE_CUDA_IMAGE_ACTIVATIONS", "float");
     const CudaDevice device(0, Precision::bf16);
     EXPECT_FALSE(device.context().native_is_bf16());
     EXPECT_EQ(image_activations(device), "float");
-    EXPECT_EQ(property(device, "changed_settings"), "image_activations float");
-    EXPECT_EQ(property(CudaDevice(0, Precision::fp32), "changed_settings"), "absent")
+    EXPECT_EQ(device_property(device, "changed_settings"), "image_activations float");
+    EXPECT_EQ(device_property(CudaDevice(0, Precision::fp32), "changed_settings"), "absent")
         << "float images are what fp32 runs anyway";
   }
   const dlscale::testing::ScopedSetting half("DLSCALE_CUDA_IMAGE_ACTIVATIONS", "half");
@@ -786,25 +787,21 @@ TEST(GraphPath, EnginesBuiltOnThreadsMatchTheReference) {
 // 64, listed in changed_settings on the graph path; anything else one line naming the range.
 TEST(GraphPath, BuildThreadsAreOneByDefaultAndABadValueIsOneLine) {
   ASSERT_NO_FATAL_FAILURE(require_gpu());
-  const auto changed_settings = [](const CudaDevice& device) {
-    const auto properties = device.properties();
-    const auto found = std::find_if(properties.begin(), properties.end(),
-                                    [](const auto& p) { return p.first == "changed_settings"; });
-    return found != properties.end() ? found->second : std::string("absent");
-  };
   const dlscale::testing::ScopedSetting images("DLSCALE_CUDA_IMAGE_ACTIVATIONS", nullptr);
   {
     const dlscale::testing::ScopedSetting unset("DLSCALE_CUDNN_BUILD_THREADS", nullptr);
     const CudaDevice device(0, Precision::bf16, CudnnApi::graph);
     EXPECT_EQ(device.context().engine_build_threads, 1);
-    EXPECT_EQ(changed_settings(device).find("cudnn_build_threads"), std::string::npos);
+    EXPECT_EQ(device_property(device, "changed_settings").find("cudnn_build_threads"),
+              std::string::npos);
   }
   {
     const dlscale::testing::ScopedSetting sixteen("DLSCALE_CUDNN_BUILD_THREADS", "16");
     const CudaDevice device(0, Precision::bf16, CudnnApi::graph);
     EXPECT_EQ(device.context().engine_build_threads, 16);
-    EXPECT_NE(changed_settings(device).find("cudnn_build_threads 16"), std::string::npos)
-        << changed_settings(device);
+    EXPECT_NE(device_property(device, "changed_settings").find("cudnn_build_threads 16"),
+              std::string::npos)
+        << device_property(device, "changed_settings");
   }
   for (const char* bad : {"0", "65", "eight", "-1", "4 ", "1000"}) {
     const dlscale::testing::ScopedSetting setting("DLSCALE_CUDNN_BUILD_THREADS", bad);
