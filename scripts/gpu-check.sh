@@ -36,9 +36,9 @@
 #          (36 without the bench stage) of 10 to 30 s each by the earlier leases' stage times.
 # The whole check (no option: build, tests, bench) took about 13 minutes by the stage times of
 # the 2026-11-27 evening lease on an H200 (build 127 s, tests about 160 s, bench about 430 s for
-# three precisions), more than one call of a GPU lease (docs/gpu.md, "The next lease", says what
-# has been done since to shorten it): scripts/gpu-quick-check.sh runs the same checks in stages
-# that fit one call each.
+# three precisions), and about 11 by the late lease's (build 103 s, the fp32 bench 120 s): more
+# than one call of a GPU lease (docs/gpu.md, "The next lease"): scripts/gpu-quick-check.sh runs
+# the same checks in stages that fit one call each.
 # With no option, build, tests and bench run in that order: the acceptance check of issue 30 (the
 # graph stage, a comparison of the two convolution paths, only when asked: bf16 runs on the graph
 # path by default now, and the stage would add up to 36 runs). Each --X-only option picks its
@@ -348,23 +348,31 @@ if wants graph; then
         bench_torch["$model $batch $precision"]=${theirs// /}
       done < <(grep -E '^\| [a-z0-9-]+ \| [0-9]+ \| (fp32|tf32|bf16) \|' "$logs/bench.md")
     fi
-    # One dlscale run; prints its median step in ms, or "failed" (and returns 1).
+    # One dlscale run; prints its median step in ms, or "failed" (and returns 1). Its .err keeps
+    # the graph path's engine search (DLSCALE_CUDNN_GRAPH_VERBOSE=1), so a run stopped by the
+    # timeout shows how far its first step's search got (vgg-16 fp32 on the graph path passed 90 s
+    # on the H200 on 2026-11-27 without saying where).
     graph_run() {  # api model batch precision
-      local name=$2-$3-$4-$1 seconds
+      local name=$2-$3-$4-$1 seconds status=0
       note "graph: dlscale $2 batch $3 $4 DLSCALE_CUDNN_API=$1" >&2
-      if DLSCALE_CUDNN_API=$1 timeout "${GRAPH_RUN_TIMEOUT:-120}" \
-           mpirun --bind-to none -np 1 -x DLSCALE_CUDNN_API "$build_dir/dlscale" --device cuda \
-           --comm nccl --precision "$4" --model "$2" --batch "$3" \
-           --iters "${GRAPH_ITERS:-30}" --warmup "${GRAPH_WARMUP:-5}" \
-           --out "$graph_raw/$name.h5" --overwrite --log-level debug \
-           </dev/null >"$graph_raw/$name.out" 2>"$graph_raw/$name.err" &&
+      DLSCALE_CUDNN_API=$1 DLSCALE_CUDNN_GRAPH_VERBOSE=1 timeout "${GRAPH_RUN_TIMEOUT:-120}" \
+        mpirun --bind-to none -np 1 -x DLSCALE_CUDNN_API -x DLSCALE_CUDNN_GRAPH_VERBOSE \
+        "$build_dir/dlscale" --device cuda --comm nccl --precision "$4" --model "$2" --batch "$3" \
+        --iters "${GRAPH_ITERS:-30}" --warmup "${GRAPH_WARMUP:-5}" --no-yardstick \
+        --out "$graph_raw/$name.h5" --overwrite --log-level debug \
+        </dev/null >"$graph_raw/$name.out" 2>"$graph_raw/$name.err" || status=$?
+      if ((status == 0)) &&
          seconds=$("$compare" --parse-dlscale-summary "$graph_raw/$name.out" 2>>"$graph_raw/$name.err"); then
         rm -f "$graph_raw/$name.h5"
         awk -v s="$seconds" 'BEGIN { printf "%.6f\n", s }'
       else
         rm -f "$graph_raw/$name.h5"
         local why
-        why=$(grep -m1 -i 'error' "$graph_raw/$name.err" || grep -v -e '^-*$' "$graph_raw/$name.err" | tail -n1 || true)
+        if ((status == 124)); then
+          why="stopped after GRAPH_RUN_TIMEOUT=${GRAPH_RUN_TIMEOUT:-120} s; its stderr's last line: $(tail -n1 "$graph_raw/$name.err")"
+        else
+          why=$(grep -m1 -i 'error' "$graph_raw/$name.err" || grep -v -e '^-*$' "$graph_raw/$name.err" | tail -n1 || true)
+        fi
         note "graph: $name failed: $why" >&2
         echo failed
         return 1

@@ -30,9 +30,15 @@
 #             bf16 step of the same cases after them
 #   kernels   dlscale_gpu_kernel_tests (every CUDA kernel against the CPU)
 #   bound     gpu_points_finish_within_a_bound (the fcn-s batch 4096 bf16 point that stopped)
-#   search    the graph path's engine search on threads (DLSCALE_CUDNN_BUILD_THREADS=8, off by
-#             default): its tests, then mobilenet-v2 and vgg-16 at batch 64 in bf16 with one
-#             thread and with eight, each run's wall seconds, search seconds and step
+#   search    the graph path's kernel cache (DLSCALE_CUDNN_KERNEL_CACHE=yes, off by default: one
+#             NVRTC compile per graph topology instead of per shape): its test, then mobilenet-v2
+#             and vgg-16 at batch 64 in bf16 without and with it, with the driver's kernel cache
+#             off, each run's wall seconds, search seconds and step (build threads were measured
+#             on 2026-11-27: docs/gpu.md)
+#   divmod    the NHWC pooling and batch norm kernels indexing by FastDivmod
+#             (DLSCALE_CUDA_FAST_DIVMOD=yes, off by default): its bit-for-bit test, then
+#             alexnet-r batch 1024 in tf32 and resnet-50 and mobilenet-v2 batch 64 in bf16, each
+#             without and with it
 #   training  gpu_training_agrees_with_the_cpu
 #   lstm_stack
 #             the stacked kernel's and network's tests; dlscale-bench-cudnn-lstm: lstm-64's LSTM
@@ -41,16 +47,17 @@
 #             DLSCALE_CUDNN_LSTM_STACK=no, yes, and yes with the bias epilogue, in every
 #             precision, beside PyTorch (QUICK_STACK_CASES: lstm-32:32:128 too)
 #   profile   benchmarks/gpu_step_profile.sh for each of QUICK_PROFILES (default the cases that
-#             missed their goal on 2026-11-27: lstm-64:1024:bf16 lstm-64:1024:tf32
-#             alexnet-r:1024:tf32 gpt2-small:8:tf32): per-layer CUDA event times beside
-#             torch.profiler's kernels
+#             missed their goal at the defaults of 2026-11-27, late: alexnet-r:1024:fp32
+#             vgg-16:64:fp32 lstm-32:128:fp32 alexnet-r:1024:tf32): per-layer CUDA event times
+#             beside torch.profiler's kernels
 #   rest      gpu_sampling_reads_nvml; tf32 speed of vgg-16 and resnet-50 (as speed); the LSTMs
 #             (lstm-64 batch 1024, lstm-32 batch 128) in bf16 and fp32 with and without batched
 #             loads and in tf32 (TF32 now, never FP16: docs/gpu.md), beside PyTorch, and the
 #             LSTM and precision kernel tests;
 #   epilogue  the dense layers' bias added in cuBLASLt's GEMM epilogue
-#             (DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=yes, off by default): its tests, then lstm-64 batch
-#             1024 in bf16, fp32 and tf32 and gpt2-small batch 8 in bf16, each without and with it
+#             (DLSCALE_CUDA_GEMM_BIAS_EPILOGUE, the default since 2026-11-27): its tests, then
+#             lstm-64 batch 1024 in bf16, fp32 and tf32 and gpt2-small batch 8 in bf16, each
+#             without and with it
 #             (PyTorch's steps of these cases are the lstm and gpt stages')
 #   cli       gpu_command_line_acceptance
 # A stage starts only when the time it needs is left of BUDGET seconds (default 520), and is
@@ -282,7 +289,7 @@ stage kernels 45 90 "$build_dir/tests/dlscale_gpu_kernel_tests"
 stage bound 60 120 env OUT="$keep" bash -c 'ctest_one "$@"' _ gpu_points_finish_within_a_bound
 profiles() {
   local profile status=0
-  for profile in ${QUICK_PROFILES:-lstm-64:1024:bf16 lstm-64:1024:tf32 alexnet-r:1024:tf32 gpt2-small:8:tf32}; do
+  for profile in ${QUICK_PROFILES:-alexnet-r:1024:fp32 vgg-16:64:fp32 lstm-32:128:fp32 alexnet-r:1024:tf32}; do
     IFS=: read -r model batch precision <<<"$profile"
     OUT="$keep" BUILD_DIR="$build_dir" timeout 80 benchmarks/gpu_step_profile.sh "$model" \
       "$batch" "$precision" || status=1
@@ -290,22 +297,22 @@ profiles() {
   return $status
 }
 export -f profiles
-# The engine search on threads (DLSCALE_CUDNN_BUILD_THREADS, docs/gpu.md "Engines"): its tests,
-# then mobilenet-v2 and vgg-16 at batch 64 in bf16 (mobilenet-v2's first step searched for 21.8 s
-# on an H200) with one thread and with eight: each run's wall seconds, its search's own seconds
-# (DLSCALE_CUDNN_GRAPH_VERBOSE=1, each run's lines kept in search-*.err) and its step, which
-# should not change (the same engines are built and timed). CUDA_CACHE_DISABLE=1: the driver's
-# cache of compiled kernels, which the first run would fill for the second, is left out of both.
+# The graph path's kernel cache (DLSCALE_CUDNN_KERNEL_CACHE, docs/gpu.md "Engines"): its test,
+# then mobilenet-v2 and vgg-16 at batch 64 in bf16 (mobilenet-v2's first step searched for 35 s
+# on an H200, nearly all of it NVRTC compiles for its depthwise layers) without and with it: each
+# run's wall seconds, its search's own seconds (DLSCALE_CUDNN_GRAPH_VERBOSE=1, each run's lines
+# kept in search-*.err) and its step (dynamic-shape graphs may run on other engines).
+# CUDA_CACHE_DISABLE=1: the driver's cache of compiled kernels, which the first run would fill
+# for the second, is left out of both.
 search_runs() {
-  local status=0 case model batch threads began err
-  "$build_dir/tests/dlscale_gpu_graph_tests" \
-    --gtest_filter='*EnginesBuiltOnThreads*:*BuildThreads*' || status=1
+  local status=0 case model batch cache began err
+  "$build_dir/tests/dlscale_gpu_graph_tests" --gtest_filter='*KernelCache*' || status=1
   for case in mobilenet-v2:64 vgg-16:64; do
     model=${case%:*} batch=${case#*:}
-    for threads in 1 8; do
-      err=$keep/search-$model-$threads.err
+    for cache in no yes; do
+      err=$keep/search-$model-cache-$cache.err
       began=$SECONDS
-      run_with "CUDA_CACHE_DISABLE=1 DLSCALE_CUDNN_BUILD_THREADS=$threads \
+      run_with "CUDA_CACHE_DISABLE=1 DLSCALE_CUDNN_KERNEL_CACHE=$cache \
 DLSCALE_CUDNN_GRAPH_VERBOSE=1" "$model" "$batch" bf16 2>"$err" || status=1
       echo "== wall $((SECONDS - began)) s, search $(awk '/ search took / {
           for (i = 1; i < NF; ++i) if ($i == "took") s += $(i + 1) }
@@ -317,6 +324,25 @@ DLSCALE_CUDNN_GRAPH_VERBOSE=1" "$model" "$batch" bf16 2>"$err" || status=1
 export -f search_runs
 stage search 110 200 search_runs
 grep -E '^== |^step ' "$keep/search.log" 2>/dev/null | tee -a "$log"
+
+# FastDivmod's indexing in the NHWC pooling and batch norm kernels (DLSCALE_CUDA_FAST_DIVMOD,
+# docs/gpu.md "Pooling and batch norm"): its bit-for-bit test, then the image models whose steps
+# pool or normalize most, alexnet-r (tf32, where it trails its goal) and resnet-50 and
+# mobilenet-v2 (bf16), without and with it.
+divmod_runs() {
+  local status=0 case model batch precision fast
+  "$build_dir/tests/dlscale_gpu_graph_tests" --gtest_filter='*FastDivmod*' || status=1
+  for case in alexnet-r:1024:tf32 resnet-50:64:bf16 mobilenet-v2:64:bf16; do
+    IFS=: read -r model batch precision <<<"$case"
+    for fast in no yes; do
+      run_with "DLSCALE_CUDA_FAST_DIVMOD=$fast" "$model" "$batch" "$precision" || status=1
+    done
+  done
+  return $status
+}
+export -f divmod_runs
+stage divmod 90 180 divmod_runs
+grep -E '^== |^step |^\[  FAILED' "$keep/divmod.log" 2>/dev/null | tee -a "$log"
 
 stage training 90 180 ctest_one gpu_training_agrees_with_the_cpu
 

@@ -94,18 +94,21 @@ struct CudaContext {
   // (2026-11-27: its bit-for-bit tests passed; gpt2-small bf16 41.0 ms a step against 43.6,
   // lstm-64 bf16 18.7 against 20.8); DLSCALE_CUDA_BATCHED_LOADS=no, one read at a time.
   bool batched_loads = true;
-  // DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=yes: a dense layer's forward adds its bias inside the GEMM,
-  // cuBLASLt's bias epilogue (cublaslt_bias_gemm.hpp), as PyTorch's addmm does, where the GEMM and
-  // then a bias kernel read and write the output twice; the same sums, rounded once instead of
-  // twice. Null (the GEMM and the bias kernel) unless asked for: written 2026-11-27 without a GPU.
+  // A dense layer's forward adds its bias inside the GEMM, cuBLASLt's bias epilogue
+  // (cublaslt_bias_gemm.hpp), as PyTorch's addmm does, where the GEMM and then a bias kernel read
+  // and write the output twice; the same sums, rounded once instead of twice. The default since it
+  // ran on an H200 (2026-11-27: its tests passed; lstm-64 batch 1024 bf16 17.2 ms a step against
+  // 18.7, tf32 23.9 against 25.3, gpt2-small bf16 39.4 against 40.8);
+  // DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=no, the GEMM and the bias kernel (null here).
   BiasGemm* bias_gemm = nullptr;
-  // DLSCALE_CUDNN_LSTM_STACK=yes: a stack of LSTM layers (lstm-32 and lstm-64 have two) runs as
-  // one cuDNN RNN of that many layers, as PyTorch's nn.LSTM(num_layers) does, where cuDNN may run
-  // one layer's step beside the next layer's; the workload then builds the stack as one layer
-  // (Device::runs_lstm_stacks), whose gradients come at once. Off (a cuDNN call per layer) until
-  // it has run on a GPU: written 2026-11-27 without one (dlscale-bench-cudnn-lstm measures the
-  // two ways on cuDNN alone).
-  bool lstm_stacks = false;
+  // A stack of LSTM layers (lstm-32 and lstm-64 have two) runs as one cuDNN RNN of that many
+  // layers, as PyTorch's nn.LSTM(num_layers) does, where cuDNN may run one layer's step beside
+  // the next layer's; the workload then builds the stack as one layer (Device::runs_lstm_stacks),
+  // whose gradients come at once. The default since it ran on an H200 (2026-11-27: its kernel and
+  // training tests passed; lstm-64 batch 1024 bf16 15.7 ms a step against 18.7 a layer at a time,
+  // tf32 23.4 against 25.3, fp32 84.4 against 89.5); DLSCALE_CUDNN_LSTM_STACK=no, a cuDNN call
+  // per layer.
+  bool lstm_stacks = true;
   // DLSCALE_CUDNN_BUILD_THREADS=N: the graph path's engine search builds the candidates of a
   // pass N at a time, each on a thread of its own (cudnn_graph_convolution.cpp), where one thread
   // builds them one after another (NVRTC's compiles above all: mobilenet-v2's first step took
@@ -113,6 +116,25 @@ struct CudaContext {
   // a time on the stream, so the choice is the one thread's; only the first step's wall time
   // changes. 1 (one thread) until it has run on a GPU: written 2026-11-27 without one.
   int engine_build_threads = 1;
+  // DLSCALE_CUDNN_KERNEL_CACHE=yes: the graph path states its graphs as dynamic-shape graphs and
+  // gives every graph of one topology (pass, variant, operand types, kernel size, stride,
+  // padding, grouping: everything but the batch, channel and pixel counts) one cuDNN kernel
+  // cache, so an engine that compiles its kernel at build time (NVRTC) compiles it once for all
+  // shapes of that topology instead of once per shape, as the cuDNN frontend's dynamic-shape
+  // convolution samples do. mobilenet-v2's bf16 search took 35 s of its first step on an H200
+  // (2026-11-27), nearly all of it about 50 such compiles of 0.4 to 1.4 s, for depthwise layers
+  // of 10 shapes and 2 topologies; eight build threads did not shorten it (the compiles do not
+  // overlap). Dynamic-shape graphs may be offered other engines than static ones, so the steps
+  // must be timed both ways before this becomes a default: off until it has run on a GPU
+  // (written 2026-11-27 without one).
+  bool kernel_cache = false;
+  // DLSCALE_CUDA_FAST_DIVMOD=yes: the NHWC pooling and batch norm kernels split each flat index
+  // into its coordinates by FastDivmod's multiply and shift (fast_divmod.hpp) instead of 64-bit
+  // integer division, where their tensors have fewer than 2^31 elements: the same values, so the
+  // same results bit for bit. alexnet-r's three max poolings took 0.63 ms of its 2.46 ms tf32
+  // step on an H200 (2026-11-27), about 13 times what their bytes need, each element paying
+  // some six divisions. Off until it has run on a GPU: written 2026-11-27 without one.
+  bool fast_divmod = false;
   ImageActivations image_activations = ImageActivations::bf16;  // as asked; see native_is_bf16
 
   // ImageLayout::native on this device: NHWC on the graph path (what cuDNN's tensor-core

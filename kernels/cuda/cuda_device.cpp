@@ -171,7 +171,7 @@ CudaDevice::CudaDevice(int gpu_index, Precision precision, std::optional<CudnnAp
     require_choice("DLSCALE_CUDA_BATCHED_LOADS", "batched loads", batched, yes_no_names.all());
     context_.batched_loads = *yes_no_names.named(batched);
   }
-  bool bias_epilogue = false;
+  bool bias_epilogue = true;
   if (const char* epilogue = std::getenv("DLSCALE_CUDA_GEMM_BIAS_EPILOGUE");
       epilogue != nullptr && *epilogue != '\0') {
     require_choice("DLSCALE_CUDA_GEMM_BIAS_EPILOGUE", "GEMM bias epilogue", epilogue,
@@ -186,6 +186,16 @@ CudaDevice::CudaDevice(int gpu_index, Precision precision, std::optional<CudnnAp
   if (const char* threads = std::getenv("DLSCALE_CUDNN_BUILD_THREADS");
       threads != nullptr && *threads != '\0')
     context_.engine_build_threads = engine_build_threads_from(threads);
+  if (const char* cache = std::getenv("DLSCALE_CUDNN_KERNEL_CACHE");
+      cache != nullptr && *cache != '\0') {
+    require_choice("DLSCALE_CUDNN_KERNEL_CACHE", "kernel cache", cache, yes_no_names.all());
+    context_.kernel_cache = *yes_no_names.named(cache);
+  }
+  if (const char* divmod = std::getenv("DLSCALE_CUDA_FAST_DIVMOD");
+      divmod != nullptr && *divmod != '\0') {
+    require_choice("DLSCALE_CUDA_FAST_DIVMOD", "fast divmod", divmod, yes_no_names.all());
+    context_.fast_divmod = *yes_no_names.named(divmod);
+  }
   if (const char* activations = std::getenv("DLSCALE_CUDA_IMAGE_ACTIVATIONS");
       activations != nullptr && *activations != '\0') {
     require_choice("DLSCALE_CUDA_IMAGE_ACTIVATIONS", "image activation type", activations,
@@ -273,8 +283,9 @@ DeviceProperties CudaDevice::properties() const {
       {"attention",
        attention_api_names(fused_attention() && !last_attention_composed_ ? AttentionApi::sdpa
                                                                           : AttentionApi::gemm)},
-      // Recorded as they ran, whatever the defaults of the version that wrote the file: both
-      // became defaults on 2026-11-27, so changed_settings alone reads differently before that.
+      // Recorded as they ran, whatever the defaults of the version that wrote the file: all four
+      // became defaults on 2026-11-27 (padded rows and batched loads in 4ea8762, the bias
+      // epilogue and the LSTM stack later), so changed_settings alone reads differently before.
       {"padded_bf16_rows",
        yes_no_names(context_.padded_bf16_rows && context_.precision == Precision::bf16)},
       {"batched_loads", yes_no_names(context_.batched_loads)},
@@ -299,14 +310,18 @@ DeviceProperties CudaDevice::properties() const {
     changed.push_back(fmt::format("padded_bf16_rows {}", yes_no_names(false)));
   if (!context_.batched_loads)
     changed.push_back(fmt::format("batched_loads {}", yes_no_names(false)));
-  if (context_.bias_gemm != nullptr)
-    changed.push_back(fmt::format("gemm_bias_epilogue {}", yes_no_names(true)));
-  if (context_.lstm_stacks) changed.push_back(fmt::format("lstm_stack {}", yes_no_names(true)));
+  if (context_.bias_gemm == nullptr)
+    changed.push_back(fmt::format("gemm_bias_epilogue {}", yes_no_names(false)));
+  if (!context_.lstm_stacks) changed.push_back(fmt::format("lstm_stack {}", yes_no_names(false)));
   if (context_.convolution_workspace_limit != default_convolution_workspace_limit)
     changed.push_back(
         fmt::format("convolution_workspace_mib {}", context_.convolution_workspace_limit >> 20));
   if (context_.engine_build_threads != 1 && context_.cudnn_api == CudnnApi::graph)
     changed.push_back(fmt::format("cudnn_build_threads {}", context_.engine_build_threads));
+  if (context_.kernel_cache && context_.cudnn_api == CudnnApi::graph)
+    changed.push_back(fmt::format("cudnn_kernel_cache {}", yes_no_names(true)));
+  if (context_.fast_divmod && context_.native_is_nhwc())
+    changed.push_back(fmt::format("fast_divmod {}", yes_no_names(true)));
   if (!changed.empty())
     result.emplace_back("changed_settings", fmt::format("{}", fmt::join(changed, ", ")));
   return result;

@@ -21,8 +21,9 @@ std::optional<CudnnApi> cudnn_api_from_environment();
 // The cuDNN API a device of this precision takes unless told, where the build has the graph
 // path: graph under bf16, where it ran faster than legacy on an H200 for every image model
 // measured, and under tf32 (2026-11-27, H200: vgg-16 b64 36.6 ms a step against legacy's 85.3,
-// resnet-50 b64 25.0 against 33.1; docs/gpu.md); legacy under fp32, where the graph path has not
-// been measured against it.
+// resnet-50 b64 25.0 against 33.1; docs/gpu.md); legacy under fp32, where neither path was
+// faster on every image case (2026-11-27, H200: graph faster for alexnet-r and mobilenet-v2,
+// slower for alexnet-s, resnet-50 and resnet-56; docs/performance.md).
 CudnnApi default_cudnn_api(Precision precision);
 inline const char* cudnn_api_name(CudnnApi api) { return cudnn_api_names(api); }
 // Whether this build has the graph path (it was configured with the cuDNN frontend).

@@ -104,6 +104,7 @@ struct PassChoice {
   float milliseconds = 0;  // of timed_runs runs, as timed in the search
   // What its search built: engines, and how many of them compiled a kernel (NVRTC) to do so.
   int engines_built = 0, runtime_compiled = 0;
+  bool dynamic_shape = false;  // stated as a dynamic-shape graph (DLSCALE_CUDNN_KERNEL_CACHE)
 };
 
 using VariantPack = std::unordered_map<std::int64_t, void*>;
@@ -119,6 +120,9 @@ class ConvolutionGraphCache {
   // Every variant the searches timed, by shape key and variant: the engines built and how many
   // of them were runtime-compiled (engines_built_per_search).
   std::map<std::string, std::pair<int, int>> searched;
+  // With DLSCALE_CUDNN_KERNEL_CACHE=yes, one cuDNN kernel cache per graph topology
+  // (topology_key), shared by every shape of it.
+  std::map<std::string, std::shared_ptr<fe::KernelCache>> kernel_caches;
 };
 
 std::shared_ptr<ConvolutionGraphCache> make_convolution_graph_cache() {
@@ -128,6 +132,10 @@ std::shared_ptr<ConvolutionGraphCache> make_convolution_graph_cache() {
 std::map<std::string, std::pair<int, int>> engines_built_per_search(
     const ConvolutionGraphCache& cache) {
   return cache.searched;
+}
+
+std::size_t kernel_caches_made(const ConvolutionGraphCache& cache) {
+  return cache.kernel_caches.size();
 }
 
 namespace {
@@ -448,8 +456,9 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
   }
 
   // The pass as a graph, its heuristics' engines listed and filtered; null, with `why`, where
-  // cuDNN cannot state it so.
-  std::shared_ptr<fe::graph::Graph> make_graph(Pass pass, int batch, const Variant& v,
+  // cuDNN cannot state it so. `dynamic`: as a dynamic-shape graph with its topology's kernel
+  // cache (DLSCALE_CUDNN_KERNEL_CACHE).
+  std::shared_ptr<fe::graph::Graph> make_graph(Pass pass, int batch, const Variant& v, bool dynamic,
                                                std::string& why) const {
     const auto& g = geometry_;
     const ImageShape out = g.output();
@@ -466,6 +475,12 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
     graph->set_io_data_type(operand_type_)
         .set_intermediate_data_type(fe::DataType_t::FLOAT)
         .set_compute_data_type(fe::DataType_t::FLOAT);
+    if (dynamic) {
+      std::shared_ptr<fe::KernelCache>& cache =
+          context_.convolution_graphs->kernel_caches[topology_key(pass, v)];
+      if (cache == nullptr) cache = std::make_shared<fe::KernelCache>();
+      graph->set_dynamic_shape_enabled(true).set_kernel_cache(cache);
+    }
     const auto tensor = [&](const char* name, Uid uid, const Dims& dims) {
       return graph->tensor(fe::graph::Tensor_attributes()
                                .set_name(name)
@@ -561,6 +576,19 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
     return graph;
   }
 
+  // What two graphs must share for one kernel cache to serve both (DLSCALE_CUDNN_KERNEL_CACHE):
+  // everything make_graph states but the tensors' sizes. Grouping is one, all channels (a
+  // depthwise convolution) or a count.
+  std::string topology_key(Pass pass, const Variant& v) const {
+    const auto& g = geometry_;
+    const bool depthwise = g.groups > 1 && g.groups == g.input.channels;
+    return fmt::format("{} k{} s{} p{} {} {}: fuse_bias {} fuse_relu {} float_output {}",
+                       pass_name(pass), g.kernel, g.stride, g.padding,
+                       depthwise ? std::string("depthwise") : fmt::format("g{}", g.groups),
+                       precision_name(context_.precision), int(v.fuse_bias), int(v.fuse_relu),
+                       int(v.float_output));
+  }
+
   std::string shape_key(Pass pass, int batch) const {
     const auto& g = geometry_;
     // Where the pass writes a bf16 image, only its bf16-writing variants are candidates.
@@ -602,9 +630,15 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
     const auto timed = [&](const Variant& v) {
       const auto start = std::chrono::steady_clock::now();
       PassChoice choice;
-      if (auto graph = make_graph(pass, batch, v, why); graph != nullptr)
+      if (auto graph = make_graph(pass, batch, v, context_.kernel_cache, why); graph != nullptr)
         choice = fastest_engine(
             std::move(graph), pack_for(v), [&] { complete(v); }, why);
+      choice.dynamic_shape = context_.kernel_cache && choice.engine >= 0;
+      // A dynamic-shape graph may be offered no engine where a static one is: then the static.
+      if (choice.engine < 0 && context_.kernel_cache)
+        if (auto graph = make_graph(pass, batch, v, false, why); graph != nullptr)
+          choice = fastest_engine(
+              std::move(graph), pack_for(v), [&] { complete(v); }, why);
       choice.variant = v;
       context_.convolution_graphs->searched[fmt::format(
           "{}: fuse_bias {} fuse_relu {} float_output {} deterministic {}", key, int(v.fuse_bias),
@@ -614,12 +648,15 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
         std::fprintf(stderr,
                      "dlscale: cuDNN graph: %s: fuse_bias %d fuse_relu %d float_output %d "
                      "deterministic %d: %s %.4f ms (%d engines built, %d runtime-compiled, "
-                     "%.2f s)\n",
+                     "%.2f s%s)\n",
                      key.c_str(), int(v.fuse_bias), int(v.fuse_relu), int(v.float_output),
                      int(v.deterministic),
                      choice.engine < 0 ? "no engine" : choice.engine_name.c_str(),
                      double(choice.milliseconds), choice.engines_built, choice.runtime_compiled,
-                     seconds_since(start));
+                     seconds_since(start),
+                     !context_.kernel_cache ? ""
+                     : choice.dynamic_shape ? ", dynamic shape"
+                                            : ", static shape");
       return choice;
     };
     PassChoice best;

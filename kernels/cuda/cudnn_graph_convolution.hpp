@@ -5,6 +5,7 @@
 // found the frontend (DLSCALE_HAVE_CUDNN_FRONTEND).
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <string>
@@ -24,6 +25,10 @@ std::shared_ptr<ConvolutionGraphCache> make_convolution_graph_cache();
 // cost, and what DLSCALE_CUDNN_BUILD_THREADS must leave as one thread builds it).
 std::map<std::string, std::pair<int, int>> engines_built_per_search(
     const ConvolutionGraphCache& cache);
+
+// How many kernel caches (one per graph topology) the searches on this device made: none unless
+// DLSCALE_CUDNN_KERNEL_CACHE=yes.
+std::size_t kernel_caches_made(const ConvolutionGraphCache& cache);
 
 std::unique_ptr<ConvolutionKernel> make_cudnn_graph_convolution(
     const CudaContext& context, const ConvolutionGeometry& geometry);

@@ -19,6 +19,7 @@
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/cudnn_support.hpp"
 #include "kernels/cuda/element_values.cuh"
+#include "core/fast_divmod.hpp"
 
 namespace dlscale::kernels {
 
@@ -237,14 +238,30 @@ __global__ void elementwise_term_kernel(Term term, std::int64_t count) {
     (void)term(i, 0);
 }
 
+// The channel of flat index i of an NHWC tensor: by 64-bit integer division, or (batch norm
+// with DLSCALE_CUDA_FAST_DIVMOD=yes, tensors under 2^31 elements) by FastDivmod's multiply and
+// shift, the same value (fast_divmod.hpp).
+struct WideChannels {
+  int channels;
+  __device__ int of(std::int64_t i) const { return int(i % channels); }
+};
+struct FastChannels {
+  FastDivmod channels;
+  __device__ int of(std::int64_t i) const {
+    int c;
+    channels.divide(int(i), c);
+    return c;
+  }
+};
+
 // y = (x - mean) * scale / sqrt(var + epsilon) + shift, then max(y, 0) with the ReLU.
-template <typename T>
+template <typename T, typename Channels>
 __global__ void normalize_kernel(const T* x, const float* mean, const float* scaled_inverse,
-                                 const float* shift, bool relu, std::int64_t count, int channels,
-                                 T* y) {
+                                 const float* shift, bool relu, std::int64_t count,
+                                 Channels channels, T* y) {
   for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += std::int64_t(gridDim.x) * blockDim.x) {
-    const int c = int(i % channels);
+    const int c = channels.of(i);
     const float value = (load_float(x[i]) - mean[c]) * scaled_inverse[c] + shift[c];
     y[i] = store_float<T>(relu && !(value > 0.0f) ? 0.0f : value);
   }
@@ -252,14 +269,14 @@ __global__ void normalize_kernel(const T* x, const float* mean, const float* sca
 
 // dx = scale / sqrt(var + epsilon) * (g - mean(g) - x_hat * mean(g * x_hat)), with g the output
 // gradient through the ReLU: the batch-statistics gradient of Ioffe & Szegedy (2015).
-template <typename T>
+template <typename T, typename Channels>
 __global__ void input_gradient_kernel(const T* dy, const T* y, const T* x, const float* mean,
                                       const float* inverse_deviation, const float* scaled_inverse,
                                       const float* mean_gradient, const float* mean_gradient_x_hat,
-                                      std::int64_t count, int channels, T* dx) {
+                                      std::int64_t count, Channels channels, T* dx) {
   for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += std::int64_t(gridDim.x) * blockDim.x) {
-    const int c = int(i % channels);
+    const int c = channels.of(i);
     const float gradient = through_relu(dy, y, i);
     const float x_hat = (load_float(x[i]) - mean[c]) * inverse_deviation[c];
     dx[i] = store_float<T>(scaled_inverse[c] *
@@ -316,8 +333,10 @@ class NhwcBatchNorm final : public BatchNormKernel {
         CentredSquares<T>{x, mean()},
         StoreDeviation{scale, inverse_deviation(), scaled_inverse(), double(rows), double(epsilon)},
         rows, channels_, scratch, context_.stream);
-    normalize_kernel<<<elementwise_grid(count), elementwise_threads, 0, context_.stream>>>(
-        x, mean(), scaled_inverse(), shift, geometry_.relu, count, channels_, y);
+    with_channels(count, [&](auto channels) {
+      normalize_kernel<<<elementwise_grid(count), elementwise_threads, 0, context_.stream>>>(
+          x, mean(), scaled_inverse(), shift, geometry_.relu, count, channels, y);
+    });
     DLSCALE_CUDA_CHECK(cudaGetLastError());
   }
 
@@ -330,10 +349,22 @@ class NhwcBatchNorm final : public BatchNormKernel {
                                      mean_gradient(), mean_gradient_x_hat(), double(rows)},
              rows, channels_, plan_for(batch).data(), context_.stream);
     if (input_gradient == nullptr) return;
-    input_gradient_kernel<<<elementwise_grid(count), elementwise_threads, 0, context_.stream>>>(
-        output_gradient, relu_output, x, mean(), inverse_deviation(), scaled_inverse(),
-        mean_gradient(), mean_gradient_x_hat(), count, channels_, input_gradient);
+    with_channels(count, [&](auto channels) {
+      input_gradient_kernel<<<elementwise_grid(count), elementwise_threads, 0, context_.stream>>>(
+          output_gradient, relu_output, x, mean(), inverse_deviation(), scaled_inverse(),
+          mean_gradient(), mean_gradient_x_hat(), count, channels, input_gradient);
+    });
     DLSCALE_CUDA_CHECK(cudaGetLastError());
+  }
+
+  // Calls run(channels) with FastChannels where the setting asks for it and the tensor has fewer
+  // than 2^31 elements, else WideChannels.
+  template <typename Run>
+  void with_channels(std::int64_t count, Run&& run) const {
+    if (context_.fast_divmod && count < (std::int64_t(1) << 31))
+      run(FastChannels{FastDivmod(channels_)});
+    else
+      run(WideChannels{channels_});
   }
 
   std::int64_t rows_of(int batch) const {

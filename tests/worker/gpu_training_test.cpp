@@ -275,37 +275,41 @@ TEST(Bf16Images, ReplayedStepsEqualEagerOnesBitForBit) {
   }
 }
 
-// An LSTM stack in one cuDNN call (DLSCALE_CUDNN_LSTM_STACK=yes) trains as the CPU's layers do:
-// the stacked network's parameters lie in the layers' order (tests/workloads/lstm_stack_test.cpp),
-// so its three steps are held to the CPU's, which builds the layers apart, within the bounds of
-// GpuTrainsLikeTheCpu; and its replayed steps (a multi-layer cuDNN RNN captured in a CUDA graph)
-// equal its eager ones bit for bit.
+// An LSTM stack in one cuDNN call (the default) and a cuDNN call per layer
+// (DLSCALE_CUDNN_LSTM_STACK=no) each train as the CPU's layers do: the stacked network's
+// parameters lie in the layers' order (tests/workloads/lstm_stack_test.cpp), so its three steps
+// are held to the CPU's, which builds the layers apart, within the bounds of GpuTrainsLikeTheCpu;
+// and the replayed steps (a multi-layer cuDNN RNN, or one per layer, captured in a CUDA graph)
+// equal the eager ones bit for bit.
 TEST(LstmStack, TrainsAsTheCpusLayersAndReplaysItsEagerSteps) {
-  const testing::ScopedSetting stack("DLSCALE_CUDNN_LSTM_STACK", "yes");
   const std::string model = "lstm:12,32,2,100";
   constexpr int batch = 4;
-  kernels::CudaDevice gpu(0, kernels::Precision::fp32);
-  ASSERT_TRUE(gpu.runs_lstm_stacks());
   const auto batches = testing::three_step_batches(model, batch);
-  const testing::ThreeSteps replayed = testing::train_three_steps(gpu, model, batch, batches);
-  const testing::ThreeSteps eager = testing::train_three_steps(gpu, model, batch, batches, false);
-  EXPECT_EQ(replayed.loss, eager.loss);
-  const testing::ParameterDifference replay_difference =
-      testing::largest_parameter_difference(eager.parameters, replayed.parameters);
-  EXPECT_EQ(replay_difference.largest, 0.0) << "parameter " << replay_difference.index;
-
   kernels::CpuDevice cpu(1);
   const testing::ThreeSteps on_cpu = testing::train_three_steps(cpu, model, batch, batches);
-  ASSERT_EQ(on_cpu.parameters.size(), replayed.parameters.size());
-  const testing::ParameterDifference difference =
-      testing::largest_parameter_difference(on_cpu.parameters, replayed.parameters);
-  EXPECT_LT(difference.largest, 2e-4)
-      << "parameter " << difference.index << " is " << on_cpu.parameters[difference.index]
-      << " on the CPU and " << replayed.parameters[difference.index] << " on the GPU";
-  EXPECT_GT(testing::largest_parameter_update(model, on_cpu.parameters), 20 * difference.largest);
-  for (int step = 0; step < testing::three_steps; ++step)
-    EXPECT_NEAR(replayed.loss[step], on_cpu.loss[step], 1e-3 * (1 + on_cpu.loss[step]))
-        << "loss of step " << step;
+  for (const char* stack : {"yes", "no"}) {
+    SCOPED_TRACE(std::string("DLSCALE_CUDNN_LSTM_STACK=") + stack);
+    const testing::ScopedSetting setting("DLSCALE_CUDNN_LSTM_STACK", stack);
+    kernels::CudaDevice gpu(0, kernels::Precision::fp32);
+    ASSERT_EQ(gpu.runs_lstm_stacks(), std::string(stack) == "yes");
+    const testing::ThreeSteps replayed = testing::train_three_steps(gpu, model, batch, batches);
+    const testing::ThreeSteps eager = testing::train_three_steps(gpu, model, batch, batches, false);
+    EXPECT_EQ(replayed.loss, eager.loss);
+    const testing::ParameterDifference replay_difference =
+        testing::largest_parameter_difference(eager.parameters, replayed.parameters);
+    EXPECT_EQ(replay_difference.largest, 0.0) << "parameter " << replay_difference.index;
+
+    ASSERT_EQ(on_cpu.parameters.size(), replayed.parameters.size());
+    const testing::ParameterDifference difference =
+        testing::largest_parameter_difference(on_cpu.parameters, replayed.parameters);
+    EXPECT_LT(difference.largest, 2e-4)
+        << "parameter " << difference.index << " is " << on_cpu.parameters[difference.index]
+        << " on the CPU and " << replayed.parameters[difference.index] << " on the GPU";
+    EXPECT_GT(testing::largest_parameter_update(model, on_cpu.parameters), 20 * difference.largest);
+    for (int step = 0; step < testing::three_steps; ++step)
+      EXPECT_NEAR(replayed.loss[step], on_cpu.loss[step], 1e-3 * (1 + on_cpu.loss[step]))
+          << "loss of step " << step;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(ImageWorkloads, Bf16ImagesStayWithinBf16Rounding,

@@ -552,27 +552,28 @@ TEST(CudaMathLinearForward, BiasEpilogueMatchesTheGemmAndBiasKernel) {
   }
 }
 
-// DLSCALE_CUDA_GEMM_BIAS_EPILOGUE takes no (the default) or yes, is recorded as the device
-// property gemm_bias_epilogue and in changed_settings where yes, and refuses anything else in
+// DLSCALE_CUDA_GEMM_BIAS_EPILOGUE takes yes (the default) or no, is recorded as the device
+// property gemm_bias_epilogue and in changed_settings where no, and refuses anything else in
 // one line before the device is made.
-TEST(CudaMathSettings, GemmBiasEpilogueIsNoOrYes) {
+TEST(CudaMathSettings, GemmBiasEpilogueIsYesOrNo) {
   const dlscale::testing::ScopedSetting default_workspace("DLSCALE_CUDNN_WORKSPACE_MIB", nullptr);
   const dlscale::testing::ScopedSetting default_loads("DLSCALE_CUDA_BATCHED_LOADS", nullptr);
   const dlscale::testing::ScopedSetting default_gradient("DLSCALE_CUDA_LAYER_NORM_GRADIENT",
                                                          nullptr);
-  for (const char* no : {static_cast<const char*>(nullptr), "no"}) {
-    const dlscale::testing::ScopedSetting setting("DLSCALE_CUDA_GEMM_BIAS_EPILOGUE", no);
+  const dlscale::testing::ScopedSetting default_stack("DLSCALE_CUDNN_LSTM_STACK", nullptr);
+  for (const char* yes : {static_cast<const char*>(nullptr), "yes"}) {
+    const dlscale::testing::ScopedSetting setting("DLSCALE_CUDA_GEMM_BIAS_EPILOGUE", yes);
     const CudaDevice device(0, Precision::fp32);
-    EXPECT_EQ(device.context().bias_gemm, nullptr) << (no ? no : "unset");
-    EXPECT_EQ(device_property(device, "gemm_bias_epilogue"), "no") << (no ? no : "unset");
-    EXPECT_EQ(device_property(device, "changed_settings"), "absent") << (no ? no : "unset");
+    EXPECT_NE(device.context().bias_gemm, nullptr) << (yes ? yes : "unset");
+    EXPECT_EQ(device_property(device, "gemm_bias_epilogue"), "yes") << (yes ? yes : "unset");
+    EXPECT_EQ(device_property(device, "changed_settings"), "absent") << (yes ? yes : "unset");
   }
   {
-    const dlscale::testing::ScopedSetting yes("DLSCALE_CUDA_GEMM_BIAS_EPILOGUE", "yes");
+    const dlscale::testing::ScopedSetting no("DLSCALE_CUDA_GEMM_BIAS_EPILOGUE", "no");
     const CudaDevice device(0, Precision::fp32);
-    EXPECT_NE(device.context().bias_gemm, nullptr);
-    EXPECT_EQ(device_property(device, "gemm_bias_epilogue"), "yes");
-    EXPECT_EQ(device_property(device, "changed_settings"), "gemm_bias_epilogue yes");
+    EXPECT_EQ(device.context().bias_gemm, nullptr);
+    EXPECT_EQ(device_property(device, "gemm_bias_epilogue"), "no");
+    EXPECT_EQ(device_property(device, "changed_settings"), "gemm_bias_epilogue no");
   }
   const dlscale::testing::ScopedSetting bad("DLSCALE_CUDA_GEMM_BIAS_EPILOGUE", "on");
   try {
@@ -585,31 +586,31 @@ TEST(CudaMathSettings, GemmBiasEpilogueIsNoOrYes) {
   }
 }
 
-// DLSCALE_CUDNN_LSTM_STACK takes no (the default) or yes, is recorded as the device property
-// lstm_stack and in changed_settings where yes, and refuses anything else in one line before
-// the device is made; without it the device makes no kernel for a stack.
-TEST(CudaMathSettings, LstmStackIsNoOrYes) {
+// DLSCALE_CUDNN_LSTM_STACK takes yes (the default) or no, is recorded as the device property
+// lstm_stack and in changed_settings where no, and refuses anything else in one line before the
+// device is made; with no the device makes no kernel for a stack.
+TEST(CudaMathSettings, LstmStackIsYesOrNo) {
   const dlscale::testing::ScopedSetting default_workspace("DLSCALE_CUDNN_WORKSPACE_MIB", nullptr);
   const dlscale::testing::ScopedSetting default_loads("DLSCALE_CUDA_BATCHED_LOADS", nullptr);
   const dlscale::testing::ScopedSetting default_gradient("DLSCALE_CUDA_LAYER_NORM_GRADIENT",
                                                          nullptr);
   const dlscale::testing::ScopedSetting default_epilogue("DLSCALE_CUDA_GEMM_BIAS_EPILOGUE",
                                                          nullptr);
-  for (const char* no : {static_cast<const char*>(nullptr), "no"}) {
-    const dlscale::testing::ScopedSetting setting("DLSCALE_CUDNN_LSTM_STACK", no);
+  for (const char* yes : {static_cast<const char*>(nullptr), "yes"}) {
+    const dlscale::testing::ScopedSetting setting("DLSCALE_CUDNN_LSTM_STACK", yes);
     CudaDevice device(0, Precision::fp32);
-    EXPECT_FALSE(device.runs_lstm_stacks()) << (no ? no : "unset");
-    EXPECT_EQ(device_property(device, "lstm_stack"), "no") << (no ? no : "unset");
-    EXPECT_EQ(device_property(device, "changed_settings"), "absent") << (no ? no : "unset");
-    EXPECT_THROW(device.make_lstm({4, 8, 8, 2}), std::logic_error) << (no ? no : "unset");
+    EXPECT_TRUE(device.runs_lstm_stacks()) << (yes ? yes : "unset");
+    EXPECT_EQ(device_property(device, "lstm_stack"), "yes") << (yes ? yes : "unset");
+    EXPECT_EQ(device_property(device, "changed_settings"), "absent") << (yes ? yes : "unset");
+    EXPECT_NE(device.make_lstm({4, 8, 8, 2}), nullptr) << (yes ? yes : "unset");
   }
   {
-    const dlscale::testing::ScopedSetting yes("DLSCALE_CUDNN_LSTM_STACK", "yes");
+    const dlscale::testing::ScopedSetting no("DLSCALE_CUDNN_LSTM_STACK", "no");
     CudaDevice device(0, Precision::fp32);
-    EXPECT_TRUE(device.runs_lstm_stacks());
-    EXPECT_EQ(device_property(device, "lstm_stack"), "yes");
-    EXPECT_EQ(device_property(device, "changed_settings"), "lstm_stack yes");
-    EXPECT_NE(device.make_lstm({4, 8, 8, 2}), nullptr);
+    EXPECT_FALSE(device.runs_lstm_stacks());
+    EXPECT_EQ(device_property(device, "lstm_stack"), "no");
+    EXPECT_EQ(device_property(device, "changed_settings"), "lstm_stack no");
+    EXPECT_THROW(device.make_lstm({4, 8, 8, 2}), std::logic_error);
   }
   const dlscale::testing::ScopedSetting bad("DLSCALE_CUDNN_LSTM_STACK", "2");
   try {

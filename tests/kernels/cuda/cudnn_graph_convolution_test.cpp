@@ -534,6 +534,101 @@ INSTANTIATE_TEST_SUITE_P(GraphPath, GraphPathBatchNorm, ::testing::ValuesIn(batc
                            return std::string(test.param.name);
                          });
 
+std::string device_property(const CudaDevice& device, const char* name);  // below
+
+// DLSCALE_CUDA_FAST_DIVMOD=yes: the NHWC pooling and batch norm kernels split their indices by
+// FastDivmod (fast_divmod.hpp) instead of integer division. The values are the same, so every
+// output and gradient of every pooling and batch norm case above equals the default's bit for
+// bit, on float and on bf16 images. Off by default; listed in changed_settings where on;
+// anything but no or yes one line.
+TEST(GraphPath, FastDivmodPoolingAndBatchNormEqualTheDefaultBitForBit) {
+  ASSERT_NO_FATAL_FAILURE(require_gpu());
+  constexpr int batch = 3;
+  // Each kernel's outputs and gradients, in the cases' order, as the host reads them.
+  const auto run_every_case = [&](const char* fast, bool bf16) {
+    const dlscale::testing::ScopedSetting setting("DLSCALE_CUDA_FAST_DIVMOD", fast);
+    CudaDevice device = graph_device(bf16 ? Precision::bf16 : Precision::fp32, bf16);
+    EXPECT_EQ(device.context().fast_divmod, std::string(fast) == "yes");
+    std::vector<std::pair<std::string, std::vector<double>>> results;
+    for (const PoolingCase& c : pooling_cases) {
+      const PoolingGeometry& g = c.geometry;
+      const std::unique_ptr<PoolingKernel> kernel = device.make_pooling(g);
+      const std::size_t in = batch * g.input.size(), out = batch * g.output().size();
+      DeviceArray<float> x(device, in), dy(device, out), y(device, out), dx(device, in);
+      x.copy_from_host(
+          to_device_layout(random_doubles(in, 5), g.input_layout, batch, g.input, bf16));
+      dy.copy_from_host(
+          to_device_layout(random_doubles(out, 6), g.output_layout, batch, g.output(), bf16));
+      kernel->forward(batch, x.data(), y.data());
+      kernel->backward(batch, dy.data(), dx.data());
+      results.push_back(
+          {std::string(c.name) + " output",
+           from_device_layout(y.to_host(), g.output_layout, batch, g.output(), bf16)});
+      results.push_back({std::string(c.name) + " input gradient",
+                         from_device_layout(dx.to_host(), g.input_layout, batch, g.input, bf16)});
+    }
+    for (const BatchNormCase& c : batch_norm_cases) {
+      const std::unique_ptr<BatchNormKernel> kernel =
+          device.make_batch_norm({c.shape, native, c.relu});
+      const std::size_t count = std::size_t(c.batch) * c.shape.size();
+      const int channels = c.shape.channels;
+      DeviceArray<float> x(device, count), dy(device, count), y(device, count), dx(device, count),
+          scale(device, channels), shift(device, channels), dscale(device, channels),
+          dshift(device, channels);
+      x.copy_from_host(to_device_layout(random_doubles(count, 7), native, c.batch, c.shape, bf16));
+      dy.copy_from_host(
+          to_device_layout(random_doubles(count, 10), native, c.batch, c.shape, bf16));
+      scale.copy_from_host(as_floats(random_doubles(channels, 8)));
+      shift.copy_from_host(as_floats(random_doubles(channels, 9)));
+      kernel->forward(c.batch, x.data(), scale.data(), shift.data(), y.data());
+      kernel->backward(c.batch, x.data(), scale.data(), shift.data(), dy.data(), dx.data(),
+                       dscale.data(), dshift.data());
+      const auto host = [](const DeviceArray<float>& array) {
+        const std::vector<float> values = array.to_host();
+        return std::vector<double>(values.begin(), values.end());
+      };
+      results.push_back({std::string(c.name) + " output",
+                         from_device_layout(y.to_host(), native, c.batch, c.shape, bf16)});
+      results.push_back({std::string(c.name) + " input gradient",
+                         from_device_layout(dx.to_host(), native, c.batch, c.shape, bf16)});
+      results.push_back({std::string(c.name) + " scale gradient", host(dscale)});
+      results.push_back({std::string(c.name) + " shift gradient", host(dshift)});
+    }
+    return results;
+  };
+  for (const bool bf16 : {false, true}) {
+    SCOPED_TRACE(bf16 ? "bf16 images" : "float images");
+    const auto wide = run_every_case("no", bf16);
+    const auto fast = run_every_case("yes", bf16);
+    ASSERT_EQ(fast.size(), wide.size());
+    for (std::size_t k = 0; k < wide.size(); ++k) {
+      const auto& [name, expected] = wide[k];
+      const std::vector<double>& actual = fast[k].second;
+      ASSERT_EQ(actual.size(), expected.size()) << name;
+      const auto differs = std::mismatch(expected.begin(), expected.end(), actual.begin());
+      EXPECT_TRUE(differs.first == expected.end())
+          << name << ": index " << (differs.first - expected.begin()) << " is "
+          << std::setprecision(9) << *differs.second << " where the default gives "
+          << *differs.first;
+    }
+  }
+  {
+    const dlscale::testing::ScopedSetting yes("DLSCALE_CUDA_FAST_DIVMOD", "yes");
+    const CudaDevice device(0, Precision::bf16, CudnnApi::graph);
+    EXPECT_NE(device_property(device, "changed_settings").find("fast_divmod yes"),
+              std::string::npos)
+        << device_property(device, "changed_settings");
+  }
+  const dlscale::testing::ScopedSetting bad("DLSCALE_CUDA_FAST_DIVMOD", "fast");
+  try {
+    const CudaDevice refused(0, Precision::bf16, CudnnApi::graph);
+    ADD_FAILURE() << "DLSCALE_CUDA_FAST_DIVMOD=fast was accepted";
+  } catch (const UserError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "DLSCALE_CUDA_FAST_DIVMOD: unknown fast divmod 'fast' (available: no, yes)");
+  }
+}
+
 // ------------------------------------------------------------------------------------------------
 // The layout conversions every graph convolution leans on
 
@@ -817,6 +912,65 @@ TEST(GraphPath, BuildThreadsAreOneByDefaultAndABadValueIsOneLine) {
                 0u)
           << error.what();
     }
+  }
+}
+
+// DLSCALE_CUDNN_KERNEL_CACHE=yes: dynamic-shape graphs sharing one kernel cache per topology.
+// Seven cases (plain, fused, grouped, depthwise), in every precision (bf16 on bf16 images, as by
+// default), still match the reference. The depthwise cases (two at stride 1, as mobilenet-v2's,
+// one of them on another shape, and one at stride 2) share their backward passes' topologies,
+// so the searches make fewer caches than they state graphs: some cache served two shapes. Off
+// by default (absent from changed_settings); on, listed in changed_settings on the graph path;
+// anything but no or yes one line.
+TEST(GraphPath, KernelCacheServesShapesOfOneTopologyAndMatchesTheReference) {
+  ASSERT_NO_FATAL_FAILURE(require_gpu());
+  const dlscale::testing::ScopedSetting images("DLSCALE_CUDA_IMAGE_ACTIVATIONS", "bf16");
+  const dlscale::testing::ScopedSetting one_thread("DLSCALE_CUDNN_BUILD_THREADS", nullptr);
+  {
+    const dlscale::testing::ScopedSetting unset("DLSCALE_CUDNN_KERNEL_CACHE", nullptr);
+    const CudaDevice device(0, Precision::bf16, CudnnApi::graph);
+    EXPECT_FALSE(device.context().kernel_cache);
+    EXPECT_EQ(device_property(device, "changed_settings").find("cudnn_kernel_cache"),
+              std::string::npos);
+  }
+  const ConvolutionCase wider_depthwise{"depthwise_native_wider",
+                                        {{48, 5, 5}, 48, 3, 1, 1, 48, false, native, native}};
+  for (const Precision precision : {Precision::fp32, Precision::tf32, Precision::bf16}) {
+    SCOPED_TRACE(precision_name(precision));
+    const dlscale::testing::ScopedSetting cache("DLSCALE_CUDNN_KERNEL_CACHE", "yes");
+    CudaDevice device(0, precision, CudnnApi::graph);
+    ASSERT_TRUE(device.context().kernel_cache);
+    EXPECT_NE(device_property(device, "changed_settings").find("cudnn_kernel_cache yes"),
+              std::string::npos)
+        << device_property(device, "changed_settings");
+    std::vector<ConvolutionCase> cases;
+    for (const ConvolutionCase& c : convolution_cases)
+      for (const char* name : {"same_3x3", "relu_native_with_bias", "grouped_native", "depthwise",
+                               "depthwise_native", "depthwise_stride_2_native"})
+        if (std::string(c.name) == name) cases.push_back(c);
+    ASSERT_EQ(cases.size(), 6u);
+    cases.push_back(wider_depthwise);
+    for (const ConvolutionCase& c : cases) {
+      SCOPED_TRACE(c.name);
+      GraphConvolutionRun run(device, c.geometry, c.batch);
+      run.run();
+      for (const Comparison& comparison : run.against_reference())
+        expect_within(comparison, precision, fp32_tolerance);
+    }
+    // Each graph the searches stated (one per shape and variant) took its topology's cache, made
+    // at the first: fewer caches than graphs means some cache served two.
+    const ConvolutionGraphCache& graphs = *device.context().convolution_graphs;
+    const std::size_t graphs_stated = engines_built_per_search(graphs).size();
+    EXPECT_GT(kernel_caches_made(graphs), 0u);
+    EXPECT_LT(kernel_caches_made(graphs), graphs_stated);
+  }
+  const dlscale::testing::ScopedSetting bad("DLSCALE_CUDNN_KERNEL_CACHE", "on");
+  try {
+    const CudaDevice refused(0, Precision::bf16, CudnnApi::graph);
+    ADD_FAILURE() << "DLSCALE_CUDNN_KERNEL_CACHE=on was accepted";
+  } catch (const UserError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "DLSCALE_CUDNN_KERNEL_CACHE: unknown kernel cache 'on' (available: no, yes)");
   }
 }
 

@@ -556,7 +556,7 @@ TEST_P(Bf16LstmAgainstCpu, StaysWithinOnePercentOfFloat) {
 INSTANTIATE_TEST_SUITE_P(CudnnKernels, Bf16LstmAgainstCpu, ::testing::ValuesIn(lstm_cases),
                          case_name<LstmCase>);
 
-// A stack of LSTM layers in one cuDNN call (DLSCALE_CUDNN_LSTM_STACK=yes) against the same layers
+// A stack of LSTM layers in one cuDNN call (the default; set here) against the same layers
 // run one after another on the CPU's oneDNN (ComposedLstmStack): in float as close as one layer
 // is, for each layer (each adds its own rounding); under bf16 within 1% relative L2 of the CPU's
 // float and not equal to it. The first layer reads another width than the hidden state.
