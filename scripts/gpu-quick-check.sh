@@ -316,7 +316,8 @@ search_runs() {
 DLSCALE_CUDNN_GRAPH_VERBOSE=1" "$model" "$batch" bf16 2>"$err" || status=1
       echo "== wall $((SECONDS - began)) s, search $(awk '/ search took / {
           for (i = 1; i < NF; ++i) if ($i == "took") s += $(i + 1) }
-        END { printf "%.2f s", s }' "$err")"
+        END { printf "%.2f s", s }' "$err"), $(grep -c ', dynamic shape)' "$err") of \
+$(grep -c 'engines built' "$err") graphs dynamic"
     done
   done
   return $status
@@ -350,9 +351,9 @@ stage training 90 180 ctest_one gpu_training_agrees_with_the_cpu
 # the stacked network's tests; on cuDNN alone, one call per layer (dlscale's way) against one
 # call for the stack (PyTorch's), batch-major against sequence-major, in every precision; then
 # the model's steps with DLSCALE_CUDNN_LSTM_STACK=no, with yes, and with yes and the bias
-# epilogue (DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=yes, the two changes lstm-64's miss is laid to, as
-# they would become defaults together), bf16 and tf32 first, and PyTorch's after them. For
-# QUICK_STACK_CASES (default lstm-64 at batch 1024, the case that misses; lstm-32:32:128 adds
+# epilogue (DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=yes, the two changes lstm-64's miss was laid to; both
+# the defaults since this stage measured them), bf16 and tf32 first, and PyTorch's after them. For
+# QUICK_STACK_CASES (default lstm-64 at batch 1024, the case that missed; lstm-32:32:128 adds
 # lstm-32), the first case first: where the budget cuts the stage, the later ones are lost.
 lstm_stack_runs() {
   local status=0 case model steps batch precision settings stack epilogue

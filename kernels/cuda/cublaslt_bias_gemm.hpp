@@ -1,8 +1,8 @@
 // A dense layer's forward, y = x W^T + b, in one cuBLASLt matmul whose epilogue adds the bias
 // (CUBLASLT_EPILOGUE_BIAS), as PyTorch's addmm runs on CUDA, where a GEMM and then add_row_bias
 // write y and read and write it again: for lstm-64's 10,000-word head at batch 1024, 655 million
-// logits, 5.2 GB of traffic a step in the bias pass alone. DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=yes
-// (cuda_context.hpp).
+// logits, 5.2 GB of traffic a step in the bias pass alone. The default; off with
+// DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=no (cuda_context.hpp).
 #pragma once
 
 #include <cublasLt.h>

@@ -88,7 +88,7 @@ class CudaDevice final : public Device {
   std::unique_ptr<Bf16Staging> bf16_staging_;  // allocates nothing until a bf16 kernel runs
   std::shared_ptr<ConvolutionGraphCache> convolution_graphs_;    // on the graph path only
   std::unique_ptr<ConvolutionWorkspace> convolution_workspace_;  // empty until a convolution runs
-  std::unique_ptr<BiasGemm> bias_gemm_;  // DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=yes only
+  std::unique_ptr<BiasGemm> bias_gemm_;  // null with DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=no
   bool capturing_ = false;
   std::unique_ptr<MathOps<float>> math_float_;
   std::unique_ptr<MathOps<double>> math_double_;

@@ -811,9 +811,10 @@ class CudaMath final : public MathOps<T> {
     }
   }
 
-  // With DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=yes, one cuBLASLt matmul that adds the bias in its
-  // epilogue (on bf16 copies of x and W under bf16, as gemm_bf16 reads them); else, and for a
-  // shape or alignment cuBLASLt offers nothing for, the GEMM and then add_row_bias.
+  // With the bias epilogue (the default; off with DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=no), one
+  // cuBLASLt matmul that adds the bias in its epilogue (on bf16 copies of x and W under bf16, as
+  // gemm_bf16 reads them); else, and for a shape or alignment cuBLASLt offers nothing for, the
+  // GEMM and then add_row_bias.
   void linear_forward(int rows, int inputs, int outputs, const T* x, const T* weights,
                       const T* bias, T* y) override {
     if constexpr (std::is_same_v<T, float>) {

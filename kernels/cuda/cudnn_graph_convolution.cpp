@@ -121,8 +121,10 @@ class ConvolutionGraphCache {
   // of them were runtime-compiled (engines_built_per_search).
   std::map<std::string, std::pair<int, int>> searched;
   // With DLSCALE_CUDNN_KERNEL_CACHE=yes, one cuDNN kernel cache per graph topology
-  // (topology_key), shared by every shape of it.
+  // (topology_key), shared by every shape of it; and per topology, how many graphs of it the
+  // searches ran as dynamic-shape graphs (kernel_cache_use).
   std::map<std::string, std::shared_ptr<fe::KernelCache>> kernel_caches;
+  std::map<std::string, int> dynamic_graphs;
 };
 
 std::shared_ptr<ConvolutionGraphCache> make_convolution_graph_cache() {
@@ -134,8 +136,8 @@ std::map<std::string, std::pair<int, int>> engines_built_per_search(
   return cache.searched;
 }
 
-std::size_t kernel_caches_made(const ConvolutionGraphCache& cache) {
-  return cache.kernel_caches.size();
+std::map<std::string, int> kernel_cache_use(const ConvolutionGraphCache& cache) {
+  return cache.dynamic_graphs;
 }
 
 namespace {
@@ -634,6 +636,8 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
         choice = fastest_engine(
             std::move(graph), pack_for(v), [&] { complete(v); }, why);
       choice.dynamic_shape = context_.kernel_cache && choice.engine >= 0;
+      if (choice.dynamic_shape)
+        ++context_.convolution_graphs->dynamic_graphs[topology_key(pass, v)];
       // A dynamic-shape graph may be offered no engine where a static one is: then the static.
       if (choice.engine < 0 && context_.kernel_cache)
         if (auto graph = make_graph(pass, batch, v, false, why); graph != nullptr)
@@ -709,7 +713,9 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
   std::vector<std::int64_t> build_candidates(fe::graph::Graph& graph, int& runtime_compiled,
                                              std::string& why) const {
     const std::int64_t count = graph.get_execution_plan_count();
-    const int threads = std::max(1, context_.engine_build_threads);
+    // With the kernel cache, one at a time: builders would fill one cache at once, which cuDNN
+    // does not document as safe.
+    const int threads = context_.kernel_cache ? 1 : std::max(1, context_.engine_build_threads);
     std::vector<std::int64_t> built;
     runtime_compiled = 0;
     std::int64_t next = 0;

@@ -5,7 +5,6 @@
 // found the frontend (DLSCALE_HAVE_CUDNN_FRONTEND).
 #pragma once
 
-#include <cstddef>
 #include <map>
 #include <memory>
 #include <string>
@@ -26,9 +25,10 @@ std::shared_ptr<ConvolutionGraphCache> make_convolution_graph_cache();
 std::map<std::string, std::pair<int, int>> engines_built_per_search(
     const ConvolutionGraphCache& cache);
 
-// How many kernel caches (one per graph topology) the searches on this device made: none unless
-// DLSCALE_CUDNN_KERNEL_CACHE=yes.
-std::size_t kernel_caches_made(const ConvolutionGraphCache& cache);
+// With DLSCALE_CUDNN_KERNEL_CACHE=yes: per graph topology (everything but the tensors' sizes), how
+// many graphs of it the searches on this device ran as dynamic-shape graphs sharing its kernel
+// cache. Empty without the setting, or where no dynamic-shape graph had an engine.
+std::map<std::string, int> kernel_cache_use(const ConvolutionGraphCache& cache);
 
 std::unique_ptr<ConvolutionKernel> make_cudnn_graph_convolution(
     const CudaContext& context, const ConvolutionGeometry& geometry);

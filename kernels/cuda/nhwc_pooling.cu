@@ -9,10 +9,10 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "core/fast_divmod.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/cudnn_support.hpp"
 #include "kernels/cuda/element_values.cuh"
-#include "core/fast_divmod.hpp"
 
 namespace dlscale::kernels {
 

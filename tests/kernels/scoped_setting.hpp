@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdlib>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace dlscale::testing {
 
@@ -30,6 +32,25 @@ class ScopedSetting {
  private:
   std::string name_;
   std::optional<std::string> saved_;
+};
+
+// Every GPU setting that a device's changed_settings reports (kernels/cuda/cuda_device.cpp)
+// unset for one scope: for tests that expect the defaults whatever their environment exports.
+// Settings a test then sets for itself go in scopes inside this one.
+class DefaultGpuSettings {
+ public:
+  DefaultGpuSettings() {
+    for (const char* name :
+         {"DLSCALE_CUDA_IMAGE_ACTIVATIONS", "DLSCALE_CUDNN_ATTENTION",
+          "DLSCALE_CUDA_LAYER_NORM_GRADIENT", "DLSCALE_CUDA_PADDED_BF16_ROWS",
+          "DLSCALE_CUDA_BATCHED_LOADS", "DLSCALE_CUDA_GEMM_BIAS_EPILOGUE",
+          "DLSCALE_CUDNN_LSTM_STACK", "DLSCALE_CUDNN_WORKSPACE_MIB", "DLSCALE_CUDNN_BUILD_THREADS",
+          "DLSCALE_CUDNN_KERNEL_CACHE", "DLSCALE_CUDA_FAST_DIVMOD"})
+      settings_.push_back(std::make_unique<ScopedSetting>(name, nullptr));
+  }
+
+ private:
+  std::vector<std::unique_ptr<ScopedSetting>> settings_;
 };
 
 }  // namespace dlscale::testing

@@ -556,11 +556,7 @@ TEST(CudaMathLinearForward, BiasEpilogueMatchesTheGemmAndBiasKernel) {
 // property gemm_bias_epilogue and in changed_settings where no, and refuses anything else in
 // one line before the device is made.
 TEST(CudaMathSettings, GemmBiasEpilogueIsYesOrNo) {
-  const dlscale::testing::ScopedSetting default_workspace("DLSCALE_CUDNN_WORKSPACE_MIB", nullptr);
-  const dlscale::testing::ScopedSetting default_loads("DLSCALE_CUDA_BATCHED_LOADS", nullptr);
-  const dlscale::testing::ScopedSetting default_gradient("DLSCALE_CUDA_LAYER_NORM_GRADIENT",
-                                                         nullptr);
-  const dlscale::testing::ScopedSetting default_stack("DLSCALE_CUDNN_LSTM_STACK", nullptr);
+  const dlscale::testing::DefaultGpuSettings defaults;
   for (const char* yes : {static_cast<const char*>(nullptr), "yes"}) {
     const dlscale::testing::ScopedSetting setting("DLSCALE_CUDA_GEMM_BIAS_EPILOGUE", yes);
     const CudaDevice device(0, Precision::fp32);
@@ -590,12 +586,7 @@ TEST(CudaMathSettings, GemmBiasEpilogueIsYesOrNo) {
 // lstm_stack and in changed_settings where no, and refuses anything else in one line before the
 // device is made; with no the device makes no kernel for a stack.
 TEST(CudaMathSettings, LstmStackIsYesOrNo) {
-  const dlscale::testing::ScopedSetting default_workspace("DLSCALE_CUDNN_WORKSPACE_MIB", nullptr);
-  const dlscale::testing::ScopedSetting default_loads("DLSCALE_CUDA_BATCHED_LOADS", nullptr);
-  const dlscale::testing::ScopedSetting default_gradient("DLSCALE_CUDA_LAYER_NORM_GRADIENT",
-                                                         nullptr);
-  const dlscale::testing::ScopedSetting default_epilogue("DLSCALE_CUDA_GEMM_BIAS_EPILOGUE",
-                                                         nullptr);
+  const dlscale::testing::DefaultGpuSettings defaults;
   for (const char* yes : {static_cast<const char*>(nullptr), "yes"}) {
     const dlscale::testing::ScopedSetting setting("DLSCALE_CUDNN_LSTM_STACK", yes);
     CudaDevice device(0, Precision::fp32);
@@ -1097,10 +1088,7 @@ std::unique_ptr<CudaDevice> fp32_device_with_loads(const char* batched_loads) {
 // batched_loads and in changed_settings where no, and refuses anything else in one line before
 // the device is made.
 TEST(CudaMathSettings, BatchedLoadsIsNoOrYes) {
-  const dlscale::testing::ScopedSetting default_workspace("DLSCALE_CUDNN_WORKSPACE_MIB", nullptr);
-  const dlscale::testing::ScopedSetting default_rows("DLSCALE_CUDA_PADDED_BF16_ROWS", nullptr);
-  const dlscale::testing::ScopedSetting default_gradient("DLSCALE_CUDA_LAYER_NORM_GRADIENT",
-                                                         nullptr);
+  const dlscale::testing::DefaultGpuSettings defaults;
   for (const char* yes : {static_cast<const char*>(nullptr), "yes"}) {
     const auto device = fp32_device_with_loads(yes);
     EXPECT_TRUE(device->context().batched_loads) << (yes ? yes : "unset");

@@ -231,11 +231,7 @@ TEST(CudnnAttention, CapturedStepReplaysTheEagerResults) {
 TEST(CudnnAttention, TheSettingChoosesAndRefusesPlainly) {
   ASSERT_NO_FATAL_FAILURE(require_gpu());
   // changed_settings below names the attention alone.
-  const dlscale::testing::ScopedSetting default_loads("DLSCALE_CUDA_BATCHED_LOADS", nullptr);
-  const dlscale::testing::ScopedSetting default_workspace("DLSCALE_CUDNN_WORKSPACE_MIB", nullptr);
-  const dlscale::testing::ScopedSetting default_rows("DLSCALE_CUDA_PADDED_BF16_ROWS", nullptr);
-  const dlscale::testing::ScopedSetting default_gradient("DLSCALE_CUDA_LAYER_NORM_GRADIENT",
-                                                         nullptr);
+  const dlscale::testing::DefaultGpuSettings defaults;
   EXPECT_NE(device_with(nullptr, Precision::bf16)->make_attention({64, 128, 2}), nullptr);
   EXPECT_EQ(device_with("gemm", Precision::bf16)->make_attention({64, 128, 2}), nullptr);
   EXPECT_EQ(device_with("sdpa", Precision::fp32)->make_attention({64, 128, 2}), nullptr);

@@ -794,10 +794,7 @@ TEST_F(CudnnKernels, WorkspaceLimitIsASettingEveryConvolutionKeeps) {
       if (name == "changed_settings") return value;
     return std::string("absent");
   };
-  const dlscale::testing::ScopedSetting default_loads("DLSCALE_CUDA_BATCHED_LOADS", nullptr);
-  const dlscale::testing::ScopedSetting default_rows("DLSCALE_CUDA_PADDED_BF16_ROWS", nullptr);
-  const dlscale::testing::ScopedSetting default_gradient("DLSCALE_CUDA_LAYER_NORM_GRADIENT",
-                                                         nullptr);
+  const dlscale::testing::DefaultGpuSettings defaults;
   {
     const dlscale::testing::ScopedSetting unset("DLSCALE_CUDNN_WORKSPACE_MIB", nullptr);
     const CudaDevice device(0, Precision::fp32, CudnnApi::legacy);
