@@ -236,19 +236,24 @@ run_with() {
 }
 export -f run_with
 
-# The convolutions' workspace limit at fp32 (legacy path) and tf32 (graph path, its default since
-# 2026-11-27), where vgg-16 and alexnet-r trailed PyTorch most (docs/gpu.md, "Workspace").
-workspace_runs() {
-  local case model batch precision mib status=0
-  for case in vgg-16:64 alexnet-r:1024; do
-    model=${case%:*} batch=${case#*:}
-    for precision in fp32 tf32; do
-      for mib in 512 4096; do
-        run_with "DLSCALE_CUDNN_WORKSPACE_MIB=$mib" "$model" "$batch" "$precision" || status=1
-      done
+# Each of CASES (MODEL:BATCH:PRECISION, in order) with NAME set to each of VALUES in turn.
+run_each() {  # NAME "VALUES" "CASES"
+  local name=$1 values=$2 cases=$3 case model batch precision value status=0
+  for case in $cases; do
+    IFS=: read -r model batch precision <<<"$case"
+    for value in $values; do
+      run_with "$name=$value" "$model" "$batch" "$precision" || status=1
     done
   done
   return $status
+}
+export -f run_each
+
+# The convolutions' workspace limit at fp32 (legacy path) and tf32 (graph path, its default since
+# 2026-11-27), where vgg-16 and alexnet-r trailed PyTorch most (docs/gpu.md, "Workspace").
+workspace_runs() {
+  run_each DLSCALE_CUDNN_WORKSPACE_MIB "512 4096" \
+    "vgg-16:64:fp32 vgg-16:64:tf32 alexnet-r:1024:fp32 alexnet-r:1024:tf32"
 }
 export -f workspace_runs
 stage workspace 150 300 workspace_runs
@@ -331,14 +336,10 @@ grep -E '^== |^step ' "$keep/search.log" 2>/dev/null | tee -a "$log"
 # pool or normalize most, alexnet-r (tf32, where it trails its goal) and resnet-50 and
 # mobilenet-v2 (bf16), without and with it.
 divmod_runs() {
-  local status=0 case model batch precision fast
+  local status=0
   "$build_dir/tests/dlscale_gpu_graph_tests" --gtest_filter='*FastDivmod*' || status=1
-  for case in alexnet-r:1024:tf32 resnet-50:64:bf16 mobilenet-v2:64:bf16; do
-    IFS=: read -r model batch precision <<<"$case"
-    for fast in no yes; do
-      run_with "DLSCALE_CUDA_FAST_DIVMOD=$fast" "$model" "$batch" "$precision" || status=1
-    done
-  done
+  run_each DLSCALE_CUDA_FAST_DIVMOD "no yes" \
+    "alexnet-r:1024:tf32 resnet-50:64:bf16 mobilenet-v2:64:bf16" || status=1
   return $status
 }
 export -f divmod_runs
@@ -415,15 +416,10 @@ grep -E '^== |^step |^phase \(' "$keep/lstm.log" 2>/dev/null | tee -a "$log"
 # A dense layer's bias in cuBLASLt's GEMM epilogue (docs/gpu.md, "The bias in the GEMM"): the
 # largest bias pass is lstm-64's 10,000-word head, 655 million logits at batch 1024.
 epilogue_runs() {
-  local status=0 run model batch precision epilogue
+  local status=0
   "$build_dir/tests/dlscale_gpu_kernel_tests" --gtest_filter='*BiasEpilogue*' || status=1
-  for run in "lstm-64 1024 bf16" "lstm-64 1024 fp32" "lstm-64 1024 tf32" "gpt2-small 8 bf16"; do
-    read -r model batch precision <<<"$run"
-    for epilogue in no yes; do
-      run_with "DLSCALE_CUDA_GEMM_BIAS_EPILOGUE=$epilogue" "$model" "$batch" "$precision" ||
-        status=1
-    done
-  done
+  run_each DLSCALE_CUDA_GEMM_BIAS_EPILOGUE "no yes" \
+    "lstm-64:1024:bf16 lstm-64:1024:fp32 lstm-64:1024:tf32 gpt2-small:8:bf16" || status=1
   return $status
 }
 export -f epilogue_runs
