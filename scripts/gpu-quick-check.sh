@@ -250,14 +250,16 @@ run_each() {  # NAME "VALUES" "CASES"
 export -f run_each
 
 # The convolutions' workspace limit at fp32 (legacy path) and tf32 (graph path, its default since
-# 2026-11-27), where vgg-16 and alexnet-r trailed PyTorch most (docs/gpu.md, "Workspace").
+# 2026-11-27), where vgg-16 and alexnet-r trailed PyTorch most (docs/gpu.md, "Workspace"; at fp32
+# PyTorch's vgg-16 ran as fast as Winograd convolutions would, whose workspace passes 512 MiB:
+# docs/performance.md), with each run's memory line (what a larger workspace costs).
 workspace_runs() {
   run_each DLSCALE_CUDNN_WORKSPACE_MIB "512 4096" \
     "vgg-16:64:fp32 vgg-16:64:tf32 alexnet-r:1024:fp32 alexnet-r:1024:tf32"
 }
 export -f workspace_runs
 stage workspace 150 300 workspace_runs
-grep -E '^== |^step ' "$keep/workspace.log" 2>/dev/null | tee -a "$log"
+grep -E '^== |^step |^memory ' "$keep/workspace.log" 2>/dev/null | tee -a "$log"
 
 # bf16 images between layers (DLSCALE_CUDA_IMAGE_ACTIVATIONS=bf16, the default since an H200 ran
 # this stage on 2026-11-27): the setting's test, the three networks' gradients and steps against
