@@ -249,6 +249,16 @@ run_each() {  # NAME "VALUES" "CASES"
 }
 export -f run_each
 
+# A setting's stage: the tests of TESTS (a test program in the build's tests/) that FILTER picks,
+# then run_each NAME "VALUES" "CASES".
+tests_then_each() {  # TESTS FILTER NAME "VALUES" "CASES"
+  local status=0
+  "$build_dir/tests/$1" --gtest_filter="$2" || status=1
+  run_each "$3" "$4" "$5" || status=1
+  return $status
+}
+export -f tests_then_each
+
 # The convolutions' workspace limit at fp32 (legacy path) and tf32 (graph path, its default since
 # 2026-11-27), where vgg-16 and alexnet-r trailed PyTorch most (docs/gpu.md, "Workspace"; at fp32
 # PyTorch's vgg-16 ran as fast as Winograd convolutions would, whose workspace passes 512 MiB:
@@ -334,15 +344,12 @@ stage search 110 200 search_runs
 grep -E '^== |^step ' "$keep/search.log" 2>/dev/null | tee -a "$log"
 
 # FastDivmod's indexing in the NHWC pooling and batch norm kernels (DLSCALE_CUDA_FAST_DIVMOD,
-# docs/gpu.md "Pooling and batch norm"): its bit-for-bit test, then the image models whose steps
+# docs/gpu.md "NHWC"): its bit-for-bit test, then the image models whose steps
 # pool or normalize most, alexnet-r (tf32, where it trails its goal) and resnet-50 and
 # mobilenet-v2 (bf16), without and with it.
 divmod_runs() {
-  local status=0
-  "$build_dir/tests/dlscale_gpu_graph_tests" --gtest_filter='*FastDivmod*' || status=1
-  run_each DLSCALE_CUDA_FAST_DIVMOD "no yes" \
-    "alexnet-r:1024:tf32 resnet-50:64:bf16 mobilenet-v2:64:bf16" || status=1
-  return $status
+  tests_then_each dlscale_gpu_graph_tests '*FastDivmod*' DLSCALE_CUDA_FAST_DIVMOD "no yes" \
+    "alexnet-r:1024:tf32 resnet-50:64:bf16 mobilenet-v2:64:bf16"
 }
 export -f divmod_runs
 stage divmod 90 180 divmod_runs
@@ -418,11 +425,8 @@ grep -E '^== |^step |^phase \(' "$keep/lstm.log" 2>/dev/null | tee -a "$log"
 # A dense layer's bias in cuBLASLt's GEMM epilogue (docs/gpu.md, "The bias in the GEMM"): the
 # largest bias pass is lstm-64's 10,000-word head, 655 million logits at batch 1024.
 epilogue_runs() {
-  local status=0
-  "$build_dir/tests/dlscale_gpu_kernel_tests" --gtest_filter='*BiasEpilogue*' || status=1
-  run_each DLSCALE_CUDA_GEMM_BIAS_EPILOGUE "no yes" \
-    "lstm-64:1024:bf16 lstm-64:1024:fp32 lstm-64:1024:tf32 gpt2-small:8:bf16" || status=1
-  return $status
+  tests_then_each dlscale_gpu_kernel_tests '*BiasEpilogue*' DLSCALE_CUDA_GEMM_BIAS_EPILOGUE \
+    "no yes" "lstm-64:1024:bf16 lstm-64:1024:fp32 lstm-64:1024:tf32 gpt2-small:8:bf16"
 }
 export -f epilogue_runs
 stage epilogue 120 240 epilogue_runs
