@@ -23,20 +23,24 @@
 #             each precision should default to. Each is a call of its own
 #             (QUICK_STAGES="build table_fp32")
 #   workspace vgg-16 batch 64 and alexnet-r batch 1024 at fp32 and tf32 (legacy and graph, their
-#             defaults) with the convolution workspace limit at its default (512 MiB) and at
-#             DLSCALE_CUDNN_WORKSPACE_MIB=4096: do larger algorithms close their gap to PyTorch?
+#             defaults) with the convolution workspace limit at 512 MiB (the default until
+#             2026-11-28) and at 4096 (the default since: vgg-16's fp32 step 136.9 -> 81.8 ms)
 #   images    bf16 images between layers (DLSCALE_CUDA_IMAGE_ACTIVATIONS=bf16): their tests, then
 #             QUICK_IMAGE_CASES' bf16 steps with float and with bf16 images, and PyTorch's
 #             bf16 step of the same cases after them
 #   kernels   dlscale_gpu_kernel_tests (every CUDA kernel against the CPU)
 #   bound     gpu_points_finish_within_a_bound (the fcn-s batch 4096 bf16 point that stopped)
-#   search    the graph path's kernel cache (DLSCALE_CUDNN_KERNEL_CACHE=yes, off by default: one
-#             NVRTC compile per graph topology instead of per shape): its test, then mobilenet-v2
-#             and vgg-16 at batch 64 in bf16 without and with it, with the driver's kernel cache
-#             off, each run's wall seconds, search seconds and step (build threads were measured
-#             on 2026-11-27: docs/gpu.md)
+#   search    the graph path's kernel cache (DLSCALE_CUDNN_KERNEL_CACHE=yes, off: one NVRTC
+#             compile per graph topology instead of per shape; on 2026-11-28 searches 35 -> 21 s
+#             and 28 -> 13 s, steps 5.6% and 12% slower): its test, then mobilenet-v2 and vgg-16
+#             at batch 64 in bf16 without and with it, with the driver's kernel cache off, each
+#             run's wall seconds, search seconds and step
+#   pruned    the pruned engine search (DLSCALE_CUDNN_PRUNED_SEARCH=yes, off by default: the
+#             variants that the 2026-11-28 searches timed and never chose, skipped where what
+#             dominates them found an engine): its test, then vgg-16 and mobilenet-v2 in bf16 and
+#             vgg-16 in tf32 without and with it, as search
 #   divmod    the NHWC pooling and batch norm kernels indexing by FastDivmod
-#             (DLSCALE_CUDA_FAST_DIVMOD=yes, off by default): its bit-for-bit test, then
+#             (DLSCALE_CUDA_FAST_DIVMOD, the default since 2026-11-28): its bit-for-bit test, then
 #             alexnet-r batch 1024 in tf32 and resnet-50 and mobilenet-v2 batch 64 in bf16, each
 #             without and with it
 #   training  gpu_training_agrees_with_the_cpu and its bf16-image half
@@ -314,34 +318,44 @@ profiles() {
   return $status
 }
 export -f profiles
-# The graph path's kernel cache (DLSCALE_CUDNN_KERNEL_CACHE, docs/gpu.md "Engines"): its test,
-# then mobilenet-v2 and vgg-16 at batch 64 in bf16 (mobilenet-v2's first step searched for 35 s
-# on an H200, nearly all of it NVRTC compiles for its depthwise layers) without and with it: each
+# A setting of the graph path's engine search (docs/gpu.md "Engines"): its tests (FILTER, in the
+# graph tests), then each of CASES (MODEL:BATCH:PRECISION) with NAME set to each of VALUES: each
 # run's wall seconds, its search's own seconds (DLSCALE_CUDNN_GRAPH_VERBOSE=1, each run's lines
-# kept in search-*.err) and its step (dynamic-shape graphs may run on other engines).
+# kept in search-*.err), how many graphs it built as dynamic-shape ones and how many variants it
+# skipped, and its step (a setting that changes what is searched may change what runs).
 # CUDA_CACHE_DISABLE=1: the driver's cache of compiled kernels, which the first run would fill
 # for the second, is left out of both.
-search_runs() {
-  local status=0 case model batch cache began err
-  "$build_dir/tests/dlscale_gpu_graph_tests" --gtest_filter='*KernelCache*' || status=1
-  for case in mobilenet-v2:64 vgg-16:64; do
-    model=${case%:*} batch=${case#*:}
-    for cache in no yes; do
-      err=$keep/search-$model-cache-$cache.err
+timed_searches() {  # FILTER NAME "VALUES" "CASES"
+  local filter=$1 name=$2 values=$3 cases=$4 status=0 case model batch precision value began err
+  "$build_dir/tests/dlscale_gpu_graph_tests" --gtest_filter="$filter" || status=1
+  for case in $cases; do
+    IFS=: read -r model batch precision <<<"$case"
+    for value in $values; do
+      err=$keep/search-$model-$precision-$name-$value.err
       began=$SECONDS
-      run_with "CUDA_CACHE_DISABLE=1 DLSCALE_CUDNN_KERNEL_CACHE=$cache \
-DLSCALE_CUDNN_GRAPH_VERBOSE=1" "$model" "$batch" bf16 2>"$err" || status=1
+      run_with "CUDA_CACHE_DISABLE=1 $name=$value DLSCALE_CUDNN_GRAPH_VERBOSE=1" "$model" \
+        "$batch" "$precision" 2>"$err" || status=1
       echo "== wall $((SECONDS - began)) s, search $(awk '/ search took / {
           for (i = 1; i < NF; ++i) if ($i == "took") s += $(i + 1) }
         END { printf "%.2f s", s }' "$err"), $(grep -c ', dynamic shape)' "$err") of \
-$(grep -c 'engines built' "$err") graphs dynamic"
+$(grep -c 'engines built' "$err") graphs dynamic, $(grep -c ': skipped (' "$err") variants skipped"
     done
   done
   return $status
 }
-export -f search_runs
-stage search 110 200 search_runs
+export -f timed_searches
+# The kernel cache (DLSCALE_CUDNN_KERNEL_CACHE; measured 2026-11-28: searches 35 -> 21 s and
+# 28 -> 13 s, steps 5.6% and 12% slower on dynamic-shape engines, so it stays off).
+stage search 110 200 timed_searches '*KernelCache*' DLSCALE_CUDNN_KERNEL_CACHE "no yes" \
+  "mobilenet-v2:64:bf16 vgg-16:64:bf16"
 grep -E '^== |^step ' "$keep/search.log" 2>/dev/null | tee -a "$log"
+
+# The pruned search (DLSCALE_CUDNN_PRUNED_SEARCH, off by default): the variants that vgg-16's and
+# mobilenet-v2's bf16 searches of 2026-11-28 timed but never chose, left out where their
+# dominating variant found an engine: searches and steps without and with it, bf16 and tf32.
+stage pruned 120 240 timed_searches '*PrunedSearch*' DLSCALE_CUDNN_PRUNED_SEARCH "no yes" \
+  "vgg-16:64:bf16 mobilenet-v2:64:bf16 vgg-16:64:tf32"
+grep -E '^== |^step |^\[  FAILED' "$keep/pruned.log" 2>/dev/null | tee -a "$log"
 
 # FastDivmod's indexing in the NHWC pooling and batch norm kernels (DLSCALE_CUDA_FAST_DIVMOD,
 # docs/gpu.md "NHWC"): its bit-for-bit test, then the image models whose steps

@@ -22,8 +22,12 @@ class BiasGemm;
 
 // The most workspace one convolution algorithm or engine may ask for unless
 // DLSCALE_CUDNN_WORKSPACE_MIB says otherwise (and never more than a quarter of the free memory
-// when the layer is first searched). Only candidates that fit are timed.
-inline constexpr std::size_t default_convolution_workspace_limit = std::size_t(512) << 20;
+// when the layer is first searched). Only candidates that fit are timed. 4096 MiB since an H200
+// timed it against 512 (2026-11-28): vgg-16's fp32 step 136.9 -> 81.8 ms (FFT and Winograd
+// algorithms that need more than 512 MiB; PyTorch's 98.1 ms in the same lease), its tf32 step
+// 36.9 -> 35.5, the GPU's peak 2.3 GiB higher; alexnet-r, resnet-50, resnet-56, alexnet-s and
+// vgg-16 in bf16 unchanged.
+inline constexpr std::size_t default_convolution_workspace_limit = std::size_t(4096) << 20;
 
 // Which cuDNN API the image kernels' convolutions run on (DLSCALE_CUDNN_API): legacy, the
 // descriptor API in NCHW (cudnn_image_kernels.cpp), or graph, cuDNN's graph API through the cuDNN
@@ -128,13 +132,23 @@ struct CudaContext {
   // must be timed both ways before this becomes a default: off until it has run on a GPU
   // (written 2026-11-27 without one).
   bool kernel_cache = false;
-  // DLSCALE_CUDA_FAST_DIVMOD=yes: the NHWC pooling and batch norm kernels split each flat index
-  // into its coordinates by FastDivmod's multiply and shift (fast_divmod.hpp) instead of 64-bit
-  // integer division, where their tensors have fewer than 2^31 elements: the same values, so the
-  // same results bit for bit. alexnet-r's three max poolings took 0.63 ms of its 2.46 ms tf32
-  // step on an H200 (2026-11-27), about 13 times what their bytes need, each element paying
-  // some six divisions. Off until it has run on a GPU: written 2026-11-27 without one.
-  bool fast_divmod = false;
+  // DLSCALE_CUDNN_PRUNED_SEARCH=yes: the graph path's engine search skips two variants of a pass
+  // that an H200 never chose (2026-11-28: vgg-16's and mobilenet-v2's bf16 searches, every
+  // layer) but that cost most of their searches' NVRTC compiles: the forward graph that fuses the
+  // bias without the ReLU where the graph fusing both found an engine (it does what that one does
+  // and leaves the ReLU a pass of its own: 9.3 of vgg-16's 23.3 s), and, under bf16, the filter
+  // gradient written in float where the one written in bf16 found an engine (widening a weight
+  // gradient is a pass over the weights alone: 3.7 s of vgg-16's, 8.2 of mobilenet-v2's 32.3 s).
+  // Off until a GPU has timed the searches and steps both ways: written 2026-11-28 without one.
+  bool pruned_search = false;
+  // DLSCALE_CUDA_FAST_DIVMOD (default yes, no for the old way): the NHWC pooling and batch norm
+  // kernels split each flat index into its coordinates by FastDivmod's multiply and shift
+  // (fast_divmod.hpp) instead of 64-bit integer division, where their tensors have fewer than
+  // 2^31 elements: the same values, so the same results bit for bit (its test passed on an H200,
+  // 2026-11-28). alexnet-r's three max poolings took 0.63 ms of its 2.46 ms tf32 step
+  // (2026-11-27), each element paying some six divisions; with FastDivmod its step went 2.48 ->
+  // 2.25 ms, resnet-50's bf16 step 18.33 -> 18.06 and mobilenet-v2's 10.81 -> 10.66 (2026-11-28).
+  bool fast_divmod = true;
   ImageActivations image_activations = ImageActivations::bf16;  // as asked; see native_is_bf16
 
   // ImageLayout::native on this device: NHWC on the graph path (what cuDNN's tensor-core

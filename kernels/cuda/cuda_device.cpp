@@ -191,6 +191,11 @@ CudaDevice::CudaDevice(int gpu_index, Precision precision, std::optional<CudnnAp
     require_choice("DLSCALE_CUDNN_KERNEL_CACHE", "kernel cache", cache, yes_no_names.all());
     context_.kernel_cache = *yes_no_names.named(cache);
   }
+  if (const char* pruned = std::getenv("DLSCALE_CUDNN_PRUNED_SEARCH");
+      pruned != nullptr && *pruned != '\0') {
+    require_choice("DLSCALE_CUDNN_PRUNED_SEARCH", "pruned search", pruned, yes_no_names.all());
+    context_.pruned_search = *yes_no_names.named(pruned);
+  }
   if (const char* divmod = std::getenv("DLSCALE_CUDA_FAST_DIVMOD");
       divmod != nullptr && *divmod != '\0') {
     require_choice("DLSCALE_CUDA_FAST_DIVMOD", "fast divmod", divmod, yes_no_names.all());
@@ -320,8 +325,10 @@ DeviceProperties CudaDevice::properties() const {
     changed.push_back(fmt::format("cudnn_build_threads {}", context_.engine_build_threads));
   if (context_.kernel_cache && context_.cudnn_api == CudnnApi::graph)
     changed.push_back(fmt::format("cudnn_kernel_cache {}", yes_no_names(true)));
-  if (context_.fast_divmod && context_.native_is_nhwc())
-    changed.push_back(fmt::format("fast_divmod {}", yes_no_names(true)));
+  if (context_.pruned_search && context_.cudnn_api == CudnnApi::graph)
+    changed.push_back(fmt::format("cudnn_pruned_search {}", yes_no_names(true)));
+  if (!context_.fast_divmod && context_.native_is_nhwc())
+    changed.push_back(fmt::format("fast_divmod {}", yes_no_names(false)));
   if (!changed.empty())
     result.emplace_back("changed_settings", fmt::format("{}", fmt::join(changed, ", ")));
   return result;

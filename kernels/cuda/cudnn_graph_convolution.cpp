@@ -457,6 +457,38 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
     return result;
   }
 
+  // The variants the search times, in order: all of them; with DLSCALE_CUDNN_PRUNED_SEARCH=yes
+  // the filter gradient's bf16-writing variants before its float-writing ones, so that
+  // `skipped_for` can leave the latter out where the former found an engine.
+  std::vector<Variant> searched_variants(Pass pass) const {
+    std::vector<Variant> result = variants(pass);
+    if (context_.pruned_search && pass == Pass::filter)
+      std::stable_partition(result.begin(), result.end(),
+                            [](const Variant& v) { return !v.float_output; });
+    return result;
+  }
+
+  // With DLSCALE_CUDNN_PRUNED_SEARCH=yes, what makes the search skip `v` (cuda_context.hpp):
+  // which variant already timed with an engine stands for it; null where `v` is timed.
+  //  - The forward graph fusing the bias but not the ReLU, where the one fusing both found an
+  //    engine: it computes the same and leaves the ReLU a pass of its own.
+  //  - Under bf16, the filter gradient written in float, where the same graph written in bf16
+  //    found an engine: what the float one saves is widening dw, a pass over the weights only.
+  const char* skipped_for(Pass pass, const Variant& v,
+                          const std::vector<Variant>& with_engine) const {
+    if (!context_.pruned_search) return nullptr;
+    for (const Variant& found : with_engine) {
+      if (found.deterministic != v.deterministic) continue;
+      if (pass == Pass::forward && v.fuse_bias && !v.fuse_relu && geometry_.relu &&
+          found.fuse_bias && found.fuse_relu && found.float_output == v.float_output)
+        return "the graph fusing the bias and the ReLU";
+      if (pass == Pass::filter && in_bf16_ && v.float_output && !found.float_output &&
+          found.fuse_bias == v.fuse_bias && found.fuse_relu == v.fuse_relu)
+        return "the graph writing dw in bf16";
+    }
+    return nullptr;
+  }
+
   // The pass as a graph, its heuristics' engines listed and filtered; null, with `why`, where
   // cuDNN cannot state it so. `dynamic`: as a dynamic-shape graph with its topology's kernel
   // cache (DLSCALE_CUDNN_KERNEL_CACHE).
@@ -664,9 +696,21 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
       return choice;
     };
     PassChoice best;
-    for (const Variant& v : variants(pass)) {
+    std::vector<Variant> with_engine;  // the variants timed so far that found an engine
+    for (const Variant& v : searched_variants(pass)) {
       if (!v.deterministic) continue;
+      if (const char* dominated_by = skipped_for(pass, v, with_engine)) {
+        if (verbose_search())
+          std::fprintf(stderr,
+                       "dlscale: cuDNN graph: %s: fuse_bias %d fuse_relu %d float_output %d "
+                       "deterministic %d: skipped (DLSCALE_CUDNN_PRUNED_SEARCH: %s found an "
+                       "engine)\n",
+                       key.c_str(), int(v.fuse_bias), int(v.fuse_relu), int(v.float_output),
+                       int(v.deterministic), dominated_by);
+        continue;
+      }
       PassChoice choice = timed(v);
+      if (choice.engine >= 0) with_engine.push_back(v);
       if (choice.engine >= 0 && (best.engine < 0 || choice.milliseconds < best.milliseconds))
         best = std::move(choice);
     }

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <iomanip>
 #include <limits>
+#include <map>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -539,7 +540,7 @@ std::string device_property(const CudaDevice& device, const char* name);  // bel
 // DLSCALE_CUDA_FAST_DIVMOD=yes: the NHWC pooling and batch norm kernels split their indices by
 // FastDivmod (fast_divmod.hpp) instead of integer division. The values are the same, so every
 // output and gradient of every pooling and batch norm case above equals the default's bit for
-// bit, on float and on bf16 images. Off by default; listed in changed_settings where on;
+// bit, on float and on bf16 images. On by default; listed in changed_settings where off;
 // anything but no or yes one line.
 TEST(GraphPath, FastDivmodPoolingAndBatchNormEqualTheDefaultBitForBit) {
   ASSERT_NO_FATAL_FAILURE(require_gpu());
@@ -613,10 +614,12 @@ TEST(GraphPath, FastDivmodPoolingAndBatchNormEqualTheDefaultBitForBit) {
     }
   }
   {
-    const dlscale::testing::ScopedSetting yes("DLSCALE_CUDA_FAST_DIVMOD", "yes");
+    const dlscale::testing::ScopedSetting unset("DLSCALE_CUDA_FAST_DIVMOD", nullptr);
+    const CudaDevice by_default(0, Precision::bf16, CudnnApi::graph);
+    EXPECT_TRUE(by_default.context().fast_divmod);
+    const dlscale::testing::ScopedSetting no("DLSCALE_CUDA_FAST_DIVMOD", "no");
     const CudaDevice device(0, Precision::bf16, CudnnApi::graph);
-    EXPECT_NE(device_property(device, "changed_settings").find("fast_divmod yes"),
-              std::string::npos)
+    EXPECT_NE(device_property(device, "changed_settings").find("fast_divmod no"), std::string::npos)
         << device_property(device, "changed_settings");
   }
   const dlscale::testing::ScopedSetting bad("DLSCALE_CUDA_FAST_DIVMOD", "fast");
@@ -906,6 +909,95 @@ TEST(GraphPath, BuildThreadsAreOneByDefaultAndABadValueIsOneLine) {
                 0u)
           << error.what();
     }
+  }
+}
+
+// DLSCALE_CUDNN_PRUNED_SEARCH=yes: the search skips the forward graph fusing the bias alone where
+// the one fusing the bias and the ReLU found an engine, and under bf16 the filter gradient
+// written in float where the one written in bf16 found an engine (cuda_context.hpp). In tf32 and
+// bf16 (bf16 images, as by default), three cases (plain, bias and ReLU fused, depthwise) still
+// match the reference; the pruned searches time fewer variants than the full ones, and never one
+// whose dominating variant built an engine. Off by default (absent from changed_settings); on,
+// listed in changed_settings on the graph path; anything but no or yes one line.
+TEST(GraphPath, PrunedSearchSkipsDominatedVariantsAndMatchesTheReference) {
+  ASSERT_NO_FATAL_FAILURE(require_gpu());
+  const dlscale::testing::ScopedSetting images("DLSCALE_CUDA_IMAGE_ACTIVATIONS", "bf16");
+  const dlscale::testing::ScopedSetting one_thread("DLSCALE_CUDNN_BUILD_THREADS", nullptr);
+  const dlscale::testing::ScopedSetting no_cache("DLSCALE_CUDNN_KERNEL_CACHE", nullptr);
+  {
+    const dlscale::testing::ScopedSetting unset("DLSCALE_CUDNN_PRUNED_SEARCH", nullptr);
+    const CudaDevice device(0, Precision::bf16, CudnnApi::graph);
+    EXPECT_FALSE(device.context().pruned_search);
+    EXPECT_EQ(device_property(device, "changed_settings").find("cudnn_pruned_search"),
+              std::string::npos);
+  }
+  // The searched variants of each kind: forward fusing the bias alone, and the filter gradient
+  // written in float.
+  const auto bias_alone = [](const std::string& variant) {
+    return variant.rfind("forward ", 0) == 0 &&
+           variant.find("fuse_bias 1 fuse_relu 0") != std::string::npos;
+  };
+  const auto float_filter = [](const std::string& variant) {
+    return variant.rfind("backward-filter ", 0) == 0 &&
+           variant.find("float_output 1") != std::string::npos;
+  };
+  // The same search's variant with one of its words replaced (the one that dominates it).
+  const auto replaced = [](std::string variant, const std::string& from, const std::string& to) {
+    const std::size_t at = variant.find(from);
+    return at == std::string::npos ? variant : variant.replace(at, from.size(), to);
+  };
+  for (const Precision precision : {Precision::tf32, Precision::bf16}) {
+    SCOPED_TRACE(precision_name(precision));
+    std::map<std::string, std::map<std::string, std::pair<int, int>>> searched;  // by setting
+    for (const char* pruned : {"no", "yes"}) {
+      SCOPED_TRACE(std::string("DLSCALE_CUDNN_PRUNED_SEARCH=") + pruned);
+      const dlscale::testing::ScopedSetting setting("DLSCALE_CUDNN_PRUNED_SEARCH", pruned);
+      CudaDevice device(0, precision, CudnnApi::graph);
+      ASSERT_EQ(device.context().pruned_search, std::string(pruned) == "yes");
+      if (device.context().pruned_search)
+        EXPECT_NE(device_property(device, "changed_settings").find("cudnn_pruned_search yes"),
+                  std::string::npos)
+            << device_property(device, "changed_settings");
+      for (const char* name : {"same_3x3", "relu_native_with_bias", "depthwise_native"}) {
+        SCOPED_TRACE(name);
+        const auto c = std::find_if(
+            std::begin(convolution_cases), std::end(convolution_cases),
+            [&](const ConvolutionCase& known) { return std::string(known.name) == name; });
+        ASSERT_NE(c, std::end(convolution_cases));
+        GraphConvolutionRun run(device, c->geometry, c->batch);
+        run.run();
+        for (const Comparison& comparison : run.against_reference())
+          expect_within(comparison, precision, fp32_tolerance);
+      }
+      searched[pruned] = engines_built_per_search(*device.context().convolution_graphs);
+    }
+    const auto count = [&](const char* pruned, const auto& kind) {
+      return std::count_if(searched[pruned].begin(), searched[pruned].end(),
+                           [&](const auto& entry) { return kind(entry.first); });
+    };
+    EXPECT_GE(count("no", bias_alone), 1);
+    EXPECT_LT(searched["yes"].size(), searched["no"].size());
+    for (const auto& [variant, built] : searched["yes"]) {
+      if (bias_alone(variant)) {
+        const std::string both = replaced(variant, "fuse_relu 0", "fuse_relu 1");
+        EXPECT_EQ(searched["yes"].count(both) == 1 ? searched["yes"].at(both).first : 0, 0)
+            << variant << " was timed though " << both << " built engines";
+      }
+      if (float_filter(variant)) {
+        const std::string in_bf16 = replaced(variant, "float_output 1", "float_output 0");
+        EXPECT_EQ(searched["yes"].count(in_bf16) == 1 ? searched["yes"].at(in_bf16).first : 0, 0)
+            << variant << " was timed though " << in_bf16 << " built engines";
+      }
+    }
+    if (precision == Precision::bf16) EXPECT_GE(count("no", float_filter), 1);
+  }
+  const dlscale::testing::ScopedSetting bad("DLSCALE_CUDNN_PRUNED_SEARCH", "some");
+  try {
+    const CudaDevice refused(0, Precision::bf16, CudnnApi::graph);
+    ADD_FAILURE() << "DLSCALE_CUDNN_PRUNED_SEARCH=some was accepted";
+  } catch (const UserError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "DLSCALE_CUDNN_PRUNED_SEARCH: unknown pruned search 'some' (available: no, yes)");
   }
 }
 

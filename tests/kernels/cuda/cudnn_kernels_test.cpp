@@ -782,8 +782,8 @@ TEST_F(CudnnKernels, Fp32ConvolutionsStayOffTensorCores) {
   }
 }
 
-// DLSCALE_CUDNN_WORKSPACE_MIB: the most workspace one convolution algorithm may ask for (512 MiB
-// by default), recorded in changed_settings where it is not the default; anything but a whole
+// DLSCALE_CUDNN_WORKSPACE_MIB: the most workspace one convolution algorithm may ask for (4096
+// MiB by default), recorded in changed_settings where it is not the default; anything but a whole
 // number of MiB from 1 to 2^20 is refused in one line. Under an 8 MiB limit a convolution still
 // runs (on an algorithm that needs little or none) and agrees with the CPU, on either path; the
 // layers of a device share one workspace (cudnn_support.hpp), so two of them run in turn, and it
@@ -802,10 +802,10 @@ TEST_F(CudnnKernels, WorkspaceLimitIsASettingEveryConvolutionKeeps) {
     EXPECT_EQ(changed_settings(device), "absent");
   }
   {
-    const dlscale::testing::ScopedSetting large("DLSCALE_CUDNN_WORKSPACE_MIB", "4096");
+    const dlscale::testing::ScopedSetting smaller("DLSCALE_CUDNN_WORKSPACE_MIB", "512");
     const CudaDevice device(0, Precision::fp32, CudnnApi::legacy);
-    EXPECT_EQ(device.context().convolution_workspace_limit, std::size_t(4096) << 20);
-    EXPECT_EQ(changed_settings(device), "convolution_workspace_mib 4096");
+    EXPECT_EQ(device.context().convolution_workspace_limit, std::size_t(512) << 20);
+    EXPECT_EQ(changed_settings(device), "convolution_workspace_mib 512");
   }
   for (const char* bad : {"0", "x", "4096M", "-1", "2000000"}) {
     const dlscale::testing::ScopedSetting setting("DLSCALE_CUDNN_WORKSPACE_MIB", bad);
