@@ -39,6 +39,10 @@
 #             variants that the 2026-11-28 searches timed and never chose, skipped where what
 #             dominates them found an engine): its test, then vgg-16 and mobilenet-v2 in bf16 and
 #             vgg-16 in tf32 without and with it, as search
+#   bias      the legacy (NCHW) convolutions' ReLU mask and bias gradient in one pass of dlscale's
+#             own (DLSCALE_CUDA_NCHW_BIAS_GRADIENT=fused, off by default): its test, then
+#             alexnet-r batch 1024, alexnet-s batch 128 and vgg-16 batch 64 in fp32, each with
+#             cudnn and with fused
 #   divmod    the NHWC pooling and batch norm kernels indexing by FastDivmod
 #             (DLSCALE_CUDA_FAST_DIVMOD, the default since 2026-11-28): its bit-for-bit test, then
 #             alexnet-r batch 1024 in tf32 and resnet-50 and mobilenet-v2 batch 64 in bf16, each
@@ -73,7 +77,9 @@
 #        alexnet-r:1024 alexnet-s:128: the two never measured on the graph path first);
 #        QUICK_STAGES (the stages to run, by name, build always; default all); QUICK_PROFILES
 #        (above); QUICK_STACK_CASES (above); QUICK_TARGETS (what the build stage builds);
-#        QUICK_PRECISIONS (default bf16; tf32 for vgg-16 and resnet-50 at the end); OUT (where
+#        QUICK_PRECISIONS (default bf16; tf32 for vgg-16 and resnet-50 at the end);
+#        QUICK_OTHER_PATH (default yes; no: the table_* stages run the default path alone,
+#        about half their time at fp32 and tf32); OUT (where
 #        quick.log and logs.tar.gz go; default .gpu-bundle/quick). Exit status: 0 when every
 #        stage ran and passed, 1 otherwise.
 set -uo pipefail
@@ -191,7 +197,7 @@ stage gpt 150 240 gpt_runs
 grep -E '^== |^step |^throughput|^compute|MFU|^\| gpt2|^device ' "$keep/gpt.log" 2>/dev/null |
   tee -a "$log"
 
-stage graph 60 120 ctest_one gpu_cudnn_graph_path
+stage graph 60 180 ctest_one gpu_cudnn_graph_path
 
 graph_cases=() bench_models=()
 for case in $cases; do graph_cases+=("$case"); bench_models+=("${case%:*}"); done
@@ -207,11 +213,11 @@ for precision in fp32 tf32 bf16; do
   # default is the graph path too since 2026-11-27, with legacy beside it for the models that
   # were not timed on both.
   paths=(--bench-only --graph-only)
-  [[ $precision == bf16 ]] && paths=(--bench-only)
+  [[ $precision == bf16 || ${QUICK_OTHER_PATH:-yes} == no ]] && paths=(--bench-only)
   # A row is about 11 dlscale processes of 11 to 30 s and a PyTorch pass; fp32's and tf32's have
   # the image cases' other path beside (6 more processes).
   table_need=300
-  [[ $precision == bf16 ]] && table_need=200
+  [[ ${paths[*]} == --bench-only ]] && table_need=200
   stage "table_$precision" "$table_need" 520 env BENCH_PRECISIONS=$precision BENCH_ITERS=20 BENCH_WARMUP=3 \
     GRAPH_PRECISIONS=$precision GRAPH_ITERS=20 GRAPH_WARMUP=3 GRAPH_RUN_TIMEOUT=90 GRAPH_TESTS=no \
     scripts/gpu-check.sh "${paths[@]}"
@@ -356,6 +362,19 @@ grep -E '^== |^step ' "$keep/search.log" 2>/dev/null | tee -a "$log"
 stage pruned 120 240 timed_searches '*PrunedSearch*' DLSCALE_CUDNN_PRUNED_SEARCH "no yes" \
   "vgg-16:64:bf16 mobilenet-v2:64:bf16 vgg-16:64:tf32"
 grep -E '^== |^step |^\[  FAILED' "$keep/pruned.log" 2>/dev/null | tee -a "$log"
+
+# The legacy convolutions' ReLU mask and bias gradient in one pass of dlscale's own
+# (DLSCALE_CUDA_NCHW_BIAS_GRADIENT, off by default; docs/gpu.md): its test, then the fp32 image
+# cases whose convolutions have a bias (alexnet-r trails PyTorch most: 0.65 on 2026-11-28, its
+# convolutions' backward 3.69 ms where PyTorch's take 1.69 with the bias and ReLU), with cuDNN's
+# passes and with the fused one.
+bias_runs() {
+  tests_then_each dlscale_gpu_kernel_tests '*FusedNchwBias*' DLSCALE_CUDA_NCHW_BIAS_GRADIENT \
+    "cudnn fused" "alexnet-r:1024:fp32 alexnet-s:128:fp32 vgg-16:64:fp32"
+}
+export -f bias_runs
+stage bias 80 180 bias_runs
+grep -E '^== |^step |^\[  FAILED' "$keep/bias.log" 2>/dev/null | tee -a "$log"
 
 # FastDivmod's indexing in the NHWC pooling and batch norm kernels (DLSCALE_CUDA_FAST_DIVMOD,
 # docs/gpu.md "NHWC"): its bit-for-bit test, then the image models whose steps

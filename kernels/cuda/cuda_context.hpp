@@ -58,6 +58,13 @@ inline constexpr EnumNames<AttentionApi, 2> attention_api_names{{"gemm", "sdpa"}
 enum class ImageActivations { float32, bf16 };
 inline constexpr EnumNames<ImageActivations, 2> image_activation_names{{"float", "bf16"}};
 
+// How the legacy path's convolutions take their backward's ReLU mask and bias gradient
+// (DLSCALE_CUDA_NCHW_BIAS_GRADIENT): cudnn, cudnnActivationBackward and then
+// cudnnConvolutionBackwardBias, two passes over the NCHW output gradient; or fused, one pass of
+// dlscale's own deterministic kernel (nchw_channel_kernels.hpp).
+enum class NchwBiasGradient { cudnn, fused };
+inline constexpr EnumNames<NchwBiasGradient, 2> nchw_bias_gradient_names{{"cudnn", "fused"}};
+
 struct CudaContext {
   int device = 0;
   cudaStream_t stream = nullptr;
@@ -149,6 +156,14 @@ struct CudaContext {
   // (2026-11-27), each element paying some six divisions; with FastDivmod its step went 2.48 ->
   // 2.25 ms, resnet-50's bf16 step 18.33 -> 18.06 and mobilenet-v2's 10.81 -> 10.66 (2026-11-28).
   bool fast_divmod = true;
+  // DLSCALE_CUDA_NCHW_BIAS_GRADIENT=fused: the legacy path's convolution backward masks dy by its
+  // fused ReLU and sums the bias gradient in one pass of dlscale's own kernel
+  // (nchw_channel_kernels.hpp), where cuDNN's descriptor API makes two (cudnnActivationBackward,
+  // then cudnnConvolutionBackwardBias reading the masked gradient again): an H200 profile of
+  // alexnet-r at batch 1024 suggested the two are slow there, and PyTorch sums its bias gradient
+  // with a plain reduction. No atomics, so its results repeat bit for bit. The default stays
+  // cudnn (the two calls): written 2026-11-28 without a GPU; off until it has run on one.
+  NchwBiasGradient nchw_bias_gradient = NchwBiasGradient::cudnn;
   ImageActivations image_activations = ImageActivations::bf16;  // as asked; see native_is_bf16
 
   // ImageLayout::native on this device: NHWC on the graph path (what cuDNN's tensor-core

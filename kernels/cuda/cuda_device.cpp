@@ -6,10 +6,12 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/enum_names.hpp"
 #include "core/errors.hpp"
 #include "core/printable_text.hpp"
 
@@ -75,6 +77,18 @@ std::size_t workspace_limit_from(const std::string& mib) {
         "workspace one convolution algorithm may ask for; default {})",
         printable(mib), most_mib, default_convolution_workspace_limit >> 20));
   return value << 20;
+}
+
+// A setting that names one of an enum's values (EnumNames), from the environment: where the
+// variable is set and not empty, `target` becomes the value it names; a name that is none of them
+// is one line (require_choice).
+template <typename Enum, std::size_t count>
+void read_setting(Enum& target, const char* variable, std::string_view what,
+                  const EnumNames<Enum, count>& names) {
+  const char* value = std::getenv(variable);
+  if (value == nullptr || *value == '\0') return;
+  require_choice(variable, what, value, names.all());
+  target = *names.named(value);
 }
 
 // DLSCALE_CUDNN_BUILD_THREADS: how many of a pass's candidate engines the graph path builds at
@@ -161,52 +175,24 @@ CudaDevice::CudaDevice(int gpu_index, Precision precision, std::optional<CudnnAp
                    {"serial", "tiled"});
     context_.tiled_layer_norm_gradient = std::string(tiled) == "tiled";
   }
-  if (const char* padded = std::getenv("DLSCALE_CUDA_PADDED_BF16_ROWS");
-      padded != nullptr && *padded != '\0') {
-    require_choice("DLSCALE_CUDA_PADDED_BF16_ROWS", "padded bf16 rows", padded, yes_no_names.all());
-    context_.padded_bf16_rows = *yes_no_names.named(padded);
-  }
-  if (const char* batched = std::getenv("DLSCALE_CUDA_BATCHED_LOADS");
-      batched != nullptr && *batched != '\0') {
-    require_choice("DLSCALE_CUDA_BATCHED_LOADS", "batched loads", batched, yes_no_names.all());
-    context_.batched_loads = *yes_no_names.named(batched);
-  }
+  read_setting(context_.padded_bf16_rows, "DLSCALE_CUDA_PADDED_BF16_ROWS", "padded bf16 rows",
+               yes_no_names);
+  read_setting(context_.batched_loads, "DLSCALE_CUDA_BATCHED_LOADS", "batched loads", yes_no_names);
   bool bias_epilogue = true;
-  if (const char* epilogue = std::getenv("DLSCALE_CUDA_GEMM_BIAS_EPILOGUE");
-      epilogue != nullptr && *epilogue != '\0') {
-    require_choice("DLSCALE_CUDA_GEMM_BIAS_EPILOGUE", "GEMM bias epilogue", epilogue,
-                   yes_no_names.all());
-    bias_epilogue = *yes_no_names.named(epilogue);
-  }
-  if (const char* stack = std::getenv("DLSCALE_CUDNN_LSTM_STACK");
-      stack != nullptr && *stack != '\0') {
-    require_choice("DLSCALE_CUDNN_LSTM_STACK", "LSTM stack", stack, yes_no_names.all());
-    context_.lstm_stacks = *yes_no_names.named(stack);
-  }
+  read_setting(bias_epilogue, "DLSCALE_CUDA_GEMM_BIAS_EPILOGUE", "GEMM bias epilogue",
+               yes_no_names);
+  read_setting(context_.lstm_stacks, "DLSCALE_CUDNN_LSTM_STACK", "LSTM stack", yes_no_names);
   if (const char* threads = std::getenv("DLSCALE_CUDNN_BUILD_THREADS");
       threads != nullptr && *threads != '\0')
     context_.engine_build_threads = engine_build_threads_from(threads);
-  if (const char* cache = std::getenv("DLSCALE_CUDNN_KERNEL_CACHE");
-      cache != nullptr && *cache != '\0') {
-    require_choice("DLSCALE_CUDNN_KERNEL_CACHE", "kernel cache", cache, yes_no_names.all());
-    context_.kernel_cache = *yes_no_names.named(cache);
-  }
-  if (const char* pruned = std::getenv("DLSCALE_CUDNN_PRUNED_SEARCH");
-      pruned != nullptr && *pruned != '\0') {
-    require_choice("DLSCALE_CUDNN_PRUNED_SEARCH", "pruned search", pruned, yes_no_names.all());
-    context_.pruned_search = *yes_no_names.named(pruned);
-  }
-  if (const char* divmod = std::getenv("DLSCALE_CUDA_FAST_DIVMOD");
-      divmod != nullptr && *divmod != '\0') {
-    require_choice("DLSCALE_CUDA_FAST_DIVMOD", "fast divmod", divmod, yes_no_names.all());
-    context_.fast_divmod = *yes_no_names.named(divmod);
-  }
-  if (const char* activations = std::getenv("DLSCALE_CUDA_IMAGE_ACTIVATIONS");
-      activations != nullptr && *activations != '\0') {
-    require_choice("DLSCALE_CUDA_IMAGE_ACTIVATIONS", "image activation type", activations,
-                   image_activation_names.all());
-    context_.image_activations = *image_activation_names.named(activations);
-  }
+  read_setting(context_.kernel_cache, "DLSCALE_CUDNN_KERNEL_CACHE", "kernel cache", yes_no_names);
+  read_setting(context_.pruned_search, "DLSCALE_CUDNN_PRUNED_SEARCH", "pruned search",
+               yes_no_names);
+  read_setting(context_.fast_divmod, "DLSCALE_CUDA_FAST_DIVMOD", "fast divmod", yes_no_names);
+  read_setting(context_.nchw_bias_gradient, "DLSCALE_CUDA_NCHW_BIAS_GRADIENT", "NCHW bias gradient",
+               nchw_bias_gradient_names);
+  read_setting(context_.image_activations, "DLSCALE_CUDA_IMAGE_ACTIVATIONS",
+               "image activation type", image_activation_names);
   if (const char* attention = std::getenv("DLSCALE_CUDNN_ATTENTION");
       attention != nullptr && *attention != '\0') {
     require_choice("DLSCALE_CUDNN_ATTENTION", "attention", attention, attention_api_names.all());
@@ -329,6 +315,10 @@ DeviceProperties CudaDevice::properties() const {
     changed.push_back(fmt::format("cudnn_pruned_search {}", yes_no_names(true)));
   if (!context_.fast_divmod && context_.native_is_nhwc())
     changed.push_back(fmt::format("fast_divmod {}", yes_no_names(false)));
+  if (context_.nchw_bias_gradient != NchwBiasGradient::cudnn &&
+      context_.cudnn_api == CudnnApi::legacy)
+    changed.push_back(fmt::format("nchw_bias_gradient {}",
+                                  nchw_bias_gradient_names(context_.nchw_bias_gradient)));
   if (!changed.empty())
     result.emplace_back("changed_settings", fmt::format("{}", fmt::join(changed, ", ")));
   return result;

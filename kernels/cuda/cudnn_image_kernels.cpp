@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,6 +22,7 @@
 #include "kernels/cuda/bf16_staging.hpp"
 #include "kernels/cuda/cudnn_support.hpp"
 #include "kernels/cuda/image_layout_conversion.hpp"
+#include "kernels/cuda/nchw_channel_kernels.hpp"
 
 // cuDNN 9 marks this whole descriptor API deprecated in favour of its graph API, yet ships and
 // supports it throughout 9.x (the GPU machines run 9.14). The attribute only fires in builds that
@@ -145,18 +147,30 @@ class CudnnConvolution final : public ConvolutionKernel {
                 const float* output_gradient, float* input_gradient, float* weight_gradient,
                 float* bias_gradient) override {
     Plan& p = plan_for(batch);
-    // A fused ReLU's gradient: dy where y > 0, into the plan's own buffer (for ReLU, cuDNN's
-    // backward reads the same mask from y as from x).
-    if (geometry_.relu) {
-      DLSCALE_CUDNN_CHECK(cudnnActivationBackward(
-          context_.cudnn, relu_, &one, p.float_output, y, p.float_output, output_gradient,
-          p.float_output, y, &zero, p.float_output, p.relu_gradient.data()));
-      output_gradient = p.relu_gradient.as<float>();
+    if (fused_bias_gradient() && (geometry_.relu || geometry_.bias)) {
+      // DLSCALE_CUDA_NCHW_BIAS_GRADIENT=fused: the mask and the bias gradient below from one
+      // pass over dy, of dlscale's own kernel (nchw_channel_kernels.hpp).
+      const ImageShape out = geometry_.output();
+      float* masked = geometry_.relu ? p.relu_gradient.as<float>() : nullptr;
+      relu_mask_and_bias_gradient(batch, out.channels, std::int64_t(out.height) * out.width,
+                                  geometry_.relu ? y : nullptr, output_gradient, masked,
+                                  geometry_.bias ? bias_gradient : nullptr,
+                                  p.bias_gradient_scratch.data(), context_.stream);
+      if (geometry_.relu) output_gradient = masked;
+    } else {
+      // A fused ReLU's gradient: dy where y > 0, into the plan's own buffer (for ReLU, cuDNN's
+      // backward reads the same mask from y as from x).
+      if (geometry_.relu) {
+        DLSCALE_CUDNN_CHECK(cudnnActivationBackward(
+            context_.cudnn, relu_, &one, p.float_output, y, p.float_output, output_gradient,
+            p.float_output, y, &zero, p.float_output, p.relu_gradient.data()));
+        output_gradient = p.relu_gradient.as<float>();
+      }
+      // The bias gradient sums the float output gradient, under bf16 too.
+      if (geometry_.bias)
+        DLSCALE_CUDNN_CHECK(cudnnConvolutionBackwardBias(
+            context_.cudnn, &one, p.float_output, output_gradient, &zero, bias_, bias_gradient));
     }
-    // The bias gradient sums the float output gradient, under bf16 too.
-    if (geometry_.bias)
-      DLSCALE_CUDNN_CHECK(cudnnConvolutionBackwardBias(
-          context_.cudnn, &one, p.float_output, output_gradient, &zero, bias_, bias_gradient));
     if (!in_bf16_) {
       convolve_filter(p, x, output_gradient, weight_gradient);
       // The first layer: nothing below wants its input gradient.
@@ -189,6 +203,8 @@ class CudnnConvolution final : public ConvolutionKernel {
     cudnnConvolutionBwdFilterAlgo_t filter_algorithm{};
     std::size_t workspace_bytes = 0;  // the most any of the chosen algorithms needs
     DeviceBuffer relu_gradient;       // a fused ReLU's masked output gradient, float
+    // The fused bias gradient's partial sums (DLSCALE_CUDA_NCHW_BIAS_GRADIENT=fused with a bias).
+    DeviceBuffer bias_gradient_scratch;
   };
 
   // Where the bf16 copies of one call live: input-sized, weight-sized and output-sized regions.
@@ -239,6 +255,11 @@ class CudnnConvolution final : public ConvolutionKernel {
       describe_images(p.output, batch, g.output(), false, data_type_);
       describe_images(p.float_output, batch, g.output(), false);
       if (g.relu) p.relu_gradient = DeviceBuffer(output_count(batch) * sizeof(float));
+      if (fused_bias_gradient() && g.bias) {
+        const ImageShape out = g.output();
+        p.bias_gradient_scratch = DeviceBuffer(nchw_bias_gradient_scratch_bytes(
+            batch, out.channels, std::int64_t(out.height) * out.width));
+      }
       for (cudnnConvolutionDescriptor_t convolution :
            {cudnnConvolutionDescriptor_t(p.forward_convolution),
             cudnnConvolutionDescriptor_t(p.data_convolution),
@@ -328,6 +349,12 @@ class CudnnConvolution final : public ConvolutionKernel {
               weight_gradient, count, returned, results, scratch, bytes));
         });
     p.filter_chosen = true;
+  }
+
+  // The ReLU mask and bias gradient in one pass of dlscale's own kernel
+  // (DLSCALE_CUDA_NCHW_BIAS_GRADIENT=fused), where cuDNN takes two.
+  bool fused_bias_gradient() const {
+    return context_.nchw_bias_gradient == NchwBiasGradient::fused;
   }
 
   // The device's one convolution workspace (cudnn_support.hpp) serves all three passes of every

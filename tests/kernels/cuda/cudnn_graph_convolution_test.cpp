@@ -537,6 +537,19 @@ INSTANTIATE_TEST_SUITE_P(GraphPath, GraphPathBatchNorm, ::testing::ValuesIn(batc
 
 std::string device_property(const CudaDevice& device, const char* name);  // below
 
+// A bf16 graph-path device made with `variable` set to `value` is refused with the one line
+// `message`.
+void expect_graph_device_refused(const char* variable, const char* value,
+                                 const std::string& message) {
+  const dlscale::testing::ScopedSetting bad(variable, value);
+  try {
+    const CudaDevice refused(0, Precision::bf16, CudnnApi::graph);
+    ADD_FAILURE() << variable << "=" << value << " was accepted";
+  } catch (const UserError& error) {
+    EXPECT_EQ(std::string(error.what()), message);
+  }
+}
+
 // DLSCALE_CUDA_FAST_DIVMOD=yes: the NHWC pooling and batch norm kernels split their indices by
 // FastDivmod (fast_divmod.hpp) instead of integer division. The values are the same, so every
 // output and gradient of every pooling and batch norm case above equals the default's bit for
@@ -622,14 +635,9 @@ TEST(GraphPath, FastDivmodPoolingAndBatchNormEqualTheDefaultBitForBit) {
     EXPECT_NE(device_property(device, "changed_settings").find("fast_divmod no"), std::string::npos)
         << device_property(device, "changed_settings");
   }
-  const dlscale::testing::ScopedSetting bad("DLSCALE_CUDA_FAST_DIVMOD", "fast");
-  try {
-    const CudaDevice refused(0, Precision::bf16, CudnnApi::graph);
-    ADD_FAILURE() << "DLSCALE_CUDA_FAST_DIVMOD=fast was accepted";
-  } catch (const UserError& error) {
-    EXPECT_EQ(std::string(error.what()),
-              "DLSCALE_CUDA_FAST_DIVMOD: unknown fast divmod 'fast' (available: no, yes)");
-  }
+  expect_graph_device_refused(
+      "DLSCALE_CUDA_FAST_DIVMOD", "fast",
+      "DLSCALE_CUDA_FAST_DIVMOD: unknown fast divmod 'fast' (available: no, yes)");
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -991,14 +999,9 @@ TEST(GraphPath, PrunedSearchSkipsDominatedVariantsAndMatchesTheReference) {
     }
     if (precision == Precision::bf16) EXPECT_GE(count("no", float_filter), 1);
   }
-  const dlscale::testing::ScopedSetting bad("DLSCALE_CUDNN_PRUNED_SEARCH", "some");
-  try {
-    const CudaDevice refused(0, Precision::bf16, CudnnApi::graph);
-    ADD_FAILURE() << "DLSCALE_CUDNN_PRUNED_SEARCH=some was accepted";
-  } catch (const UserError& error) {
-    EXPECT_EQ(std::string(error.what()),
-              "DLSCALE_CUDNN_PRUNED_SEARCH: unknown pruned search 'some' (available: no, yes)");
-  }
+  expect_graph_device_refused(
+      "DLSCALE_CUDNN_PRUNED_SEARCH", "some",
+      "DLSCALE_CUDNN_PRUNED_SEARCH: unknown pruned search 'some' (available: no, yes)");
 }
 
 // DLSCALE_CUDNN_KERNEL_CACHE=yes: dynamic-shape graphs sharing one kernel cache per topology.
@@ -1050,14 +1053,9 @@ TEST(GraphPath, KernelCacheServesShapesOfOneTopologyAndMatchesTheReference) {
       most_graphs_of_one_topology = std::max(most_graphs_of_one_topology, graphs);
     EXPECT_GE(most_graphs_of_one_topology, 2);
   }
-  const dlscale::testing::ScopedSetting bad("DLSCALE_CUDNN_KERNEL_CACHE", "on");
-  try {
-    const CudaDevice refused(0, Precision::bf16, CudnnApi::graph);
-    ADD_FAILURE() << "DLSCALE_CUDNN_KERNEL_CACHE=on was accepted";
-  } catch (const UserError& error) {
-    EXPECT_EQ(std::string(error.what()),
-              "DLSCALE_CUDNN_KERNEL_CACHE: unknown kernel cache 'on' (available: no, yes)");
-  }
+  expect_graph_device_refused(
+      "DLSCALE_CUDNN_KERNEL_CACHE", "on",
+      "DLSCALE_CUDNN_KERNEL_CACHE: unknown kernel cache 'on' (available: no, yes)");
 }
 
 }  // namespace

@@ -4,13 +4,16 @@
 // within 1% (relative L2) of the CPU's float ones. Then the GPU alone: backward twice is
 // bit-identical, a captured CUDA graph replays the very same results (and under bf16, with its
 // bf16 copies, results as close as bf16 reruns can be), tf32 convolutions and LSTMs stay within
-// 1e-2 of fp32 and never convert to FP16, and fp32 convolutions stay off tensor cores. Built and
-// run only on machines with a GPU.
+// 1e-2 of fp32 and never convert to FP16, fp32 convolutions stay off tensor cores, and the legacy
+// path's fused ReLU mask and bias gradient (DLSCALE_CUDA_NCHW_BIAS_GRADIENT=fused) agree with
+// cuDNN's, the CPU's and the host's and repeat bit for bit. Built and run only on machines with a
+// GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -27,6 +30,7 @@
 #include "kernels/cpu/cpu_device.hpp"
 #include "kernels/cuda/cuda_device.hpp"
 #include "kernels/cuda/cudnn_support.hpp"
+#include "kernels/cuda/nchw_channel_kernels.hpp"
 #include "kernels/device_array.hpp"
 #include "tests/kernels/composed_lstm_stack.hpp"
 #include "tests/kernels/finite_differences.hpp"
@@ -396,6 +400,18 @@ INSTANTIATE_TEST_SUITE_P(CudnnKernels, ConvolutionAgainstCpu,
 class Bf16ConvolutionAgainstCpu : public CudnnKernels,
                                   public ::testing::WithParamInterface<ConvolutionCase> {};
 
+// A bf16 convolution's tensors against the CPU's float ones, as the test below holds them.
+void expect_bf16_convolution_of_float(const std::vector<Tensor>& actual,
+                                      const std::vector<Tensor>& expected) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (std::size_t t = 0; t < actual.size(); ++t) {
+    const double error = relative_l2(expected[t].values, actual[t].values);
+    EXPECT_LE(error, bf16_relative_l2_tolerance) << expected[t].name;
+    if (expected[t].name != "bias gradient")
+      EXPECT_GT(error, 1e-4) << expected[t].name << ": equal to float's; did bf16 run?";
+  }
+}
+
 TEST_P(Bf16ConvolutionAgainstCpu, StaysWithinOnePercentOfFloat) {
   const ConvolutionCase& c = GetParam();
   CudaDevice bf16(0, Precision::bf16, CudnnApi::legacy);
@@ -405,14 +421,7 @@ TEST_P(Bf16ConvolutionAgainstCpu, StaysWithinOnePercentOfFloat) {
   // bf16 moves outputs near 0 across it: the mask is the CPU's, so only the kernels differ.
   on_gpu.mask_relu_with(on_cpu.outputs().front().values);
   run(on_gpu);
-  const std::vector<Tensor> actual = on_gpu.outputs(), expected = on_cpu.outputs();
-  ASSERT_EQ(actual.size(), expected.size());
-  for (std::size_t t = 0; t < actual.size(); ++t) {
-    const double error = relative_l2(expected[t].values, actual[t].values);
-    EXPECT_LE(error, bf16_relative_l2_tolerance) << expected[t].name;
-    if (expected[t].name != "bias gradient")
-      EXPECT_GT(error, 1e-4) << expected[t].name << ": equal to float's; did bf16 run?";
-  }
+  expect_bf16_convolution_of_float(on_gpu.outputs(), on_cpu.outputs());
 }
 
 INSTANTIATE_TEST_SUITE_P(CudnnKernels, Bf16ConvolutionAgainstCpu,
@@ -782,6 +791,14 @@ TEST_F(CudnnKernels, Fp32ConvolutionsStayOffTensorCores) {
   }
 }
 
+// A device's changed_settings property (the settings that ran other than their defaults), or
+// "absent" where it has none.
+std::string changed_settings(const CudaDevice& device) {
+  for (const auto& [name, value] : device.properties())
+    if (name == "changed_settings") return value;
+  return "absent";
+}
+
 // DLSCALE_CUDNN_WORKSPACE_MIB: the most workspace one convolution algorithm may ask for (4096
 // MiB by default), recorded in changed_settings where it is not the default; anything but a whole
 // number of MiB from 1 to 2^20 is refused in one line. Under an 8 MiB limit a convolution still
@@ -789,11 +806,6 @@ TEST_F(CudnnKernels, Fp32ConvolutionsStayOffTensorCores) {
 // layers of a device share one workspace (cudnn_support.hpp), so two of them run in turn, and it
 // never grows past the limit.
 TEST_F(CudnnKernels, WorkspaceLimitIsASettingEveryConvolutionKeeps) {
-  const auto changed_settings = [](const CudaDevice& device) {
-    for (const auto& [name, value] : device.properties())
-      if (name == "changed_settings") return value;
-    return std::string("absent");
-  };
   const dlscale::testing::DefaultGpuSettings defaults;
   {
     const dlscale::testing::ScopedSetting unset("DLSCALE_CUDNN_WORKSPACE_MIB", nullptr);
@@ -839,6 +851,202 @@ TEST_F(CudnnKernels, WorkspaceLimitIsASettingEveryConvolutionKeeps) {
     expect_close(second, strided_on_cpu, convolution_tolerance);
     EXPECT_LE(limited.context().convolution_workspace->size(), std::size_t(8) << 20)
         << "the shared workspace grew past the limit";
+  }
+}
+
+// The tensor of that name among a run's outputs (the bias gradient, say), alone; none where the
+// run has none.
+std::vector<Tensor> only(const std::vector<Tensor>& outputs, const std::string& name) {
+  std::vector<Tensor> result;
+  for (const Tensor& tensor : outputs)
+    if (tensor.name == name) result.push_back(tensor);
+  return result;
+}
+std::vector<Tensor> without(const std::vector<Tensor>& outputs, const std::string& name) {
+  std::vector<Tensor> result;
+  for (const Tensor& tensor : outputs)
+    if (tensor.name != name) result.push_back(tensor);
+  return result;
+}
+
+// DLSCALE_CUDA_NCHW_BIAS_GRADIENT=fused: the legacy path's convolution backward masks dy by its
+// ReLU and sums the bias gradient in one pass of dlscale's own kernel (nchw_channel_kernels.cu)
+// instead of cudnnActivationBackward and cudnnConvolutionBackwardBias. The setting is recorded in
+// changed_settings as "nchw_bias_gradient fused" on the legacy path (absent by default, and on the
+// graph path, which it does not change); a value other than cudnn or fused is refused in one
+// line. For bias and ReLU, bias alone and ReLU alone, on output images of 8x8 pixels (the kernel's
+// float4 loop) and of 7x7 and 3x3 (its float loop), in fp32 and bf16: every output and gradient
+// as close to the CPU's as ConvolutionAgainstCpu and Bf16ConvolutionAgainstCpu hold them, the
+// bias gradient within 1e-5 of the cudnn setting's, and backward again writes the same bias
+// gradient bit for bit, and input and weight gradients as close as a rerun of their cuDNN
+// algorithms allows (those may sum with atomics: BackwardTwiceIsBitIdentical leaves convolutions
+// out; the masked dy they read repeats bit for bit, FusedNchwBiasGradientKernelMatchesTheHost).
+TEST_F(CudnnKernels, FusedNchwBiasGradientAgreesWithCudnnsAndTheCpu) {
+  const dlscale::testing::DefaultGpuSettings defaults;
+  {
+    const CudaDevice device(0, Precision::fp32, CudnnApi::legacy);
+    EXPECT_EQ(device.context().nchw_bias_gradient, NchwBiasGradient::cudnn);
+    EXPECT_EQ(changed_settings(device), "absent");
+  }
+  {
+    const dlscale::testing::ScopedSetting fused("DLSCALE_CUDA_NCHW_BIAS_GRADIENT", "fused");
+    const CudaDevice legacy(0, Precision::fp32, CudnnApi::legacy);
+    EXPECT_EQ(legacy.context().nchw_bias_gradient, NchwBiasGradient::fused);
+    EXPECT_EQ(changed_settings(legacy), "nchw_bias_gradient fused");
+    if (cudnn_graph_api_compiled()) {
+      const CudaDevice graph(0, Precision::bf16, CudnnApi::graph);
+      EXPECT_EQ(changed_settings(graph), "absent");
+    }
+  }
+  {
+    const dlscale::testing::ScopedSetting bad("DLSCALE_CUDA_NCHW_BIAS_GRADIENT", "x");
+    try {
+      const CudaDevice refused(0, Precision::fp32, CudnnApi::legacy);
+      ADD_FAILURE() << "DLSCALE_CUDA_NCHW_BIAS_GRADIENT=x was accepted";
+    } catch (const UserError& error) {
+      EXPECT_EQ(std::string(error.what()),
+                "DLSCALE_CUDA_NCHW_BIAS_GRADIENT: unknown NCHW bias gradient 'x' (available: "
+                "cudnn, fused)");
+    }
+  }
+  const ConvolutionCase cases[] = {
+      {"bias_and_relu_8x8", {{4, 8, 8}, 8, 3, 1, 1, 1, true, nchw, nchw, true}, 5},
+      {"bias_alone_8x8", {{4, 8, 8}, 6, 3, 1, 1, 1, true}, 5},
+      {"bias_and_relu_7x7", {{8, 7, 7}, 16, 3, 1, 1, 1, true, nchw, nchw, true}, 3},
+      {"relu_alone_3x3", {{8, 6, 6}, 16, 3, 2, 1, 1, false, nchw, nchw, true}, 3},
+  };
+  for (const Precision precision : {Precision::fp32, Precision::bf16}) {
+    CudaDevice with_cudnn(0, precision, CudnnApi::legacy);
+    const dlscale::testing::ScopedSetting fused("DLSCALE_CUDA_NCHW_BIAS_GRADIENT", "fused");
+    CudaDevice with_fused(0, precision, CudnnApi::legacy);
+    ASSERT_EQ(with_fused.context().nchw_bias_gradient, NchwBiasGradient::fused);
+    for (const ConvolutionCase& c : cases) {
+      SCOPED_TRACE(::testing::Message() << precision_name(precision) << ", " << c.name);
+      ConvolutionRun on_cpu(cpu(), in_nchw(c.geometry), c.batch);
+      run(on_cpu);
+      // Both GPU runs masked by the CPU's y (ConvolutionAgainstCpu): only the kernels differ.
+      const std::vector<float> cpu_output = on_cpu.outputs().front().values;
+      ConvolutionRun cudnns(with_cudnn, c.geometry, c.batch),
+          on_gpu(with_fused, c.geometry, c.batch);
+      cudnns.mask_relu_with(cpu_output);
+      on_gpu.mask_relu_with(cpu_output);
+      run(cudnns);
+      run(on_gpu);
+      const std::vector<Tensor> first = on_gpu.outputs();
+      if (precision == Precision::bf16)
+        expect_bf16_convolution_of_float(first, on_cpu.outputs());
+      else
+        expect_close(first, on_cpu.outputs(), convolution_tolerance);
+      expect_close(only(first, "bias gradient"), only(cudnns.outputs(), "bias gradient"), 1e-5);
+      on_gpu.backward();
+      const std::vector<Tensor> again = on_gpu.outputs();
+      expect_identical(only(again, "bias gradient"), only(first, "bias gradient"),
+                       "backward again");
+      expect_close_in_l2(without(again, "bias gradient"), without(first, "bias gradient"),
+                         precision == Precision::bf16 ? bf16_rerun_relative_l2_tolerance
+                                                      : float_rerun_relative_l2_tolerance,
+                         "backward again");
+    }
+  }
+}
+
+// One test of the fused kernel's cases: dimensions, where its tensors start (`offset` floats into
+// their arrays: 1 misaligns them for float4) and what it writes.
+struct NchwChannelCase {
+  const char* name;
+  int batch, channels;
+  std::int64_t pixels;
+  std::size_t offset;
+  bool relu, bias;
+};
+
+// relu_mask_and_bias_gradient itself (nchw_channel_kernels.hpp) against the host: the masked
+// gradient exactly (it is dy or 0), the bias gradient within 1e-5 of a sum in double; on its
+// float4 loop (pixels a multiple of 4, aligned tensors), its float loop (odd pixels, or aligned
+// pixels at a misaligned address), the mask or the sum alone, many slabs of a few images per
+// channel, and more channels than the blocks it aims for (one slab each). A second call and
+// the replay of a captured graph of it write the very same bits.
+TEST_F(CudnnKernels, FusedNchwBiasGradientKernelMatchesTheHost) {
+  const NchwChannelCase cases[] = {
+      {"float4s", 6, 5, 64, 0, true, true},
+      {"odd_pixels", 7, 3, 49, 0, true, true},
+      {"misaligned", 6, 5, 64, 1, true, true},
+      {"bias_alone", 9, 4, 36, 0, false, true},
+      {"relu_alone", 4, 6, 9, 0, true, false},
+      {"many_slabs", 1100, 2, 4, 0, true, true},
+      {"more_channels_than_blocks", 2, 1500, 3, 0, false, true},
+  };
+  CudaDevice& device = gpu();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const NchwChannelCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::size_t count = std::size_t(c.batch) * std::size_t(c.channels) * c.pixels;
+    const std::vector<float> y = random_floats(count, 21), dy = random_floats(count, 22);
+    // Each tensor `offset` floats into an array of its own.
+    const auto on_device = [&](const std::vector<float>& values) {
+      DeviceArray<float> array(device, c.offset + values.size());
+      std::vector<float> padded(c.offset, 0.0f);
+      padded.insert(padded.end(), values.begin(), values.end());
+      array.copy_from_host(padded);
+      return array;
+    };
+    const DeviceArray<float> y_array = on_device(y), dy_array = on_device(dy);
+    DeviceArray<float> masked = on_device(std::vector<float>(count, nan));
+    DeviceArray<float> bias_gradient(device, std::size_t(c.channels));
+    const std::size_t scratch_bytes =
+        nchw_bias_gradient_scratch_bytes(c.batch, c.channels, c.pixels);
+    DeviceArray<float> scratch(device, scratch_bytes / sizeof(float) + 1);
+    const auto call = [&] {
+      relu_mask_and_bias_gradient(
+          c.batch, c.channels, c.pixels, c.relu ? y_array.data() + c.offset : nullptr,
+          dy_array.data() + c.offset, c.relu ? masked.data() + c.offset : nullptr,
+          c.bias ? bias_gradient.data() : nullptr, c.bias ? scratch.data() : nullptr,
+          device.context().stream);
+    };
+    const auto poison = [&] {
+      masked.copy_from_host(std::vector<float>(c.offset + count, nan));
+      bias_gradient.copy_from_host(std::vector<float>(std::size_t(c.channels), nan));
+    };
+    // What the call wrote: the masked gradient and the bias gradient, those it writes.
+    const auto written = [&] {
+      std::vector<Tensor> result;
+      if (c.relu) {
+        const std::vector<float> all = masked.to_host();
+        result.push_back({"masked gradient", {all.begin() + std::ptrdiff_t(c.offset), all.end()}});
+      }
+      if (c.bias) result.push_back({"bias gradient", bias_gradient.to_host()});
+      return result;
+    };
+
+    poison();
+    call();
+    device.synchronize();
+    const std::vector<Tensor> first = written();
+    std::vector<float> expected_mask(count);
+    std::vector<double> sums(std::size_t(c.channels), 0.0);
+    for (std::size_t i = 0; i < count; ++i) {
+      const float gradient = !c.relu || y[i] > 0.0f ? dy[i] : 0.0f;
+      expected_mask[i] = gradient;
+      sums[i / std::size_t(c.pixels) % std::size_t(c.channels)] += gradient;
+    }
+    if (c.relu)
+      expect_identical(only(first, "masked gradient"), {{"masked gradient", expected_mask}},
+                       "against the host");
+    if (c.bias)
+      expect_close(only(first, "bias gradient"),
+                   {{"bias gradient", std::vector<float>(sums.begin(), sums.end())}}, 1e-5);
+
+    poison();
+    call();
+    device.synchronize();
+    expect_identical(written(), first, "called again");
+
+    const std::unique_ptr<CapturedWork> step = device.capture(call);
+    ASSERT_NE(step, nullptr);
+    poison();
+    step->replay();
+    device.synchronize();
+    expect_identical(written(), first, "replayed");
   }
 }
 
