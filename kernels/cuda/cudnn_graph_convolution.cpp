@@ -23,6 +23,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -120,6 +121,8 @@ class ConvolutionGraphCache {
   // Every variant the searches timed, by shape key and variant: the engines built and how many
   // of them were runtime-compiled (engines_built_per_search).
   std::map<std::string, std::pair<int, int>> searched;
+  // Those of them that found an engine (variants_with_an_engine).
+  std::set<std::string> found;
   // With DLSCALE_CUDNN_KERNEL_CACHE=yes, one cuDNN kernel cache per graph topology
   // (topology_key), shared by every shape of it; and per topology, how many graphs of it the
   // searches ran as dynamic-shape graphs (kernel_cache_use).
@@ -134,6 +137,10 @@ std::shared_ptr<ConvolutionGraphCache> make_convolution_graph_cache() {
 std::map<std::string, std::pair<int, int>> engines_built_per_search(
     const ConvolutionGraphCache& cache) {
   return cache.searched;
+}
+
+std::set<std::string> variants_with_an_engine(const ConvolutionGraphCache& cache) {
+  return cache.found;
 }
 
 std::map<std::string, int> kernel_cache_use(const ConvolutionGraphCache& cache) {
@@ -676,10 +683,12 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
           choice = fastest_engine(
               std::move(graph), pack_for(v), [&] { complete(v); }, why);
       choice.variant = v;
-      context_.convolution_graphs->searched[fmt::format(
+      const std::string searched_key = fmt::format(
           "{}: fuse_bias {} fuse_relu {} float_output {} deterministic {}", key, int(v.fuse_bias),
-          int(v.fuse_relu), int(v.float_output), int(v.deterministic))] = {choice.engines_built,
-                                                                           choice.runtime_compiled};
+          int(v.fuse_relu), int(v.float_output), int(v.deterministic));
+      context_.convolution_graphs->searched[searched_key] = {choice.engines_built,
+                                                             choice.runtime_compiled};
+      if (choice.engine >= 0) context_.convolution_graphs->found.insert(searched_key);
       if (verbose_search())
         std::fprintf(stderr,
                      "dlscale: cuDNN graph: %s: fuse_bias %d fuse_relu %d float_output %d "

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -24,6 +25,9 @@ std::shared_ptr<ConvolutionGraphCache> make_convolution_graph_cache();
 // cost, and what DLSCALE_CUDNN_BUILD_THREADS must leave as one thread builds it).
 std::map<std::string, std::pair<int, int>> engines_built_per_search(
     const ConvolutionGraphCache& cache);
+
+// Which of those variants (the keys of engines_built_per_search) found an engine that ran.
+std::set<std::string> variants_with_an_engine(const ConvolutionGraphCache& cache);
 
 // With DLSCALE_CUDNN_KERNEL_CACHE=yes: per graph topology (everything but the tensors' sizes), how
 // many graphs of it the searches on this device ran as dynamic-shape graphs sharing its kernel

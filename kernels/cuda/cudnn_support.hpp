@@ -104,7 +104,9 @@ Plan& plan_of(std::map<int, Plan>& plans, int batch, cudaStream_t stream, const 
 // during a capture), and keeps what it has outgrown: work queued earlier, or a graph captured
 // earlier, may still point into it.
 // It grows by doubling, to save reallocations, but never past `limit` (what one algorithm may ask
-// for): the buffer in use stays within the limit, and those kept, under it in all.
+// for) nor, beyond what is asked, past a quarter of the free memory (the searches' own bound: a
+// 4096 MiB limit must not double a workspace into memory the network needs): the buffer in use
+// stays within the limit, and those kept, under it in all.
 class ConvolutionWorkspace {
  public:
   explicit ConvolutionWorkspace(std::size_t limit) : limit_(limit) {}
@@ -113,8 +115,13 @@ class ConvolutionWorkspace {
     if (bytes == 0) return nullptr;
     if (buffers_.empty() || buffers_.back().size() < bytes) {
       require_not_capturing(stream, "cuDNN convolution workspace");
-      const std::size_t doubled = buffers_.empty() ? 0 : 2 * buffers_.back().size();
-      buffers_.emplace_back(std::max(bytes, std::min(doubled, limit_)));
+      std::size_t grown = bytes;
+      if (!buffers_.empty()) {
+        std::size_t free_bytes = 0, total_bytes = 0;
+        DLSCALE_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+        grown = std::max(bytes, std::min({2 * buffers_.back().size(), limit_, free_bytes / 4}));
+      }
+      buffers_.emplace_back(grown);
     }
     return buffers_.back().data();
   }
