@@ -369,12 +369,19 @@ grep -E '^== |^step |^\[  FAILED' "$keep/pruned.log" 2>/dev/null | tee -a "$log"
 # convolutions' backward 3.69 ms where PyTorch's take 1.69 with the bias and ReLU), with cuDNN's
 # passes and with the fused one.
 bias_runs() {
+  local status=0
   tests_then_each dlscale_gpu_kernel_tests '*FusedNchwBias*' DLSCALE_CUDA_NCHW_BIAS_GRADIENT \
-    "cudnn fused" "alexnet-r:1024:fp32 alexnet-s:128:fp32 vgg-16:64:fp32"
+    "cudnn fused" "alexnet-r:1024:fp32 alexnet-s:128:fp32 vgg-16:64:fp32" || status=1
+  # alexnet-r's profile with the fused pass: its layers' backward, and the algorithms its
+  # legacy searches timed and chose (DLSCALE_CUDNN_GRAPH_VERBOSE), beside PyTorch's kernels.
+  DLSCALE_CUDA_NCHW_BIAS_GRADIENT=fused OUT="$keep" BUILD_DIR="$build_dir" timeout 80 \
+    benchmarks/gpu_step_profile.sh alexnet-r 1024 fp32 || status=1
+  return $status
 }
 export -f bias_runs
-stage bias 80 180 bias_runs
-grep -E '^== |^step |^\[  FAILED' "$keep/bias.log" 2>/dev/null | tee -a "$log"
+stage bias 80 240 bias_runs
+grep -E '^== |^step |^\[  FAILED|^ +[0-9]+ +[a-z_]+ +[0-9]+ +[0-9.]+ |cuDNN legacy' \
+  "$keep/bias.log" 2>/dev/null | tee -a "$log"
 
 # FastDivmod's indexing in the NHWC pooling and batch norm kernels (DLSCALE_CUDA_FAST_DIVMOD,
 # docs/gpu.md "NHWC"): its bit-for-bit test, then the image models whose steps

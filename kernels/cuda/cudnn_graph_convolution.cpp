@@ -689,7 +689,7 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
       context_.convolution_graphs->searched[searched_key] = {choice.engines_built,
                                                              choice.runtime_compiled};
       if (choice.engine >= 0) context_.convolution_graphs->found.insert(searched_key);
-      if (verbose_search())
+      if (cudnn_search_verbose())
         std::fprintf(stderr,
                      "dlscale: cuDNN graph: %s: fuse_bias %d fuse_relu %d float_output %d "
                      "deterministic %d: %s %.4f ms (%d engines built, %d runtime-compiled, "
@@ -709,7 +709,7 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
     for (const Variant& v : searched_variants(pass)) {
       if (!v.deterministic) continue;
       if (const char* dominated_by = skipped_for(pass, v, with_engine)) {
-        if (verbose_search())
+        if (cudnn_search_verbose())
           std::fprintf(stderr,
                        "dlscale: cuDNN graph: %s: fuse_bias %d fuse_relu %d float_output %d "
                        "deterministic %d: skipped (DLSCALE_CUDNN_PRUNED_SEARCH: %s found an "
@@ -737,20 +737,10 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
                           ? " (it writes a bf16 image: DLSCALE_CUDA_IMAGE_ACTIVATIONS=float "
                             "writes float images, which more engines do)"
                           : ""));
-    if (verbose_search())
+    if (cudnn_search_verbose())
       std::fprintf(stderr, "dlscale: cuDNN graph: %s: search took %.2f s\n", key.c_str(),
                    seconds_since(search_start));
     return *(slot = &choices.emplace(key, std::move(best)).first->second);
-  }
-
-  // DLSCALE_CUDNN_GRAPH_VERBOSE=1: each variant's fastest engine and its time, on stderr, as the
-  // search goes (for profiles: which engines a shape runs on).
-  static bool verbose_search() {
-    static const bool verbose = [] {
-      const char* value = std::getenv("DLSCALE_CUDNN_GRAPH_VERBOSE");
-      return value != nullptr && *value != '\0' && std::string(value) != "0";
-    }();
-    return verbose;
   }
 
   // The engines of the graph that the search times, built: the first candidate_limit in

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -18,6 +19,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "kernels/cuda/bf16_staging.hpp"
 #include "kernels/cuda/cudnn_support.hpp"
@@ -201,6 +204,7 @@ class CudnnConvolution final : public ConvolutionKernel {
     cudnnConvolutionFwdAlgo_t forward_algorithm{};
     cudnnConvolutionBwdDataAlgo_t data_algorithm{};
     cudnnConvolutionBwdFilterAlgo_t filter_algorithm{};
+    int batch = 0;
     std::size_t workspace_bytes = 0;  // the most any of the chosen algorithms needs
     DeviceBuffer relu_gradient;       // a fused ReLU's masked output gradient, float
     // The fused bias gradient's partial sums (DLSCALE_CUDA_NCHW_BIAS_GRADIENT=fused with a bias).
@@ -254,6 +258,7 @@ class CudnnConvolution final : public ConvolutionKernel {
       describe_images(p.input, batch, g.input, false, data_type_);
       describe_images(p.output, batch, g.output(), false, data_type_);
       describe_images(p.float_output, batch, g.output(), false);
+      p.batch = batch;
       if (g.relu) p.relu_gradient = DeviceBuffer(output_count(batch) * sizeof(float));
       if (fused_bias_gradient() && g.bias) {
         const ImageShape out = g.output();
@@ -298,6 +303,7 @@ class CudnnConvolution final : public ConvolutionKernel {
       find(count, &returned, results.data(), scratch.data(), scratch.size());
     }
     const Perf& best = fastest_acceptable(results, returned, math_, searched_bytes, pass);
+    if (cudnn_search_verbose()) print_search(p, pass, results, returned, best, searched_bytes);
     DLSCALE_CUDNN_CHECK(cudnnSetConvolutionMathType(convolution, best.mathType));
     reserve_workspace(p, best.memory);
     return best.algo;
@@ -355,6 +361,30 @@ class CudnnConvolution final : public ConvolutionKernel {
   // (DLSCALE_CUDA_NCHW_BIAS_GRADIENT=fused), where cuDNN takes two.
   bool fused_bias_gradient() const {
     return context_.nchw_bias_gradient == NchwBiasGradient::fused;
+  }
+
+  // DLSCALE_CUDNN_GRAPH_VERBOSE=1: every algorithm the search timed for a pass (its time, the
+  // workspace it asks for, N for a non-deterministic one, T for one on tensor cores), and the
+  // one chosen, on stderr: which algorithms a layer runs on, beside PyTorch's profile.
+  template <typename Perf>
+  void print_search(const Plan& p, const char* pass, const std::vector<Perf>& results, int returned,
+                    const Perf& best, std::size_t searched_bytes) const {
+    const auto& g = geometry_;
+    std::string timed;
+    for (int i = 0; i < returned; ++i) {
+      const Perf& r = results[std::size_t(i)];
+      if (r.status != CUDNN_STATUS_SUCCESS) continue;
+      timed += fmt::format(
+          " algo{} {:.3f} ms {:.0f} MiB{}{};", int(r.algo), r.time,
+          double(r.memory) / double(1 << 20), r.determinism == CUDNN_DETERMINISTIC ? "" : " N",
+          r.mathType == CUDNN_DEFAULT_MATH || r.mathType == CUDNN_FMA_MATH ? "" : " T");
+    }
+    std::fprintf(stderr,
+                 "dlscale: cuDNN legacy: %s %dx%dx%d -> %d k%d s%d p%d g%d batch%d %s (workspace "
+                 "up to %.0f MiB):%s chose algo%d\n",
+                 pass, g.input.channels, g.input.height, g.input.width, g.output_channels, g.kernel,
+                 g.stride, g.padding, g.groups, p.batch, precision_name(context_.precision),
+                 double(searched_bytes) / double(1 << 20), timed.c_str(), int(best.algo));
   }
 
   // The device's one convolution workspace (cudnn_support.hpp) serves all three passes of every

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdlib>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -96,6 +97,17 @@ Plan& plan_of(std::map<int, Plan>& plans, int batch, cudaStream_t stream, const 
     throw;
   }
   return entry->second;
+}
+
+// DLSCALE_CUDNN_GRAPH_VERBOSE=1 (any value but empty or 0): the convolutions' searches print on
+// stderr what they timed and chose, the graph path's engines and the legacy path's algorithms
+// alike (for profiles: what each layer shape runs on, and what its search cost).
+inline bool cudnn_search_verbose() {
+  static const bool verbose = [] {
+    const char* value = std::getenv("DLSCALE_CUDNN_GRAPH_VERBOSE");
+    return value != nullptr && *value != '\0' && std::string(value) != "0";
+  }();
+  return verbose;
 }
 
 // The workspace every convolution of a device shares, on either path (legacy or graph): every
