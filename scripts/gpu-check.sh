@@ -46,7 +46,7 @@
 # bundle is unpacked and the environment set for every stage.
 #
 # Environment: BUILD_DIR (default build-gpu), BUILD_TARGETS (default: what the stages run; all:
-# everything), JOBS (default: every core), TEST_JOBS (GPU tests at once, default 4), CUDA_ARCHITECTURES
+# everything), JOBS (default: every core), TEST_JOBS (GPU tests at once, default 6), CUDA_ARCHITECTURES
 # (default 90), CUDACXX (default /usr/local/cuda/bin/nvcc), PYTHON (for the bench stage),
 # OUT (if set, the logs and a summary are copied to $OUT/gpu-check/ at the end, even on failure),
 # BENCH_MODELS, BENCH_PRECISIONS, BENCH_ITERS, BENCH_WARMUP (the bench stage's --models,
@@ -231,7 +231,7 @@ if wants tests; then
   start=$SECONDS
   if [[ ! -f $build_dir/CTestTestfile.cmake ]]; then
     fail tests "$build_dir is not configured and built (run with --build-only first)"
-  elif ! logged tests ctest --test-dir "$build_dir" -L gpu -j "${TEST_JOBS:-4}" --output-on-failure \
+  elif ! logged tests ctest --test-dir "$build_dir" -L gpu -j "${TEST_JOBS:-6}" --output-on-failure \
          --no-tests=error; then
     fail tests "ctest -L gpu (see tests.log)"
   fi

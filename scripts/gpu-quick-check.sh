@@ -47,7 +47,7 @@
 #             (DLSCALE_CUDA_FAST_DIVMOD, the default since 2026-11-28): its bit-for-bit test, then
 #             alexnet-r batch 1024 in tf32 and resnet-50 and mobilenet-v2 batch 64 in bf16, each
 #             without and with it
-#   training  gpu_training_agrees_with_the_cpu and its bf16-image half
+#   training  gpu_training_agrees_with_the_cpu, its six ctest slices side by side
 #   lstm_stack
 #             the stacked kernel's and network's tests; dlscale-bench-cudnn-lstm: lstm-64's LSTM
 #             stack on cuDNN alone, one call per layer (dlscale's way) against one for the stack
@@ -395,8 +395,8 @@ export -f divmod_runs
 stage divmod 90 180 divmod_runs
 grep -E '^== |^step |^\[  FAILED' "$keep/divmod.log" 2>/dev/null | tee -a "$log"
 
-# Both halves of the training test side by side (they share the GPU and lean on CPU references).
-stage training 90 180 ctest --test-dir "$build_dir" -R gpu_training_agrees_with_the_cpu -j 2 \
+# The training test's six slices side by side (they share the GPU and lean on CPU references).
+stage training 90 180 ctest --test-dir "$build_dir" -R gpu_training_agrees_with_the_cpu -j 6 \
   --output-on-failure --no-tests=error
 
 # The LSTM stacks (docs/gpu.md, "An LSTM stack in one cuDNN call"): the stacked kernel's and
