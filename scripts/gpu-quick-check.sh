@@ -42,7 +42,8 @@
 #   bias      the legacy (NCHW) convolutions' ReLU mask and bias gradient in one pass of dlscale's
 #             own (DLSCALE_CUDA_NCHW_BIAS_GRADIENT=fused, off by default): its test, then
 #             alexnet-r batch 1024, alexnet-s batch 128 and vgg-16 batch 64 in fp32, each with
-#             cudnn and with fused
+#             cudnn and with fused, then alexnet-r's profile with fused (the legacy searches'
+#             algorithms printed: DLSCALE_CUDNN_GRAPH_VERBOSE)
 #   divmod    the NHWC pooling and batch norm kernels indexing by FastDivmod
 #             (DLSCALE_CUDA_FAST_DIVMOD, the default since 2026-11-28): its bit-for-bit test, then
 #             alexnet-r batch 1024 in tf32 and resnet-50 and mobilenet-v2 batch 64 in bf16, each

@@ -117,8 +117,8 @@ inline bool cudnn_search_verbose() {
 // earlier, may still point into it.
 // It grows by doubling, to save reallocations, but never past `limit` (what one algorithm may ask
 // for) nor, beyond what is asked, past a quarter of the free memory (the searches' own bound: a
-// 4096 MiB limit must not double a workspace into memory the network needs): the buffer in use
-// stays within the limit, and those kept, under it in all.
+// 4096 MiB limit must not double a workspace into memory the network needs on a small GPU): the
+// buffer in use stays within the limit.
 class ConvolutionWorkspace {
  public:
   explicit ConvolutionWorkspace(std::size_t limit) : limit_(limit) {}
