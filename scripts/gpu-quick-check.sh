@@ -39,11 +39,13 @@
 #             variants that the 2026-11-28 searches timed and never chose, skipped where what
 #             dominates them found an engine): its test, then vgg-16 and mobilenet-v2 in bf16 and
 #             vgg-16 in tf32 without and with it, as search
-#   bias      the legacy (NCHW) convolutions' ReLU mask and bias gradient in one pass of dlscale's
-#             own (DLSCALE_CUDA_NCHW_BIAS_GRADIENT=fused, off by default): its test, then
-#             alexnet-r batch 1024, alexnet-s batch 128 and vgg-16 batch 64 in fp32, each with
-#             cudnn and with fused, then alexnet-r's profile with fused (the legacy searches'
-#             algorithms printed: DLSCALE_CUDNN_GRAPH_VERBOSE)
+#   nchw      the legacy (NCHW) path's element-wise work on dlscale's own kernels, both off by
+#             default: the convolutions' bias and ReLU in one pass each way
+#             (DLSCALE_CUDA_NCHW_BIAS_RELU=fused) and the pooling
+#             (DLSCALE_CUDA_NCHW_POOLING=own): their tests, then alexnet-r batch 1024 and
+#             alexnet-s batch 128 in fp32 with cuDNN's passes, with the fused one, and with both
+#             of dlscale's, then alexnet-r's profile with both (the legacy searches' algorithms
+#             printed: DLSCALE_CUDNN_GRAPH_VERBOSE)
 #   divmod    the NHWC pooling and batch norm kernels indexing by FastDivmod
 #             (DLSCALE_CUDA_FAST_DIVMOD, the default since 2026-11-28): its bit-for-bit test, then
 #             alexnet-r batch 1024 in tf32 and resnet-50 and mobilenet-v2 batch 64 in bf16, each
@@ -59,10 +61,11 @@
 #             missed their goal at the defaults of 2026-11-27, late: alexnet-r:1024:fp32
 #             vgg-16:64:fp32 lstm-32:128:fp32 alexnet-r:1024:tf32): per-layer CUDA event times
 #             beside torch.profiler's kernels
-#   rest      gpu_sampling_reads_nvml; tf32 speed of vgg-16 and resnet-50 (as speed); the LSTMs
-#             (lstm-64 batch 1024, lstm-32 batch 128) in bf16 and fp32 with and without batched
-#             loads and in tf32 (TF32 now, never FP16: docs/gpu.md), beside PyTorch, and the
-#             LSTM and precision kernel tests;
+#   sampling  gpu_sampling_reads_nvml
+#   tf32      tf32 speed of vgg-16 and resnet-50 (as speed)
+#   lstm      the LSTMs (lstm-64 batch 1024, lstm-32 batch 128) in bf16 and fp32 with and without
+#             batched loads and in tf32 (TF32 now, never FP16: docs/gpu.md), beside PyTorch, and
+#             the LSTM and precision kernel tests
 #   epilogue  the dense layers' bias added in cuBLASLt's GEMM epilogue
 #             (DLSCALE_CUDA_GEMM_BIAS_EPILOGUE, the default since 2026-11-27): its tests, then
 #             lstm-64 batch 1024 in bf16, fp32 and tf32 and gpt2-small batch 8 in bf16, each
@@ -89,6 +92,17 @@ if [[ ${1:-} == -h || ${1:-} == --help ]]; then
   sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'
   exit 0
 fi
+
+# Every stage by name: a misspelt QUICK_STAGES is refused, where it would skip every stage.
+known_stages="build gpt graph speed table_fp32 table_tf32 table_bf16 workspace images kernels bound
+  search pruned nchw divmod training lstm_stack sampling tf32 lstm epilogue profile cli"
+for asked in ${QUICK_STAGES:-}; do
+  if [[ " ${known_stages//$'\n'/ } " != *" $asked "* ]]; then
+    echo "gpu-quick-check.sh: QUICK_STAGES: unknown stage '$asked' (available:" \
+      "$(echo $known_stages))" >&2
+    exit 2
+  fi
+done
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo" || exit 1
@@ -364,25 +378,39 @@ stage pruned 120 240 timed_searches '*PrunedSearch*' DLSCALE_CUDNN_PRUNED_SEARCH
   "vgg-16:64:bf16 mobilenet-v2:64:bf16 vgg-16:64:tf32"
 grep -E '^== |^step |^\[  FAILED' "$keep/pruned.log" 2>/dev/null | tee -a "$log"
 
-# The legacy convolutions' ReLU mask and bias gradient in one pass of dlscale's own
-# (DLSCALE_CUDA_NCHW_BIAS_GRADIENT, off by default; docs/gpu.md): its test, then the fp32 image
-# cases whose convolutions have a bias (alexnet-r trails PyTorch most: 0.65 on 2026-11-28, its
-# convolutions' backward 3.69 ms where PyTorch's take 1.69 with the bias and ReLU), with cuDNN's
-# passes and with the fused one.
-bias_runs() {
-  local status=0
-  tests_then_each dlscale_gpu_kernel_tests '*FusedNchwBias*' DLSCALE_CUDA_NCHW_BIAS_GRADIENT \
-    "cudnn fused" "alexnet-r:1024:fp32 alexnet-s:128:fp32 vgg-16:64:fp32" || status=1
-  # alexnet-r's profile with the fused pass: its layers' backward, and the algorithms its
-  # legacy searches timed and chose (DLSCALE_CUDNN_GRAPH_VERBOSE), beside PyTorch's kernels.
-  DLSCALE_CUDA_NCHW_BIAS_GRADIENT=fused OUT="$keep" BUILD_DIR="$build_dir" timeout 80 \
-    benchmarks/gpu_step_profile.sh alexnet-r 1024 fp32 || status=1
+# The legacy (NCHW) path's element-wise work on dlscale's own kernels, both off by default
+# (docs/gpu.md): the convolutions' bias and ReLU in one pass each way
+# (DLSCALE_CUDA_NCHW_BIAS_RELU=fused), and the graph path's pooling enumerating NCHW
+# (DLSCALE_CUDA_NCHW_POOLING=own). alexnet-r trails PyTorch most at fp32 (0.65 on 2026-11-28: its
+# convolutions' backward 3.69 ms where PyTorch's take 1.69 with the bias and ReLU, its max
+# poolings' backward 0.85 ms where PyTorch's take 0.52). Their kernel tests and alexnet-r's
+# training test with them, then alexnet-r and alexnet-s in fp32 with cuDNN's passes, with the
+# fused bias and ReLU, and with both of dlscale's, one after the other.
+nchw_runs() {
+  local status=0 case model batch precision settings
+  "$build_dir/tests/dlscale_gpu_kernel_tests" --gtest_filter='*FusedNchwBias*:*OwnNchwPooling*' ||
+    status=1
+  mpirun -np 1 "$build_dir/tests/dlscale_gpu_training_tests" \
+    --gtest_filter='*NchwKernelsOfDlscale*' || status=1
+  for case in alexnet-r:1024:fp32 alexnet-s:128:fp32; do
+    IFS=: read -r model batch precision <<<"$case"
+    for settings in "DLSCALE_CUDA_NCHW_BIAS_RELU=cudnn DLSCALE_CUDA_NCHW_POOLING=cudnn" \
+      "DLSCALE_CUDA_NCHW_BIAS_RELU=fused DLSCALE_CUDA_NCHW_POOLING=cudnn" \
+      "DLSCALE_CUDA_NCHW_BIAS_RELU=fused DLSCALE_CUDA_NCHW_POOLING=own"; do
+      run_with "$settings" "$model" "$batch" "$precision" || status=1
+    done
+  done
+  # alexnet-r's profile with both: its layers' backward, and the algorithms its legacy searches
+  # timed and chose (DLSCALE_CUDNN_GRAPH_VERBOSE), beside PyTorch's kernels.
+  DLSCALE_CUDA_NCHW_BIAS_RELU=fused DLSCALE_CUDA_NCHW_POOLING=own OUT="$keep" \
+    BUILD_DIR="$build_dir" timeout 80 benchmarks/gpu_step_profile.sh alexnet-r 1024 fp32 ||
+    status=1
   return $status
 }
-export -f bias_runs
-stage bias 80 240 bias_runs
+export -f nchw_runs
+stage nchw 80 200 nchw_runs
 grep -E '^== |^step |^\[  FAILED|^ +[0-9]+ +[a-z_]+ +[0-9]+ +[0-9.]+ |cuDNN legacy' \
-  "$keep/bias.log" 2>/dev/null | tee -a "$log"
+  "$keep/nchw.log" 2>/dev/null | tee -a "$log"
 
 # FastDivmod's indexing in the NHWC pooling and batch norm kernels (DLSCALE_CUDA_FAST_DIVMOD,
 # docs/gpu.md "NHWC"): its bit-for-bit test, then the image models whose steps

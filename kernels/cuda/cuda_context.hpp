@@ -58,12 +58,20 @@ inline constexpr EnumNames<AttentionApi, 2> attention_api_names{{"gemm", "sdpa"}
 enum class ImageActivations { float32, bf16 };
 inline constexpr EnumNames<ImageActivations, 2> image_activation_names{{"float", "bf16"}};
 
-// How the legacy path's convolutions take their backward's ReLU mask and bias gradient
-// (DLSCALE_CUDA_NCHW_BIAS_GRADIENT): cudnn, cudnnActivationBackward and then
-// cudnnConvolutionBackwardBias, two passes over the NCHW output gradient; or fused, one pass of
-// dlscale's own deterministic kernel (nchw_channel_kernels.hpp).
-enum class NchwBiasGradient { cudnn, fused };
-inline constexpr EnumNames<NchwBiasGradient, 2> nchw_bias_gradient_names{{"cudnn", "fused"}};
+// How the legacy path's convolutions add their bias and fused ReLU (DLSCALE_CUDA_NCHW_BIAS_RELU):
+// cudnn, the descriptor API's calls, two passes over the NCHW output forward (cudnnAddTensor,
+// cudnnActivationForward) and two over its gradient backward (cudnnActivationBackward, then
+// cudnnConvolutionBackwardBias reading the masked gradient again); or fused, one pass each way of
+// dlscale's own deterministic kernels (nchw_channel_kernels.hpp).
+enum class NchwBiasRelu { cudnn, fused };
+inline constexpr EnumNames<NchwBiasRelu, 2> nchw_bias_relu_names{{"cudnn", "fused"}};
+
+// Who pools the legacy path's NCHW images (DLSCALE_CUDA_NCHW_POOLING): cudnn, the descriptor
+// API's cudnnPoolingForward and Backward (max in its deterministic mode, which reads x, y and dy
+// to find each window's winner again); or own, dlscale's kernels (pooling_kernels.hpp), which
+// keep each winner's position from the forward pass as the graph path's NHWC pooling does.
+enum class NchwPooling { cudnn, own };
+inline constexpr EnumNames<NchwPooling, 2> nchw_pooling_names{{"cudnn", "own"}};
 
 struct CudaContext {
   int device = 0;
@@ -156,14 +164,20 @@ struct CudaContext {
   // (2026-11-27), each element paying some six divisions; with FastDivmod its step went 2.48 ->
   // 2.25 ms, resnet-50's bf16 step 18.33 -> 18.06 and mobilenet-v2's 10.81 -> 10.66 (2026-11-28).
   bool fast_divmod = true;
-  // DLSCALE_CUDA_NCHW_BIAS_GRADIENT=fused: the legacy path's convolution backward masks dy by its
-  // fused ReLU and sums the bias gradient in one pass of dlscale's own kernel
-  // (nchw_channel_kernels.hpp), where cuDNN's descriptor API makes two (cudnnActivationBackward,
-  // then cudnnConvolutionBackwardBias reading the masked gradient again): an H200 profile of
-  // alexnet-r at batch 1024 suggested the two are slow there, and PyTorch sums its bias gradient
-  // with a plain reduction. No atomics, so its results repeat bit for bit. The default stays
-  // cudnn (the two calls): written 2026-11-28 without a GPU; off until it has run on one.
-  NchwBiasGradient nchw_bias_gradient = NchwBiasGradient::cudnn;
+  // DLSCALE_CUDA_NCHW_BIAS_RELU=fused: the legacy path's convolutions add the bias and apply the
+  // fused ReLU to their output in one pass, and mask dy by the ReLU and sum the bias gradient in
+  // one pass, of dlscale's own kernels (nchw_channel_kernels.hpp), where cuDNN's descriptor API
+  // makes two each way: an H200 profile of alexnet-r at batch 1024 in fp32 (2026-11-28) had its
+  // three convolutions' backward at 3.69 ms where PyTorch's take 1.69 with the bias and ReLU, and
+  // PyTorch sums its bias gradient with a plain reduction. No atomics, so results repeat bit for
+  // bit. The default stays cudnn: written 2026-11-28 without a GPU; off until it has run on one.
+  NchwBiasRelu nchw_bias_relu = NchwBiasRelu::cudnn;
+  // DLSCALE_CUDA_NCHW_POOLING=own: the legacy path pools on dlscale's own kernels, those the graph
+  // path has run since 2026-11-26 in NHWC (pooling_kernels.hpp), here enumerating NCHW. An H200
+  // profile of alexnet-r at batch 1024 in fp32 (2026-11-28) had cuDNN's three max poolings'
+  // backward at 0.61, 0.16 and 0.08 ms, where PyTorch's three take 0.52 together. The default
+  // stays cudnn: written 2026-11-28 without a GPU; off until it has run on one.
+  NchwPooling nchw_pooling = NchwPooling::cudnn;
   ImageActivations image_activations = ImageActivations::bf16;  // as asked; see native_is_bf16
 
   // ImageLayout::native on this device: NHWC on the graph path (what cuDNN's tensor-core

@@ -22,7 +22,7 @@
 #include "kernels/cuda/cudnn_image_kernels.hpp"
 #include "kernels/cuda/cudnn_lstm_kernel.hpp"
 #include "kernels/cuda/nhwc_channel_kernels.hpp"
-#include "kernels/cuda/nhwc_pooling.hpp"
+#include "kernels/cuda/pooling_kernels.hpp"
 #ifdef DLSCALE_HAVE_CUDNN_FRONTEND
 #include "kernels/cuda/cudnn_attention.hpp"
 #include "kernels/cuda/cudnn_graph_convolution.hpp"
@@ -189,8 +189,10 @@ CudaDevice::CudaDevice(int gpu_index, Precision precision, std::optional<CudnnAp
   read_setting(context_.pruned_search, "DLSCALE_CUDNN_PRUNED_SEARCH", "pruned search",
                yes_no_names);
   read_setting(context_.fast_divmod, "DLSCALE_CUDA_FAST_DIVMOD", "fast divmod", yes_no_names);
-  read_setting(context_.nchw_bias_gradient, "DLSCALE_CUDA_NCHW_BIAS_GRADIENT", "NCHW bias gradient",
-               nchw_bias_gradient_names);
+  read_setting(context_.nchw_bias_relu, "DLSCALE_CUDA_NCHW_BIAS_RELU", "NCHW bias and ReLU",
+               nchw_bias_relu_names);
+  read_setting(context_.nchw_pooling, "DLSCALE_CUDA_NCHW_POOLING", "NCHW pooling",
+               nchw_pooling_names);
   read_setting(context_.image_activations, "DLSCALE_CUDA_IMAGE_ACTIVATIONS",
                "image activation type", image_activation_names);
   if (const char* attention = std::getenv("DLSCALE_CUDNN_ATTENTION");
@@ -315,10 +317,11 @@ DeviceProperties CudaDevice::properties() const {
     changed.push_back(fmt::format("cudnn_pruned_search {}", yes_no_names(true)));
   if (!context_.fast_divmod && context_.native_is_nhwc())
     changed.push_back(fmt::format("fast_divmod {}", yes_no_names(false)));
-  if (context_.nchw_bias_gradient != NchwBiasGradient::cudnn &&
-      context_.cudnn_api == CudnnApi::legacy)
-    changed.push_back(fmt::format("nchw_bias_gradient {}",
-                                  nchw_bias_gradient_names(context_.nchw_bias_gradient)));
+  if (context_.nchw_bias_relu != NchwBiasRelu::cudnn && context_.cudnn_api == CudnnApi::legacy)
+    changed.push_back(
+        fmt::format("nchw_bias_relu {}", nchw_bias_relu_names(context_.nchw_bias_relu)));
+  if (context_.nchw_pooling != NchwPooling::cudnn && context_.cudnn_api == CudnnApi::legacy)
+    changed.push_back(fmt::format("nchw_pooling {}", nchw_pooling_names(context_.nchw_pooling)));
   if (!changed.empty())
     result.emplace_back("changed_settings", fmt::format("{}", fmt::join(changed, ", ")));
   return result;
@@ -414,9 +417,13 @@ std::unique_ptr<ConvolutionKernel> CudaDevice::make_convolution(
 
 std::unique_ptr<PoolingKernel> CudaDevice::make_pooling(const PoolingGeometry& geometry) {
   // NHWC input (the graph path): dlscale's own kernels, faster there than cuDNN's
-  // (nhwc_pooling.hpp).
+  // (pooling_kernels.hpp); NCHW ones where DLSCALE_CUDA_NCHW_POOLING=own asks for them and they
+  // take the window (else cuDNN's, as by default).
   if (geometry.input_layout == ImageLayout::native && context_.native_is_nhwc())
-    return make_nhwc_pooling(context_, geometry);
+    return make_dlscale_pooling(context_, geometry);
+  if (context_.cudnn_api == CudnnApi::legacy && context_.nchw_pooling == NchwPooling::own &&
+      dlscale_pooling_supports(geometry))
+    return make_dlscale_pooling(context_, geometry);
   // cuDNN's pooling writes float; no zoo network pools its NCHW input data into a native image.
   if (geometry.output_layout == ImageLayout::native && context_.native_is_bf16())
     throw std::invalid_argument(

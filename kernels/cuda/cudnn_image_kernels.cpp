@@ -134,6 +134,14 @@ class CudnnConvolution final : public ConvolutionKernel {
     } else {
       convolve_forward(p, x, weights, y);
     }
+    if (fused_bias_and_relu() && (geometry_.bias || geometry_.relu)) {
+      // DLSCALE_CUDA_NCHW_BIAS_RELU=fused: the bias and the ReLU below in one pass of dlscale's
+      // own kernel (nchw_channel_kernels.hpp).
+      const ImageShape out = geometry_.output();
+      add_bias_and_relu(batch, out.channels, std::int64_t(out.height) * out.width,
+                        geometry_.bias ? bias : nullptr, geometry_.relu, y, context_.stream);
+      return;
+    }
     // The bias broadcasts over batch, height and width: y += bias, in float.
     if (geometry_.bias)
       DLSCALE_CUDNN_CHECK(
@@ -150,8 +158,8 @@ class CudnnConvolution final : public ConvolutionKernel {
                 const float* output_gradient, float* input_gradient, float* weight_gradient,
                 float* bias_gradient) override {
     Plan& p = plan_for(batch);
-    if (fused_bias_gradient() && (geometry_.relu || geometry_.bias)) {
-      // DLSCALE_CUDA_NCHW_BIAS_GRADIENT=fused: the mask and the bias gradient below from one
+    if (fused_bias_and_relu() && (geometry_.relu || geometry_.bias)) {
+      // DLSCALE_CUDA_NCHW_BIAS_RELU=fused: the mask and the bias gradient below from one
       // pass over dy, of dlscale's own kernel (nchw_channel_kernels.hpp).
       const ImageShape out = geometry_.output();
       float* masked = geometry_.relu ? p.relu_gradient.as<float>() : nullptr;
@@ -207,7 +215,7 @@ class CudnnConvolution final : public ConvolutionKernel {
     int batch = 0;
     std::size_t workspace_bytes = 0;  // the most any of the chosen algorithms needs
     DeviceBuffer relu_gradient;       // a fused ReLU's masked output gradient, float
-    // The fused bias gradient's partial sums (DLSCALE_CUDA_NCHW_BIAS_GRADIENT=fused with a bias).
+    // The fused bias gradient's partial sums (DLSCALE_CUDA_NCHW_BIAS_RELU=fused with a bias).
     DeviceBuffer bias_gradient_scratch;
   };
 
@@ -260,7 +268,7 @@ class CudnnConvolution final : public ConvolutionKernel {
       describe_images(p.float_output, batch, g.output(), false);
       p.batch = batch;
       if (g.relu) p.relu_gradient = DeviceBuffer(output_count(batch) * sizeof(float));
-      if (fused_bias_gradient() && g.bias) {
+      if (fused_bias_and_relu() && g.bias) {
         const ImageShape out = g.output();
         p.bias_gradient_scratch = DeviceBuffer(nchw_bias_gradient_scratch_bytes(
             batch, out.channels, std::int64_t(out.height) * out.width));
@@ -357,11 +365,9 @@ class CudnnConvolution final : public ConvolutionKernel {
     p.filter_chosen = true;
   }
 
-  // The ReLU mask and bias gradient in one pass of dlscale's own kernel
-  // (DLSCALE_CUDA_NCHW_BIAS_GRADIENT=fused), where cuDNN takes two.
-  bool fused_bias_gradient() const {
-    return context_.nchw_bias_gradient == NchwBiasGradient::fused;
-  }
+  // The bias and ReLU in one pass each way of dlscale's own kernels
+  // (DLSCALE_CUDA_NCHW_BIAS_RELU=fused), where cuDNN takes two.
+  bool fused_bias_and_relu() const { return context_.nchw_bias_relu == NchwBiasRelu::fused; }
 
   // DLSCALE_CUDNN_GRAPH_VERBOSE=1: every algorithm the search timed for a pass (its time, the
   // workspace it asks for, N for a non-deterministic one, T for one on tensor cores), and the

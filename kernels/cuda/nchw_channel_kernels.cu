@@ -1,8 +1,11 @@
-// The legacy convolution's ReLU mask and bias gradient in one pass over NCHW float images
+// The legacy convolution's bias and ReLU in one pass over NCHW float images each way
 // (nchw_channel_kernels.hpp).
 //
-// The sum runs in two kernels, as nhwc_channel_kernels.cu's do. First a grid of channels x slabs
-// blocks: block (c, s) reads channel c of a slab of consecutive images, each image's `pixels`
+// Forward is element-wise: one thread per value (or per four), its channel found from its index
+// by FastDivmod where the tensor has fewer than 2^31 of them, else by 64-bit division.
+//
+// Backward's sum runs in two kernels, as nhwc_channel_kernels.cu's do. First a grid of channels x
+// slabs blocks: block (c, s) reads channel c of a slab of consecutive images, each image's `pixels`
 // floats contiguous at (n * channels + c) * pixels; its warps take the slab's images in turn and a
 // warp's lanes stride over one image's pixels, so a warp reads consecutive floats (coalesced) and
 // no thread needs a division to find its image. Each lane adds its values in order, each warp
@@ -17,6 +20,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "core/fast_divmod.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 
 namespace dlscale::kernels {
@@ -108,6 +112,72 @@ __global__ void finish_bias_gradient_kernel(const float* partials, int slabs, in
   bias_gradient[c] = float(sum);
 }
 
+__device__ float plus(float value, float bias) { return value + bias; }
+__device__ float4 plus(float4 value, float bias) {
+  return make_float4(value.x + bias, value.y + bias, value.z + bias, value.w + bias);
+}
+__device__ float relu(float value) { return value > 0.0f ? value : 0.0f; }
+__device__ float4 relu(float4 value) {
+  return make_float4(relu(value.x), relu(value.y), relu(value.z), relu(value.w));
+}
+
+// The channel of the value (or four) at flat index i of a tensor of `width` V per image and
+// channel: (i / width) % channels.
+struct WideChannels {
+  std::int64_t width;
+  int channels;
+  __device__ int of(std::int64_t i) const { return int((i / width) % channels); }
+};
+struct FastChannels {
+  FastDivmod width, channels;
+  __device__ int of(std::int64_t i) const {
+    int c = 0;
+    channels.divide(width.quotient(int(i)), c);
+    return c;
+  }
+};
+
+template <typename V, bool Bias, bool Relu, typename Channels>
+__global__ void bias_and_relu_kernel(V* y, const float* bias, std::int64_t count,
+                                     Channels channels) {
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    V value = y[i];
+    if constexpr (Bias) value = plus(value, bias[channels.of(i)]);
+    if constexpr (Relu) value = relu(value);
+    y[i] = value;
+  }
+}
+
+constexpr int elementwise_threads = 256;
+constexpr int most_elementwise_blocks = 132 * 32;  // grid-stride: enough to fill any one GPU
+
+template <typename V, bool Bias, bool Relu>
+void launch_bias_and_relu(float* y, const float* bias, int channels, std::int64_t width,
+                          std::int64_t count, cudaStream_t stream) {
+  const auto blocks = unsigned(std::clamp<std::int64_t>(
+      (count + elementwise_threads - 1) / elementwise_threads, 1, most_elementwise_blocks));
+  V* values = reinterpret_cast<V*>(y);
+  if (count < (std::int64_t(1) << 31) && width < (std::int64_t(1) << 31))
+    bias_and_relu_kernel<V, Bias, Relu><<<blocks, elementwise_threads, 0, stream>>>(
+        values, bias, count, FastChannels{FastDivmod(int(width)), FastDivmod(channels)});
+  else
+    bias_and_relu_kernel<V, Bias, Relu><<<blocks, elementwise_threads, 0, stream>>>(
+        values, bias, count, WideChannels{width, channels});
+  DLSCALE_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename V>
+void launch_bias_and_relu_of(float* y, const float* bias, bool relu, int channels,
+                             std::int64_t width, std::int64_t count, cudaStream_t stream) {
+  if (bias != nullptr && relu)
+    launch_bias_and_relu<V, true, true>(y, bias, channels, width, count, stream);
+  else if (bias != nullptr)
+    launch_bias_and_relu<V, true, false>(y, bias, channels, width, count, stream);
+  else
+    launch_bias_and_relu<V, false, true>(y, bias, channels, width, count, stream);
+}
+
 bool aligned_to_float4(const void* pointer) {
   return reinterpret_cast<std::uintptr_t>(pointer) % alignof(float4) == 0;
 }
@@ -137,6 +207,18 @@ void launch_slabs_of(const Slabs& slabs, int batch, int channels, std::int64_t w
 }
 
 }  // namespace
+
+void add_bias_and_relu(int batch, int channels, std::int64_t pixels, const float* bias, bool relu,
+                       float* y, cudaStream_t stream) {
+  if (bias == nullptr && !relu)
+    throw std::invalid_argument("NCHW bias and ReLU: neither a bias to add nor a ReLU");
+  if (batch <= 0 || channels <= 0 || pixels <= 0) return;
+  const std::int64_t count = std::int64_t(batch) * channels * pixels;
+  if (pixels % 4 == 0 && aligned_to_float4(y))
+    launch_bias_and_relu_of<float4>(y, bias, relu, channels, pixels / 4, count / 4, stream);
+  else
+    launch_bias_and_relu_of<float>(y, bias, relu, channels, pixels, count, stream);
+}
 
 std::size_t nchw_bias_gradient_scratch_bytes(int batch, int channels, std::int64_t pixels) {
   if (batch <= 0 || channels <= 0 || pixels <= 0) return 0;

@@ -1,12 +1,13 @@
-// Per-channel work on NCHW float images: the legacy convolution's backward pass through its fused
-// ReLU and its bias gradient in one read of dy (DLSCALE_CUDA_NCHW_BIAS_GRADIENT=fused,
-// cuda_context.hpp), where cuDNN's descriptor API takes two (cudnnActivationBackward, then
-// cudnnConvolutionBackwardBias reading the masked gradient again). An NCHW tensor holds each
-// (image, channel) pair's pixels contiguously, so a channel's values are `batch` runs of `pixels`
-// floats, `channels * pixels` apart. Every sum is taken in a fixed order without atomics (blocks
-// sum slabs of images into partial sums, then each channel's partials are added in double in
-// slab order), so reruns and replayed CUDA graphs repeat their results bit for bit. Compiled by
-// nvcc and by the host compiler.
+// Per-channel work on NCHW float images, the legacy convolution's bias and fused ReLU in one pass
+// each way (DLSCALE_CUDA_NCHW_BIAS_RELU=fused, cuda_context.hpp), where cuDNN's descriptor API
+// takes two: forward, y = ReLU(y + bias) in place (cudnnAddTensor, then cudnnActivationForward);
+// backward, the gradient through the ReLU and the bias gradient from one read of dy
+// (cudnnActivationBackward, then cudnnConvolutionBackwardBias reading the masked gradient again).
+// An NCHW tensor holds each (image, channel) pair's pixels contiguously, so a channel's values are
+// `batch` runs of `pixels` floats, `channels * pixels` apart. Every sum is taken in a fixed order
+// without atomics (blocks sum slabs of images into partial sums, then each channel's partials are
+// added in double in slab order), so reruns and replayed CUDA graphs repeat their results bit for
+// bit. Compiled by nvcc and by the host compiler.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -15,6 +16,13 @@
 #include <cstdint>
 
 namespace dlscale::kernels {
+
+// y ([batch x channels x pixels], NCHW float) in place: y + bias[c] where bias is not null (one
+// float addition, as cudnnAddTensor's), then, with relu, y > 0 ? y : 0 (a NaN becomes 0). Not
+// both absent. Queued on `stream`; allocates nothing, so it may be captured. Four floats at a
+// time where pixels is a multiple of 4 and y is 16-byte aligned, else one.
+void add_bias_and_relu(int batch, int channels, std::int64_t pixels, const float* bias, bool relu,
+                       float* y, cudaStream_t stream);
 
 // Device memory (bytes) that relu_mask_and_bias_gradient needs as scratch for these dimensions
 // when it sums a bias gradient (none without one).

@@ -19,7 +19,8 @@ registries = {"kernels/device_factory.cpp", "comm/communicator_factory.cpp"}
 coincidences = {
     # oneDNN's ISA names (avx512_core_bf16, avx512_core_amx) say whether the CPU has bf16 units.
     ("kernels/cpu/cpu_device.cpp", 'isa.find("bf16")'),
-    # The device property "cudnn" (cuDNN's version), not DLSCALE_CUDA_NCHW_BIAS_GRADIENT's value.
+    # The device property "cudnn" (cuDNN's version), not a value of
+    # DLSCALE_CUDA_NCHW_BIAS_RELU or DLSCALE_CUDA_NCHW_POOLING.
     ("printers/summary_printer.cpp", 'name == "cudnn"'),
 }
 # Words that options take instead of a number, and registry names not in an EnumNames table.

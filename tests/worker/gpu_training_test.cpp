@@ -312,6 +312,39 @@ TEST(LstmStack, TrainsAsTheCpusLayersAndReplaysItsEagerSteps) {
   }
 }
 
+// The legacy path's bias and ReLU (DLSCALE_CUDA_NCHW_BIAS_RELU=fused) and pooling
+// (DLSCALE_CUDA_NCHW_POOLING=own) on dlscale's own kernels train alexnet-r (convolutions with bias
+// and ReLU, max poolings of 3x3 windows overlapping at stride 2) as the CPU does, within the
+// bounds of GpuTrainsLikeTheCpu, with each setting alone and with both; the steps after the first
+// are replayed CUDA graphs, as there.
+TEST(NchwKernelsOfDlscale, TrainAlexnetAsTheCpuDoes) {
+  const std::string model = "alexnet-r";
+  constexpr int batch = 8;
+  const auto batches = testing::three_step_batches(model, batch);
+  kernels::CpuDevice cpu(1);
+  const testing::ThreeSteps on_cpu = testing::train_three_steps(cpu, model, batch, batches);
+  const double largest_update = testing::largest_parameter_update(model, on_cpu.parameters);
+  for (const auto& [bias_relu, pooling] :
+       {std::pair{"fused", "cudnn"}, std::pair{"cudnn", "own"}, std::pair{"fused", "own"}}) {
+    SCOPED_TRACE(fmt::format("DLSCALE_CUDA_NCHW_BIAS_RELU={} DLSCALE_CUDA_NCHW_POOLING={}",
+                             bias_relu, pooling));
+    const testing::ScopedSetting fused("DLSCALE_CUDA_NCHW_BIAS_RELU", bias_relu);
+    const testing::ScopedSetting own("DLSCALE_CUDA_NCHW_POOLING", pooling);
+    kernels::CudaDevice gpu(0, kernels::Precision::fp32, kernels::CudnnApi::legacy);
+    const testing::ThreeSteps on_gpu = testing::train_three_steps(gpu, model, batch, batches);
+    ASSERT_EQ(on_cpu.parameters.size(), on_gpu.parameters.size());
+    const testing::ParameterDifference difference =
+        testing::largest_parameter_difference(on_cpu.parameters, on_gpu.parameters);
+    EXPECT_LT(difference.largest, 2e-4)
+        << "parameter " << difference.index << " is " << on_cpu.parameters[difference.index]
+        << " on the CPU and " << on_gpu.parameters[difference.index] << " on the GPU";
+    EXPECT_GT(largest_update, 20 * difference.largest);
+    for (int step = 0; step < testing::three_steps; ++step)
+      EXPECT_NEAR(on_gpu.loss[step], on_cpu.loss[step], 1e-3 * (1 + on_cpu.loss[step]))
+          << "loss of step " << step;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(ImageWorkloads, Bf16ImagesStayWithinBf16Rounding,
                          ::testing::Values(Case{"alexnet-r", 8, false}, Case{"resnet-56", 4, true},
                                            Case{"mobilenet-v2", 2, true}),

@@ -5,8 +5,9 @@
 // bit-identical, a captured CUDA graph replays the very same results (and under bf16, with its
 // bf16 copies, results as close as bf16 reruns can be), tf32 convolutions and LSTMs stay within
 // 1e-2 of fp32 and never convert to FP16, fp32 convolutions stay off tensor cores, and the legacy
-// path's fused ReLU mask and bias gradient (DLSCALE_CUDA_NCHW_BIAS_GRADIENT=fused) agree with
-// cuDNN's, the CPU's and the host's and repeat bit for bit. Built and run only on machines with a
+// path's fused bias and ReLU, forward and backward (DLSCALE_CUDA_NCHW_BIAS_RELU=fused), and its
+// own pooling (DLSCALE_CUDA_NCHW_POOLING=own) agree with cuDNN's, the CPU's and the host's and
+// repeat bit for bit. Built and run only on machines with a
 // GPU.
 #include <gtest/gtest.h>
 
@@ -869,43 +870,46 @@ std::vector<Tensor> without(const std::vector<Tensor>& outputs, const std::strin
   return result;
 }
 
-// DLSCALE_CUDA_NCHW_BIAS_GRADIENT=fused: the legacy path's convolution backward masks dy by its
-// ReLU and sums the bias gradient in one pass of dlscale's own kernel (nchw_channel_kernels.cu)
-// instead of cudnnActivationBackward and cudnnConvolutionBackwardBias. The setting is recorded in
-// changed_settings as "nchw_bias_gradient fused" on the legacy path (absent by default, and on the
-// graph path, which it does not change); a value other than cudnn or fused is refused in one
-// line. For bias and ReLU, bias alone and ReLU alone, on output images of 8x8 pixels (the kernel's
-// float4 loop) and of 7x7 and 3x3 (its float loop), in fp32 and bf16: every output and gradient
-// as close to the CPU's as ConvolutionAgainstCpu and Bf16ConvolutionAgainstCpu hold them, the
-// bias gradient within 1e-5 of the cudnn setting's, and backward again writes the same bias
-// gradient bit for bit, and input and weight gradients as close as a rerun of their cuDNN
-// algorithms allows (those may sum with atomics: BackwardTwiceIsBitIdentical leaves convolutions
-// out; the masked dy they read repeats bit for bit, FusedNchwBiasGradientKernelMatchesTheHost).
-TEST_F(CudnnKernels, FusedNchwBiasGradientAgreesWithCudnnsAndTheCpu) {
+// DLSCALE_CUDA_NCHW_BIAS_RELU=fused: the legacy path's convolution adds its bias and applies its
+// ReLU in one pass of dlscale's own kernel, and its backward masks dy by the ReLU and sums the bias
+// gradient in one pass (nchw_channel_kernels.cu), instead of cudnnAddTensor and
+// cudnnActivationForward, cudnnActivationBackward and cudnnConvolutionBackwardBias. The setting is
+// recorded in changed_settings as "nchw_bias_relu fused" on the legacy path (absent by default,
+// and on the graph path, which it does not change); a value other than cudnn or fused is refused
+// in one line. For bias and ReLU, bias alone and ReLU alone, on output images of 8x8 pixels (the
+// kernels' float4 loops) and of 7x7 and 3x3 (their float loops), in fp32 and bf16: every output
+// and gradient as close to the CPU's as ConvolutionAgainstCpu and Bf16ConvolutionAgainstCpu hold
+// them (the forward kernel's own bits: FusedNchwBiasReluForwardKernelMatchesTheHost; the two
+// devices' searches may choose different convolution algorithms), the bias gradient within 1e-5
+// of the cudnn setting's, and backward again writes the same bias gradient bit for bit, and input
+// and weight gradients as close as a rerun of their cuDNN algorithms allows (those may sum with
+// atomics: BackwardTwiceIsBitIdentical leaves convolutions out; the masked dy they read repeats bit
+// for bit, FusedNchwBiasGradientKernelMatchesTheHost).
+TEST_F(CudnnKernels, FusedNchwBiasReluAgreesWithCudnnsAndTheCpu) {
   const dlscale::testing::DefaultGpuSettings defaults;
   {
     const CudaDevice device(0, Precision::fp32, CudnnApi::legacy);
-    EXPECT_EQ(device.context().nchw_bias_gradient, NchwBiasGradient::cudnn);
+    EXPECT_EQ(device.context().nchw_bias_relu, NchwBiasRelu::cudnn);
     EXPECT_EQ(changed_settings(device), "absent");
   }
   {
-    const dlscale::testing::ScopedSetting fused("DLSCALE_CUDA_NCHW_BIAS_GRADIENT", "fused");
+    const dlscale::testing::ScopedSetting fused("DLSCALE_CUDA_NCHW_BIAS_RELU", "fused");
     const CudaDevice legacy(0, Precision::fp32, CudnnApi::legacy);
-    EXPECT_EQ(legacy.context().nchw_bias_gradient, NchwBiasGradient::fused);
-    EXPECT_EQ(changed_settings(legacy), "nchw_bias_gradient fused");
+    EXPECT_EQ(legacy.context().nchw_bias_relu, NchwBiasRelu::fused);
+    EXPECT_EQ(changed_settings(legacy), "nchw_bias_relu fused");
     if (cudnn_graph_api_compiled()) {
       const CudaDevice graph(0, Precision::bf16, CudnnApi::graph);
       EXPECT_EQ(changed_settings(graph), "absent");
     }
   }
   {
-    const dlscale::testing::ScopedSetting bad("DLSCALE_CUDA_NCHW_BIAS_GRADIENT", "x");
+    const dlscale::testing::ScopedSetting bad("DLSCALE_CUDA_NCHW_BIAS_RELU", "x");
     try {
       const CudaDevice refused(0, Precision::fp32, CudnnApi::legacy);
-      ADD_FAILURE() << "DLSCALE_CUDA_NCHW_BIAS_GRADIENT=x was accepted";
+      ADD_FAILURE() << "DLSCALE_CUDA_NCHW_BIAS_RELU=x was accepted";
     } catch (const UserError& error) {
       EXPECT_EQ(std::string(error.what()),
-                "DLSCALE_CUDA_NCHW_BIAS_GRADIENT: unknown NCHW bias gradient 'x' (available: "
+                "DLSCALE_CUDA_NCHW_BIAS_RELU: unknown NCHW bias and ReLU 'x' (available: "
                 "cudnn, fused)");
     }
   }
@@ -917,9 +921,9 @@ TEST_F(CudnnKernels, FusedNchwBiasGradientAgreesWithCudnnsAndTheCpu) {
   };
   for (const Precision precision : {Precision::fp32, Precision::bf16}) {
     CudaDevice with_cudnn(0, precision, CudnnApi::legacy);
-    const dlscale::testing::ScopedSetting fused("DLSCALE_CUDA_NCHW_BIAS_GRADIENT", "fused");
+    const dlscale::testing::ScopedSetting fused("DLSCALE_CUDA_NCHW_BIAS_RELU", "fused");
     CudaDevice with_fused(0, precision, CudnnApi::legacy);
-    ASSERT_EQ(with_fused.context().nchw_bias_gradient, NchwBiasGradient::fused);
+    ASSERT_EQ(with_fused.context().nchw_bias_relu, NchwBiasRelu::fused);
     for (const ConvolutionCase& c : cases) {
       SCOPED_TRACE(::testing::Message() << precision_name(precision) << ", " << c.name);
       ConvolutionRun on_cpu(cpu(), in_nchw(c.geometry), c.batch);
@@ -946,6 +950,74 @@ TEST_F(CudnnKernels, FusedNchwBiasGradientAgreesWithCudnnsAndTheCpu) {
                          precision == Precision::bf16 ? bf16_rerun_relative_l2_tolerance
                                                       : float_rerun_relative_l2_tolerance,
                          "backward again");
+    }
+  }
+}
+
+// DLSCALE_CUDA_NCHW_POOLING=own: the legacy path pools its NCHW images on dlscale's own kernels
+// (pooling_kernels.cu, the graph path's NHWC pooling enumerating NCHW) instead of cuDNN's. The
+// setting is recorded in changed_settings as "nchw_pooling own" on the legacy path (absent by
+// default, and on the graph path, whose pooling is dlscale's already); a value other than cudnn
+// or own is refused in one line. For every pooling case above and a larger 3x3/2 max pooling
+// (more threads than one block, inputs gathering from two windows each way), in fp32 and bf16
+// (the legacy path's images are float under bf16 too): every output and gradient as close to the
+// CPU's as PoolingAgainstCpu holds cuDNN's, and to cuDNN's own; backward again, and the whole pass
+// with FastDivmod off, write the same results bit for bit. A window the kernels do not take (17
+// pixels a side) still pools, on cuDNN's.
+TEST_F(CudnnKernels, OwnNchwPoolingAgreesWithCudnnsAndTheCpu) {
+  const dlscale::testing::DefaultGpuSettings defaults;
+  {
+    const CudaDevice device(0, Precision::fp32, CudnnApi::legacy);
+    EXPECT_EQ(device.context().nchw_pooling, NchwPooling::cudnn);
+    EXPECT_EQ(changed_settings(device), "absent");
+  }
+  {
+    const dlscale::testing::ScopedSetting own("DLSCALE_CUDA_NCHW_POOLING", "own");
+    const CudaDevice legacy(0, Precision::fp32, CudnnApi::legacy);
+    EXPECT_EQ(legacy.context().nchw_pooling, NchwPooling::own);
+    EXPECT_EQ(changed_settings(legacy), "nchw_pooling own");
+    if (cudnn_graph_api_compiled()) {
+      const CudaDevice graph(0, Precision::bf16, CudnnApi::graph);
+      EXPECT_EQ(changed_settings(graph), "absent");
+    }
+  }
+  {
+    const dlscale::testing::ScopedSetting bad("DLSCALE_CUDA_NCHW_POOLING", "x");
+    try {
+      const CudaDevice refused(0, Precision::fp32, CudnnApi::legacy);
+      ADD_FAILURE() << "DLSCALE_CUDA_NCHW_POOLING=x was accepted";
+    } catch (const UserError& error) {
+      EXPECT_EQ(std::string(error.what()),
+                "DLSCALE_CUDA_NCHW_POOLING: unknown NCHW pooling 'x' (available: cudnn, own)");
+    }
+  }
+  std::vector<PoolingCase> cases(std::begin(pooling_cases), std::end(pooling_cases));
+  cases.push_back({"max_3x3_stride_2_large", {{6, 31, 33}, PoolingKind::max, 3, 2, 1}});
+  cases.push_back({"max_beyond_its_windows", {{2, 20, 20}, PoolingKind::max, 17, 1, 0}});
+  const int batch = 5;
+  for (const Precision precision : {Precision::fp32, Precision::bf16}) {
+    CudaDevice with_cudnn(0, precision, CudnnApi::legacy);
+    const dlscale::testing::ScopedSetting own("DLSCALE_CUDA_NCHW_POOLING", "own");
+    CudaDevice with_own(0, precision, CudnnApi::legacy);
+    const dlscale::testing::ScopedSetting divisions("DLSCALE_CUDA_FAST_DIVMOD", "no");
+    CudaDevice with_divisions(0, precision, CudnnApi::legacy);
+    ASSERT_EQ(with_own.context().nchw_pooling, NchwPooling::own);
+    ASSERT_TRUE(with_own.context().fast_divmod);
+    ASSERT_FALSE(with_divisions.context().fast_divmod);
+    for (const PoolingCase& c : cases) {
+      SCOPED_TRACE(::testing::Message() << precision_name(precision) << ", " << c.name);
+      PoolingRun on_cpu(cpu(), in_nchw(c.geometry), batch), cudnns(with_cudnn, c.geometry, batch),
+          on_gpu(with_own, c.geometry, batch), divided(with_divisions, c.geometry, batch);
+      run(on_cpu);
+      run(cudnns);
+      run(on_gpu);
+      run(divided);
+      const std::vector<Tensor> first = on_gpu.outputs();
+      expect_close(first, on_cpu.outputs(), pooling_tolerance);
+      expect_close(first, cudnns.outputs(), pooling_tolerance);
+      expect_identical(divided.outputs(), first, "FastDivmod off");
+      on_gpu.backward();
+      expect_identical(on_gpu.outputs(), first, "backward again");
     }
   }
 }
@@ -1047,6 +1119,66 @@ TEST_F(CudnnKernels, FusedNchwBiasGradientKernelMatchesTheHost) {
     step->replay();
     device.synchronize();
     expect_identical(written(), first, "replayed");
+  }
+}
+
+// add_bias_and_relu itself (nchw_channel_kernels.hpp) against the host, bit for bit (one float
+// addition, then the ReLU, as the host takes them): on its float4 loop (pixels a multiple of 4, y
+// aligned), its float loop (odd pixels, or a misaligned y), the bias or the ReLU alone, and many
+// images of few pixels; NaN and infinite values in y (the ReLU makes NaN 0). A second call on
+// the same input and the replay of a captured graph of it write the very same bits.
+TEST_F(CudnnKernels, FusedNchwBiasReluForwardKernelMatchesTheHost) {
+  const NchwChannelCase cases[] = {
+      {"float4s", 6, 5, 64, 0, true, true},    {"odd_pixels", 7, 3, 49, 0, true, true},
+      {"misaligned", 6, 5, 64, 1, true, true}, {"bias_alone", 9, 4, 36, 0, false, true},
+      {"relu_alone", 4, 6, 9, 0, true, false}, {"many_images", 1100, 2, 4, 0, true, true},
+  };
+  CudaDevice& device = gpu();
+  for (const NchwChannelCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::size_t count = std::size_t(c.batch) * std::size_t(c.channels) * c.pixels;
+    std::vector<float> y = random_floats(count, 23);
+    y[1] = std::numeric_limits<float>::quiet_NaN();
+    y[2] = std::numeric_limits<float>::infinity();
+    y[3] = -std::numeric_limits<float>::infinity();
+    const std::vector<float> bias = random_floats(std::size_t(c.channels), 24);
+    std::vector<float> padded(c.offset, 0.0f);
+    padded.insert(padded.end(), y.begin(), y.end());
+    DeviceArray<float> y_array(device, padded.size());
+    DeviceArray<float> bias_array(device, bias.size());
+    bias_array.copy_from_host(bias);
+    const auto call = [&] {
+      add_bias_and_relu(c.batch, c.channels, c.pixels, c.bias ? bias_array.data() : nullptr, c.relu,
+                        y_array.data() + c.offset, device.context().stream);
+    };
+    const auto result = [&] {
+      const std::vector<float> all = y_array.to_host();
+      return std::vector<Tensor>{{"output", {all.begin() + std::ptrdiff_t(c.offset), all.end()}}};
+    };
+    std::vector<float> expected(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      float value = y[i];
+      if (c.bias) value += bias[i / std::size_t(c.pixels) % std::size_t(c.channels)];
+      if (c.relu) value = value > 0.0f ? value : 0.0f;
+      expected[i] = value;
+    }
+
+    y_array.copy_from_host(padded);
+    call();
+    device.synchronize();
+    expect_identical(result(), {{"output", expected}}, "against the host");
+
+    y_array.copy_from_host(padded);
+    call();
+    device.synchronize();
+    expect_identical(result(), {{"output", expected}}, "called again");
+
+    const std::unique_ptr<CapturedWork> step = device.capture(call);
+    ASSERT_NE(step, nullptr);
+    y_array.copy_from_host(padded);
+    step->replay();
+    device.synchronize();
+    expect_identical(result(), {{"output", expected}}, "replayed");
   }
 }
 
