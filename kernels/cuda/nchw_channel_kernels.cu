@@ -20,7 +20,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "core/fast_divmod.hpp"
+#include "kernels/cuda/channel_index.cuh"
 #include "kernels/cuda/cuda_check.hpp"
 
 namespace dlscale::kernels {
@@ -120,22 +120,6 @@ __device__ float relu(float value) { return value > 0.0f ? value : 0.0f; }
 __device__ float4 relu(float4 value) {
   return make_float4(relu(value.x), relu(value.y), relu(value.z), relu(value.w));
 }
-
-// The channel of the value (or four) at flat index i of a tensor of `width` V per image and
-// channel: (i / width) % channels.
-struct WideChannels {
-  std::int64_t width;
-  int channels;
-  __device__ int of(std::int64_t i) const { return int((i / width) % channels); }
-};
-struct FastChannels {
-  FastDivmod width, channels;
-  __device__ int of(std::int64_t i) const {
-    int c = 0;
-    channels.divide(width.quotient(int(i)), c);
-    return c;
-  }
-};
 
 template <typename V, bool Bias, bool Relu, typename Channels>
 __global__ void bias_and_relu_kernel(V* y, const float* bias, std::int64_t count,

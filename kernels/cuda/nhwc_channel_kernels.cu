@@ -16,7 +16,7 @@
 #include <stdexcept>
 #include <type_traits>
 
-#include "core/fast_divmod.hpp"
+#include "kernels/cuda/channel_index.cuh"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/cudnn_support.hpp"
 #include "kernels/cuda/element_values.cuh"
@@ -238,22 +238,6 @@ __global__ void elementwise_term_kernel(Term term, std::int64_t count) {
     (void)term(i, 0);
 }
 
-// The channel of flat index i of an NHWC tensor: by 64-bit integer division, or (batch norm
-// with DLSCALE_CUDA_FAST_DIVMOD=yes, tensors under 2^31 elements) by FastDivmod's multiply and
-// shift, the same value (fast_divmod.hpp).
-struct WideChannels {
-  int channels;
-  __device__ int of(std::int64_t i) const { return int(i % channels); }
-};
-struct FastChannels {
-  FastDivmod channels;
-  __device__ int of(std::int64_t i) const {
-    int c;
-    channels.divide(int(i), c);
-    return c;
-  }
-};
-
 // y = (x - mean) * scale / sqrt(var + epsilon) + shift, then max(y, 0) with the ReLU.
 template <typename T, typename Channels>
 __global__ void normalize_kernel(const T* x, const float* mean, const float* scaled_inverse,
@@ -357,14 +341,14 @@ class NhwcBatchNorm final : public BatchNormKernel {
     DLSCALE_CUDA_CHECK(cudaGetLastError());
   }
 
-  // Calls run(channels) with FastChannels where the setting asks for it and the tensor has fewer
-  // than 2^31 elements, else WideChannels.
+  // Calls run(channels) with FastChannels (channel_index.cuh) where the setting asks for it and the
+  // tensor has fewer than 2^31 elements, else WideChannels; in NHWC each channel's run is 1.
   template <typename Run>
   void with_channels(std::int64_t count, Run&& run) const {
     if (context_.fast_divmod && count < (std::int64_t(1) << 31))
-      run(FastChannels{FastDivmod(channels_)});
+      run(FastChannels{FastDivmod(1), FastDivmod(channels_)});
     else
-      run(WideChannels{channels_});
+      run(WideChannels{1, channels_});
   }
 
   std::int64_t rows_of(int batch) const {

@@ -51,6 +51,27 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   return name + "_batch" + std::to_string(info.param.batch);
 }
 
+// Three GPU steps against the CPU's where the network does not amplify rounding (fcn, alexnet-r,
+// the LSTM, GPTs). Float sums in a different order differ by rounding; 3 steps of lr 0.01 keep
+// that far below the update itself (checked too), so a wrong kernel cannot hide inside the
+// tolerance. A near-tie in a max pool that the GPU's rounding flipped would break this: a 1-ulp
+// move of the inputs flips one of alexnet-r's at batch 8 in 1 of 13 tries on the CPU (0.15 of
+// the update).
+void expect_as_the_cpu(const std::string& model, const testing::ThreeSteps& on_cpu,
+                       const testing::ThreeSteps& on_gpu) {
+  ASSERT_EQ(on_cpu.parameters.size(), on_gpu.parameters.size());
+  const testing::ParameterDifference difference =
+      testing::largest_parameter_difference(on_cpu.parameters, on_gpu.parameters);
+  EXPECT_LT(difference.largest, 2e-4) << model << ": parameter " << difference.index << " is "
+                                      << on_cpu.parameters[difference.index] << " on the CPU and "
+                                      << on_gpu.parameters[difference.index] << " on the GPU";
+  EXPECT_GT(testing::largest_parameter_update(model, on_cpu.parameters), 20 * difference.largest)
+      << model << ": the steps moved too little";
+  for (int step = 0; step < testing::three_steps; ++step)
+    EXPECT_NEAR(on_gpu.loss[step], on_cpu.loss[step], 1e-3 * (1 + on_cpu.loss[step]))
+        << model << ", loss of step " << step;
+}
+
 class GpuTrainsLikeTheCpu : public ::testing::TestWithParam<Case> {};
 
 // One forward and backward from the same weights and batch: each layer's gradient agrees, and a
@@ -124,22 +145,7 @@ TEST_P(GpuTrainsLikeTheCpu, ParametersAgreeAfterThreeSteps) {
     return;
   }
   kernels::CpuDevice cpu(1);
-  const testing::ThreeSteps on_cpu = testing::train_three_steps(cpu, model, batch);
-  ASSERT_EQ(on_cpu.parameters.size(), on_gpu.parameters.size());
-  // Float sums in a different order differ by rounding; 3 steps of lr 0.01 keep that far below
-  // the update itself (checked below), so a wrong kernel cannot hide inside the tolerance. A
-  // near-tie in a max pool that the GPU's rounding flipped would break this: a 1-ulp move of the
-  // inputs flips one of alexnet-r's at batch 8 in 1 of 13 tries on the CPU (0.15 of the update).
-  const testing::ParameterDifference difference =
-      testing::largest_parameter_difference(on_cpu.parameters, on_gpu.parameters);
-  const double largest_update = testing::largest_parameter_update(model, on_cpu.parameters);
-  EXPECT_LT(difference.largest, 2e-4) << model << ": parameter " << difference.index << " is "
-                                      << on_cpu.parameters[difference.index] << " on the CPU and "
-                                      << on_gpu.parameters[difference.index] << " on the GPU";
-  EXPECT_GT(largest_update, 20 * difference.largest) << model << ": the steps moved too little";
-  for (int step = 0; step < testing::three_steps; ++step)
-    EXPECT_NEAR(on_gpu.loss[step], on_cpu.loss[step], 1e-3 * (1 + on_cpu.loss[step]))
-        << model << ", loss of step " << step;
+  expect_as_the_cpu(model, testing::train_three_steps(cpu, model, batch), on_gpu);
 }
 
 INSTANTIATE_TEST_SUITE_P(Workloads, GpuTrainsLikeTheCpu,
@@ -299,16 +305,7 @@ TEST(LstmStack, TrainsAsTheCpusLayersAndReplaysItsEagerSteps) {
         testing::largest_parameter_difference(eager.parameters, replayed.parameters);
     EXPECT_EQ(replay_difference.largest, 0.0) << "parameter " << replay_difference.index;
 
-    ASSERT_EQ(on_cpu.parameters.size(), replayed.parameters.size());
-    const testing::ParameterDifference difference =
-        testing::largest_parameter_difference(on_cpu.parameters, replayed.parameters);
-    EXPECT_LT(difference.largest, 2e-4)
-        << "parameter " << difference.index << " is " << on_cpu.parameters[difference.index]
-        << " on the CPU and " << replayed.parameters[difference.index] << " on the GPU";
-    EXPECT_GT(testing::largest_parameter_update(model, on_cpu.parameters), 20 * difference.largest);
-    for (int step = 0; step < testing::three_steps; ++step)
-      EXPECT_NEAR(replayed.loss[step], on_cpu.loss[step], 1e-3 * (1 + on_cpu.loss[step]))
-          << "loss of step " << step;
+    expect_as_the_cpu(model, on_cpu, replayed);
   }
 }
 
@@ -323,7 +320,6 @@ TEST(NchwKernelsOfDlscale, TrainAlexnetAsTheCpuDoes) {
   const auto batches = testing::three_step_batches(model, batch);
   kernels::CpuDevice cpu(1);
   const testing::ThreeSteps on_cpu = testing::train_three_steps(cpu, model, batch, batches);
-  const double largest_update = testing::largest_parameter_update(model, on_cpu.parameters);
   for (const auto& [bias_relu, pooling] :
        {std::pair{"fused", "cudnn"}, std::pair{"cudnn", "own"}, std::pair{"fused", "own"}}) {
     SCOPED_TRACE(fmt::format("DLSCALE_CUDA_NCHW_BIAS_RELU={} DLSCALE_CUDA_NCHW_POOLING={}",
@@ -331,17 +327,7 @@ TEST(NchwKernelsOfDlscale, TrainAlexnetAsTheCpuDoes) {
     const testing::ScopedSetting fused("DLSCALE_CUDA_NCHW_BIAS_RELU", bias_relu);
     const testing::ScopedSetting own("DLSCALE_CUDA_NCHW_POOLING", pooling);
     kernels::CudaDevice gpu(0, kernels::Precision::fp32, kernels::CudnnApi::legacy);
-    const testing::ThreeSteps on_gpu = testing::train_three_steps(gpu, model, batch, batches);
-    ASSERT_EQ(on_cpu.parameters.size(), on_gpu.parameters.size());
-    const testing::ParameterDifference difference =
-        testing::largest_parameter_difference(on_cpu.parameters, on_gpu.parameters);
-    EXPECT_LT(difference.largest, 2e-4)
-        << "parameter " << difference.index << " is " << on_cpu.parameters[difference.index]
-        << " on the CPU and " << on_gpu.parameters[difference.index] << " on the GPU";
-    EXPECT_GT(largest_update, 20 * difference.largest);
-    for (int step = 0; step < testing::three_steps; ++step)
-      EXPECT_NEAR(on_gpu.loss[step], on_cpu.loss[step], 1e-3 * (1 + on_cpu.loss[step]))
-          << "loss of step " << step;
+    expect_as_the_cpu(model, on_cpu, testing::train_three_steps(gpu, model, batch, batches));
   }
 }
 
