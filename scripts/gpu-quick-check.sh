@@ -30,6 +30,13 @@
 #             bf16 step of the same cases after them
 #   kernels   dlscale_gpu_kernel_tests (every CUDA kernel against the CPU)
 #   bound     gpu_points_finish_within_a_bound (the fcn-s batch 4096 bf16 point that stopped)
+#   nchw      the legacy (NCHW) path's element-wise work on dlscale's own kernels, both off by
+#             default: the convolutions' bias and ReLU in one pass each way
+#             (DLSCALE_CUDA_NCHW_BIAS_RELU=fused) and the pooling
+#             (DLSCALE_CUDA_NCHW_POOLING=own): their tests, then alexnet-r batch 1024 and
+#             alexnet-s batch 128 in fp32 with cuDNN's passes, with the fused one, and with both
+#             of dlscale's, then alexnet-r's profile with both (the legacy searches' algorithms
+#             printed: DLSCALE_CUDNN_GRAPH_VERBOSE)
 #   search    the graph path's kernel cache (DLSCALE_CUDNN_KERNEL_CACHE=yes, off: one NVRTC
 #             compile per graph topology instead of per shape; on 2026-11-28 searches 35 -> 21 s
 #             and 28 -> 13 s, steps 5.6% and 12% slower): its test, then mobilenet-v2 and vgg-16
@@ -39,13 +46,6 @@
 #             variants that the 2026-11-28 searches timed and never chose, skipped where what
 #             dominates them found an engine): its test, then vgg-16 and mobilenet-v2 in bf16 and
 #             vgg-16 in tf32 without and with it, as search
-#   nchw      the legacy (NCHW) path's element-wise work on dlscale's own kernels, both off by
-#             default: the convolutions' bias and ReLU in one pass each way
-#             (DLSCALE_CUDA_NCHW_BIAS_RELU=fused) and the pooling
-#             (DLSCALE_CUDA_NCHW_POOLING=own): their tests, then alexnet-r batch 1024 and
-#             alexnet-s batch 128 in fp32 with cuDNN's passes, with the fused one, and with both
-#             of dlscale's, then alexnet-r's profile with both (the legacy searches' algorithms
-#             printed: DLSCALE_CUDNN_GRAPH_VERBOSE)
 #   divmod    the NHWC pooling and batch norm kernels indexing by FastDivmod
 #             (DLSCALE_CUDA_FAST_DIVMOD, the default since 2026-11-28): its bit-for-bit test, then
 #             alexnet-r batch 1024 in tf32 and resnet-50 and mobilenet-v2 batch 64 in bf16, each
@@ -365,18 +365,6 @@ $(grep -c 'engines built' "$err") graphs dynamic, $(grep -c ': skipped (' "$err"
   return $status
 }
 export -f timed_searches
-# The kernel cache (DLSCALE_CUDNN_KERNEL_CACHE; measured 2026-11-28: searches 35 -> 21 s and
-# 28 -> 13 s, steps 5.6% and 12% slower on dynamic-shape engines, so it stays off).
-stage search 110 200 timed_searches '*KernelCache*' DLSCALE_CUDNN_KERNEL_CACHE "no yes" \
-  "mobilenet-v2:64:bf16 vgg-16:64:bf16"
-grep -E '^== |^step ' "$keep/search.log" 2>/dev/null | tee -a "$log"
-
-# The pruned search (DLSCALE_CUDNN_PRUNED_SEARCH, off by default): the variants that vgg-16's and
-# mobilenet-v2's bf16 searches of 2026-11-28 timed but never chose, left out where their
-# dominating variant found an engine: searches and steps without and with it, bf16 and tf32.
-stage pruned 120 240 timed_searches '*PrunedSearch*' DLSCALE_CUDNN_PRUNED_SEARCH "no yes" \
-  "vgg-16:64:bf16 mobilenet-v2:64:bf16 vgg-16:64:tf32"
-grep -E '^== |^step |^\[  FAILED' "$keep/pruned.log" 2>/dev/null | tee -a "$log"
 
 # The legacy (NCHW) path's element-wise work on dlscale's own kernels, both off by default
 # (docs/gpu.md): the convolutions' bias and ReLU in one pass each way
@@ -408,9 +396,22 @@ nchw_runs() {
   return $status
 }
 export -f nchw_runs
-stage nchw 80 200 nchw_runs
+stage nchw 80 300 nchw_runs
 grep -E '^== |^step |^\[  FAILED|^ +[0-9]+ +[a-z_]+ +[0-9]+ +[0-9.]+ |cuDNN legacy' \
   "$keep/nchw.log" 2>/dev/null | tee -a "$log"
+
+# The kernel cache (DLSCALE_CUDNN_KERNEL_CACHE; measured 2026-11-28: searches 35 -> 21 s and
+# 28 -> 13 s, steps 5.6% and 12% slower on dynamic-shape engines, so it stays off).
+stage search 110 200 timed_searches '*KernelCache*' DLSCALE_CUDNN_KERNEL_CACHE "no yes" \
+  "mobilenet-v2:64:bf16 vgg-16:64:bf16"
+grep -E '^== |^step ' "$keep/search.log" 2>/dev/null | tee -a "$log"
+
+# The pruned search (DLSCALE_CUDNN_PRUNED_SEARCH, off by default): the variants that vgg-16's and
+# mobilenet-v2's bf16 searches of 2026-11-28 timed but never chose, left out where their
+# dominating variant found an engine: searches and steps without and with it, bf16 and tf32.
+stage pruned 120 240 timed_searches '*PrunedSearch*' DLSCALE_CUDNN_PRUNED_SEARCH "no yes" \
+  "vgg-16:64:bf16 mobilenet-v2:64:bf16 vgg-16:64:tf32"
+grep -E '^== |^step |^\[  FAILED' "$keep/pruned.log" 2>/dev/null | tee -a "$log"
 
 # FastDivmod's indexing in the NHWC pooling and batch norm kernels (DLSCALE_CUDA_FAST_DIVMOD,
 # docs/gpu.md "NHWC"): its bit-for-bit test, then the image models whose steps

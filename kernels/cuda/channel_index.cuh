@@ -15,7 +15,8 @@ namespace dlscale::kernels {
 struct WideChannels {
   std::int64_t run;
   int channels;
-  __device__ int of(std::int64_t i) const { return int((i / run) % channels); }
+  // A run of 1 (NHWC) skips its division, which the compiler cannot know to be by 1.
+  __device__ int of(std::int64_t i) const { return int((run == 1 ? i : i / run) % channels); }
 };
 
 struct FastChannels {

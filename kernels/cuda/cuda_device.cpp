@@ -315,7 +315,12 @@ DeviceProperties CudaDevice::properties() const {
     changed.push_back(fmt::format("cudnn_kernel_cache {}", yes_no_names(true)));
   if (context_.pruned_search && context_.cudnn_api == CudnnApi::graph)
     changed.push_back(fmt::format("cudnn_pruned_search {}", yes_no_names(true)));
-  if (!context_.fast_divmod && context_.native_is_nhwc())
+  // FastDivmod indexes dlscale's own image kernels: the graph path's, and the legacy path's
+  // where a setting asks for them.
+  const bool own_image_kernels = context_.native_is_nhwc() ||
+                                 context_.nchw_bias_relu == NchwBiasRelu::fused ||
+                                 context_.nchw_pooling == NchwPooling::own;
+  if (!context_.fast_divmod && own_image_kernels)
     changed.push_back(fmt::format("fast_divmod {}", yes_no_names(false)));
   if (context_.nchw_bias_relu != NchwBiasRelu::cudnn && context_.cudnn_api == CudnnApi::legacy)
     changed.push_back(

@@ -139,7 +139,8 @@ class CudnnConvolution final : public ConvolutionKernel {
       // own kernel (nchw_channel_kernels.hpp).
       const ImageShape out = geometry_.output();
       add_bias_and_relu(batch, out.channels, std::int64_t(out.height) * out.width,
-                        geometry_.bias ? bias : nullptr, geometry_.relu, y, context_.stream);
+                        geometry_.bias ? bias : nullptr, geometry_.relu, context_.fast_divmod, y,
+                        context_.stream);
       return;
     }
     // The bias broadcasts over batch, height and width: y += bias, in float.

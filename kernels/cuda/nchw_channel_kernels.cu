@@ -2,7 +2,7 @@
 // (nchw_channel_kernels.hpp).
 //
 // Forward is element-wise: one thread per value (or per four), its channel found from its index
-// by FastDivmod where the tensor has fewer than 2^31 of them, else by 64-bit division.
+// (channel_index.cuh).
 //
 // Backward's sum runs in two kernels, as nhwc_channel_kernels.cu's do. First a grid of channels x
 // slabs blocks: block (c, s) reads channel c of a slab of consecutive images, each image's `pixels`
@@ -138,11 +138,11 @@ constexpr int most_elementwise_blocks = 132 * 32;  // grid-stride: enough to fil
 
 template <typename V, bool Bias, bool Relu>
 void launch_bias_and_relu(float* y, const float* bias, int channels, std::int64_t width,
-                          std::int64_t count, cudaStream_t stream) {
+                          std::int64_t count, bool fast_divmod, cudaStream_t stream) {
   const auto blocks = unsigned(std::clamp<std::int64_t>(
       (count + elementwise_threads - 1) / elementwise_threads, 1, most_elementwise_blocks));
   V* values = reinterpret_cast<V*>(y);
-  if (count < (std::int64_t(1) << 31) && width < (std::int64_t(1) << 31))
+  if (fast_divmod && count < (std::int64_t(1) << 31))
     bias_and_relu_kernel<V, Bias, Relu><<<blocks, elementwise_threads, 0, stream>>>(
         values, bias, count, FastChannels{FastDivmod(int(width)), FastDivmod(channels)});
   else
@@ -153,13 +153,14 @@ void launch_bias_and_relu(float* y, const float* bias, int channels, std::int64_
 
 template <typename V>
 void launch_bias_and_relu_of(float* y, const float* bias, bool relu, int channels,
-                             std::int64_t width, std::int64_t count, cudaStream_t stream) {
+                             std::int64_t width, std::int64_t count, bool fast_divmod,
+                             cudaStream_t stream) {
   if (bias != nullptr && relu)
-    launch_bias_and_relu<V, true, true>(y, bias, channels, width, count, stream);
+    launch_bias_and_relu<V, true, true>(y, bias, channels, width, count, fast_divmod, stream);
   else if (bias != nullptr)
-    launch_bias_and_relu<V, true, false>(y, bias, channels, width, count, stream);
+    launch_bias_and_relu<V, true, false>(y, bias, channels, width, count, fast_divmod, stream);
   else
-    launch_bias_and_relu<V, false, true>(y, bias, channels, width, count, stream);
+    launch_bias_and_relu<V, false, true>(y, bias, channels, width, count, fast_divmod, stream);
 }
 
 bool aligned_to_float4(const void* pointer) {
@@ -193,15 +194,16 @@ void launch_slabs_of(const Slabs& slabs, int batch, int channels, std::int64_t w
 }  // namespace
 
 void add_bias_and_relu(int batch, int channels, std::int64_t pixels, const float* bias, bool relu,
-                       float* y, cudaStream_t stream) {
+                       bool fast_divmod, float* y, cudaStream_t stream) {
   if (bias == nullptr && !relu)
     throw std::invalid_argument("NCHW bias and ReLU: neither a bias to add nor a ReLU");
   if (batch <= 0 || channels <= 0 || pixels <= 0) return;
   const std::int64_t count = std::int64_t(batch) * channels * pixels;
   if (pixels % 4 == 0 && aligned_to_float4(y))
-    launch_bias_and_relu_of<float4>(y, bias, relu, channels, pixels / 4, count / 4, stream);
+    launch_bias_and_relu_of<float4>(y, bias, relu, channels, pixels / 4, count / 4, fast_divmod,
+                                    stream);
   else
-    launch_bias_and_relu_of<float>(y, bias, relu, channels, pixels, count, stream);
+    launch_bias_and_relu_of<float>(y, bias, relu, channels, pixels, count, fast_divmod, stream);
 }
 
 std::size_t nchw_bias_gradient_scratch_bytes(int batch, int channels, std::int64_t pixels) {

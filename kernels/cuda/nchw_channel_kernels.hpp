@@ -19,10 +19,12 @@ namespace dlscale::kernels {
 
 // y ([batch x channels x pixels], NCHW float) in place: y + bias[c] where bias is not null (one
 // float addition, as cudnnAddTensor's), then, with relu, y > 0 ? y : 0 (a NaN becomes 0). Not
-// both absent. Queued on `stream`; allocates nothing, so it may be captured. Four floats at a
-// time where pixels is a multiple of 4 and y is 16-byte aligned, else one.
+// both absent. Each value's channel comes from its index by FastDivmod where fast_divmod
+// (DLSCALE_CUDA_FAST_DIVMOD) and the tensor has fewer than 2^31 values, else by 64-bit division:
+// the same channel either way. Queued on `stream`; allocates nothing, so it may be captured. Four
+// floats at a time where pixels is a multiple of 4 and y is 16-byte aligned, else one.
 void add_bias_and_relu(int batch, int channels, std::int64_t pixels, const float* bias, bool relu,
-                       float* y, cudaStream_t stream);
+                       bool fast_divmod, float* y, cudaStream_t stream);
 
 // Device memory (bytes) that relu_mask_and_bias_gradient needs as scratch for these dimensions
 // when it sums a bias gradient (none without one).
