@@ -30,13 +30,14 @@
 #             bf16 step of the same cases after them
 #   kernels   dlscale_gpu_kernel_tests (every CUDA kernel against the CPU)
 #   bound     gpu_points_finish_within_a_bound (the fcn-s batch 4096 bf16 point that stopped)
-#   nchw      the legacy (NCHW) path's element-wise work on dlscale's own kernels, both off by
-#             default: the convolutions' bias and ReLU in one pass each way
-#             (DLSCALE_CUDA_NCHW_BIAS_RELU=fused) and the pooling
-#             (DLSCALE_CUDA_NCHW_POOLING=own): their tests, then alexnet-r batch 1024 and
-#             alexnet-s batch 128 in fp32 with cuDNN's passes, with the fused one, and with both
-#             of dlscale's, then alexnet-r's profile with both (the legacy searches' algorithms
-#             printed: DLSCALE_CUDNN_GRAPH_VERBOSE)
+#   nchw      the legacy (NCHW) path's per-channel work and pooling on dlscale's own kernels,
+#             all three off by default: the convolutions' bias and ReLU in one pass each way
+#             (DLSCALE_CUDA_NCHW_BIAS_RELU=fused), the pooling (DLSCALE_CUDA_NCHW_POOLING=own)
+#             and the batch norm (DLSCALE_CUDA_NCHW_BATCH_NORM=own): their kernel tests and
+#             training cases, then fp32 steps with cuDNN's kernels and with dlscale's (alexnet-r
+#             batch 1024 and resnet-50 batch 64 also with one of them alone; alexnet-s batch 128,
+#             mobilenet-v2 batch 64), then alexnet-r's profile with all of dlscale's (the legacy
+#             searches' algorithms printed: DLSCALE_CUDNN_GRAPH_VERBOSE)
 #   search    the graph path's kernel cache (DLSCALE_CUDNN_KERNEL_CACHE=yes, off: one NVRTC
 #             compile per graph topology instead of per shape; on 2026-11-28 searches 35 -> 21 s
 #             and 28 -> 13 s, steps 5.6% and 12% slower): its test, then mobilenet-v2 and vgg-16
@@ -366,37 +367,48 @@ $(grep -c 'engines built' "$err") graphs dynamic, $(grep -c ': skipped (' "$err"
 }
 export -f timed_searches
 
-# The legacy (NCHW) path's element-wise work on dlscale's own kernels, both off by default
-# (docs/gpu.md): the convolutions' bias and ReLU in one pass each way
-# (DLSCALE_CUDA_NCHW_BIAS_RELU=fused), and the graph path's pooling enumerating NCHW
-# (DLSCALE_CUDA_NCHW_POOLING=own). alexnet-r trails PyTorch most at fp32 (0.65 on 2026-11-28: its
-# convolutions' backward 3.69 ms where PyTorch's take 1.69 with the bias and ReLU, its max
-# poolings' backward 0.85 ms where PyTorch's take 0.52). Their kernel tests and alexnet-r's
-# training test with them, then alexnet-r and alexnet-s in fp32 with cuDNN's passes, with the
-# fused bias and ReLU, and with both of dlscale's, one after the other.
+# The legacy (NCHW) path's per-channel work and pooling on dlscale's own kernels, all three off by
+# default (docs/gpu.md): the convolutions' bias and ReLU in one pass each way
+# (DLSCALE_CUDA_NCHW_BIAS_RELU=fused), the graph path's pooling enumerating NCHW
+# (DLSCALE_CUDA_NCHW_POOLING=own) and its batch norm summing NCHW images
+# (DLSCALE_CUDA_NCHW_BATCH_NORM=own). At fp32 alexnet-r trails PyTorch most (0.65 on 2026-11-28:
+# its convolutions' backward 3.69 ms where PyTorch's take 1.69 with the bias and ReLU, its max
+# poolings' backward 0.85 ms where PyTorch's take 0.52), and resnet-50 by 1% (both on cuDNN's
+# convolutions and batch norm). Their kernel tests and the training test's cases with them
+# (alexnet-r, resnet-56), then fp32 steps one after the other: alexnet-r with cuDNN's passes,
+# with the fused bias and ReLU, and with all of dlscale's; resnet-50 with cuDNN's, with
+# dlscale's batch norm, and with all of dlscale's; alexnet-s and mobilenet-v2 with cuDNN's and
+# with all of dlscale's; then alexnet-r's profile with all of them.
 nchw_runs() {
   local status=0 case model batch precision settings
-  "$build_dir/tests/dlscale_gpu_kernel_tests" --gtest_filter='*FusedNchwBias*:*OwnNchwPooling*' ||
-    status=1
+  local cudnns="DLSCALE_CUDA_NCHW_BIAS_RELU=cudnn DLSCALE_CUDA_NCHW_POOLING=cudnn"
+  cudnns+=" DLSCALE_CUDA_NCHW_BATCH_NORM=cudnn"
+  local owns="DLSCALE_CUDA_NCHW_BIAS_RELU=fused DLSCALE_CUDA_NCHW_POOLING=own"
+  owns+=" DLSCALE_CUDA_NCHW_BATCH_NORM=own"
+  "$build_dir/tests/dlscale_gpu_kernel_tests" \
+    --gtest_filter='*FusedNchwBias*:*OwnNchwPooling*:*OwnNchwBatchNorm*' || status=1
   mpirun -np 1 "$build_dir/tests/dlscale_gpu_training_tests" \
-    --gtest_filter='*NchwKernelsOfDlscale*' || status=1
-  for case in alexnet-r:1024:fp32 alexnet-s:128:fp32; do
-    IFS=: read -r model batch precision <<<"$case"
-    for settings in "DLSCALE_CUDA_NCHW_BIAS_RELU=cudnn DLSCALE_CUDA_NCHW_POOLING=cudnn" \
-      "DLSCALE_CUDA_NCHW_BIAS_RELU=fused DLSCALE_CUDA_NCHW_POOLING=cudnn" \
-      "DLSCALE_CUDA_NCHW_BIAS_RELU=fused DLSCALE_CUDA_NCHW_POOLING=own"; do
-      run_with "$settings" "$model" "$batch" "$precision" || status=1
+    --gtest_filter='Workloads/*alexnet_r*nchw_*:Workloads/*resnet_56*nchw_*' || status=1
+  for case in alexnet-r:1024 resnet-50:64 alexnet-s:128 mobilenet-v2:64; do
+    IFS=: read -r model batch <<<"$case"
+    local each=("$cudnns" "$owns")
+    [[ $model == alexnet-r ]] &&
+      each=("$cudnns" "${cudnns/BIAS_RELU=cudnn/BIAS_RELU=fused}" "$owns")
+    [[ $model == resnet-50 ]] &&
+      each=("$cudnns" "${cudnns/BATCH_NORM=cudnn/BATCH_NORM=own}" "$owns")
+    for settings in "${each[@]}"; do
+      run_with "$settings" "$model" "$batch" fp32 || status=1
     done
   done
-  # alexnet-r's profile with both: its layers' backward, and the algorithms its legacy searches
-  # timed and chose (DLSCALE_CUDNN_GRAPH_VERBOSE), beside PyTorch's kernels.
-  DLSCALE_CUDA_NCHW_BIAS_RELU=fused DLSCALE_CUDA_NCHW_POOLING=own OUT="$keep" \
-    BUILD_DIR="$build_dir" timeout 80 benchmarks/gpu_step_profile.sh alexnet-r 1024 fp32 ||
-    status=1
+  # alexnet-r's profile with all of them: its layers' backward, and the algorithms its legacy
+  # searches timed and chose (DLSCALE_CUDNN_GRAPH_VERBOSE), beside PyTorch's kernels.
+  DLSCALE_CUDA_NCHW_BIAS_RELU=fused DLSCALE_CUDA_NCHW_POOLING=own \
+    DLSCALE_CUDA_NCHW_BATCH_NORM=own OUT="$keep" BUILD_DIR="$build_dir" timeout 80 \
+    benchmarks/gpu_step_profile.sh alexnet-r 1024 fp32 || status=1
   return $status
 }
 export -f nchw_runs
-stage nchw 80 300 nchw_runs
+stage nchw 80 330 nchw_runs
 grep -E '^== |^step |^\[  FAILED|^ +[0-9]+ +[a-z_]+ +[0-9]+ +[0-9.]+ |cuDNN legacy' \
   "$keep/nchw.log" 2>/dev/null | tee -a "$log"
 

@@ -73,6 +73,14 @@ inline constexpr EnumNames<NchwBiasRelu, 2> nchw_bias_relu_names{{"cudnn", "fuse
 enum class NchwPooling { cudnn, own };
 inline constexpr EnumNames<NchwPooling, 2> nchw_pooling_names{{"cudnn", "own"}};
 
+// Who runs the legacy path's batch norm on NCHW images (DLSCALE_CUDA_NCHW_BATCH_NORM): cudnn,
+// the descriptor API's cudnnBatchNormalizationForwardTraining and Backward, with a fused ReLU as
+// two more calls (cudnnActivationForward and Backward); or own, dlscale's kernels
+// (channel_kernels.hpp), the graph path's NHWC batch norm summing NCHW images, with the ReLU in
+// the normalizing pass and in the gradient's.
+enum class NchwBatchNorm { cudnn, own };
+inline constexpr EnumNames<NchwBatchNorm, 2> nchw_batch_norm_names{{"cudnn", "own"}};
+
 struct CudaContext {
   int device = 0;
   cudaStream_t stream = nullptr;
@@ -178,6 +186,14 @@ struct CudaContext {
   // backward at 0.61, 0.16 and 0.08 ms, where PyTorch's three take 0.52 together. The default
   // stays cudnn: written 2026-11-28 without a GPU; off until it has run on one.
   NchwPooling nchw_pooling = NchwPooling::cudnn;
+  // DLSCALE_CUDA_NCHW_BATCH_NORM=own: the legacy path's batch norm on dlscale's own kernels, those
+  // the graph path has normalized NHWC images with since 2026-11-26, here summing NCHW images.
+  // resnet-50's fp32 step (legacy) was 0.99 of PyTorch's speed on an H200 in two leases
+  // (2026-11-27 and 28), where both run cuDNN's convolutions and batch norm; cuDNN's batch norm
+  // with a ReLU makes two more passes over the images each way, which the own kernels fold into
+  // the normalizing and gradient passes. The default stays cudnn: written 2026-11-28 without a
+  // GPU; off until it has run on one.
+  NchwBatchNorm nchw_batch_norm = NchwBatchNorm::cudnn;
   ImageActivations image_activations = ImageActivations::bf16;  // as asked; see native_is_bf16
 
   // ImageLayout::native on this device: NHWC on the graph path (what cuDNN's tensor-core

@@ -16,12 +16,12 @@
 #include "core/printable_text.hpp"
 
 #include "kernels/cuda/bf16_staging.hpp"
+#include "kernels/cuda/channel_kernels.hpp"
 #include "kernels/cuda/cublaslt_bias_gemm.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/cuda_math.hpp"
 #include "kernels/cuda/cudnn_image_kernels.hpp"
 #include "kernels/cuda/cudnn_lstm_kernel.hpp"
-#include "kernels/cuda/nhwc_channel_kernels.hpp"
 #include "kernels/cuda/pooling_kernels.hpp"
 #ifdef DLSCALE_HAVE_CUDNN_FRONTEND
 #include "kernels/cuda/cudnn_attention.hpp"
@@ -193,6 +193,8 @@ CudaDevice::CudaDevice(int gpu_index, Precision precision, std::optional<CudnnAp
                nchw_bias_relu_names);
   read_setting(context_.nchw_pooling, "DLSCALE_CUDA_NCHW_POOLING", "NCHW pooling",
                nchw_pooling_names);
+  read_setting(context_.nchw_batch_norm, "DLSCALE_CUDA_NCHW_BATCH_NORM", "NCHW batch norm",
+               nchw_batch_norm_names);
   read_setting(context_.image_activations, "DLSCALE_CUDA_IMAGE_ACTIVATIONS",
                "image activation type", image_activation_names);
   if (const char* attention = std::getenv("DLSCALE_CUDNN_ATTENTION");
@@ -317,9 +319,9 @@ DeviceProperties CudaDevice::properties() const {
     changed.push_back(fmt::format("cudnn_pruned_search {}", yes_no_names(true)));
   // FastDivmod indexes dlscale's own image kernels: the graph path's, and the legacy path's
   // where a setting asks for them.
-  const bool own_image_kernels = context_.native_is_nhwc() ||
-                                 context_.nchw_bias_relu == NchwBiasRelu::fused ||
-                                 context_.nchw_pooling == NchwPooling::own;
+  const bool own_image_kernels =
+      context_.native_is_nhwc() || context_.nchw_bias_relu == NchwBiasRelu::fused ||
+      context_.nchw_pooling == NchwPooling::own || context_.nchw_batch_norm == NchwBatchNorm::own;
   if (!context_.fast_divmod && own_image_kernels)
     changed.push_back(fmt::format("fast_divmod {}", yes_no_names(false)));
   if (context_.nchw_bias_relu != NchwBiasRelu::cudnn && context_.cudnn_api == CudnnApi::legacy)
@@ -327,6 +329,9 @@ DeviceProperties CudaDevice::properties() const {
         fmt::format("nchw_bias_relu {}", nchw_bias_relu_names(context_.nchw_bias_relu)));
   if (context_.nchw_pooling != NchwPooling::cudnn && context_.cudnn_api == CudnnApi::legacy)
     changed.push_back(fmt::format("nchw_pooling {}", nchw_pooling_names(context_.nchw_pooling)));
+  if (context_.nchw_batch_norm != NchwBatchNorm::cudnn && context_.cudnn_api == CudnnApi::legacy)
+    changed.push_back(
+        fmt::format("nchw_batch_norm {}", nchw_batch_norm_names(context_.nchw_batch_norm)));
   if (!changed.empty())
     result.emplace_back("changed_settings", fmt::format("{}", fmt::join(changed, ", ")));
   return result;
@@ -441,7 +446,10 @@ std::unique_ptr<BatchNormKernel> CudaDevice::make_batch_norm(const BatchNormGeom
   // cuDNN's descriptor-API batch norm is slow on NHWC tensors (H200: most of resnet-50's step on
   // the graph path), so NHWC runs dlscale's own kernels.
   if (geometry.layout == ImageLayout::native && context_.native_is_nhwc())
-    return make_nhwc_batch_norm(context_, geometry);
+    return make_dlscale_batch_norm(context_, geometry);
+  // NCHW ones too where DLSCALE_CUDA_NCHW_BATCH_NORM=own asks for them.
+  if (context_.cudnn_api == CudnnApi::legacy && context_.nchw_batch_norm == NchwBatchNorm::own)
+    return make_dlscale_batch_norm(context_, geometry);
   return make_cudnn_batch_norm(context_, geometry);
 }
 

@@ -17,10 +17,10 @@
 #include <type_traits>
 
 #include "kernels/cuda/bf16_staging.hpp"
+#include "kernels/cuda/channel_kernels.hpp"
 #include "kernels/cuda/cublaslt_bias_gemm.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/element_values.cuh"
-#include "kernels/cuda/nhwc_channel_kernels.hpp"
 
 namespace dlscale::kernels {
 

@@ -35,10 +35,10 @@
 #include <fmt/format.h>
 
 #include "kernels/cuda/bf16_staging.hpp"
+#include "kernels/cuda/channel_kernels.hpp"
 #include "kernels/cuda/cudnn_frontend_check.hpp"
 #include "kernels/cuda/cudnn_support.hpp"
 #include "kernels/cuda/image_layout_conversion.hpp"
-#include "kernels/cuda/nhwc_channel_kernels.hpp"
 
 // The bias is added (when cuDNN offers no fused graph) and its gradient summed with the
 // descriptor API, which cuDNN 9 marks deprecated yet ships throughout 9.x; silenced for this file
@@ -185,7 +185,7 @@ class CudnnGraphConvolution final : public ConvolutionKernel {
     };
     // What a variant leaves to do after its graph: y moved out of staging, and without a fused
     // graph the bias broadcast over batch, height and width (y += bias, in float; on NHWC by a
-    // kernel of dlscale's own: cuDNN's is slow there, nhwc_channel_kernels.hpp), the ReLU in the
+    // kernel of dlscale's own: cuDNN's is slow there, channel_kernels.hpp), the ReLU in the
     // same pass where the bias is added on NHWC (element-wise, the ReLU alone does not care about
     // the layout). Timed with the graph in the search, so a variant pays for what it leaves.
     const auto complete = [&](const Variant& v) {

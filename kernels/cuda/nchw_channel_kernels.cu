@@ -4,7 +4,7 @@
 // Forward is element-wise: one thread per value (or per four), its channel found from its index
 // (channel_index.cuh).
 //
-// Backward's sum runs in two kernels, as nhwc_channel_kernels.cu's do. First a grid of channels x
+// Backward's sum runs in two kernels, as channel_kernels.cu's do. First a grid of channels x
 // slabs blocks: block (c, s) reads channel c of a slab of consecutive images, each image's `pixels`
 // floats contiguous at (n * channels + c) * pixels; its warps take the slab's images in turn and a
 // warp's lanes stride over one image's pixels, so a warp reads consecutive floats (coalesced) and

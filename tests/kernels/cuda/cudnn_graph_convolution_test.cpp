@@ -450,7 +450,7 @@ INSTANTIATE_TEST_SUITE_P(GraphPath, GraphPathPooling, ::testing::ValuesIn(poolin
                            return std::string(test.param.name);
                          });
 
-// NHWC batch norm runs on dlscale's own kernels (nhwc_channel_kernels.cu): with and without the
+// NHWC batch norm runs on dlscale's own kernels (channel_kernels.cu): with and without the
 // fused ReLU, with many slabs of rows and a channel count that is no multiple of 32, and as a
 // network's first layer (no input gradient).
 struct BatchNormCase {

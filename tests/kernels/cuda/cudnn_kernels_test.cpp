@@ -6,9 +6,9 @@
 // bf16 copies, results as close as bf16 reruns can be), tf32 convolutions and LSTMs stay within
 // 1e-2 of fp32 and never convert to FP16, fp32 convolutions stay off tensor cores, and the legacy
 // path's fused bias and ReLU, forward and backward (DLSCALE_CUDA_NCHW_BIAS_RELU=fused), and its
-// own pooling (DLSCALE_CUDA_NCHW_POOLING=own) agree with cuDNN's, the CPU's and the host's and
-// repeat bit for bit. Built and run only on machines with a
-// GPU.
+// own pooling and batch norm (DLSCALE_CUDA_NCHW_POOLING=own, DLSCALE_CUDA_NCHW_BATCH_NORM=own)
+// agree with cuDNN's, the CPU's and the host's and repeat bit for bit. Built and run only on
+// machines with a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -808,6 +808,29 @@ std::string changed_settings(const CudaDevice& device) {
   return "absent";
 }
 
+// A setting that moves the legacy path's NCHW work onto dlscale's own kernels: off by default (no
+// changed_settings), recorded as "`record` `value`" on the legacy path where set, absent on the
+// graph path (which it does not change), and any other value refused in one line, `refusal`.
+void expect_a_legacy_kernel_setting(const char* variable, const char* value,
+                                    const std::string& record, const std::string& refusal) {
+  SCOPED_TRACE(variable);
+  EXPECT_EQ(changed_settings(CudaDevice(0, Precision::fp32, CudnnApi::legacy)), "absent");
+  {
+    const dlscale::testing::ScopedSetting set(variable, value);
+    EXPECT_EQ(changed_settings(CudaDevice(0, Precision::fp32, CudnnApi::legacy)),
+              record + " " + value);
+    if (cudnn_graph_api_compiled())
+      EXPECT_EQ(changed_settings(CudaDevice(0, Precision::bf16, CudnnApi::graph)), "absent");
+  }
+  const dlscale::testing::ScopedSetting bad(variable, "x");
+  try {
+    const CudaDevice refused(0, Precision::fp32, CudnnApi::legacy);
+    ADD_FAILURE() << variable << "=x was accepted";
+  } catch (const UserError& error) {
+    EXPECT_EQ(std::string(error.what()), refusal);
+  }
+}
+
 // DLSCALE_CUDNN_WORKSPACE_MIB: the most workspace one convolution algorithm may ask for (4096
 // MiB by default), recorded in changed_settings where it is not the default; anything but a whole
 // number of MiB from 1 to 2^20 is refused in one line. Under an 8 MiB limit a convolution still
@@ -895,32 +918,9 @@ std::vector<Tensor> without(const std::vector<Tensor>& outputs, const std::strin
 // for bit, FusedNchwBiasGradientKernelMatchesTheHost).
 TEST_F(CudnnKernels, FusedNchwBiasReluAgreesWithCudnnsAndTheCpu) {
   const dlscale::testing::DefaultGpuSettings defaults;
-  {
-    const CudaDevice device(0, Precision::fp32, CudnnApi::legacy);
-    EXPECT_EQ(device.context().nchw_bias_relu, NchwBiasRelu::cudnn);
-    EXPECT_EQ(changed_settings(device), "absent");
-  }
-  {
-    const dlscale::testing::ScopedSetting fused("DLSCALE_CUDA_NCHW_BIAS_RELU", "fused");
-    const CudaDevice legacy(0, Precision::fp32, CudnnApi::legacy);
-    EXPECT_EQ(legacy.context().nchw_bias_relu, NchwBiasRelu::fused);
-    EXPECT_EQ(changed_settings(legacy), "nchw_bias_relu fused");
-    if (cudnn_graph_api_compiled()) {
-      const CudaDevice graph(0, Precision::bf16, CudnnApi::graph);
-      EXPECT_EQ(changed_settings(graph), "absent");
-    }
-  }
-  {
-    const dlscale::testing::ScopedSetting bad("DLSCALE_CUDA_NCHW_BIAS_RELU", "x");
-    try {
-      const CudaDevice refused(0, Precision::fp32, CudnnApi::legacy);
-      ADD_FAILURE() << "DLSCALE_CUDA_NCHW_BIAS_RELU=x was accepted";
-    } catch (const UserError& error) {
-      EXPECT_EQ(std::string(error.what()),
-                "DLSCALE_CUDA_NCHW_BIAS_RELU: unknown NCHW bias and ReLU 'x' (available: "
-                "cudnn, fused)");
-    }
-  }
+  expect_a_legacy_kernel_setting(
+      "DLSCALE_CUDA_NCHW_BIAS_RELU", "fused", "nchw_bias_relu",
+      "DLSCALE_CUDA_NCHW_BIAS_RELU: unknown NCHW bias and ReLU 'x' (available: cudnn, fused)");
   const ConvolutionCase cases[] = {
       {"bias_and_relu_8x8", {{4, 8, 8}, 8, 3, 1, 1, 1, true, nchw, nchw, true}, 5},
       {"bias_alone_8x8", {{4, 8, 8}, 6, 3, 1, 1, 1, true}, 5},
@@ -975,31 +975,9 @@ TEST_F(CudnnKernels, FusedNchwBiasReluAgreesWithCudnnsAndTheCpu) {
 // pixels a side) still pools, on cuDNN's.
 TEST_F(CudnnKernels, OwnNchwPoolingAgreesWithCudnnsAndTheCpu) {
   const dlscale::testing::DefaultGpuSettings defaults;
-  {
-    const CudaDevice device(0, Precision::fp32, CudnnApi::legacy);
-    EXPECT_EQ(device.context().nchw_pooling, NchwPooling::cudnn);
-    EXPECT_EQ(changed_settings(device), "absent");
-  }
-  {
-    const dlscale::testing::ScopedSetting own("DLSCALE_CUDA_NCHW_POOLING", "own");
-    const CudaDevice legacy(0, Precision::fp32, CudnnApi::legacy);
-    EXPECT_EQ(legacy.context().nchw_pooling, NchwPooling::own);
-    EXPECT_EQ(changed_settings(legacy), "nchw_pooling own");
-    if (cudnn_graph_api_compiled()) {
-      const CudaDevice graph(0, Precision::bf16, CudnnApi::graph);
-      EXPECT_EQ(changed_settings(graph), "absent");
-    }
-  }
-  {
-    const dlscale::testing::ScopedSetting bad("DLSCALE_CUDA_NCHW_POOLING", "x");
-    try {
-      const CudaDevice refused(0, Precision::fp32, CudnnApi::legacy);
-      ADD_FAILURE() << "DLSCALE_CUDA_NCHW_POOLING=x was accepted";
-    } catch (const UserError& error) {
-      EXPECT_EQ(std::string(error.what()),
-                "DLSCALE_CUDA_NCHW_POOLING: unknown NCHW pooling 'x' (available: cudnn, own)");
-    }
-  }
+  expect_a_legacy_kernel_setting(
+      "DLSCALE_CUDA_NCHW_POOLING", "own", "nchw_pooling",
+      "DLSCALE_CUDA_NCHW_POOLING: unknown NCHW pooling 'x' (available: cudnn, own)");
   std::vector<PoolingCase> cases(std::begin(pooling_cases), std::end(pooling_cases));
   cases.push_back({"max_3x3_stride_2_large", {{6, 31, 33}, PoolingKind::max, 3, 2, 1}});
   cases.push_back({"max_beyond_its_windows", {{2, 20, 20}, PoolingKind::max, 17, 1, 0}});
@@ -1024,6 +1002,51 @@ TEST_F(CudnnKernels, OwnNchwPoolingAgreesWithCudnnsAndTheCpu) {
       const std::vector<Tensor> first = on_gpu.outputs();
       expect_close(first, on_cpu.outputs(), pooling_tolerance);
       expect_close(first, cudnns.outputs(), pooling_tolerance);
+      expect_identical(divided.outputs(), first, "FastDivmod off");
+      on_gpu.poison_gradients();
+      on_gpu.backward();
+      expect_identical(on_gpu.outputs(), first, "backward again");
+    }
+  }
+}
+
+// DLSCALE_CUDA_NCHW_BATCH_NORM=own: the legacy path's batch norm on dlscale's own kernels
+// (channel_kernels.cu: the graph path's NHWC batch norm, summing NCHW images) instead of cuDNN's.
+// The setting's record and refusal as the other NCHW settings'. For every batch norm case above,
+// a larger one (16 channels of 20x20 pixels, 70 images: many slabs of two images), and one image
+// of one channel, in fp32 and bf16 (the legacy path's images are float under bf16 too): every
+// output and gradient as close to the CPU's as BatchNormAgainstCpu holds cuDNN's, and to cuDNN's
+// own; backward again, and the whole pass with FastDivmod off, write the same results bit for
+// bit.
+TEST_F(CudnnKernels, OwnNchwBatchNormAgreesWithCudnnsAndTheCpu) {
+  const dlscale::testing::DefaultGpuSettings defaults;
+  expect_a_legacy_kernel_setting(
+      "DLSCALE_CUDA_NCHW_BATCH_NORM", "own", "nchw_batch_norm",
+      "DLSCALE_CUDA_NCHW_BATCH_NORM: unknown NCHW batch norm 'x' (available: cudnn, own)");
+  std::vector<BatchNormCase> cases(std::begin(batch_norm_cases), std::end(batch_norm_cases));
+  cases.push_back({"many_slabs_with_relu", {{16, 20, 20}, nchw, true}, 70});
+  cases.push_back({"one_image_one_channel", {{1, 6, 6}, nchw, false}, 1});
+  for (const Precision precision : {Precision::fp32, Precision::bf16}) {
+    CudaDevice with_cudnn(0, precision, CudnnApi::legacy);
+    const dlscale::testing::ScopedSetting own("DLSCALE_CUDA_NCHW_BATCH_NORM", "own");
+    CudaDevice with_own(0, precision, CudnnApi::legacy);
+    const dlscale::testing::ScopedSetting divisions("DLSCALE_CUDA_FAST_DIVMOD", "no");
+    CudaDevice with_divisions(0, precision, CudnnApi::legacy);
+    ASSERT_EQ(with_own.context().nchw_batch_norm, NchwBatchNorm::own);
+    ASSERT_TRUE(with_own.context().fast_divmod);
+    ASSERT_FALSE(with_divisions.context().fast_divmod);
+    for (const BatchNormCase& c : cases) {
+      SCOPED_TRACE(::testing::Message() << precision_name(precision) << ", " << c.name);
+      BatchNormRun on_cpu(cpu(), in_nchw(c.geometry), c.batch),
+          cudnns(with_cudnn, c.geometry, c.batch), on_gpu(with_own, c.geometry, c.batch),
+          divided(with_divisions, c.geometry, c.batch);
+      run(on_cpu);
+      run(cudnns);
+      run(on_gpu);
+      run(divided);
+      const std::vector<Tensor> first = on_gpu.outputs();
+      expect_close(first, on_cpu.outputs(), batch_norm_tolerance);
+      expect_close(first, cudnns.outputs(), batch_norm_tolerance);
       expect_identical(divided.outputs(), first, "FastDivmod off");
       on_gpu.poison_gradients();
       on_gpu.backward();

@@ -1,14 +1,17 @@
-// Per-channel sums, bias and batch norm on NHWC float tensors (nhwc_channel_kernels.hpp).
+// Per-channel sums, bias and batch norm on image tensors (channel_kernels.hpp).
 //
-// A sum over the rows of a [rows x channels] matrix runs in two kernels: blocks of 32 channels x
-// 8 rows each sum a slab of rows (a warp reads 32 consecutive floats of a row, so reads are
-// coalesced), writing one partial per slab and channel; then one block per channel adds its
+// A sum over the rows of an NHWC [rows x channels] matrix runs in two kernels: blocks of 32
+// channels x 8 rows each sum a slab of rows (a warp reads 32 consecutive floats of a row, so reads
+// are coalesced), writing one partial per slab and channel; then one block per channel adds its
 // slabs' partials in double, in a fixed tree. Slabs are sized so that about slab_blocks blocks run
 // whatever the shape: vgg-16's first layers have 3.2 million rows of 64 channels, resnet-50's
-// last 3,136 rows of 2,048. (MathOps::column_sums in cuda_math.cu, for a float dense layer's
-// bias gradient over a batch of rows, needs no slabs and no scratch: its rows are a batch size.
-// Under bf16 a dense layer's backward sums its bias here, in the pass that rounds dy.)
-#include "kernels/cuda/nhwc_channel_kernels.hpp"
+// last 3,136 rows of 2,048. An NCHW tensor (batch norm on the legacy path) holds each image's
+// channel as one run of pixels, so there a block sums one channel over a slab of consecutive
+// images (its warps take the images in turn, a warp's lanes stride over an image's pixels), and
+// the same second kernel adds the partials. (MathOps::column_sums in cuda_math.cu, for a float
+// dense layer's bias gradient over a batch of rows, needs no slabs and no scratch: its rows are a
+// batch size. Under bf16 a dense layer's backward sums its bias here, in the pass that rounds dy.)
+#include "kernels/cuda/channel_kernels.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -110,6 +113,75 @@ void sum_rows(Term term, Finish finish, std::int64_t rows, int channels, void* s
   const dim3 grid(unsigned((channels + lanes - 1) / lanes), unsigned(slabs.count));
   slab_sums_kernel<<<grid, dim3(lanes, row_threads), 0, stream>>>(term, rows, channels,
                                                                   slabs.rows_each, partials);
+  DLSCALE_CUDA_CHECK(cudaGetLastError());
+  finish_sums_kernel<<<unsigned(channels), finish_threads, 0, stream>>>(partials, slabs.count,
+                                                                        channels, finish);
+  DLSCALE_CUDA_CHECK(cudaGetLastError());
+}
+
+// The NCHW sums: partials[slab][c] = the sum over the slab's images n and pixels p of
+// term((n * channels + c) * pixels + p, c), two sums at once. The block's warps take the slab's
+// images in turn, each lane adding its pixels in order; each warp adds its lanes in a fixed
+// shuffle tree, then thread 0 adds the warps in order.
+constexpr int image_threads = 256;
+constexpr int image_warps = image_threads / lanes;
+
+struct ImageSlabs {
+  int count = 1;        // blocks per channel
+  int images_each = 1;  // consecutive images per block; the last slab may have fewer
+};
+
+// At least one image per slab; one slab per channel where the channels alone fill the GPU.
+ImageSlabs image_slabs_for(int batch, int channels) {
+  const int wanted = std::max(1, slab_blocks / std::max(channels, 1));
+  const int count = std::max(1, std::min(wanted, batch));
+  const int images_each = (batch + count - 1) / count;
+  return {(batch + images_each - 1) / images_each, images_each};
+}
+
+template <typename Term>
+__global__ void __launch_bounds__(image_threads)
+    image_slab_sums_kernel(Term term, int batch, int channels, std::int64_t pixels, int images_each,
+                           float2* partials) {
+  __shared__ float2 warp_sums[image_warps];
+  const int c = blockIdx.x;
+  const int first = blockIdx.y * images_each;
+  const int end = min(first + images_each, batch);
+  const int warp = threadIdx.x / lanes, lane = threadIdx.x % lanes;
+  float2 sum = make_float2(0.0f, 0.0f);
+  for (int n = first + warp; n < end; n += image_warps) {
+    const std::int64_t image = (std::int64_t(n) * channels + c) * pixels;
+#pragma unroll 4
+    for (std::int64_t p = lane; p < pixels; p += lanes) {
+      const float2 value = term(image + p, c);
+      sum.x += value.x;
+      sum.y += value.y;
+    }
+  }
+  for (int offset = lanes / 2; offset > 0; offset /= 2) {
+    sum.x += __shfl_down_sync(0xffffffffu, sum.x, offset);
+    sum.y += __shfl_down_sync(0xffffffffu, sum.y, offset);
+  }
+  if (lane == 0) warp_sums[warp] = sum;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float2 total = warp_sums[0];
+    for (int w = 1; w < image_warps; ++w) {
+      total.x += warp_sums[w].x;
+      total.y += warp_sums[w].y;
+    }
+    partials[std::size_t(blockIdx.y) * channels + c] = total;
+  }
+}
+
+template <typename Term, typename Finish>
+void sum_images(Term term, Finish finish, int batch, int channels, std::int64_t pixels,
+                void* scratch, cudaStream_t stream) {
+  const ImageSlabs slabs = image_slabs_for(batch, channels);
+  auto* partials = static_cast<float2*>(scratch);
+  const dim3 grid(unsigned(channels), unsigned(slabs.count));
+  image_slab_sums_kernel<<<grid, image_threads, 0, stream>>>(term, batch, channels, pixels,
+                                                             slabs.images_each, partials);
   DLSCALE_CUDA_CHECK(cudaGetLastError());
   finish_sums_kernel<<<unsigned(channels), finish_threads, 0, stream>>>(partials, slabs.count,
                                                                         channels, finish);
@@ -270,16 +342,17 @@ __global__ void input_gradient_kernel(const T* dy, const T* y, const T* x, const
 
 // --- Batch norm -------------------------------------------------------------------------------
 
-class NhwcBatchNorm final : public BatchNormKernel {
+class DlscaleBatchNorm final : public BatchNormKernel {
  public:
-  NhwcBatchNorm(const CudaContext& context, const BatchNormGeometry& geometry)
+  DlscaleBatchNorm(const CudaContext& context, const BatchNormGeometry& geometry)
       : context_(context),
         geometry_(geometry),
         channels_(geometry.shape.channels),
+        nhwc_(geometry.layout == ImageLayout::native && context.native_is_nhwc()),
         in_bf16_(geometry.layout == ImageLayout::native && context.native_is_bf16()),
         // mean, 1/deviation, scale/deviation, mean(g), mean(g x_hat): one float each per channel
         per_channel_(5 * std::size_t(channels_) * sizeof(float)) {
-    if (channels_ < 1) throw std::invalid_argument("NHWC batch norm: no channels");
+    if (channels_ < 1) throw std::invalid_argument("dlscale's batch norm: no channels");
   }
 
   void forward(int batch, const float* x, const float* scale, const float* shift,
@@ -294,7 +367,8 @@ class NhwcBatchNorm final : public BatchNormKernel {
   void backward(int batch, const float* x, const float* /*scale*/, const float* /*shift*/,
                 const float* output_gradient, float* input_gradient, float* scale_gradient,
                 float* shift_gradient) override {
-    if (last_output_ == nullptr) throw std::logic_error("NHWC batch norm: backward before forward");
+    if (last_output_ == nullptr)
+      throw std::logic_error("dlscale's batch norm: backward before forward");
     const float* relu_output = geometry_.relu ? last_output_ : nullptr;
     if (in_bf16_)
       backward_as(batch, as_bf16(x), as_bf16(relu_output), as_bf16(output_gradient),
@@ -310,13 +384,11 @@ class NhwcBatchNorm final : public BatchNormKernel {
   template <typename T>
   void forward_as(int batch, const T* x, const float* scale, const float* shift, T* y) {
     const std::int64_t rows = rows_of(batch), count = rows * channels_;
-    void* scratch = plan_for(batch).data();
-    sum_rows(Values<T>{x}, StoreMean{mean(), double(rows)}, rows, channels_, scratch,
-             context_.stream);
-    sum_rows(
+    sum_per_channel(Values<T>{x}, StoreMean{mean(), double(rows)}, batch);
+    sum_per_channel(
         CentredSquares<T>{x, mean()},
         StoreDeviation{scale, inverse_deviation(), scaled_inverse(), double(rows), double(epsilon)},
-        rows, channels_, scratch, context_.stream);
+        batch);
     with_channels(count, [&](auto channels) {
       normalize_kernel<<<elementwise_grid(count), elementwise_threads, 0, context_.stream>>>(
           x, mean(), scaled_inverse(), shift, geometry_.relu, count, channels, y);
@@ -328,10 +400,10 @@ class NhwcBatchNorm final : public BatchNormKernel {
   void backward_as(int batch, const T* x, const T* relu_output, const T* output_gradient,
                    T* input_gradient, float* scale_gradient, float* shift_gradient) {
     const std::int64_t rows = rows_of(batch), count = rows * channels_;
-    sum_rows(GradientTerms<T>{output_gradient, relu_output, x, mean()},
-             StoreParameterGradients{inverse_deviation(), scale_gradient, shift_gradient,
-                                     mean_gradient(), mean_gradient_x_hat(), double(rows)},
-             rows, channels_, plan_for(batch).data(), context_.stream);
+    sum_per_channel(GradientTerms<T>{output_gradient, relu_output, x, mean()},
+                    StoreParameterGradients{inverse_deviation(), scale_gradient, shift_gradient,
+                                            mean_gradient(), mean_gradient_x_hat(), double(rows)},
+                    batch);
     if (input_gradient == nullptr) return;
     with_channels(count, [&](auto channels) {
       input_gradient_kernel<<<elementwise_grid(count), elementwise_threads, 0, context_.stream>>>(
@@ -341,23 +413,40 @@ class NhwcBatchNorm final : public BatchNormKernel {
     DLSCALE_CUDA_CHECK(cudaGetLastError());
   }
 
-  // Calls run(channels) with FastChannels (channel_index.cuh) where the setting asks for it and the
-  // tensor has fewer than 2^31 elements, else WideChannels; in NHWC each channel's run is 1.
-  template <typename Run>
-  void with_channels(std::int64_t count, Run&& run) const {
-    if (context_.fast_divmod && count < (std::int64_t(1) << 31))
-      run(FastChannels{FastDivmod(1), FastDivmod(channels_)});
+  // A per-channel sum of term over the batch, finished by finish: over the rows of an NHWC
+  // tensor, or over the images' runs of pixels of an NCHW one.
+  template <typename Term, typename Finish>
+  void sum_per_channel(Term term, Finish finish, int batch) {
+    void* scratch = plan_for(batch).data();
+    if (nhwc_)
+      sum_rows(term, finish, rows_of(batch), channels_, scratch, context_.stream);
     else
-      run(WideChannels{1, channels_});
+      sum_images(term, finish, batch, channels_, pixels(), scratch, context_.stream);
   }
 
-  std::int64_t rows_of(int batch) const {
-    return std::int64_t(batch) * geometry_.shape.height * geometry_.shape.width;
+  // Calls run(channels) with FastChannels (channel_index.cuh) where the setting asks for it and the
+  // tensor has fewer than 2^31 elements, else WideChannels: in NHWC each channel's run is 1
+  // element, in NCHW an image's pixels.
+  template <typename Run>
+  void with_channels(std::int64_t count, Run&& run) const {
+    const std::int64_t channel_run = nhwc_ ? 1 : pixels();
+    if (context_.fast_divmod && count < (std::int64_t(1) << 31))
+      run(FastChannels{FastDivmod(int(channel_run)), FastDivmod(channels_)});
+    else
+      run(WideChannels{channel_run, channels_});
   }
+
+  std::int64_t pixels() const {
+    return std::int64_t(geometry_.shape.height) * geometry_.shape.width;
+  }
+  // The values each channel's statistics are taken over: batch x height x width, in either layout.
+  std::int64_t rows_of(int batch) const { return std::int64_t(batch) * pixels(); }
   // The partial sums' scratch for a batch size: made on its first call, before any capture.
   DeviceBuffer& plan_for(int batch) {
-    return plan_of(scratch_, batch, context_.stream, "NHWC batch norm", [&](DeviceBuffer& b) {
-      b = DeviceBuffer(channel_sums_scratch_bytes(rows_of(batch), channels_));
+    return plan_of(scratch_, batch, context_.stream, "dlscale's batch norm", [&](DeviceBuffer& b) {
+      b = DeviceBuffer(nhwc_ ? channel_sums_scratch_bytes(rows_of(batch), channels_)
+                             : std::size_t(image_slabs_for(batch, channels_).count) *
+                                   std::size_t(channels_) * sizeof(float2));
     });
   }
   float* per_channel(int k) const { return per_channel_.as<float>() + std::size_t(k) * channels_; }
@@ -370,6 +459,7 @@ class NhwcBatchNorm final : public BatchNormKernel {
   CudaContext context_;
   BatchNormGeometry geometry_;
   int channels_;
+  bool nhwc_;     // the images are NHWC (the graph path), else NCHW (the legacy path)
   bool in_bf16_;  // x, y and their gradients are bf16 images
   DeviceBuffer per_channel_;
   std::map<int, DeviceBuffer> scratch_;  // by batch size
@@ -432,9 +522,9 @@ template void add_channel_bias<float>(float*, const float*, bool, std::int64_t, 
 template void add_channel_bias<__nv_bfloat16>(__nv_bfloat16*, const float*, bool, std::int64_t, int,
                                               cudaStream_t);
 
-std::unique_ptr<BatchNormKernel> make_nhwc_batch_norm(const CudaContext& context,
-                                                      const BatchNormGeometry& geometry) {
-  return std::make_unique<NhwcBatchNorm>(context, geometry);
+std::unique_ptr<BatchNormKernel> make_dlscale_batch_norm(const CudaContext& context,
+                                                         const BatchNormGeometry& geometry) {
+  return std::make_unique<DlscaleBatchNorm>(context, geometry);
 }
 
 }  // namespace dlscale::kernels

@@ -1,11 +1,13 @@
-// Per-channel work on channels-last (NHWC) float (or bf16) tensors, seen as [rows x channels]
-// row-major matrices with rows = batch x height x width: a convolution's bias and its gradient, and
-// batch norm. cuDNN's descriptor API runs these slowly on NHWC tensors (H200, issue 30: its batch
-// norm and bias gradient took most of resnet-50's and vgg-16's bf16 steps on the graph path, where
-// the convolutions themselves took a few milliseconds), so the graph path runs its own. Every sum
-// over rows is taken in a fixed order (blocks sum slabs of rows into partial sums, then one
-// block per channel adds the partials in double, in a fixed tree), so runs and replayed CUDA
-// graphs repeat their results bit for bit. Compiled by nvcc and by the host compiler.
+// Per-channel work on image tensors. On channels-last (NHWC) float (or bf16) tensors, seen as
+// [rows x channels] row-major matrices with rows = batch x height x width: a convolution's bias
+// and its gradient, and batch norm; batch norm also on NCHW float tensors, the legacy path's
+// (DLSCALE_CUDA_NCHW_BATCH_NORM=own). cuDNN's descriptor API runs these slowly on NHWC tensors
+// (H200, issue 30: its batch norm and bias gradient took most of resnet-50's and vgg-16's bf16
+// steps on the graph path, where the convolutions themselves took a few milliseconds), so the
+// graph path runs its own. Every sum over a channel's values is taken in a fixed order (blocks
+// sum slabs of rows, or of images, into partial sums, then one block per channel adds the
+// partials in double, in a fixed tree), so runs and replayed CUDA graphs repeat their results bit
+// for bit. Compiled by nvcc and by the host compiler.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -48,11 +50,13 @@ template <typename T>
 void add_channel_bias(T* y, const float* bias, bool relu, std::int64_t rows, int channels,
                       cudaStream_t stream);
 
-// Batch norm in training mode (with its optional fused ReLU) on NHWC tensors, by the definition
-// of BatchNormGeometry: batch statistics (mean, then the biased variance from the centred values),
-// y = scale * (x - mean) / sqrt(var + epsilon) + shift. On bf16 images x, y and their gradients
-// are bf16; statistics, sums and arithmetic stay float.
-std::unique_ptr<BatchNormKernel> make_nhwc_batch_norm(const CudaContext& context,
-                                                      const BatchNormGeometry& geometry);
+// Batch norm in training mode (with its optional fused ReLU), by the definition of
+// BatchNormGeometry: batch statistics (mean, then the biased variance from the centred values),
+// y = scale * (x - mean) / sqrt(var + epsilon) + shift; no running averages (dlscale only trains,
+// as cuDNN's batch norm here). On NHWC tensors where the geometry's layout is the graph path's
+// native one, else on NCHW ones. On bf16 images x, y and their gradients are bf16; statistics,
+// sums and arithmetic stay float.
+std::unique_ptr<BatchNormKernel> make_dlscale_batch_norm(const CudaContext& context,
+                                                         const BatchNormGeometry& geometry);
 
 }  // namespace dlscale::kernels
