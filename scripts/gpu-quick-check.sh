@@ -34,10 +34,11 @@
 #             all three off by default: the convolutions' bias and ReLU in one pass each way
 #             (DLSCALE_CUDA_NCHW_BIAS_RELU=fused), the pooling (DLSCALE_CUDA_NCHW_POOLING=own)
 #             and the batch norm (DLSCALE_CUDA_NCHW_BATCH_NORM=own): their kernel tests and
-#             training cases, then fp32 steps with cuDNN's kernels and with dlscale's (alexnet-r
-#             batch 1024 and resnet-50 batch 64 also with one of them alone; alexnet-s batch 128,
-#             mobilenet-v2 batch 64), then alexnet-r's profile with all of dlscale's (the legacy
-#             searches' algorithms printed: DLSCALE_CUDNN_GRAPH_VERBOSE)
+#             alexnet-r's and resnet-56's training cases, then fp32 steps with cuDNN's kernels
+#             and with dlscale's (alexnet-r batch 1024 and resnet-50 batch 64 also with one of
+#             them alone; alexnet-s batch 128, mobilenet-v2 batch 64), then alexnet-r's profile
+#             with all of dlscale's (the legacy searches' algorithms printed:
+#             DLSCALE_CUDNN_GRAPH_VERBOSE)
 #   search    the graph path's kernel cache (DLSCALE_CUDNN_KERNEL_CACHE=yes, off: one NVRTC
 #             compile per graph topology instead of per shape; on 2026-11-28 searches 35 -> 21 s
 #             and 28 -> 13 s, steps 5.6% and 12% slower): its test, then mobilenet-v2 and vgg-16
@@ -374,8 +375,9 @@ export -f timed_searches
 # (DLSCALE_CUDA_NCHW_BATCH_NORM=own). At fp32 alexnet-r trails PyTorch most (0.65 on 2026-11-28:
 # its convolutions' backward 3.69 ms where PyTorch's take 1.69 with the bias and ReLU, its max
 # poolings' backward 0.85 ms where PyTorch's take 0.52), and resnet-50 by 1% (both on cuDNN's
-# convolutions and batch norm). Their kernel tests and the training test's cases with them
-# (alexnet-r, resnet-56), then fp32 steps one after the other: alexnet-r with cuDNN's passes,
+# convolutions and batch norm). Their kernel tests and the training test's alexnet-r and
+# resnet-56 cases with them (mobilenet-v2's is the training stage's), then fp32 steps one after
+# the other: alexnet-r with cuDNN's passes,
 # with the fused bias and ReLU, and with all of dlscale's; resnet-50 with cuDNN's, with
 # dlscale's batch norm, and with all of dlscale's; alexnet-s and mobilenet-v2 with cuDNN's and
 # with all of dlscale's; then alexnet-r's profile with all of them.
@@ -408,7 +410,7 @@ nchw_runs() {
   return $status
 }
 export -f nchw_runs
-stage nchw 80 330 nchw_runs
+stage nchw 80 360 nchw_runs
 grep -E '^== |^step |^\[  FAILED|^ +[0-9]+ +[a-z_]+ +[0-9]+ +[0-9.]+ |cuDNN legacy' \
   "$keep/nchw.log" 2>/dev/null | tee -a "$log"
 

@@ -7,8 +7,8 @@
 // whatever the shape: vgg-16's first layers have 3.2 million rows of 64 channels, resnet-50's
 // last 3,136 rows of 2,048. An NCHW tensor (batch norm on the legacy path) holds each image's
 // channel as one run of pixels, so there a block sums one channel over a slab of consecutive
-// images (its warps take the images in turn, a warp's lanes stride over an image's pixels), and
-// the same second kernel adds the partials. (MathOps::column_sums in cuda_math.cu, for a float
+// images (its threads striding over the slab's pixels, image after image), and the same second
+// kernel adds the partials. (MathOps::column_sums in cuda_math.cu, for a float
 // dense layer's bias gradient over a batch of rows, needs no slabs and no scratch: its rows are a
 // batch size. Under bf16 a dense layer's backward sums its bias here, in the pass that rounds dy.)
 #include "kernels/cuda/channel_kernels.hpp"
@@ -120,8 +120,10 @@ void sum_rows(Term term, Finish finish, std::int64_t rows, int channels, void* s
 }
 
 // The NCHW sums: partials[slab][c] = the sum over the slab's images n and pixels p of
-// term((n * channels + c) * pixels + p, c), two sums at once. The block's warps take the slab's
-// images in turn, each lane adding its pixels in order; each warp adds its lanes in a fixed
+// term((n * channels + c) * pixels + p, c), two sums at once. The block's threads take the slab's
+// values (image after image, pixel after pixel) in turn, 256 apart, so neighbouring threads read
+// neighbouring pixels and every warp has work however few images a slab holds or however few
+// pixels an image has; each thread adds its values in order, each warp adds its lanes in a fixed
 // shuffle tree, then thread 0 adds the warps in order.
 constexpr int image_threads = 256;
 constexpr int image_warps = image_threads / lanes;
@@ -133,29 +135,37 @@ struct ImageSlabs {
 
 // At least one image per slab; one slab per channel where the channels alone fill the GPU.
 ImageSlabs image_slabs_for(int batch, int channels) {
+  batch = std::max(batch, 1);
   const int wanted = std::max(1, slab_blocks / std::max(channels, 1));
-  const int count = std::max(1, std::min(wanted, batch));
+  const int count = std::min(wanted, batch);
   const int images_each = (batch + count - 1) / count;
   return {(batch + images_each - 1) / images_each, images_each};
 }
 
 template <typename Term>
 __global__ void __launch_bounds__(image_threads)
-    image_slab_sums_kernel(Term term, int batch, int channels, std::int64_t pixels, int images_each,
-                           float2* partials) {
+    image_slab_sums_kernel(Term term, int batch, int channels, std::int64_t pixels,
+                           int images_each, float2* partials) {
   __shared__ float2 warp_sums[image_warps];
   const int c = blockIdx.x;
   const int first = blockIdx.y * images_each;
   const int end = min(first + images_each, batch);
   const int warp = threadIdx.x / lanes, lane = threadIdx.x % lanes;
+  // This thread's value q of the slab's (end - first) * pixels is pixel p of image n; the next,
+  // image_threads later, is step_images images and step_pixels pixels on.
+  const std::int64_t values = std::int64_t(end - first) * pixels;
+  const std::int64_t step_images = image_threads / pixels, step_pixels = image_threads % pixels;
+  std::int64_t n = first + threadIdx.x / pixels, p = threadIdx.x % pixels;
   float2 sum = make_float2(0.0f, 0.0f);
-  for (int n = first + warp; n < end; n += image_warps) {
-    const std::int64_t image = (std::int64_t(n) * channels + c) * pixels;
-#pragma unroll 4
-    for (std::int64_t p = lane; p < pixels; p += lanes) {
-      const float2 value = term(image + p, c);
-      sum.x += value.x;
-      sum.y += value.y;
+  for (std::int64_t q = threadIdx.x; q < values; q += image_threads) {
+    const float2 value = term((n * channels + c) * pixels + p, c);
+    sum.x += value.x;
+    sum.y += value.y;
+    n += step_images;
+    p += step_pixels;
+    if (p >= pixels) {
+      p -= pixels;
+      ++n;
     }
   }
   for (int offset = lanes / 2; offset > 0; offset /= 2) {

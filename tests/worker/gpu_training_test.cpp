@@ -52,7 +52,7 @@ void PrintTo(const Case& c, std::ostream* out) {
   for (const auto& [variable, value] : c.settings) *out << " " << variable << "=" << value;
 }
 
-// e.g. alexnet_r_batch8_nchw_pooling_own: the model and batch, then each setting's name (less
+// e.g. resnet_56_batch4_nchw_batch_norm_own: the model and batch, then each setting's name (less
 // DLSCALE_CUDA_) and value, so that a ctest slice's filter on the model picks its settings' cases
 // too.
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
@@ -75,15 +75,35 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   return name;
 }
 
-// A case's settings, set for one scope.
+// A case's settings, set for one scope; with any, the legacy path too (whose kernels they choose),
+// whatever DLSCALE_CUDNN_API the environment has.
 class CaseSettings {
  public:
-  explicit CaseSettings(const Case& c) {
+  explicit CaseSettings(const Case& c) : case_(c) {
+    if (!c.settings.empty())
+      set_.push_back(std::make_unique<testing::ScopedSetting>("DLSCALE_CUDNN_API", "legacy"));
     for (const auto& [variable, value] : c.settings)
       set_.push_back(std::make_unique<testing::ScopedSetting>(variable.c_str(), value.c_str()));
   }
 
+  // The device runs the case's settings: its changed_settings name each ("nchw_pooling own" for
+  // DLSCALE_CUDA_NCHW_POOLING=own).
+  void expect_recorded_by(const kernels::CudaDevice& device) const {
+    std::string changed;
+    for (const auto& [name, value] : device.properties())
+      if (name == "changed_settings") changed = value;
+    const std::string prefix = "DLSCALE_CUDA_";
+    for (const auto& [variable, value] : case_.settings) {
+      std::string record = variable.substr(variable.rfind(prefix, 0) == 0 ? prefix.size() : 0);
+      for (char& c : record) c = char(std::tolower(static_cast<unsigned char>(c)));
+      record += " " + value;
+      EXPECT_NE(changed.find(record), std::string::npos)
+          << variable << "=" << value << " did not run: changed_settings '" << changed << "'";
+    }
+  }
+
  private:
+  const Case& case_;
   std::vector<std::unique_ptr<testing::ScopedSetting>> set_;
 };
 
@@ -119,9 +139,10 @@ TEST_P(GpuTrainsLikeTheCpu, FirstGradientsAgreeLayerByLayer) {
     const testing::FloatGradientYardstick& yardstick =
         testing::float_gradient_yardstick(model, batch);
     kernels::CudaDevice gpu(0, kernels::Precision::fp32);
+    set.expect_recorded_by(gpu);
     std::string table = model + " batch " + std::to_string(batch) + "\n";
     const std::string beyond = testing::beyond_rounding(
-        yardstick, testing::first_gradients(gpu, model, batch), "cuDNN", table);
+        yardstick, testing::first_gradients(gpu, model, batch), "GPU", table);
     std::cout << table;
     EXPECT_TRUE(beyond.empty()) << model << beyond;
     return;
@@ -143,6 +164,7 @@ TEST_P(GpuTrainsLikeTheCpu, FirstGradientsAgreeLayerByLayer) {
   };
   kernels::CpuDevice cpu(1);
   kernels::CudaDevice gpu(0, kernels::Precision::fp32);
+  set.expect_recorded_by(gpu);
   const auto [on_cpu, layers] = gradients_on(cpu);
   const auto on_gpu = gradients_on(gpu).first;
   const std::string differing = testing::layers_that_differ(on_cpu, on_gpu, layers, 1e-3);
@@ -155,6 +177,7 @@ TEST_P(GpuTrainsLikeTheCpu, ParametersAgreeAfterThreeSteps) {
   const auto& [model, batch, amplifies_rounding, settings] = GetParam();
   const CaseSettings set(GetParam());
   kernels::CudaDevice gpu(0, kernels::Precision::fp32);
+  set.expect_recorded_by(gpu);
   const testing::ThreeSteps on_gpu = testing::train_three_steps(gpu, model, batch);
   if (amplifies_rounding) {
     // Rounding alone ends the CPU's own three steps 0.11 to 0.34 (resnet-56) and 0.44 to 0.61
@@ -196,6 +219,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"gpt-tiny", 4, false}, Case{"gpt:2,64,8,40,128", 2, false},
         // The legacy path's own NCHW kernels (docs/gpu.md),
         // off by default until a GPU has run them
+        Case{"alexnet-r", 8, false, {{"DLSCALE_CUDA_NCHW_BIAS_RELU", "fused"}}},
+        Case{"alexnet-r", 8, false, {{"DLSCALE_CUDA_NCHW_POOLING", "own"}}},
         Case{"alexnet-r",
              8,
              false,
@@ -237,6 +262,7 @@ TEST_P(Bf16ImagesStayWithinBf16Rounding, FirstGradientsAndThreeSteps) {
   if (!kernels::cudnn_graph_api_compiled())
     GTEST_SKIP() << "this build has no cuDNN graph path, where bf16 images live";
   const auto& [model, batch, amplifies_rounding, settings] = GetParam();
+  ASSERT_TRUE(settings.empty()) << "the bf16-image cases run on the graph path's own settings";
   const testing::ScopedSetting graph("DLSCALE_CUDNN_API", "graph");
   kernels::CudaDevice fp32(0, kernels::Precision::fp32);
   const testing::FirstGradients reference = testing::first_gradients(fp32, model, batch);
