@@ -5,10 +5,11 @@
 // are coalesced), writing one partial per slab and channel; then one block per channel adds its
 // slabs' partials in double, in a fixed tree. Slabs are sized so that about slab_blocks blocks run
 // whatever the shape: vgg-16's first layers have 3.2 million rows of 64 channels, resnet-50's
-// last 3,136 rows of 2,048. An NCHW tensor (batch norm on the legacy path) holds each image's
-// channel as one run of pixels, so there a block sums one channel over a slab of consecutive
-// images (its threads striding over the slab's pixels, image after image), and the same second
-// kernel adds the partials. (MathOps::column_sums in cuda_math.cu, for a float
+// last 3,136 rows of 2,048. An NCHW tensor (the legacy path's batch norm and convolution bias
+// gradient) holds each image's channel as one run of pixels, so there a block sums one channel
+// over a slab of consecutive images (its threads striding over the slab's pixels, image after
+// image), and the same second kernel adds the partials. Element-wise passes find a value's channel
+// with channel_index.cuh in either layout. (MathOps::column_sums in cuda_math.cu, for a float
 // dense layer's bias gradient over a batch of rows, needs no slabs and no scratch: its rows are a
 // batch size. Under bf16 a dense layer's backward sums its bias here, in the pass that rounds dy.)
 #include "kernels/cuda/channel_kernels.hpp"
@@ -142,10 +143,16 @@ ImageSlabs image_slabs_for(int batch, int channels) {
   return {(batch + images_each - 1) / images_each, images_each};
 }
 
+// The partials' scratch (bytes) of sum_images for these dimensions.
+std::size_t image_sums_scratch_bytes(int batch, int channels) {
+  return std::size_t(image_slabs_for(batch, channels).count) * std::size_t(channels) *
+         sizeof(float2);
+}
+
 template <typename Term>
 __global__ void __launch_bounds__(image_threads)
-    image_slab_sums_kernel(Term term, int batch, int channels, std::int64_t pixels,
-                           int images_each, float2* partials) {
+    image_slab_sums_kernel(Term term, int batch, int channels, std::int64_t pixels, int images_each,
+                           float2* partials) {
   __shared__ float2 warp_sums[image_warps];
   const int c = blockIdx.x;
   const int first = blockIdx.y * images_each;
@@ -301,13 +308,15 @@ struct StoreParameterGradients {
 
 // --- Element-wise kernels ---------------------------------------------------------------------
 
-// y += bias (where given), then max(y, 0) with the ReLU (NaN becomes 0, as batch norm's).
-template <typename T>
+// y += bias (where given; its channel by `channels`, channel_index.cuh), then max(y, 0) with the
+// ReLU (NaN becomes 0, as batch norm's).
+template <typename T, typename Channels>
 __global__ void add_channel_bias_kernel(T* y, const float* bias, bool relu, std::int64_t count,
-                                        int channels) {
+                                        Channels channels) {
   for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += std::int64_t(gridDim.x) * blockDim.x) {
-    const float value = bias != nullptr ? load_float(y[i]) + bias[i % channels] : load_float(y[i]);
+    const float value =
+        bias != nullptr ? load_float(y[i]) + bias[channels.of(i)] : load_float(y[i]);
     y[i] = store_float<T>(relu && !(value > 0.0f) ? 0.0f : value);
   }
 }
@@ -455,8 +464,7 @@ class DlscaleBatchNorm final : public BatchNormKernel {
   DeviceBuffer& plan_for(int batch) {
     return plan_of(scratch_, batch, context_.stream, "dlscale's batch norm", [&](DeviceBuffer& b) {
       b = DeviceBuffer(nhwc_ ? channel_sums_scratch_bytes(rows_of(batch), channels_)
-                             : std::size_t(image_slabs_for(batch, channels_).count) *
-                                   std::size_t(channels_) * sizeof(float2));
+                             : image_sums_scratch_bytes(batch, channels_));
     });
   }
   float* per_channel(int k) const { return per_channel_.as<float>() + std::size_t(k) * channels_; }
@@ -524,13 +532,67 @@ void add_channel_bias(T* y, const float* bias, bool relu, std::int64_t rows, int
   const std::int64_t count = rows * channels;
   if (count <= 0 || (bias == nullptr && !relu)) return;
   add_channel_bias_kernel<<<elementwise_grid(count), elementwise_threads, 0, stream>>>(
-      y, bias, relu, count, channels);
+      y, bias, relu, count, WideChannels{1, channels});
   DLSCALE_CUDA_CHECK(cudaGetLastError());
 }
 
 template void add_channel_bias<float>(float*, const float*, bool, std::int64_t, int, cudaStream_t);
 template void add_channel_bias<__nv_bfloat16>(__nv_bfloat16*, const float*, bool, std::int64_t, int,
                                               cudaStream_t);
+
+// --- The legacy convolution's bias and ReLU on NCHW images -------------------------------------
+
+void add_bias_and_relu(int batch, int channels, std::int64_t pixels, const float* bias, bool relu,
+                       bool fast_divmod, float* y, cudaStream_t stream) {
+  if (bias == nullptr && !relu)
+    throw std::invalid_argument("NCHW bias and ReLU: neither a bias to add nor a ReLU");
+  if (batch <= 0 || channels <= 0 || pixels <= 0) return;
+  const std::int64_t count = std::int64_t(batch) * channels * pixels;
+  const auto launch = [&](auto channel_of) {
+    add_channel_bias_kernel<<<elementwise_grid(count), elementwise_threads, 0, stream>>>(
+        y, bias, relu, count, channel_of);
+  };
+  if (fast_divmod && count < (std::int64_t(1) << 31))
+    launch(FastChannels{FastDivmod(int(pixels)), FastDivmod(channels)});
+  else
+    launch(WideChannels{pixels, channels});
+  DLSCALE_CUDA_CHECK(cudaGetLastError());
+}
+
+std::size_t nchw_bias_gradient_scratch_bytes(int batch, int channels, std::int64_t pixels) {
+  if (batch <= 0 || channels <= 0 || pixels <= 0) return 0;
+  return image_sums_scratch_bytes(batch, channels);
+}
+
+void relu_mask_and_bias_gradient(int batch, int channels, std::int64_t pixels, const float* y,
+                                 const float* dy, float* masked_dy, float* bias_gradient,
+                                 void* scratch, cudaStream_t stream) {
+  if ((y == nullptr) != (masked_dy == nullptr))
+    throw std::invalid_argument("NCHW ReLU mask: y and the masked gradient come together");
+  if (masked_dy == nullptr && bias_gradient == nullptr)
+    throw std::invalid_argument("NCHW bias gradient: neither a ReLU mask nor a bias to sum");
+  if (batch <= 0 || channels <= 0 || pixels <= 0) {
+    // Nothing to read: an empty sum is 0.
+    if (bias_gradient != nullptr && channels > 0)
+      DLSCALE_CUDA_CHECK(
+          cudaMemsetAsync(bias_gradient, 0, std::size_t(channels) * sizeof(float), stream));
+    return;
+  }
+  if (bias_gradient != nullptr && scratch == nullptr)
+    throw std::invalid_argument("NCHW bias gradient: no scratch for the partial sums");
+  const PreparedGradient<float, float> masked{dy, y, masked_dy};
+  if (bias_gradient == nullptr) {  // the mask alone: element-wise
+    const std::int64_t count = std::int64_t(batch) * channels * pixels;
+    elementwise_term_kernel<<<elementwise_grid(count), elementwise_threads, 0, stream>>>(masked,
+                                                                                         count);
+    DLSCALE_CUDA_CHECK(cudaGetLastError());
+  } else if (masked_dy != nullptr) {
+    sum_images(masked, StoreSums{bias_gradient}, batch, channels, pixels, scratch, stream);
+  } else {
+    sum_images(Values<float>{dy}, StoreSums{bias_gradient}, batch, channels, pixels, scratch,
+               stream);
+  }
+}
 
 std::unique_ptr<BatchNormKernel> make_dlscale_batch_norm(const CudaContext& context,
                                                          const BatchNormGeometry& geometry) {

@@ -62,7 +62,7 @@ inline constexpr EnumNames<ImageActivations, 2> image_activation_names{{"float",
 // cudnn, the descriptor API's calls, two passes over the NCHW output forward (cudnnAddTensor,
 // cudnnActivationForward) and two over its gradient backward (cudnnActivationBackward, then
 // cudnnConvolutionBackwardBias reading the masked gradient again); or fused, one pass each way of
-// dlscale's own deterministic kernels (nchw_channel_kernels.hpp).
+// dlscale's own deterministic kernels (channel_kernels.hpp).
 enum class NchwBiasRelu { cudnn, fused };
 inline constexpr EnumNames<NchwBiasRelu, 2> nchw_bias_relu_names{{"cudnn", "fused"}};
 
@@ -174,7 +174,7 @@ struct CudaContext {
   bool fast_divmod = true;
   // DLSCALE_CUDA_NCHW_BIAS_RELU=fused: the legacy path's convolutions add the bias and apply the
   // fused ReLU to their output in one pass, and mask dy by the ReLU and sum the bias gradient in
-  // one pass, of dlscale's own kernels (nchw_channel_kernels.hpp), where cuDNN's descriptor API
+  // one pass, of dlscale's own kernels (channel_kernels.hpp), where cuDNN's descriptor API
   // makes two each way: an H200 profile of alexnet-r at batch 1024 in fp32 (2026-11-28) had its
   // three convolutions' backward at 3.69 ms where PyTorch's take 1.69 with the bias and ReLU, and
   // PyTorch sums its bias gradient with a plain reduction. No atomics, so results repeat bit for

@@ -23,9 +23,9 @@
 #include <fmt/format.h>
 
 #include "kernels/cuda/bf16_staging.hpp"
+#include "kernels/cuda/channel_kernels.hpp"
 #include "kernels/cuda/cudnn_support.hpp"
 #include "kernels/cuda/image_layout_conversion.hpp"
-#include "kernels/cuda/nchw_channel_kernels.hpp"
 
 // cuDNN 9 marks this whole descriptor API deprecated in favour of its graph API, yet ships and
 // supports it throughout 9.x (the GPU machines run 9.14). The attribute only fires in builds that
@@ -136,7 +136,7 @@ class CudnnConvolution final : public ConvolutionKernel {
     }
     if (fused_bias_and_relu() && (geometry_.bias || geometry_.relu)) {
       // DLSCALE_CUDA_NCHW_BIAS_RELU=fused: the bias and the ReLU below in one pass of dlscale's
-      // own kernel (nchw_channel_kernels.hpp).
+      // own kernel (channel_kernels.hpp).
       const ImageShape out = geometry_.output();
       add_bias_and_relu(batch, out.channels, std::int64_t(out.height) * out.width,
                         geometry_.bias ? bias : nullptr, geometry_.relu, context_.fast_divmod, y,
@@ -161,7 +161,7 @@ class CudnnConvolution final : public ConvolutionKernel {
     Plan& p = plan_for(batch);
     if (fused_bias_and_relu() && (geometry_.relu || geometry_.bias)) {
       // DLSCALE_CUDA_NCHW_BIAS_RELU=fused: the mask and the bias gradient below from one
-      // pass over dy, of dlscale's own kernel (nchw_channel_kernels.hpp).
+      // pass over dy, of dlscale's own kernel (channel_kernels.hpp).
       const ImageShape out = geometry_.output();
       float* masked = geometry_.relu ? p.relu_gradient.as<float>() : nullptr;
       relu_mask_and_bias_gradient(batch, out.channels, std::int64_t(out.height) * out.width,

@@ -29,9 +29,9 @@
 
 #include "core/errors.hpp"
 #include "kernels/cpu/cpu_device.hpp"
+#include "kernels/cuda/channel_kernels.hpp"
 #include "kernels/cuda/cuda_device.hpp"
 #include "kernels/cuda/cudnn_support.hpp"
-#include "kernels/cuda/nchw_channel_kernels.hpp"
 #include "kernels/device_array.hpp"
 #include "tests/kernels/composed_lstm_stack.hpp"
 #include "tests/kernels/finite_differences.hpp"
@@ -903,12 +903,12 @@ std::vector<Tensor> without(const std::vector<Tensor>& outputs, const std::strin
 
 // DLSCALE_CUDA_NCHW_BIAS_RELU=fused: the legacy path's convolution adds its bias and applies its
 // ReLU in one pass of dlscale's own kernel, and its backward masks dy by the ReLU and sums the bias
-// gradient in one pass (nchw_channel_kernels.cu), instead of cudnnAddTensor and
+// gradient in one pass (channel_kernels.cu), instead of cudnnAddTensor and
 // cudnnActivationForward, cudnnActivationBackward and cudnnConvolutionBackwardBias. The setting is
 // recorded in changed_settings as "nchw_bias_relu fused" on the legacy path (absent by default,
 // and on the graph path, which it does not change); a value other than cudnn or fused is refused
-// in one line. For bias and ReLU, bias alone and ReLU alone, on output images of 8x8 pixels (the
-// kernels' float4 loops) and of 7x7 and 3x3 (their float loops), in fp32 and bf16: every output
+// in one line. For bias and ReLU, bias alone and ReLU alone, on output images of 8x8, 7x7 and 3x3
+// pixels, in fp32 and bf16: every output
 // and gradient as close to the CPU's as ConvolutionAgainstCpu and Bf16ConvolutionAgainstCpu hold
 // them (the forward kernel's own bits: FusedNchwBiasReluForwardKernelMatchesTheHost; the two
 // devices' searches may choose different convolution algorithms), the bias gradient within 1e-5
@@ -1056,7 +1056,7 @@ TEST_F(CudnnKernels, OwnNchwBatchNormAgreesWithCudnnsAndTheCpu) {
 }
 
 // One test of the fused kernel's cases: dimensions, where its tensors start (`offset` floats into
-// their arrays: 1 misaligns them for float4) and what it writes.
+// their arrays: 1 moves them off a 16-byte boundary) and what it writes.
 struct NchwChannelCase {
   const char* name;
   int batch, channels;
@@ -1065,15 +1065,15 @@ struct NchwChannelCase {
   bool relu, bias;
 };
 
-// relu_mask_and_bias_gradient itself (nchw_channel_kernels.hpp) against the host: the masked
-// gradient exactly (it is dy or 0), the bias gradient within 1e-5 of a sum in double; on its
-// float4 loop (pixels a multiple of 4, aligned tensors), its float loop (odd pixels, or aligned
-// pixels at a misaligned address), the mask or the sum alone, many slabs of a few images per
-// channel, and more channels than the blocks it aims for (one slab each). A second call and
-// the replay of a captured graph of it write the very same bits.
+// relu_mask_and_bias_gradient itself (channel_kernels.hpp) against the host: the masked
+// gradient exactly (it is dy or 0), the bias gradient within 1e-5 of a sum in double; on images
+// of 64, 49 and 36 pixels (more than a warp, odd, fewer), tensors starting one float past an
+// aligned address, the mask or the sum alone, many slabs of a few images of 4 pixels (a block's
+// threads spanning many images) per channel, and more channels than the blocks it aims for (one
+// slab each). A second call and the replay of a captured graph of it write the very same bits.
 TEST_F(CudnnKernels, FusedNchwBiasGradientKernelMatchesTheHost) {
   const NchwChannelCase cases[] = {
-      {"float4s", 6, 5, 64, 0, true, true},
+      {"64_pixels", 6, 5, 64, 0, true, true},
       {"odd_pixels", 7, 3, 49, 0, true, true},
       {"misaligned", 6, 5, 64, 1, true, true},
       {"bias_alone", 9, 4, 36, 0, false, true},
@@ -1155,15 +1155,14 @@ TEST_F(CudnnKernels, FusedNchwBiasGradientKernelMatchesTheHost) {
   }
 }
 
-// add_bias_and_relu itself (nchw_channel_kernels.hpp) against the host, bit for bit (one float
-// addition, then the ReLU, as the host takes them): on its float4 loop (pixels a multiple of 4, y
-// aligned), its float loop (odd pixels, or a misaligned y), the bias or the ReLU alone, and many
-// images of few pixels; NaN (with the ReLU, which makes it 0) and infinite values in y. A second
-// call on the same input, a call without FastDivmod and the replay of a captured graph of it
-// write the very same bits.
+// add_bias_and_relu itself (channel_kernels.hpp) against the host, bit for bit (one float
+// addition, then the ReLU, as the host takes them): on images of 64, 49 and 36 pixels, y starting
+// one float past an aligned address, the bias or the ReLU alone, and many images of few pixels;
+// NaN (with the ReLU, which makes it 0) and infinite values in y. A second call on the same input,
+// a call without FastDivmod and the replay of a captured graph of it write the very same bits.
 TEST_F(CudnnKernels, FusedNchwBiasReluForwardKernelMatchesTheHost) {
   const NchwChannelCase cases[] = {
-      {"float4s", 6, 5, 64, 0, true, true},    {"odd_pixels", 7, 3, 49, 0, true, true},
+      {"64_pixels", 6, 5, 64, 0, true, true},  {"odd_pixels", 7, 3, 49, 0, true, true},
       {"misaligned", 6, 5, 64, 1, true, true}, {"bias_alone", 9, 4, 36, 0, false, true},
       {"relu_alone", 4, 6, 9, 0, true, false}, {"many_images", 1100, 2, 4, 0, true, true},
   };
