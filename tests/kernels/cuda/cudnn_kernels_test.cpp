@@ -963,6 +963,41 @@ TEST_F(CudnnKernels, FusedNchwBiasReluAgreesWithCudnnsAndTheCpu) {
   }
 }
 
+// For each case, in fp32 and bf16 (the legacy path's images are float under bf16 too), a kernel
+// of dlscale's own that `variable`=`value` puts on the legacy path (its changed_settings then
+// name `record`) against cuDNN's and the CPU's: every output and gradient within `tolerance` of
+// both; the whole pass with FastDivmod off, and backward again, the same bit for bit.
+// make_run(device, geometry, case) makes the case's run on a device: the CPU's in plain NCHW.
+template <typename Case, typename MakeRun>
+void expect_own_nchw_kernel_agrees(Device& cpu, const char* variable, const char* value,
+                                   const std::string& record, const std::vector<Case>& cases,
+                                   double tolerance, MakeRun make_run) {
+  for (const Precision precision : {Precision::fp32, Precision::bf16}) {
+    CudaDevice with_cudnn(0, precision, CudnnApi::legacy);
+    const dlscale::testing::ScopedSetting own(variable, value);
+    CudaDevice with_own(0, precision, CudnnApi::legacy);
+    const dlscale::testing::ScopedSetting divisions("DLSCALE_CUDA_FAST_DIVMOD", "no");
+    CudaDevice with_divisions(0, precision, CudnnApi::legacy);
+    ASSERT_EQ(changed_settings(with_own), record);
+    ASSERT_EQ(changed_settings(with_divisions), "fast_divmod no, " + record);
+    for (const Case& c : cases) {
+      SCOPED_TRACE(::testing::Message() << precision_name(precision) << ", " << c.name);
+      const std::unique_ptr<KernelRun> on_cpu = make_run(cpu, in_nchw(c.geometry), c),
+                                       cudnns = make_run(with_cudnn, c.geometry, c),
+                                       on_gpu = make_run(with_own, c.geometry, c),
+                                       divided = make_run(with_divisions, c.geometry, c);
+      for (KernelRun* each : {on_cpu.get(), cudnns.get(), on_gpu.get(), divided.get()}) run(*each);
+      const std::vector<Tensor> first = on_gpu->outputs();
+      expect_close(first, on_cpu->outputs(), tolerance);
+      expect_close(first, cudnns->outputs(), tolerance);
+      expect_identical(divided->outputs(), first, "FastDivmod off");
+      on_gpu->poison_gradients();
+      on_gpu->backward();
+      expect_identical(on_gpu->outputs(), first, "backward again");
+    }
+  }
+}
+
 // DLSCALE_CUDA_NCHW_POOLING=own: the legacy path pools its NCHW images on dlscale's own kernels
 // (pooling_kernels.cu, the graph path's NHWC pooling enumerating NCHW) instead of cuDNN's. The
 // setting is recorded in changed_settings as "nchw_pooling own" on the legacy path (absent by
@@ -981,33 +1016,11 @@ TEST_F(CudnnKernels, OwnNchwPoolingAgreesWithCudnnsAndTheCpu) {
   std::vector<PoolingCase> cases(std::begin(pooling_cases), std::end(pooling_cases));
   cases.push_back({"max_3x3_stride_2_large", {{6, 31, 33}, PoolingKind::max, 3, 2, 1}});
   cases.push_back({"max_beyond_its_windows", {{2, 20, 20}, PoolingKind::max, 17, 1, 0}});
-  const int batch = 5;
-  for (const Precision precision : {Precision::fp32, Precision::bf16}) {
-    CudaDevice with_cudnn(0, precision, CudnnApi::legacy);
-    const dlscale::testing::ScopedSetting own("DLSCALE_CUDA_NCHW_POOLING", "own");
-    CudaDevice with_own(0, precision, CudnnApi::legacy);
-    const dlscale::testing::ScopedSetting divisions("DLSCALE_CUDA_FAST_DIVMOD", "no");
-    CudaDevice with_divisions(0, precision, CudnnApi::legacy);
-    ASSERT_EQ(with_own.context().nchw_pooling, NchwPooling::own);
-    ASSERT_TRUE(with_own.context().fast_divmod);
-    ASSERT_FALSE(with_divisions.context().fast_divmod);
-    for (const PoolingCase& c : cases) {
-      SCOPED_TRACE(::testing::Message() << precision_name(precision) << ", " << c.name);
-      PoolingRun on_cpu(cpu(), in_nchw(c.geometry), batch), cudnns(with_cudnn, c.geometry, batch),
-          on_gpu(with_own, c.geometry, batch), divided(with_divisions, c.geometry, batch);
-      run(on_cpu);
-      run(cudnns);
-      run(on_gpu);
-      run(divided);
-      const std::vector<Tensor> first = on_gpu.outputs();
-      expect_close(first, on_cpu.outputs(), pooling_tolerance);
-      expect_close(first, cudnns.outputs(), pooling_tolerance);
-      expect_identical(divided.outputs(), first, "FastDivmod off");
-      on_gpu.poison_gradients();
-      on_gpu.backward();
-      expect_identical(on_gpu.outputs(), first, "backward again");
-    }
-  }
+  expect_own_nchw_kernel_agrees(cpu(), "DLSCALE_CUDA_NCHW_POOLING", "own", "nchw_pooling own",
+                                cases, pooling_tolerance,
+                                [](Device& device, const PoolingGeometry& g, const PoolingCase&) {
+                                  return std::make_unique<PoolingRun>(device, g, 5);
+                                });
 }
 
 // DLSCALE_CUDA_NCHW_BATCH_NORM=own: the legacy path's batch norm on dlscale's own kernels
@@ -1026,33 +1039,11 @@ TEST_F(CudnnKernels, OwnNchwBatchNormAgreesWithCudnnsAndTheCpu) {
   std::vector<BatchNormCase> cases(std::begin(batch_norm_cases), std::end(batch_norm_cases));
   cases.push_back({"many_slabs_with_relu", {{16, 20, 20}, nchw, true}, 70});
   cases.push_back({"one_image_one_channel", {{1, 6, 6}, nchw, false}, 1});
-  for (const Precision precision : {Precision::fp32, Precision::bf16}) {
-    CudaDevice with_cudnn(0, precision, CudnnApi::legacy);
-    const dlscale::testing::ScopedSetting own("DLSCALE_CUDA_NCHW_BATCH_NORM", "own");
-    CudaDevice with_own(0, precision, CudnnApi::legacy);
-    const dlscale::testing::ScopedSetting divisions("DLSCALE_CUDA_FAST_DIVMOD", "no");
-    CudaDevice with_divisions(0, precision, CudnnApi::legacy);
-    ASSERT_EQ(with_own.context().nchw_batch_norm, NchwBatchNorm::own);
-    ASSERT_TRUE(with_own.context().fast_divmod);
-    ASSERT_FALSE(with_divisions.context().fast_divmod);
-    for (const BatchNormCase& c : cases) {
-      SCOPED_TRACE(::testing::Message() << precision_name(precision) << ", " << c.name);
-      BatchNormRun on_cpu(cpu(), in_nchw(c.geometry), c.batch),
-          cudnns(with_cudnn, c.geometry, c.batch), on_gpu(with_own, c.geometry, c.batch),
-          divided(with_divisions, c.geometry, c.batch);
-      run(on_cpu);
-      run(cudnns);
-      run(on_gpu);
-      run(divided);
-      const std::vector<Tensor> first = on_gpu.outputs();
-      expect_close(first, on_cpu.outputs(), batch_norm_tolerance);
-      expect_close(first, cudnns.outputs(), batch_norm_tolerance);
-      expect_identical(divided.outputs(), first, "FastDivmod off");
-      on_gpu.poison_gradients();
-      on_gpu.backward();
-      expect_identical(on_gpu.outputs(), first, "backward again");
-    }
-  }
+  expect_own_nchw_kernel_agrees(
+      cpu(), "DLSCALE_CUDA_NCHW_BATCH_NORM", "own", "nchw_batch_norm own", cases,
+      batch_norm_tolerance, [](Device& device, const BatchNormGeometry& g, const BatchNormCase& c) {
+        return std::make_unique<BatchNormRun>(device, g, c.batch);
+      });
 }
 
 // One test of the fused kernel's cases: dimensions, where its tensors start (`offset` floats into
