@@ -1,9 +1,8 @@
 // The channel of flat index i of an image tensor, for element-wise kernels that need a
 // per-channel value (a bias, batch norm's statistics): (i / run) % channels, where run is how
 // many consecutive elements share a channel (1 in NHWC; in NCHW the pixels of one image and
-// channel, counted in the kernel's elements: floats, or float4s). By 64-bit integer division
-// (any size), or, for indices below 2^31, by FastDivmod's multiply and shift, the same value
-// (fast_divmod.hpp). nvcc only.
+// channel). By 64-bit integer division (any size), or, for indices below 2^31, by FastDivmod's
+// multiply and shift, the same value (fast_divmod.hpp). nvcc only.
 #pragma once
 
 #include <cstdint>

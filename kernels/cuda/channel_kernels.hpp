@@ -71,7 +71,8 @@ std::size_t nchw_bias_gradient_scratch_bytes(int batch, int channels, std::int64
 //  - with a bias (bias_gradient not null): bias_gradient[c] = the sum over images and pixels of
 //    channel c's (masked) dy, in float, in the batch norm's NCHW order (blocks over slabs of
 //    images, the partials added in double); `scratch` holds
-//    nchw_bias_gradient_scratch_bytes(batch, channels, pixels).
+//    nchw_bias_gradient_scratch_bytes(batch, channels, pixels), 8-byte aligned (as cudaMalloc's
+//    memory is).
 // Either may be absent, not both; y and masked_dy come together.
 // Both queued on `stream`; they allocate nothing, so they may be captured, and repeat their
 // results bit for bit.

@@ -809,16 +809,16 @@ std::string changed_settings(const CudaDevice& device) {
 }
 
 // A setting that moves the legacy path's NCHW work onto dlscale's own kernels: off by default (no
-// changed_settings), recorded as "`record` `value`" on the legacy path where set, absent on the
+// changed_settings), recorded as "`name` `value`" on the legacy path where set, absent on the
 // graph path (which it does not change), and any other value refused in one line, `refusal`.
 void expect_a_legacy_kernel_setting(const char* variable, const char* value,
-                                    const std::string& record, const std::string& refusal) {
+                                    const std::string& name, const std::string& refusal) {
   SCOPED_TRACE(variable);
   EXPECT_EQ(changed_settings(CudaDevice(0, Precision::fp32, CudnnApi::legacy)), "absent");
   {
     const dlscale::testing::ScopedSetting set(variable, value);
     EXPECT_EQ(changed_settings(CudaDevice(0, Precision::fp32, CudnnApi::legacy)),
-              record + " " + value);
+              name + " " + value);
     if (cudnn_graph_api_compiled())
       EXPECT_EQ(changed_settings(CudaDevice(0, Precision::bf16, CudnnApi::graph)), "absent");
   }
@@ -1057,19 +1057,23 @@ struct NchwChannelCase {
 };
 
 // relu_mask_and_bias_gradient itself (channel_kernels.hpp) against the host: the masked
-// gradient exactly (it is dy or 0), the bias gradient within 1e-5 of a sum in double; on images
-// of 64, 49 and 36 pixels (more than a warp, odd, fewer), tensors starting one float past an
-// aligned address, the mask or the sum alone, many slabs of a few images of 4 pixels (a block's
-// threads spanning many images) per channel, and more channels than the blocks it aims for (one
-// slab each). A second call and the replay of a captured graph of it write the very same bits.
+// gradient exactly (it is dy or 0; a NaN y masks), the bias gradient within 1e-5 of a sum in
+// double; on images of 64, 49 and 36 pixels (more than a warp, odd, fewer), tensors starting
+// one float past an aligned address (no alignment assumed), the mask or the sum alone, many slabs
+// of a few images of 4 pixels, slabs of 7 images of 49 pixels and of 1,024-pixel images (a
+// block's threads stepping across image boundaries, and each over many values), and more
+// channels than the blocks it aims for (one slab each). A second call and the replay of a
+// captured graph of it write the very same bits.
 TEST_F(CudnnKernels, FusedNchwBiasGradientKernelMatchesTheHost) {
   const NchwChannelCase cases[] = {
       {"64_pixels", 6, 5, 64, 0, true, true},
       {"odd_pixels", 7, 3, 49, 0, true, true},
-      {"misaligned", 6, 5, 64, 1, true, true},
+      {"off_alignment", 6, 5, 64, 1, true, true},
       {"bias_alone", 9, 4, 36, 0, false, true},
       {"relu_alone", 4, 6, 9, 0, true, false},
       {"many_slabs", 1100, 2, 4, 0, true, true},
+      {"long_slabs", 64, 100, 49, 0, true, true},
+      {"large_images", 6, 300, 1024, 0, true, true},
       {"more_channels_than_blocks", 2, 1500, 3, 0, false, true},
   };
   CudaDevice& device = gpu();
@@ -1077,7 +1081,9 @@ TEST_F(CudnnKernels, FusedNchwBiasGradientKernelMatchesTheHost) {
   for (const NchwChannelCase& c : cases) {
     SCOPED_TRACE(c.name);
     const std::size_t count = std::size_t(c.batch) * std::size_t(c.channels) * c.pixels;
-    const std::vector<float> y = random_floats(count, 21), dy = random_floats(count, 22);
+    std::vector<float> y = random_floats(count, 21);
+    const std::vector<float> dy = random_floats(count, 22);
+    y[1] = nan;  // masks its gradient (with a ReLU; without one y is not read)
     // Each tensor `offset` floats into an array of its own.
     const auto on_device = [&](const std::vector<float>& values) {
       DeviceArray<float> array(device, c.offset + values.size());
@@ -1148,14 +1154,15 @@ TEST_F(CudnnKernels, FusedNchwBiasGradientKernelMatchesTheHost) {
 
 // add_bias_and_relu itself (channel_kernels.hpp) against the host, bit for bit (one float
 // addition, then the ReLU, as the host takes them): on images of 64, 49 and 36 pixels, y starting
-// one float past an aligned address, the bias or the ReLU alone, and many images of few pixels;
-// NaN (with the ReLU, which makes it 0) and infinite values in y. A second call on the same input,
-// a call without FastDivmod and the replay of a captured graph of it write the very same bits.
+// one float past an aligned address (no alignment assumed), the bias or the ReLU alone, and many
+// images of few pixels; NaN (with the ReLU, which makes it 0) and infinite values in y. A second
+// call on the same input, a call without FastDivmod and the replay of a captured graph of it write
+// the very same bits.
 TEST_F(CudnnKernels, FusedNchwBiasReluForwardKernelMatchesTheHost) {
   const NchwChannelCase cases[] = {
-      {"64_pixels", 6, 5, 64, 0, true, true},  {"odd_pixels", 7, 3, 49, 0, true, true},
-      {"misaligned", 6, 5, 64, 1, true, true}, {"bias_alone", 9, 4, 36, 0, false, true},
-      {"relu_alone", 4, 6, 9, 0, true, false}, {"many_images", 1100, 2, 4, 0, true, true},
+      {"64_pixels", 6, 5, 64, 0, true, true},     {"odd_pixels", 7, 3, 49, 0, true, true},
+      {"off_alignment", 6, 5, 64, 1, true, true}, {"bias_alone", 9, 4, 36, 0, false, true},
+      {"relu_alone", 4, 6, 9, 0, true, false},    {"many_images", 1100, 2, 4, 0, true, true},
   };
   CudaDevice& device = gpu();
   for (const NchwChannelCase& c : cases) {
